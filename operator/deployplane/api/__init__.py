@@ -1,0 +1,1 @@
+"""The control-plane API contract: models, errors and the typed client."""

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Build kube-apiserver, kube-controller-manager, kubectl, etcd and helm from Go modules.
+#
+# Why from source: this machine has no container engine or registry and prebuilt
+# binaries cannot be downloaded; the Go module proxy is reachable. k8s.io/kubernetes
+# replaces its staging modules with local paths in its go.mod, so `go install` of it
+# fails; instead a tiny wrapper module requires it and re-points every staging module
+# at its published v0.<minor>.<patch> version (the list is read from the downloaded
+# go.mod, never hard-coded). Idempotent: a tool whose stamp matches is skipped.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=/dev/null
+source "$here/versions.env"
+cache=${DEPLOYPLANE_CACHE:-$HOME/.cache/deployplane}
+bin="$cache/k8s/v$K8S_VERSION-etcd$ETCD_VERSION-helm$HELM_VERSION/bin"
+work="$cache/k8s/build"
+mkdir -p "$bin" "$work"
+export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
+log() { printf '[tools %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+have() { [ -x "$bin/$1" ] && [ "$(cat "$bin/.$1.stamp" 2>/dev/null)" = "$2" ]; }
+stamp() { echo "$2" >"$bin/.$1.stamp"; }
+
+minor=${K8S_VERSION#*.}; minor=${minor%%.*}; patch=${K8S_VERSION##*.}
+staging_version="v0.$minor.$patch"
+build_date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+ldflags=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $pkg.gitVersion=v$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.gitCommit=deployplane-gomod -X $pkg.buildDate=$build_date"
+done
+
+build_kube() {
+  local want="v$K8S_VERSION"
+  if have kube-apiserver "$want" && have kube-controller-manager "$want" && have kubectl "$want"; then
+    log "kubernetes $want: cached in $bin"; return
+  fi
+  local mod="$work/kube-$K8S_VERSION"
+  rm -rf "$mod"; mkdir -p "$mod"; cp -r "$here/kube/cmd" "$mod/"
+  log "kubernetes $want: resolving k8s.io/kubernetes go.mod"
+  local gomod
+  gomod=$(cd "$mod" && go mod download -json "k8s.io/kubernetes@$want" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  {
+    echo "module deployplane.local/kube"
+    echo
+    echo "go $(sed -n 's/^go \([0-9.]*\).*/\1/p' "$gomod")"
+    echo
+    echo "require k8s.io/kubernetes $want"
+    echo
+    # Every `k8s.io/x => ./staging/...` replace of the upstream go.mod, re-pointed at
+    # the published module of the same release.
+    sed -n 's#^[[:space:]]*\(k8s\.io/[a-z0-9-]*\) => \./staging/.*#replace \1 => \1 '"$staging_version"'#p' "$gomod"
+  } >"$mod/go.mod"
+  log "kubernetes $want: $(grep -c '^replace' "$mod/go.mod") staging modules re-pointed at $staging_version"
+  (cd "$mod" && go mod tidy)
+  for tool in kube-apiserver kube-controller-manager kubectl; do
+    log "building $tool $want (first build takes many minutes on 2 cores)"
+    (cd "$mod" && go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$tool" "./cmd/$tool")
+    stamp "$tool" "$want"
+  done
+}
+
+build_etcd() {
+  local want="v$ETCD_VERSION"
+  if have etcd "$want"; then log "etcd $want: cached"; return; fi
+  local mod="$work/etcd-$ETCD_VERSION"
+  rm -rf "$mod"; mkdir -p "$mod"; cp "$here/etcd/main.go" "$mod/"
+  (cd "$mod" && go mod init deployplane.local/etcd >/dev/null 2>&1 \
+    && go get "go.etcd.io/etcd/server/v3@$want" && go mod tidy)
+  log "building etcd $want"
+  (cd "$mod" && go build -trimpath -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=deployplane" -o "$bin/etcd" .)
+  stamp etcd "$want"
+}
+
+build_helm() {
+  local want="v$HELM_VERSION"
+  if have helm "$want"; then log "helm $want: cached"; return; fi
+  log "building helm $want"
+  GOBIN="$bin" go install -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$want" "helm.sh/helm/v3/cmd/helm@$want"
+  stamp helm "$want"
+}
+
+case "${1:-all}" in
+  path) echo "$bin"; exit 0 ;;
+  all) build_etcd; build_kube; build_helm ;;
+  etcd|kube|helm) "build_$1" ;;
+  *) echo "usage: $0 [all|etcd|kube|helm|path]" >&2; exit 2 ;;
+esac
+log "tools ready in $bin ($(du -sh "$bin" | cut -f1))"
