@@ -1,0 +1,34 @@
+"""`deployplane`: the command line.
+
+Each command group lives beside the code it drives and is only registered here, so
+this module stays a table of contents:
+
+- API resources (`deployments`, `revisions`, `listeners`, `repos`, `providers`):
+  `deployplane.commands.resources`
+- `controlplane serve`: the emulator, `deployplane.controlplane.cli`
+- `dev cluster up|down|kubeconfig`: the local Kubernetes API, `deployplane.devcluster.cli`
+- `operator run`: the Kopf operator, `deployplane.controller.cli`
+"""
+
+from __future__ import annotations
+
+import typer
+
+from deployplane.commands import resources
+from deployplane.controller.cli import app as operator_app
+from deployplane.controlplane.cli import app as controlplane_app
+from deployplane.devcluster.cli import app as dev_app
+
+app = typer.Typer(
+    name="deployplane",
+    help="Run agent-server deployments with GitOps.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+resources.register(app)
+app.add_typer(controlplane_app, name="controlplane", help="Run the control-plane emulator.")
+app.add_typer(dev_app, name="dev", help="Local development cluster (kube-apiserver + etcd).")
+app.add_typer(operator_app, name="operator", help="Run the deployplane operator.")
+
+if __name__ == "__main__":  # pragma: no cover
+    app()
