@@ -1,0 +1,158 @@
+"""Specs of the `AgentDeployment` and `Listener` custom resources.
+
+They reuse the API models field for field (one source of truth): a CR spec is the API
+body in camelCase, plus what only makes sense in Kubernetes — references to Secrets,
+Listeners and repositories that the operator resolves, a deletion policy, an id to
+adopt, and a per-resource connection. The CRD schemas are generated from these classes
+(`deployplane.crd.schema`), so `kubectl explain` shows the descriptions written here.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+from uuid import UUID
+
+from pydantic import Field
+
+from deployplane.api.models import (
+    ApiModel,
+    ComputeConfig,
+    ComputeType,
+    Source,
+    SourceConfig,
+    SourceRevisionConfig,
+)
+
+GROUP: Final = "deployplane.io"
+VERSION: Final = "v1alpha1"
+PAUSED_ANNOTATION: Final = "deployplane.io/paused"
+
+
+class DeletionPolicy(StrEnum):
+    """What happens on the control plane when the custom resource is deleted."""
+
+    DELETE = "Delete"
+    ORPHAN = "Orphan"
+
+
+class LocalObjectReference(ApiModel):
+    """A reference to an object in the custom resource's own namespace."""
+
+    name: str = Field(min_length=1, max_length=253, description="Name of the object.")
+
+
+class RepositoryReference(ApiModel):
+    """A repository of the git-host integration, resolved through its repository listing."""
+
+    owner: str = Field(min_length=1, max_length=255, description="Repository owner.")
+    name: str = Field(min_length=1, max_length=255, description="Repository name.")
+
+
+class SecretKeySelector(ApiModel):
+    """A key of a Secret in the custom resource's namespace."""
+
+    name: str = Field(min_length=1, max_length=253, description="Name of the Secret.")
+    key: str = Field(min_length=1, max_length=253, description="Key within the Secret.")
+
+
+class SecretValueSource(ApiModel):
+    """Where a secret's value comes from."""
+
+    secret_key_ref: SecretKeySelector = Field(description="A key of a Secret.")
+
+
+class DeploymentSecret(ApiModel):
+    """A secret of the deployment; its value is read from a Secret, never written here."""
+
+    name: str = Field(min_length=1, max_length=253, description="Secret name on the deployment.")
+    value_from: SecretValueSource = Field(description="Where the value is read from.")
+
+
+class SecretsFromSource(ApiModel):
+    """All keys of a Secret become deployment secrets of the same names."""
+
+    secret_ref: LocalObjectReference = Field(description="The Secret whose keys to use.")
+
+
+class ConnectionSpec(ApiModel):
+    """Settings shared by both kinds: deletion, adoption and connection."""
+
+    deletion_policy: DeletionPolicy = Field(
+        DeletionPolicy.DELETE,
+        description=(
+            "Delete: delete the control-plane resource with the custom resource. "
+            "Orphan: leave it on the control plane."
+        ),
+    )
+    connection_ref: LocalObjectReference | None = Field(
+        None,
+        description=(
+            "Secret in this namespace with keys `url`, `apiKey` and optional `tenantId`; "
+            "default: the operator's own connection."
+        ),
+    )
+
+
+class AgentDeploymentSourceConfig(SourceConfig):
+    """SourceConfig, plus references the operator resolves to ids and URLs."""
+
+    listener_ref: LocalObjectReference | None = Field(
+        None,
+        description="A Listener in this namespace; its status.listenerId becomes listenerId.",
+    )
+    repository: RepositoryReference | None = Field(
+        None,
+        description=(
+            "A repository of integrationId, resolved to repoUrl (and repoRef defaults to its "
+            "default branch)."
+        ),
+    )
+
+
+class AgentDeploymentSpec(ConnectionSpec):
+    """Desired state of a deployment on the control plane."""
+
+    name: str | None = Field(
+        None,
+        min_length=1,
+        max_length=253,
+        description="Deployment and tracing-project name; default metadata.name. Immutable.",
+    )
+    source: Source = Field(
+        description="git_host (Cloud SaaS) or external_docker (self-hosted). Immutable."
+    )
+    source_config: AgentDeploymentSourceConfig | None = Field(
+        None, description="Fields that need no new revision when changed."
+    )
+    source_revision_config: SourceRevisionConfig | None = Field(
+        None, description="Fields whose change rolls a new revision."
+    )
+    secrets: list[DeploymentSecret] | None = Field(
+        None, description="Secrets read from Secrets in this namespace."
+    )
+    secrets_from: list[SecretsFromSource] | None = Field(
+        None, description="Secrets whose every key becomes a deployment secret."
+    )
+    deployment_id: UUID | None = Field(
+        None, description="Adopt this existing deployment instead of creating one."
+    )
+
+    def deployment_name(self, metadata_name: str) -> str:
+        return self.name or metadata_name
+
+
+class ListenerSpec(ConnectionSpec):
+    """Desired state of a listener (compute infrastructure) on the control plane."""
+
+    compute_type: ComputeType = Field(description="Kind of compute. Immutable.")
+    compute_id: str = Field(
+        min_length=1,
+        max_length=253,
+        description="Unique id of the compute, e.g. the cluster name. Immutable.",
+    )
+    compute_config: ComputeConfig | None = Field(None, description="Compute settings.")
+    version: str | None = Field(None, max_length=253, description="Listener version.")
+    listener_id: UUID | None = Field(
+        None, description="Adopt this existing listener instead of creating one."
+    )
