@@ -1,0 +1,421 @@
+"""`ControlPlaneClient`: the typed async client of the control-plane API.
+
+One method per endpoint, models in and out (`deployplane.api.models`), typed errors out
+(`deployplane.api.errors`). The transport is injectable so tests and the emulator's
+in-process checks run without sockets (`httpx.MockTransport`, `httpx.ASGITransport`).
+
+Retry policy, and why it differs by method:
+- GET/PUT/PATCH/DELETE are idempotent: retried on connection errors, timeouts, 429, 5xx.
+- POST creates: retried only when the request surely was not processed (connect
+  errors, 429, 503). A 500/502/504 or a read timeout may hide a created resource, so
+  it is raised at once and the caller (the operator) looks the resource up by name
+  instead of risking a duplicate.
+Delays are full-jitter exponential backoff, except that a `Retry-After` header is
+honoured as given. A `Retry-After` longer than `MAX_HONOURED_RETRY_AFTER` is not slept
+in-process: the error is raised with `retry_after` set so the caller can reschedule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Any, Self, TypeVar
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from deployplane import __version__
+from deployplane.api.errors import ControlPlaneError, error_from
+from deployplane.api.models import (
+    Deployment,
+    DeploymentCreate,
+    DeploymentPatch,
+    GitRepository,
+    Listener,
+    ListenerCreate,
+    ListenerPatch,
+    ListenerPut,
+    OAuthProvider,
+    Page,
+    Revision,
+    RevisionStatus,
+)
+
+__all__ = ["MAX_HONOURED_RETRY_AFTER", "ControlPlaneClient"]
+
+log = logging.getLogger(__name__)
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+Id = UUID | str
+OnResponse = Callable[[str, str, int, float], None]
+Sleep = Callable[[float], Awaitable[None]]
+
+MAX_HONOURED_RETRY_AFTER = 60.0
+"""Longest `Retry-After` (seconds) the client waits out itself before giving up."""
+
+# Path templates, exactly as the spec writes them; also the label given to on_response.
+DEPLOYMENTS = "/v2/deployments"
+DEPLOYMENT = "/v2/deployments/{deployment_id}"
+REVISIONS = "/v2/deployments/{deployment_id}/revisions"
+REVISION = "/v2/deployments/{deployment_id}/revisions/{revision_id}"
+LISTENERS = "/v2/listeners"
+LISTENER = "/v2/listeners/{listener_id}"
+REPOSITORIES = "/v1/integrations/git_host/{integration_id}/repos"
+OAUTH_PROVIDER = "/v2/auth/providers/{provider_id}"
+
+_POST_RETRY_STATUSES = frozenset({429, 503})
+# Raised before any byte of the request left: the service surely did not act on it.
+_NOT_SENT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+_RETRYABLE_TRANSPORT_ERRORS = (
+    httpx.TimeoutException,
+    httpx.NetworkError,
+    httpx.RemoteProtocolError,
+)
+
+_REPOSITORY_LIST = TypeAdapter(list[GitRepository])
+
+
+def _dump(body: BaseModel) -> dict[str, Any]:
+    return body.model_dump(mode="json", exclude_unset=True)
+
+
+def _query(**params: Any) -> dict[str, Any]:
+    return {key: value for key, value in params.items() if value is not None}
+
+
+class ControlPlaneClient:
+    """Async client of the control-plane API; use as `async with ControlPlaneClient(...)`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        bearer_token: str | None = None,
+        tenant_id: str | UUID | None = None,
+        timeout: float = 10.0,
+        max_retries: int = 4,
+        backoff_base: float = 0.25,
+        backoff_max: float = 8.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        on_response: OnResponse | None = None,
+        sleep: Sleep | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        headers = {"Accept": "application/json", "User-Agent": f"deployplane/{__version__}"}
+        if api_key:
+            headers["X-Api-Key"] = api_key
+        if bearer_token:
+            headers["Authorization"] = f"Bearer {bearer_token}"
+        if tenant_id:
+            headers["X-Tenant-Id"] = str(tenant_id)
+        self._secrets = tuple(s for s in (api_key, bearer_token) if s)
+        self._http = httpx.AsyncClient(
+            base_url=base_url, headers=headers, timeout=timeout, transport=transport
+        )
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.on_response = on_response
+        # Injectable so tests run retries and polling without real waiting.
+        self.sleep: Sleep = sleep or asyncio.sleep
+        self.clock: Callable[[], float] = clock or time.monotonic
+
+    def __repr__(self) -> str:  # never show credentials
+        return f"ControlPlaneClient(base_url={str(self._http.base_url)!r})"
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # ------------------------------------------------------------------ deployments
+
+    async def create_deployment(self, body: DeploymentCreate) -> Deployment:
+        response = await self._request("POST", DEPLOYMENTS, json=_dump(body))
+        return self._parse(Deployment, response, "POST", DEPLOYMENTS)
+
+    async def get_deployment(self, deployment_id: Id) -> Deployment:
+        response = await self._request("GET", DEPLOYMENT, {"deployment_id": deployment_id})
+        return self._parse(Deployment, response, "GET", DEPLOYMENT)
+
+    async def update_deployment(self, deployment_id: Id, body: DeploymentPatch) -> Deployment:
+        response = await self._request(
+            "PATCH", DEPLOYMENT, {"deployment_id": deployment_id}, json=_dump(body)
+        )
+        return self._parse(Deployment, response, "PATCH", DEPLOYMENT)
+
+    async def delete_deployment(self, deployment_id: Id) -> None:
+        await self._request("DELETE", DEPLOYMENT, {"deployment_id": deployment_id})
+
+    async def list_deployments(
+        self,
+        *,
+        name: str | None = None,
+        name_contains: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> Page[Deployment]:
+        params = _query(name=name, name_contains=name_contains, limit=limit, offset=offset)
+        response = await self._request("GET", DEPLOYMENTS, params=params)
+        return self._parse(Page[Deployment], response, "GET", DEPLOYMENTS)
+
+    async def iter_deployments(
+        self, *, name: str | None = None, name_contains: str | None = None, page_size: int = 100
+    ) -> AsyncIterator[Deployment]:
+        async def page(offset: int | None) -> Page[Deployment]:
+            return await self.list_deployments(
+                name=name, name_contains=name_contains, limit=page_size, offset=offset
+            )
+
+        async for item in _paginate(page):
+            yield item
+
+    # -------------------------------------------------------------------- revisions
+
+    async def get_revision(self, deployment_id: Id, revision_id: Id) -> Revision:
+        ids = {"deployment_id": deployment_id, "revision_id": revision_id}
+        response = await self._request("GET", REVISION, ids)
+        return self._parse(Revision, response, "GET", REVISION)
+
+    async def list_revisions(
+        self, deployment_id: Id, *, limit: int | None = None, offset: int | None = None
+    ) -> Page[Revision]:
+        response = await self._request(
+            "GET",
+            REVISIONS,
+            {"deployment_id": deployment_id},
+            params=_query(limit=limit, offset=offset),
+        )
+        return self._parse(Page[Revision], response, "GET", REVISIONS)
+
+    async def iter_revisions(
+        self, deployment_id: Id, *, page_size: int = 100
+    ) -> AsyncIterator[Revision]:
+        async def page(offset: int | None) -> Page[Revision]:
+            return await self.list_revisions(deployment_id, limit=page_size, offset=offset)
+
+        async for item in _paginate(page):
+            yield item
+
+    async def wait_for_revision(
+        self,
+        deployment_id: Id,
+        revision_id: Id,
+        *,
+        poll_interval: float = 2.0,
+        max_interval: float = 30.0,
+        # The agreed surface takes a timeout; it is measured on the injectable clock.
+        timeout: float | None = None,  # noqa: ASYNC109
+        on_change: Callable[[Revision], Awaitable[None] | None] | None = None,
+    ) -> Revision:
+        """Poll the revision until its status is terminal and return it.
+
+        The interval doubles from `poll_interval` up to `max_interval` and starts over
+        whenever the status changes (a moving revision tends to move again soon).
+        `on_change` sees the first status and every change. Raises `TimeoutError` when
+        `timeout` seconds pass without a terminal status.
+        """
+        deadline = None if timeout is None else self.clock() + timeout
+        interval = poll_interval
+        seen: RevisionStatus | None = None
+        while True:
+            revision = await self.get_revision(deployment_id, revision_id)
+            if revision.status != seen:
+                seen = revision.status
+                interval = poll_interval
+                if on_change is not None:
+                    outcome = on_change(revision)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+            if revision.status.is_terminal:
+                return revision
+            delay = interval
+            if deadline is not None:
+                remaining = deadline - self.clock()
+                if remaining <= 0:
+                    raise TimeoutError(
+                        f"revision {revision_id} of deployment {deployment_id} still "
+                        f"{revision.status.value} after {timeout:g}s"
+                    )
+                delay = min(delay, remaining)
+            await self.sleep(delay)
+            interval = min(interval * 2, max_interval)
+
+    # -------------------------------------------------------------------- listeners
+
+    async def create_listener(self, body: ListenerCreate) -> Listener:
+        response = await self._request("POST", LISTENERS, json=_dump(body))
+        return self._parse(Listener, response, "POST", LISTENERS)
+
+    async def get_listener(self, listener_id: Id) -> Listener:
+        response = await self._request("GET", LISTENER, {"listener_id": listener_id})
+        return self._parse(Listener, response, "GET", LISTENER)
+
+    async def update_listener(self, listener_id: Id, body: ListenerPatch) -> Listener:
+        response = await self._request(
+            "PATCH", LISTENER, {"listener_id": listener_id}, json=_dump(body)
+        )
+        return self._parse(Listener, response, "PATCH", LISTENER)
+
+    async def replace_listener(self, listener_id: Id, body: ListenerPut) -> Listener:
+        response = await self._request(
+            "PUT", LISTENER, {"listener_id": listener_id}, json=_dump(body)
+        )
+        return self._parse(Listener, response, "PUT", LISTENER)
+
+    async def delete_listener(self, listener_id: Id) -> None:
+        await self._request("DELETE", LISTENER, {"listener_id": listener_id})
+
+    async def list_listeners(
+        self, *, limit: int | None = None, offset: int | None = None
+    ) -> Page[Listener]:
+        response = await self._request("GET", LISTENERS, params=_query(limit=limit, offset=offset))
+        return self._parse(Page[Listener], response, "GET", LISTENERS)
+
+    async def iter_listeners(self, *, page_size: int = 100) -> AsyncIterator[Listener]:
+        async def page(offset: int | None) -> Page[Listener]:
+            return await self.list_listeners(limit=page_size, offset=offset)
+
+        async for item in _paginate(page):
+            yield item
+
+    # ------------------------------------------------------------- read-only lookups
+
+    async def list_repositories(self, integration_id: Id) -> list[GitRepository]:
+        response = await self._request("GET", REPOSITORIES, {"integration_id": integration_id})
+        try:
+            return _REPOSITORY_LIST.validate_python(response.json())
+        except (ValueError, ValidationError) as exc:
+            raise self._bad_body("GET", REPOSITORIES, response, exc) from exc
+
+    async def get_oauth_provider(self, provider_id: str) -> OAuthProvider:
+        response = await self._request("GET", OAUTH_PROVIDER, {"provider_id": provider_id})
+        return self._parse(OAuthProvider, response, "GET", OAUTH_PROVIDER)
+
+    # --------------------------------------------------------------------- plumbing
+
+    async def _request(
+        self,
+        method: str,
+        template: str,
+        path_params: Mapping[str, Id] | None = None,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+    ) -> httpx.Response:
+        """Send with retries; return a 2xx response or raise a `ControlPlaneError`."""
+        quoted = {k: quote(str(v), safe="") for k, v in (path_params or {}).items()}
+        path = template.format(**quoted)
+        attempt = 0
+        while True:
+            started = time.perf_counter()
+            try:
+                response = await self._http.request(method, path, params=params, json=json)
+            except httpx.TransportError as exc:
+                self._report(method, template, 0, started)
+                error = error_from(method, template, exc, secrets=self._secrets)
+                if attempt < self.max_retries and self._may_retry_exception(method, exc):
+                    await self.sleep(self._backoff(attempt))
+                    attempt += 1
+                    continue
+                raise error from exc
+            self._report(method, template, response.status_code, started)
+            if response.is_success:
+                return response
+            error = error_from(method, template, response, secrets=self._secrets)
+            if attempt < self.max_retries and self._may_retry_status(method, response):
+                if error.retry_after is not None:
+                    if error.retry_after > MAX_HONOURED_RETRY_AFTER:
+                        raise error
+                    delay = error.retry_after
+                else:
+                    delay = self._backoff(attempt)
+                await self.sleep(delay)
+                attempt += 1
+                continue
+            raise error
+
+    @staticmethod
+    def _may_retry_exception(method: str, exc: httpx.TransportError) -> bool:
+        if method == "POST":
+            return isinstance(exc, _NOT_SENT_ERRORS)
+        return isinstance(exc, _RETRYABLE_TRANSPORT_ERRORS)
+
+    @staticmethod
+    def _may_retry_status(method: str, response: httpx.Response) -> bool:
+        if method == "POST":
+            return response.status_code in _POST_RETRY_STATUSES
+        return response.status_code == 429 or response.status_code >= 500
+
+    def _backoff(self, attempt: int) -> float:
+        """Full jitter: uniform over [0, min(cap, base * 2^attempt)]."""
+        return random.uniform(0, min(self.backoff_max, self.backoff_base * 2**attempt))
+
+    def _report(self, method: str, template: str, status: int, started: float) -> None:
+        if self.on_response is None:
+            return
+        try:
+            self.on_response(method, template, status, time.perf_counter() - started)
+        except Exception:  # a broken metrics hook must not break API calls
+            log.exception("on_response hook failed")
+
+    def _parse(
+        self, model: type[ModelT], response: httpx.Response, method: str, template: str
+    ) -> ModelT:
+        try:
+            return model.model_validate_json(response.content)
+        except ValidationError as exc:
+            raise self._bad_body(method, template, response, exc) from exc
+
+    @staticmethod
+    def _bad_body(
+        method: str, template: str, response: httpx.Response, exc: Exception
+    ) -> ControlPlaneError:
+        # Name the failing fields, not their values: a body may carry secrets.
+        if isinstance(exc, ValidationError):
+            fields = ", ".join(".".join(map(str, e["loc"])) or "<body>" for e in exc.errors())
+            reason = f"unexpected response body (fields: {fields})"
+        else:
+            reason = "response body is not JSON"
+        return ControlPlaneError(
+            f"{method} {template}: {response.status_code} {reason}",
+            method=method,
+            path=template,
+            status_code=response.status_code,
+        )
+
+
+async def _paginate(
+    fetch: Callable[[int | None], Awaitable[Page[ModelT]]],
+) -> AsyncIterator[ModelT]:
+    """Follow `offset` from page to page until the service says there is no next one."""
+    offset: int | None = None
+    while True:
+        page = await fetch(offset)
+        for item in page.resources:
+            yield item
+        # Stop on an empty page or an offset that does not advance: never loop forever.
+        if (
+            page.offset is None
+            or not page.resources
+            or (offset is not None and page.offset <= offset)
+        ):
+            return
+        offset = page.offset
