@@ -1,7 +1,369 @@
-"""Placeholder until the foundation work lands: registers the API command groups."""
+"""`deployplane deployments|revisions|listeners|repos|providers ...`: the API from a shell.
+
+Each command is thin: parse options, make one or a few client calls through
+`connection.call` (which owns error handling and exit codes), print with `output`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, TypeVar
 
 import typer
+from rich.console import Console
+
+from deployplane.api.client import ControlPlaneClient
+from deployplane.api.models import (
+    Deployment,
+    DeploymentCreate,
+    DeploymentPatch,
+    GitRepository,
+    Listener,
+    ListenerCreate,
+    ListenerPatch,
+    ListenerPut,
+    Revision,
+    RevisionStatus,
+)
+from deployplane.commands.bodies import FileOption, load_body
+from deployplane.commands.connection import (
+    EXIT_CODES_HELP,
+    ApiKeyOption,
+    Connection,
+    ExitCode,
+    TenantOption,
+    UrlOption,
+    call,
+    fail,
+)
+from deployplane.commands.output import Output, OutputOption, print_many, print_one
+from deployplane.commands.waiting import follow_revision
+
+__all__ = ["register"]
+
+T = TypeVar("T")
+
+LimitOption = Annotated[
+    int | None,
+    typer.Option("--limit", min=1, help="Show at most this many (default: all, page by page)."),
+]
+
+
+def _group(help_text: str) -> typer.Typer:
+    return typer.Typer(no_args_is_help=True, help=f"{help_text}\n\n{EXIT_CODES_HELP}")
+
+
+deployments = _group("Deployments of agent servers.")
+revisions = _group("Revisions of a deployment.")
+listeners = _group("Listeners: the compute infrastructure deployments run on.")
+repos = _group("Git-host repositories available through an integration.")
+providers = _group("OAuth providers.")
+
+
+def _command(group: typer.Typer, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    return group.command(name, epilog=EXIT_CODES_HELP)
+
+
+async def _take(items: AsyncIterator[T], limit: int | None) -> list[T]:
+    taken: list[T] = []
+    async for item in items:
+        taken.append(item)
+        if limit is not None and len(taken) >= limit:
+            break
+    return taken
+
+
+def _page_size(limit: int | None) -> int:
+    return min(limit, 100) if limit else 100
+
+
+# -------------------------------------------------------------------- deployments
+
+
+@_command(deployments, "list")
+def list_deployments(
+    name: Annotated[str | None, typer.Option(help="Only the deployment with this name.")] = None,
+    name_contains: Annotated[
+        str | None, typer.Option(help="Only deployments whose name contains this.")
+    ] = None,
+    limit: LimitOption = None,
+    output: OutputOption = Output.table,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    tenant_id: TenantOption = None,
+) -> None:
+    """List deployments."""
+
+    async def action(client: ControlPlaneClient) -> list[Deployment]:
+        items = client.iter_deployments(
+            name=name, name_contains=name_contains, page_size=_page_size(limit)
+        )
+        return await _take(items, limit)
+
+    print_many(call(Connection(url, api_key, tenant_id), action), Deployment, output)
+
+
+@_command(deployments, "get")
+def get_deployment(
+    deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
+    output: OutputOption = Output.table,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    tenant_id: TenantOption = None,
+) -> None:
+    """Show one deployment."""
+    conn = Connection(url, api_key, tenant_id)
+    print_one(call(conn, lambda c: c.get_deployment(deployment_id)), output)
+
+
+@_command(deployments, "create")
+def create_deployment(
+    file: FileOption,
+    output: OutputOption = Output.table,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    tenant_id: TenantOption = None,
+) -> None:
+    """Create a deployment from a file (name, source, source_config, ...)."""
+    body = load_body(file, DeploymentCreate)
+    conn = Connection(url, api_key, tenant_id)
+    print_one(call(conn, lambda c: c.create_deployment(body)), output)
+
+
+@_command(deployments, "update")
+def update_deployment(
+    deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
+    file: FileOption,
+    output: OutputOption = Output.table,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    tenant_id: TenantOption = None,
+) -> None:
+    """Change a deployment (PATCH): only the fields in the file are sent.
+
+    A new repo_ref, graph_config_path or image_uri creates a new revision.
+    """
+    body = load_body(file, DeploymentPatch)
+    conn = Connection(url, api_key, tenant_id)
+    print_one(call(conn, lambda c: c.update_deployment(deployment_id, body)), output)
+
+
+@_command(deployments, "delete")
+def delete_deployment(
+    deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    tenant_id: TenantOption = None,
+) -> None:
+    """Delete a deployment."""
+    call(Connection(url, api_key, tenant_id), lambda c: c.delete_deployment(deployment_id))
+    typer.echo(f"deployment {deployment_id} deleted")
+
+
+@_command(deployments, "wait")
+def wait_deployment(
+    deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
+    revision: Annotated[
+        str | None,
+        typer.Option("--revision", help="Revision id (default: the latest revision)."),
+    ] = None,
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", min=0, help="Give up after S seconds.")
+    ] = None,
+    poll_interval: Annotated[
+        float, typer.Option("--poll-interval", min=0.1, help="First poll interval (s).")
+    ] = 2.0,
+    output: OutputOption = Output.table,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    tenant_id: TenantOption = None,
+) -> None:
+    """Wait until a revision is terminal, showing its status live.
+
+    Exits 0 when it is DEPLOYED, 3 when it ended any other way (CREATE_FAILED,
+    BUILD_FAILED, DEPLOY_FAILED, SKIPPED, INTERRUPTED), 4 on --timeout.
+    """
+    console = Console(stderr=True, highlight=False)
+
+    async def action(client: ControlPlaneClient) -> Revision:
+        revision_id = revision
+        if revision_id is None:
+            deployment = await client.get_deployment(deployment_id)
+            if deployment.latest_revision_id is None:
+                fail(f"deployment {deployment_id} has no revision yet", ExitCode.API_ERROR)
+            revision_id = str(deployment.latest_revision_id)
+        return await follow_revision(
+            client,
+            deployment_id,
+            revision_id,
+            timeout=timeout,
+            poll_interval=poll_interval,
+            console=console,
+        )
+
+    final = call(Connection(url, api_key, tenant_id), action)
+    print_one(final, output)
+    if final.status is not RevisionStatus.DEPLOYED:
+        fail(f"revision {final.id} ended {final.status.value}", ExitCode.REVISION_FAILED)
+
+
+# ---------------------------------------------------------------------- revisions
+
+
+@_command(revisions, "list")
+def list_revisions(
+    deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
+    limit: LimitOption = None,
+    output: OutputOption = Output.table,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    tenant_id: TenantOption = None,
+) -> None:
+    """List the revisions of a deployment."""
+
+    async def action(client: ControlPlaneClient) -> list[Revision]:
+        items = client.iter_revisions(deployment_id, page_size=_page_size(limit))
+        return await _take(items, limit)
+
+    print_many(call(Connection(url, api_key, tenant_id), action), Revision, output)
+
+
+@_command(revisions, "get")
+def get_revision(
+    deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
+    revision_id: Annotated[str, typer.Argument(help="Revision id.")],
+    output: OutputOption = Output.table,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    tenant_id: TenantOption = None,
+) -> None:
+    """Show one revision."""
+    conn = Connection(url, api_key, tenant_id)
+    print_one(call(conn, lambda c: c.get_revision(deployment_id, revision_id)), output)
+
+
+# ---------------------------------------------------------------------- listeners
+
+
+@_command(listeners, "list")
+def list_listeners(
+    limit: LimitOption = None,
+    output: OutputOption = Output.table,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    tenant_id: TenantOption = None,
+) -> None:
+    """List listeners."""
+
+    async def action(client: ControlPlaneClient) -> list[Listener]:
+        return await _take(client.iter_listeners(page_size=_page_size(limit)), limit)
+
+    print_many(call(Connection(url, api_key, tenant_id), action), Listener, output)
+
+
+@_command(listeners, "get")
+def get_listener(
+    listener_id: Annotated[str, typer.Argument(help="Listener id.")],
+    output: OutputOption = Output.table,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    tenant_id: TenantOption = None,
+) -> None:
+    """Show one listener."""
+    conn = Connection(url, api_key, tenant_id)
+    print_one(call(conn, lambda c: c.get_listener(listener_id)), output)
+
+
+@_command(listeners, "create")
+def create_listener(
+    file: FileOption,
+    output: OutputOption = Output.table,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    tenant_id: TenantOption = None,
+) -> None:
+    """Create a listener from a file (compute_type, compute_id, compute_config, version)."""
+    body = load_body(file, ListenerCreate)
+    conn = Connection(url, api_key, tenant_id)
+    print_one(call(conn, lambda c: c.create_listener(body)), output)
+
+
+@_command(listeners, "update")
+def update_listener(
+    listener_id: Annotated[str, typer.Argument(help="Listener id.")],
+    file: FileOption,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace", help="PUT the whole listener instead of PATCHing the given fields."
+        ),
+    ] = False,
+    output: OutputOption = Output.table,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    tenant_id: TenantOption = None,
+) -> None:
+    """Change a listener: PATCH version / compute_config, or PUT it whole with --replace."""
+    conn = Connection(url, api_key, tenant_id)
+    result: Listener
+    if replace:
+        put = load_body(file, ListenerPut)
+        result = call(conn, lambda c: c.replace_listener(listener_id, put))
+    else:
+        patch = load_body(file, ListenerPatch)
+        result = call(conn, lambda c: c.update_listener(listener_id, patch))
+    print_one(result, output)
+
+
+@_command(listeners, "delete")
+def delete_listener(
+    listener_id: Annotated[str, typer.Argument(help="Listener id.")],
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    tenant_id: TenantOption = None,
+) -> None:
+    """Delete a listener."""
+    call(Connection(url, api_key, tenant_id), lambda c: c.delete_listener(listener_id))
+    typer.echo(f"listener {listener_id} deleted")
+
+
+# -------------------------------------------------------------- read-only lookups
+
+
+@_command(repos, "list")
+def list_repositories(
+    integration_id: Annotated[str, typer.Argument(help="Git-host integration id.")],
+    output: OutputOption = Output.table,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    tenant_id: TenantOption = None,
+) -> None:
+    """List the repositories an integration can deploy from."""
+    conn = Connection(url, api_key, tenant_id)
+    print_many(call(conn, lambda c: c.list_repositories(integration_id)), GitRepository, output)
+
+
+@_command(providers, "get")
+def get_provider(
+    provider_id: Annotated[str, typer.Argument(help="OAuth provider id.")],
+    output: OutputOption = Output.table,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    tenant_id: TenantOption = None,
+) -> None:
+    """Show one OAuth provider."""
+    conn = Connection(url, api_key, tenant_id)
+    print_one(call(conn, lambda c: c.get_oauth_provider(provider_id)), output)
 
 
 def register(app: typer.Typer) -> None:
     """Add the API resource command groups to the root app."""
+    groups: list[tuple[typer.Typer, str, str]] = [
+        (deployments, "deployments", "Create, change, delete and wait for deployments."),
+        (revisions, "revisions", "Inspect the revisions of a deployment."),
+        (listeners, "listeners", "Manage listeners (compute infrastructure)."),
+        (repos, "repos", "List git-host repositories of an integration."),
+        (providers, "providers", "Look up OAuth providers."),
+    ]
+    for group, name, short_help in groups:
+        app.add_typer(group, name=name, short_help=short_help)
