@@ -1,0 +1,109 @@
+"""The app factory: `create_app(settings) -> FastAPI`.
+
+Everything stateful (engine, pipeline worker, fault switches, counters) hangs off
+`app.state` and is created per app, so tests can build many apps side by side.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from deployplane.controlplane.auth import Authenticator
+from deployplane.controlplane.db import Database
+from deployplane.controlplane.errors import ConflictError, InvalidError, NotFoundError
+from deployplane.controlplane.middleware import (
+    BodyLimitMiddleware,
+    FaultMiddleware,
+    FaultState,
+    RequestStats,
+    StatsMiddleware,
+)
+from deployplane.controlplane.pipeline import Pipeline
+from deployplane.controlplane.routes import admin, deployments, listeners, lookups
+from deployplane.controlplane.settings import Settings
+
+__all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
+
+
+async def _not_found(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, NotFoundError)
+    return JSONResponse({"detail": exc.detail}, status_code=404)
+
+
+async def _conflict(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ConflictError)
+    return JSONResponse({"detail": exc.detail}, status_code=409)
+
+
+async def _invalid(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, InvalidError)
+    return JSONResponse({"detail": exc.errors}, status_code=422)
+
+
+async def _request_invalid(_: Request, exc: Exception) -> JSONResponse:
+    # Only loc, msg and type, as the spec's HTTPValidationError: the framework's
+    # default also echoes the offending `input`, which may be a secret value.
+    assert isinstance(exc, RequestValidationError)
+    detail = [
+        {"loc": list(error["loc"]), "msg": str(error["msg"]), "type": str(error["type"])}
+        for error in exc.errors()
+    ]
+    return JSONResponse({"detail": detail}, status_code=422)
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """A complete emulator; its lifespan creates the schema and runs the pipeline."""
+    db = Database(settings.database_url)
+    pipeline = Pipeline(db=db, config=settings.config.pipeline)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await db.create_schema()
+        pipeline.start()
+        try:
+            yield
+        finally:
+            await pipeline.stop()
+            await db.dispose()
+
+    app = FastAPI(
+        title="Deployment Control Plane (deployplane emulator)",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.db = db
+    app.state.pipeline = pipeline
+    app.state.authenticator = Authenticator(settings.config.workspaces)
+    app.state.faults = FaultState(
+        error_rate=settings.config.faults.error_rate,
+        latency_ms=settings.config.faults.latency_ms,
+    )
+    app.state.stats = RequestStats()
+    app.state.started_at = datetime.now(UTC)
+
+    app.include_router(admin.health_router)
+    app.include_router(admin.router)
+    app.include_router(deployments.router)
+    app.include_router(listeners.router)
+    app.include_router(lookups.router)
+
+    app.add_exception_handler(NotFoundError, _not_found)
+    app.add_exception_handler(ConflictError, _conflict)
+    app.add_exception_handler(InvalidError, _invalid)
+    app.add_exception_handler(RequestValidationError, _request_invalid)
+
+    # Added innermost first: stats sees every answer, including injected faults and 413s.
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(FaultMiddleware, faults=app.state.faults)
+    app.add_middleware(StatsMiddleware, stats=app.state.stats, routes=app.router.routes)
+    return app

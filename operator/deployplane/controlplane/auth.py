@@ -1,0 +1,120 @@
+"""Who is calling: API keys and bearer tokens of the configured workspaces.
+
+Credentials are compared in constant time against every configured one (there are
+few), so the answer time does not reveal how much of a guess was right. They are
+held in memory from the config; no database lookup per request.
+"""
+
+from __future__ import annotations
+
+import hmac
+import uuid
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, status
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from deployplane.controlplane.settings import WorkspaceConfig
+
+__all__ = ["Authenticator", "CurrentWorkspace", "current_workspace", "require_any_credential"]
+
+# Declared for the OpenAPI document (the spec's three alternative schemes); the
+# checks themselves are done by `Authenticator` so every failure answers alike.
+_api_key_scheme = APIKeyHeader(name="X-Api-Key", scheme_name="API Key", auto_error=False)
+_tenant_scheme = APIKeyHeader(name="X-Tenant-Id", scheme_name="Tenant ID", auto_error=False)
+_bearer_scheme = HTTPBearer(scheme_name="Bearer Auth", auto_error=False)
+
+
+@dataclass(frozen=True)
+class _Credential:
+    secret: bytes
+    workspaces: tuple[WorkspaceConfig, ...]
+
+
+class Authenticator:
+    """Maps a presented credential to the workspaces it belongs to."""
+
+    def __init__(self, workspaces: list[WorkspaceConfig]) -> None:
+        by_key: dict[str, list[WorkspaceConfig]] = {}
+        by_token: dict[str, list[WorkspaceConfig]] = {}
+        for workspace in workspaces:
+            for key in workspace.api_keys:
+                by_key.setdefault(key, []).append(workspace)
+            for token in workspace.bearer_tokens:
+                by_token.setdefault(token, []).append(workspace)
+        self._keys = [_Credential(k.encode(), tuple(w)) for k, w in by_key.items()]
+        self._tokens = [_Credential(t.encode(), tuple(w)) for t, w in by_token.items()]
+
+    @staticmethod
+    def _match(presented: str, credentials: list[_Credential]) -> tuple[WorkspaceConfig, ...]:
+        given = presented.encode()
+        found: tuple[WorkspaceConfig, ...] = ()
+        for credential in credentials:  # no early exit: constant time over the set
+            if hmac.compare_digest(given, credential.secret):
+                found = credential.workspaces
+        return found
+
+    def workspaces_for(
+        self, *, api_key: str | None, bearer: str | None
+    ) -> tuple[WorkspaceConfig, ...]:
+        if api_key:
+            return self._match(api_key, self._keys)
+        if bearer:
+            return self._match(bearer, self._tokens)
+        return ()
+
+
+def _unauthorized() -> HTTPException:
+    return HTTPException(
+        status_code=status.HTTP_401_UNAUTHORIZED,
+        detail="Missing or invalid API key or bearer token.",
+        headers={"WWW-Authenticate": "Bearer"},
+    )
+
+
+def _credential_workspaces(
+    request: Request, api_key: str | None, bearer: HTTPAuthorizationCredentials | None
+) -> tuple[WorkspaceConfig, ...]:
+    authenticator: Authenticator = request.app.state.authenticator
+    token = bearer.credentials if bearer is not None else None
+    found = authenticator.workspaces_for(api_key=api_key, bearer=token)
+    if not found:
+        raise _unauthorized()
+    return found
+
+
+async def current_workspace(
+    request: Request,
+    api_key: Annotated[str | None, Depends(_api_key_scheme)],
+    tenant_id: Annotated[str | None, Depends(_tenant_scheme)],
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer_scheme)],
+) -> WorkspaceConfig:
+    """The workspace a request acts in: 401 without a valid credential, 403 when
+    X-Tenant-Id names a workspace the credential does not belong to."""
+    found = _credential_workspaces(request, api_key, bearer)
+    if tenant_id is None:
+        return found[0]
+    try:
+        wanted = uuid.UUID(tenant_id)
+    except ValueError:
+        wanted = None
+    for workspace in found:
+        if workspace.id == wanted:
+            return workspace
+    raise HTTPException(
+        status_code=status.HTTP_403_FORBIDDEN,
+        detail="The credential does not belong to the workspace named by X-Tenant-Id.",
+    )
+
+
+async def require_any_credential(
+    request: Request,
+    api_key: Annotated[str | None, Depends(_api_key_scheme)],
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer_scheme)],
+) -> None:
+    """For the emulator's admin endpoints: any valid credential will do."""
+    _credential_workspaces(request, api_key, bearer)
+
+
+CurrentWorkspace = Annotated[WorkspaceConfig, Depends(current_workspace)]

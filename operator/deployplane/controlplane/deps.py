@@ -1,0 +1,41 @@
+"""Request-scoped dependencies shared by the route modules."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Depends, Query, Request
+from fastapi.responses import Response
+from pydantic import BaseModel
+
+from deployplane.controlplane.db import Database
+from deployplane.controlplane.pipeline import Pipeline
+
+__all__ = ["Db", "Limit", "Offset", "PipelineDep", "Responses", "json_response"]
+
+
+def _database(request: Request) -> Database:
+    db: Database = request.app.state.db
+    return db
+
+
+def _pipeline(request: Request) -> Pipeline:
+    pipeline: Pipeline = request.app.state.pipeline
+    return pipeline
+
+
+Db = Annotated[Database, Depends(_database)]
+PipelineDep = Annotated[Pipeline, Depends(_pipeline)]
+Limit = Annotated[int, Query(ge=1, le=100, description="Page size.")]
+Offset = Annotated[int, Query(ge=0, description="Index of the first item.")]
+
+
+def json_response(model: BaseModel, status_code: int = 200) -> Response:
+    """Serialises once with pydantic-core; the route's response_model documents it."""
+    return Response(
+        content=model.model_dump_json(), status_code=status_code, media_type="application/json"
+    )
+
+
+Responses = dict[int | str, dict[str, Any]]
+"""Extra documented answers of a route (FastAPI's `responses=`)."""

@@ -1,0 +1,44 @@
+"""Errors raised by the store, mapped to HTTP answers in one place (`app.py`).
+
+The store knows nothing of HTTP; these carry just what the answer needs. Messages
+never contain request values: they may be secrets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ConflictError", "InvalidError", "NotFoundError", "StoreError", "invalid"]
+
+
+class StoreError(Exception):
+    """Base of the store's refusals."""
+
+
+class NotFoundError(StoreError):
+    """The resource does not exist in this workspace (404)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class ConflictError(StoreError):
+    """The request collides with existing state (409)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class InvalidError(StoreError):
+    """The request is well-formed but refused (422, HTTPValidationError shape)."""
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        super().__init__("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in errors))
+        self.errors = errors
+
+
+def invalid(loc: tuple[str | int, ...], msg: str, kind: str = "value_error") -> dict[str, Any]:
+    """One HTTPValidationError entry."""
+    return {"loc": list(loc), "msg": msg, "type": kind}

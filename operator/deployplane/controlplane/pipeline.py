@@ -1,0 +1,215 @@
+"""The revision pipeline: moves revisions through the spec's states on a timer.
+
+All its state is in the database (`revisions.next_step_at`, `deployments.delete_at`,
+epoch seconds), so a restarted emulator carries on where it stopped. The worker is an
+asyncio task in the app's lifespan; it sleeps until the next due step or until a
+write wakes it (`Pipeline.notify`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+
+from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
+from deployplane.controlplane.db import (
+    Database,
+    deployments,
+    revisions,
+    tracing_projects,
+    utcnow,
+)
+from deployplane.controlplane.settings import PipelineConfig
+
+__all__ = ["BATCH", "Pipeline", "image_version", "next_status", "path_of"]
+
+log = logging.getLogger(__name__)
+
+BATCH = 500
+
+_GIT_PATH = (
+    RevisionStatus.CREATING,
+    RevisionStatus.QUEUED,
+    RevisionStatus.AWAITING_BUILD,
+    RevisionStatus.BUILDING,
+    RevisionStatus.AWAITING_DEPLOY,
+    RevisionStatus.DEPLOYING,
+    RevisionStatus.DEPLOYED,
+)
+# An image is already built: external_docker skips the build states.
+_IMAGE_PATH = (
+    RevisionStatus.CREATING,
+    RevisionStatus.QUEUED,
+    RevisionStatus.AWAITING_DEPLOY,
+    RevisionStatus.DEPLOYING,
+    RevisionStatus.DEPLOYED,
+)
+# The state a configured failure stops in, by the state it leaves.
+_FAILS_LEAVING = {
+    RevisionStatus.CREATE_FAILED: RevisionStatus.CREATING,
+    RevisionStatus.DEPLOY_FAILED: RevisionStatus.DEPLOYING,
+}
+
+
+def path_of(source: Source) -> tuple[RevisionStatus, ...]:
+    return _GIT_PATH if source is Source.GIT_HOST else _IMAGE_PATH
+
+
+def next_status(
+    source: Source, status: RevisionStatus, failure: RevisionStatus | None
+) -> RevisionStatus:
+    """The state after `status`, or `failure` when this is the step where it fails.
+
+    BUILD_FAILED fails the build: git revisions while BUILDING, image revisions (which
+    have no build) when leaving QUEUED.
+    """
+    path = path_of(source)
+    if status not in path or status is RevisionStatus.DEPLOYED:
+        return status
+    if failure is not None:
+        if failure is RevisionStatus.BUILD_FAILED:
+            leaving = (
+                RevisionStatus.BUILDING if source is Source.GIT_HOST else RevisionStatus.QUEUED
+            )
+        else:
+            leaving = _FAILS_LEAVING[failure]
+        if status is leaving:
+            return failure
+    return path[path.index(status) + 1]
+
+
+def image_version(source: Source, image_uri: str | None, repo_commit_sha: str | None) -> str | None:
+    """What a deployed revision reports as the deployment's image version."""
+    if source is Source.EXTERNAL_DOCKER:
+        return image_uri
+    return repo_commit_sha[:7] if repo_commit_sha else None
+
+
+class Pipeline:
+    """The background worker. `notify()` after any write that schedules work."""
+
+    def __init__(self, *, db: Database, config: PipelineConfig) -> None:
+        self._db = db
+        self._config = config
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def step_seconds(self) -> float:
+        return self._config.step_seconds
+
+    def notify(self) -> None:
+        self._wake.set()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="deployplane-pipeline")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            self._wake.clear()
+            try:
+                await self.advance_due(now=time.time())
+                due = await self._next_due()
+            except Exception:  # keep the worker alive; the next round retries
+                log.exception("pipeline step failed")
+                due = time.time() + 1.0
+            timeout = None if due is None else max(0.0, due - time.time())
+            if timeout == 0.0:
+                await asyncio.sleep(0)  # let requests in between rounds
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+
+    async def _next_due(self) -> float | None:
+        async with self._db.read() as conn:
+            rev_due = (await conn.execute(select(func.min(revisions.c.next_step_at)))).scalar()
+            del_due = (await conn.execute(select(func.min(deployments.c.delete_at)))).scalar()
+        dues = [d for d in (rev_due, del_due) if d is not None]
+        return min(dues) if dues else None
+
+    async def advance_due(self, *, now: float) -> int:
+        """Moves every due revision one state on and removes due deletions."""
+        moved = 0
+        step = self._config.step_seconds
+        stamp = utcnow()
+        async with self._db.write() as conn:
+            due = (
+                await conn.execute(
+                    select(
+                        revisions.c.id,
+                        revisions.c.deployment_id,
+                        revisions.c.source,
+                        revisions.c.status,
+                        revisions.c.image_uri,
+                        revisions.c.repo_ref,
+                        revisions.c.repo_commit_sha,
+                        deployments.c.name,
+                    )
+                    .join(deployments, deployments.c.id == revisions.c.deployment_id)
+                    .where(revisions.c.next_step_at <= now)
+                    .order_by(revisions.c.next_step_at)
+                    .limit(BATCH)
+                )
+            ).all()
+            for row in due:
+                source = Source(row.source)
+                failure = self._config.failure_for(
+                    name=row.name, image_uri=row.image_uri, repo_ref=row.repo_ref
+                )
+                new = next_status(source, RevisionStatus(row.status), failure)
+                terminal = new.is_terminal
+                await conn.execute(
+                    update(revisions)
+                    .where(revisions.c.id == row.id)
+                    .values(
+                        status=new.value,
+                        updated_at=stamp,
+                        next_step_at=None if terminal else now + step,
+                    )
+                )
+                if new is RevisionStatus.DEPLOYED:
+                    await self._deployed(conn, row, source, stamp)
+                moved += 1
+            gone = (
+                (await conn.execute(select(deployments.c.id).where(deployments.c.delete_at <= now)))
+                .scalars()
+                .all()
+            )
+            if gone:
+                await conn.execute(delete(revisions).where(revisions.c.deployment_id.in_(gone)))
+                await conn.execute(
+                    delete(tracing_projects).where(tracing_projects.c.deployment_id.in_(gone))
+                )
+                await conn.execute(delete(deployments).where(deployments.c.id.in_(gone)))
+        return moved + len(gone)
+
+    @staticmethod
+    async def _deployed(conn: Any, row: Any, source: Source, stamp: Any) -> None:
+        values: dict[str, Any] = {
+            "active_revision_id": row.id,
+            "image_version": image_version(source, row.image_uri, row.repo_commit_sha),
+            "updated_at": stamp,
+        }
+        await conn.execute(
+            update(deployments).where(deployments.c.id == row.deployment_id).values(**values)
+        )
+        await conn.execute(
+            update(deployments)
+            .where(
+                deployments.c.id == row.deployment_id,
+                deployments.c.status != DeploymentStatus.AWAITING_DELETE.value,
+            )
+            .values(status=DeploymentStatus.READY.value)
+        )

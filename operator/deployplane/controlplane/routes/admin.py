@@ -1,0 +1,74 @@
+"""The emulator's own endpoints: health, runtime faults, request statistics.
+
+`/_emulator/*` is left out of the OpenAPI document: it is not part of the API being
+emulated, and schema-driven tests must not switch faults on.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from deployplane.controlplane.auth import require_any_credential
+from deployplane.controlplane.middleware import FaultState, RequestStats
+
+__all__ = ["FaultsUpdate", "health_router", "router"]
+
+health_router = APIRouter()
+router = APIRouter(
+    prefix="/_emulator",
+    include_in_schema=False,
+    dependencies=[Depends(require_any_credential)],
+)
+
+
+@health_router.get("/healthz", include_in_schema=False)
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+class FaultsUpdate(BaseModel):
+    """Body of PUT /_emulator/faults; fields left out keep their value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error_rate: Annotated[float, Field(ge=0, le=1)] | None = None
+    latency_ms: Annotated[float, Field(ge=0)] | None = None
+
+
+def _faults(request: Request) -> FaultState:
+    faults: FaultState = request.app.state.faults
+    return faults
+
+
+def _faults_json(faults: FaultState) -> dict[str, float]:
+    return {"error_rate": faults.error_rate, "latency_ms": faults.latency_ms}
+
+
+@router.get("/faults")
+async def get_faults(request: Request) -> dict[str, float]:
+    return _faults_json(_faults(request))
+
+
+@router.put("/faults")
+async def put_faults(body: FaultsUpdate, request: Request) -> dict[str, float]:
+    faults = _faults(request)
+    if body.error_rate is not None:
+        faults.error_rate = body.error_rate
+    if body.latency_ms is not None:
+        faults.latency_ms = body.latency_ms
+    return _faults_json(faults)
+
+
+@router.get("/stats")
+async def get_stats(request: Request) -> dict[str, Any]:
+    stats: RequestStats = request.app.state.stats
+    return stats.as_json()
+
+
+@router.delete("/stats", status_code=204)
+async def reset_stats(request: Request) -> None:
+    stats: RequestStats = request.app.state.stats
+    stats.counts.clear()

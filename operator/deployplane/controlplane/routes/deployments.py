@@ -1,0 +1,163 @@
+"""Deployments and their revisions."""
+
+from __future__ import annotations
+
+import uuid
+
+from fastapi import APIRouter, Query, status
+from fastapi.responses import Response
+
+from deployplane.api.models import (
+    Deployment,
+    DeploymentCreate,
+    DeploymentPatch,
+    NotFoundBody,
+    Page,
+    Revision,
+)
+from deployplane.controlplane import store
+from deployplane.controlplane.auth import CurrentWorkspace
+from deployplane.controlplane.deps import Db, Limit, Offset, PipelineDep, Responses, json_response
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v2/deployments", tags=["deployments"])
+
+_NOT_FOUND: Responses = {404: {"model": NotFoundBody, "description": "Not found."}}
+_CONFLICT: Responses = {409: {"model": NotFoundBody, "description": "Name already in use."}}
+
+
+@router.post(
+    "",
+    response_model=Deployment,
+    status_code=status.HTTP_201_CREATED,
+    responses=_CONFLICT,
+    summary="Create a deployment",
+)
+async def create_deployment(
+    body: DeploymentCreate, workspace: CurrentWorkspace, db: Db, pipeline: PipelineDep
+) -> Response:
+    async with db.write() as conn:
+        deployment = await store.create_deployment(
+            conn=conn, body=body, workspace=workspace, step_seconds=pipeline.step_seconds
+        )
+    pipeline.notify()
+    return json_response(deployment, status.HTTP_201_CREATED)
+
+
+@router.get("", response_model=Page[Deployment], summary="List deployments")
+async def list_deployments(
+    workspace: CurrentWorkspace,
+    db: Db,
+    name: str | None = Query(None, description="Exact name."),
+    name_contains: str | None = Query(None, description="Substring of the name."),
+    limit: Limit = 20,
+    offset: Offset = 0,
+) -> Response:
+    async with db.read() as conn:
+        page = await store.list_deployments(
+            conn=conn,
+            workspace=workspace,
+            name=name,
+            name_contains=name_contains,
+            limit=limit,
+            offset=offset,
+        )
+    return json_response(page)
+
+
+@router.get(
+    "/{deployment_id}",
+    response_model=Deployment,
+    responses=_NOT_FOUND,
+    summary="Get a deployment",
+)
+async def get_deployment(deployment_id: uuid.UUID, workspace: CurrentWorkspace, db: Db) -> Response:
+    async with db.read() as conn:
+        deployment = await store.get_deployment(
+            conn=conn, workspace=workspace, deployment_id=deployment_id
+        )
+    return json_response(deployment)
+
+
+@router.patch(
+    "/{deployment_id}",
+    response_model=Deployment,
+    responses=_NOT_FOUND,
+    summary="Update a deployment",
+)
+async def patch_deployment(
+    deployment_id: uuid.UUID,
+    body: DeploymentPatch,
+    workspace: CurrentWorkspace,
+    db: Db,
+    pipeline: PipelineDep,
+) -> Response:
+    async with db.write() as conn:
+        deployment, _ = await store.patch_deployment(
+            conn=conn,
+            workspace=workspace,
+            deployment_id=deployment_id,
+            body=body,
+            step_seconds=pipeline.step_seconds,
+        )
+    pipeline.notify()
+    return json_response(deployment)
+
+
+@router.delete(
+    "/{deployment_id}",
+    response_model=Deployment,
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=_NOT_FOUND,
+    summary="Delete a deployment",
+    description="Marks the deployment AWAITING_DELETE; it is removed shortly after.",
+)
+async def delete_deployment(
+    deployment_id: uuid.UUID, workspace: CurrentWorkspace, db: Db, pipeline: PipelineDep
+) -> Response:
+    async with db.write() as conn:
+        deployment = await store.delete_deployment(
+            conn=conn,
+            workspace=workspace,
+            deployment_id=deployment_id,
+            step_seconds=pipeline.step_seconds,
+        )
+    pipeline.notify()
+    return json_response(deployment, status.HTTP_202_ACCEPTED)
+
+
+@router.get(
+    "/{deployment_id}/revisions",
+    response_model=Page[Revision],
+    responses=_NOT_FOUND,
+    summary="List revisions, newest first",
+)
+async def list_revisions(
+    deployment_id: uuid.UUID,
+    workspace: CurrentWorkspace,
+    db: Db,
+    limit: Limit = 20,
+    offset: Offset = 0,
+) -> Response:
+    async with db.read() as conn:
+        page = await store.list_revisions(
+            conn=conn, workspace=workspace, deployment_id=deployment_id, limit=limit, offset=offset
+        )
+    return json_response(page)
+
+
+@router.get(
+    "/{deployment_id}/revisions/{revision_id}",
+    response_model=Revision,
+    responses=_NOT_FOUND,
+    summary="Get a revision",
+)
+async def get_revision(
+    deployment_id: uuid.UUID, revision_id: uuid.UUID, workspace: CurrentWorkspace, db: Db
+) -> Response:
+    async with db.read() as conn:
+        revision = await store.get_revision(
+            conn=conn, workspace=workspace, deployment_id=deployment_id, revision_id=revision_id
+        )
+    return json_response(revision)

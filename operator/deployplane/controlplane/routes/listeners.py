@@ -1,0 +1,132 @@
+"""Listeners: the compute infrastructure deployments run on."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, Query, Request, status
+from fastapi.responses import Response
+
+from deployplane.api.models import (
+    Listener,
+    ListenerCreate,
+    ListenerPatch,
+    ListenerPut,
+    NotFoundBody,
+    Page,
+    camelize,
+)
+from deployplane.controlplane import store
+from deployplane.controlplane.auth import CurrentWorkspace
+from deployplane.controlplane.deps import Db, Limit, Offset, Responses, json_response
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v2/listeners", tags=["listeners"])
+
+_NOT_FOUND: Responses = {404: {"model": NotFoundBody, "description": "Not found."}}
+_CONFLICT: Responses = {409: {"model": NotFoundBody, "description": "compute_id already in use."}}
+_IMMUTABLE = ("compute_type", "compute_id")
+
+
+@router.post(
+    "",
+    response_model=Listener,
+    status_code=status.HTTP_201_CREATED,
+    responses=_CONFLICT,
+    summary="Create a listener",
+)
+async def create_listener(body: ListenerCreate, workspace: CurrentWorkspace, db: Db) -> Response:
+    async with db.write() as conn:
+        listener = await store.create_listener(conn=conn, workspace=workspace, body=body)
+    return json_response(listener, status.HTTP_201_CREATED)
+
+
+@router.get("", response_model=Page[Listener], summary="List listeners")
+async def list_listeners(
+    workspace: CurrentWorkspace,
+    db: Db,
+    compute_id: str | None = Query(None, description="Exact compute_id."),
+    limit: Limit = 20,
+    offset: Offset = 0,
+) -> Response:
+    async with db.read() as conn:
+        page = await store.list_listeners(
+            conn=conn, workspace=workspace, compute_id=compute_id, limit=limit, offset=offset
+        )
+    return json_response(page)
+
+
+@router.get(
+    "/{listener_id}", response_model=Listener, responses=_NOT_FOUND, summary="Get a listener"
+)
+async def get_listener(listener_id: uuid.UUID, workspace: CurrentWorkspace, db: Db) -> Response:
+    async with db.read() as conn:
+        listener = await store.get_listener(conn=conn, workspace=workspace, listener_id=listener_id)
+    return json_response(listener)
+
+
+def _immutables_given(raw: Any) -> dict[str, Any] | None:
+    """compute_type / compute_id as sent (snake or camel), which PATCH may not change.
+
+    They are not fields of ListenerPatch, so they are read from the raw body.
+    """
+    if not isinstance(raw, dict):
+        return None
+    given = {}
+    for field in _IMMUTABLE:
+        for key in (field, camelize(field)):
+            if key in raw:
+                given[field] = raw[key]
+                break
+    return given
+
+
+@router.patch(
+    "/{listener_id}",
+    response_model=Listener,
+    responses=_NOT_FOUND,
+    summary="Update a listener's version and compute_config",
+)
+async def patch_listener(
+    listener_id: uuid.UUID,
+    body: ListenerPatch,
+    request: Request,
+    workspace: CurrentWorkspace,
+    db: Db,
+) -> Response:
+    raw = _immutables_given(await request.json())
+    async with db.write() as conn:
+        listener = await store.patch_listener(
+            conn=conn, workspace=workspace, listener_id=listener_id, body=body, raw=raw
+        )
+    return json_response(listener)
+
+
+@router.put(
+    "/{listener_id}",
+    response_model=Listener,
+    responses=_NOT_FOUND,
+    summary="Replace a listener (compute_type and compute_id must match)",
+)
+async def put_listener(
+    listener_id: uuid.UUID, body: ListenerPut, workspace: CurrentWorkspace, db: Db
+) -> Response:
+    async with db.write() as conn:
+        listener = await store.put_listener(
+            conn=conn, workspace=workspace, listener_id=listener_id, body=body
+        )
+    return json_response(listener)
+
+
+@router.delete(
+    "/{listener_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=_NOT_FOUND,
+    summary="Delete a listener",
+)
+async def delete_listener(listener_id: uuid.UUID, workspace: CurrentWorkspace, db: Db) -> Response:
+    async with db.write() as conn:
+        await store.delete_listener(conn=conn, workspace=workspace, listener_id=listener_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,257 @@
+"""Emulator settings: the YAML config file and the command-line choices.
+
+The config file is validated strictly (unknown keys are an error naming the key):
+a typo such as `step_second` would otherwise silently fall back to a default and make
+a chaos or timing test lie about what it exercised.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from deployplane.api.models import RevisionStatus
+
+__all__ = [
+    "DEFAULT_DATABASE_URL",
+    "DEV_INTEGRATION_ID",
+    "DEV_WORKSPACE_ID",
+    "ConfigError",
+    "EmulatorConfig",
+    "FailureRule",
+    "FaultsConfig",
+    "IntegrationConfig",
+    "OAuthProviderConfig",
+    "PipelineConfig",
+    "RepositoryConfig",
+    "Settings",
+    "WorkspaceConfig",
+    "WorkspaceMode",
+    "dev_config",
+    "load_config",
+    "parse_config",
+]
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./.deployplane/controlplane.db"
+
+# Fixed ids so a dev database keeps working across restarts even though the dev
+# API key is generated anew each time.
+DEV_WORKSPACE_ID = uuid.UUID("d3910ba1-0000-4000-8000-000000000001")
+DEV_INTEGRATION_ID = uuid.UUID("d3910ba1-0000-4000-8000-000000000002")
+
+WorkspaceMode = Literal["saas", "self_hosted", "both"]
+
+
+class ConfigError(ValueError):
+    """The config file cannot be read or does not have the documented shape."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RepositoryConfig(_Strict):
+    id: int
+    name: str
+    owner: str
+    url: str
+    default_branch: str
+
+
+class IntegrationConfig(_Strict):
+    id: uuid.UUID
+    repositories: list[RepositoryConfig] = Field(default_factory=list)
+
+
+class OAuthProviderConfig(_Strict):
+    id: str
+    organization_id: str
+    provider_id: str
+    name: str
+    client_id: str
+    auth_url: str
+    token_url: str
+    uses_pkce: bool
+    code_challenge_method: str | None = None
+    provider_type: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+class WorkspaceConfig(_Strict):
+    id: uuid.UUID
+    name: str
+    api_keys: list[str] = Field(default_factory=list)
+    bearer_tokens: list[str] = Field(default_factory=list)
+    mode: WorkspaceMode = "both"
+    integrations: list[IntegrationConfig] = Field(default_factory=list)
+    oauth_providers: list[OAuthProviderConfig] = Field(default_factory=list)
+
+    def __repr__(self) -> str:  # credentials stay out of logs and tracebacks
+        return f"WorkspaceConfig(id={self.id}, name={self.name!r}, mode={self.mode!r})"
+
+    __str__ = __repr__
+
+
+_FAILURE_STATUSES = {
+    RevisionStatus.CREATE_FAILED,
+    RevisionStatus.BUILD_FAILED,
+    RevisionStatus.DEPLOY_FAILED,
+}
+
+
+class FailureRule(_Strict):
+    """A revision matching every regex given stops at `status` instead of deploying."""
+
+    image_uri_regex: str | None = None
+    repo_ref_regex: str | None = None
+    name_regex: str | None = None
+    status: RevisionStatus
+
+    @field_validator("status")
+    @classmethod
+    def _a_failure(cls, value: RevisionStatus) -> RevisionStatus:
+        if value not in _FAILURE_STATUSES:
+            raise ValueError("must be CREATE_FAILED, BUILD_FAILED or DEPLOY_FAILED")
+        return value
+
+    @field_validator("image_uri_regex", "repo_ref_regex", "name_regex")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"invalid regex: {exc}") from exc
+        return value
+
+    def matches(self, *, name: str, image_uri: str | None, repo_ref: str | None) -> bool:
+        checks = (
+            (self.image_uri_regex, image_uri),
+            (self.repo_ref_regex, repo_ref),
+            (self.name_regex, name),
+        )
+        given = [(regex, value) for regex, value in checks if regex is not None]
+        if not given:
+            return False
+        return all(value is not None and re.search(regex, value) for regex, value in given)
+
+
+class PipelineConfig(_Strict):
+    step_seconds: float = Field(1.0, ge=0)
+    failures: list[FailureRule] = Field(default_factory=list)
+
+    def failure_for(
+        self, *, name: str, image_uri: str | None, repo_ref: str | None
+    ) -> RevisionStatus | None:
+        for rule in self.failures:
+            if rule.matches(name=name, image_uri=image_uri, repo_ref=repo_ref):
+                return rule.status
+        return None
+
+
+class FaultsConfig(_Strict):
+    error_rate: float = Field(0.0, ge=0, le=1)
+    latency_ms: float = Field(0, ge=0)
+
+
+class EmulatorConfig(_Strict):
+    workspaces: list[WorkspaceConfig] = Field(default_factory=list)
+    pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
+    faults: FaultsConfig = Field(default_factory=FaultsConfig)
+
+
+class Settings(BaseModel):
+    """Everything `create_app` needs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    database_url: str = DEFAULT_DATABASE_URL
+    config: EmulatorConfig = Field(default_factory=EmulatorConfig)
+    max_body_bytes: int = 1024 * 1024
+
+
+def dev_config(*, api_key: str | None = None) -> tuple[EmulatorConfig, str]:
+    """The config used without --config: one `both` workspace with a demo repository.
+
+    Returns the config and its API key (generated unless given).
+    """
+    key = api_key or "dpk_" + secrets.token_urlsafe(24)
+    now = datetime(2024, 1, 1, tzinfo=UTC)
+    workspace = WorkspaceConfig(
+        id=DEV_WORKSPACE_ID,
+        name="dev",
+        api_keys=[key],
+        mode="both",
+        integrations=[
+            IntegrationConfig(
+                id=DEV_INTEGRATION_ID,
+                repositories=[
+                    RepositoryConfig(
+                        id=1,
+                        name="agent",
+                        owner="dev",
+                        url="https://git.example.com/dev/agent",
+                        default_branch="main",
+                    )
+                ],
+            )
+        ],
+        oauth_providers=[
+            OAuthProviderConfig(
+                id="dev-provider",
+                organization_id="dev-org",
+                provider_id="dev-sso",
+                name="Dev SSO",
+                client_id="dev-client",
+                auth_url="https://sso.example.com/auth",
+                token_url="https://sso.example.com/token",
+                uses_pkce=True,
+                code_challenge_method="S256",
+                provider_type="oidc",
+                created_at=now,
+                updated_at=now,
+            )
+        ],
+    )
+    return EmulatorConfig(workspaces=[workspace]), key
+
+
+def _describe(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors(include_input=False, include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "<root>"
+        if error["type"] == "extra_forbidden":
+            lines.append(f"{where}: unknown key")
+        else:
+            lines.append(f"{where}: {error['msg']}")
+    return "; ".join(lines)
+
+
+def parse_config(data: Any, *, source: str = "config") -> EmulatorConfig:
+    if data is None:
+        data = {}
+    try:
+        return EmulatorConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {_describe(exc)}") from None
+
+
+def load_config(path: Path) -> EmulatorConfig:
+    """Read and validate a YAML config file; errors name the file and the key."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    return parse_config(data, source=str(path))

@@ -1,0 +1,682 @@
+"""Storage functions: one keyword-only function per operation of the API.
+
+They take a connection (already in a transaction for writes, see `Database.write`),
+the caller's workspace, and API models; they return API models and raise the errors
+of `errors.py`. Every query is scoped by workspace, so another workspace's ids are
+simply not found.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets as _random
+import time
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Row, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from deployplane.api.models import (
+    Deployment,
+    DeploymentCreate,
+    DeploymentPatch,
+    DeploymentStatus,
+    Listener,
+    ListenerCreate,
+    ListenerPatch,
+    ListenerPut,
+    Page,
+    Revision,
+    RevisionStatus,
+    Secret,
+    SecretName,
+    Source,
+    SourceConfig,
+    SourceRevisionConfig,
+    SourceRevisionConfigStatus,
+)
+from deployplane.controlplane.db import (
+    deployments,
+    listeners,
+    revisions,
+    tracing_projects,
+    utcnow,
+)
+from deployplane.controlplane.errors import ConflictError, InvalidError, NotFoundError, invalid
+from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.validation import deployment_errors
+
+__all__ = [
+    "create_deployment",
+    "create_listener",
+    "delete_deployment",
+    "delete_listener",
+    "get_deployment",
+    "get_listener",
+    "get_revision",
+    "list_deployments",
+    "list_listeners",
+    "list_revisions",
+    "patch_deployment",
+    "patch_listener",
+    "put_listener",
+]
+
+_IN_PROGRESS_EARLY = (RevisionStatus.CREATING.value, RevisionStatus.QUEUED.value)
+
+_DEPLOYMENT_COLUMNS = (
+    deployments.c.id,
+    deployments.c.name,
+    deployments.c.source,
+    deployments.c.source_config,
+    deployments.c.secrets,
+    deployments.c.status,
+    deployments.c.latest_revision_id,
+    deployments.c.active_revision_id,
+    deployments.c.image_version,
+    deployments.c.created_at,
+    deployments.c.updated_at,
+    revisions.c.repo_ref,
+    revisions.c.graph_config_path,
+    revisions.c.image_uri,
+    revisions.c.repo_commit_sha,
+)
+
+
+def _deployment_query() -> Any:
+    return select(*_DEPLOYMENT_COLUMNS).outerjoin(
+        revisions, revisions.c.id == deployments.c.latest_revision_id
+    )
+
+
+def _deployment_not_found(deployment_id: uuid.UUID) -> NotFoundError:
+    return NotFoundError(f"Deployment ID {deployment_id} not found.")
+
+
+def _listener_not_found(listener_id: uuid.UUID) -> NotFoundError:
+    return NotFoundError(f"Listener ID {listener_id} not found.")
+
+
+def _secret_digest(deployment_id: uuid.UUID, secret: Secret) -> str:
+    # Keyed by the (random) deployment id so equal values in two deployments do not
+    # produce equal digests; only used to tell whether a PATCH changed a value.
+    message = f"{secret.name}\0{secret.value}".encode()
+    return hmac.new(deployment_id.bytes, message, hashlib.sha256).hexdigest()
+
+
+def _secret_records(deployment_id: uuid.UUID, given: list[Secret]) -> list[dict[str, str]]:
+    return [{"name": s.name, "digest": _secret_digest(deployment_id, s)} for s in given]
+
+
+def _secret_errors(given: list[Secret], prefix: tuple[str, ...]) -> list[dict[str, Any]]:
+    seen: set[str] = set()
+    errors = []
+    for index, secret in enumerate(given):
+        if secret.name in seen:
+            errors.append(invalid((*prefix, index, "name"), "duplicate secret name"))
+        seen.add(secret.name)
+    return errors
+
+
+def _commit_sha(source: Source) -> str | None:
+    return _random.token_hex(20) if source is Source.GIT_HOST else None
+
+
+def _deployment_model(row: Row[Any]) -> Deployment:
+    source = Source(row.source)
+    return Deployment(
+        id=row.id,
+        name=row.name,
+        source=source,
+        source_config=SourceConfig.model_validate(row.source_config),
+        source_revision_config=SourceRevisionConfigStatus(
+            repo_ref=row.repo_ref,
+            graph_config_path=row.graph_config_path,
+            image_uri=row.image_uri,
+            repo_commit_sha=row.repo_commit_sha,
+        ),
+        secrets=[SecretName(name=s["name"]) for s in row.secrets],
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        status=DeploymentStatus(row.status),
+        latest_revision_id=row.latest_revision_id,
+        active_revision_id=row.active_revision_id,
+        image_version=row.image_version,
+    )
+
+
+def _revision_model(row: Row[Any]) -> Revision:
+    return Revision(
+        id=row.id,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        status=RevisionStatus(row.status),
+        source=Source(row.source),
+        source_revision_config=SourceRevisionConfigStatus(
+            repo_ref=row.repo_ref,
+            graph_config_path=row.graph_config_path,
+            image_uri=row.image_uri,
+            repo_commit_sha=row.repo_commit_sha,
+        ),
+    )
+
+
+def _listener_model(row: Row[Any]) -> Listener:
+    return Listener.model_validate(row._mapping)
+
+
+def _page_offset(offset: int, limit: int, got: int) -> int | None:
+    # One extra row is fetched to know whether a next page exists.
+    return offset + limit if got > limit else None
+
+
+async def _listener_exists(
+    conn: AsyncConnection, workspace_id: uuid.UUID, listener_id: uuid.UUID
+) -> bool:
+    found = await conn.execute(
+        select(listeners.c.id).where(
+            listeners.c.id == listener_id, listeners.c.workspace_id == workspace_id
+        )
+    )
+    return found.first() is not None
+
+
+async def _insert_revision(
+    conn: AsyncConnection,
+    *,
+    deployment_id: uuid.UUID,
+    seq: int,
+    source: Source,
+    config: SourceRevisionConfig,
+    now: datetime,
+    step_seconds: float,
+) -> uuid.UUID:
+    revision_id = uuid.uuid4()
+    await conn.execute(
+        insert(revisions).values(
+            id=revision_id,
+            deployment_id=deployment_id,
+            seq=seq,
+            source=source.value,
+            status=RevisionStatus.CREATING.value,
+            repo_ref=config.repo_ref,
+            graph_config_path=config.graph_config_path,
+            image_uri=config.image_uri,
+            repo_commit_sha=_commit_sha(source),
+            created_at=now,
+            updated_at=now,
+            next_step_at=time.time() + step_seconds,
+        )
+    )
+    return revision_id
+
+
+# ------------------------------------------------------------------ deployments
+
+
+async def create_deployment(
+    *,
+    conn: AsyncConnection,
+    body: DeploymentCreate,
+    workspace: WorkspaceConfig,
+    step_seconds: float,
+) -> Deployment:
+    source_config = body.source_config or SourceConfig()
+    revision_config = body.source_revision_config or SourceRevisionConfig()
+    given_secrets = body.secrets or []
+    errors = deployment_errors(
+        source=body.source,
+        source_config=source_config,
+        revision_config=revision_config,
+        workspace=workspace,
+    )
+    errors += _secret_errors(given_secrets, ("body", "secrets"))
+    if source_config.listener_id is not None and not await _listener_exists(
+        conn, workspace.id, source_config.listener_id
+    ):
+        errors.append(
+            invalid(("body", "source_config", "listener_id"), "unknown listener in this workspace")
+        )
+    if errors:
+        raise InvalidError(errors)
+
+    deployment_id = uuid.uuid4()
+    now = utcnow()
+    try:
+        # Deployment first: the (workspace, name) unique constraint decides races.
+        await conn.execute(
+            insert(deployments).values(
+                id=deployment_id,
+                workspace_id=workspace.id,
+                name=body.name,
+                source=body.source.value,
+                source_config=source_config.model_dump(mode="json", exclude_none=True),
+                secrets=_secret_records(deployment_id, given_secrets),
+                status=DeploymentStatus.AWAITING_DATABASE.value,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+        await conn.execute(
+            insert(tracing_projects).values(
+                id=uuid.uuid4(),
+                workspace_id=workspace.id,
+                name=body.name,
+                deployment_id=deployment_id,
+                created_at=now,
+            )
+        )
+    except IntegrityError:
+        raise ConflictError(
+            "A deployment or tracing project with this name already exists."
+        ) from None
+    revision_id = await _insert_revision(
+        conn,
+        deployment_id=deployment_id,
+        seq=1,
+        source=body.source,
+        config=revision_config,
+        now=now,
+        step_seconds=step_seconds,
+    )
+    await conn.execute(
+        update(deployments)
+        .where(deployments.c.id == deployment_id)
+        .values(latest_revision_id=revision_id)
+    )
+    return await get_deployment(conn=conn, workspace=workspace, deployment_id=deployment_id)
+
+
+async def get_deployment(
+    *, conn: AsyncConnection, workspace: WorkspaceConfig, deployment_id: uuid.UUID
+) -> Deployment:
+    row = (
+        await conn.execute(
+            _deployment_query().where(
+                deployments.c.id == deployment_id, deployments.c.workspace_id == workspace.id
+            )
+        )
+    ).first()
+    if row is None:
+        raise _deployment_not_found(deployment_id)
+    return _deployment_model(row)
+
+
+async def list_deployments(
+    *,
+    conn: AsyncConnection,
+    workspace: WorkspaceConfig,
+    name: str | None,
+    name_contains: str | None,
+    limit: int,
+    offset: int,
+) -> Page[Deployment]:
+    query = _deployment_query().where(deployments.c.workspace_id == workspace.id)
+    if name is not None:
+        query = query.where(deployments.c.name == name)
+    if name_contains is not None:
+        # instr() rather than LIKE: no wildcard characters to escape in the needle.
+        query = query.where(func.instr(deployments.c.name, name_contains) > 0)
+    query = (
+        query.order_by(deployments.c.created_at, deployments.c.id).offset(offset).limit(limit + 1)
+    )
+    rows = (await conn.execute(query)).all()
+    return Page[Deployment](
+        resources=[_deployment_model(row) for row in rows[:limit]],
+        offset=_page_offset(offset, limit, len(rows)),
+    )
+
+
+async def patch_deployment(
+    *,
+    conn: AsyncConnection,
+    workspace: WorkspaceConfig,
+    deployment_id: uuid.UUID,
+    body: DeploymentPatch,
+    step_seconds: float,
+) -> tuple[Deployment, bool]:
+    """Applies a PATCH; returns the deployment and whether a new revision was made."""
+    current = (
+        await conn.execute(
+            select(
+                deployments,
+                revisions.c.seq,
+                revisions.c.repo_ref,
+                revisions.c.graph_config_path,
+                revisions.c.image_uri,
+            )
+            .outerjoin(revisions, revisions.c.id == deployments.c.latest_revision_id)
+            .where(deployments.c.id == deployment_id, deployments.c.workspace_id == workspace.id)
+        )
+    ).first()
+    if current is None:
+        raise _deployment_not_found(deployment_id)
+    errors: list[dict[str, Any]] = []
+    if body.name is not None and body.name != current.name:
+        errors.append(invalid(("body", "name"), "name cannot be changed after creation"))
+    if body.source is not None and body.source.value != current.source:
+        errors.append(invalid(("body", "source"), "source cannot be changed after creation"))
+    if errors:
+        raise InvalidError(errors)
+    if current.status == DeploymentStatus.AWAITING_DELETE.value:
+        raise ConflictError(f"Deployment ID {deployment_id} is being deleted.")
+    source = Source(current.source)
+
+    stored_config: dict[str, Any] = dict(current.source_config)
+    if body.source_config is not None:
+        patch = body.source_config
+        dumped = patch.model_dump(mode="json", exclude_none=True)
+        for key in patch.model_fields_set:
+            if key in dumped:
+                stored_config[key] = dumped[key]  # nested objects replaced whole
+            else:
+                stored_config.pop(key, None)  # explicit null clears
+    source_config = SourceConfig.model_validate(stored_config)
+
+    revision_values = {
+        "repo_ref": current.repo_ref,
+        "graph_config_path": current.graph_config_path,
+        "image_uri": current.image_uri,
+    }
+    new_revision = False
+    if body.source_revision_config is not None:
+        for key, value in body.source_revision_config.model_dump().items():
+            if value is not None:  # nulls are ignored; a non-null value makes a revision
+                revision_values[key] = value
+                new_revision = True
+    revision_config = SourceRevisionConfig(**revision_values)
+
+    secret_records: list[dict[str, str]] = current.secrets
+    if body.secrets is not None:
+        errors += _secret_errors(body.secrets, ("body", "secrets"))
+        replaced = _secret_records(deployment_id, body.secrets)
+        old = {s["name"]: s["digest"] for s in current.secrets}
+        if {s["name"]: s["digest"] for s in replaced} != old:
+            new_revision = True
+        secret_records = replaced
+
+    errors += deployment_errors(
+        source=source,
+        source_config=source_config,
+        revision_config=revision_config,
+        workspace=workspace,
+    )
+    listener_id = source_config.listener_id
+    if (
+        listener_id is not None
+        and str(listener_id) != current.source_config.get("listener_id")
+        and not await _listener_exists(conn, workspace.id, listener_id)
+    ):
+        errors.append(
+            invalid(("body", "source_config", "listener_id"), "unknown listener in this workspace")
+        )
+    if errors:
+        raise InvalidError(errors)
+
+    now = utcnow()
+    values: dict[str, Any] = {
+        "source_config": stored_config,
+        "secrets": secret_records,
+        "updated_at": now,
+    }
+    if new_revision:
+        await _supersede(conn, deployment_id=deployment_id, now=now)
+        values["latest_revision_id"] = await _insert_revision(
+            conn,
+            deployment_id=deployment_id,
+            seq=(current.seq or 0) + 1,
+            source=source,
+            config=revision_config,
+            now=now,
+            step_seconds=step_seconds,
+        )
+    await conn.execute(update(deployments).where(deployments.c.id == deployment_id).values(values))
+    deployment = await get_deployment(conn=conn, workspace=workspace, deployment_id=deployment_id)
+    return deployment, new_revision
+
+
+async def _supersede(conn: AsyncConnection, *, deployment_id: uuid.UUID, now: datetime) -> None:
+    """A newer revision ends the older unfinished ones: skipped if they never started
+    building, interrupted if they had."""
+    unfinished = (revisions.c.deployment_id == deployment_id, revisions.c.next_step_at.is_not(None))
+    await conn.execute(
+        update(revisions)
+        .where(*unfinished, revisions.c.status.in_(_IN_PROGRESS_EARLY))
+        .values(status=RevisionStatus.SKIPPED.value, next_step_at=None, updated_at=now)
+    )
+    await conn.execute(
+        update(revisions)
+        .where(*unfinished)
+        .values(status=RevisionStatus.INTERRUPTED.value, next_step_at=None, updated_at=now)
+    )
+
+
+async def delete_deployment(
+    *,
+    conn: AsyncConnection,
+    workspace: WorkspaceConfig,
+    deployment_id: uuid.UUID,
+    step_seconds: float,
+) -> Deployment:
+    """Marks the deployment AWAITING_DELETE; the pipeline removes it one step later."""
+    now = utcnow()
+    result = await conn.execute(
+        update(deployments)
+        .where(
+            deployments.c.id == deployment_id,
+            deployments.c.workspace_id == workspace.id,
+            deployments.c.status != DeploymentStatus.AWAITING_DELETE.value,
+        )
+        .values(
+            status=DeploymentStatus.AWAITING_DELETE.value,
+            delete_at=time.time() + step_seconds,
+            updated_at=now,
+        )
+    )
+    if result.rowcount:
+        await _supersede(conn, deployment_id=deployment_id, now=now)
+    return await get_deployment(conn=conn, workspace=workspace, deployment_id=deployment_id)
+
+
+# -------------------------------------------------------------------- revisions
+
+
+async def _check_deployment(
+    conn: AsyncConnection, workspace: WorkspaceConfig, deployment_id: uuid.UUID
+) -> None:
+    found = await conn.execute(
+        select(deployments.c.id).where(
+            deployments.c.id == deployment_id, deployments.c.workspace_id == workspace.id
+        )
+    )
+    if found.first() is None:
+        raise _deployment_not_found(deployment_id)
+
+
+async def get_revision(
+    *,
+    conn: AsyncConnection,
+    workspace: WorkspaceConfig,
+    deployment_id: uuid.UUID,
+    revision_id: uuid.UUID,
+) -> Revision:
+    row = (
+        await conn.execute(
+            select(revisions, deployments.c.workspace_id)
+            .outerjoin(deployments, deployments.c.id == revisions.c.deployment_id)
+            .where(revisions.c.id == revision_id, revisions.c.deployment_id == deployment_id)
+        )
+    ).first()
+    if row is None or row.workspace_id != workspace.id:
+        await _check_deployment(conn, workspace, deployment_id)
+        raise NotFoundError(f"Revision ID {revision_id} not found.")
+    return _revision_model(row)
+
+
+async def list_revisions(
+    *,
+    conn: AsyncConnection,
+    workspace: WorkspaceConfig,
+    deployment_id: uuid.UUID,
+    limit: int,
+    offset: int,
+) -> Page[Revision]:
+    await _check_deployment(conn, workspace, deployment_id)
+    rows = (
+        await conn.execute(
+            select(revisions)
+            .where(revisions.c.deployment_id == deployment_id)
+            .order_by(revisions.c.seq.desc())
+            .offset(offset)
+            .limit(limit + 1)
+        )
+    ).all()
+    return Page[Revision](
+        resources=[_revision_model(row) for row in rows[:limit]],
+        offset=_page_offset(offset, limit, len(rows)),
+    )
+
+
+# -------------------------------------------------------------------- listeners
+
+
+_LISTENER_DUPLICATE = "A listener with this compute_id already exists in this workspace."
+
+
+async def create_listener(
+    *, conn: AsyncConnection, workspace: WorkspaceConfig, body: ListenerCreate
+) -> Listener:
+    listener_id = uuid.uuid4()
+    now = utcnow()
+    try:
+        await conn.execute(
+            insert(listeners).values(
+                id=listener_id,
+                workspace_id=workspace.id,
+                compute_type=body.compute_type.value,
+                compute_id=body.compute_id,
+                compute_config=(
+                    body.compute_config.model_dump(mode="json")
+                    if body.compute_config is not None
+                    else None
+                ),
+                version=body.version,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+    except IntegrityError:
+        raise ConflictError(_LISTENER_DUPLICATE) from None
+    return await get_listener(conn=conn, workspace=workspace, listener_id=listener_id)
+
+
+async def get_listener(
+    *, conn: AsyncConnection, workspace: WorkspaceConfig, listener_id: uuid.UUID
+) -> Listener:
+    row = (
+        await conn.execute(
+            select(listeners).where(
+                listeners.c.id == listener_id, listeners.c.workspace_id == workspace.id
+            )
+        )
+    ).first()
+    if row is None:
+        raise _listener_not_found(listener_id)
+    return _listener_model(row)
+
+
+async def list_listeners(
+    *,
+    conn: AsyncConnection,
+    workspace: WorkspaceConfig,
+    compute_id: str | None,
+    limit: int,
+    offset: int,
+) -> Page[Listener]:
+    query = select(listeners).where(listeners.c.workspace_id == workspace.id)
+    if compute_id is not None:
+        query = query.where(listeners.c.compute_id == compute_id)
+    rows = (
+        await conn.execute(
+            query.order_by(listeners.c.created_at, listeners.c.id).offset(offset).limit(limit + 1)
+        )
+    ).all()
+    return Page[Listener](
+        resources=[_listener_model(row) for row in rows[:limit]],
+        offset=_page_offset(offset, limit, len(rows)),
+    )
+
+
+def _immutable_errors(current: Listener, given: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """compute_type and compute_id cannot change; sending the same value is harmless."""
+    errors = []
+    for field in ("compute_type", "compute_id"):
+        if given is not None and field in given and given[field] != getattr(current, field):
+            errors.append(invalid(("body", field), f"{field} cannot be changed after creation"))
+    return errors
+
+
+async def patch_listener(
+    *,
+    conn: AsyncConnection,
+    workspace: WorkspaceConfig,
+    listener_id: uuid.UUID,
+    body: ListenerPatch,
+    raw: dict[str, Any] | None,
+) -> Listener:
+    current = await get_listener(conn=conn, workspace=workspace, listener_id=listener_id)
+    errors = _immutable_errors(current, raw)
+    if errors:
+        raise InvalidError(errors)
+    values: dict[str, Any] = {"updated_at": utcnow()}
+    if "version" in body.model_fields_set:
+        values["version"] = body.version
+    if "compute_config" in body.model_fields_set:
+        values["compute_config"] = (
+            body.compute_config.model_dump(mode="json") if body.compute_config else None
+        )
+    await conn.execute(update(listeners).where(listeners.c.id == listener_id).values(values))
+    return await get_listener(conn=conn, workspace=workspace, listener_id=listener_id)
+
+
+async def put_listener(
+    *,
+    conn: AsyncConnection,
+    workspace: WorkspaceConfig,
+    listener_id: uuid.UUID,
+    body: ListenerPut,
+) -> Listener:
+    current = await get_listener(conn=conn, workspace=workspace, listener_id=listener_id)
+    errors = _immutable_errors(
+        current, {"compute_type": body.compute_type, "compute_id": body.compute_id}
+    )
+    if errors:
+        raise InvalidError(errors)
+    await conn.execute(
+        update(listeners)
+        .where(listeners.c.id == listener_id)
+        .values(
+            version=body.version,
+            compute_config=(
+                body.compute_config.model_dump(mode="json") if body.compute_config else None
+            ),
+            updated_at=utcnow(),
+        )
+    )
+    return await get_listener(conn=conn, workspace=workspace, listener_id=listener_id)
+
+
+async def delete_listener(
+    *, conn: AsyncConnection, workspace: WorkspaceConfig, listener_id: uuid.UUID
+) -> None:
+    result = await conn.execute(
+        delete(listeners).where(
+            listeners.c.id == listener_id, listeners.c.workspace_id == workspace.id
+        )
+    )
+    if not result.rowcount:
+        raise _listener_not_found(listener_id)

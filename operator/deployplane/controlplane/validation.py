@@ -1,0 +1,97 @@
+"""Per-source rules of a deployment that a JSON schema alone cannot state.
+
+Pure functions over the API models, so they are unit-tested without a database.
+Each refusal names the offending field by its `loc`, as in HTTPValidationError.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deployplane.api.models import Source, SourceConfig, SourceRevisionConfig
+from deployplane.controlplane.errors import invalid
+from deployplane.controlplane.settings import WorkspaceConfig
+
+__all__ = ["TAG_PREFIX", "deployment_errors", "source_allowed"]
+
+TAG_PREFIX = "refs/tags/"
+
+_GIT_CONFIG_FIELDS = ("integration_id", "repo_url", "build_on_push")
+_GIT_REVISION_FIELDS = ("repo_ref", "graph_config_path")
+
+
+def source_allowed(mode: str, source: Source) -> bool:
+    """`saas` workspaces deploy from git only, `self_hosted` ones from images only."""
+    if mode == "saas":
+        return source is Source.GIT_HOST
+    if mode == "self_hosted":
+        return source is Source.EXTERNAL_DOCKER
+    return True
+
+
+def deployment_errors(
+    *,
+    source: Source,
+    source_config: SourceConfig,
+    revision_config: SourceRevisionConfig,
+    workspace: WorkspaceConfig,
+) -> list[dict[str, Any]]:
+    """Everything wrong with a deployment's (merged) configuration, [] when valid."""
+    errors: list[dict[str, Any]] = []
+    sc = ("body", "source_config")
+    rc = ("body", "source_revision_config")
+    if not source_allowed(workspace.mode, source):
+        errors.append(
+            invalid(("body", "source"), f"source {source.value} is not available in this workspace")
+        )
+    if source is Source.GIT_HOST:
+        required = (
+            (sc, "integration_id", source_config.integration_id),
+            (sc, "repo_url", source_config.repo_url),
+            (rc, "repo_ref", revision_config.repo_ref),
+            (rc, "graph_config_path", revision_config.graph_config_path),
+        )
+        for prefix, field, value in required:
+            if value is None or value == "":
+                errors.append(
+                    invalid((*prefix, field), "Field required for source git_host", "missing")
+                )
+        if revision_config.image_uri is not None:
+            errors.append(
+                invalid((*rc, "image_uri"), "image_uri is not allowed for source git_host")
+            )
+        integration_id = source_config.integration_id
+        if integration_id is not None and all(
+            integration.id != integration_id for integration in workspace.integrations
+        ):
+            errors.append(
+                invalid((*sc, "integration_id"), "unknown git-host integration in this workspace")
+            )
+        repo_ref = revision_config.repo_ref
+        if (
+            source_config.build_on_push is True
+            and repo_ref is not None
+            and repo_ref.startswith(TAG_PREFIX)
+        ):
+            errors.append(
+                invalid(
+                    (*sc, "build_on_push"),
+                    "build_on_push must be false when repo_ref is a tag",
+                )
+            )
+    else:
+        if not revision_config.image_uri:
+            errors.append(
+                invalid((*rc, "image_uri"), "Field required for source external_docker", "missing")
+            )
+        for field in _GIT_CONFIG_FIELDS:
+            if getattr(source_config, field) is not None:
+                errors.append(
+                    invalid((*sc, field), f"{field} is not allowed for source external_docker")
+                )
+        for field in _GIT_REVISION_FIELDS:
+            if getattr(revision_config, field) is not None:
+                errors.append(
+                    invalid((*rc, field), f"{field} is not allowed for source external_docker")
+                )
+    return errors
