@@ -1,0 +1,535 @@
+"""The API commands through typer's runner, against a client over httpx.MockTransport."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from uuid import uuid4
+
+import httpx
+import pytest
+import typer
+import yaml
+from typer.testing import CliRunner, Result
+
+from deployplane.api.client import ControlPlaneClient
+from deployplane.commands import connection, resources
+
+API_KEY = "lsv2_sk_cli-secret-key-987654321"
+URL = "http://cp.test"
+NOW = "2025-01-02T03:04:05Z"
+DEP_ID = "11111111-1111-4111-8111-111111111111"
+REV_ID = "22222222-2222-4222-8222-222222222222"
+LIS_ID = "33333333-3333-4333-8333-333333333333"
+INT_ID = "44444444-4444-4444-8444-444444444444"
+
+
+def deployment(**over: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": DEP_ID,
+        "name": "agent-one",
+        "source": "external_docker",
+        "source_revision_config": {"image_uri": "img:1"},
+        "created_at": NOW,
+        "updated_at": NOW,
+        "status": "READY",
+        "latest_revision_id": REV_ID,
+        "active_revision_id": REV_ID,
+        "image_version": "1.0",
+    }
+    body.update(over)
+    return body
+
+
+def revision(status: str = "DEPLOYED") -> dict[str, Any]:
+    return {
+        "id": REV_ID,
+        "created_at": NOW,
+        "updated_at": NOW,
+        "status": status,
+        "source": "external_docker",
+        "source_revision_config": {"image_uri": "img:1"},
+    }
+
+
+def listener(**over: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": LIS_ID,
+        "compute_type": "k8s",
+        "compute_id": "cluster-a",
+        "compute_config": {"k8s_namespaces": ["team-a"]},
+        "version": "v1",
+        "created_at": NOW,
+        "updated_at": NOW,
+    }
+    body.update(over)
+    return body
+
+
+Route = Callable[[httpx.Request], httpx.Response]
+
+
+class FakeService:
+    """Answers by (method, path); records every request the CLI made."""
+
+    def __init__(self) -> None:
+        self.routes: dict[tuple[str, str], Route | list[httpx.Response]] = {}
+        self.requests: list[httpx.Request] = []
+
+    def on(self, method: str, path: str, answer: Route | list[httpx.Response]) -> None:
+        self.routes[(method, path)] = answer
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        answer = self.routes.get((request.method, request.url.path))
+        if answer is None:
+            return httpx.Response(404, json={"detail": "no route"})
+        if isinstance(answer, list):
+            return answer.pop(0) if len(answer) > 1 else answer[0]
+        return answer(request)
+
+    @property
+    def last(self) -> httpx.Request:
+        return self.requests[-1]
+
+
+@pytest.fixture
+def service(monkeypatch: pytest.MonkeyPatch) -> FakeService:
+    fake = FakeService()
+    clock = {"now": 0.0}
+
+    async def no_wait(seconds: float) -> None:
+        clock["now"] += seconds
+
+    def factory(url: str, *, api_key: str | None, tenant_id: str | None) -> ControlPlaneClient:
+        return ControlPlaneClient(
+            url,
+            api_key=api_key,
+            tenant_id=tenant_id,
+            transport=httpx.MockTransport(fake),
+            max_retries=1,
+            sleep=no_wait,
+            clock=lambda: clock["now"],
+        )
+
+    monkeypatch.setattr(connection, "make_client", factory)
+    monkeypatch.setenv("DEPLOYPLANE_CONTROL_PLANE_URL", URL)
+    monkeypatch.setenv("DEPLOYPLANE_API_KEY", API_KEY)
+    monkeypatch.delenv("DEPLOYPLANE_TENANT_ID", raising=False)
+    return fake
+
+
+def make_app() -> typer.Typer:
+    # Only this issue's command groups: the root app also imports other packages.
+    app = typer.Typer(pretty_exceptions_enable=False)
+    resources.register(app)
+    return app
+
+
+def run(*args: str, stdin: str | None = None) -> Result:
+    return CliRunner().invoke(make_app(), list(args), input=stdin)
+
+
+def json_out(result: Result) -> Any:
+    return json.loads(result.stdout)
+
+
+def assert_one_error_line(result: Result) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+# ------------------------------------------------------------------ connection
+
+
+def test_env_api_key_and_tenant_option_become_request_headers(service: FakeService) -> None:
+    service.on("GET", f"/v2/deployments/{DEP_ID}", [httpx.Response(200, json=deployment())])
+    tenant = str(uuid4())
+    result = run("deployments", "get", DEP_ID, "--tenant-id", tenant, "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert service.last.headers["X-Api-Key"] == API_KEY
+    assert service.last.headers["X-Tenant-Id"] == tenant
+
+
+def test_api_key_option_overrides_the_environment(service: FakeService) -> None:
+    service.on("GET", f"/v2/listeners/{LIS_ID}", [httpx.Response(200, json=listener())])
+    result = run("listeners", "get", LIS_ID, "--api-key", "other-key", "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert service.last.headers["X-Api-Key"] == "other-key"
+
+
+def test_missing_url_is_a_usage_error(
+    service: FakeService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DEPLOYPLANE_CONTROL_PLANE_URL")
+    result = run("deployments", "get", DEP_ID)
+    assert result.exit_code == 2
+    assert "DEPLOYPLANE_CONTROL_PLANE_URL" in assert_one_error_line(result)
+    assert service.requests == []
+
+
+def test_help_documents_exit_codes_and_never_shows_the_api_key(service: FakeService) -> None:
+    for args in (["deployments", "--help"], ["deployments", "wait", "--help"]):
+        result = run(*args)
+        assert result.exit_code == 0
+        flat = " ".join(result.output.split())
+        assert "Exit codes: 0 ok; 1 API or connection error; 2 usage" in flat
+        assert "4 timed out" in flat
+        assert API_KEY not in result.output
+
+
+# ---------------------------------------------------------------------- errors
+
+
+def test_422_is_one_stderr_line_listing_each_field_and_message(service: FakeService) -> None:
+    detail = [
+        {"loc": ["body", "name"], "msg": "Field required", "type": "missing"},
+        {"loc": ["body", "source"], "msg": "Input should be 'git_host'", "type": "enum"},
+    ]
+    service.on("PATCH", f"/v2/deployments/{DEP_ID}", [httpx.Response(422, json={"detail": detail})])
+    result = run("deployments", "update", DEP_ID, "-f", "-", stdin="name: x\n")
+    assert result.exit_code == 1
+    line = assert_one_error_line(result)
+    assert "body.name: Field required" in line
+    assert "body.source: Input should be 'git_host'" in line
+    assert result.stdout == ""
+
+
+def test_not_found_exits_1_with_the_service_detail(service: FakeService) -> None:
+    service.on(
+        "GET",
+        f"/v2/deployments/{DEP_ID}",
+        [httpx.Response(404, json={"detail": f"Deployment ID {DEP_ID} not found."})],
+    )
+    result = run("deployments", "get", DEP_ID)
+    assert result.exit_code == 1
+    assert f"Deployment ID {DEP_ID} not found." in assert_one_error_line(result)
+
+
+def test_connection_failure_exits_1_with_one_line(service: FakeService) -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused")
+
+    service.on("GET", "/v2/listeners", refuse)
+    result = run("listeners", "list")
+    assert result.exit_code == 1
+    assert "connection failed" in assert_one_error_line(result)
+
+
+def test_error_output_never_contains_the_api_key(service: FakeService) -> None:
+    service.on(
+        "GET",
+        f"/v2/deployments/{DEP_ID}",
+        [httpx.Response(401, json={"detail": f"invalid key {API_KEY}"})],
+    )
+    result = run("deployments", "get", DEP_ID)
+    assert result.exit_code == 1
+    assert API_KEY not in result.output
+    assert "401" in assert_one_error_line(result)
+
+
+# ----------------------------------------------------------------- deployments
+
+
+def test_deployments_list_table_shows_each_deployment(service: FakeService) -> None:
+    service.on(
+        "GET",
+        "/v2/deployments",
+        [httpx.Response(200, json={"resources": [deployment()], "offset": None})],
+    )
+    result = run("deployments", "list", "--name-contains", "agent")
+    assert result.exit_code == 0, result.output
+    assert "agent-one" in result.stdout
+    assert DEP_ID in result.stdout
+    assert "READY" in result.stdout
+    assert service.last.url.params["name_contains"] == "agent"
+
+
+def test_deployments_list_follows_pages_and_stops_at_limit(service: FakeService) -> None:
+    def page(request: httpx.Request) -> httpx.Response:
+        offset = int(request.url.params.get("offset", "0"))
+        items = [deployment(id=str(uuid4()), name=f"d{offset + i}") for i in range(2)]
+        return httpx.Response(200, json={"resources": items, "offset": offset + 2})
+
+    service.on("GET", "/v2/deployments", page)
+    result = run("deployments", "list", "--limit", "3", "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert [d["name"] for d in json_out(result)] == ["d0", "d1", "d2"]
+    assert len(service.requests) == 2
+
+
+def test_deployments_get_yaml_is_the_api_shape(service: FakeService) -> None:
+    service.on("GET", f"/v2/deployments/{DEP_ID}", [httpx.Response(200, json=deployment())])
+    result = run("deployments", "get", DEP_ID, "-o", "yaml")
+    assert result.exit_code == 0, result.output
+    data = yaml.safe_load(result.stdout)
+    assert data["latest_revision_id"] == REV_ID
+    assert data["source_revision_config"]["image_uri"] == "img:1"
+
+
+def test_deployments_get_table_lists_fields(service: FakeService) -> None:
+    service.on("GET", f"/v2/deployments/{DEP_ID}", [httpx.Response(200, json=deployment())])
+    result = run("deployments", "get", DEP_ID)
+    assert result.exit_code == 0, result.output
+    assert "latest_revision_id" in result.stdout
+    assert "agent-one" in result.stdout
+
+
+def test_deployments_create_posts_the_yaml_file_as_snake_case(
+    service: FakeService, tmp_path: Path
+) -> None:
+    service.on("POST", "/v2/deployments", [httpx.Response(201, json=deployment())])
+    spec = tmp_path / "dep.yaml"
+    spec.write_text(
+        "name: agent-one\n"
+        "source: external_docker\n"
+        "source_revision_config: {image_uri: 'img:1'}\n"
+        "source_config:\n  resource_spec: {min_scale: 1, cpu: 0.5}\n"
+        "secrets: [{name: TOKEN, value: s3cr3t}]\n"
+    )
+    result = run("deployments", "create", "-f", str(spec), "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(service.last.content) == {
+        "name": "agent-one",
+        "source": "external_docker",
+        "source_revision_config": {"image_uri": "img:1"},
+        "source_config": {"resource_spec": {"min_scale": 1, "cpu": 0.5}},
+        "secrets": [{"name": "TOKEN", "value": "s3cr3t"}],
+    }
+    assert json_out(result)["id"] == DEP_ID
+
+
+def test_deployments_create_reads_json_with_camel_case_from_stdin(service: FakeService) -> None:
+    service.on("POST", "/v2/deployments", [httpx.Response(201, json=deployment())])
+    body = {
+        "name": "agent-one",
+        "source": "external_docker",
+        "sourceRevisionConfig": {"imageUri": "i"},
+    }
+    result = run("deployments", "create", "-f", "-", stdin=json.dumps(body))
+    assert result.exit_code == 0, result.output
+    assert json.loads(service.last.content)["source_revision_config"] == {"image_uri": "i"}
+
+
+def test_bad_input_file_exits_2_naming_fields_but_not_secret_values(
+    service: FakeService, tmp_path: Path
+) -> None:
+    spec = tmp_path / "dep.yaml"
+    spec.write_text("source: github\nsecrets: [{name: K, value: 12345}]\n")
+    result = run("deployments", "create", "-f", str(spec))
+    assert result.exit_code == 2
+    line = assert_one_error_line(result)
+    assert "name: Field required" in line
+    assert "source:" in line
+    assert "secrets.0.value" in line
+    assert "12345" not in line
+    assert service.requests == []
+
+
+def test_unparsable_or_missing_file_exits_2(service: FakeService, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: [unclosed\n")
+    result = run("deployments", "create", "-f", str(broken))
+    assert result.exit_code == 2
+    assert "not valid YAML or JSON" in assert_one_error_line(result)
+    missing = run("deployments", "create", "-f", str(tmp_path / "nope.yaml"))
+    assert missing.exit_code == 2
+    assert "cannot read" in assert_one_error_line(missing)
+
+
+def test_deployments_update_patches_only_the_fields_in_the_file(service: FakeService) -> None:
+    service.on("PATCH", f"/v2/deployments/{DEP_ID}", [httpx.Response(200, json=deployment())])
+    result = run(
+        "deployments",
+        "update",
+        DEP_ID,
+        "-f",
+        "-",
+        stdin="source_revision_config:\n  image_uri: img:2\n",
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(service.last.content) == {"source_revision_config": {"image_uri": "img:2"}}
+
+
+def test_deployments_delete_sends_delete(service: FakeService) -> None:
+    service.on("DELETE", f"/v2/deployments/{DEP_ID}", [httpx.Response(204)])
+    result = run("deployments", "delete", DEP_ID)
+    assert result.exit_code == 0, result.output
+    assert service.last.method == "DELETE"
+    assert f"deployment {DEP_ID} deleted" in result.stdout
+
+
+# ------------------------------------------------------------------------ wait
+
+
+def test_wait_follows_the_latest_revision_to_deployed_and_exits_0(service: FakeService) -> None:
+    service.on("GET", f"/v2/deployments/{DEP_ID}", [httpx.Response(200, json=deployment())])
+    service.on(
+        "GET",
+        f"/v2/deployments/{DEP_ID}/revisions/{REV_ID}",
+        [httpx.Response(200, json=revision(s)) for s in ("QUEUED", "BUILDING", "DEPLOYED")],
+    )
+    result = run("deployments", "wait", DEP_ID, "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert json_out(result)["status"] == "DEPLOYED"
+    # the status log on stderr shows each change with elapsed seconds
+    for status in ("QUEUED", "BUILDING", "DEPLOYED"):
+        assert status in result.stderr
+    assert "s  QUEUED" in result.stderr
+
+
+@pytest.mark.parametrize("status", ["BUILD_FAILED", "DEPLOY_FAILED", "INTERRUPTED"])
+def test_wait_exits_3_when_the_revision_ends_without_deploying(
+    service: FakeService, status: str
+) -> None:
+    service.on(
+        "GET",
+        f"/v2/deployments/{DEP_ID}/revisions/{REV_ID}",
+        [httpx.Response(200, json=revision(status))],
+    )
+    result = run("deployments", "wait", DEP_ID, "--revision", REV_ID, "-o", "json")
+    assert result.exit_code == 3
+    assert json_out(result)["status"] == status
+    assert f"ended {status}" in result.stderr.strip().splitlines()[-1]
+
+
+def test_wait_exits_4_on_timeout(service: FakeService) -> None:
+    service.on(
+        "GET",
+        f"/v2/deployments/{DEP_ID}/revisions/{REV_ID}",
+        [httpx.Response(200, json=revision("BUILDING"))],
+    )
+    result = run("deployments", "wait", DEP_ID, "--revision", REV_ID, "--timeout", "10")
+    assert result.exit_code == 4
+    assert "still BUILDING after 10s" in result.stderr.strip().splitlines()[-1]
+    assert result.stdout == ""
+
+
+# ------------------------------------------------------------------- revisions
+
+
+def test_revisions_list_and_get(service: FakeService) -> None:
+    service.on(
+        "GET",
+        f"/v2/deployments/{DEP_ID}/revisions",
+        [httpx.Response(200, json={"resources": [revision("BUILDING")]})],
+    )
+    service.on(
+        "GET",
+        f"/v2/deployments/{DEP_ID}/revisions/{REV_ID}",
+        [httpx.Response(200, json=revision())],
+    )
+    listed = run("revisions", "list", DEP_ID)
+    assert listed.exit_code == 0, listed.output
+    assert "BUILDING" in listed.stdout
+    assert REV_ID in listed.stdout
+    got = run("revisions", "get", DEP_ID, REV_ID, "-o", "json")
+    assert got.exit_code == 0, got.output
+    assert json_out(got)["status"] == "DEPLOYED"
+
+
+# ------------------------------------------------------------------- listeners
+
+
+def test_listeners_list_table_shows_namespaces(service: FakeService) -> None:
+    service.on("GET", "/v2/listeners", [httpx.Response(200, json={"resources": [listener()]})])
+    result = run("listeners", "list")
+    assert result.exit_code == 0, result.output
+    assert "cluster-a" in result.stdout
+    assert "team-a" in result.stdout
+
+
+def test_listeners_create_posts_the_file(service: FakeService) -> None:
+    service.on("POST", "/v2/listeners", [httpx.Response(201, json=listener())])
+    result = run(
+        "listeners",
+        "create",
+        "-f",
+        "-",
+        "-o",
+        "json",
+        stdin=(
+            "compute_type: k8s\ncompute_id: cluster-a\ncompute_config: {k8s_namespaces: [team-a]}\n"
+        ),
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(service.last.content) == {
+        "compute_type": "k8s",
+        "compute_id": "cluster-a",
+        "compute_config": {"k8s_namespaces": ["team-a"]},
+    }
+
+
+def test_listeners_update_patches_and_replace_puts(service: FakeService) -> None:
+    path = f"/v2/listeners/{LIS_ID}"
+    service.on("PATCH", path, [httpx.Response(200, json=listener(version="v2"))])
+    service.on("PUT", path, [httpx.Response(200, json=listener(version="v3"))])
+    patched = run("listeners", "update", LIS_ID, "-f", "-", "-o", "json", stdin="version: v2\n")
+    assert patched.exit_code == 0, patched.output
+    assert (service.last.method, json.loads(service.last.content)) == ("PATCH", {"version": "v2"})
+    put_body = "compute_type: k8s\ncompute_id: cluster-a\nversion: v3\n"
+    replaced = run("listeners", "update", LIS_ID, "--replace", "-f", "-", stdin=put_body)
+    assert replaced.exit_code == 0, replaced.output
+    assert service.last.method == "PUT"
+    assert json.loads(service.last.content)["version"] == "v3"
+
+
+def test_listeners_replace_requires_the_immutable_fields(service: FakeService) -> None:
+    result = run("listeners", "update", LIS_ID, "--replace", "-f", "-", stdin="version: v3\n")
+    assert result.exit_code == 2
+    assert "compute_type: Field required" in assert_one_error_line(result)
+    assert service.requests == []
+
+
+def test_listeners_delete_sends_delete(service: FakeService) -> None:
+    service.on("DELETE", f"/v2/listeners/{LIS_ID}", [httpx.Response(204)])
+    result = run("listeners", "delete", LIS_ID)
+    assert result.exit_code == 0, result.output
+    assert f"listener {LIS_ID} deleted" in result.stdout
+
+
+# ------------------------------------------------------------ repos, providers
+
+
+def test_repos_list_shows_default_branch_and_url(service: FakeService) -> None:
+    repo = {
+        "host_integration_id": INT_ID,
+        "id": 42,
+        "name": "agent",
+        "owner": "acme",
+        "url": "https://git.example/acme/agent",
+        "default_branch": "main",
+    }
+    service.on(
+        "GET", f"/v1/integrations/git_host/{INT_ID}/repos", [httpx.Response(200, json=[repo])]
+    )
+    result = run("repos", "list", INT_ID)
+    assert result.exit_code == 0, result.output
+    assert "https://git.example/acme/agent" in result.stdout
+    assert "main" in result.stdout
+
+
+def test_providers_get_prints_the_provider(service: FakeService) -> None:
+    provider = {
+        "id": "p1",
+        "organization_id": "org",
+        "provider_id": "gh",
+        "name": "GitHost",
+        "client_id": "cid",
+        "auth_url": "https://a",
+        "token_url": "https://t",
+        "uses_pkce": True,
+        "code_challenge_method": None,
+        "created_at": NOW,
+        "updated_at": NOW,
+    }
+    service.on("GET", "/v2/auth/providers/gh", [httpx.Response(200, json=provider)])
+    result = run("providers", "get", "gh", "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert json_out(result)["client_id"] == "cid"
+    assert json_out(result)["provider_type"] is None
