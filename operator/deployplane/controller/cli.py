@@ -1,5 +1,55 @@
-"""Command group; filled in by its own issue."""
+"""`deployplane operator run`: start the operator (Kopf) in this process."""
+
+from __future__ import annotations
 
 import typer
 
+from deployplane.controller.config import ConfigError, OperatorConfig
+
 app = typer.Typer(no_args_is_help=True)
+
+
+@app.command("run")
+def run(
+    namespace: list[str] = typer.Option(
+        [],
+        "--namespace",
+        "-n",
+        help="Watch this namespace (repeatable). Default: DEPLOYPLANE_NAMESPACES, else all.",
+    ),
+    peering: str | None = typer.Option(
+        None,
+        "--peering",
+        help="Kopf peering name for HA (two replicas, one active). Default: standalone.",
+    ),
+    liveness: str | None = typer.Option(
+        None, "--liveness", help="Liveness endpoint, e.g. http://0.0.0.0:8080/healthz."
+    ),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
+    json_logs: bool = typer.Option(False, "--json-logs", help="Structured JSON logs."),
+) -> None:
+    """Reconcile AgentDeployment and Listener resources against the control plane.
+
+    Configured by DEPLOYPLANE_CONTROL_PLANE_URL, DEPLOYPLANE_API_KEY, DEPLOYPLANE_TENANT_ID,
+    DEPLOYPLANE_NAMESPACES, DEPLOYPLANE_POLL_INTERVAL, DEPLOYPLANE_RESYNC_INTERVAL.
+    """
+    import kopf
+
+    try:
+        config = OperatorConfig.from_env()
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    namespaces = list(namespace) or list(config.namespaces)
+    import deployplane.controller.handlers  # noqa: F401  (registers the handlers)
+
+    kopf.configure(
+        verbose=verbose, log_format=kopf.LogFormat.JSON if json_logs else kopf.LogFormat.PLAIN
+    )
+    kopf.run(
+        clusterwide=not namespaces,
+        namespaces=namespaces,
+        standalone=peering is None,
+        peering_name=peering,
+        liveness_endpoint=liveness,
+    )

@@ -1,1 +1,1 @@
-"""externals."""
+"""One ExternalClient per kind: a custom resource's spec <-> control-plane API calls."""

@@ -1,0 +1,63 @@
+"""Operator configuration from `DEPLOYPLANE_*` environment variables (the chart sets them)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from deployplane.externals.connections import Connection
+
+
+class ConfigError(ValueError):
+    """An environment variable has a value the operator cannot use."""
+
+
+def _number(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if value <= 0:
+        raise ConfigError(f"{name} must be positive, got {raw!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    control_plane_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    tenant_id: str | None = None
+    namespaces: tuple[str, ...] = ()
+    poll_interval: float = 2.0
+    poll_max_interval: float = 30.0
+    resync_interval: float = 600.0
+    metrics_port: int | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:
+        env = os.environ if env is None else env
+        namespaces = tuple(
+            ns.strip() for ns in env.get("DEPLOYPLANE_NAMESPACES", "").split(",") if ns.strip()
+        )
+        port = env.get("DEPLOYPLANE_METRICS_PORT")
+        if port and not port.isdigit():
+            raise ConfigError(f"DEPLOYPLANE_METRICS_PORT must be a port number, got {port!r}")
+        return cls(
+            control_plane_url=env.get("DEPLOYPLANE_CONTROL_PLANE_URL") or None,
+            api_key=env.get("DEPLOYPLANE_API_KEY") or None,
+            tenant_id=env.get("DEPLOYPLANE_TENANT_ID") or None,
+            namespaces=namespaces,
+            poll_interval=_number(env, "DEPLOYPLANE_POLL_INTERVAL", 2.0),
+            poll_max_interval=_number(env, "DEPLOYPLANE_POLL_MAX_INTERVAL", 30.0),
+            resync_interval=_number(env, "DEPLOYPLANE_RESYNC_INTERVAL", 600.0),
+            metrics_port=int(port) if port else None,
+        )
+
+    def default_connection(self) -> Connection | None:
+        if not self.control_plane_url:
+            return None
+        return Connection(self.control_plane_url, self.api_key, self.tenant_id)

@@ -1,0 +1,165 @@
+"""Kopf handlers: thin. They turn bodies into calls on the reconciler and back.
+
+Run with `deployplane operator run`, or `kopf run -m deployplane.controller.handlers`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import kopf
+
+from deployplane.api import errors
+from deployplane.controller.config import OperatorConfig
+from deployplane.controller.kubeapi import KubernetesApi
+from deployplane.controller.loop import ResourceLoop, ResourceState, to_managed
+from deployplane.crd.specs import GROUP, VERSION, AgentDeploymentSpec, ListenerSpec
+from deployplane.externals.agentdeployment import AgentDeploymentConnecter
+from deployplane.externals.connections import Connections
+from deployplane.externals.listener import ListenerConnecter
+from deployplane.reconcile.external import DependencyNotReady
+from deployplane.reconcile.reconciler import EventRecord, Reconciler, Timing
+
+FINALIZER = "deployplane.io/finalizer"
+DELETE_POLL_SECONDS = 2.0
+
+
+@dataclass
+class Runtime:
+    """Everything the handlers share, built once at startup and kept in the operator memo."""
+
+    config: OperatorConfig
+    kube: KubernetesApi
+    connections: Connections
+    agentdeployments: ResourceLoop[AgentDeploymentSpec]
+    listeners: ResourceLoop[ListenerSpec]
+
+
+def build_runtime(config: OperatorConfig, kube: KubernetesApi) -> Runtime:
+    timing = Timing(
+        poll_initial=config.poll_interval,
+        poll_max=max(config.poll_max_interval, config.poll_interval),
+        resync=config.resync_interval,
+    )
+    connections = Connections(config.default_connection(), kube)
+    return Runtime(
+        config=config,
+        kube=kube,
+        connections=connections,
+        agentdeployments=ResourceLoop(
+            Reconciler(
+                AgentDeploymentConnecter(connections, kube), kind="deployment", timing=timing
+            ),
+            AgentDeploymentSpec,
+            "agentdeployments",
+            kube,
+        ),
+        listeners=ResourceLoop(
+            Reconciler(ListenerConnecter(connections), kind="listener", timing=timing),
+            ListenerSpec,
+            "listeners",
+            kube,
+        ),
+    )
+
+
+@kopf.on.startup()
+async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="deployplane.io")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix="deployplane.io", key="last-handled-configuration"
+    )
+    settings.posting.level = logging.WARNING  # our own events only, on transitions
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.networking.request_timeout = 60
+    # Quiet kopf's per-handler INFO chatter ("Handler ... succeeded") at scale.
+    logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    memo.runtime = build_runtime(OperatorConfig.from_env(), KubernetesApi.from_environment())
+
+
+@kopf.on.cleanup()
+async def close_clients(memo: kopf.Memo, **_: Any) -> None:
+    await memo.runtime.connections.aclose()
+
+
+def _state(memo: kopf.Memo) -> ResourceState:
+    state = memo.get("resource_state")
+    if state is None:
+        state = memo["resource_state"] = ResourceState()
+    assert isinstance(state, ResourceState)
+    return state
+
+
+async def _run(loop: ResourceLoop[Any], body: kopf.Body, memo: kopf.Memo, stopped: Any) -> None:
+    state = _state(memo)
+
+    async def wake_on_stop() -> None:
+        await stopped.wait()
+        state.wake.set()
+
+    def post(event: EventRecord) -> None:
+        kopf.event(body, type=event.type, reason=event.reason, message=event.message)
+
+    watcher = asyncio.create_task(wake_on_stop())
+    try:
+        await loop.run(body, state, should_stop=lambda: bool(stopped), post_event=post)
+    finally:
+        watcher.cancel()
+
+
+async def _finalize(loop: ResourceLoop[Any], body: kopf.Body, memo: kopf.Memo) -> None:
+    state = _state(memo)
+    status = state.status if state.status is not None else dict(body.get("status") or {})
+    mr = to_managed(loop.spec_model, body, status)
+    try:
+        gone = await loop.reconciler.finalize(mr)
+    except (errors.ControlPlaneError, DependencyNotReady) as exc:
+        delay = getattr(exc, "retry_after", None) or 10.0
+        raise kopf.TemporaryError(
+            f"cannot delete on the control plane yet: {exc}", delay=delay
+        ) from exc
+    if not gone:
+        raise kopf.TemporaryError(
+            "waiting for the control plane to finish deleting", delay=DELETE_POLL_SECONDS
+        )
+
+
+# ---------------------------------------------------------------- AgentDeployment
+
+
+@kopf.daemon(GROUP, VERSION, "agentdeployments", cancellation_timeout=10.0)
+async def agentdeployment_daemon(body: kopf.Body, memo: kopf.Memo, stopped: Any, **_: Any) -> None:
+    await _run(memo.runtime.agentdeployments, body, memo, stopped)
+
+
+@kopf.on.event(GROUP, VERSION, "agentdeployments")
+def agentdeployment_changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _state(memo).poke_if_changed(body)
+
+
+@kopf.on.delete(GROUP, VERSION, "agentdeployments")
+async def agentdeployment_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    await _finalize(memo.runtime.agentdeployments, body, memo)
+
+
+# ----------------------------------------------------------------------- Listener
+
+
+@kopf.daemon(GROUP, VERSION, "listeners", cancellation_timeout=10.0)
+async def listener_daemon(body: kopf.Body, memo: kopf.Memo, stopped: Any, **_: Any) -> None:
+    await _run(memo.runtime.listeners, body, memo, stopped)
+
+
+@kopf.on.event(GROUP, VERSION, "listeners")
+def listener_changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _state(memo).poke_if_changed(body)
+
+
+@kopf.on.delete(GROUP, VERSION, "listeners")
+async def listener_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    await _finalize(memo.runtime.listeners, body, memo)
