@@ -1,5 +1,106 @@
-"""Command group; filled in by its own issue."""
+"""`deployplane dev cluster up|down|status|kubeconfig`: a local Kubernetes API.
+
+`up` starts etcd, kube-apiserver and kube-controller-manager detached from the CLI (they
+keep running after it exits), waits until the apiserver is ready and records the pids
+in the state directory; `down` stops them and removes the files they wrote.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
 
 import typer
 
+from deployplane.devcluster.cluster import DevCluster, DevClusterError, attach
+from deployplane.devcluster.tools import ToolsNotFound
+
 app = typer.Typer(no_args_is_help=True)
+cluster_app = typer.Typer(no_args_is_help=True, help="Start, stop and locate the dev cluster.")
+app.add_typer(cluster_app, name="cluster")
+
+DEFAULT_STATE_DIR = Path(".deployplane/cluster")
+StateDir = typer.Option(
+    DEFAULT_STATE_DIR,
+    "--state-dir",
+    envvar="DEPLOYPLANE_DEV_STATE_DIR",
+    help="Where the pids, certificates, data and kubeconfig live.",
+)
+
+
+def _print_kubeconfig(cluster: DevCluster) -> None:
+    typer.echo(f"kubeconfig: {cluster.kubeconfig}")
+    typer.echo(f"export KUBECONFIG={cluster.kubeconfig}")
+
+
+@cluster_app.command()
+def up(
+    state_dir: Path = StateDir,
+    controller_manager: bool = typer.Option(
+        True, help="Run kube-controller-manager (namespace deletion, garbage collection)."
+    ),
+    audit: bool = typer.Option(False, help="Write an audit log (state-dir/audit.log)."),
+    timeout: float = typer.Option(60.0, help="Seconds to wait for readiness."),
+) -> None:
+    """Start the cluster in the background and return once it is ready."""
+    existing = attach(state_dir)
+    if existing is not None and existing.ready():
+        typer.echo(f"dev cluster already running at {existing.server}")
+        _print_kubeconfig(existing)
+        return
+    started = time.monotonic()
+    cluster = DevCluster(
+        state_dir,
+        controller_manager=controller_manager,
+        audit_log=audit,
+        detached=True,
+        ready_timeout=timeout,
+    )
+    try:
+        cluster.start()
+    except (DevClusterError, ToolsNotFound) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from e
+    typer.echo(f"dev cluster ready at {cluster.server} in {time.monotonic() - started:.1f}s")
+    _print_kubeconfig(cluster)
+
+
+@cluster_app.command()
+def down(state_dir: Path = StateDir) -> None:
+    """Stop the cluster and remove its state (certificates, data, logs)."""
+    cluster = attach(state_dir)
+    if cluster is None:
+        typer.echo(f"no dev cluster recorded in {state_dir}")
+        return
+    cluster.stop()
+    typer.echo("dev cluster stopped")
+
+
+@cluster_app.command()
+def kubeconfig(state_dir: Path = StateDir) -> None:
+    """Print the admin kubeconfig path (e.g. `export KUBECONFIG=$(... kubeconfig)`)."""
+    cluster = attach(state_dir)
+    if cluster is None:
+        typer.echo(f"no dev cluster in {state_dir}; run `deployplane dev cluster up`", err=True)
+        raise typer.Exit(1)
+    typer.echo(str(cluster.kubeconfig))
+
+
+@cluster_app.command()
+def status(state_dir: Path = StateDir) -> None:
+    """Say whether the cluster runs and is ready; exit 1 when it is not."""
+    cluster = attach(state_dir)
+    if cluster is None:
+        typer.echo(f"no dev cluster in {state_dir}")
+        raise typer.Exit(1)
+    for proc in cluster.server_processes:
+        typer.echo(f"{proc.name:<24} pid {proc.pid:<8} {'running' if proc.alive() else 'gone'}")
+    if not cluster.ready():
+        typer.echo(f"not ready ({cluster.server})")
+        raise typer.Exit(1)
+    typer.echo(f"ready at {cluster.server}")
+    _print_kubeconfig(cluster)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

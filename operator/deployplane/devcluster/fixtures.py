@@ -1,0 +1,36 @@
+"""Types of the end-to-end pytest fixtures (tests/e2e/conftest.py), for annotations.
+
+They live in the package because test modules are not importable from one another
+(tests/ is not a package), while every e2e test annotates its fixture arguments.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from kubernetes import client
+
+from deployplane.devcluster.manifests import Manifest
+
+
+class ApplyManifest(Protocol):
+    """`apply_manifest(manifest, *, namespace=<the test's>) -> applied objects`."""
+
+    def __call__(
+        self, manifest: Manifest, *, namespace: str | None = ...
+    ) -> list[dict[str, Any]]: ...
+
+
+class ServiceAccountClient(Protocol):
+    """`service_account_client(name, rules, *, namespace, cluster_rules) -> ApiClient`
+    authenticated with a TokenRequest token of a ServiceAccount holding exactly those
+    rules (a Role in `namespace`, a ClusterRole for `cluster_rules`)."""
+
+    def __call__(
+        self,
+        name: str,
+        rules: list[dict[str, Any]] | None = ...,
+        *,
+        namespace: str | None = ...,
+        cluster_rules: list[dict[str, Any]] | None = ...,
+    ) -> client.ApiClient: ...
