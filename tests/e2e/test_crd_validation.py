@@ -1,0 +1,575 @@
+"""The CRDs on a real kube-apiserver: valid manifests are accepted, bad ones refused.
+
+Every rule of ARCHITECTURE.md ("Custom resources") is enforced by the apiserver itself
+(OpenAPI schema + CEL `x-kubernetes-validations`), so `kubectl apply` refuses a bad spec
+before the operator ever sees it. The corpus below is a table of
+`(case_id, manifest or update, expected substring)`; the substring names the field, so
+a refusal for some other reason (a broken base manifest, a different rule) fails.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from deployplane.crd.schema import OUTPUT_DIRS
+from deployplane.crd.specs import GROUP, VERSION
+from deployplane.crd.status import (
+    TRUE,
+    AgentDeploymentStatus,
+    ConditionType,
+    ListenerStatus,
+    Reason,
+    RevisionStatusView,
+    set_condition,
+    status_dict,
+)
+from deployplane.devcluster.manifests import Applier
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+CRD_FILES = sorted((ROOT / OUTPUT_DIRS[0]).glob("*.yaml"))
+PLURALS = {"AgentDeployment": "agentdeployments", "Listener": "listeners"}
+
+Obj = dict[str, Any]
+
+
+def _example(name: str) -> Obj:
+    doc: Obj = yaml.safe_load((EXAMPLES / name).read_text())
+    return doc
+
+
+GIT = _example("agentdeployment-git.yaml")
+DOCKER = _example("agentdeployment-docker.yaml")
+LISTENER = _example("listener.yaml")
+SECRET = _example("secret.yaml")
+
+UUID_A = "11111111-1111-1111-1111-111111111111"
+UUID_B = "33333333-3333-3333-3333-333333333333"
+
+
+# ------------------------------------------------------------------------ setup
+
+
+@pytest.fixture(scope="module")
+def crds_installed(k8s_api: client.ApiClient) -> list[Obj]:
+    """The committed CRD files (what users install), applied once for this module.
+
+    Not deleted afterwards: deleting a CRD is asynchronous (its objects are removed
+    first), and a later module applying the same CRD meanwhile would be refused.
+    For the same reason a CRD still terminating from an earlier module is waited out.
+    """
+    extensions = client.ApiextensionsV1Api(k8s_api)
+    docs = [yaml.safe_load(path.read_text()) for path in CRD_FILES]
+    for doc in docs:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                current = extensions.read_custom_resource_definition(doc["metadata"]["name"])
+            except ApiException as e:
+                if e.status == 404:
+                    break
+                raise
+            if current.metadata.deletion_timestamp is None:
+                break
+            assert time.monotonic() < deadline, f"{doc['metadata']['name']} still terminating"
+            time.sleep(0.2)
+    return Applier(k8s_api).apply(docs)
+
+
+@pytest.fixture
+def custom(k8s_api: client.ApiClient, crds_installed: list[Obj]) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(k8s_api)
+
+
+def _create(api: client.CustomObjectsApi, namespace: str, obj: Obj) -> Obj:
+    result: Obj = api.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURALS[obj["kind"]], obj
+    )
+    return result
+
+
+def _replace_spec(api: client.CustomObjectsApi, namespace: str, obj: Obj, spec: Obj) -> Obj:
+    """PUT the object with a new spec (a full replace: removals are removals)."""
+    plural = PLURALS[obj["kind"]]
+    name = obj["metadata"]["name"]
+    current = api.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+    current["spec"] = spec
+    result: Obj = api.replace_namespaced_custom_object(
+        GROUP, VERSION, namespace, plural, name, current
+    )
+    return result
+
+
+def _refusal(call: Callable[[], object]) -> str:
+    """The apiserver's message for a refused request (fails if it was accepted)."""
+    with pytest.raises(ApiException) as refused:
+        call()
+    assert refused.value.status == 422, f"expected 422 Invalid: {refused.value.body}"
+    message: str = json.loads(refused.value.body)["message"]
+    return message
+
+
+# --------------------------------------------------------------------- builders
+
+_DELETE = object()
+
+
+def _edit(base: Obj, changes: dict[str, Any]) -> Obj:
+    """A copy of `base` with dotted spec paths set (or removed with `_DELETE`)."""
+    obj = copy.deepcopy(base)
+    for path, value in changes.items():
+        *parents, leaf = path.split(".")
+        node = obj
+        for part in parents:
+            node = node.setdefault(part, {})
+        if value is _DELETE:
+            node.pop(leaf, None)
+        else:
+            node[leaf] = value
+    return obj
+
+
+def agd(base: Obj, **changes: Any) -> Obj:
+    """An AgentDeployment from an example; keys are spec paths with `__` for dots."""
+    return _edit(base, {"spec." + k.replace("__", "."): v for k, v in changes.items()})
+
+
+def listener(**changes: Any) -> Obj:
+    return agd(LISTENER, **changes)
+
+
+@dataclass(frozen=True)
+class Update:
+    """Create `before`, then PUT `after`'s spec: the update must be refused."""
+
+    before: Obj
+    after: Obj
+
+
+GIT_BY_URL = agd(
+    GIT, sourceConfig__repository=_DELETE, sourceConfig__repoUrl="https://git.example/acme/bot"
+)
+DOCKER_BY_ID = agd(DOCKER, sourceConfig__listenerRef=_DELETE, sourceConfig__listenerId=UUID_A)
+NAMED = agd(DOCKER, name="support-bot-docker")
+ADOPTING = agd(DOCKER, deploymentId=UUID_A)
+ADOPTING_LISTENER = listener(listenerId=UUID_A)
+FOUR_K = "x" * 4097
+TAG = "refs/tags/v1.0.0"
+
+# (case_id, manifest or Update, expected substring naming the field)
+INVALID: list[tuple[str, Obj | Update, str]] = [
+    # ---- wrong types, bad enums, missing required fields (OpenAPI schema)
+    ("no-spec", {**{k: v for k, v in GIT.items() if k != "spec"}}, "spec: Required value"),
+    ("source-missing", agd(GIT, source=_DELETE), "spec.source: Required value"),
+    ("source-bad-enum", agd(GIT, source="gitlab"), 'spec.source: Unsupported value: "gitlab"'),
+    ("source-wrong-type", agd(GIT, source=3), "spec.source: Invalid value"),
+    (
+        "deletion-policy-bad-enum",
+        agd(GIT, deletionPolicy="Retain"),
+        'spec.deletionPolicy: Unsupported value: "Retain"',
+    ),
+    (
+        "build-on-push-not-bool",
+        agd(GIT, sourceConfig__buildOnPush="yes"),
+        "spec.sourceConfig.buildOnPush: Invalid value",
+    ),
+    (
+        "cpu-not-a-number",
+        agd(DOCKER, sourceConfig__resourceSpec__cpu="one"),
+        "spec.sourceConfig.resourceSpec.cpu: Invalid value",
+    ),
+    (
+        "memory-negative",
+        agd(DOCKER, sourceConfig__resourceSpec__memoryMb=-1),
+        "spec.sourceConfig.resourceSpec.memoryMb: Invalid value",
+    ),
+    (
+        "secrets-not-a-list",
+        agd(GIT, secrets={"name": "x"}),
+        "spec.secrets: Invalid value",
+    ),
+    (
+        "secret-without-value-from",
+        agd(GIT, secrets=[{"name": "OPENAI_API_KEY"}]),
+        "spec.secrets[0].valueFrom: Required value",
+    ),
+    (
+        "secret-key-ref-without-key",
+        agd(GIT, secrets=[{"name": "K", "valueFrom": {"secretKeyRef": {"name": "llm-keys"}}}]),
+        "spec.secrets[0].valueFrom.secretKeyRef.key: Required value",
+    ),
+    (
+        "secret-names-duplicated",
+        agd(GIT, secrets=[GIT["spec"]["secrets"][0], GIT["spec"]["secrets"][0]]),
+        "spec.secrets[1]: Duplicate value",
+    ),
+    (
+        "secrets-from-without-name",
+        agd(DOCKER, secretsFrom=[{"secretRef": {}}]),
+        "spec.secretsFrom[0].secretRef.name: Required value",
+    ),
+    (
+        "listener-ref-without-name",
+        agd(DOCKER, sourceConfig__listenerRef={}),
+        "spec.sourceConfig.listenerRef.name: Required value",
+    ),
+    (
+        "repository-without-owner",
+        agd(GIT, sourceConfig__repository={"name": "support-bot"}),
+        "spec.sourceConfig.repository.owner: Required value",
+    ),
+    ("name-empty", agd(GIT, name=""), "spec.name: Invalid value"),
+    # ---- malformed UUIDs
+    (
+        "integration-id-not-uuid",
+        agd(GIT, sourceConfig__integrationId="not-a-uuid"),
+        "spec.sourceConfig.integrationId",
+    ),
+    (
+        "integration-id-no-dashes",
+        agd(GIT, sourceConfig__integrationId="22222222222222222222222222222222"),
+        "spec.sourceConfig.integrationId",
+    ),
+    (
+        "integration-id-non-hex",
+        agd(GIT, sourceConfig__integrationId="2222222g-2222-2222-2222-222222222222"),
+        "spec.sourceConfig.integrationId",
+    ),
+    ("deployment-id-short", agd(DOCKER, deploymentId="1234"), "spec.deploymentId"),
+    (
+        "listener-id-braced",
+        agd(DOCKER_BY_ID, sourceConfig__listenerId="{11111111-1111-1111-1111-11111111111}"),
+        "spec.sourceConfig.listenerId",
+    ),
+    ("listener-adopt-id-not-uuid", listener(listenerId="zzz"), "spec.listenerId"),
+    # ---- oversized values
+    ("name-too-long", agd(GIT, name="n" * 254), "spec.name: Too long"),
+    (
+        "image-uri-too-long",
+        agd(DOCKER, sourceRevisionConfig__imageUri=FOUR_K),
+        "spec.sourceRevisionConfig.imageUri: Too long",
+    ),
+    (
+        "repo-url-too-long",
+        agd(GIT_BY_URL, sourceConfig__repoUrl=FOUR_K),
+        "spec.sourceConfig.repoUrl: Too long",
+    ),
+    (
+        "too-many-secrets",
+        agd(
+            GIT,
+            secrets=[
+                {"name": f"S{i}", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}
+                for i in range(65)
+            ],
+        ),
+        "spec.secrets: Too many",
+    ),
+    (
+        "too-many-labels",
+        agd(DOCKER, sourceConfig__resourceSpec__labels={f"l{i}": "v" for i in range(65)}),
+        "spec.sourceConfig.resourceSpec.labels: Too many",
+    ),
+    (
+        "owner-too-long",
+        agd(GIT, sourceConfig__repository={"owner": "o" * 256, "name": "bot"}),
+        "spec.sourceConfig.repository.owner: Too long",
+    ),
+    # ---- per-source required fields (CEL)
+    (
+        "git-without-integration",
+        agd(GIT_BY_URL, sourceConfig__integrationId=_DELETE),
+        "spec.sourceConfig.integrationId is required when spec.source is git_host",
+    ),
+    (
+        "git-without-source-config",
+        agd(GIT, sourceConfig=_DELETE),
+        "spec.sourceConfig.integrationId is required when spec.source is git_host",
+    ),
+    (
+        "git-without-repo",
+        agd(GIT, sourceConfig__repository=_DELETE),
+        "spec.sourceConfig.repoUrl or spec.sourceConfig.repository is required",
+    ),
+    (
+        "git-without-graph-config-path",
+        agd(GIT, sourceRevisionConfig__graphConfigPath=_DELETE),
+        "spec.sourceRevisionConfig.graphConfigPath is required when spec.source is git_host",
+    ),
+    (
+        "git-without-revision-config",
+        agd(GIT, sourceRevisionConfig=_DELETE),
+        "spec.sourceRevisionConfig.graphConfigPath is required when spec.source is git_host",
+    ),
+    (
+        "repository-without-integration",
+        agd(GIT, sourceConfig__integrationId=_DELETE),
+        "spec.sourceConfig.integrationId is required when spec.sourceConfig.repository is set",
+    ),
+    (
+        "docker-without-image",
+        agd(DOCKER, sourceRevisionConfig__imageUri=_DELETE),
+        "spec.sourceRevisionConfig.imageUri is required when spec.source is external_docker",
+    ),
+    (
+        "docker-without-revision-config",
+        agd(DOCKER, sourceRevisionConfig=_DELETE),
+        "spec.sourceRevisionConfig.imageUri is required when spec.source is external_docker",
+    ),
+    # ---- per-source forbidden fields (CEL)
+    (
+        "git-with-image",
+        agd(GIT, sourceRevisionConfig__imageUri="registry.example.com/x:1"),
+        "spec.sourceRevisionConfig.imageUri is not allowed when spec.source is git_host",
+    ),
+    *(
+        (
+            f"docker-with-{path.rsplit('.', 1)[1]}",
+            agd(DOCKER, **{path.replace(".", "__"): value}),
+            f"spec.{path} is not allowed when spec.source is external_docker",
+        )
+        for path, value in [
+            ("sourceConfig.integrationId", UUID_A),
+            ("sourceConfig.repoUrl", "https://git.example/acme/bot"),
+            ("sourceConfig.repository", {"owner": "acme", "name": "bot"}),
+            ("sourceConfig.buildOnPush", False),
+            ("sourceRevisionConfig.repoRef", "main"),
+            ("sourceRevisionConfig.graphConfigPath", "langgraph.json"),
+        ]
+    ),
+    # ---- forbidden combinations (CEL)
+    (
+        "tag-with-build-on-push",
+        agd(GIT, sourceRevisionConfig__repoRef=TAG, sourceConfig__buildOnPush=True),
+        "spec.sourceConfig.buildOnPush must be false when spec.sourceRevisionConfig.repoRef "
+        "is a tag",
+    ),
+    (
+        "listener-ref-and-listener-id",
+        agd(DOCKER, sourceConfig__listenerId=UUID_A),
+        "spec.sourceConfig.listenerRef and spec.sourceConfig.listenerId are mutually exclusive",
+    ),
+    # ---- Listener schema
+    (
+        "listener-compute-type-bad-enum",
+        listener(computeType="ecs"),
+        'spec.computeType: Unsupported value: "ecs"',
+    ),
+    ("listener-compute-id-missing", listener(computeId=_DELETE), "spec.computeId: Required"),
+    ("listener-compute-id-empty", listener(computeId=""), "spec.computeId: Invalid value"),
+    ("listener-compute-id-too-long", listener(computeId="c" * 254), "spec.computeId: Too long"),
+    (
+        "listener-namespaces-not-a-list",
+        listener(computeConfig={"k8sNamespaces": "agents"}),
+        "spec.computeConfig.k8sNamespaces: Invalid value",
+    ),
+    (
+        "listener-namespace-too-long",
+        listener(computeConfig={"k8sNamespaces": ["n" * 64]}),
+        "spec.computeConfig.k8sNamespaces[0]: Too long",
+    ),
+    ("listener-version-too-long", listener(version="v" * 254), "spec.version: Too long"),
+    (
+        "listener-deletion-policy-bad-enum",
+        listener(deletionPolicy="Keep"),
+        'spec.deletionPolicy: Unsupported value: "Keep"',
+    ),
+    # ---- immutable fields (CEL transition rules), refused on update
+    ("name-changed", Update(NAMED, agd(NAMED, name="other-name")), "spec.name is immutable"),
+    (
+        "name-added",
+        Update(DOCKER, agd(DOCKER, name="support-bot-docker")),
+        "spec.name cannot be added or removed after creation",
+    ),
+    (
+        "name-removed",
+        Update(NAMED, agd(NAMED, name=_DELETE)),
+        "spec.name cannot be added or removed after creation",
+    ),
+    (
+        "source-changed",
+        Update(GIT_BY_URL, DOCKER),
+        "spec.source is immutable",
+    ),
+    (
+        "deployment-id-changed",
+        Update(ADOPTING, agd(ADOPTING, deploymentId=UUID_B)),
+        "spec.deploymentId is immutable once set",
+    ),
+    (
+        "deployment-id-removed",
+        Update(ADOPTING, agd(ADOPTING, deploymentId=_DELETE)),
+        "spec.deploymentId cannot be removed once set",
+    ),
+    (
+        "listener-compute-id-changed",
+        Update(LISTENER, listener(computeId="other-cluster")),
+        "spec.computeId is immutable",
+    ),
+    (
+        "listener-adopt-id-changed",
+        Update(ADOPTING_LISTENER, listener(listenerId=UUID_B)),
+        "spec.listenerId is immutable once set",
+    ),
+    (
+        "listener-adopt-id-removed",
+        Update(ADOPTING_LISTENER, listener(listenerId=_DELETE)),
+        "spec.listenerId cannot be removed once set",
+    ),
+]
+
+
+def _case_ids() -> Iterator[str]:
+    for case_id, _, _ in INVALID:
+        yield case_id
+
+
+def test_corpus_is_large_and_unambiguous() -> None:
+    ids = list(_case_ids())
+    assert len(ids) >= 40
+    assert len(set(ids)) == len(ids)
+
+
+# ------------------------------------------------------------------------ tests
+
+
+def test_crds_are_established_with_their_cel_rules(crds_installed: list[Obj]) -> None:
+    # Established means the apiserver compiled every CEL rule within its cost budget.
+    assert sorted(c["metadata"]["name"] for c in crds_installed) == [
+        "agentdeployments.deployplane.io",
+        "listeners.deployplane.io",
+    ]
+
+
+@pytest.mark.parametrize(
+    "example", ["listener.yaml", "agentdeployment-docker.yaml", "agentdeployment-git.yaml"]
+)
+def test_examples_are_accepted(
+    example: str, crds_installed: list[Obj], apply_manifest: Any, namespace: str
+) -> None:
+    apply_manifest((EXAMPLES / "secret.yaml").read_text())
+    (applied,) = apply_manifest((EXAMPLES / example).read_text())
+    expected = yaml.safe_load((EXAMPLES / example).read_text())
+    # Nothing pruned: every field of the example survived the schema.
+    for key, value in expected["spec"].items():
+        assert applied["spec"][key] == value, key
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [GIT_BY_URL, DOCKER_BY_ID, NAMED, ADOPTING, ADOPTING_LISTENER],
+    ids=["git-by-repo-url", "docker-by-listener-id", "named", "adopting", "adopting-listener"],
+)
+def test_valid_variants_are_accepted(
+    manifest: Obj, custom: client.CustomObjectsApi, namespace: str
+) -> None:
+    created = _create(custom, namespace, manifest)
+    assert created["spec"]["deletionPolicy"] == "Delete"  # defaulted or kept
+
+
+def test_default_deletion_policy_is_delete(custom: client.CustomObjectsApi, namespace: str) -> None:
+    created = _create(custom, namespace, agd(DOCKER, deletionPolicy=_DELETE))
+    assert created["spec"]["deletionPolicy"] == "Delete"
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (DOCKER, agd(DOCKER, sourceRevisionConfig__imageUri="registry.example.com/x:2")),
+        (NAMED, agd(NAMED, sourceConfig__resourceSpec__cpu=2.5)),
+        (ADOPTING, agd(ADOPTING, deletionPolicy="Orphan")),
+        (DOCKER, agd(DOCKER, deploymentId=UUID_A)),
+        (
+            GIT,
+            agd(GIT, sourceRevisionConfig__repoRef=TAG, sourceConfig__buildOnPush=False),
+        ),
+        (LISTENER, listener(version="0.2.0", computeConfig={"k8sNamespaces": ["a", "b"]})),
+        (ADOPTING_LISTENER, listener(listenerId=UUID_A, version="1")),
+    ],
+    ids=[
+        "image-changed",
+        "resources-changed-name-kept",
+        "policy-changed-id-kept",
+        "adopt-later",
+        "tag-without-build-on-push",
+        "listener-mutable-fields",
+        "listener-id-kept",
+    ],
+)
+def test_allowed_updates_are_accepted(
+    before: Obj, after: Obj, custom: client.CustomObjectsApi, namespace: str
+) -> None:
+    # The transition rules must not fire when the immutable fields are left alone.
+    _create(custom, namespace, before)
+    updated = _replace_spec(custom, namespace, before, after["spec"])
+    assert updated["spec"] == {"deletionPolicy": "Delete", **after["spec"]}
+
+
+@pytest.mark.parametrize(("case_id", "manifest", "expected"), INVALID, ids=list(_case_ids()))
+def test_invalid_manifest_is_refused_naming_the_field(
+    case_id: str,
+    manifest: Obj | Update,
+    expected: str,
+    custom: client.CustomObjectsApi,
+    namespace: str,
+) -> None:
+    if isinstance(manifest, Update):
+        _create(custom, namespace, manifest.before)
+        message = _refusal(
+            lambda: _replace_spec(custom, namespace, manifest.before, manifest.after["spec"])
+        )
+    else:
+        message = _refusal(lambda: _create(custom, namespace, manifest))
+    assert expected in message, f"{case_id}: {message}"
+
+
+def test_status_written_by_the_operator_is_kept_whole(
+    custom: client.CustomObjectsApi, namespace: str
+) -> None:
+    """The status schema matches the status models: nothing the operator writes is pruned."""
+    created = _create(custom, namespace, DOCKER)
+    ready = set_condition([], ConditionType.READY, TRUE, Reason.DEPLOYED, "Revision DEPLOYED", 1)
+    synced = set_condition([], ConditionType.SYNCED, TRUE, Reason.RECONCILE_SUCCESS, "", 1)
+    status = status_dict(
+        AgentDeploymentStatus(
+            observed_generation=1,
+            conditions=[ready, synced],
+            deployment_id=UUID_A,
+            latest_revision_id=UUID_B,
+            active_revision_id=UUID_B,
+            deployment_status="READY",
+            image_version="1.0.0",
+            revision=RevisionStatusView(
+                id=UUID_B, status="DEPLOYED", image_uri="registry.example.com/acme/x:1"
+            ),
+            secrets_hash="sha256:abc",
+        )
+    )
+    created["status"] = status
+    name = created["metadata"]["name"]
+    written = custom.replace_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, "agentdeployments", name, created
+    )
+    assert written["status"] == status
+
+    lst = _create(custom, namespace, LISTENER)
+    lst["status"] = status_dict(
+        ListenerStatus(observed_generation=1, conditions=[ready], listener_id=UUID_A, version="1")
+    )
+    written = custom.replace_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, "listeners", lst["metadata"]["name"], lst
+    )
+    assert written["status"] == lst["status"]
