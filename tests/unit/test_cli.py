@@ -173,6 +173,14 @@ def test_missing_url_is_a_usage_error(
     assert service.requests == []
 
 
+@pytest.mark.parametrize("url", ["cp.test", "http://[::1", "ftp://cp.test"])
+def test_malformed_url_is_a_usage_error(service: FakeService, url: str) -> None:
+    result = run("listeners", "list", "--url", url)
+    assert result.exit_code == 2
+    assert "invalid control-plane URL" in assert_one_error_line(result)
+    assert service.requests == []
+
+
 def test_help_documents_exit_codes_and_never_shows_the_api_key(service: FakeService) -> None:
     for args in (["deployments", "--help"], ["deployments", "wait", "--help"]):
         result = run(*args)
@@ -231,6 +239,29 @@ def test_error_output_never_contains_the_api_key(service: FakeService) -> None:
     assert result.exit_code == 1
     assert API_KEY not in result.output
     assert "401" in assert_one_error_line(result)
+
+
+def test_unexpected_failure_is_still_one_line_without_traceback(
+    service: FakeService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(url: str, *, api_key: str | None, tenant_id: str | None) -> ControlPlaneClient:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(connection, "make_client", broken)
+    result = run("deployments", "get", DEP_ID)
+    assert result.exit_code == 1
+    assert "unexpected RuntimeError: boom" in assert_one_error_line(result)
+
+
+def test_wait_without_revision_on_a_deployment_without_one_exits_1(service: FakeService) -> None:
+    service.on(
+        "GET",
+        f"/v2/deployments/{DEP_ID}",
+        [httpx.Response(200, json=deployment(latest_revision_id=None))],
+    )
+    result = run("deployments", "wait", DEP_ID)
+    assert result.exit_code == 1
+    assert "has no revision yet" in assert_one_error_line(result)
 
 
 # ----------------------------------------------------------------- deployments

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from enum import IntEnum
 from typing import Annotated, NoReturn, TypeVar
 
+import httpx
 import typer
 from rich.console import Console
 
@@ -106,6 +107,17 @@ def make_client(url: str, *, api_key: str | None, tenant_id: str | None) -> Cont
     return ControlPlaneClient(url, api_key=api_key, tenant_id=tenant_id)
 
 
+def _checked_url(url: str) -> str:
+    # A malformed URL is the user's typo: a usage error, not a failed API call.
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        fail(f"invalid control-plane URL {url!r}: {exc}", ExitCode.USAGE)
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        fail(f"invalid control-plane URL {url!r}: expected http(s)://host[:port]", ExitCode.USAGE)
+    return url
+
+
 def call(conn: Connection, action: Callable[[ControlPlaneClient], Awaitable[T]]) -> T:
     """Run `action` with a fresh client; map every failure to one line and an exit code."""
     if not conn.url:
@@ -113,7 +125,7 @@ def call(conn: Connection, action: Callable[[ControlPlaneClient], Awaitable[T]])
             "no control-plane URL: pass --url or set DEPLOYPLANE_CONTROL_PLANE_URL",
             ExitCode.USAGE,
         )
-    url = conn.url
+    url = _checked_url(conn.url)
 
     async def main() -> T:
         # A module global resolved at call time, so a test's replacement takes effect.
@@ -126,3 +138,7 @@ def call(conn: Connection, action: Callable[[ControlPlaneClient], Awaitable[T]])
         fail(str(exc), ExitCode.API_ERROR)
     except TimeoutError as exc:
         fail(str(exc) or "timed out", ExitCode.TIMED_OUT)
+    except typer.Exit:
+        raise
+    except Exception as exc:  # the one-line promise holds even for a bug of ours
+        fail(f"unexpected {type(exc).__name__}: {exc}", ExitCode.API_ERROR)
