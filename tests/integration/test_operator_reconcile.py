@@ -1,0 +1,471 @@
+"""The operator's reconcile loop against the real emulator app, in process.
+
+Kubernetes is replaced by `FakeKube` (Secrets, Listener statuses, status writes); the
+control plane is the emulator over ASGITransport. This proves the reconciliation
+protocol end to end without a cluster; the e2e suite proves it again on a real one.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from deployplane.api.client import ControlPlaneClient
+from deployplane.controller.loop import ResourceLoop, ResourceState
+from deployplane.crd.specs import AgentDeploymentSpec, ListenerSpec
+from deployplane.externals.agentdeployment import AgentDeploymentConnecter
+from deployplane.externals.connections import Connection, Connections
+from deployplane.externals.listener import ListenerConnecter
+from deployplane.reconcile.reconciler import EventRecord, Reconciler, Timing
+from _controlplane_harness import (
+    INTEGRATION_A,
+    KEY_A,
+    make_settings,
+    revision_status,
+    running_app,
+    wait_for,
+)
+from tests.support.fakekube import FakeKube
+
+NS = "team-a"
+SECRET_VALUE = "sk-planted-secret-value-123"
+
+
+@dataclass
+class Harness:
+    http: httpx.AsyncClient
+    kube: FakeKube
+    transport: httpx.ASGITransport
+    calls: list[tuple[str, str, int]] = field(default_factory=list)
+    events: list[EventRecord] = field(default_factory=list)
+    timing: Timing = field(default_factory=lambda: Timing(resync=600.0))
+
+    def client_factory(self, conn: Connection) -> ControlPlaneClient:
+        return ControlPlaneClient(
+            conn.url,
+            api_key=conn.api_key,
+            transport=self.transport,
+            on_response=lambda m, p, s, _t: self.calls.append((m, p, s)),
+        )
+
+    def loops(self) -> tuple[ResourceLoop[AgentDeploymentSpec], ResourceLoop[ListenerSpec]]:
+        connections = Connections(
+            Connection("http://emulator", KEY_A), self.kube, factory=self.client_factory
+        )
+        deployments = ResourceLoop(
+            Reconciler(
+                AgentDeploymentConnecter(connections, self.kube),
+                kind="deployment",
+                timing=self.timing,
+            ),
+            AgentDeploymentSpec,
+            "agentdeployments",
+            self.kube,
+        )
+        listeners = ResourceLoop(
+            Reconciler(ListenerConnecter(connections), kind="listener", timing=self.timing),
+            ListenerSpec,
+            "listeners",
+            self.kube,
+        )
+        return deployments, listeners
+
+    async def deployments_named(self, name: str) -> list[dict[str, Any]]:
+        response = await self.http.get("/v2/deployments", params={"name": name})
+        assert response.status_code == 200, response.text
+        resources: list[dict[str, Any]] = response.json()["resources"]
+        return resources
+
+
+@pytest.fixture
+async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
+    settings = make_settings(
+        tmp_path,
+        step_seconds=0.0,
+        pipeline={"failures": [{"image_uri_regex": ".*:broken$", "status": "DEPLOY_FAILED"}]},
+    )
+    async with running_app(settings) as (app, http):
+        yield Harness(http=http, kube=FakeKube(), transport=httpx.ASGITransport(app=app))
+
+
+def cr(name: str, spec: dict[str, Any], generation: int = 1) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "namespace": NS,
+            "name": name,
+            "uid": str(uuid.uuid4()),
+            "generation": generation,
+            "resourceVersion": "1",
+            "annotations": {},
+        },
+        "spec": spec,
+    }
+
+
+def docker_spec(image: str = "registry.example.com/agent:1", **extra: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "source": "external_docker",
+        "sourceConfig": {"resourceSpec": {"minScale": 1, "memoryMb": 512}},
+        "sourceRevisionConfig": {"imageUri": image},
+    }
+    spec.update(extra)
+    return spec
+
+
+async def _deployed(http: httpx.AsyncClient, dep_id: str, rev_id: str) -> bool:
+    return await revision_status(http, dep_id, rev_id) == "DEPLOYED"
+
+
+def condition(state: ResourceState, type_: str) -> dict[str, Any]:
+    assert state.status is not None
+    return next(c for c in state.status.get("conditions", []) if c["type"] == type_)
+
+
+async def settle(
+    loop: ResourceLoop[Any],
+    body: dict[str, Any],
+    state: ResourceState,
+    h: Harness,
+    passes: int = 50,
+) -> None:
+    """Run passes until the outcome is settled (what the daemon would do, minus waits)."""
+    import asyncio
+
+    for _ in range(passes):
+        await loop.one_pass(body, state, post_event=h.events.append)
+        if state.attempt == 0:
+            return
+        await asyncio.sleep(0.02)  # let the emulator's pipeline worker move on
+    raise AssertionError(f"did not settle: {state.status}")
+
+
+async def test_external_docker_deployment_reaches_ready_within_four_api_calls(
+    harness: Harness,
+) -> None:
+    deployments, _ = harness.loops()
+    body, state = cr("agent", docker_spec()), ResourceState()
+    state.status = {}
+    await deployments.one_pass(body, state, post_event=harness.events.append)
+    assert state.status is not None
+    dep_id, rev_id = state.status["deploymentId"], state.status["latestRevisionId"]
+    # The daemon waits poll_interval (2 s) before polling; by then this fast pipeline is done.
+    await wait_for(lambda: _deployed(harness.http, dep_id, rev_id))
+    await settle(deployments, body, state, harness)
+
+    assert condition(state, "Ready")["status"] == "True"
+    assert condition(state, "Synced")["status"] == "True"
+    assert condition(state, "Reconciling")["status"] == "False"
+    assert condition(state, "Stalled")["status"] == "False"
+    assert state.status is not None
+    assert state.status["revision"]["status"] == "DEPLOYED"
+    assert state.status["activeRevisionId"] == state.status["latestRevisionId"]
+    assert state.status["deploymentStatus"] == "READY"
+    assert state.status["observedGeneration"] == 1
+    assert "createPending" not in state.status
+    assert len(harness.calls) <= 4, harness.calls
+    assert [c[0] for c in harness.calls].count("POST") == 1
+    assert any(e.reason == "Created" for e in harness.events)
+    assert any(e.reason == "Deployed" for e in harness.events)
+
+
+async def test_steady_state_pass_writes_nothing_and_resync_costs_one_call(harness: Harness) -> None:
+    deployments, _ = harness.loops()
+    body, state = cr("steady", docker_spec()), ResourceState()
+    state.status = {}
+    await settle(deployments, body, state, harness)
+    writes, calls = len(harness.kube.writes), len(harness.calls)
+
+    state.last_full = float("-inf")  # force the resync path
+    await deployments.one_pass(body, state, post_event=harness.events.append)
+
+    assert len(harness.kube.writes) == writes
+    assert len(harness.calls) - calls == 1
+
+
+async def test_image_change_rolls_a_new_revision_and_status_follows(harness: Harness) -> None:
+    deployments, _ = harness.loops()
+    body, state = cr("roll", docker_spec("registry.example.com/agent:1")), ResourceState()
+    state.status = {}
+    await settle(deployments, body, state, harness)
+    assert state.status is not None
+    first_revision = state.status["latestRevisionId"]
+
+    body["spec"]["sourceRevisionConfig"]["imageUri"] = "registry.example.com/agent:2"
+    body["metadata"]["generation"] = 2
+    await settle(deployments, body, state, harness)
+
+    assert state.status["latestRevisionId"] != first_revision
+    assert state.status["revision"]["imageUri"] == "registry.example.com/agent:2"
+    assert condition(state, "Ready")["status"] == "True"
+    assert state.status["observedGeneration"] == 2
+    patches = [c for c in harness.calls if c[0] == "PATCH"]
+    assert len(patches) == 1
+
+
+async def test_failed_revision_stalls_with_the_reason(harness: Harness) -> None:
+    deployments, _ = harness.loops()
+    body, state = cr("broken", docker_spec("registry.example.com/agent:broken")), ResourceState()
+    state.status = {}
+    await settle(deployments, body, state, harness)
+
+    stalled = condition(state, "Stalled")
+    assert stalled["status"] == "True"
+    assert stalled["reason"] == "DeployFailed"
+    assert condition(state, "Ready")["status"] == "False"
+    assert any(e.type == "Warning" and e.reason == "DeployFailed" for e in harness.events)
+
+
+async def test_secret_rotation_rolls_a_new_revision_and_values_never_reach_status(
+    harness: Harness,
+) -> None:
+    harness.kube.put_secret(NS, "llm-keys", {"openai": SECRET_VALUE})
+    deployments, _ = harness.loops()
+    spec = docker_spec(
+        secrets=[
+            {
+                "name": "OPENAI_API_KEY",
+                "valueFrom": {"secretKeyRef": {"name": "llm-keys", "key": "openai"}},
+            }
+        ]
+    )
+    body, state = cr("secretive", spec), ResourceState()
+    state.status = {}
+    await settle(deployments, body, state, harness)
+    assert state.status is not None
+    first_revision = state.status["latestRevisionId"]
+
+    harness.kube.put_secret(NS, "llm-keys", {"openai": SECRET_VALUE + "-rotated"})
+    state.last_full = float("-inf")  # the resync (or a Secret watch) notices
+    await settle(deployments, body, state, harness)
+
+    assert state.status["latestRevisionId"] != first_revision
+    assert condition(state, "Ready")["status"] == "True"
+    everything = repr(harness.kube.writes) + repr(harness.events) + repr(state.status)
+    assert SECRET_VALUE not in everything
+
+
+async def test_missing_secret_key_waits_with_dependency_not_ready(harness: Harness) -> None:
+    harness.kube.put_secret(NS, "llm-keys", {"anthropic": "x"})
+    deployments, _ = harness.loops()
+    spec = docker_spec(
+        secrets=[
+            {"name": "K", "valueFrom": {"secretKeyRef": {"name": "llm-keys", "key": "openai"}}}
+        ]
+    )
+    body, state = cr("waiting", spec), ResourceState()
+    state.status = {}
+    await deployments.one_pass(body, state, post_event=harness.events.append)
+
+    synced = condition(state, "Synced")
+    assert synced["status"] == "False"
+    assert synced["reason"] == "DependencyNotReady"
+    assert synced["message"] == "Secret llm-keys has no key openai"
+    assert condition(state, "Stalled")["status"] == "False"
+    assert harness.calls == []  # never calls the API with half a spec
+
+
+async def test_crash_between_post_and_id_write_adopts_instead_of_creating_twice(
+    harness: Harness,
+) -> None:
+    deployments, _ = harness.loops()
+    body = cr("crashy", docker_spec())
+    harness.kube.fail_write_when = lambda patch: "deploymentId" in patch
+    state = ResourceState()
+    state.status = {}
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        await deployments.one_pass(body, state, post_event=harness.events.append)
+
+    # The operator restarts: its memory is gone, the stored status has only the marker.
+    harness.kube.fail_write_when = None
+    stored = copy.deepcopy(harness.kube.statuses[(NS, "agentdeployments", "crashy")])
+    assert "createPending" in stored and "deploymentId" not in stored
+    restarted = ResourceState()
+    restarted.status = stored
+    await settle(deployments, body, restarted, harness)
+
+    assert len(await harness.deployments_named("crashy")) == 1
+    assert condition(restarted, "Ready")["status"] == "True"
+    assert [c[0] for c in harness.calls].count("POST") == 1
+
+
+async def test_name_taken_by_someone_else_stalls_with_conflict(harness: Harness) -> None:
+    response = await harness.http.post(
+        "/v2/deployments",
+        json={
+            "name": "taken",
+            "source": "external_docker",
+            "source_revision_config": {"image_uri": "x:1"},
+        },
+    )
+    assert response.status_code in (200, 201)
+    deployments, _ = harness.loops()
+    body, state = cr("taken", docker_spec()), ResourceState()
+    state.status = {}
+    outcome_delay = await deployments.one_pass(body, state, post_event=harness.events.append)
+
+    assert condition(state, "Stalled")["reason"] == "Conflict"
+    assert state.status is not None and "createPending" not in state.status
+    assert outcome_delay == harness.timing.resync  # no retry storm
+
+
+async def test_git_host_via_repository_resolves_url_and_default_branch(harness: Harness) -> None:
+    deployments, _ = harness.loops()
+    spec = {
+        "source": "git_host",
+        "sourceConfig": {
+            "integrationId": str(INTEGRATION_A),
+            "repository": {"owner": "acme", "name": "support-bot"},
+            "buildOnPush": False,
+        },
+        "sourceRevisionConfig": {"graphConfigPath": "langgraph.json"},
+    }
+    body, state = cr("git-agent", spec), ResourceState()
+    state.status = {}
+    await settle(deployments, body, state, harness)
+
+    assert condition(state, "Ready")["status"] == "True"
+    assert state.status is not None
+    assert state.status["revision"]["repoRef"] == "main"
+    assert len(state.status["revision"]["repoCommitSha"]) == 40
+    (dep,) = await harness.deployments_named("git-agent")
+    assert dep["source_config"]["repo_url"] == "https://git.example.com/acme/support-bot"
+
+
+async def test_unknown_integration_stalls_without_retry_storm(harness: Harness) -> None:
+    deployments, _ = harness.loops()
+    spec = {
+        "source": "git_host",
+        "sourceConfig": {
+            "integrationId": "99999999-9999-9999-9999-999999999999",
+            "repository": {"owner": "acme", "name": "support-bot"},
+        },
+        "sourceRevisionConfig": {"graphConfigPath": "langgraph.json"},
+    }
+    body, state = cr("nowhere", spec), ResourceState()
+    state.status = {}
+    delay = await deployments.one_pass(body, state, post_event=harness.events.append)
+
+    stalled = condition(state, "Stalled")
+    assert stalled["status"] == "True"
+    assert stalled["reason"] == "NotFound"
+    assert delay == harness.timing.resync
+    assert len(harness.calls) == 1
+
+
+async def test_out_of_band_change_is_put_back_at_resync(harness: Harness) -> None:
+    deployments, _ = harness.loops()
+    body, state = cr("drifty", docker_spec("registry.example.com/agent:1")), ResourceState()
+    state.status = {}
+    await settle(deployments, body, state, harness)
+    assert state.status is not None
+    dep_id = state.status["deploymentId"]
+    response = await harness.http.patch(
+        f"/v2/deployments/{dep_id}",
+        json={"source_revision_config": {"image_uri": "registry.example.com/hacked:9"}},
+    )
+    assert response.status_code == 200, response.text
+
+    state.last_full = float("-inf")
+    await settle(deployments, body, state, harness)
+
+    response = await harness.http.get(f"/v2/deployments/{dep_id}")
+    assert response.json()["source_revision_config"]["image_uri"] == "registry.example.com/agent:1"
+    assert condition(state, "Ready")["status"] == "True"
+
+
+async def test_delete_policy_deletes_and_waits_for_404_orphan_releases(harness: Harness) -> None:
+    deployments, _ = harness.loops()
+    doomed, kept = cr("doomed", docker_spec()), cr("kept", docker_spec(deletionPolicy="Orphan"))
+    states = {}
+    for body in (doomed, kept):
+        state = ResourceState()
+        state.status = {}
+        await settle(deployments, body, state, harness)
+        states[body["metadata"]["name"]] = state
+
+    from deployplane.controller.loop import to_managed
+
+    orphan = to_managed(AgentDeploymentSpec, kept, states["kept"].status or {})
+    assert await deployments.reconciler.finalize(orphan) is True
+    assert len(await harness.deployments_named("kept")) == 1
+
+    mr = to_managed(AgentDeploymentSpec, doomed, states["doomed"].status or {})
+    import asyncio
+
+    for _ in range(100):
+        if await deployments.reconciler.finalize(mr):
+            break
+        await asyncio.sleep(0.02)
+    else:
+        raise AssertionError("deployment was never deleted")
+    assert await harness.deployments_named("doomed") == []
+
+
+async def test_adopting_an_existing_deployment_by_id(harness: Harness) -> None:
+    response = await harness.http.post(
+        "/v2/deployments",
+        json={
+            "name": "legacy",
+            "source": "external_docker",
+            "source_revision_config": {"image_uri": "registry.example.com/agent:1"},
+        },
+    )
+    dep_id = response.json()["id"]
+    deployments, _ = harness.loops()
+    body = cr(
+        "adopter", docker_spec("registry.example.com/agent:1", deploymentId=dep_id, name="legacy")
+    )
+    state = ResourceState()
+    state.status = {}
+    await settle(deployments, body, state, harness)
+
+    assert state.status is not None and state.status["deploymentId"] == dep_id
+    assert [c[0] for c in harness.calls].count("POST") == 0
+    assert any(e.reason == "Adopted" for e in harness.events)
+
+
+async def test_listener_then_deployment_with_listener_ref(harness: Harness) -> None:
+    deployments, listeners = harness.loops()
+    spec = docker_spec()
+    spec["sourceConfig"]["listenerRef"] = {"name": "cluster-a"}
+    spec["sourceConfig"]["listenerConfig"] = {"k8sNamespace": "agents"}
+    dep_body, dep_state = cr("on-listener", spec), ResourceState()
+    dep_state.status = {}
+
+    await deployments.one_pass(dep_body, dep_state, post_event=harness.events.append)
+    assert condition(dep_state, "Synced")["message"] == "Listener cluster-a not found"
+
+    lst_body = cr(
+        "cluster-a",
+        {
+            "computeType": "k8s",
+            "computeId": "cluster-a",
+            "computeConfig": {"k8sNamespaces": ["agents"]},
+            "version": "1",
+        },
+    )
+    lst_state = ResourceState()
+    lst_state.status = {}
+    await settle(listeners, lst_body, lst_state, harness)
+    assert condition(lst_state, "Ready")["status"] == "True"
+    assert lst_state.status is not None
+    listener_id = lst_state.status["listenerId"]
+
+    await settle(deployments, dep_body, dep_state, harness)
+    assert condition(dep_state, "Ready")["status"] == "True"
+    (dep,) = await harness.deployments_named("on-listener")
+    assert dep["source_config"]["listener_id"] == listener_id
+
+    # A version bump is patched, not recreated.
+    lst_body["spec"]["version"] = "2"
+    lst_body["metadata"]["generation"] = 2
+    await settle(listeners, lst_body, lst_state, harness)
+    response = await harness.http.get(f"/v2/listeners/{listener_id}")
+    assert response.json()["version"] == "2"

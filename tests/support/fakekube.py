@@ -1,0 +1,45 @@
+"""An in-memory stand-in for the Kubernetes side of the operator (Secrets, custom
+resource statuses, status writes), for tests that run the reconcile loop without a
+cluster. It records every status write so tests can prove "no writes at steady state"."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from deployplane.controller.statuspatch import apply_merge_patch
+
+
+@dataclass
+class FakeKube:
+    secrets: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    statuses: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    writes: list[tuple[str, str, str, dict[str, Any]]] = field(default_factory=list)
+    fail_write_when: Any = None  # callable(patch) -> bool: simulate a crash on that write
+
+    def put_secret(self, namespace: str, name: str, data: Mapping[str, str]) -> None:
+        # Round-trip through base64 as the real API does, to keep the fake honest.
+        encoded = {k: base64.b64encode(v.encode()).decode() for k, v in data.items()}
+        self.secrets[(namespace, name)] = {
+            k: base64.b64decode(v).decode() for k, v in encoded.items()
+        }
+
+    async def read_secret(self, namespace: str, name: str) -> Mapping[str, str] | None:
+        return self.secrets.get((namespace, name))
+
+    async def read_custom_status(
+        self, namespace: str, plural: str, name: str
+    ) -> Mapping[str, Any] | None:
+        return self.statuses.get((namespace, plural, name))
+
+    async def patch_status(
+        self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> bool:
+        if self.fail_write_when is not None and self.fail_write_when(patch):
+            raise RuntimeError("simulated crash while writing status")
+        self.writes.append((plural, namespace, name, dict(patch)))
+        key = (namespace, plural, name)
+        self.statuses[key] = apply_merge_patch(self.statuses.get(key, {}), patch)
+        return True
