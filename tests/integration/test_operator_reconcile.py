@@ -16,14 +16,6 @@ from typing import Any
 
 import httpx
 import pytest
-
-from deployplane.api.client import ControlPlaneClient
-from deployplane.controller.loop import ResourceLoop, ResourceState
-from deployplane.crd.specs import AgentDeploymentSpec, ListenerSpec
-from deployplane.externals.agentdeployment import AgentDeploymentConnecter
-from deployplane.externals.connections import Connection, Connections
-from deployplane.externals.listener import ListenerConnecter
-from deployplane.reconcile.reconciler import EventRecord, Reconciler, Timing
 from _controlplane_harness import (
     INTEGRATION_A,
     KEY_A,
@@ -33,6 +25,14 @@ from _controlplane_harness import (
     wait_for,
 )
 from tests.support.fakekube import FakeKube
+
+from deployplane.api.client import ControlPlaneClient
+from deployplane.controller.loop import ResourceLoop, ResourceState
+from deployplane.crd.specs import AgentDeploymentSpec, ListenerSpec
+from deployplane.externals.agentdeployment import AgentDeploymentConnecter
+from deployplane.externals.connections import Connection, Connections
+from deployplane.externals.listener import ListenerConnecter
+from deployplane.reconcile.reconciler import EventRecord, Reconciler, Timing
 
 NS = "team-a"
 SECRET_VALUE = "sk-planted-secret-value-123"
@@ -285,7 +285,8 @@ async def test_crash_between_post_and_id_write_adopts_instead_of_creating_twice(
     # The operator restarts: its memory is gone, the stored status has only the marker.
     harness.kube.fail_write_when = None
     stored = copy.deepcopy(harness.kube.statuses[(NS, "agentdeployments", "crashy")])
-    assert "createPending" in stored and "deploymentId" not in stored
+    assert "createPending" in stored
+    assert "deploymentId" not in stored
     restarted = ResourceState()
     restarted.status = stored
     await settle(deployments, body, restarted, harness)
@@ -311,7 +312,8 @@ async def test_name_taken_by_someone_else_stalls_with_conflict(harness: Harness)
     outcome_delay = await deployments.one_pass(body, state, post_event=harness.events.append)
 
     assert condition(state, "Stalled")["reason"] == "Conflict"
-    assert state.status is not None and "createPending" not in state.status
+    assert state.status is not None
+    assert "createPending" not in state.status
     assert outcome_delay == harness.timing.resync  # no retry storm
 
 
@@ -426,7 +428,8 @@ async def test_adopting_an_existing_deployment_by_id(harness: Harness) -> None:
     state.status = {}
     await settle(deployments, body, state, harness)
 
-    assert state.status is not None and state.status["deploymentId"] == dep_id
+    assert state.status is not None
+    assert state.status["deploymentId"] == dep_id
     assert [c[0] for c in harness.calls].count("POST") == 0
     assert any(e.reason == "Adopted" for e in harness.events)
 
