@@ -7,7 +7,8 @@ short (see bench/controlplane.py).
 SQLite allows one writer at a time. A deferred transaction that reads and then writes
 can fail with SQLITE_BUSY at once, without honouring busy_timeout, when another
 connection wrote in between; so within the process, write transactions are serialised
-by an asyncio lock. PostgreSQL needs no such lock and gets none.
+by an asyncio lock. PostgreSQL needs no such lock and gets none. See `DbConn` for
+why SQLite statements run on the event loop itself.
 """
 
 from __future__ import annotations
@@ -36,11 +37,13 @@ from sqlalchemy import (
     Uuid,
     event,
 )
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Connection, CursorResult, Engine, create_engine, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.sql import Executable
 
 __all__ = [
     "Database",
+    "DbConn",
     "deployments",
     "listeners",
     "metadata",
@@ -161,42 +164,88 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+class DbConn:
+    """What the store executes statements on, over either kind of engine.
+
+    For SQLite the statements run synchronously on the event loop: a statement on a
+    local WAL database takes microseconds, while aiosqlite's hop to its thread and back
+    per statement cost more than the statement (and dominated bench/controlplane.py).
+    Within the process writers are serialised by `Database.write`, and WAL readers
+    never wait, so the loop is not held by lock waits. Other databases are async.
+    """
+
+    __slots__ = ("_async", "_sync")
+
+    def __init__(
+        self, *, sync: Connection | None = None, async_: AsyncConnection | None = None
+    ) -> None:
+        self._sync = sync
+        self._async = async_
+
+    async def execute(
+        self, statement: Executable, parameters: dict[str, Any] | None = None
+    ) -> CursorResult[Any]:
+        if self._sync is not None:
+            return self._sync.execute(statement, parameters)
+        assert self._async is not None
+        return await self._async.execute(statement, parameters)
+
+
 class Database:
     """One engine for the app's lifetime, and the write lock SQLite needs."""
 
     def __init__(self, url: str) -> None:
         parsed = make_url(url)
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
-        kwargs: dict[str, Any] = {}
+        self._sync_engine: Engine | None = None
+        self._async_engine: AsyncEngine | None = None
         if self.is_sqlite:
             database = parsed.database
             if database and database != ":memory:":
                 Path(database).parent.mkdir(parents=True, exist_ok=True)
-            kwargs["pool_size"] = 8
-            kwargs["max_overflow"] = 8
-        self.engine: AsyncEngine = create_async_engine(url, **kwargs)
-        if self.is_sqlite:
-            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
+            self._sync_engine = create_engine(
+                parsed.set(drivername="sqlite"),
+                pool_size=4,
+                max_overflow=8,
+                connect_args={"check_same_thread": False},
+            )
+            event.listen(self._sync_engine, "connect", _sqlite_pragmas)
+        else:
+            self._async_engine = create_async_engine(url, pool_pre_ping=True)
         self._write_lock = asyncio.Lock()
 
     async def create_schema(self) -> None:
-        async with self.engine.begin() as conn:
-            await conn.run_sync(metadata.create_all)
+        if self._sync_engine is not None:
+            metadata.create_all(self._sync_engine)
+        else:
+            assert self._async_engine is not None
+            async with self._async_engine.begin() as conn:
+                await conn.run_sync(metadata.create_all)
 
     async def dispose(self) -> None:
-        await self.engine.dispose()
+        if self._sync_engine is not None:
+            self._sync_engine.dispose()
+        if self._async_engine is not None:
+            await self._async_engine.dispose()
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncConnection]:
-        async with self.engine.connect() as conn:
-            yield conn
-
-    @asynccontextmanager
-    async def write(self) -> AsyncIterator[AsyncConnection]:
-        """A transaction, committed on success and rolled back on error."""
-        if self.is_sqlite:
-            async with self._write_lock, self.engine.begin() as conn:
-                yield conn
+    async def read(self) -> AsyncIterator[DbConn]:
+        if self._sync_engine is not None:
+            with self._sync_engine.connect() as conn:
+                yield DbConn(sync=conn)
         else:
-            async with self.engine.begin() as conn:
-                yield conn
+            assert self._async_engine is not None
+            async with self._async_engine.connect() as aconn:
+                yield DbConn(async_=aconn)
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[DbConn]:
+        """A transaction, committed on success and rolled back on error."""
+        if self._sync_engine is not None:
+            async with self._write_lock:
+                with self._sync_engine.begin() as conn:
+                    yield DbConn(sync=conn)
+        else:
+            assert self._async_engine is not None
+            async with self._async_engine.begin() as aconn:
+                yield DbConn(async_=aconn)

@@ -14,12 +14,14 @@ from deployplane.controlplane.pipeline import Pipeline
 __all__ = ["Db", "Limit", "Offset", "PipelineDep", "Responses", "json_response"]
 
 
-def _database(request: Request) -> Database:
+# async, not def: FastAPI runs plain-def dependencies in a thread pool, a costly hop
+# per request for what is an attribute read.
+async def _database(request: Request) -> Database:
     db: Database = request.app.state.db
     return db
 
 
-def _pipeline(request: Request) -> Pipeline:
+async def _pipeline(request: Request) -> Pipeline:
     pipeline: Pipeline = request.app.state.pipeline
     return pipeline
 

@@ -19,6 +19,7 @@ from sqlalchemy import delete, func, select, update
 from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
 from deployplane.controlplane.db import (
     Database,
+    DbConn,
     deployments,
     revisions,
     tracing_projects,
@@ -98,13 +99,21 @@ class Pipeline:
         self._config = config
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._planned_wake: float | None = None  # epoch seconds; None = idle
 
     @property
     def step_seconds(self) -> float:
         return self._config.step_seconds
 
-    def notify(self) -> None:
-        self._wake.set()
+    def notify(self, due: float | None = None) -> None:
+        """Tells the worker that work is due at `due` (epoch seconds; None = now).
+
+        The worker is only woken when that is earlier than its planned wake-up: under
+        a stream of creates it would otherwise run a database round per request.
+        """
+        planned = self._planned_wake
+        if due is None or planned is None or due < planned:
+            self._wake.set()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="deployplane-pipeline")
@@ -125,12 +134,14 @@ class Pipeline:
             except Exception:  # keep the worker alive; the next round retries
                 log.exception("pipeline step failed")
                 due = time.time() + 1.0
+            self._planned_wake = due
             timeout = None if due is None else max(0.0, due - time.time())
             if timeout == 0.0:
                 await asyncio.sleep(0)  # let requests in between rounds
                 continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
+            self._planned_wake = None
 
     async def _next_due(self) -> float | None:
         async with self._db.read() as conn:
@@ -196,7 +207,7 @@ class Pipeline:
         return moved + len(gone)
 
     @staticmethod
-    async def _deployed(conn: Any, row: Any, source: Source, stamp: Any) -> None:
+    async def _deployed(conn: DbConn, row: Any, source: Source, stamp: Any) -> None:
         values: dict[str, Any] = {
             "active_revision_id": row.id,
             "image_version": image_version(source, row.image_uri, row.repo_commit_sha),

@@ -16,9 +16,8 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, delete, func, insert, select, update
+from sqlalchemy import Row, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from deployplane.api.models import (
     Deployment,
@@ -40,6 +39,7 @@ from deployplane.api.models import (
     SourceRevisionConfigStatus,
 )
 from deployplane.controlplane.db import (
+    DbConn,
     deployments,
     listeners,
     revisions,
@@ -91,6 +91,13 @@ def _deployment_query() -> Any:
     return select(*_DEPLOYMENT_COLUMNS).outerjoin(
         revisions, revisions.c.id == deployments.c.latest_revision_id
     )
+
+
+# Built once: constructing a select costs more than running it on SQLite.
+_GET_DEPLOYMENT = _deployment_query().where(
+    deployments.c.id == bindparam("deployment_id"),
+    deployments.c.workspace_id == bindparam("workspace_id"),
+)
 
 
 def _deployment_not_found(deployment_id: uuid.UUID) -> NotFoundError:
@@ -174,9 +181,7 @@ def _page_offset(offset: int, limit: int, got: int) -> int | None:
     return offset + limit if got > limit else None
 
 
-async def _listener_exists(
-    conn: AsyncConnection, workspace_id: uuid.UUID, listener_id: uuid.UUID
-) -> bool:
+async def _listener_exists(conn: DbConn, workspace_id: uuid.UUID, listener_id: uuid.UUID) -> bool:
     found = await conn.execute(
         select(listeners.c.id).where(
             listeners.c.id == listener_id, listeners.c.workspace_id == workspace_id
@@ -186,7 +191,7 @@ async def _listener_exists(
 
 
 async def _insert_revision(
-    conn: AsyncConnection,
+    conn: DbConn,
     *,
     deployment_id: uuid.UUID,
     seq: int,
@@ -220,7 +225,7 @@ async def _insert_revision(
 
 async def create_deployment(
     *,
-    conn: AsyncConnection,
+    conn: DbConn,
     body: DeploymentCreate,
     workspace: WorkspaceConfig,
     step_seconds: float,
@@ -292,13 +297,11 @@ async def create_deployment(
 
 
 async def get_deployment(
-    *, conn: AsyncConnection, workspace: WorkspaceConfig, deployment_id: uuid.UUID
+    *, conn: DbConn, workspace: WorkspaceConfig, deployment_id: uuid.UUID
 ) -> Deployment:
     row = (
         await conn.execute(
-            _deployment_query().where(
-                deployments.c.id == deployment_id, deployments.c.workspace_id == workspace.id
-            )
+            _GET_DEPLOYMENT, {"deployment_id": deployment_id, "workspace_id": workspace.id}
         )
     ).first()
     if row is None:
@@ -308,7 +311,7 @@ async def get_deployment(
 
 async def list_deployments(
     *,
-    conn: AsyncConnection,
+    conn: DbConn,
     workspace: WorkspaceConfig,
     name: str | None,
     name_contains: str | None,
@@ -333,7 +336,7 @@ async def list_deployments(
 
 async def patch_deployment(
     *,
-    conn: AsyncConnection,
+    conn: DbConn,
     workspace: WorkspaceConfig,
     deployment_id: uuid.UUID,
     body: DeploymentPatch,
@@ -439,7 +442,7 @@ async def patch_deployment(
     return deployment, new_revision
 
 
-async def _supersede(conn: AsyncConnection, *, deployment_id: uuid.UUID, now: datetime) -> None:
+async def _supersede(conn: DbConn, *, deployment_id: uuid.UUID, now: datetime) -> None:
     """A newer revision ends the older unfinished ones: skipped if they never started
     building, interrupted if they had."""
     unfinished = (revisions.c.deployment_id == deployment_id, revisions.c.next_step_at.is_not(None))
@@ -457,7 +460,7 @@ async def _supersede(conn: AsyncConnection, *, deployment_id: uuid.UUID, now: da
 
 async def delete_deployment(
     *,
-    conn: AsyncConnection,
+    conn: DbConn,
     workspace: WorkspaceConfig,
     deployment_id: uuid.UUID,
     step_seconds: float,
@@ -486,7 +489,7 @@ async def delete_deployment(
 
 
 async def _check_deployment(
-    conn: AsyncConnection, workspace: WorkspaceConfig, deployment_id: uuid.UUID
+    conn: DbConn, workspace: WorkspaceConfig, deployment_id: uuid.UUID
 ) -> None:
     found = await conn.execute(
         select(deployments.c.id).where(
@@ -499,7 +502,7 @@ async def _check_deployment(
 
 async def get_revision(
     *,
-    conn: AsyncConnection,
+    conn: DbConn,
     workspace: WorkspaceConfig,
     deployment_id: uuid.UUID,
     revision_id: uuid.UUID,
@@ -519,7 +522,7 @@ async def get_revision(
 
 async def list_revisions(
     *,
-    conn: AsyncConnection,
+    conn: DbConn,
     workspace: WorkspaceConfig,
     deployment_id: uuid.UUID,
     limit: int,
@@ -548,7 +551,7 @@ _LISTENER_DUPLICATE = "A listener with this compute_id already exists in this wo
 
 
 async def create_listener(
-    *, conn: AsyncConnection, workspace: WorkspaceConfig, body: ListenerCreate
+    *, conn: DbConn, workspace: WorkspaceConfig, body: ListenerCreate
 ) -> Listener:
     listener_id = uuid.uuid4()
     now = utcnow()
@@ -575,7 +578,7 @@ async def create_listener(
 
 
 async def get_listener(
-    *, conn: AsyncConnection, workspace: WorkspaceConfig, listener_id: uuid.UUID
+    *, conn: DbConn, workspace: WorkspaceConfig, listener_id: uuid.UUID
 ) -> Listener:
     row = (
         await conn.execute(
@@ -591,7 +594,7 @@ async def get_listener(
 
 async def list_listeners(
     *,
-    conn: AsyncConnection,
+    conn: DbConn,
     workspace: WorkspaceConfig,
     compute_id: str | None,
     limit: int,
@@ -622,7 +625,7 @@ def _immutable_errors(current: Listener, given: dict[str, Any] | None) -> list[d
 
 async def patch_listener(
     *,
-    conn: AsyncConnection,
+    conn: DbConn,
     workspace: WorkspaceConfig,
     listener_id: uuid.UUID,
     body: ListenerPatch,
@@ -645,7 +648,7 @@ async def patch_listener(
 
 async def put_listener(
     *,
-    conn: AsyncConnection,
+    conn: DbConn,
     workspace: WorkspaceConfig,
     listener_id: uuid.UUID,
     body: ListenerPut,
@@ -671,7 +674,7 @@ async def put_listener(
 
 
 async def delete_listener(
-    *, conn: AsyncConnection, workspace: WorkspaceConfig, listener_id: uuid.UUID
+    *, conn: DbConn, workspace: WorkspaceConfig, listener_id: uuid.UUID
 ) -> None:
     result = await conn.execute(
         delete(listeners).where(

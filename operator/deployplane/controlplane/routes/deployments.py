@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 from fastapi import APIRouter, Query, status
@@ -41,7 +42,7 @@ async def create_deployment(
         deployment = await store.create_deployment(
             conn=conn, body=body, workspace=workspace, step_seconds=pipeline.step_seconds
         )
-    pipeline.notify()
+    pipeline.notify(time.time() + pipeline.step_seconds)
     return json_response(deployment, status.HTTP_201_CREATED)
 
 
@@ -101,7 +102,7 @@ async def patch_deployment(
             body=body,
             step_seconds=pipeline.step_seconds,
         )
-    pipeline.notify()
+    pipeline.notify(time.time() + pipeline.step_seconds)
     return json_response(deployment)
 
 
@@ -123,7 +124,7 @@ async def delete_deployment(
             deployment_id=deployment_id,
             step_seconds=pipeline.step_seconds,
         )
-    pipeline.notify()
+    pipeline.notify(time.time() + pipeline.step_seconds)
     return json_response(deployment, status.HTTP_202_ACCEPTED)
 
 
