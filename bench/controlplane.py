@@ -116,7 +116,7 @@ async def run(base_url: str, *, seconds: float, concurrency: int) -> None:
         seed = await client.post("/v2/deployments", json=body(-1))
         seed.raise_for_status()
         deployment_id = seed.json()["id"]
-        for i in range(50):  # warm up connections and caches
+        for _ in range(50):  # warm up connections and caches
             await client.get(f"/v2/deployments/{deployment_id}")
 
         async def get(c: httpx.AsyncClient, _: int) -> httpx.Response:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
 
 from deployplane.controlplane.app import create_app
@@ -147,3 +148,16 @@ async def revision_status(client: httpx.AsyncClient, deployment_id: str, revisio
     assert response.status_code == 200, response.text
     status: str = response.json()["status"]
     return status
+
+
+@pytest.fixture
+async def emulator(tmp_path: Path) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
+    """An emulator whose revisions stay put (long steps): API behaviour only."""
+    async with running_app(make_settings(tmp_path, step_seconds=3600)) as pair:
+        yield pair
+
+
+@pytest.fixture
+async def api(emulator: tuple[FastAPI, httpx.AsyncClient]) -> httpx.AsyncClient:
+    """A client of workspace A (api key), on the `emulator` fixture."""
+    return emulator[1]

@@ -16,7 +16,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, bindparam, delete, func, insert, select, update
+from sqlalchemy import Row, bindparam, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from deployplane.api.models import (
@@ -322,8 +322,8 @@ async def list_deployments(
     if name is not None:
         query = query.where(deployments.c.name == name)
     if name_contains is not None:
-        # instr() rather than LIKE: no wildcard characters to escape in the needle.
-        query = query.where(func.instr(deployments.c.name, name_contains) > 0)
+        # autoescape: % and _ in the needle are literal characters, not wildcards.
+        query = query.where(deployments.c.name.contains(name_contains, autoescape=True))
     query = (
         query.order_by(deployments.c.created_at, deployments.c.id).offset(offset).limit(limit + 1)
     )
