@@ -36,6 +36,7 @@ class OperatorConfig:
     poll_max_interval: float = 30.0
     resync_interval: float = 600.0
     metrics_port: int | None = None
+    metrics_addr: str = "0.0.0.0"  # the pod network; tests set 127.0.0.1
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:
@@ -55,6 +56,7 @@ class OperatorConfig:
             poll_max_interval=_number(env, "DEPLOYPLANE_POLL_MAX_INTERVAL", 30.0),
             resync_interval=_number(env, "DEPLOYPLANE_RESYNC_INTERVAL", 600.0),
             metrics_port=int(port) if port else None,
+            metrics_addr=env.get("DEPLOYPLANE_METRICS_ADDR") or "0.0.0.0",
         )
 
     def default_connection(self) -> Connection | None:

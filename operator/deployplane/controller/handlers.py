@@ -8,17 +8,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import kopf
 
 from deployplane.api import errors
+from deployplane.api.client import ControlPlaneClient
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.kubeapi import KubernetesApi
 from deployplane.controller.loop import ResourceLoop, ResourceState, to_managed
+from deployplane.controller.metrics import OperatorMetrics
 from deployplane.crd.specs import GROUP, VERSION, AgentDeploymentSpec, ListenerSpec
 from deployplane.externals.agentdeployment import AgentDeploymentConnecter
-from deployplane.externals.connections import Connections
+from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.listener import ListenerConnecter
 from deployplane.reconcile.external import DependencyNotReady
 from deployplane.reconcile.reconciler import EventRecord, Reconciler, Timing
@@ -34,6 +37,7 @@ class Runtime:
     config: OperatorConfig
     kube: KubernetesApi
     connections: Connections
+    metrics: OperatorMetrics
     agentdeployments: ResourceLoop[AgentDeploymentSpec]
     listeners: ResourceLoop[ListenerSpec]
 
@@ -44,11 +48,22 @@ def build_runtime(config: OperatorConfig, kube: KubernetesApi) -> Runtime:
         poll_max=max(config.poll_max_interval, config.poll_interval),
         resync=config.resync_interval,
     )
-    connections = Connections(config.default_connection(), kube)
+    metrics = OperatorMetrics()
+
+    def client_factory(conn: Connection) -> ControlPlaneClient:
+        return ControlPlaneClient(
+            conn.url,
+            api_key=conn.api_key,
+            tenant_id=conn.tenant_id,
+            on_response=metrics.observe_api,
+        )
+
+    connections = Connections(config.default_connection(), kube, factory=client_factory)
     return Runtime(
         config=config,
         kube=kube,
         connections=connections,
+        metrics=metrics,
         agentdeployments=ResourceLoop(
             Reconciler(
                 AgentDeploymentConnecter(connections, kube), kind="deployment", timing=timing
@@ -56,12 +71,14 @@ def build_runtime(config: OperatorConfig, kube: KubernetesApi) -> Runtime:
             AgentDeploymentSpec,
             "agentdeployments",
             kube,
+            on_outcome=partial(metrics.observe_outcome, "AgentDeployment"),
         ),
         listeners=ResourceLoop(
             Reconciler(ListenerConnecter(connections), kind="listener", timing=timing),
             ListenerSpec,
             "listeners",
             kube,
+            on_outcome=partial(metrics.observe_outcome, "Listener"),
         ),
     )
 
@@ -79,7 +96,10 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.networking.request_timeout = 60
     # Quiet kopf's per-handler INFO chatter ("Handler ... succeeded") at scale.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
-    memo.runtime = build_runtime(OperatorConfig.from_env(), KubernetesApi.from_environment())
+    config = OperatorConfig.from_env()
+    memo.runtime = runtime = build_runtime(config, KubernetesApi.from_environment())
+    if config.metrics_port is not None:
+        runtime.metrics.serve(config.metrics_port, config.metrics_addr)
 
 
 @kopf.on.cleanup()
@@ -112,7 +132,7 @@ async def _run(loop: ResourceLoop[Any], body: kopf.Body, memo: kopf.Memo, stoppe
         watcher.cancel()
 
 
-async def _finalize(loop: ResourceLoop[Any], body: kopf.Body, memo: kopf.Memo) -> None:
+async def _finalize(loop: ResourceLoop[Any], kind: str, body: kopf.Body, memo: kopf.Memo) -> None:
     state = _state(memo)
     status = state.status if state.status is not None else dict(body.get("status") or {})
     mr = to_managed(loop.spec_model, body, status)
@@ -144,7 +164,7 @@ def agentdeployment_changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
 
 @kopf.on.delete(GROUP, VERSION, "agentdeployments")
 async def agentdeployment_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    await _finalize(memo.runtime.agentdeployments, body, memo)
+    await _finalize(memo.runtime.agentdeployments, "AgentDeployment", body, memo)
 
 
 # ----------------------------------------------------------------------- Listener
@@ -162,4 +182,4 @@ def listener_changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
 
 @kopf.on.delete(GROUP, VERSION, "listeners")
 async def listener_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    await _finalize(memo.runtime.listeners, body, memo)
+    await _finalize(memo.runtime.listeners, "Listener", body, memo)

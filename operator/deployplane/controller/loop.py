@@ -94,7 +94,9 @@ class ResourceLoop(Generic[SpecT]):
         plural: str,
         sink: StatusSink,
         logger: logging.Logger | None = None,
+        on_outcome: Callable[[str, Outcome], None] | None = None,
     ) -> None:
+        self.on_outcome = on_outcome
         self.reconciler = reconciler
         self.spec_model = spec_model
         self.plural = plural
@@ -157,6 +159,8 @@ class ResourceLoop(Generic[SpecT]):
             await write_status(patch)
         for event in outcome.events:
             post_event(event)
+        if self.on_outcome is not None:
+            self.on_outcome(f"{namespace}/{name}", outcome)
         state.attempt = 0 if outcome.settled else state.attempt + 1
         self.log.debug(
             "%s/%s reconciled: settled=%s, next pass in %.1fs",

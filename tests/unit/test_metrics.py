@@ -1,0 +1,80 @@
+"""Operator metrics: series move with each resource's state instead of piling up."""
+
+from __future__ import annotations
+
+import urllib.request
+from typing import Any
+
+from deployplane.controller.metrics import OperatorMetrics, result_of
+from deployplane.reconcile.reconciler import Outcome
+
+
+def outcome(
+    ready: str, *, synced: str = "True", stalled: str = "False", revision: str | None = None
+) -> Outcome:
+    status: dict[str, Any] = {
+        "conditions": [
+            {"type": "Ready", "status": ready},
+            {"type": "Synced", "status": synced},
+            {"type": "Stalled", "status": stalled},
+        ]
+    }
+    if revision:
+        status["revision"] = {"id": "r", "status": revision}
+    return Outcome(status=status, requeue_after=1.0, settled=True)
+
+
+def sample(m: OperatorMetrics, name: str, **labels: str) -> float:
+    value = m.registry.get_sample_value(name, labels)
+    return 0.0 if value is None else value
+
+
+def test_result_words() -> None:
+    assert result_of(outcome("True")) == "ready"
+    assert result_of(outcome("False")) == "progressing"
+    assert result_of(outcome("Unknown", synced="False")) == "retrying"
+    assert result_of(outcome("False", synced="False", stalled="True")) == "stalled"
+
+
+def test_revision_gauge_moves_with_the_resource_and_forget_clears_it() -> None:
+    m = OperatorMetrics()
+    m.observe_outcome("AgentDeployment", "ns/a", outcome("False", revision="BUILDING"))
+    m.observe_outcome("AgentDeployment", "ns/b", outcome("False", revision="BUILDING"))
+    assert sample(m, "deployplane_revisions", kind="AgentDeployment", status="BUILDING") == 2
+    assert sample(m, "deployplane_resources_not_ready", kind="AgentDeployment") == 2
+
+    m.observe_outcome("AgentDeployment", "ns/a", outcome("True", revision="DEPLOYED"))
+    assert sample(m, "deployplane_revisions", kind="AgentDeployment", status="BUILDING") == 1
+    assert sample(m, "deployplane_revisions", kind="AgentDeployment", status="DEPLOYED") == 1
+    assert sample(m, "deployplane_resources_not_ready", kind="AgentDeployment") == 1
+    assert sample(m, "deployplane_reconciles_total", kind="AgentDeployment", result="ready") == 1
+
+    m.forget("AgentDeployment", "ns/b")
+    assert sample(m, "deployplane_revisions", kind="AgentDeployment", status="BUILDING") == 0
+    assert sample(m, "deployplane_resources_not_ready", kind="AgentDeployment") == 0
+
+
+def test_api_requests_counted_by_endpoint_and_code_with_latency() -> None:
+    m = OperatorMetrics()
+    m.observe_api("GET", "/v2/deployments/{deployment_id}", 200, 0.004)
+    m.observe_api("GET", "/v2/deployments/{deployment_id}", 503, 0.2)
+    labels = {"endpoint": "/v2/deployments/{deployment_id}", "method": "GET"}
+    assert sample(m, "deployplane_api_requests_total", code="200", **labels) == 1
+    assert sample(m, "deployplane_api_requests_total", code="503", **labels) == 1
+    assert sample(m, "deployplane_api_request_duration_seconds_count", **labels) == 2
+
+
+def test_metrics_are_served_over_http() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    m = OperatorMetrics()
+    m.observe_api("POST", "/v2/deployments", 201, 0.01)
+    m.serve(port, "127.0.0.1")
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    assert (
+        'deployplane_api_requests_total{code="201",endpoint="/v2/deployments",method="POST"} 1.0'
+        in body
+    )
