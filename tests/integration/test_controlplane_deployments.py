@@ -1,4 +1,5 @@
 """Deployments API of the emulator: success and error paths, in-process."""
+# ruff: noqa: F811  (pytest fixtures imported from the harness are parameters here)
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import asyncio
 import uuid
 
 import httpx
-from _controlplane_harness import (  # noqa: F401  (fixtures)
+from _controlplane_harness import (  # noqa: F401  (fixtures are used by name)
     INTEGRATION_A,
     KEY_SAAS,
     REPO_URL,
