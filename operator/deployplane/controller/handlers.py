@@ -158,7 +158,7 @@ async def agentdeployment_daemon(body: kopf.Body, memo: kopf.Memo, stopped: Any,
 
 
 @kopf.on.event(GROUP, VERSION, "agentdeployments")
-def agentdeployment_changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+async def agentdeployment_changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     _state(memo).poke_if_changed(body)
 
 
@@ -176,7 +176,7 @@ async def listener_daemon(body: kopf.Body, memo: kopf.Memo, stopped: Any, **_: A
 
 
 @kopf.on.event(GROUP, VERSION, "listeners")
-def listener_changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+async def listener_changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     _state(memo).poke_if_changed(body)
 
 

@@ -1,0 +1,324 @@
+"""Running the pieces of deployplane for end-to-end tests: the emulator as a real
+server process on loopback, the CRDs, and the operator (in process via KopfRunner, or
+as a `deployplane operator run` subprocess when a test must kill -9 it)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+REPO = Path(__file__).resolve().parents[2]
+GROUP, VERSION = "deployplane.io", "v1alpha1"
+API_KEY = "e2e-key-0b7d1c"
+WORKSPACE = "11111111-1111-1111-1111-111111111111"
+INTEGRATION = "22222222-2222-2222-2222-222222222222"
+
+
+def emulator_config(step_seconds: float) -> dict[str, Any]:
+    return {
+        "workspaces": [
+            {
+                "id": WORKSPACE,
+                "name": "e2e",
+                "api_keys": [API_KEY],
+                "mode": "both",
+                "integrations": [
+                    {
+                        "id": INTEGRATION,
+                        "repositories": [
+                            {
+                                "id": 101,
+                                "name": "support-bot",
+                                "owner": "acme",
+                                "url": "https://git.example.com/acme/support-bot",
+                                "default_branch": "main",
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
+        "pipeline": {
+            "step_seconds": step_seconds,
+            "failures": [{"image_uri_regex": ".*:broken$", "status": "DEPLOY_FAILED"}],
+        },
+    }
+
+
+@dataclass
+class Emulator:
+    """`deployplane controlplane serve` on 127.0.0.1, a free port, a SQLite file."""
+
+    workdir: Path
+    step_seconds: float = 0.2
+    process: subprocess.Popen[str] | None = None
+    url: str = ""
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "emulator.log"
+
+    def start(self) -> Emulator:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        config = self.workdir / "emulator.yaml"
+        config.write_text(yaml.safe_dump(emulator_config(self.step_seconds)))
+        database = f"sqlite+aiosqlite:///{self.workdir / 'controlplane.db'}"
+        log = self.log_path.open("a")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "deployplane.cli",
+                "controlplane",
+                "serve",
+                "--port",
+                "0",
+                "--config",
+                str(config),
+                "--database",
+                database,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            start_new_session=True,
+        )
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"emulator exited: {self.log_path.read_text()[-2000:]}")
+            log.write(line)
+            if "listening on" in line:
+                self.url = line.rsplit(" ", 1)[-1].strip()
+                break
+        else:
+            raise RuntimeError("emulator did not start within 60 s")
+        # Keep draining stdout into the log so the pipe never fills.
+        import threading
+
+        def drain() -> None:
+            assert self.process is not None
+            assert self.process.stdout is not None
+            for rest in self.process.stdout:
+                log.write(rest)
+                log.flush()
+
+        threading.Thread(target=drain, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+
+    def http(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers={"X-Api-Key": API_KEY}, timeout=10)
+
+    def deployments_named(self, name: str) -> list[dict[str, Any]]:
+        with self.http() as h:
+            resources: list[dict[str, Any]] = h.get(
+                "/v2/deployments", params={"name": name}
+            ).json()["resources"]
+            return resources
+
+    def set_faults(self, **faults: float) -> None:
+        with self.http() as h:
+            h.put("/_emulator/faults", json=faults).raise_for_status()
+
+    def stats(self) -> dict[str, Any]:
+        with self.http() as h:
+            stats: dict[str, Any] = h.get("/_emulator/stats").json()
+            return stats
+
+
+def operator_env(emulator: Emulator, kubeconfig: Path, **extra: str) -> dict[str, str]:
+    env = {
+        "KUBECONFIG": str(kubeconfig),
+        "DEPLOYPLANE_CONTROL_PLANE_URL": emulator.url,
+        "DEPLOYPLANE_API_KEY": API_KEY,
+        "DEPLOYPLANE_TENANT_ID": WORKSPACE,
+        "DEPLOYPLANE_POLL_INTERVAL": "0.5",
+        "DEPLOYPLANE_POLL_MAX_INTERVAL": "2",
+        "DEPLOYPLANE_RESYNC_INTERVAL": "600",
+    }
+    env.update(extra)
+    return env
+
+
+@contextlib.contextmanager
+def kopf_operator(namespace: str, env: Mapping[str, str]) -> Iterator[Any]:
+    """The operator in this process (KopfRunner), watching one namespace."""
+    from kopf.testing import KopfRunner
+
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        with KopfRunner(
+            [
+                "run",
+                "--standalone",
+                "--namespace",
+                namespace,
+                "-m",
+                "deployplane.controller.handlers",
+            ],
+            timeout=60,
+        ) as runner:
+            yield runner
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@dataclass
+class OperatorProcess:
+    """`deployplane operator run` as a child process, for tests that kill -9 it."""
+
+    namespace: str
+    env: Mapping[str, str]
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> OperatorProcess:
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "deployplane.cli",
+                "operator",
+                "run",
+                "--namespace",
+                self.namespace,
+            ],
+            env={**os.environ, **self.env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self
+
+    def kill9(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+
+
+class Resources:
+    """Create, read and wait on deployplane custom resources."""
+
+    def __init__(self, api: client.ApiClient, namespace: str) -> None:
+        self.custom = client.CustomObjectsApi(api)
+        self.core = client.CoreV1Api(api)
+        self.namespace = namespace
+
+    def create(self, plural: str, body: dict[str, Any]) -> dict[str, Any]:
+        created: dict[str, Any] = self.custom.create_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, plural, body
+        )
+        return created
+
+    def get(self, plural: str, name: str) -> dict[str, Any] | None:
+        try:
+            obj: dict[str, Any] = self.custom.get_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, plural, name
+            )
+            return obj
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def patch(self, plural: str, name: str, patch: dict[str, Any]) -> None:
+        self.custom.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            self.namespace,
+            plural,
+            name,
+            patch,
+            _content_type="application/merge-patch+json",
+        )
+
+    def delete(self, plural: str, name: str) -> None:
+        self.custom.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, plural, name)
+
+    def put_secret(self, name: str, data: dict[str, str]) -> None:
+        body = client.V1Secret(metadata=client.V1ObjectMeta(name=name), string_data=data)
+        try:
+            self.core.create_namespaced_secret(self.namespace, body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            self.core.replace_namespaced_secret(name, self.namespace, body)
+
+    def wait(
+        self,
+        plural: str,
+        name: str,
+        predicate: Callable[[dict[str, Any] | None], bool],
+        *,
+        within: float = 90.0,
+        what: str = "condition",
+    ) -> dict[str, Any] | None:
+        """Poll until predicate(obj) holds. The bound only stops a hang; it asserts no speed."""
+        deadline = time.monotonic() + within
+        obj = None
+        while time.monotonic() < deadline:
+            obj = self.get(plural, name)
+            if predicate(obj):
+                return obj
+            time.sleep(0.25)
+        raise AssertionError(
+            f"{plural}/{name}: {what} not reached; last seen: {json.dumps(obj)[:3000]}"
+        )
+
+
+def condition(obj: dict[str, Any] | None, type_: str) -> dict[str, Any]:
+    for cond in ((obj or {}).get("status") or {}).get("conditions", []):
+        if cond.get("type") == type_:
+            return dict(cond)
+    return {}
+
+
+def is_true(type_: str) -> Callable[[dict[str, Any] | None], bool]:
+    return lambda obj: condition(obj, type_).get("status") == "True"
+
+
+def ready_for_generation(obj: dict[str, Any] | None) -> bool:
+    if obj is None:
+        return False
+    generation = obj["metadata"]["generation"]
+    status = obj.get("status") or {}
+    return status.get("observedGeneration") == generation and is_true("Ready")(obj)

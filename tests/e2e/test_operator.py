@@ -1,0 +1,394 @@
+"""The operator on a real kube-apiserver, against the emulator on loopback.
+
+Each behaviour of the reconciliation protocol, observed the way a user would: through
+the custom resources' status, Events, `kubectl wait`, and the control plane's state.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+from tests.e2e.operator_harness import (
+    API_KEY,
+    INTEGRATION,
+    REPO,
+    Emulator,
+    OperatorProcess,
+    Resources,
+    condition,
+    is_true,
+    kopf_operator,
+    operator_env,
+    ready_for_generation,
+)
+
+from deployplane.devcluster import DevCluster
+from deployplane.devcluster.manifests import Applier
+
+SECRET_VALUE = "sk-e2e-planted-secret-4f9a2c"
+AGD, LST = "agentdeployments", "listeners"
+
+
+@pytest.fixture(scope="module")
+def crds(k8s_api: client.ApiClient) -> None:
+    docs = [yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.yaml"))]
+    Applier(k8s_api).apply(docs)
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    emu = Emulator(tmp_path_factory.mktemp("emulator")).start()
+    yield emu
+    emu.stop()
+
+
+@pytest.fixture
+def resources(k8s_api: client.ApiClient, namespace: str, crds: None) -> Resources:
+    return Resources(k8s_api, namespace)
+
+
+@pytest.fixture
+def operator(namespace: str, emulator: Emulator, kubeconfig: Path, crds: None) -> Iterator[Any]:
+    with kopf_operator(namespace, operator_env(emulator, kubeconfig)) as runner:
+        yield runner
+    assert runner.exit_code == 0, runner.output[-3000:]
+    # Secrets hygiene: planted values and the API key never reach the operator's logs.
+    assert SECRET_VALUE not in runner.output
+    assert API_KEY not in runner.output
+
+
+def docker(name: str, image: str = "registry.example.com/agent:1", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "source": "external_docker",
+        "sourceConfig": {"resourceSpec": {"minScale": 1}},
+        "sourceRevisionConfig": {"imageUri": image},
+    }
+    body.update(spec)
+    return {
+        "apiVersion": "deployplane.io/v1alpha1",
+        "kind": "AgentDeployment",
+        "metadata": {"name": name},
+        "spec": body,
+    }
+
+
+def listener(name: str, compute_id: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "deployplane.io/v1alpha1",
+        "kind": "Listener",
+        "metadata": {"name": name},
+        "spec": {
+            "computeType": "k8s",
+            "computeId": compute_id,
+            "computeConfig": {"k8sNamespaces": ["agents"]},
+            "version": "1",
+        },
+    }
+
+
+def events_for(k8s_api: client.ApiClient, namespace: str, name: str) -> list[client.CoreV1Event]:
+    items = client.CoreV1Api(k8s_api).list_namespaced_event(namespace).items
+    return [e for e in items if e.involved_object.name == name]
+
+
+def test_external_docker_with_listener_ref_reaches_ready_and_kubectl_wait_works(
+    operator: Any,
+    resources: Resources,
+    emulator: Emulator,
+    dev_cluster: DevCluster,
+    namespace: str,
+    k8s_api: client.ApiClient,
+) -> None:
+    compute_id = f"cluster-{namespace}"
+    spec = docker("agent")
+    spec["spec"]["sourceConfig"]["listenerRef"] = {"name": "edge"}
+    spec["spec"]["sourceConfig"]["listenerConfig"] = {"k8sNamespace": "agents"}
+    resources.create(AGD, spec)  # before its Listener exists: waits, then proceeds
+    resources.wait(
+        AGD, "agent", lambda o: condition(o, "Synced").get("reason") == "DependencyNotReady"
+    )
+    resources.create(LST, listener("edge", compute_id))
+
+    kubectl = dev_cluster.tools.kubectl
+    done = subprocess.run(
+        [
+            str(kubectl),
+            "--kubeconfig",
+            str(dev_cluster.kubeconfig),
+            "-n",
+            namespace,
+            "wait",
+            "--for=condition=Ready",
+            "agentdeployment/agent",
+            "--timeout=90s",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+
+    obj = resources.get(AGD, "agent")
+    assert obj is not None
+    status = obj["status"]
+    lst = resources.get(LST, "edge")
+    assert lst is not None
+    (dep,) = emulator.deployments_named("agent")
+    assert status["deploymentId"] == dep["id"]
+    assert dep["source_config"]["listener_id"] == lst["status"]["listenerId"]
+    assert status["revision"]["status"] == "DEPLOYED"
+    assert status["activeRevisionId"] == status["latestRevisionId"]
+    assert status["observedGeneration"] == obj["metadata"]["generation"]
+    assert "spec" in obj
+    assert "deploymentId" not in obj["spec"]
+    reasons = {e.reason for e in events_for(k8s_api, namespace, "agent")}
+    assert {"Created", "Deployed"} <= reasons
+
+
+def test_git_host_via_repository_reaches_ready_with_default_branch(
+    operator: Any, resources: Resources, emulator: Emulator
+) -> None:
+    resources.put_secret("llm-keys", {"openai": SECRET_VALUE})
+    resources.create(
+        AGD,
+        {
+            "apiVersion": "deployplane.io/v1alpha1",
+            "kind": "AgentDeployment",
+            "metadata": {"name": "support-bot"},
+            "spec": {
+                "name": f"support-bot-{resources.namespace}",
+                "source": "git_host",
+                "sourceConfig": {
+                    "integrationId": INTEGRATION,
+                    "repository": {"owner": "acme", "name": "support-bot"},
+                    "buildOnPush": False,
+                },
+                "sourceRevisionConfig": {"graphConfigPath": "langgraph.json"},
+                "secrets": [
+                    {
+                        "name": "OPENAI_API_KEY",
+                        "valueFrom": {"secretKeyRef": {"name": "llm-keys", "key": "openai"}},
+                    }
+                ],
+            },
+        },
+    )
+    obj = resources.wait(AGD, "support-bot", ready_for_generation, what="Ready")
+    assert obj is not None
+    revision = obj["status"]["revision"]
+    assert revision["repoRef"] == "main"
+    assert len(revision["repoCommitSha"]) == 40
+    (dep,) = emulator.deployments_named(f"support-bot-{resources.namespace}")
+    assert dep["source_config"]["repo_url"] == "https://git.example.com/acme/support-bot"
+    assert [s["name"] for s in dep["secrets"]] == ["OPENAI_API_KEY"]
+    assert SECRET_VALUE not in str(obj)
+
+
+def test_image_update_rolls_a_new_revision_and_status_follows(
+    operator: Any, resources: Resources
+) -> None:
+    resources.create(AGD, docker("roller", "registry.example.com/agent:1"))
+    first = resources.wait(AGD, "roller", ready_for_generation, what="Ready")
+    assert first is not None
+    resources.patch(
+        AGD,
+        "roller",
+        {"spec": {"sourceRevisionConfig": {"imageUri": "registry.example.com/agent:2"}}},
+    )
+    resources.wait(
+        AGD,
+        "roller",
+        lambda o: (
+            condition(o, "Reconciling").get("status") == "True"
+            or (o or {}).get("status", {}).get("revision", {}).get("imageUri")
+            == "registry.example.com/agent:2"
+        ),
+    )
+    second = resources.wait(
+        AGD,
+        "roller",
+        lambda o: (
+            ready_for_generation(o)
+            and o is not None
+            and o["status"]["revision"].get("imageUri") == "registry.example.com/agent:2"
+        ),
+        what="Ready on the new image",
+    )
+    assert second is not None
+    assert second["status"]["latestRevisionId"] != first["status"]["latestRevisionId"]
+    assert second["status"]["imageVersion"]
+
+
+def test_failing_revision_goes_stalled_with_the_reason(
+    operator: Any, resources: Resources, k8s_api: client.ApiClient, namespace: str
+) -> None:
+    resources.create(AGD, docker("doomed", "registry.example.com/agent:broken"))
+    obj = resources.wait(AGD, "doomed", is_true("Stalled"), what="Stalled")
+    stalled = condition(obj, "Stalled")
+    assert stalled["reason"] == "DeployFailed"
+    assert "DEPLOY_FAILED" in stalled["message"]
+    assert condition(obj, "Ready")["status"] == "False"
+    assert any(
+        e.type == "Warning" and e.reason == "DeployFailed"
+        for e in events_for(k8s_api, namespace, "doomed")
+    )
+
+
+def test_secret_rotation_rolls_a_new_revision(
+    resources: Resources, emulator: Emulator, kubeconfig: Path, namespace: str, crds: None
+) -> None:
+    env = operator_env(emulator, kubeconfig, DEPLOYPLANE_RESYNC_INTERVAL="2")
+    resources.put_secret("llm-keys", {"openai": SECRET_VALUE})
+    with kopf_operator(namespace, env) as runner:
+        resources.create(AGD, docker("rotating", secretsFrom=[{"secretRef": {"name": "llm-keys"}}]))
+        first = resources.wait(AGD, "rotating", ready_for_generation, what="Ready")
+        assert first is not None
+        resources.put_secret("llm-keys", {"openai": SECRET_VALUE + "-rotated"})
+        second = resources.wait(
+            AGD,
+            "rotating",
+            lambda o: (
+                ready_for_generation(o)
+                and o is not None
+                and o["status"]["latestRevisionId"] != first["status"]["latestRevisionId"]
+            ),
+            what="a new revision after rotation",
+        )
+        assert second is not None
+    assert SECRET_VALUE not in runner.output
+
+
+def test_delete_policy_deletes_on_the_control_plane_and_orphan_keeps(
+    operator: Any, resources: Resources, emulator: Emulator
+) -> None:
+    resources.create(AGD, docker("gone"))
+    resources.create(AGD, docker("kept", deletionPolicy="Orphan"))
+    for name in ("gone", "kept"):
+        resources.wait(AGD, name, ready_for_generation, what="Ready")
+    assert len(emulator.deployments_named("gone")) == 1
+
+    resources.delete(AGD, "gone")
+    resources.delete(AGD, "kept")
+    resources.wait(AGD, "gone", lambda o: o is None, what="finalized")
+    resources.wait(AGD, "kept", lambda o: o is None, what="released")
+    assert emulator.deployments_named("gone") == []
+    assert len(emulator.deployments_named("kept")) == 1
+
+
+def test_unknown_integration_stalls_with_the_control_planes_message_and_no_retry_storm(
+    operator: Any, resources: Resources, emulator: Emulator
+) -> None:
+    resources.create(
+        AGD,
+        {
+            "apiVersion": "deployplane.io/v1alpha1",
+            "kind": "AgentDeployment",
+            "metadata": {"name": "lost"},
+            "spec": {
+                "source": "git_host",
+                "sourceConfig": {
+                    "integrationId": "99999999-9999-4999-8999-999999999999",
+                    "repository": {"owner": "acme", "name": "support-bot"},
+                },
+                "sourceRevisionConfig": {"graphConfigPath": "langgraph.json"},
+            },
+        },
+    )
+    obj = resources.wait(AGD, "lost", is_true("Stalled"), what="Stalled")
+    stalled = condition(obj, "Stalled")
+    assert stalled["reason"] == "NotFound"
+    assert "99999999-9999-4999-8999-999999999999" in stalled["message"]
+
+    def repo_calls() -> int:
+        requests = emulator.stats()["requests"]
+        return sum(sum(codes.values()) for route, codes in requests.items() if "/repos" in route)
+
+    before = repo_calls()
+    time.sleep(5)  # a window to observe that nothing retries; not a speed assertion
+    assert repo_calls() == before
+
+
+def test_pause_annotation_stops_reconciling_but_not_deletion(
+    operator: Any, resources: Resources, emulator: Emulator
+) -> None:
+    body = docker("sleepy")
+    body["metadata"]["annotations"] = {"deployplane.io/paused": "true"}
+    resources.create(AGD, body)
+    time.sleep(3)  # give a paused resource the chance to (wrongly) be created
+    assert emulator.deployments_named("sleepy") == []
+    resources.patch(
+        AGD, "sleepy", {"metadata": {"annotations": {"deployplane.io/paused": "false"}}}
+    )
+    resources.wait(AGD, "sleepy", ready_for_generation, what="Ready after unpause")
+    resources.patch(AGD, "sleepy", {"metadata": {"annotations": {"deployplane.io/paused": "true"}}})
+    resources.delete(AGD, "sleepy")
+    resources.wait(AGD, "sleepy", lambda o: o is None, what="deleted while paused")
+    assert emulator.deployments_named("sleepy") == []
+
+
+def test_steady_state_makes_no_kubernetes_writes(
+    resources: Resources,
+    emulator: Emulator,
+    kubeconfig: Path,
+    namespace: str,
+    crds: None,
+    dev_cluster: DevCluster,
+) -> None:
+    env = operator_env(emulator, kubeconfig, DEPLOYPLANE_RESYNC_INTERVAL="1")
+    with kopf_operator(namespace, env):
+        resources.create(AGD, docker("calm"))
+        resources.create(LST, listener("calm-listener", f"calm-{namespace}"))
+        resources.wait(AGD, "calm", ready_for_generation, what="Ready")
+        resources.wait(LST, "calm-listener", ready_for_generation, what="Ready")
+        time.sleep(2)  # let the last writes land in the audit log
+        since = dt.datetime.now(dt.UTC)
+        time.sleep(5)  # five resync periods
+        writes = dev_cluster.count_writes(since, namespace=namespace)
+    assert writes == {}, writes
+
+
+def test_operator_killed_between_post_and_status_write_creates_exactly_one(
+    resources: Resources,
+    emulator: Emulator,
+    kubeconfig: Path,
+    namespace: str,
+    crds: None,
+    tmp_path: Path,
+) -> None:
+    env = operator_env(emulator, kubeconfig)
+    resources.create(AGD, docker("crashy"))
+    emulator.set_faults(latency_ms=3000)  # hold the POST in flight long enough to kill
+    first = OperatorProcess(namespace, env, tmp_path / "operator-1.log").start()
+    try:
+        obj = resources.wait(
+            AGD,
+            "crashy",
+            lambda o: bool(((o or {}).get("status") or {}).get("createPending")),
+            what="create-pending marker",
+        )
+        assert obj is not None
+        first.kill9()
+    finally:
+        first.kill9()
+        emulator.set_faults(latency_ms=0)
+    assert "deploymentId" not in obj["status"]
+
+    second = OperatorProcess(namespace, env, tmp_path / "operator-2.log").start()
+    try:
+        ready = resources.wait(AGD, "crashy", ready_for_generation, what="Ready after restart")
+    finally:
+        second.stop()
+    assert ready is not None
+    deployments = emulator.deployments_named("crashy")
+    assert len(deployments) == 1
+    assert ready["status"]["deploymentId"] == deployments[0]["id"]
+    log = (tmp_path / "operator-1.log").read_text() + (tmp_path / "operator-2.log").read_text()
+    assert API_KEY not in log
