@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: help venv tools lint typecheck unit test demo bench clean
+.PHONY: help venv tools lint unit test demo demo-down bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -32,6 +32,12 @@ unit: venv ## unit and integration tests only (no cluster)
 
 test: venv tools lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver
 	@echo "== pytest"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m pytest -q -p no:cacheprovider
+
+demo: venv tools ## the local demo: Kubernetes API + emulator + operator; examples reach DEPLOYED
+	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(VENV)/bin/deployplane demo up
+
+demo-down: venv ## stop everything the demo started
+	@$(VENV)/bin/deployplane demo down
 
 clean: ## remove local state (not the tool cache)
 	rm -rf $(VENV) .deployplane .mypy_cache .ruff_cache .pytest_cache

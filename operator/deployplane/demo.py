@@ -1,0 +1,287 @@
+"""`deployplane demo up|down`: the whole system on one machine, in one command.
+
+`up` starts a local Kubernetes API (etcd + kube-apiserver + kube-controller-manager),
+the control-plane emulator and the operator, applies the CRDs and `examples/`, and shows
+a live table until every example is Ready. Everything keeps running in the background
+afterwards (`down` stops it). Ctrl-C during `up` stops everything it started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+from kubernetes import client
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from deployplane.crd.specs import GROUP, VERSION
+from deployplane.devcluster.cluster import DevCluster, DevClusterError, attach
+from deployplane.devcluster.manifests import Applier
+from deployplane.devcluster.tools import ToolsNotFound
+
+app = typer.Typer(no_args_is_help=True, help="The local demo: cluster, emulator, operator.")
+console = Console()
+
+STATE = Path(".deployplane/demo")
+NAMESPACE = "demo"
+DEMO_API_KEY = "demo-key-not-secret"  # matches examples/controlplane.yaml; local only
+TENANT = "11111111-1111-1111-1111-111111111111"
+KINDS = (("Listener", "listeners"), ("AgentDeployment", "agentdeployments"))
+
+
+def _repo_file(relative: str) -> Path:
+    path = Path.cwd() / relative
+    if not path.exists():
+        raise typer.BadParameter(f"{relative} not found: run the demo from the repository root")
+    return path
+
+
+# ------------------------------------------------------------------- processes
+
+
+def _spawn(name: str, args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    log = (STATE / f"{name}.log").open("a")
+    proc = subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE if name == "emulator" else log,
+        stderr=log,
+        text=True,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,  # survives this command; stopped by `down` or Ctrl-C
+    )
+    (STATE / f"{name}.pid").write_text(str(proc.pid))
+    return proc
+
+
+def _stop_pidfile(name: str) -> None:
+    pidfile = STATE / f"{name}.pid"
+    if not pidfile.exists():
+        return
+    pid = int(pidfile.read_text())
+    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                pidfile.unlink(missing_ok=True)
+                return
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+            time.sleep(0.1)
+    pidfile.unlink(missing_ok=True)
+
+
+def _start_emulator() -> str:
+    config = _repo_file("examples/controlplane.yaml")
+    proc = _spawn(
+        "emulator",
+        [
+            sys.executable,
+            "-m",
+            "deployplane.cli",
+            "controlplane",
+            "serve",
+            "--port",
+            "0",
+            "--config",
+            str(config),
+            "--database",
+            f"sqlite+aiosqlite:///{STATE.resolve()}/controlplane.db",
+        ],
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the emulator exited; see {STATE / 'emulator.log'}")
+        if "listening on" in line:
+            url = line.rsplit(" ", 1)[-1].strip()
+            (STATE / "emulator.url").write_text(url)
+            # Its later output is not needed; close our end so it never blocks on a pipe.
+            proc.stdout.close()
+            return url
+    raise RuntimeError("the emulator did not start within 60 s")
+
+
+def _stop_all() -> None:
+    _stop_pidfile("operator")
+    _stop_pidfile("emulator")
+    cluster = attach(STATE / "cluster")
+    if cluster is not None:
+        cluster.stop()
+
+
+# ------------------------------------------------------------------- resources
+
+
+def _apply_examples(api: client.ApiClient) -> None:
+    applier = Applier(api)
+    crds = [yaml.safe_load(p.read_text()) for p in sorted(_repo_file("crds").glob("*.yaml"))]
+    applier.apply(crds)
+    applier.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    docs: list[dict[str, Any]] = []
+    for path in sorted(_repo_file("examples").glob("*.yaml")):
+        docs += [
+            d
+            for d in yaml.safe_load_all(path.read_text())
+            if d and "kind" in d and "apiVersion" in d
+        ]
+    applier.apply(
+        [d for d in docs if d.get("kind") in {"Secret", "Listener", "AgentDeployment"}],
+        namespace=NAMESPACE,
+    )
+
+
+def _rows(api: client.ApiClient) -> list[dict[str, Any]]:
+    custom = client.CustomObjectsApi(api)
+    rows = []
+    for kind, plural in KINDS:
+        for obj in custom.list_namespaced_custom_object(GROUP, VERSION, NAMESPACE, plural)["items"]:
+            status = obj.get("status") or {}
+            conds = {c["type"]: c for c in status.get("conditions", [])}
+            rows.append(
+                {
+                    "kind": kind,
+                    "name": obj["metadata"]["name"],
+                    "ready": conds.get("Ready", {}).get("status", "-"),
+                    "synced": conds.get("Synced", {}).get("status", "-"),
+                    "revision": (status.get("revision") or {}).get("status", "-"),
+                    "message": conds.get("Ready", {}).get("message", ""),
+                    "id": status.get("deploymentId") or status.get("listenerId") or "-",
+                }
+            )
+    return rows
+
+
+def _table(rows: list[dict[str, Any]], elapsed: float) -> Table:
+    table = Table(title=f"deployplane demo: namespace {NAMESPACE}  ({elapsed:.0f}s)")
+    for column in ("kind", "name", "ready", "synced", "revision", "id", "message"):
+        table.add_column(column.upper())
+    for row in rows:
+        style = "green" if row["ready"] == "True" else "yellow"
+        table.add_row(
+            *(
+                str(row[c])
+                for c in ("kind", "name", "ready", "synced", "revision", "id", "message")
+            ),
+            style=style,
+        )
+    return table
+
+
+# --------------------------------------------------------------------- commands
+
+
+@app.command()
+def up(
+    timeout: float = typer.Option(300.0, help="Seconds to wait for every example to be Ready."),
+) -> None:
+    """Start everything, apply examples/, show them until Ready."""
+    if STATE.exists():
+        console.print("[dim]stopping the previous demo first[/dim]")
+        _stop_all()
+        shutil.rmtree(STATE, ignore_errors=True)
+    STATE.mkdir(parents=True)
+    started = time.monotonic()
+    try:
+        with console.status("starting the local Kubernetes API (etcd + kube-apiserver)..."):
+            cluster = DevCluster(STATE / "cluster", detached=True, controller_manager=True).start()
+        console.print(f"[green]✓[/green] Kubernetes API at {cluster.server}")
+        with console.status("starting the control-plane emulator..."):
+            url = _start_emulator()
+        console.print(f"[green]✓[/green] control-plane emulator at {url}")
+        with console.status("applying CRDs and examples/..."), cluster.admin() as api:
+            _apply_examples(api)
+        console.print(f"[green]✓[/green] CRDs and examples applied in namespace {NAMESPACE}")
+        _spawn(
+            "operator",
+            [sys.executable, "-m", "deployplane.cli", "operator", "run", "--namespace", NAMESPACE],
+            env={
+                "KUBECONFIG": str(cluster.kubeconfig),
+                "DEPLOYPLANE_CONTROL_PLANE_URL": url,
+                "DEPLOYPLANE_API_KEY": DEMO_API_KEY,
+                "DEPLOYPLANE_TENANT_ID": TENANT,
+                "DEPLOYPLANE_POLL_INTERVAL": "1",
+            },
+        )
+        console.print(f"[green]✓[/green] operator started (log: {STATE / 'operator.log'})")
+        all_ready = _watch(cluster, timeout, started)
+    except KeyboardInterrupt:
+        console.print("\ninterrupted: stopping everything the demo started")
+        _stop_all()
+        raise typer.Exit(130) from None
+    except (DevClusterError, ToolsNotFound, RuntimeError) as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        _stop_all()
+        raise typer.Exit(1) from None
+    _print_next_steps(cluster)
+    if not all_ready:
+        console.print(
+            f"[red]not every example became Ready within {timeout:.0f}s[/red]; "
+            f"see {STATE / 'operator.log'}"
+        )
+        raise typer.Exit(1)
+
+
+def _watch(cluster: DevCluster, timeout: float, started: float) -> bool:
+    deadline = time.monotonic() + timeout
+    with cluster.admin() as api, Live(console=console, refresh_per_second=4) as live:
+        while True:
+            rows = _rows(api)
+            live.update(_table(rows, time.monotonic() - started))
+            if rows and all(r["ready"] == "True" for r in rows):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.5)
+
+
+def _print_next_steps(cluster: DevCluster) -> None:
+    kubectl = cluster.tools.kubectl
+    console.print(
+        "\n[bold]Everything is running in the background.[/bold]\n"
+        f"  export KUBECONFIG={cluster.kubeconfig}\n"
+        f"  {kubectl} get agentdeployments,listeners -n {NAMESPACE} -o wide\n"
+        f"  {kubectl} describe agentdeployment support-bot -n {NAMESPACE}\n"
+        f"  deployplane deployments list --url $(cat {STATE / 'emulator.url'}) "
+        f"--api-key {DEMO_API_KEY}\n"
+        "Stop it all with: make demo-down   (or: deployplane demo down)"
+    )
+
+
+@app.command()
+def down() -> None:
+    """Stop the operator, the emulator and the cluster, and remove the demo's state."""
+    if not STATE.exists():
+        console.print("no demo is running")
+        return
+    _stop_all()
+    shutil.rmtree(STATE, ignore_errors=True)
+    console.print("demo stopped")
+
+
+@app.command()
+def status() -> None:
+    """Print the demo's resources as JSON (for scripts)."""
+    cluster = attach(STATE / "cluster")
+    if cluster is None or not cluster.ready():
+        console.print("no demo is running")
+        raise typer.Exit(1)
+    with cluster.admin() as api:
+        print(json.dumps(_rows(api), indent=2))
