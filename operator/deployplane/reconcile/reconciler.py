@@ -142,10 +142,23 @@ class Reconciler(Generic[SpecT]):
         `resync_due` forces a full observation even while only polling a revision."""
         events: list[EventRecord] = []
         ext: ExternalClient[SpecT] | None = None
+        # The status as it stands after this pass's durable writes (marker, id): the
+        # outcome builds on it, so that a later error cannot bring back a cleared marker
+        # or drop a marker written for a create whose answer never came.
+        written = dict(mr.status)
+
+        async def write_through(patch: dict[str, Any]) -> None:
+            await write_status(patch)
+            for key, value in patch.items():
+                if value is None:
+                    written.pop(key, None)
+                else:
+                    written[key] = value
+
         try:
             ext = await self._connecter.connect(mr)
             obs = await self._sync(
-                mr, ext, write_status, events, full=self._wants_full(mr, resync_due)
+                mr, ext, write_through, events, full=self._wants_full(mr, resync_due)
             )
             verdict = _Verdict(
                 phase=obs.phase,
@@ -167,7 +180,7 @@ class Reconciler(Generic[SpecT]):
                 terminal=terminal,
                 retry_after=exc.retry_after,
             )
-        return compose_outcome(mr.status, mr.generation, verdict, attempt, events, self.timing)
+        return compose_outcome(written, mr.generation, verdict, attempt, events, self.timing)
 
     def invalid_spec(self, status: Mapping[str, Any], generation: int, message: str) -> Outcome:
         """The outcome for a spec that cannot even be read: stalled until it changes."""
