@@ -374,7 +374,12 @@ def _transition_events(previous: list[Condition], current: list[Condition]) -> l
         if not flipped:
             continue
         if c.type == ConditionType.READY and c.status == TRUE:
-            out.append(EventRecord("Normal", c.reason, c.message or "Ready"))
+            event = EventRecord("Normal", c.reason, c.message or "Ready")
         elif (c.type, c.status) in _WARNING_TRANSITIONS:
-            out.append(EventRecord("Warning", c.reason, c.message))
+            event = EventRecord("Warning", c.reason, c.message)
+        else:
+            continue
+        # A terminal error flips Synced and Stalled together: one event says it.
+        if event not in out:
+            out.append(event)
     return out
