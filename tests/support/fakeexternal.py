@@ -1,0 +1,143 @@
+"""Function-adapter fakes of `ExternalClient` and `Connecter`, after crossplane-runtime's
+`ExternalClientFns`: every method is a field with a harmless default, so a test sets
+only the behaviour it is about. Every call, and every status write made through
+`ExternalFns.write_status`, lands in one ordered journal, so tests can prove order
+(the create-pending marker before the create, the id right after it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from deployplane.crd.specs import DeletionPolicy
+from deployplane.crd.status import Reason
+from deployplane.reconcile.external import Managed, Observation, Phase
+
+T = TypeVar("T")
+Call = tuple[Any, ...]
+
+DEP_ID = "dep-1"
+
+
+class FakeSpec(BaseModel):
+    """The smallest spec the generic reconciler can drive."""
+
+    deletion_policy: DeletionPolicy = DeletionPolicy.DELETE
+
+
+Mr = Managed[FakeSpec]
+
+
+def observed(
+    external_id: str = DEP_ID,
+    phase: Phase = Phase.READY,
+    reason: str = Reason.DEPLOYED,
+    message: str = "",
+    *,
+    up_to_date: bool = True,
+    drift: tuple[str, ...] = (),
+    **status: Any,
+) -> Observation:
+    """An observation of an existing resource."""
+    return Observation(
+        exists=True,
+        up_to_date=up_to_date,
+        status={"deploymentId": external_id, **status},
+        phase=phase,
+        reason=reason,
+        message=message,
+        drift=drift,
+    )
+
+
+def raises(exc: BaseException) -> Callable[..., Any]:
+    """A behaviour that fails with `exc`."""
+
+    def fail(*_: Any) -> Any:
+        raise exc
+
+    return fail
+
+
+def returns(*values: T) -> Callable[..., T]:
+    """A behaviour that returns `values` one after another, then the last one again."""
+    it: Iterator[T] = iter(values)
+    last: list[T] = []
+
+    def next_value(*_: Any) -> T:
+        for value in it:
+            last[:] = [value]
+            return value
+        return last[0]
+
+    return next_value
+
+
+def _synced(latest: Observation) -> Observation:
+    return replace(latest, up_to_date=True, drift=())
+
+
+@dataclass
+class ExternalFns:
+    """ExternalClient[FakeSpec] whose behaviour is plain functions."""
+
+    journal: list[Call] = field(default_factory=list)
+    id_field: str = "deploymentId"
+    key: str = "agent"
+    adopt: str | None = None
+    observe_fn: Callable[[str, bool], Observation] = lambda external_id, _full: observed(
+        external_id
+    )
+    find_fn: Callable[[], str | None] = lambda: None
+    create_fn: Callable[[], Observation] = lambda: observed(
+        "dep-new", Phase.PROGRESSING, Reason.CREATING
+    )
+    update_fn: Callable[[Observation], Observation] = _synced
+    delete_fn: Callable[[str], bool] = lambda _external_id: True
+
+    def adopt_id(self, mr: Mr) -> str | None:
+        return self.adopt
+
+    def natural_key(self, mr: Mr) -> str:
+        return self.key
+
+    async def observe(self, mr: Mr, external_id: str, *, full: bool) -> Observation:
+        self.journal.append(("observe", external_id, full))
+        return self.observe_fn(external_id, full)
+
+    async def find(self, mr: Mr) -> str | None:
+        self.journal.append(("find",))
+        return self.find_fn()
+
+    async def create(self, mr: Mr) -> Observation:
+        self.journal.append(("create",))
+        return self.create_fn()
+
+    async def update(self, mr: Mr, latest: Observation) -> Observation:
+        self.journal.append(("update",))
+        return self.update_fn(latest)
+
+    async def delete(self, mr: Mr, external_id: str) -> bool:
+        self.journal.append(("delete", external_id))
+        return self.delete_fn(external_id)
+
+    async def write_status(self, patch: dict[str, Any]) -> None:
+        """A StatusWriter that journals the patch (None values delete keys)."""
+        self.journal.append(("write", patch))
+
+
+@dataclass
+class ConnecterFns:
+    """Connecter[FakeSpec] handing out one ExternalFns (or failing to connect)."""
+
+    ext: ExternalFns
+    connect_error: BaseException | None = None
+
+    async def connect(self, mr: Mr) -> ExternalFns:
+        self.ext.journal.append(("connect",))
+        if self.connect_error is not None:
+            raise self.connect_error
+        return self.ext

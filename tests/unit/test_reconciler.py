@@ -1,0 +1,840 @@
+"""The generic reconciler against a function-adapter fake, as tables of case -> want.
+
+Every case runs one `Reconciler.reconcile` pass and compares one summary dict (the
+conditions, which lastTransitionTimes moved, the calls in order with the status writes
+interleaved, chosen status fields, the requeue, settled, the events) with the wanted
+one, so a failure shows a readable dict diff. No emulator, no Kubernetes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from tests.support.fakeexternal import (
+    DEP_ID,
+    Call,
+    ConnecterFns,
+    ExternalFns,
+    FakeSpec,
+    observed,
+    raises,
+    returns,
+)
+
+from deployplane.api import errors
+from deployplane.crd.specs import DeletionPolicy
+from deployplane.crd.status import Reason
+from deployplane.reconcile.external import ABSENT, DependencyNotReady, Managed, Phase
+from deployplane.reconcile.reconciler import CREATE_PENDING, Outcome, Reconciler, Timing, classify
+
+OLD = "2020-01-01T00:00:00Z"
+ABSENT_FIELD = "<absent>"
+ALL = ["Ready", "Reconciling", "Stalled", "Synced"]
+TIMING = Timing()  # poll 2 s -> 30 s, retry 2 s -> 120 s, resync 600 s
+
+MARKER_VALUE = {"key": "agent", "resourceVersion": "7"}
+MARKER = {CREATE_PENDING: MARKER_VALUE}
+
+OK = "True/ReconcileSuccess"
+IDLE = "False/ReconcileSuccess"
+
+
+def conditions(
+    ready: str, synced: str = OK, reconciling: str = IDLE, stalled: str = IDLE, gen: int = 1
+) -> list[dict[str, Any]]:
+    """Conditions as a previous pass wrote them, all with an old lastTransitionTime."""
+    out = []
+    for type_, value in (
+        ("Ready", ready),
+        ("Synced", synced),
+        ("Reconciling", reconciling),
+        ("Stalled", stalled),
+    ):
+        status, reason = value.split("/")
+        out.append(
+            {
+                "type": type_,
+                "status": status,
+                "reason": reason,
+                "message": "",
+                "lastTransitionTime": OLD,
+                "observedGeneration": gen,
+            }
+        )
+    return out
+
+
+SETTLED: dict[str, Any] = {
+    "deploymentId": DEP_ID,
+    "observedGeneration": 1,
+    "conditions": conditions("True/Deployed"),
+}
+POLLING: dict[str, Any] = {
+    "deploymentId": DEP_ID,
+    "observedGeneration": 1,
+    "conditions": conditions("False/RevisionInProgress", reconciling="True/RevisionInProgress"),
+}
+JUST_CREATED: dict[str, Any] = {
+    "deploymentId": DEP_ID,
+    "observedGeneration": 1,
+    "conditions": conditions("False/Creating", reconciling="True/Creating"),
+}
+
+PROGRESSING = observed(phase=Phase.PROGRESSING, reason=Reason.REVISION_IN_PROGRESS)
+BUILD_FAILED_MSG = "Revision rev-1 ended BUILD_FAILED; change the spec to roll a new one"
+
+UNAVAILABLE = errors.Unavailable("GET /v2/deployments/{deployment_id}: 503 Service Unavailable")
+CONFLICT = errors.Conflict("POST /v2/deployments: 409 Conflict: name agent is taken")
+NOT_READY = DependencyNotReady("Secret llm-keys has no key openai")
+UNAUTHORIZED_MSG = "GET /v2/deployments/{deployment_id}: 401 Unauthorized"
+FORBIDDEN_MSG = "GET /v2/deployments/{deployment_id}: 403 Forbidden"
+INVALID_MSG = "PATCH /v2/deployments/{deployment_id}: 422 Unprocessable Entity: bad image"
+
+CONNECT: Call = ("connect",)
+CREATE: Call = ("create",)
+FIND: Call = ("find",)
+UPDATE: Call = ("update",)
+WRITE_MARKER: Call = ("write", MARKER)
+
+
+def observe(external_id: str = DEP_ID, full: bool = True) -> Call:
+    return ("observe", external_id, full)
+
+
+def write_id(external_id: str) -> Call:
+    return ("write", {"deploymentId": external_id, CREATE_PENDING: None})
+
+
+@dataclass(frozen=True)
+class Want:
+    conditions: dict[str, str]
+    """Condition type -> "status/reason"."""
+    moved: list[str]
+    """Condition types whose lastTransitionTime moved (the others kept theirs)."""
+    calls: list[Call]
+    requeue_after: float
+    settled: bool
+    events: list[tuple[str, str, str]] = field(default_factory=list)
+    status: dict[str, Any] = field(default_factory=dict)
+    """Status fields to check; ABSENT_FIELD when the field must not be there."""
+    messages: dict[str, str] = field(default_factory=dict)
+    """Condition type -> message, for the conditions whose message matters."""
+
+
+@dataclass(frozen=True)
+class Case:
+    status: dict[str, Any]
+    want: Want
+    fns: dict[str, Any] = field(default_factory=dict)
+    connect_error: BaseException | None = None
+    generation: int = 1
+    attempt: int = 0
+    resync_due: bool = False
+
+
+def managed(status: dict[str, Any], generation: int = 1, **spec: Any) -> Managed[FakeSpec]:
+    return Managed(
+        namespace="team-a",
+        name="agent",
+        uid="uid-1",
+        generation=generation,
+        spec=FakeSpec(**spec),
+        status=status,
+        resource_version="7",
+    )
+
+
+def summary(outcome: Outcome, journal: list[Call], want: Want) -> dict[str, Any]:
+    conds = {c["type"]: c for c in outcome.status["conditions"]}
+    return {
+        "conditions": {t: f"{c['status']}/{c['reason']}" for t, c in conds.items()},
+        "moved": sorted(t for t, c in conds.items() if c["lastTransitionTime"] != OLD),
+        "calls": journal,
+        "requeue_after": outcome.requeue_after,
+        "settled": outcome.settled,
+        "events": [(e.type, e.reason, e.message) for e in outcome.events],
+        "status": {k: outcome.status.get(k, ABSENT_FIELD) for k in want.status},
+        "messages": {t: conds[t]["message"] for t in want.messages},
+    }
+
+
+def wanted(want: Want) -> dict[str, Any]:
+    return {
+        "conditions": want.conditions,
+        "moved": sorted(want.moved),
+        "calls": want.calls,
+        "requeue_after": want.requeue_after,
+        "settled": want.settled,
+        "events": want.events,
+        "status": want.status,
+        "messages": want.messages,
+    }
+
+
+def conds(
+    ready: str, synced: str = OK, reconciling: str = IDLE, stalled: str = IDLE
+) -> dict[str, str]:
+    return {"Ready": ready, "Synced": synced, "Reconciling": reconciling, "Stalled": stalled}
+
+
+def stalled_by(reason: str, message: str, *, moved: list[str], calls: list[Call]) -> Want:
+    """What a terminal control-plane error looks like from a settled resource."""
+    return Want(
+        conditions=conds(f"False/{reason}", f"False/{reason}", IDLE, f"True/{reason}"),
+        moved=moved,
+        calls=calls,
+        requeue_after=TIMING.resync,
+        settled=True,
+        events=[("Warning", reason, message)],
+        messages={"Stalled": message, "Synced": message},
+    )
+
+
+CASES: dict[str, Case] = {
+    # ------------------------------------------------------------------ create
+    "no id: marker written before create, id written right after": Case(
+        status={},
+        want=Want(
+            conditions=conds("False/Creating", reconciling="True/Creating"),
+            moved=ALL,
+            calls=[CONNECT, WRITE_MARKER, CREATE, write_id("dep-new")],
+            requeue_after=2.0,
+            settled=False,
+            events=[("Normal", "Created", "Created deployment dep-new")],
+            status={
+                "deploymentId": "dep-new",
+                CREATE_PENDING: ABSENT_FIELD,
+                "observedGeneration": 1,
+            },
+        ),
+    ),
+    "create fails retryably: the marker stays for the next pass to look up": Case(
+        status={},
+        fns={"create_fn": raises(UNAVAILABLE)},
+        want=Want(
+            conditions=conds(
+                "Unknown/ControlPlaneUnavailable",
+                "False/ControlPlaneUnavailable",
+                "True/ControlPlaneUnavailable",
+            ),
+            moved=ALL,
+            calls=[CONNECT, WRITE_MARKER, CREATE],
+            requeue_after=2.0,
+            settled=False,
+            events=[("Warning", "ControlPlaneUnavailable", str(UNAVAILABLE))],
+            status={CREATE_PENDING: MARKER_VALUE, "deploymentId": ABSENT_FIELD},
+        ),
+    ),
+    # ----------------------------------------------------------------- observe
+    "id known, up to date: one full observe, no update, nothing changes": Case(
+        status=SETTLED,
+        want=Want(
+            conditions=conds("True/Deployed"),
+            moved=[],
+            calls=[CONNECT, observe()],
+            requeue_after=600.0,
+            settled=True,
+            status={"deploymentId": DEP_ID},
+        ),
+    ),
+    "revision in progress, spec unchanged: poll only (full=False)": Case(
+        status=POLLING,
+        fns={"observe_fn": returns(PROGRESSING)},
+        attempt=1,
+        want=Want(
+            conditions=conds("False/RevisionInProgress", reconciling="True/RevisionInProgress"),
+            moved=[],
+            calls=[CONNECT, observe(full=False)],
+            requeue_after=3.0,
+            settled=False,
+        ),
+    ),
+    "polling: drift is left for the next full observation": Case(
+        status=POLLING,
+        fns={
+            "observe_fn": returns(
+                observed(
+                    phase=Phase.PROGRESSING, reason=Reason.REVISION_IN_PROGRESS, up_to_date=False
+                )
+            )
+        },
+        want=Want(
+            conditions=conds("False/RevisionInProgress", reconciling="True/RevisionInProgress"),
+            moved=[],
+            calls=[CONNECT, observe(full=False)],
+            requeue_after=2.0,
+            settled=False,
+        ),
+    ),
+    "polling but resync due: full observation": Case(
+        status=POLLING,
+        resync_due=True,
+        fns={"observe_fn": returns(PROGRESSING)},
+        want=Want(
+            conditions=conds("False/RevisionInProgress", reconciling="True/RevisionInProgress"),
+            moved=[],
+            calls=[CONNECT, observe()],
+            requeue_after=2.0,
+            settled=False,
+        ),
+    ),
+    "polling but the spec changed (new generation): full observation": Case(
+        status=POLLING,
+        generation=2,
+        fns={"observe_fn": returns(PROGRESSING)},
+        want=Want(
+            conditions=conds("False/RevisionInProgress", reconciling="True/RevisionInProgress"),
+            moved=[],
+            calls=[CONNECT, observe()],
+            requeue_after=2.0,
+            settled=False,
+            status={"observedGeneration": 2},
+        ),
+    ),
+    "reason changes without a status flip: lastTransitionTime kept": Case(
+        status=JUST_CREATED,
+        fns={"observe_fn": returns(PROGRESSING)},
+        want=Want(
+            conditions=conds("False/RevisionInProgress", reconciling="True/RevisionInProgress"),
+            moved=[],
+            calls=[CONNECT, observe(full=False)],
+            requeue_after=2.0,
+            settled=False,
+        ),
+    ),
+    "drifted: update, Updated event naming the fields": Case(
+        status=SETTLED,
+        fns={
+            "observe_fn": returns(
+                observed(up_to_date=False, drift=("sourceRevisionConfig.imageUri",))
+            ),
+            "update_fn": returns(
+                observed(
+                    phase=Phase.PROGRESSING,
+                    reason=Reason.REVISION_IN_PROGRESS,
+                    latestRevisionId="rev-2",
+                )
+            ),
+        },
+        want=Want(
+            conditions=conds("False/RevisionInProgress", reconciling="True/RevisionInProgress"),
+            moved=["Ready", "Reconciling"],
+            calls=[CONNECT, observe(), UPDATE],
+            requeue_after=2.0,
+            settled=False,
+            events=[
+                (
+                    "Normal",
+                    "Updated",
+                    "Brought sourceRevisionConfig.imageUri in line with the spec",
+                )
+            ],
+            status={"latestRevisionId": "rev-2"},
+        ),
+    ),
+    "PROGRESSING from settled: Ready False, Reconciling True, poll in 2 s": Case(
+        status=SETTLED,
+        fns={"observe_fn": returns(PROGRESSING)},
+        want=Want(
+            conditions=conds("False/RevisionInProgress", reconciling="True/RevisionInProgress"),
+            moved=["Ready", "Reconciling"],
+            calls=[CONNECT, observe()],
+            requeue_after=2.0,
+            settled=False,
+        ),
+    ),
+    "FAILED phase while polling: Stalled with the phase reason, still Synced": Case(
+        status=POLLING,
+        fns={
+            "observe_fn": returns(
+                observed(phase=Phase.FAILED, reason=Reason.BUILD_FAILED, message=BUILD_FAILED_MSG)
+            )
+        },
+        want=Want(
+            conditions=conds("False/BuildFailed", OK, IDLE, "True/BuildFailed"),
+            moved=["Reconciling", "Stalled"],
+            calls=[CONNECT, observe(full=False)],
+            requeue_after=600.0,
+            settled=True,
+            events=[("Warning", "BuildFailed", BUILD_FAILED_MSG)],
+            messages={"Ready": BUILD_FAILED_MSG, "Stalled": BUILD_FAILED_MSG},
+        ),
+    ),
+    # ------------------------------------------------------------------- adopt
+    "adopt id from spec, exists: Adopted, no create, no write": Case(
+        status={},
+        fns={"adopt": "dep-adopt"},
+        want=Want(
+            conditions=conds("True/Deployed"),
+            moved=ALL,
+            calls=[CONNECT, observe("dep-adopt")],
+            requeue_after=600.0,
+            settled=True,
+            events=[
+                ("Normal", "Adopted", "Adopted deployment dep-adopt"),
+                ("Normal", "Deployed", "Ready"),
+            ],
+            status={"deploymentId": "dep-adopt"},
+        ),
+    ),
+    "adopt id from spec, absent: Stalled NotFound, never created": Case(
+        status={},
+        fns={"adopt": "dep-adopt", "observe_fn": returns(ABSENT)},
+        want=Want(
+            conditions=conds("False/NotFound", "False/NotFound", IDLE, "True/NotFound"),
+            moved=ALL,
+            calls=[CONNECT, observe("dep-adopt")],
+            requeue_after=600.0,
+            settled=True,
+            events=[
+                (
+                    "Warning",
+                    "NotFound",
+                    "deployment dep-adopt to adopt (spec) does not exist on the control plane",
+                )
+            ],
+            status={"deploymentId": ABSENT_FIELD},
+        ),
+    ),
+    "id known but gone: Warning, then created again": Case(
+        status=SETTLED,
+        fns={"observe_fn": returns(ABSENT)},
+        want=Want(
+            conditions=conds("False/Creating", reconciling="True/Creating"),
+            moved=["Ready", "Reconciling"],
+            calls=[
+                CONNECT,
+                observe(),
+                ("write", {"deploymentId": None}),
+                WRITE_MARKER,
+                CREATE,
+                write_id("dep-new"),
+            ],
+            requeue_after=2.0,
+            settled=False,
+            events=[
+                (
+                    "Warning",
+                    "ExternalResourceGone",
+                    "deployment dep-1 disappeared from the control plane; creating it again",
+                ),
+                ("Normal", "Created", "Created deployment dep-new"),
+            ],
+            status={"deploymentId": "dep-new"},
+        ),
+    ),
+    # ------------------------------------------------------ crash-safe creation
+    "create pending, find hit: adopted, no create": Case(
+        status=MARKER,
+        fns={"find_fn": returns("dep-found")},
+        want=Want(
+            conditions=conds("True/Deployed"),
+            moved=ALL,
+            calls=[CONNECT, FIND, write_id("dep-found"), observe("dep-found")],
+            requeue_after=600.0,
+            settled=True,
+            events=[
+                ("Normal", "Adopted", "Recovered deployment dep-found after restart"),
+                ("Normal", "Deployed", "Ready"),
+            ],
+            status={"deploymentId": "dep-found", CREATE_PENDING: ABSENT_FIELD},
+        ),
+    ),
+    "create pending, find miss: created": Case(
+        status=MARKER,
+        want=Want(
+            conditions=conds("False/Creating", reconciling="True/Creating"),
+            moved=ALL,
+            calls=[CONNECT, FIND, WRITE_MARKER, CREATE, write_id("dep-new")],
+            requeue_after=2.0,
+            settled=False,
+            events=[("Normal", "Created", "Created deployment dep-new")],
+            status={"deploymentId": "dep-new", CREATE_PENDING: ABSENT_FIELD},
+        ),
+    ),
+    "Conflict on create without a prior marker: Stalled Conflict, marker cleared": Case(
+        status={},
+        fns={"create_fn": raises(CONFLICT)},
+        want=Want(
+            conditions=conds("False/Conflict", "False/Conflict", IDLE, "True/Conflict"),
+            moved=ALL,
+            calls=[CONNECT, WRITE_MARKER, CREATE, ("write", {CREATE_PENDING: None})],
+            requeue_after=600.0,
+            settled=True,
+            events=[("Warning", "Conflict", str(CONFLICT))],
+            status={CREATE_PENDING: ABSENT_FIELD, "deploymentId": ABSENT_FIELD},
+        ),
+    ),
+    "Conflict with a prior marker, find hit: our own create, adopted": Case(
+        status=MARKER,
+        fns={"create_fn": raises(CONFLICT), "find_fn": returns(None, "dep-found")},
+        want=Want(
+            conditions=conds("True/Deployed"),
+            moved=ALL,
+            calls=[
+                CONNECT,
+                FIND,
+                WRITE_MARKER,
+                CREATE,
+                FIND,
+                observe("dep-found"),
+                write_id("dep-found"),
+            ],
+            requeue_after=600.0,
+            settled=True,
+            events=[
+                ("Normal", "Created", "Created deployment dep-found"),
+                ("Normal", "Deployed", "Ready"),
+            ],
+            status={"deploymentId": "dep-found", CREATE_PENDING: ABSENT_FIELD},
+        ),
+    ),
+    "Conflict with a prior marker, find miss: Stalled Conflict, marker cleared": Case(
+        status=MARKER,
+        fns={"create_fn": raises(CONFLICT)},
+        want=Want(
+            conditions=conds("False/Conflict", "False/Conflict", IDLE, "True/Conflict"),
+            moved=ALL,
+            calls=[
+                CONNECT,
+                FIND,
+                WRITE_MARKER,
+                CREATE,
+                FIND,
+                ("write", {CREATE_PENDING: None}),
+            ],
+            requeue_after=600.0,
+            settled=True,
+            events=[("Warning", "Conflict", str(CONFLICT))],
+            status={CREATE_PENDING: ABSENT_FIELD, "deploymentId": ABSENT_FIELD},
+        ),
+    ),
+    # ------------------------------------------------------------------ errors
+    "DependencyNotReady on connect (fresh): waits, not Stalled, Ready Unknown": Case(
+        status={},
+        connect_error=NOT_READY,
+        want=Want(
+            conditions=conds(
+                "Unknown/DependencyNotReady",
+                "False/DependencyNotReady",
+                "True/DependencyNotReady",
+                IDLE,
+            ),
+            moved=ALL,
+            calls=[CONNECT],
+            requeue_after=2.0,
+            settled=False,
+            events=[("Warning", "DependencyNotReady", "Secret llm-keys has no key openai")],
+            messages={"Synced": "Secret llm-keys has no key openai"},
+        ),
+    ),
+    "DependencyNotReady on observe: Ready kept, backoff grows with attempt": Case(
+        status=SETTLED,
+        fns={"observe_fn": raises(NOT_READY)},
+        attempt=2,
+        want=Want(
+            conditions=conds(
+                "True/Deployed", "False/DependencyNotReady", "True/DependencyNotReady", IDLE
+            ),
+            moved=["Reconciling", "Synced"],
+            calls=[CONNECT, observe()],
+            requeue_after=8.0,
+            settled=False,
+            events=[("Warning", "DependencyNotReady", "Secret llm-keys has no key openai")],
+        ),
+    ),
+    "Unavailable: Synced False, Ready kept from before, retry in 2 s": Case(
+        status=SETTLED,
+        fns={"observe_fn": raises(UNAVAILABLE)},
+        want=Want(
+            conditions=conds(
+                "True/Deployed",
+                "False/ControlPlaneUnavailable",
+                "True/ControlPlaneUnavailable",
+                IDLE,
+            ),
+            moved=["Reconciling", "Synced"],
+            calls=[CONNECT, observe()],
+            requeue_after=2.0,
+            settled=False,
+            events=[("Warning", "ControlPlaneUnavailable", str(UNAVAILABLE))],
+        ),
+    ),
+    "RateLimited: Synced False RateLimited, Retry-After honoured": Case(
+        status=SETTLED,
+        fns={
+            "observe_fn": raises(
+                errors.RateLimited("GET /v2/deployments: 429 Too Many Requests", retry_after=30.0)
+            )
+        },
+        want=Want(
+            conditions=conds("True/Deployed", "False/RateLimited", "True/RateLimited", IDLE),
+            moved=["Reconciling", "Synced"],
+            calls=[CONNECT, observe()],
+            requeue_after=30.0,
+            settled=False,
+            events=[("Warning", "RateLimited", "GET /v2/deployments: 429 Too Many Requests")],
+        ),
+    ),
+    "Invalid: Stalled InvalidSpec, requeue at resync": Case(
+        status=SETTLED,
+        fns={"observe_fn": raises(errors.Invalid(INVALID_MSG))},
+        want=stalled_by(
+            "InvalidSpec",
+            INVALID_MSG,
+            moved=["Ready", "Stalled", "Synced"],
+            calls=[CONNECT, observe()],
+        ),
+    ),
+    "Unauthorized: Stalled, the message says the key was refused": Case(
+        status=SETTLED,
+        fns={"observe_fn": raises(errors.Unauthorized(UNAUTHORIZED_MSG))},
+        want=stalled_by(
+            "Unauthorized",
+            f"the control plane refused the API key: {UNAUTHORIZED_MSG}",
+            moved=["Ready", "Stalled", "Synced"],
+            calls=[CONNECT, observe()],
+        ),
+    ),
+    "Forbidden: Stalled, the message says the key may not act here": Case(
+        status=SETTLED,
+        fns={"observe_fn": raises(errors.Forbidden(FORBIDDEN_MSG))},
+        want=stalled_by(
+            "Forbidden",
+            f"the API key may not act in this workspace: {FORBIDDEN_MSG}",
+            moved=["Ready", "Stalled", "Synced"],
+            calls=[CONNECT, observe()],
+        ),
+    ),
+    "Unauthorized on create: Stalled, never retried in a loop": Case(
+        status={},
+        fns={"create_fn": raises(errors.Unauthorized("POST /v2/deployments: 401 Unauthorized"))},
+        want=Want(
+            conditions=conds("False/Unauthorized", "False/Unauthorized", IDLE, "True/Unauthorized"),
+            moved=ALL,
+            calls=[CONNECT, WRITE_MARKER, CREATE],
+            requeue_after=600.0,
+            settled=True,
+            events=[
+                (
+                    "Warning",
+                    "Unauthorized",
+                    "the control plane refused the API key: POST /v2/deployments: 401 Unauthorized",
+                )
+            ],
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+async def test_reconcile(case: Case) -> None:
+    ext = ExternalFns(**case.fns)
+    reconciler = Reconciler(
+        ConnecterFns(ext, connect_error=case.connect_error), kind="deployment", timing=TIMING
+    )
+    outcome = await reconciler.reconcile(
+        managed(case.status, case.generation),
+        write_status=ext.write_status,
+        attempt=case.attempt,
+        resync_due=case.resync_due,
+    )
+    assert summary(outcome, ext.journal, case.want) == wanted(case.want)
+
+
+# ------------------------------------------------------------------- backoff
+
+
+@pytest.mark.parametrize(
+    ("attempt", "want"),
+    [(0, 2.0), (1, 3.0), (2, 4.5), (3, 6.75), (5, 15.1875), (6, 22.78125), (7, 30.0), (50, 30.0)],
+)
+async def test_poll_delay_grows_from_2_to_a_30_second_cap(attempt: int, want: float) -> None:
+    ext = ExternalFns(observe_fn=returns(PROGRESSING))
+    outcome = await Reconciler(ConnecterFns(ext), kind="deployment", timing=TIMING).reconcile(
+        managed(POLLING), write_status=ext.write_status, attempt=attempt
+    )
+    assert (outcome.requeue_after, outcome.settled) == (want, False)
+
+
+RETRY_CASES = {
+    "first retry": (errors.Unavailable("503"), 0, 2.0),
+    "doubles": (errors.Unavailable("503"), 1, 4.0),
+    "doubles again": (errors.Unavailable("503"), 3, 16.0),
+    "capped at 120 s": (errors.Unavailable("503"), 9, 120.0),
+    "Retry-After longer than the backoff wins": (
+        errors.Unavailable("503", retry_after=45.0),
+        0,
+        45.0,
+    ),
+    "backoff longer than Retry-After wins": (errors.Unavailable("503", retry_after=1.0), 3, 16.0),
+    "rate limited, Retry-After": (errors.RateLimited("429", retry_after=90.0), 2, 90.0),
+    "rate limited, no Retry-After": (errors.RateLimited("429"), 2, 8.0),
+    "dependency not ready": (DependencyNotReady("Listener l not found"), 4, 32.0),
+}
+
+
+@pytest.mark.parametrize(("exc", "attempt", "want"), RETRY_CASES.values(), ids=RETRY_CASES.keys())
+async def test_retry_backoff_grows_with_attempt_and_honours_retry_after(
+    exc: Exception, attempt: int, want: float
+) -> None:
+    ext = ExternalFns(observe_fn=raises(exc))
+    outcome = await Reconciler(ConnecterFns(ext), kind="deployment", timing=TIMING).reconcile(
+        managed(SETTLED), write_status=ext.write_status, attempt=attempt
+    )
+    assert (outcome.requeue_after, outcome.settled) == (want, False)
+
+
+CLASSIFY_CASES = {
+    "NotFound": (errors.NotFound("404"), (Reason.NOT_FOUND, True)),
+    "Conflict": (errors.Conflict("409"), (Reason.CONFLICT, True)),
+    "Invalid": (errors.Invalid("422"), (Reason.INVALID_SPEC, True)),
+    "Unauthorized": (errors.Unauthorized("401"), (Reason.UNAUTHORIZED, True)),
+    "Forbidden": (errors.Forbidden("403"), (Reason.FORBIDDEN, True)),
+    "RateLimited": (errors.RateLimited("429"), (Reason.RATE_LIMITED, False)),
+    "Unavailable": (errors.Unavailable("503"), (Reason.CONTROL_PLANE_UNAVAILABLE, False)),
+    "local misconfiguration": (errors.ControlPlaneError("bad URL"), (Reason.INVALID_SPEC, True)),
+}
+
+
+@pytest.mark.parametrize(("exc", "want"), CLASSIFY_CASES.values(), ids=CLASSIFY_CASES.keys())
+def test_classify(exc: errors.ControlPlaneError, want: tuple[Reason, bool]) -> None:
+    assert classify(exc) == want
+
+
+# --------------------------------------------------- steady state and events
+
+
+async def test_steady_state_outcome_is_the_current_status_exactly() -> None:
+    """Nothing new -> the very same status (lastTransitionTime included): no write."""
+    for status, observation in ((SETTLED, observed()), (POLLING, PROGRESSING)):
+        ext = ExternalFns(observe_fn=returns(observation))
+        outcome = await Reconciler(ConnecterFns(ext), kind="deployment", timing=TIMING).reconcile(
+            managed(status), write_status=ext.write_status
+        )
+        assert outcome.status == status
+        assert outcome.events == ()
+        assert [c for c in ext.journal if c[0] == "write"] == []
+
+
+async def test_events_only_on_transitions() -> None:
+    """A scripted life: each pass feeds the previous outcome's status to the next."""
+    script: list[tuple[str, Any, list[tuple[str, str]]]] = [
+        ("create", None, [("Normal", "Created")]),
+        ("still building", returns(PROGRESSING), []),
+        ("still building again", returns(PROGRESSING), []),
+        ("deployed", returns(observed()), [("Normal", "Deployed")]),
+        ("steady", returns(observed()), []),
+        ("outage", raises(UNAVAILABLE), [("Warning", "ControlPlaneUnavailable")]),
+        ("outage goes on", raises(UNAVAILABLE), []),
+        ("back", returns(observed()), []),
+        ("key revoked", raises(errors.Unauthorized("401")), [("Warning", "Unauthorized")]),
+        ("key still revoked", raises(errors.Unauthorized("401")), []),
+        ("key restored", returns(observed()), [("Normal", "Deployed")]),
+        ("steady again", returns(observed()), []),
+    ]
+    ext = ExternalFns()
+    reconciler = Reconciler(ConnecterFns(ext), kind="deployment", timing=TIMING)
+    status: dict[str, Any] = {}
+    got, want = {}, {}
+    for name, behaviour, events in script:
+        if behaviour is not None:
+            ext.observe_fn = behaviour
+        outcome = await reconciler.reconcile(managed(status), write_status=ext.write_status)
+        status = outcome.status
+        got[name] = [(e.type, e.reason) for e in outcome.events]
+        want[name] = events
+    assert got == want
+
+
+async def test_a_flip_moves_lastTransitionTime_and_only_the_flipped_ones() -> None:
+    ext = ExternalFns(observe_fn=returns(PROGRESSING))
+    outcome = await Reconciler(ConnecterFns(ext), kind="deployment", timing=TIMING).reconcile(
+        managed(SETTLED), write_status=ext.write_status
+    )
+    times = {c["type"]: c["lastTransitionTime"] for c in outcome.status["conditions"]}
+    assert times["Synced"] == times["Stalled"] == OLD
+    assert times["Ready"] != OLD
+    assert times["Reconciling"] != OLD
+    assert times["Ready"].endswith("Z")
+
+
+# ---------------------------------------------------------------- invalid spec
+
+
+def test_invalid_spec_stalls_until_the_spec_changes() -> None:
+    message = "spec.source: Input should be 'git_host' or 'external_docker'"
+    reconciler = Reconciler(ConnecterFns(ExternalFns()), kind="deployment", timing=TIMING)
+    outcome = reconciler.invalid_spec(SETTLED, 2, message)
+    want = Want(
+        conditions=conds("False/InvalidSpec", "False/InvalidSpec", IDLE, "True/InvalidSpec"),
+        moved=["Ready", "Stalled", "Synced"],
+        calls=[],
+        requeue_after=600.0,
+        settled=True,
+        events=[("Warning", "InvalidSpec", message)],
+        status={"deploymentId": DEP_ID, "observedGeneration": 2},
+        messages={"Stalled": message, "Synced": message},
+    )
+    assert summary(outcome, [], want) == wanted(want)
+    # Once stalled, the same invalid spec again writes and announces nothing.
+    again = reconciler.invalid_spec(outcome.status, 2, message)
+    assert (again.status, again.events) == (outcome.status, ())
+
+
+# -------------------------------------------------------------------- finalize
+
+
+@dataclass(frozen=True)
+class FinalizeCase:
+    status: dict[str, Any]
+    want: bool
+    calls: list[Call]
+    policy: DeletionPolicy = DeletionPolicy.DELETE
+    fns: dict[str, Any] = field(default_factory=dict)
+
+
+FINALIZE_CASES: dict[str, FinalizeCase] = {
+    "Orphan: released at once, without even connecting": FinalizeCase(
+        status=SETTLED, policy=DeletionPolicy.ORPHAN, want=True, calls=[]
+    ),
+    "no id ever recorded: released": FinalizeCase(status={}, want=True, calls=[CONNECT]),
+    "id known, deletion still pending: not yet": FinalizeCase(
+        status=SETTLED,
+        fns={"delete_fn": returns(False)},
+        want=False,
+        calls=[CONNECT, ("delete", DEP_ID)],
+    ),
+    "id known, gone: released": FinalizeCase(
+        status=SETTLED, want=True, calls=[CONNECT, ("delete", DEP_ID)]
+    ),
+    "adopted id (spec only): deleted too": FinalizeCase(
+        status={}, fns={"adopt": "dep-adopt"}, want=True, calls=[CONNECT, ("delete", "dep-adopt")]
+    ),
+    "create pending: found by name, then deleted": FinalizeCase(
+        status=MARKER,
+        fns={"find_fn": returns("dep-found"), "delete_fn": returns(False)},
+        want=False,
+        calls=[CONNECT, FIND, ("delete", "dep-found")],
+    ),
+    "create pending, nothing found: released": FinalizeCase(
+        status=MARKER, want=True, calls=[CONNECT, FIND]
+    ),
+}
+
+
+@pytest.mark.parametrize("case", FINALIZE_CASES.values(), ids=FINALIZE_CASES.keys())
+async def test_finalize(case: FinalizeCase) -> None:
+    ext = ExternalFns(**case.fns)
+    reconciler = Reconciler(ConnecterFns(ext), kind="deployment", timing=TIMING)
+    gone = await reconciler.finalize(managed(case.status, deletion_policy=case.policy))
+    assert {"released": gone, "calls": ext.journal} == {"released": case.want, "calls": case.calls}
+
+
+async def test_finalize_propagates_control_plane_errors_for_the_handler_to_retry() -> None:
+    ext = ExternalFns(delete_fn=raises(UNAVAILABLE))
+    reconciler = Reconciler(ConnecterFns(ext), kind="deployment", timing=TIMING)
+    with pytest.raises(errors.Unavailable):
+        await reconciler.finalize(managed(SETTLED))
