@@ -29,7 +29,8 @@ async def _pipeline(request: Request) -> Pipeline:
 Db = Annotated[Database, Depends(_database)]
 PipelineDep = Annotated[Pipeline, Depends(_pipeline)]
 Limit = Annotated[int, Query(ge=1, le=100, description="Page size.")]
-Offset = Annotated[int, Query(ge=0, description="Index of the first item.")]
+# Bounded: SQLite integers are 64-bit, and no page starts beyond a billion items.
+Offset = Annotated[int, Query(ge=0, le=1_000_000_000, description="Index of the first item.")]
 
 
 def json_response(model: BaseModel, status_code: int = 200) -> Response:
