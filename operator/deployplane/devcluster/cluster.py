@@ -352,7 +352,13 @@ class DevCluster:
 
     def ready(self) -> bool:
         """True when every server runs and the apiserver's /readyz answers ok."""
-        return self.running() and self._get("/readyz", self._ssl_context()) == 200
+        if not self.running():
+            return False
+        try:
+            ctx = self._ssl_context()
+        except (OSError, ssl.SSLError):
+            return False  # certificates gone: a half-cleaned state directory
+        return self._get("/readyz", ctx) == 200
 
     def running(self) -> bool:
         return bool(self._procs) and all(p.alive() for p in self._procs)
