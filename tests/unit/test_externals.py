@@ -1,0 +1,1139 @@
+"""The AgentDeployment and Listener external clients against httpx.MockTransport.
+
+A scripted control plane (`FakeApi`: answers by method and path, records every call
+and body) and a tiny in-memory `Kube` stand in for the world. Tables of case -> want
+cover desired-body resolution, dependency errors, drift (what the PATCH carries), the
+call budget of observe, the phase of every revision status, find and delete; then the
+Listener client, `Connections` and the secrets digest. No emulator, no Kubernetes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import pytest
+
+from deployplane.api import errors
+from deployplane.api.client import ControlPlaneClient
+from deployplane.api.models import RevisionStatus, Secret
+from deployplane.crd.specs import AgentDeploymentSpec, ListenerSpec, LocalObjectReference
+from deployplane.crd.status import Reason
+from deployplane.externals.agentdeployment import (
+    AgentDeploymentConnecter,
+    AgentDeploymentExternal,
+    secrets_digest,
+)
+from deployplane.externals.connections import Connection, Connections
+from deployplane.externals.listener import ListenerConnecter, ListenerExternal
+from deployplane.reconcile.external import DependencyNotReady, Managed, Phase
+
+NS = "team-a"
+UID = "0b9a4c52-5b1e-4a8e-9d53-1f0c2a3b4c5d"
+API_KEY = "lsv2_sk_very-secret-key-0123456789"
+DEP = "11111111-1111-4111-8111-111111111111"
+REV = "22222222-2222-4222-8222-222222222222"
+REV2 = "22222222-2222-4222-8222-222222222223"
+LIS = "33333333-3333-4333-8333-333333333333"
+INT = "44444444-4444-4444-8444-444444444444"
+NOW = "2025-01-02T03:04:05Z"
+
+DEPLOYMENT_PATH = f"/v2/deployments/{DEP}"
+REVISION_PATH = f"{DEPLOYMENT_PATH}/revisions/{REV}"
+REPOS_PATH = f"/v1/integrations/git_host/{INT}/repos"
+LISTENER_PATH = f"/v2/listeners/{LIS}"
+
+GET_DEP = ("GET", DEPLOYMENT_PATH)
+GET_REV = ("GET", REVISION_PATH)
+PATCH_DEP = ("PATCH", DEPLOYMENT_PATH)
+DELETE_DEP = ("DELETE", DEPLOYMENT_PATH)
+
+
+# ------------------------------------------------------------------ the world
+
+
+Answer = tuple[int, Any]
+
+
+@dataclass
+class FakeApi:
+    """Answers (method, path) with scripted (status, json) answers, in turn; the last
+    answer repeats. Unscripted routes are 404. Every call and JSON body is recorded."""
+
+    routes: dict[tuple[str, str], list[Answer]] = field(default_factory=dict)
+    calls: list[tuple[str, str]] = field(default_factory=list)
+    bodies: list[tuple[str, str, Any]] = field(default_factory=list)
+    params: list[dict[str, str]] = field(default_factory=list)
+
+    def on(self, method: str, path: str, *answers: Answer) -> FakeApi:
+        self.routes[(method, path)] = list(answers)
+        return self
+
+    def handler(self, request: httpx.Request) -> httpx.Response:
+        key = (request.method, request.url.path)
+        self.calls.append(key)
+        self.params.append(dict(request.url.params))
+        if request.content:
+            self.bodies.append((*key, json.loads(request.content)))
+        answers = self.routes.get(key)
+        if not answers:
+            return httpx.Response(404, json={"detail": f"{request.url.path} not found"})
+        status, body = answers.pop(0) if len(answers) > 1 else answers[0]
+        return httpx.Response(status, json=body)
+
+    def client(self) -> ControlPlaneClient:
+        return ControlPlaneClient(
+            "http://control-plane",
+            api_key=API_KEY,
+            transport=httpx.MockTransport(self.handler),
+            max_retries=0,
+        )
+
+    def sent(self, method: str) -> list[Any]:
+        return [body for m, _, body in self.bodies if m == method]
+
+
+@dataclass
+class Kube:
+    """A tiny KubeReader: Secrets and Listener statuses of one namespace."""
+
+    secrets: dict[str, dict[str, str]] = field(default_factory=dict)
+    listeners: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    async def read_secret(self, namespace: str, name: str) -> Mapping[str, str] | None:
+        assert namespace == NS
+        return self.secrets.get(name)
+
+    async def read_custom_status(
+        self, namespace: str, plural: str, name: str
+    ) -> Mapping[str, Any] | None:
+        assert (namespace, plural) == (NS, "listeners")
+        return self.listeners.get(name)
+
+
+def deployment_json(**over: Any) -> dict[str, Any]:
+    """A deployment as the service returns it: unset optionals reported as null."""
+    body: dict[str, Any] = {
+        "id": DEP,
+        "name": "agent",
+        "source": "external_docker",
+        "source_config": {
+            "integration_id": None,
+            "repo_url": None,
+            "build_on_push": None,
+            "custom_url": None,
+            "resource_spec": {"min_scale": 1, "memory_mb": 512, "cpu": None, "labels": None},
+            "listener_id": LIS,
+            "listener_config": {"k8s_namespace": "agents"},
+            "install_command": None,
+            "build_command": None,
+        },
+        "source_revision_config": {
+            "repo_ref": None,
+            "graph_config_path": None,
+            "image_uri": "registry.example.com/agent:1",
+            "repo_commit_sha": None,
+        },
+        "secrets": None,
+        "created_at": NOW,
+        "updated_at": NOW,
+        "status": "READY",
+        "latest_revision_id": REV,
+        "active_revision_id": REV,
+        "image_version": "1",
+    }
+    body.update(over)
+    return body
+
+
+def revision_json(status: str = "DEPLOYED", rev_id: str = REV, **src: Any) -> dict[str, Any]:
+    return {
+        "id": rev_id,
+        "created_at": NOW,
+        "updated_at": NOW,
+        "status": status,
+        "source": "external_docker",
+        "source_revision_config": {"image_uri": "registry.example.com/agent:1", **src},
+    }
+
+
+def docker_spec(**over: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "source": "external_docker",
+        "sourceConfig": {
+            "listenerId": LIS,
+            "resourceSpec": {"minScale": 1, "memoryMb": 512},
+            "listenerConfig": {"k8sNamespace": "agents"},
+        },
+        "sourceRevisionConfig": {"imageUri": "registry.example.com/agent:1"},
+    }
+    spec.update(over)
+    return spec
+
+
+def git_spec(**over: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "source": "git_host",
+        "sourceConfig": {"integrationId": INT, "repository": {"owner": "acme", "name": "agent"}},
+        "sourceRevisionConfig": {"graphConfigPath": "langgraph.json"},
+    }
+    spec.update(over)
+    return spec
+
+
+def ad(
+    spec: dict[str, Any], status: Mapping[str, Any] | None = None
+) -> Managed[AgentDeploymentSpec]:
+    return Managed(
+        namespace=NS,
+        name="agent",
+        uid=UID,
+        generation=1,
+        spec=AgentDeploymentSpec.model_validate(spec),
+        status=dict(status or {}),
+        resource_version="7",
+    )
+
+
+def external(api: FakeApi, kube: Kube | None = None) -> AgentDeploymentExternal:
+    return AgentDeploymentExternal(api.client(), kube or Kube())
+
+
+def repo_json(name: str, branch: str = "main") -> dict[str, Any]:
+    return {
+        "host_integration_id": INT,
+        "id": len(name),
+        "name": name,
+        "owner": "acme",
+        "url": f"https://github.com/acme/{name}",
+        "default_branch": branch,
+    }
+
+
+SETTLED_REVISION = {"id": REV, "status": "DEPLOYED"}
+
+
+# ------------------------------------------------------- desired resolution
+
+
+@dataclass(frozen=True)
+class DesiredCase:
+    spec: dict[str, Any]
+    want_source_config: dict[str, Any]
+    want_revision_config: dict[str, Any]
+    want_secrets: dict[str, str] | None = None
+    kube: Kube = field(default_factory=Kube)
+    want_calls: list[tuple[str, str]] = field(default_factory=list)
+
+
+ALL_SECRETS_KUBE = Kube(
+    secrets={
+        "bulk-1": {"A": "a1", "B": "b1"},
+        "bulk-2": {"B": "b2", "C": "c2"},
+        "one": {"k": "explicit", "k2": "d"},
+    }
+)
+
+DESIRED_CASES: dict[str, DesiredCase] = {
+    "plain spec: camelCase in, snake_case out, unset fields left out": DesiredCase(
+        spec=docker_spec(),
+        want_source_config={
+            "listener_id": LIS,
+            "resource_spec": {"min_scale": 1, "memory_mb": 512},
+            "listener_config": {"k8s_namespace": "agents"},
+        },
+        want_revision_config={"image_uri": "registry.example.com/agent:1"},
+    ),
+    "listenerRef resolved to the Listener's status.listenerId": DesiredCase(
+        spec=docker_spec(sourceConfig={"listenerRef": {"name": "edge"}}),
+        kube=Kube(listeners={"edge": {"listenerId": LIS}}),
+        want_source_config={"listener_id": LIS},
+        want_revision_config={"image_uri": "registry.example.com/agent:1"},
+    ),
+    "repository -> repo_url, integration kept, repoRef defaults to the default branch": DesiredCase(
+        spec=git_spec(),
+        want_source_config={"integration_id": INT, "repo_url": "https://github.com/acme/agent"},
+        want_revision_config={"graph_config_path": "langgraph.json", "repo_ref": "trunk"},
+        want_calls=[("GET", REPOS_PATH)],
+    ),
+    "repository with an explicit repoRef: the spec's ref is kept": DesiredCase(
+        spec=git_spec(
+            sourceRevisionConfig={"graphConfigPath": "langgraph.json", "repoRef": "release-2"}
+        ),
+        want_source_config={"integration_id": INT, "repo_url": "https://github.com/acme/agent"},
+        want_revision_config={"graph_config_path": "langgraph.json", "repo_ref": "release-2"},
+        want_calls=[("GET", REPOS_PATH)],
+    ),
+    "secretsFrom merged in order, explicit secrets win": DesiredCase(
+        spec=docker_spec(
+            secretsFrom=[{"secretRef": {"name": "bulk-1"}}, {"secretRef": {"name": "bulk-2"}}],
+            secrets=[
+                {"name": "B", "valueFrom": {"secretKeyRef": {"name": "one", "key": "k"}}},
+                {"name": "D", "valueFrom": {"secretKeyRef": {"name": "one", "key": "k2"}}},
+            ],
+        ),
+        kube=ALL_SECRETS_KUBE,
+        want_source_config={
+            "listener_id": LIS,
+            "resource_spec": {"min_scale": 1, "memory_mb": 512},
+            "listener_config": {"k8s_namespace": "agents"},
+        },
+        want_revision_config={"image_uri": "registry.example.com/agent:1"},
+        want_secrets={"A": "a1", "B": "explicit", "C": "c2", "D": "d"},
+    ),
+    "later secretsFrom wins over earlier": DesiredCase(
+        spec=docker_spec(
+            sourceConfig={},
+            secretsFrom=[{"secretRef": {"name": "bulk-2"}}, {"secretRef": {"name": "bulk-1"}}],
+        ),
+        kube=ALL_SECRETS_KUBE,
+        want_source_config={},
+        want_revision_config={"image_uri": "registry.example.com/agent:1"},
+        want_secrets={"A": "a1", "B": "b1", "C": "c2"},
+    ),
+    "secrets: [] manages an empty set": DesiredCase(
+        spec=docker_spec(sourceConfig={}, secrets=[]),
+        want_source_config={},
+        want_revision_config={"image_uri": "registry.example.com/agent:1"},
+        want_secrets={},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", DESIRED_CASES.values(), ids=DESIRED_CASES.keys())
+async def test_desired_resolution(case: DesiredCase) -> None:
+    api = FakeApi().on(
+        "GET", REPOS_PATH, (200, [repo_json("other", "main"), repo_json("agent", "trunk")])
+    )
+    mr = ad(case.spec)
+    want = await external(api, case.kube).desired(mr)
+    secrets = None if want.secrets is None else {s.name: s.value for s in want.secrets}
+    got = {
+        "source_config": want.source_config,
+        "revision_config": want.revision_config,
+        "secrets": secrets,
+        "secrets_hash": want.secrets_hash,
+        "calls": api.calls,
+    }
+    assert got == {
+        "source_config": case.want_source_config,
+        "revision_config": case.want_revision_config,
+        "secrets": case.want_secrets,
+        "secrets_hash": None
+        if want.secrets is None
+        else secrets_digest(UID, [Secret(name=k, value=v) for k, v in want_items(case)]),
+        "calls": case.want_calls,
+    }
+
+
+def want_items(case: DesiredCase) -> list[tuple[str, str]]:
+    return sorted((case.want_secrets or {}).items())
+
+
+async def test_create_posts_the_resolved_body_once_and_reports_creating() -> None:
+    spec = docker_spec(
+        sourceConfig={"listenerRef": {"name": "edge"}},
+        secrets=[{"name": "OPENAI", "valueFrom": {"secretKeyRef": {"name": "llm", "key": "k"}}}],
+    )
+    kube = Kube(secrets={"llm": {"k": "sk-1"}}, listeners={"edge": {"listenerId": LIS}})
+    api = FakeApi().on("POST", "/v2/deployments", (201, deployment_json(active_revision_id=None)))
+    obs = await external(api, kube).create(ad(spec, {}))
+    assert api.calls == [("POST", "/v2/deployments")]
+    assert api.sent("POST") == [
+        {
+            "name": "agent",
+            "source": "external_docker",
+            "source_config": {"listener_id": LIS},
+            "source_revision_config": {"image_uri": "registry.example.com/agent:1"},
+            "secrets": [{"name": "OPENAI", "value": "sk-1"}],
+        }
+    ]
+    assert (obs.phase, obs.reason) == (Phase.PROGRESSING, Reason.CREATING)
+    assert obs.status["deploymentId"] == DEP
+    assert obs.status["latestRevisionId"] == REV
+    assert obs.status["secretsHash"] == secrets_digest(UID, [Secret(name="OPENAI", value="sk-1")])
+    assert "sk-1" not in repr(obs)
+
+
+async def test_create_uses_spec_name_over_metadata_name() -> None:
+    api = FakeApi().on("POST", "/v2/deployments", (201, deployment_json(name="custom")))
+    await external(api).create(ad(docker_spec(name="custom")))
+    assert api.sent("POST")[0]["name"] == "custom"
+
+
+# -------------------------------------------------------- dependency errors
+
+
+DEPENDENCY_CASES: dict[str, tuple[dict[str, Any], Kube, str]] = {
+    "secret's Secret missing": (
+        docker_spec(
+            secrets=[
+                {"name": "OPENAI", "valueFrom": {"secretKeyRef": {"name": "llm-keys", "key": "x"}}}
+            ]
+        ),
+        Kube(),
+        "Secret llm-keys not found",
+    ),
+    "secret's key missing": (
+        docker_spec(
+            secrets=[
+                {
+                    "name": "OPENAI",
+                    "valueFrom": {"secretKeyRef": {"name": "llm-keys", "key": "openai"}},
+                }
+            ]
+        ),
+        Kube(secrets={"llm-keys": {"anthropic": "v"}}),
+        "Secret llm-keys has no key openai",
+    ),
+    "secretsFrom Secret missing": (
+        docker_spec(secretsFrom=[{"secretRef": {"name": "bulk"}}]),
+        Kube(),
+        "Secret bulk not found",
+    ),
+    "listenerRef to a missing Listener": (
+        docker_spec(sourceConfig={"listenerRef": {"name": "edge"}}),
+        Kube(),
+        "Listener edge not found",
+    ),
+    "listenerRef to a Listener without an id yet": (
+        docker_spec(sourceConfig={"listenerRef": {"name": "edge"}}),
+        Kube(listeners={"edge": {}}),
+        "Listener edge has no listenerId yet",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("spec", "kube", "message"), DEPENDENCY_CASES.values(), ids=DEPENDENCY_CASES.keys()
+)
+async def test_dependency_not_ready_and_never_half_a_spec_to_the_api(
+    spec: dict[str, Any], kube: Kube, message: str
+) -> None:
+    api = FakeApi()
+    with pytest.raises(DependencyNotReady) as info:
+        await external(api, kube).create(ad(spec))
+    assert (str(info.value), api.calls) == (message, [])
+
+
+@pytest.mark.parametrize(
+    ("spec", "error", "message"),
+    [
+        (
+            git_spec(
+                sourceConfig={"integrationId": INT, "repository": {"owner": "acme", "name": "nope"}}
+            ),
+            errors.NotFound,
+            f"repository acme/nope is not available through integration {INT}",
+        ),
+        (
+            git_spec(sourceConfig={"repository": {"owner": "acme", "name": "agent"}}),
+            errors.Invalid,
+            "sourceConfig.repository needs sourceConfig.integrationId",
+        ),
+    ],
+    ids=["unknown repository: NotFound (stalls)", "repository without integration: Invalid"],
+)
+async def test_repository_that_cannot_resolve_is_terminal(
+    spec: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    api = FakeApi().on("GET", REPOS_PATH, (200, [repo_json("agent")]))
+    with pytest.raises(error) as info:
+        await external(api).desired(ad(spec))
+    assert str(info.value) == message
+
+
+# -------------------------------------------------------------------- drift
+
+
+@dataclass(frozen=True)
+class DriftCase:
+    server: dict[str, Any]
+    want_patch: dict[str, Any] | None
+    want_drift: tuple[str, ...] = ()
+    spec: dict[str, Any] = field(default_factory=docker_spec)
+    status: dict[str, Any] = field(default_factory=dict)
+    kube: Kube = field(default_factory=Kube)
+
+
+def server_config(**over: Any) -> dict[str, Any]:
+    config: dict[str, Any] = dict(deployment_json()["source_config"])
+    config.update(over)
+    return config
+
+
+def server_revision(**over: Any) -> dict[str, Any]:
+    config: dict[str, Any] = dict(deployment_json()["source_revision_config"])
+    config.update(over)
+    return config
+
+
+LLM_SPEC = docker_spec(
+    secrets=[{"name": "OPENAI", "valueFrom": {"secretKeyRef": {"name": "llm", "key": "openai"}}}]
+)
+LLM_KUBE = Kube(secrets={"llm": {"openai": "sk-new"}})
+OLD_HASH = secrets_digest(UID, [Secret(name="OPENAI", value="sk-old")])
+NEW_HASH = secrets_digest(UID, [Secret(name="OPENAI", value="sk-new")])
+
+DRIFT_CASES: dict[str, DriftCase] = {
+    "unchanged, server nulls vs spec omissions: no PATCH": DriftCase(
+        server=deployment_json(), want_patch=None
+    ),
+    "field only the server sets is not ours: no PATCH": DriftCase(
+        server=deployment_json(
+            source_config=server_config(custom_url="https://x.example", build_command="make")
+        ),
+        want_patch=None,
+    ),
+    "source_config field changed: PATCH only that field": DriftCase(
+        server=deployment_json(
+            source_config=server_config(listener_config={"k8s_namespace": "elsewhere"})
+        ),
+        want_patch={"source_config": {"listener_config": {"k8s_namespace": "agents"}}},
+        want_drift=("sourceConfig.listenerConfig",),
+    ),
+    "source_config field the server lacks: PATCH it": DriftCase(
+        spec=docker_spec(
+            sourceConfig={**docker_spec()["sourceConfig"], "customUrl": "https://a.example"}
+        ),
+        server=deployment_json(),
+        want_patch={"source_config": {"custom_url": "https://a.example"}},
+        want_drift=("sourceConfig.customUrl",),
+    ),
+    "nested resource_spec changed: PATCH the spec's resource_spec": DriftCase(
+        server=deployment_json(
+            source_config=server_config(resource_spec={"min_scale": 1, "memory_mb": 256})
+        ),
+        want_patch={"source_config": {"resource_spec": {"min_scale": 1, "memory_mb": 512}}},
+        want_drift=("sourceConfig.resourceSpec",),
+    ),
+    "revision field changed: source_revision_config with only that field": DriftCase(
+        server=deployment_json(
+            source_revision_config=server_revision(image_uri="registry.example.com/agent:0")
+        ),
+        want_patch={"source_revision_config": {"image_uri": "registry.example.com/agent:1"}},
+        want_drift=("sourceRevisionConfig.imageUri",),
+    ),
+    "git: graphConfigPath changed, repoRef same: only graphConfigPath": DriftCase(
+        spec={
+            "source": "git_host",
+            "sourceConfig": {"integrationId": INT, "repoUrl": "https://github.com/acme/agent"},
+            "sourceRevisionConfig": {"repoRef": "main", "graphConfigPath": "a.json"},
+        },
+        server=deployment_json(
+            source="git_host",
+            source_config={"integration_id": INT, "repo_url": "https://github.com/acme/agent"},
+            source_revision_config={
+                "repo_ref": "main",
+                "graph_config_path": "b.json",
+                "image_uri": None,
+                "repo_commit_sha": "abc123",
+            },
+        ),
+        want_patch={"source_revision_config": {"graph_config_path": "a.json"}},
+        want_drift=("sourceRevisionConfig.graphConfigPath",),
+    ),
+    "source and revision both changed: both sections, nothing else": DriftCase(
+        server=deployment_json(
+            source_config=server_config(listener_config={"k8s_namespace": "elsewhere"}),
+            source_revision_config=server_revision(image_uri="registry.example.com/agent:0"),
+        ),
+        want_patch={
+            "source_config": {"listener_config": {"k8s_namespace": "agents"}},
+            "source_revision_config": {"image_uri": "registry.example.com/agent:1"},
+        },
+        want_drift=("sourceConfig.listenerConfig", "sourceRevisionConfig.imageUri"),
+    ),
+    "secret value rotated (digest differs): PATCH the secrets": DriftCase(
+        spec=LLM_SPEC,
+        kube=LLM_KUBE,
+        status={"secretsHash": OLD_HASH},
+        server=deployment_json(secrets=[{"name": "OPENAI"}]),
+        want_patch={"secrets": [{"name": "OPENAI", "value": "sk-new"}]},
+        want_drift=("secrets",),
+    ),
+    "secret values unchanged (same digest): no PATCH": DriftCase(
+        spec=LLM_SPEC,
+        kube=LLM_KUBE,
+        status={"secretsHash": NEW_HASH},
+        server=deployment_json(secrets=[{"name": "OPENAI"}]),
+        want_patch=None,
+    ),
+    "secret removed out of band (same digest): PATCH the secrets": DriftCase(
+        spec=LLM_SPEC,
+        kube=LLM_KUBE,
+        status={"secretsHash": NEW_HASH},
+        server=deployment_json(secrets=[]),
+        want_patch={"secrets": [{"name": "OPENAI", "value": "sk-new"}]},
+        want_drift=("secrets",),
+    ),
+    "adopted (no digest known yet): PATCH the secrets once": DriftCase(
+        spec=LLM_SPEC,
+        kube=LLM_KUBE,
+        server=deployment_json(secrets=[{"name": "OPENAI"}]),
+        want_patch={"secrets": [{"name": "OPENAI", "value": "sk-new"}]},
+        want_drift=("secrets",),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", DRIFT_CASES.values(), ids=DRIFT_CASES.keys())
+async def test_drift_patches_only_what_differs(case: DriftCase) -> None:
+    api = (
+        FakeApi()
+        .on("GET", DEPLOYMENT_PATH, (200, case.server))
+        .on("PATCH", DEPLOYMENT_PATH, (200, case.server))
+    )
+    status = {"deploymentId": DEP, "latestRevisionId": REV, "revision": SETTLED_REVISION}
+    mr = ad(case.spec, {**status, **case.status})
+    ext = external(api, case.kube)
+    obs = await ext.observe(mr, DEP, full=True)
+    if not obs.up_to_date:
+        obs = await ext.update(mr, obs)
+    patches = api.sent("PATCH")
+    assert {"patches": patches, "drift": obs.drift} == {
+        "patches": [] if case.want_patch is None else [case.want_patch],
+        "drift": case.want_drift,
+    }
+    assert "sk-new" not in repr(obs.status)
+
+
+async def test_drift_names_are_reported_by_observe() -> None:
+    api = FakeApi().on(
+        "GET",
+        DEPLOYMENT_PATH,
+        (200, deployment_json(source_revision_config=server_revision(image_uri="img:0"))),
+    )
+    mr = ad(docker_spec(), {"deploymentId": DEP, "revision": SETTLED_REVISION})
+    obs = await external(api).observe(mr, DEP, full=True)
+    assert (obs.up_to_date, obs.drift) == (False, ("sourceRevisionConfig.imageUri",))
+
+
+@pytest.mark.parametrize(
+    ("patched_latest", "want_revision", "want_phase"),
+    [
+        (REV, SETTLED_REVISION, (Phase.READY, Reason.DEPLOYED)),
+        (REV2, {"id": REV2}, (Phase.PROGRESSING, Reason.CREATING)),
+    ],
+    ids=["no new revision: what we know of it is kept", "new revision: just created"],
+)
+async def test_update_result_follows_the_revision(
+    patched_latest: str, want_revision: dict[str, Any], want_phase: tuple[Phase, str]
+) -> None:
+    drifted = deployment_json(source_config=server_config(custom_url="https://old.example"))
+    after = deployment_json(latest_revision_id=patched_latest)
+    api = (
+        FakeApi()
+        .on("GET", DEPLOYMENT_PATH, (200, drifted))
+        .on("PATCH", DEPLOYMENT_PATH, (200, after))
+    )
+    spec = docker_spec(
+        sourceConfig={**docker_spec()["sourceConfig"], "customUrl": "https://new.example"}
+    )
+    mr = ad(spec, {"deploymentId": DEP, "latestRevisionId": REV, "revision": SETTLED_REVISION})
+    ext = external(api)
+    obs = await ext.update(mr, await ext.observe(mr, DEP, full=True))
+    assert (obs.status["revision"], (obs.phase, obs.reason)) == (want_revision, want_phase)
+    assert api.calls == [GET_DEP, PATCH_DEP]
+
+
+# ----------------------------------------------------------- observe budget
+
+
+@dataclass(frozen=True)
+class ObserveCase:
+    status: dict[str, Any]
+    full: bool
+    routes: dict[tuple[str, str], Answer]
+    want_calls: list[tuple[str, str]]
+    want_phase: tuple[Phase, str] | None
+    """None: the observation says the deployment does not exist."""
+    want_revision_status: str | None = None
+
+
+POLL_STATUS = {
+    "deploymentId": DEP,
+    "latestRevisionId": REV,
+    "revision": {"id": REV, "status": "BUILDING"},
+}
+
+OBSERVE_CASES: dict[str, ObserveCase] = {
+    "poll while in progress: exactly one GET of the revision": ObserveCase(
+        status=POLL_STATUS,
+        full=False,
+        routes={GET_REV: (200, revision_json("DEPLOYING")), GET_DEP: (200, deployment_json())},
+        want_calls=[GET_REV],
+        want_phase=(Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
+        want_revision_status="DEPLOYING",
+    ),
+    "poll sees it terminal: one GET of the deployment, revision not re-read": ObserveCase(
+        status=POLL_STATUS,
+        full=False,
+        routes={GET_REV: (200, revision_json("DEPLOYED")), GET_DEP: (200, deployment_json())},
+        want_calls=[GET_REV, GET_DEP],
+        want_phase=(Phase.READY, Reason.DEPLOYED),
+        want_revision_status="DEPLOYED",
+    ),
+    "poll, a newer revision appeared meanwhile: it is read": ObserveCase(
+        status=POLL_STATUS,
+        full=False,
+        routes={
+            GET_REV: (200, revision_json("INTERRUPTED")),
+            GET_DEP: (200, deployment_json(latest_revision_id=REV2)),
+            ("GET", f"{DEPLOYMENT_PATH}/revisions/{REV2}"): (
+                200,
+                revision_json("QUEUED", rev_id=REV2),
+            ),
+        },
+        want_calls=[GET_REV, GET_DEP, ("GET", f"{DEPLOYMENT_PATH}/revisions/{REV2}")],
+        want_phase=(Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
+        want_revision_status="QUEUED",
+    ),
+    "poll, the deployment is gone: absent": ObserveCase(
+        status=POLL_STATUS,
+        full=False,
+        routes={},
+        want_calls=[GET_REV, GET_DEP],
+        want_phase=None,
+    ),
+    "full, settled revision: one GET of the deployment, revision not re-read": ObserveCase(
+        status={"deploymentId": DEP, "latestRevisionId": REV, "revision": SETTLED_REVISION},
+        full=True,
+        routes={GET_DEP: (200, deployment_json())},
+        want_calls=[GET_DEP],
+        want_phase=(Phase.READY, Reason.DEPLOYED),
+        want_revision_status="DEPLOYED",
+    ),
+    "full, revision known but in progress: read again": ObserveCase(
+        status=POLL_STATUS,
+        full=True,
+        routes={GET_REV: (200, revision_json("BUILDING")), GET_DEP: (200, deployment_json())},
+        want_calls=[GET_DEP, GET_REV],
+        want_phase=(Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
+        want_revision_status="BUILDING",
+    ),
+    "full, deployment gone: absent": ObserveCase(
+        status={"deploymentId": DEP},
+        full=True,
+        routes={},
+        want_calls=[GET_DEP],
+        want_phase=None,
+    ),
+    "AWAITING_DELETE: progressing, reason Deleting": ObserveCase(
+        status={"deploymentId": DEP, "latestRevisionId": REV, "revision": SETTLED_REVISION},
+        full=True,
+        routes={GET_DEP: (200, deployment_json(status="AWAITING_DELETE"))},
+        want_calls=[GET_DEP],
+        want_phase=(Phase.PROGRESSING, Reason.DELETING),
+        want_revision_status="DEPLOYED",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", OBSERVE_CASES.values(), ids=OBSERVE_CASES.keys())
+async def test_observe_call_budget(case: ObserveCase) -> None:
+    api = FakeApi()
+    for (method, path), answer in case.routes.items():
+        api.on(method, path, answer)
+    obs = await external(api).observe(ad(docker_spec(), case.status), DEP, full=case.full)
+    got_phase = (obs.phase, obs.reason) if obs.exists else None
+    revision = (obs.status.get("revision") or {}).get("status") if obs.exists else None
+    assert {"calls": api.calls, "phase": got_phase, "revision": revision} == {
+        "calls": case.want_calls,
+        "phase": case.want_phase,
+        "revision": case.want_revision_status,
+    }
+
+
+async def test_observation_status_fields() -> None:
+    api = FakeApi().on("GET", DEPLOYMENT_PATH, (200, deployment_json(image_version="7")))
+    api.on("GET", REVISION_PATH, (200, revision_json("DEPLOYED", repo_commit_sha="abc")))
+    obs = await external(api).observe(ad(docker_spec(), {"secretsHash": "h"}), DEP, full=True)
+    assert obs.status == {
+        "deploymentId": DEP,
+        "latestRevisionId": REV,
+        "activeRevisionId": REV,
+        "deploymentStatus": "READY",
+        "imageVersion": "7",
+        "revision": {
+            "id": REV,
+            "status": "DEPLOYED",
+            "repoCommitSha": "abc",
+            "imageUri": "registry.example.com/agent:1",
+        },
+        "secretsHash": "h",
+    }
+
+
+# ------------------------------------------------------------- phase mapping
+
+
+PHASES: dict[tuple[RevisionStatus, bool], tuple[Phase, Reason]] = {
+    (RevisionStatus.DEPLOYED, True): (Phase.READY, Reason.DEPLOYED),
+    (RevisionStatus.DEPLOYED, False): (Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
+    (RevisionStatus.CREATE_FAILED, False): (Phase.FAILED, Reason.CREATE_FAILED),
+    (RevisionStatus.BUILD_FAILED, False): (Phase.FAILED, Reason.BUILD_FAILED),
+    (RevisionStatus.DEPLOY_FAILED, False): (Phase.FAILED, Reason.DEPLOY_FAILED),
+    (RevisionStatus.SKIPPED, False): (Phase.FAILED, Reason.REVISION_SKIPPED),
+    (RevisionStatus.INTERRUPTED, False): (Phase.FAILED, Reason.REVISION_INTERRUPTED),
+    (RevisionStatus.CREATING, False): (Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
+    (RevisionStatus.QUEUED, False): (Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
+    (RevisionStatus.AWAITING_BUILD, False): (Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
+    (RevisionStatus.BUILDING, False): (Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
+    (RevisionStatus.AWAITING_DEPLOY, False): (Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
+    (RevisionStatus.DEPLOYING, False): (Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
+    (RevisionStatus.UNKNOWN, False): (Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
+}
+
+
+def test_phase_table_covers_every_revision_status() -> None:
+    assert {status for status, _ in PHASES} == set(RevisionStatus)
+
+
+@pytest.mark.parametrize(
+    ("key", "want"),
+    PHASES.items(),
+    ids=[f"{s.value}{'+active' if active else ''}" for s, active in PHASES],
+)
+async def test_phase_of_every_revision_status(
+    key: tuple[RevisionStatus, bool], want: tuple[Phase, Reason]
+) -> None:
+    status, active = key
+    api = FakeApi().on(
+        "GET", DEPLOYMENT_PATH, (200, deployment_json(active_revision_id=REV if active else None))
+    )
+    api.on("GET", REVISION_PATH, (200, revision_json(status.value)))
+    obs = await external(api).observe(ad(docker_spec()), DEP, full=True)
+    assert (obs.phase, obs.reason) == want
+    if want[0] is Phase.FAILED:
+        assert obs.message == (
+            f"Revision {REV} ended {status.value}; change the spec to roll a new one"
+        )
+
+
+# ------------------------------------------------------------ find / delete
+
+
+async def test_find_by_exact_name() -> None:
+    listing = {
+        "resources": [
+            deployment_json(id=REV2, name="agent-2"),
+            deployment_json(name="agent"),
+        ],
+        "offset": None,
+    }
+    api = FakeApi().on("GET", "/v2/deployments", (200, listing))
+    assert await external(api).find(ad(docker_spec())) == DEP
+    assert api.params == [{"name": "agent", "limit": "10"}]
+
+
+async def test_find_nothing_of_that_exact_name() -> None:
+    listing = {"resources": [deployment_json(name="agent-2")], "offset": None}
+    api = FakeApi().on("GET", "/v2/deployments", (200, listing))
+    assert await external(api).find(ad(docker_spec())) is None
+
+
+DELETE_CASES: dict[str, tuple[dict[tuple[str, str], Answer], bool, list[tuple[str, str]]]] = {
+    "present: GET then DELETE, not gone yet": (
+        {GET_DEP: (200, deployment_json()), DELETE_DEP: (202, None)},
+        False,
+        [GET_DEP, DELETE_DEP],
+    ),
+    "already being deleted: GET only, not gone yet": (
+        {GET_DEP: (200, deployment_json(status="AWAITING_DELETE"))},
+        False,
+        [GET_DEP],
+    ),
+    "404 on GET: gone": ({}, True, [GET_DEP]),
+    "404 on DELETE (raced): gone": (
+        {GET_DEP: (200, deployment_json())},
+        True,
+        [GET_DEP, DELETE_DEP],
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("routes", "want", "calls"), DELETE_CASES.values(), ids=DELETE_CASES.keys()
+)
+async def test_delete(
+    routes: dict[tuple[str, str], Answer], want: bool, calls: list[tuple[str, str]]
+) -> None:
+    api = FakeApi()
+    for (method, path), answer in routes.items():
+        api.on(method, path, answer)
+    gone = await external(api).delete(ad(docker_spec()), DEP)
+    assert (gone, api.calls) == (want, calls)
+
+
+async def test_delete_then_404_on_the_next_call() -> None:
+    api = FakeApi().on("GET", DEPLOYMENT_PATH, (200, deployment_json()), (404, {"detail": "gone"}))
+    api.on("DELETE", DEPLOYMENT_PATH, (202, None))
+    ext = external(api)
+    assert [await ext.delete(ad(docker_spec()), DEP) for _ in range(2)] == [False, True]
+    assert api.calls == [GET_DEP, DELETE_DEP, GET_DEP]
+
+
+async def test_delete_error_propagates() -> None:
+    api = FakeApi().on("GET", DEPLOYMENT_PATH, (503, {"detail": "down"}))
+    with pytest.raises(errors.Unavailable):
+        await external(api).delete(ad(docker_spec()), DEP)
+
+
+def test_identity_of_an_agent_deployment() -> None:
+    ext = external(FakeApi())
+    assert ext.id_field == "deploymentId"
+    assert ext.adopt_id(ad(docker_spec())) is None
+    assert ext.adopt_id(ad(docker_spec(deploymentId=DEP))) == DEP
+    assert ext.natural_key(ad(docker_spec())) == "agent"
+    assert ext.natural_key(ad(docker_spec(name="other"))) == "other"
+
+
+# ------------------------------------------------------------------ listener
+
+
+def listener_json(**over: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": LIS,
+        "compute_type": "k8s",
+        "compute_id": "cluster-a",
+        "compute_config": {"k8s_namespaces": ["agents"]},
+        "version": "1",
+        "created_at": NOW,
+        "updated_at": NOW,
+    }
+    body.update(over)
+    return body
+
+
+def lis(**spec: Any) -> Managed[ListenerSpec]:
+    base: dict[str, Any] = {
+        "computeType": "k8s",
+        "computeId": "cluster-a",
+        "computeConfig": {"k8sNamespaces": ["agents"]},
+        "version": "1",
+    }
+    base.update(spec)
+    return Managed(
+        namespace=NS,
+        name="edge",
+        uid=UID,
+        generation=1,
+        spec=ListenerSpec.model_validate(base),
+        status={"listenerId": LIS},
+    )
+
+
+LISTENER_DRIFT: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]] = {
+    "in sync: no PATCH": ({}, listener_json(), None),
+    "server nulls vs spec omissions: no PATCH": (
+        {"version": None, "computeConfig": None},
+        listener_json(version=None, compute_config={"k8s_namespaces": None}),
+        None,
+    ),
+    "version changed: PATCH version only": (
+        {"version": "2"},
+        listener_json(),
+        {"version": "2"},
+    ),
+    "compute_config changed: PATCH compute_config only": (
+        {"computeConfig": {"k8sNamespaces": ["agents", "batch"]}},
+        listener_json(),
+        {"compute_config": {"k8s_namespaces": ["agents", "batch"]}},
+    ),
+    "both changed": (
+        {"version": "2", "computeConfig": {"k8sNamespaces": []}},
+        listener_json(),
+        {"version": "2", "compute_config": {"k8s_namespaces": []}},
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("spec", "server", "want_patch"), LISTENER_DRIFT.values(), ids=LISTENER_DRIFT.keys()
+)
+async def test_listener_drift(
+    spec: dict[str, Any], server: dict[str, Any], want_patch: dict[str, Any] | None
+) -> None:
+    api = (
+        FakeApi().on("GET", LISTENER_PATH, (200, server)).on("PATCH", LISTENER_PATH, (200, server))
+    )
+    mr = lis(**spec)
+    ext = ListenerExternal(api.client())
+    obs = await ext.observe(mr, LIS, full=True)
+    if not obs.up_to_date:
+        obs = await ext.update(mr, obs)
+    patches = api.sent("PATCH")
+    assert (patches[0] if patches else None) == want_patch
+    assert (obs.phase, obs.reason, obs.status["listenerId"]) == (Phase.READY, "Available", LIS)
+
+
+async def test_listener_immutable_mismatch_is_a_conflict() -> None:
+    api = FakeApi().on("GET", LISTENER_PATH, (200, listener_json(compute_id="cluster-b")))
+    with pytest.raises(errors.Conflict) as info:
+        await ListenerExternal(api.client()).observe(lis(), LIS, full=True)
+    assert str(info.value) == (
+        f"listener {LIS} has computeType/computeId k8s/cluster-b, the spec says "
+        "k8s/cluster-a; they cannot change"
+    )
+    assert api.sent("PATCH") == []
+
+
+async def test_listener_absent() -> None:
+    obs = await ListenerExternal(FakeApi().client()).observe(lis(), LIS, full=True)
+    assert not obs.exists
+
+
+async def test_listener_create_body_and_find_by_compute_id() -> None:
+    other = "55555555-5555-4555-8555-555555555555"
+    api = FakeApi().on("POST", "/v2/listeners", (201, listener_json()))
+    api.on(
+        "GET",
+        "/v2/listeners",
+        (200, {"resources": [listener_json(id=other, compute_id="cluster-z")], "offset": 1}),
+        (200, {"resources": [listener_json()], "offset": None}),
+    )
+    ext = ListenerExternal(api.client())
+    obs = await ext.create(lis())
+    assert api.sent("POST") == [
+        {
+            "compute_type": "k8s",
+            "compute_id": "cluster-a",
+            "compute_config": {"k8s_namespaces": ["agents"]},
+            "version": "1",
+        }
+    ]
+    assert obs.status == {"listenerId": LIS, "version": "1"}
+    assert await ext.find(lis()) == LIS
+    empty = FakeApi().on("GET", "/v2/listeners", (200, {"resources": [], "offset": None}))
+    assert await ListenerExternal(empty.client()).find(lis()) is None
+    assert (ext.natural_key(lis()), ext.adopt_id(lis()), ext.adopt_id(lis(listenerId=LIS))) == (
+        "cluster-a",
+        None,
+        LIS,
+    )
+
+
+LISTENER_DELETE: dict[str, tuple[dict[tuple[str, str], Answer], bool]] = {
+    "deleted but still readable: not gone yet": (
+        {("DELETE", LISTENER_PATH): (204, None), ("GET", LISTENER_PATH): (200, listener_json())},
+        False,
+    ),
+    "deleted, then 404: gone": ({("DELETE", LISTENER_PATH): (204, None)}, True),
+    "404 on DELETE: gone": ({}, True),
+}
+
+
+@pytest.mark.parametrize(("routes", "want"), LISTENER_DELETE.values(), ids=LISTENER_DELETE.keys())
+async def test_listener_delete(routes: dict[tuple[str, str], Answer], want: bool) -> None:
+    api = FakeApi()
+    for (method, path), answer in routes.items():
+        api.on(method, path, answer)
+    assert await ListenerExternal(api.client()).delete(lis(), LIS) is want
+    assert api.calls[0] == ("DELETE", LISTENER_PATH)
+
+
+# --------------------------------------------------------------- connections
+
+
+@dataclass
+class Factory:
+    made: list[Connection] = field(default_factory=list)
+
+    def __call__(self, conn: Connection) -> ControlPlaneClient:
+        self.made.append(conn)
+        return FakeApi().client()
+
+
+DEFAULT = Connection("http://control-plane", API_KEY, "tenant-1")
+
+
+@pytest.mark.parametrize(
+    ("default", "ref", "secrets", "message"),
+    [
+        (
+            None,
+            None,
+            {},
+            "no control-plane connection: set spec.connectionRef or the operator's "
+            "DEPLOYPLANE_CONTROL_PLANE_URL",
+        ),
+        (DEFAULT, "cp", {}, "connection Secret cp not found"),
+        (DEFAULT, "cp", {"cp": {"apiKey": "k"}}, "connection Secret cp has no key url"),
+        (DEFAULT, "cp", {"cp": {"url": "", "apiKey": "k"}}, "connection Secret cp has no key url"),
+    ],
+    ids=["no default connection", "Secret missing", "Secret without url", "empty url"],
+)
+async def test_connection_not_ready(
+    default: Connection | None, ref: str | None, secrets: dict[str, dict[str, str]], message: str
+) -> None:
+    factory = Factory()
+    conns = Connections(default, Kube(secrets=secrets), factory=factory)
+    with pytest.raises(DependencyNotReady) as info:
+        await conns.client_for(NS, LocalObjectReference(name=ref) if ref else None)
+    assert (str(info.value), factory.made) == (message, [])
+
+
+async def test_clients_are_pooled_per_connection() -> None:
+    factory = Factory()
+    kube = Kube(
+        secrets={
+            "same": {"url": DEFAULT.url, "apiKey": API_KEY, "tenantId": "tenant-1"},
+            "other-key": {"url": DEFAULT.url, "apiKey": "another-key"},
+            "other-key-again": {"url": DEFAULT.url, "apiKey": "another-key"},
+        }
+    )
+    conns = Connections(DEFAULT, kube, factory=factory)
+
+    async def client(ref: str | None) -> ControlPlaneClient:
+        return await conns.client_for(NS, LocalObjectReference(name=ref) if ref else None)
+
+    default_a, default_b = await client(None), await client(None)
+    same = await client("same")
+    other, other_again = await client("other-key"), await client("other-key-again")
+    assert default_a is default_b is same
+    assert other is other_again
+    assert other is not default_a
+    assert factory.made == [DEFAULT, Connection(DEFAULT.url, "another-key", None)]
+    await conns.aclose()
+
+
+async def test_connecters_use_the_resource_connection() -> None:
+    factory = Factory()
+    kube = Kube(secrets={"cp": {"url": "http://elsewhere", "apiKey": "k2"}})
+    conns = Connections(DEFAULT, kube, factory=factory)
+    await AgentDeploymentConnecter(conns, kube).connect(
+        ad(docker_spec(connectionRef={"name": "cp"}))
+    )
+    await ListenerConnecter(conns).connect(lis())
+    assert [c.url for c in factory.made] == ["http://elsewhere", DEFAULT.url]
+
+
+def test_repr_never_shows_the_api_key() -> None:
+    conn = Connection("http://control-plane", API_KEY, "tenant-1")
+    shown = [repr(conn), str(conn), repr(conn.pool_key), repr(FakeApi().client())]
+    assert [API_KEY in text for text in shown] == [False] * len(shown)
+    assert "<redacted>" in repr(conn)
+
+
+# ------------------------------------------------------------ secrets digest
+
+
+def test_secrets_digest() -> None:
+    one = [Secret(name="A", value="a-value-1"), Secret(name="B", value="b-value")]
+    digest = secrets_digest("uid-1", one)
+    got = {
+        "same input, same digest": secrets_digest("uid-1", one) == digest,
+        "order does not matter": secrets_digest("uid-1", one[::-1]) == digest,
+        "depends on uid": secrets_digest("uid-2", one) != digest,
+        "depends on values": secrets_digest("uid-1", [Secret(name="A", value="a-value-2"), one[1]])
+        != digest,
+        "depends on names": secrets_digest("uid-1", [Secret(name="C", value="a-value-1"), one[1]])
+        != digest,
+        "no value inside": not any(s.value in digest for s in one),
+        "hex, 32 chars": len(digest) == 32 and int(digest, 16) >= 0,
+    }
+    assert got == dict.fromkeys(got, True)
