@@ -83,6 +83,16 @@ def build_runtime(config: OperatorConfig, kube: KubernetesApi) -> Runtime:
     )
 
 
+@kopf.on.login()
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """In-cluster service account, else $KUBECONFIG read at login time (the kubernetes
+    client's own default is frozen when it is imported, which breaks embedded use)."""
+    info: kopf.ConnectionInfo | None = kopf.login_with_service_account(
+        **kwargs
+    ) or kopf.login_with_kubeconfig(**kwargs)
+    return info
+
+
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     settings.persistence.finalizer = FINALIZER
@@ -96,6 +106,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.networking.request_timeout = 60
     # Quiet kopf's per-handler INFO chatter ("Handler ... succeeded") at scale.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per API call otherwise
     config = OperatorConfig.from_env()
     memo.runtime = runtime = build_runtime(config, KubernetesApi.from_environment())
     if config.metrics_port is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,7 +32,10 @@ class KubernetesApi:
         try:
             config.load_incluster_config(client_configuration=configuration)
         except config.ConfigException:
-            config.load_kube_config(client_configuration=configuration)
+            # Read $KUBECONFIG now: the client's own default was fixed at its import time.
+            config.load_kube_config(
+                config_file=os.environ.get("KUBECONFIG"), client_configuration=configuration
+            )
         # Many resources reconcile at once; the default pool of 4 would serialize them.
         configuration.connection_pool_maxsize = 32
         return cls(client.ApiClient(configuration))
