@@ -28,8 +28,11 @@ def apply_merge_patch(current: Mapping[str, Any], patch: Mapping[str, Any]) -> d
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
-        elif isinstance(value, Mapping) and isinstance(result.get(key), Mapping):
-            result[key] = apply_merge_patch(result[key], value)
+        elif isinstance(value, Mapping):
+            # RFC 7386: a patch object applies to the target's object, or to {} if the
+            # target holds anything else, so nulls inside it never land in the result.
+            old = result.get(key)
+            result[key] = apply_merge_patch(old if isinstance(old, Mapping) else {}, value)
         else:
             result[key] = value
     return result
