@@ -19,6 +19,7 @@ from typing import Any, Generic, Protocol
 
 from pydantic import ValidationError
 
+from deployplane.api.models import camelize
 from deployplane.controller.statuspatch import apply_merge_patch, merge_patch
 from deployplane.crd.specs import PAUSED_ANNOTATION
 from deployplane.reconcile.external import Managed, SpecT
@@ -79,7 +80,9 @@ def to_managed(
 def spec_error_message(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
+        # A missing field is reported under its first alias (snake_case); the user wrote
+        # the custom resource in camelCase, so name the field as they would write it.
+        loc = ".".join(camelize(p) if isinstance(p, str) else str(p) for p in err["loc"])
         parts.append(f"spec.{loc}: {err['msg']}")
     return "; ".join(parts)
 
