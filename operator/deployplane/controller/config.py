@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ def _number(env: Mapping[str, str], name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not math.isfinite(value):  # float() accepts "nan" and "inf"; no timer can use them
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}")
     if value <= 0:
         raise ConfigError(f"{name} must be positive, got {raw!r}")
     return value
@@ -45,7 +48,7 @@ class OperatorConfig:
             ns.strip() for ns in env.get("DEPLOYPLANE_NAMESPACES", "").split(",") if ns.strip()
         )
         port = env.get("DEPLOYPLANE_METRICS_PORT")
-        if port and not port.isdigit():
+        if port and not (port.isascii() and port.isdigit() and int(port) < 65536):
             raise ConfigError(f"DEPLOYPLANE_METRICS_PORT must be a port number, got {port!r}")
         return cls(
             control_plane_url=env.get("DEPLOYPLANE_CONTROL_PLANE_URL") or None,
