@@ -1,0 +1,476 @@
+"""ResourceLoop.one_pass over the function-adapter fake, the status merge patch, and the
+operator's environment configuration. No emulator, no Kubernetes."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import pytest
+from tests.support.fakeexternal import (
+    DEP_ID,
+    ConnecterFns,
+    ExternalFns,
+    FakeSpec,
+    observed,
+    returns,
+)
+
+from deployplane.controller.config import ConfigError, OperatorConfig
+from deployplane.controller.loop import ResourceLoop, ResourceState, is_paused
+from deployplane.controller.statuspatch import apply_merge_patch, merge_patch
+from deployplane.crd.specs import AgentDeploymentSpec
+from deployplane.crd.status import Reason
+from deployplane.externals.connections import Connection
+from deployplane.reconcile.external import Phase
+from deployplane.reconcile.reconciler import EventRecord, Reconciler, Timing
+
+NS = "team-a"
+TIMING = Timing()
+PROGRESSING = observed(phase=Phase.PROGRESSING, reason=Reason.REVISION_IN_PROGRESS)
+
+
+@dataclass
+class Sink:
+    """A StatusSink that records every status patch."""
+
+    writes: list[dict[str, Any]] = field(default_factory=list)
+
+    async def patch_status(self, plural: str, namespace: str, name: str, patch: Any) -> bool:
+        assert (plural, namespace, name) == ("agentdeployments", NS, "agent")
+        self.writes.append(copy.deepcopy(dict(patch)))
+        return True
+
+
+def body(
+    generation: int = 1,
+    spec: dict[str, Any] | None = None,
+    annotations: dict[str, str] | None = None,
+    status: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "namespace": NS,
+            "name": "agent",
+            "uid": "uid-1",
+            "generation": generation,
+            "resourceVersion": "7",
+            "annotations": annotations or {},
+        },
+        "spec": spec or {},
+        "status": status or {},
+    }
+
+
+@dataclass
+class Rig:
+    ext: ExternalFns = field(default_factory=ExternalFns)
+    sink: Sink = field(default_factory=Sink)
+    events: list[EventRecord] = field(default_factory=list)
+    spec_model: type[Any] = FakeSpec
+
+    def loop(self) -> ResourceLoop[Any]:
+        reconciler = Reconciler(ConnecterFns(self.ext), kind="deployment", timing=TIMING)
+        return ResourceLoop(
+            cast(Reconciler[Any], reconciler), self.spec_model, "agentdeployments", self.sink
+        )
+
+    async def one_pass(self, state: ResourceState, b: dict[str, Any] | None = None) -> float:
+        b = b if b is not None else body()
+        if state.status is None:
+            state.status = dict(b.get("status") or {})
+        return await self.loop().one_pass(b, state, post_event=self.events.append)
+
+    def observes(self) -> list[tuple[Any, ...]]:
+        return [c for c in self.ext.journal if c[0] == "observe"]
+
+
+# --------------------------------------------------------------------- pause
+
+
+@pytest.mark.parametrize(
+    ("value", "paused"),
+    [("true", True), ("True", True), ("TRUE", True), ("false", False), ("", False), (None, False)],
+)
+async def test_paused_annotation_stops_reconciling(value: str | None, paused: bool) -> None:
+    rig = Rig()
+    annotations = {} if value is None else {"deployplane.io/paused": value}
+    state = ResourceState()
+    delay = await rig.one_pass(state, body(annotations=annotations))
+    assert is_paused(body(annotations=annotations)) is paused
+    got = {"reconciled": bool(rig.ext.journal), "writes": bool(rig.sink.writes)}
+    assert got == {"reconciled": not paused, "writes": not paused}
+    if paused:
+        assert (delay, state.seen) == (TIMING.resync, (1, True))
+
+
+# ---------------------------------------------------------------- status writes
+
+
+async def test_create_pass_writes_marker_then_id_then_only_the_rest() -> None:
+    rig = Rig()
+    state = ResourceState()
+    await rig.one_pass(state)
+    marker, id_write, final = rig.sink.writes
+    assert marker == {"createPending": {"key": "agent", "resourceVersion": "7"}}
+    assert id_write == {"deploymentId": "dep-new", "createPending": None}
+    assert set(final) == {"observedGeneration", "conditions"}
+    assert state.status is not None
+    assert state.status["deploymentId"] == "dep-new"
+    assert "createPending" not in state.status
+
+
+async def test_steady_state_writes_nothing() -> None:
+    rig = Rig()
+    state = ResourceState()
+    await rig.one_pass(state, body(status={"deploymentId": DEP_ID}))
+    assert len(rig.sink.writes) == 1
+    for _ in range(3):
+        delay = await rig.one_pass(state)
+        assert delay == TIMING.resync
+    assert len(rig.sink.writes) == 1
+    assert [e.reason for e in rig.events] == ["Deployed"]
+
+
+async def test_stale_status_in_the_body_never_drives_a_decision() -> None:
+    """The watch may lag behind our own writes: the loop trusts what it wrote."""
+    rig = Rig(ext=ExternalFns(observe_fn=returns(PROGRESSING)))
+    state = ResourceState()
+    await rig.one_pass(state)  # creates dep-new
+    await rig.one_pass(state, body(status={}))  # a body from before the create
+    assert [c for c in rig.ext.journal if c[0] in ("create", "observe")] == [
+        ("create",),
+        ("observe", "dep-new", False),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("observation", "want"),
+    [
+        (
+            observed(latestRevisionId="rev-1", imageVersion="1"),
+            {},
+        ),
+        (
+            observed(latestRevisionId="rev-2", imageVersion="1"),
+            {"latestRevisionId": "rev-2"},
+        ),
+        (
+            observed(latestRevisionId="rev-1", imageVersion=None),
+            {"imageVersion": None},
+        ),
+    ],
+    ids=["nothing new: no write", "one field changed", "one field cleared"],
+)
+async def test_status_write_is_the_minimal_merge_patch(
+    observation: Any, want: dict[str, Any]
+) -> None:
+    rig = Rig(
+        ext=ExternalFns(observe_fn=returns(observed(latestRevisionId="rev-1", imageVersion="1")))
+    )
+    state = ResourceState()
+    await rig.one_pass(state, body(status={"deploymentId": DEP_ID}))
+    rig.sink.writes.clear()
+    rig.ext.observe_fn = returns(observation)
+    await rig.one_pass(state)
+    assert rig.sink.writes == ([want] if want else [])
+
+
+async def test_a_flip_writes_the_conditions_and_nothing_else() -> None:
+    rig = Rig()
+    state = ResourceState()
+    await rig.one_pass(state, body(status={"deploymentId": DEP_ID}))
+    before = copy.deepcopy(state.status)
+    assert before is not None
+    rig.sink.writes.clear()
+    rig.ext.observe_fn = returns(PROGRESSING)
+    await rig.one_pass(state, body(generation=2))
+    (patch,) = rig.sink.writes
+    assert set(patch) == {"observedGeneration", "conditions"}
+    assert state.status == apply_merge_patch(before, patch)
+
+
+# ---------------------------------------------------------------- invalid spec
+
+
+@pytest.mark.parametrize(
+    ("spec", "want_in_message"),
+    [
+        ({"source": "bogus"}, "spec.source: Input should be 'git_host' or 'external_docker'"),
+        ({}, "spec.source: Field required"),
+        (
+            {"source": "external_docker", "sourceConfig": {"resourceSpec": {"minScale": -1}}},
+            "spec.sourceConfig.resourceSpec.minScale: Input should be greater than or equal to 0",
+        ),
+        (
+            {"source": "external_docker", "secrets": [{"name": "OPENAI"}]},
+            "spec.secrets.0.valueFrom: Field required",
+        ),
+    ],
+    ids=["bad enum", "missing field", "nested bound", "missing nested field (camelCase)"],
+)
+async def test_invalid_spec_stalls_with_the_field_named(
+    spec: dict[str, Any], want_in_message: str
+) -> None:
+    rig = Rig(spec_model=AgentDeploymentSpec)
+    state = ResourceState()
+    delay = await rig.one_pass(state, body(spec=spec, status={"deploymentId": DEP_ID}))
+    assert state.status is not None
+    conds = {c["type"]: c for c in state.status["conditions"]}
+    got = {
+        "stalled": (conds["Stalled"]["status"], conds["Stalled"]["reason"]),
+        "synced": (conds["Synced"]["status"], conds["Synced"]["reason"]),
+        "named": want_in_message in conds["Stalled"]["message"],
+        "connected": bool(rig.ext.journal),
+        "delay": delay,
+        "attempt": state.attempt,
+        "events": [(e.type, e.reason) for e in rig.events],
+    }
+    assert got == {
+        "stalled": ("True", "InvalidSpec"),
+        "synced": ("False", "InvalidSpec"),
+        "named": True,
+        "connected": False,
+        "delay": TIMING.resync,
+        "attempt": 0,
+        "events": [("Warning", "InvalidSpec")],
+    }, conds["Stalled"]["message"]
+    writes = len(rig.sink.writes)
+    await rig.one_pass(state, body(spec=spec))
+    assert (len(rig.sink.writes), len(rig.events)) == (writes, 1)
+
+
+# ------------------------------------------------------------------- wake-ups
+
+
+POKES: dict[str, tuple[dict[str, Any], bool]] = {
+    "same body": (body(), False),
+    "status changed only": (body(status={"deploymentId": "x"}), False),
+    "other annotation": (body(annotations={"team": "a"}), False),
+    "generation bumped": (body(generation=2), True),
+    "paused": (body(annotations={"deployplane.io/paused": "true"}), True),
+}
+
+
+@pytest.mark.parametrize(("new_body", "woken"), POKES.values(), ids=POKES.keys())
+async def test_poke_if_changed_wakes_only_on_generation_or_pause(
+    new_body: dict[str, Any], woken: bool
+) -> None:
+    rig = Rig()
+    state = ResourceState()
+    state.poke_if_changed(new_body)
+    assert not state.wake.is_set(), "never woken before the first pass"
+    await rig.one_pass(state)
+    state.poke_if_changed(new_body)
+    assert state.wake.is_set() is woken
+
+
+async def test_unpausing_wakes_too() -> None:
+    rig = Rig()
+    state = ResourceState()
+    await rig.one_pass(state, body(annotations={"deployplane.io/paused": "true"}))
+    state.poke_if_changed(body())
+    assert state.wake.is_set()
+
+
+# ----------------------------------------------------------- attempt, resync
+
+
+async def test_attempt_counts_unsettled_passes_and_resets_when_settled() -> None:
+    rig = Rig(ext=ExternalFns(observe_fn=returns(PROGRESSING)))
+    state = ResourceState()
+    got = []
+    for observation in (PROGRESSING, PROGRESSING, PROGRESSING, observed(), PROGRESSING):
+        rig.ext.observe_fn = returns(observation)
+        delay = await rig.one_pass(state, body(status={"deploymentId": DEP_ID}))
+        got.append((delay, state.attempt))
+    assert got == [(2.0, 1), (3.0, 2), (4.5, 3), (600.0, 0), (2.0, 1)]
+
+
+async def test_full_observation_when_resync_is_due_polls_otherwise() -> None:
+    rig = Rig(ext=ExternalFns(observe_fn=returns(PROGRESSING)))
+    state = ResourceState()
+    b = body(status={"deploymentId": DEP_ID})
+    await rig.one_pass(state, b)  # first pass: resync due
+    await rig.one_pass(state, b)  # polling
+    state.last_full -= TIMING.resync  # time passes
+    await rig.one_pass(state, b)
+    assert [full for *_, full in rig.observes()] == [True, False, True]
+
+
+# ------------------------------------------------------------- merge patch
+
+
+ROUND_TRIPS: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = {
+    "equal": ({"a": 1, "b": {"c": [1, 2]}}, {"a": 1, "b": {"c": [1, 2]}}, {}),
+    "added": ({}, {"a": 1}, {"a": 1}),
+    "removed": ({"a": 1, "b": 2}, {"b": 2}, {"a": None}),
+    "changed scalar": ({"a": 1}, {"a": 2}, {"a": 2}),
+    "nested change": (
+        {"r": {"id": "1", "s": "A"}},
+        {"r": {"id": "1", "s": "B"}},
+        {"r": {"s": "B"}},
+    ),
+    "nested removal": ({"r": {"id": "1", "s": "A"}}, {"r": {"id": "1"}}, {"r": {"s": None}}),
+    "list replaced whole": (
+        {"c": [{"t": "R"}]},
+        {"c": [{"t": "R"}, {"t": "S"}]},
+        {"c": [{"t": "R"}, {"t": "S"}]},
+    ),
+    "object to scalar": ({"r": {"id": "1"}}, {"r": "x"}, {"r": "x"}),
+    "scalar to object": ({"r": "x"}, {"r": {"id": "1"}}, {"r": {"id": "1"}}),
+    "to an empty object": ({"r": {"id": "1"}}, {"r": {}}, {"r": {"id": None}}),
+    "from nothing to an empty object": ({}, {"r": {}}, {"r": {}}),
+    "false and zero are values": ({"a": True, "n": 1}, {"a": False, "n": 0}, {"a": False, "n": 0}),
+    "deep": (
+        {"x": {"y": {"z": 1, "k": 2}}, "w": 1},
+        {"x": {"y": {"z": 3}}, "w": 1},
+        {"x": {"y": {"z": 3, "k": None}}},
+    ),
+}
+
+
+@pytest.mark.parametrize(("a", "b", "want_patch"), ROUND_TRIPS.values(), ids=ROUND_TRIPS.keys())
+def test_merge_patch_is_minimal_and_round_trips(
+    a: dict[str, Any], b: dict[str, Any], want_patch: dict[str, Any]
+) -> None:
+    a_before = copy.deepcopy(a)
+    patch = merge_patch(a, b)
+    assert (patch, apply_merge_patch(a, patch)) == (want_patch, b)
+    assert a == a_before, "inputs are not mutated"
+    assert merge_patch(apply_merge_patch(a, patch), b) == {}
+
+
+# RFC 7386, Appendix A (the cases whose target and patch are objects).
+RFC_7386: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = [
+    ({"a": "b"}, {"a": "c"}, {"a": "c"}),
+    ({"a": "b"}, {"b": "c"}, {"a": "b", "b": "c"}),
+    ({"a": "b"}, {"a": None}, {}),
+    ({"a": "b", "b": "c"}, {"a": None}, {"b": "c"}),
+    ({"a": ["b"]}, {"a": "c"}, {"a": "c"}),
+    ({"a": "c"}, {"a": ["b"]}, {"a": ["b"]}),
+    ({"a": {"b": "c"}}, {"a": {"b": "d", "c": None}}, {"a": {"b": "d"}}),
+    ({"a": [{"b": "c"}]}, {"a": [1]}, {"a": [1]}),
+    ({"e": None}, {"a": 1}, {"e": None, "a": 1}),
+    ({}, {"a": {"bb": {"ccc": None}}}, {"a": {"bb": {}}}),
+]
+
+
+@pytest.mark.parametrize(
+    ("target", "patch", "want"), RFC_7386, ids=[str(p) for _, p, _ in RFC_7386]
+)
+def test_apply_merge_patch_follows_rfc_7386(
+    target: dict[str, Any], patch: dict[str, Any], want: dict[str, Any]
+) -> None:
+    assert apply_merge_patch(target, patch) == want
+
+
+# ------------------------------------------------------------------- config
+
+
+def test_config_defaults() -> None:
+    config = OperatorConfig.from_env({})
+    assert (
+        config.control_plane_url,
+        config.api_key,
+        config.tenant_id,
+        config.namespaces,
+        config.poll_interval,
+        config.poll_max_interval,
+        config.resync_interval,
+        config.metrics_port,
+        config.default_connection(),
+    ) == (None, None, None, (), 2.0, 30.0, 600.0, None, None)
+
+
+def test_config_from_env() -> None:
+    config = OperatorConfig.from_env(
+        {
+            "DEPLOYPLANE_CONTROL_PLANE_URL": "http://cp:8080",
+            "DEPLOYPLANE_API_KEY": "secret-key-123",
+            "DEPLOYPLANE_TENANT_ID": "t-1",
+            "DEPLOYPLANE_NAMESPACES": " team-a, team-b,,team-c ",
+            "DEPLOYPLANE_POLL_INTERVAL": "0.5",
+            "DEPLOYPLANE_POLL_MAX_INTERVAL": "10",
+            "DEPLOYPLANE_RESYNC_INTERVAL": "300",
+            "DEPLOYPLANE_METRICS_PORT": "9090",
+        }
+    )
+    assert (
+        config.namespaces,
+        config.poll_interval,
+        config.poll_max_interval,
+        config.resync_interval,
+        config.metrics_port,
+        config.default_connection(),
+    ) == (
+        ("team-a", "team-b", "team-c"),
+        0.5,
+        10.0,
+        300.0,
+        9090,
+        Connection("http://cp:8080", "secret-key-123", "t-1"),
+    )
+    assert "secret-key-123" not in repr(config)
+
+
+def test_config_empty_values_mean_unset() -> None:
+    env = {
+        "DEPLOYPLANE_CONTROL_PLANE_URL": "",
+        "DEPLOYPLANE_API_KEY": "",
+        "DEPLOYPLANE_NAMESPACES": " , ",
+        "DEPLOYPLANE_POLL_INTERVAL": "",
+        "DEPLOYPLANE_METRICS_PORT": "",
+    }
+    config = OperatorConfig.from_env(env)
+    assert (config.control_plane_url, config.api_key, config.namespaces) == (None, None, ())
+    assert (config.poll_interval, config.metrics_port) == (2.0, None)
+
+
+CONFIG_ERRORS: dict[str, tuple[str, str, str]] = {
+    "not a number": (
+        "DEPLOYPLANE_POLL_INTERVAL",
+        "soon",
+        "DEPLOYPLANE_POLL_INTERVAL must be a number of seconds, got 'soon'",
+    ),
+    "zero": (
+        "DEPLOYPLANE_RESYNC_INTERVAL",
+        "0",
+        "DEPLOYPLANE_RESYNC_INTERVAL must be positive, got '0'",
+    ),
+    "negative": (
+        "DEPLOYPLANE_POLL_MAX_INTERVAL",
+        "-5",
+        "DEPLOYPLANE_POLL_MAX_INTERVAL must be positive, got '-5'",
+    ),
+    "nan": (
+        "DEPLOYPLANE_RESYNC_INTERVAL",
+        "nan",
+        "DEPLOYPLANE_RESYNC_INTERVAL must be a number of seconds, got 'nan'",
+    ),
+    "infinite": (
+        "DEPLOYPLANE_POLL_INTERVAL",
+        "inf",
+        "DEPLOYPLANE_POLL_INTERVAL must be a number of seconds, got 'inf'",
+    ),
+    "port not a number": (
+        "DEPLOYPLANE_METRICS_PORT",
+        "http",
+        "DEPLOYPLANE_METRICS_PORT must be a port number, got 'http'",
+    ),
+    "port out of range": (
+        "DEPLOYPLANE_METRICS_PORT",
+        "70000",
+        "DEPLOYPLANE_METRICS_PORT must be a port number, got '70000'",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"), CONFIG_ERRORS.values(), ids=CONFIG_ERRORS.keys()
+)
+def test_config_errors_name_the_variable(name: str, value: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        OperatorConfig.from_env({name: value})
+    assert str(info.value) == message
