@@ -22,7 +22,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from deployplane.crd.schema import OUTPUT_DIRS
+from deployplane.crd.schema import OUTPUT_DIRS, rendered_files
 from deployplane.crd.specs import GROUP, VERSION
 from deployplane.crd.status import (
     TRUE,
@@ -40,7 +40,8 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-CRD_FILES = sorted((ROOT / OUTPUT_DIRS[0]).glob("*.yaml"))
+# Named, not globbed: crds/ also holds files that are not CRDs (kustomization.yaml).
+CRD_FILES = sorted(ROOT / p for p in rendered_files() if p.startswith(f"{OUTPUT_DIRS[0]}/"))
 PLURALS = {"AgentDeployment": "agentdeployments", "Listener": "listeners"}
 
 Obj = dict[str, Any]
