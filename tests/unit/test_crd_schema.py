@@ -331,10 +331,17 @@ def test_a_rule_on_a_missing_path_fails_generation() -> None:
 # ---------------------------------------------------------------------- examples
 
 
+CRD_EXAMPLES = (
+    "agentdeployment-docker.yaml",
+    "agentdeployment-git.yaml",
+    "listener.yaml",
+    "secret.yaml",
+)
+
+
 def _examples() -> list[tuple[str, Node]]:
-    return [
-        (path.name, yaml.safe_load(path.read_text())) for path in sorted(EXAMPLES.glob("*.yaml"))
-    ]
+    # Named, not globbed: examples/ also holds other components' manifests.
+    return [(name, yaml.safe_load((EXAMPLES / name).read_text())) for name in CRD_EXAMPLES]
 
 
 def _unknown_keys(value: Any, node: Node, path: str) -> Iterator[str]:
@@ -351,13 +358,8 @@ def _unknown_keys(value: Any, node: Node, path: str) -> Iterator[str]:
             yield from _unknown_keys(item, node["items"], f"{path}[{i}]")
 
 
-def test_examples_are_the_expected_set() -> None:
-    assert [name for name, _ in _examples()] == [
-        "agentdeployment-docker.yaml",
-        "agentdeployment-git.yaml",
-        "listener.yaml",
-        "secret.yaml",
-    ]
+def test_the_examples_of_both_kinds_exist() -> None:
+    assert [name for name in CRD_EXAMPLES if not (EXAMPLES / name).is_file()] == []
 
 
 @pytest.mark.parametrize("name", ["agentdeployment-docker.yaml", "agentdeployment-git.yaml"])
