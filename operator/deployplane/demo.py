@@ -132,7 +132,10 @@ def _stop_all() -> None:
 
 def _apply_examples(api: client.ApiClient) -> None:
     applier = Applier(api)
-    crds = [yaml.safe_load(p.read_text()) for p in sorted(_repo_file("crds").glob("*.yaml"))]
+    crds = [
+        yaml.safe_load(p.read_text())
+        for p in sorted(_repo_file("crds").glob("*.deployplane.io.yaml"))
+    ]
     applier.apply(crds)
     applier.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     docs: list[dict[str, Any]] = []

@@ -39,7 +39,9 @@ AGD, LST = "agentdeployments", "listeners"
 
 @pytest.fixture(scope="module")
 def crds(k8s_api: client.ApiClient) -> None:
-    docs = [yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.yaml"))]
+    docs = [
+        yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.deployplane.io.yaml"))
+    ]
     Applier(k8s_api).apply(docs)
 
 
