@@ -31,6 +31,13 @@ API_KEY = "bench-key"
 LISTENING = "deployplane control plane listening on "
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux): a figure that, unlike wall-clock
+    throughput, does not depend on what else the machine is running."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start_server(workdir: Path) -> tuple[subprocess.Popen[str], str]:
     database = f"sqlite+aiosqlite:///{workdir / 'controlplane.db'}"
     process = subprocess.Popen(
@@ -69,6 +76,7 @@ async def drive(
     seconds: float,
     concurrency: int,
     expected: int,
+    server_pid: int,
 ) -> tuple[float, float, float]:
     latencies: list[float] = []
     failures = 0
@@ -84,9 +92,10 @@ async def drive(
             if response.status_code != expected:
                 failures += 1
 
-    began = time.perf_counter()
+    began, cpu_before = time.perf_counter(), cpu_seconds(server_pid)
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     elapsed = time.perf_counter() - began
+    cpu_per_request = (cpu_seconds(server_pid) - cpu_before) / max(1, len(latencies))
     rate = len(latencies) / elapsed
     quantiles = statistics.quantiles(latencies, n=100)
     p50, p99 = quantiles[49] * 1000, quantiles[98] * 1000
@@ -95,10 +104,15 @@ async def drive(
         f"   ({len(latencies)} requests, {failures} unexpected statuses)",
         flush=True,
     )
+    print(
+        f"{'':<34} server CPU {cpu_per_request * 1000:.2f} ms/request"
+        f" = {1 / cpu_per_request if cpu_per_request else float('inf'):.0f} req/s per free core",
+        flush=True,
+    )
     return rate, p50, p99
 
 
-async def run(base_url: str, *, seconds: float, concurrency: int) -> None:
+async def run(base_url: str, *, seconds: float, concurrency: int, server_pid: int) -> None:
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(
         base_url=base_url, headers={"X-Api-Key": API_KEY}, limits=limits, timeout=30
@@ -133,6 +147,7 @@ async def run(base_url: str, *, seconds: float, concurrency: int) -> None:
             seconds=seconds,
             concurrency=concurrency,
             expected=200,
+            server_pid=server_pid,
         )
         await drive(
             "POST /v2/deployments",
@@ -141,6 +156,7 @@ async def run(base_url: str, *, seconds: float, concurrency: int) -> None:
             seconds=seconds,
             concurrency=concurrency,
             expected=201,
+            server_pid=server_pid,
         )
 
 
@@ -152,7 +168,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as workdir:
         process, base_url = start_server(Path(workdir))
         try:
-            asyncio.run(run(base_url, seconds=args.seconds, concurrency=args.concurrency))
+            asyncio.run(
+                run(
+                    base_url,
+                    seconds=args.seconds,
+                    concurrency=args.concurrency,
+                    server_pid=process.pid,
+                )
+            )
         finally:
             process.terminate()
             process.wait(timeout=10)

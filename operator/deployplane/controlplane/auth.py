@@ -13,17 +13,25 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request, status
-from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from deployplane.controlplane.settings import WorkspaceConfig
 
-__all__ = ["Authenticator", "CurrentWorkspace", "current_workspace", "require_any_credential"]
+__all__ = [
+    "SECURITY_SCHEMES",
+    "Authenticator",
+    "CurrentWorkspace",
+    "current_workspace",
+    "require_any_credential",
+]
 
-# Declared for the OpenAPI document (the spec's three alternative schemes); the
-# checks themselves are done by `Authenticator` so every failure answers alike.
-_api_key_scheme = APIKeyHeader(name="X-Api-Key", scheme_name="API Key", auto_error=False)
-_tenant_scheme = APIKeyHeader(name="X-Tenant-Id", scheme_name="Tenant ID", auto_error=False)
-_bearer_scheme = HTTPBearer(scheme_name="Bearer Auth", auto_error=False)
+# The spec's three alternative schemes, for the OpenAPI document (`app.py` adds them
+# to every API operation). The dependencies below read the headers themselves: one
+# dependency per request instead of four keeps FastAPI's per-request work small.
+SECURITY_SCHEMES: dict[str, dict[str, str]] = {
+    "API Key": {"type": "apiKey", "in": "header", "name": "X-Api-Key"},
+    "Tenant ID": {"type": "apiKey", "in": "header", "name": "X-Tenant-Id"},
+    "Bearer Auth": {"type": "http", "scheme": "bearer"},
+}
 
 
 @dataclass(frozen=True)
@@ -73,26 +81,26 @@ def _unauthorized() -> HTTPException:
     )
 
 
-def _credential_workspaces(
-    request: Request, api_key: str | None, bearer: HTTPAuthorizationCredentials | None
-) -> tuple[WorkspaceConfig, ...]:
+def _credential_workspaces(request: Request) -> tuple[WorkspaceConfig, ...]:
     authenticator: Authenticator = request.app.state.authenticator
-    token = bearer.credentials if bearer is not None else None
-    found = authenticator.workspaces_for(api_key=api_key, bearer=token)
+    headers = request.headers
+    bearer = None
+    authorization = headers.get("authorization")
+    if authorization:
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() == "bearer":
+            bearer = token.strip()
+    found = authenticator.workspaces_for(api_key=headers.get("x-api-key"), bearer=bearer)
     if not found:
         raise _unauthorized()
     return found
 
 
-async def current_workspace(
-    request: Request,
-    api_key: Annotated[str | None, Depends(_api_key_scheme)],
-    tenant_id: Annotated[str | None, Depends(_tenant_scheme)],
-    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer_scheme)],
-) -> WorkspaceConfig:
+async def current_workspace(request: Request) -> WorkspaceConfig:
     """The workspace a request acts in: 401 without a valid credential, 403 when
     X-Tenant-Id names a workspace the credential does not belong to."""
-    found = _credential_workspaces(request, api_key, bearer)
+    found = _credential_workspaces(request)
+    tenant_id = request.headers.get("x-tenant-id")
     if tenant_id is None:
         return found[0]
     try:
@@ -108,13 +116,9 @@ async def current_workspace(
     )
 
 
-async def require_any_credential(
-    request: Request,
-    api_key: Annotated[str | None, Depends(_api_key_scheme)],
-    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer_scheme)],
-) -> None:
+async def require_any_credential(request: Request) -> None:
     """For the emulator's admin endpoints: any valid credential will do."""
-    _credential_workspaces(request, api_key, bearer)
+    _credential_workspaces(request)
 
 
 CurrentWorkspace = Annotated[WorkspaceConfig, Depends(current_workspace)]

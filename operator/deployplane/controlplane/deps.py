@@ -4,30 +4,36 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Depends, Query, Request
+from fastapi import Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
 from deployplane.controlplane.db import Database
 from deployplane.controlplane.pipeline import Pipeline
 
-__all__ = ["Db", "Limit", "Offset", "PipelineDep", "Responses", "json_response"]
+__all__ = [
+    "Limit",
+    "Offset",
+    "Responses",
+    "database_of",
+    "json_response",
+    "pipeline_of",
+]
 
 
-# async, not def: FastAPI runs plain-def dependencies in a thread pool, a costly hop
-# per request for what is an attribute read.
-async def _database(request: Request) -> Database:
+# Plain functions of the request rather than FastAPI dependencies: resolving a
+# dependency costs more per request than the attribute read it wraps (see the
+# benchmark); routes take `request: Request`, which FastAPI passes for free.
+def database_of(request: Request) -> Database:
     db: Database = request.app.state.db
     return db
 
 
-async def _pipeline(request: Request) -> Pipeline:
+def pipeline_of(request: Request) -> Pipeline:
     pipeline: Pipeline = request.app.state.pipeline
     return pipeline
 
 
-Db = Annotated[Database, Depends(_database)]
-PipelineDep = Annotated[Pipeline, Depends(_pipeline)]
 Limit = Annotated[int, Query(ge=1, le=100, description="Page size.")]
 # Bounded: SQLite integers are 64-bit, and no page starts beyond a billion items.
 Offset = Annotated[int, Query(ge=0, le=1_000_000_000, description="Index of the first item.")]

@@ -93,7 +93,11 @@ def _deployment_query() -> Any:
     )
 
 
-# Built once: constructing a select costs more than running it on SQLite.
+# Statements built once and executed with parameter dicts: constructing a statement
+# (and its cache key) with literal values costs more than running it on SQLite.
+_INSERT_DEPLOYMENT = insert(deployments)
+_INSERT_TRACING_PROJECT = insert(tracing_projects)
+_INSERT_REVISION = insert(revisions)
 _GET_DEPLOYMENT = _deployment_query().where(
     deployments.c.id == bindparam("deployment_id"),
     deployments.c.workspace_id == bindparam("workspace_id"),
@@ -193,31 +197,42 @@ async def _listener_exists(conn: DbConn, workspace_id: uuid.UUID, listener_id: u
 async def _insert_revision(
     conn: DbConn,
     *,
+    revision_id: uuid.UUID,
     deployment_id: uuid.UUID,
     seq: int,
     source: Source,
     config: SourceRevisionConfig,
     now: datetime,
     step_seconds: float,
-) -> uuid.UUID:
-    revision_id = uuid.uuid4()
-    await conn.execute(
-        insert(revisions).values(
-            id=revision_id,
-            deployment_id=deployment_id,
-            seq=seq,
-            source=source.value,
-            status=RevisionStatus.CREATING.value,
-            repo_ref=config.repo_ref,
-            graph_config_path=config.graph_config_path,
-            image_uri=config.image_uri,
-            repo_commit_sha=_commit_sha(source),
-            created_at=now,
-            updated_at=now,
-            next_step_at=time.time() + step_seconds,
-        )
+) -> Revision:
+    revision = Revision(
+        id=revision_id,
+        created_at=now,
+        updated_at=now,
+        status=RevisionStatus.CREATING,
+        source=source,
+        source_revision_config=SourceRevisionConfigStatus(
+            **config.model_dump(), repo_commit_sha=_commit_sha(source)
+        ),
     )
-    return revision_id
+    await conn.execute(
+        _INSERT_REVISION,
+        {
+            "id": revision_id,
+            "deployment_id": deployment_id,
+            "seq": seq,
+            "source": source.value,
+            "status": RevisionStatus.CREATING.value,
+            "repo_ref": config.repo_ref,
+            "graph_config_path": config.graph_config_path,
+            "image_uri": config.image_uri,
+            "repo_commit_sha": revision.source_revision_config.repo_commit_sha,
+            "created_at": now,
+            "updated_at": now,
+            "next_step_at": time.time() + step_seconds,
+        },
+    )
+    return revision
 
 
 # ------------------------------------------------------------------ deployments
@@ -249,38 +264,47 @@ async def create_deployment(
     if errors:
         raise InvalidError(errors)
 
-    deployment_id = uuid.uuid4()
+    deployment_id, revision_id = uuid.uuid4(), uuid.uuid4()
     now = utcnow()
+    stored_config = source_config.model_dump(mode="json", exclude_none=True)
+    secret_records = _secret_records(deployment_id, given_secrets)
     try:
         # Deployment first: the (workspace, name) unique constraint decides races.
         await conn.execute(
-            insert(deployments).values(
-                id=deployment_id,
-                workspace_id=workspace.id,
-                name=body.name,
-                source=body.source.value,
-                source_config=source_config.model_dump(mode="json", exclude_none=True),
-                secrets=_secret_records(deployment_id, given_secrets),
-                status=DeploymentStatus.AWAITING_DATABASE.value,
-                created_at=now,
-                updated_at=now,
-            )
+            _INSERT_DEPLOYMENT,
+            {
+                "id": deployment_id,
+                "workspace_id": workspace.id,
+                "name": body.name,
+                "source": body.source.value,
+                "source_config": stored_config,
+                "secrets": secret_records,
+                "status": DeploymentStatus.AWAITING_DATABASE.value,
+                "latest_revision_id": revision_id,
+                "active_revision_id": None,
+                "image_version": None,
+                "created_at": now,
+                "updated_at": now,
+                "delete_at": None,
+            },
         )
         await conn.execute(
-            insert(tracing_projects).values(
-                id=uuid.uuid4(),
-                workspace_id=workspace.id,
-                name=body.name,
-                deployment_id=deployment_id,
-                created_at=now,
-            )
+            _INSERT_TRACING_PROJECT,
+            {
+                "id": uuid.uuid4(),
+                "workspace_id": workspace.id,
+                "name": body.name,
+                "deployment_id": deployment_id,
+                "created_at": now,
+            },
         )
     except IntegrityError:
         raise ConflictError(
             "A deployment or tracing project with this name already exists."
         ) from None
-    revision_id = await _insert_revision(
+    revision = await _insert_revision(
         conn,
+        revision_id=revision_id,
         deployment_id=deployment_id,
         seq=1,
         source=body.source,
@@ -288,12 +312,21 @@ async def create_deployment(
         now=now,
         step_seconds=step_seconds,
     )
-    await conn.execute(
-        update(deployments)
-        .where(deployments.c.id == deployment_id)
-        .values(latest_revision_id=revision_id)
+    # Answered from what was written rather than read back: one statement fewer.
+    return Deployment(
+        id=deployment_id,
+        name=body.name,
+        source=body.source,
+        source_config=SourceConfig.model_validate(stored_config),
+        source_revision_config=revision.source_revision_config,
+        secrets=[SecretName(name=secret.name) for secret in given_secrets],
+        created_at=now,
+        updated_at=now,
+        status=DeploymentStatus.AWAITING_DATABASE,
+        latest_revision_id=revision_id,
+        active_revision_id=None,
+        image_version=None,
     )
-    return await get_deployment(conn=conn, workspace=workspace, deployment_id=deployment_id)
 
 
 async def get_deployment(
@@ -428,8 +461,10 @@ async def patch_deployment(
     }
     if new_revision:
         await _supersede(conn, deployment_id=deployment_id, now=now)
-        values["latest_revision_id"] = await _insert_revision(
+        values["latest_revision_id"] = revision_id = uuid.uuid4()
+        await _insert_revision(
             conn,
+            revision_id=revision_id,
             deployment_id=deployment_id,
             seq=(current.seq or 0) + 1,
             source=source,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Request, status
 from fastapi.responses import Response
 
 from deployplane.api.models import (
@@ -18,9 +18,22 @@ from deployplane.api.models import (
 )
 from deployplane.controlplane import store
 from deployplane.controlplane.auth import CurrentWorkspace
-from deployplane.controlplane.deps import Db, Limit, Offset, PipelineDep, Responses, json_response
+from deployplane.controlplane.deps import (
+    Limit,
+    Offset,
+    Responses,
+    database_of,
+    json_response,
+    pipeline_of,
+)
 
 __all__ = ["router"]
+
+
+def notify_pipeline(request: Request) -> None:
+    pipeline = pipeline_of(request)
+    pipeline.notify(time.time() + pipeline.step_seconds)
+
 
 router = APIRouter(prefix="/v2/deployments", tags=["deployments"])
 
@@ -36,26 +49,29 @@ _CONFLICT: Responses = {409: {"model": NotFoundBody, "description": "Name alread
     summary="Create a deployment",
 )
 async def create_deployment(
-    body: DeploymentCreate, workspace: CurrentWorkspace, db: Db, pipeline: PipelineDep
+    body: DeploymentCreate, workspace: CurrentWorkspace, request: Request
 ) -> Response:
-    async with db.write() as conn:
+    async with database_of(request).write() as conn:
         deployment = await store.create_deployment(
-            conn=conn, body=body, workspace=workspace, step_seconds=pipeline.step_seconds
+            conn=conn,
+            body=body,
+            workspace=workspace,
+            step_seconds=pipeline_of(request).step_seconds,
         )
-    pipeline.notify(time.time() + pipeline.step_seconds)
+    notify_pipeline(request)
     return json_response(deployment, status.HTTP_201_CREATED)
 
 
 @router.get("", response_model=Page[Deployment], summary="List deployments")
 async def list_deployments(
     workspace: CurrentWorkspace,
-    db: Db,
+    request: Request,
     name: str | None = Query(None, description="Exact name."),
     name_contains: str | None = Query(None, description="Substring of the name."),
     limit: Limit = 20,
     offset: Offset = 0,
 ) -> Response:
-    async with db.read() as conn:
+    async with database_of(request).read() as conn:
         page = await store.list_deployments(
             conn=conn,
             workspace=workspace,
@@ -73,8 +89,10 @@ async def list_deployments(
     responses=_NOT_FOUND,
     summary="Get a deployment",
 )
-async def get_deployment(deployment_id: uuid.UUID, workspace: CurrentWorkspace, db: Db) -> Response:
-    async with db.read() as conn:
+async def get_deployment(
+    deployment_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
+) -> Response:
+    async with database_of(request).read() as conn:
         deployment = await store.get_deployment(
             conn=conn, workspace=workspace, deployment_id=deployment_id
         )
@@ -91,18 +109,17 @@ async def patch_deployment(
     deployment_id: uuid.UUID,
     body: DeploymentPatch,
     workspace: CurrentWorkspace,
-    db: Db,
-    pipeline: PipelineDep,
+    request: Request,
 ) -> Response:
-    async with db.write() as conn:
+    async with database_of(request).write() as conn:
         deployment, _ = await store.patch_deployment(
             conn=conn,
             workspace=workspace,
             deployment_id=deployment_id,
             body=body,
-            step_seconds=pipeline.step_seconds,
+            step_seconds=pipeline_of(request).step_seconds,
         )
-    pipeline.notify(time.time() + pipeline.step_seconds)
+    notify_pipeline(request)
     return json_response(deployment)
 
 
@@ -115,16 +132,16 @@ async def patch_deployment(
     description="Marks the deployment AWAITING_DELETE; it is removed shortly after.",
 )
 async def delete_deployment(
-    deployment_id: uuid.UUID, workspace: CurrentWorkspace, db: Db, pipeline: PipelineDep
+    deployment_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
 ) -> Response:
-    async with db.write() as conn:
+    async with database_of(request).write() as conn:
         deployment = await store.delete_deployment(
             conn=conn,
             workspace=workspace,
             deployment_id=deployment_id,
-            step_seconds=pipeline.step_seconds,
+            step_seconds=pipeline_of(request).step_seconds,
         )
-    pipeline.notify(time.time() + pipeline.step_seconds)
+    notify_pipeline(request)
     return json_response(deployment, status.HTTP_202_ACCEPTED)
 
 
@@ -137,11 +154,11 @@ async def delete_deployment(
 async def list_revisions(
     deployment_id: uuid.UUID,
     workspace: CurrentWorkspace,
-    db: Db,
+    request: Request,
     limit: Limit = 20,
     offset: Offset = 0,
 ) -> Response:
-    async with db.read() as conn:
+    async with database_of(request).read() as conn:
         page = await store.list_revisions(
             conn=conn, workspace=workspace, deployment_id=deployment_id, limit=limit, offset=offset
         )
@@ -155,9 +172,9 @@ async def list_revisions(
     summary="Get a revision",
 )
 async def get_revision(
-    deployment_id: uuid.UUID, revision_id: uuid.UUID, workspace: CurrentWorkspace, db: Db
+    deployment_id: uuid.UUID, revision_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
 ) -> Response:
-    async with db.read() as conn:
+    async with database_of(request).read() as conn:
         revision = await store.get_revision(
             conn=conn, workspace=workspace, deployment_id=deployment_id, revision_id=revision_id
         )

@@ -19,7 +19,13 @@ from deployplane.api.models import (
 )
 from deployplane.controlplane import store
 from deployplane.controlplane.auth import CurrentWorkspace
-from deployplane.controlplane.deps import Db, Limit, Offset, Responses, json_response
+from deployplane.controlplane.deps import (
+    Limit,
+    Offset,
+    Responses,
+    database_of,
+    json_response,
+)
 
 __all__ = ["router"]
 
@@ -37,8 +43,10 @@ _IMMUTABLE = ("compute_type", "compute_id")
     responses=_CONFLICT,
     summary="Create a listener",
 )
-async def create_listener(body: ListenerCreate, workspace: CurrentWorkspace, db: Db) -> Response:
-    async with db.write() as conn:
+async def create_listener(
+    body: ListenerCreate, workspace: CurrentWorkspace, request: Request
+) -> Response:
+    async with database_of(request).write() as conn:
         listener = await store.create_listener(conn=conn, workspace=workspace, body=body)
     return json_response(listener, status.HTTP_201_CREATED)
 
@@ -46,12 +54,12 @@ async def create_listener(body: ListenerCreate, workspace: CurrentWorkspace, db:
 @router.get("", response_model=Page[Listener], summary="List listeners")
 async def list_listeners(
     workspace: CurrentWorkspace,
-    db: Db,
+    request: Request,
     compute_id: str | None = Query(None, description="Exact compute_id."),
     limit: Limit = 20,
     offset: Offset = 0,
 ) -> Response:
-    async with db.read() as conn:
+    async with database_of(request).read() as conn:
         page = await store.list_listeners(
             conn=conn, workspace=workspace, compute_id=compute_id, limit=limit, offset=offset
         )
@@ -61,8 +69,10 @@ async def list_listeners(
 @router.get(
     "/{listener_id}", response_model=Listener, responses=_NOT_FOUND, summary="Get a listener"
 )
-async def get_listener(listener_id: uuid.UUID, workspace: CurrentWorkspace, db: Db) -> Response:
-    async with db.read() as conn:
+async def get_listener(
+    listener_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
+) -> Response:
+    async with database_of(request).read() as conn:
         listener = await store.get_listener(conn=conn, workspace=workspace, listener_id=listener_id)
     return json_response(listener)
 
@@ -94,10 +104,9 @@ async def patch_listener(
     body: ListenerPatch,
     request: Request,
     workspace: CurrentWorkspace,
-    db: Db,
 ) -> Response:
     raw = _immutables_given(await request.json())
-    async with db.write() as conn:
+    async with database_of(request).write() as conn:
         listener = await store.patch_listener(
             conn=conn, workspace=workspace, listener_id=listener_id, body=body, raw=raw
         )
@@ -111,9 +120,9 @@ async def patch_listener(
     summary="Replace a listener (compute_type and compute_id must match)",
 )
 async def put_listener(
-    listener_id: uuid.UUID, body: ListenerPut, workspace: CurrentWorkspace, db: Db
+    listener_id: uuid.UUID, body: ListenerPut, workspace: CurrentWorkspace, request: Request
 ) -> Response:
-    async with db.write() as conn:
+    async with database_of(request).write() as conn:
         listener = await store.put_listener(
             conn=conn, workspace=workspace, listener_id=listener_id, body=body
         )
@@ -126,7 +135,9 @@ async def put_listener(
     responses=_NOT_FOUND,
     summary="Delete a listener",
 )
-async def delete_listener(listener_id: uuid.UUID, workspace: CurrentWorkspace, db: Db) -> Response:
-    async with db.write() as conn:
+async def delete_listener(
+    listener_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
+) -> Response:
+    async with database_of(request).write() as conn:
         await store.delete_listener(conn=conn, workspace=workspace, listener_id=listener_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
