@@ -12,9 +12,10 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import bindparam, delete, func, select, update
 
 from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
 from deployplane.controlplane.db import (
@@ -32,6 +33,16 @@ __all__ = ["BATCH", "Pipeline", "image_version", "next_status", "path_of"]
 log = logging.getLogger(__name__)
 
 BATCH = 500
+
+_MOVE_REVISIONS = (
+    update(revisions)
+    .where(revisions.c.id.in_(bindparam("ids", expanding=True)))
+    .values(
+        status=bindparam("status"),
+        updated_at=bindparam("updated_at"),
+        next_step_at=bindparam("next_step_at"),
+    )
+)
 
 _GIT_PATH = (
     RevisionStatus.CREATING,
@@ -100,6 +111,9 @@ class Pipeline:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._planned_wake: float | None = None  # epoch seconds; None = idle
+        # Rounds are at least a fraction of a step apart, so revisions due at nearby
+        # times move together in one round; step 0 means no waiting at all.
+        self._tick = min(0.05, config.step_seconds / 10)
 
     @property
     def step_seconds(self) -> float:
@@ -135,7 +149,7 @@ class Pipeline:
                 log.exception("pipeline step failed")
                 due = time.time() + 1.0
             self._planned_wake = due
-            timeout = None if due is None else max(0.0, due - time.time())
+            timeout = None if due is None else max(0.0, due - time.time(), self._tick)
             if timeout == 0.0:
                 await asyncio.sleep(0)  # let requests in between rounds
                 continue
@@ -174,25 +188,29 @@ class Pipeline:
                     .limit(BATCH)
                 )
             ).all()
+            # One UPDATE per target state, not per revision: under a stream of creates
+            # the worker moves hundreds of revisions a second.
+            moves: dict[RevisionStatus, list[Any]] = defaultdict(list)
             for row in due:
                 source = Source(row.source)
                 failure = self._config.failure_for(
                     name=row.name, image_uri=row.image_uri, repo_ref=row.repo_ref
                 )
                 new = next_status(source, RevisionStatus(row.status), failure)
-                terminal = new.is_terminal
-                await conn.execute(
-                    update(revisions)
-                    .where(revisions.c.id == row.id)
-                    .values(
-                        status=new.value,
-                        updated_at=stamp,
-                        next_step_at=None if terminal else now + step,
-                    )
-                )
+                moves[new].append(row.id)
                 if new is RevisionStatus.DEPLOYED:
                     await self._deployed(conn, row, source, stamp)
-                moved += 1
+            for new, ids in moves.items():
+                await conn.execute(
+                    _MOVE_REVISIONS,
+                    {
+                        "ids": ids,
+                        "status": new.value,
+                        "updated_at": stamp,
+                        "next_step_at": None if new.is_terminal else now + step,
+                    },
+                )
+                moved += len(ids)
             gone = (
                 (await conn.execute(select(deployments.c.id).where(deployments.c.delete_at <= now)))
                 .scalars()
