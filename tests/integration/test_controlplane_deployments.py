@@ -358,3 +358,15 @@ async def test_delete_marks_awaiting_delete(api: httpx.AsyncClient) -> None:
     assert (await api.delete(f"/v2/deployments/{created['id']}")).status_code == 202
     patch = await api.patch(f"/v2/deployments/{created['id']}", json={})
     assert patch.status_code == 409
+
+
+async def test_a_repeated_read_never_outlives_a_write(api: httpx.AsyncClient) -> None:
+    created = (await api.post("/v2/deployments", json=image_body())).json()
+    path = f"/v2/deployments/{created['id']}"
+    revision_path = f"{path}/revisions/{created['latest_revision_id']}"
+    assert (await api.get(path)).json()["source_config"]["custom_url"] is None
+    assert (await api.get(revision_path)).json()["status"] == "CREATING"
+    await api.patch(path, json={"source_config": {"custom_url": "https://b.example.com"}})
+    assert (await api.get(path)).json()["source_config"]["custom_url"] == "https://b.example.com"
+    await api.patch(path, json={"source_revision_config": {"image_uri": "r/app:9"}})
+    assert (await api.get(revision_path)).json()["status"] == "SKIPPED"

@@ -18,6 +18,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 
 from deployplane.controlplane.auth import SECURITY_SCHEMES, Authenticator
+from deployplane.controlplane.cache import ReadCache
 from deployplane.controlplane.db import Database
 from deployplane.controlplane.errors import ConflictError, InvalidError, NotFoundError
 from deployplane.controlplane.middleware import (
@@ -103,6 +104,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.settings = settings
     app.state.db = db
     app.state.pipeline = pipeline
+    app.state.read_cache = ReadCache(db)
     app.state.authenticator = Authenticator(settings.config.workspaces)
     app.state.faults = FaultState(
         error_rate=settings.config.faults.error_rate,

@@ -213,6 +213,8 @@ class Database:
         else:
             self._async_engine = create_async_engine(url, pool_pre_ping=True)
         self._write_lock = asyncio.Lock()
+        # Bumped after every write transaction; see cache.ReadCache.
+        self.generation = 0
 
     async def create_schema(self) -> None:
         if self._sync_engine is not None:
@@ -241,11 +243,14 @@ class Database:
     @asynccontextmanager
     async def write(self) -> AsyncIterator[DbConn]:
         """A transaction, committed on success and rolled back on error."""
-        if self._sync_engine is not None:
-            async with self._write_lock:
-                with self._sync_engine.begin() as conn:
-                    yield DbConn(sync=conn)
-        else:
-            assert self._async_engine is not None
-            async with self._async_engine.begin() as aconn:
-                yield DbConn(async_=aconn)
+        try:
+            if self._sync_engine is not None:
+                async with self._write_lock:
+                    with self._sync_engine.begin() as conn:
+                        yield DbConn(sync=conn)
+            else:
+                assert self._async_engine is not None
+                async with self._async_engine.begin() as aconn:
+                    yield DbConn(async_=aconn)
+        finally:
+            self.generation += 1

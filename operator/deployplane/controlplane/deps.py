@@ -8,6 +8,7 @@ from fastapi import Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
+from deployplane.controlplane.cache import ReadCache
 from deployplane.controlplane.db import Database
 from deployplane.controlplane.pipeline import Pipeline
 
@@ -16,8 +17,10 @@ __all__ = [
     "Offset",
     "Responses",
     "database_of",
+    "json_bytes_response",
     "json_response",
     "pipeline_of",
+    "read_cache_of",
 ]
 
 
@@ -29,6 +32,11 @@ def database_of(request: Request) -> Database:
     return db
 
 
+def read_cache_of(request: Request) -> ReadCache:
+    cache: ReadCache = request.app.state.read_cache
+    return cache
+
+
 def pipeline_of(request: Request) -> Pipeline:
     pipeline: Pipeline = request.app.state.pipeline
     return pipeline
@@ -37,6 +45,10 @@ def pipeline_of(request: Request) -> Pipeline:
 Limit = Annotated[int, Query(ge=1, le=100, description="Page size.")]
 # Bounded: SQLite integers are 64-bit, and no page starts beyond a billion items.
 Offset = Annotated[int, Query(ge=0, le=1_000_000_000, description="Index of the first item.")]
+
+
+def json_bytes_response(body: bytes, status_code: int = 200) -> Response:
+    return Response(content=body, status_code=status_code, media_type="application/json")
 
 
 def json_response(model: BaseModel, status_code: int = 200) -> Response:

@@ -23,8 +23,10 @@ from deployplane.controlplane.deps import (
     Offset,
     Responses,
     database_of,
+    json_bytes_response,
     json_response,
     pipeline_of,
+    read_cache_of,
 )
 
 __all__ = ["router"]
@@ -92,11 +94,18 @@ async def list_deployments(
 async def get_deployment(
     deployment_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
 ) -> Response:
-    async with database_of(request).read() as conn:
-        deployment = await store.get_deployment(
-            conn=conn, workspace=workspace, deployment_id=deployment_id
-        )
-    return json_response(deployment)
+    cache = read_cache_of(request)
+    key = ("deployment", workspace.id, deployment_id)
+    body = cache.get(key)
+    if body is None:
+        generation = cache.generation
+        async with database_of(request).read() as conn:
+            deployment = await store.get_deployment(
+                conn=conn, workspace=workspace, deployment_id=deployment_id
+            )
+        body = deployment.model_dump_json().encode()
+        cache.put(key, generation, body)
+    return json_bytes_response(body)
 
 
 @router.patch(
@@ -174,8 +183,18 @@ async def list_revisions(
 async def get_revision(
     deployment_id: uuid.UUID, revision_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
 ) -> Response:
-    async with database_of(request).read() as conn:
-        revision = await store.get_revision(
-            conn=conn, workspace=workspace, deployment_id=deployment_id, revision_id=revision_id
-        )
-    return json_response(revision)
+    cache = read_cache_of(request)
+    key = ("revision", workspace.id, deployment_id, revision_id)
+    body = cache.get(key)
+    if body is None:
+        generation = cache.generation
+        async with database_of(request).read() as conn:
+            revision = await store.get_revision(
+                conn=conn,
+                workspace=workspace,
+                deployment_id=deployment_id,
+                revision_id=revision_id,
+            )
+        body = revision.model_dump_json().encode()
+        cache.put(key, generation, body)
+    return json_bytes_response(body)
