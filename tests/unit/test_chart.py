@@ -1,0 +1,375 @@
+"""The Helm chart, rendered by the real `helm template`: what each configuration
+installs, that the values schema refuses bad values, that every pod passes the
+`restricted` Pod Security Standard on paper, and that RBAC stays least-privilege.
+
+Admission of the rendered pod and the RBAC grants themselves are proven on a real
+apiserver in tests/e2e/test_install.py.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+from tests.support import chart
+from tests.support.chart import Doc, env_of, find, find_all, operator_container, operator_deployment
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "watchNamespaces": {"watchNamespaces": ["team-a", "team-b"]},
+    "replicaCount 2": {"replicaCount": 2},
+    "replicaCount 2 + watchNamespaces": {"replicaCount": 2, "watchNamespaces": ["team-a"]},
+    "emulator": {"emulator": {"enabled": True}},
+    "everything": {
+        "replicaCount": 3,
+        "watchNamespaces": ["team-a"],
+        "emulator": {"enabled": True, "config": {"pipeline": {"stepSeconds": 0.5}}},
+        "metrics": {"serviceMonitor": {"enabled": True}},
+        "controlPlane": {
+            "url": "https://control.example.com",
+            "tenantId": "ws-1",
+            "apiKeySecret": {"name": "cp-credentials", "key": "token"},
+        },
+    },
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _helm() -> None:
+    try:
+        chart.helm_binary()
+    except chart.HelmNotFound as e:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(str(e), pytrace=False)
+        pytest.skip(str(e))
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[str, list[Doc]]:
+    return {name: chart.render(values) for name, values in VARIANTS.items()}
+
+
+def _pod_specs(docs: list[Doc]) -> Iterator[tuple[str, Doc]]:
+    for d in find_all(docs, "Deployment"):
+        yield d["metadata"]["name"], d["spec"]["template"]["spec"]
+
+
+# ----------------------------------------------------------------------- lint
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_helm_lint_is_clean(variant: str, tmp_path: Any) -> None:
+    args = ["lint", "--strict", str(chart.CHART)]
+    if VARIANTS[variant]:
+        values = tmp_path / "values.yaml"
+        values.write_text(yaml.safe_dump(VARIANTS[variant]))
+        args += ["--values", str(values)]
+    out = chart.helm(*args, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 chart(s) failed" in out.stdout
+    assert "[WARNING]" not in out.stdout, out.stdout
+    assert "[ERROR]" not in out.stdout, out.stdout
+
+
+# ------------------------------------------------------------------- defaults
+
+
+def test_defaults_install_the_operator_cluster_wide(rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered["defaults"]
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds == sorted(
+        [
+            "ServiceAccount",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "Deployment",
+            "Service",
+            "PodDisruptionBudget",
+        ]
+    )
+    deployment = operator_deployment(docs)
+    assert deployment["metadata"]["namespace"] == chart.NAMESPACE
+    assert deployment["spec"]["replicas"] == 1
+    # A lone standalone operator must never overlap with its replacement.
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    container = operator_container(docs)
+    assert container["command"] == ["deployplane", "operator", "run"]
+    assert container["args"][:2] == ["--liveness", "http://0.0.0.0:8080/healthz"]
+    assert "--json-logs" in container["args"]
+    assert "--peering" not in container["args"]
+    env = env_of(container)
+    assert "DEPLOYPLANE_NAMESPACES" not in env
+    assert env["DEPLOYPLANE_METRICS_PORT"] == "9090"
+    assert env["DEPLOYPLANE_POLL_INTERVAL"] == "2"
+    assert env["DEPLOYPLANE_RESYNC_INTERVAL"] == "600"
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {
+        "health": 8080,
+        "metrics": 9090,
+    }
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
+    binding = find(docs, "ClusterRoleBinding")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "deployplane", "namespace": chart.NAMESPACE}
+    ]
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == find(docs, "ServiceAccount")["metadata"]["name"]
+
+
+def test_metrics_service_selects_the_operator_pods(rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered["defaults"]
+    service = find(docs, "Service")
+    pod_labels = operator_deployment(docs)["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    assert service["spec"]["ports"] == [
+        {"name": "metrics", "port": 9090, "targetPort": "metrics", "protocol": "TCP"}
+    ]
+
+
+def test_pod_disruption_budget_selects_the_operator(rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered["defaults"]
+    pdb = find(docs, "PodDisruptionBudget")
+    assert pdb["spec"]["maxUnavailable"] == 1
+    pod_labels = operator_deployment(docs)["spec"]["template"]["metadata"]["labels"]
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+
+
+def test_service_monitor_only_when_enabled(rendered: dict[str, list[Doc]]) -> None:
+    assert not find_all(rendered["defaults"], "ServiceMonitor")
+    docs = rendered["everything"]
+    monitor = find(docs, "ServiceMonitor")
+    services = [s for s in find_all(docs, "Service") if s["metadata"]["name"].endswith("-metrics")]
+    (metrics,) = services
+    assert (
+        monitor["spec"]["selector"]["matchLabels"].items() <= metrics["metadata"]["labels"].items()
+    )
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+
+
+# ---------------------------------------------------------------- credentials
+
+
+def test_api_key_comes_from_the_referenced_secret(rendered: dict[str, list[Doc]]) -> None:
+    env = env_of(operator_container(rendered["everything"]))
+    assert env["DEPLOYPLANE_CONTROL_PLANE_URL"] == "https://control.example.com"
+    assert env["DEPLOYPLANE_TENANT_ID"] == "ws-1"
+    assert env["DEPLOYPLANE_API_KEY"] == {
+        "secretKeyRef": {"name": "cp-credentials", "key": "token"}
+    }
+    assert not [s for s in find_all(rendered["everything"], "Secret")], (
+        "the chart must not store a key it was given by reference"
+    )
+
+
+def test_without_url_or_key_every_resource_needs_a_connection_ref(
+    rendered: dict[str, list[Doc]],
+) -> None:
+    env = env_of(operator_container(rendered["defaults"]))
+    assert "DEPLOYPLANE_CONTROL_PLANE_URL" not in env
+    assert "DEPLOYPLANE_API_KEY" not in env
+
+
+# ------------------------------------------------------------ watchNamespaces
+
+
+def test_watch_namespaces_uses_a_role_per_namespace(rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered["watchNamespaces"]
+    roles = {r["metadata"]["namespace"]: r for r in find_all(docs, "Role")}
+    bindings = {b["metadata"]["namespace"]: b for b in find_all(docs, "RoleBinding")}
+    assert set(roles) == set(bindings) == {"team-a", "team-b"}
+    for ns, binding in bindings.items():
+        assert binding["roleRef"]["name"] == roles[ns]["metadata"]["name"]
+        assert binding["subjects"][0]["namespace"] == chart.NAMESPACE
+    (cluster_role,) = find_all(docs, "ClusterRole")
+    cluster_resources = {r for rule in cluster_role["rules"] for r in rule["resources"]}
+    assert cluster_resources == {"customresourcedefinitions", "namespaces"}, (
+        "namespaced install must not read Secrets or resources cluster-wide"
+    )
+    assert env_of(operator_container(docs))["DEPLOYPLANE_NAMESPACES"] == "team-a,team-b"
+
+
+# -------------------------------------------------------------------- peering
+
+
+def test_two_replicas_use_kopf_peering(rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered["replicaCount 2"]
+    deployment = operator_deployment(docs)
+    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["strategy"]["type"] == "RollingUpdate"
+    args = operator_container(docs)["args"]
+    assert args[args.index("--peering") + 1] == "deployplane"
+    env = env_of(operator_container(docs))
+    assert env["POD_ID"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    crds = {c["metadata"]["name"] for c in find_all(docs, "CustomResourceDefinition")}
+    assert crds == {"clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev"}
+    peering = find(docs, "ClusterKopfPeering", "deployplane")
+    assert "post-install" in peering["metadata"]["annotations"]["helm.sh/hook"]
+    rules = find(docs, "ClusterRole")["rules"]
+    assert {"apiGroups": ["kopf.dev"], "resources": ["clusterkopfpeerings"],
+            "verbs": ["get", "list", "watch", "patch"]} in rules  # fmt: skip
+
+
+def test_namespaced_peering_has_one_object_per_namespace(rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered["replicaCount 2 + watchNamespaces"]
+    peerings = find_all(docs, "KopfPeering")
+    assert [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in peerings] == [
+        ("team-a", "deployplane")
+    ]
+    assert not find_all(docs, "ClusterKopfPeering")
+    role_resources = {r for rule in find(docs, "Role")["rules"] for r in rule["resources"]}
+    assert "kopfpeerings" in role_resources
+
+
+# ------------------------------------------------------------------- emulator
+
+
+def test_emulator_runs_in_cluster_and_the_operator_points_at_it(
+    rendered: dict[str, list[Doc]],
+) -> None:
+    docs = rendered["emulator"]
+    emulator = find(docs, "Deployment", "deployplane-emulator")
+    container = emulator["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["deployplane", "controlplane", "serve"]
+    args = container["args"]
+    assert args[args.index("--host") + 1] == "0.0.0.0"
+    assert args[args.index("--api-key") + 1] == "$(DEPLOYPLANE_API_KEY)"
+    service = find(docs, "Service", "deployplane-emulator")
+    assert (
+        service["spec"]["selector"].items()
+        <= emulator["spec"]["template"]["metadata"]["labels"].items()
+    )
+    env = env_of(operator_container(docs))
+    assert env["DEPLOYPLANE_CONTROL_PLANE_URL"] == (
+        f"http://deployplane-emulator.{chart.NAMESPACE}.svc:8124"
+    )
+    # Both ends read the same generated key.
+    secret = find(docs, "Secret")
+    assert env["DEPLOYPLANE_API_KEY"]["secretKeyRef"]["name"] == secret["metadata"]["name"]
+    assert env_of(container)["DEPLOYPLANE_API_KEY"] == env["DEPLOYPLANE_API_KEY"]
+
+
+def test_emulator_config_is_mounted(rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered["everything"]
+    config = find(docs, "ConfigMap", "deployplane-emulator")
+    assert yaml.safe_load(config["data"]["emulator.yaml"]) == {"pipeline": {"stepSeconds": 0.5}}
+    container = find(docs, "Deployment", "deployplane-emulator")["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    assert "/etc/deployplane/emulator.yaml" in container["args"]
+
+
+# ------------------------------------------------------------ pod security
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_pod_meets_the_restricted_standard(
+    variant: str, rendered: dict[str, list[Doc]]
+) -> None:
+    for name, pod in _pod_specs(rendered[variant]):
+        assert pod["securityContext"]["runAsNonRoot"] is True, name
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, name
+        for host in ("hostNetwork", "hostPID", "hostIPC"):
+            assert not pod.get(host), name
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        assert "emptyDir" in volumes["tmp"], name
+        for v in volumes.values():
+            assert set(v) - {"name"} <= {"emptyDir", "configMap", "secret", "projected"}, v
+        for c in pod["containers"]:
+            sc = c["securityContext"]
+            assert sc["allowPrivilegeEscalation"] is False, name
+            assert sc["readOnlyRootFilesystem"] is True, name
+            assert sc["runAsNonRoot"] is True, name
+            assert sc["runAsUser"] != 0, name
+            assert sc["capabilities"] == {"drop": ["ALL"]}, name
+            assert sc["seccompProfile"] == {"type": "RuntimeDefault"}, name
+            assert {"name": "tmp", "mountPath": "/tmp"} in c["volumeMounts"], name
+            assert "limits" in c["resources"], name
+
+
+# ---------------------------------------------------------------------- RBAC
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_rbac_has_no_wildcards_and_no_destructive_verbs(
+    variant: str, rendered: dict[str, list[Doc]]
+) -> None:
+    roles = find_all(rendered[variant], "ClusterRole") + find_all(rendered[variant], "Role")
+    assert roles
+    for role in roles:
+        for rule in role["rules"]:
+            for key in ("apiGroups", "resources", "verbs"):
+                assert "*" not in rule[key], f"wildcard {key} in {role['metadata']['name']}"
+                assert all("*" not in item for item in rule[key]), rule
+            assert not rule.get("nonResourceURLs"), rule
+            assert not {"delete", "deletecollection", "update", "escalate", "bind",
+                        "impersonate"} & set(rule["verbs"]), rule  # fmt: skip
+            if "create" in rule["verbs"]:
+                assert rule["resources"] == ["events"], f"creates something else: {rule}"
+            if "secrets" in rule["resources"]:
+                assert rule["verbs"] == ["get"], "Secrets are read one by one, never listed"
+
+
+def test_rbac_grants_exactly_what_the_operator_does(rendered: dict[str, list[Doc]]) -> None:
+    def grants(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+        return {
+            (group, resource, verb)
+            for rule in rules
+            for group in rule["apiGroups"]
+            for resource in rule["resources"]
+            for verb in rule["verbs"]
+        }
+
+    granted = grants(find(rendered["defaults"], "ClusterRole")["rules"])
+    expected = {
+        ("deployplane.io", kind, verb)
+        for kind in ("agentdeployments", "listeners")
+        for verb in ("get", "list", "watch", "patch")
+    }
+    expected |= {
+        ("deployplane.io", f"{kind}/status", verb)
+        for kind in ("agentdeployments", "listeners")
+        for verb in ("get", "patch")
+    }
+    expected |= {
+        ("", "secrets", "get"),
+        ("", "events", "create"),
+        ("events.k8s.io", "events", "create"),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "list"),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "watch"),
+    }
+    assert granted == expected
+
+
+def test_rbac_documents_helper_returns_an_applicable_identity() -> None:
+    docs = chart.rbac_documents()
+    assert sorted(d["kind"] for d in docs) == [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ServiceAccount",
+    ]
+
+
+# ------------------------------------------------------------ values schema
+
+
+REFUSED: dict[str, dict[str, Any]] = {
+    "negative replicas": {"replicaCount": -1},
+    "replicas as text": {"replicaCount": "two"},
+    "zero poll interval": {"pollInterval": 0},
+    "url without scheme": {"controlPlane": {"url": "control.example.com"}},
+    "namespace not a DNS label": {"watchNamespaces": ["Team_A"]},
+    "unknown top-level value": {"replicas": 2},
+    "unknown nested value": {"controlPlane": {"apikey": "plaintext"}},
+    "metrics port out of range": {"metrics": {"port": 70000}},
+    "bad pull policy": {"image": {"pullPolicy": "Sometimes"}},
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_values_schema_refuses_bad_values(name: str) -> None:
+    error = chart.render_error(REFUSED[name])
+    assert error, f"{name}: rendered anyway"
+    assert "values don't meet the specifications of the schema" in error, error
