@@ -208,10 +208,12 @@ class Database:
                 pool_size=4,
                 max_overflow=8,
                 connect_args={"check_same_thread": False},
+                # errors never quote statement parameters into logs
+                hide_parameters=True,
             )
             event.listen(self._sync_engine, "connect", _sqlite_pragmas)
         else:
-            self._async_engine = create_async_engine(url, pool_pre_ping=True)
+            self._async_engine = create_async_engine(url, pool_pre_ping=True, hide_parameters=True)
         self._write_lock = asyncio.Lock()
         # Bumped after every write transaction; see cache.ReadCache.
         self.generation = 0
