@@ -9,6 +9,7 @@ afterwards (`down` stops it). Ctrl-C during `up` stops everything it started.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import os
 import shutil
@@ -34,7 +35,7 @@ from deployplane.devcluster.tools import ToolsNotFound
 app = typer.Typer(no_args_is_help=True, help="The local demo: cluster, emulator, operator.")
 console = Console()
 
-STATE = Path(".deployplane/demo")
+STATE = Path(os.environ.get("DEPLOYPLANE_DEMO_DIR", ".deployplane/demo"))
 NAMESPACE = "demo"
 DEMO_API_KEY = "demo-key-not-secret"  # matches examples/controlplane.yaml; local only
 TENANT = "11111111-1111-1111-1111-111111111111"
@@ -158,33 +159,37 @@ def _rows(api: client.ApiClient) -> list[dict[str, Any]]:
         for obj in custom.list_namespaced_custom_object(GROUP, VERSION, NAMESPACE, plural)["items"]:
             status = obj.get("status") or {}
             conds = {c["type"]: c for c in status.get("conditions", [])}
+            created = dt.datetime.fromisoformat(obj["metadata"]["creationTimestamp"])
+            ready = conds.get("Ready", {})
+            until = (
+                dt.datetime.fromisoformat(ready["lastTransitionTime"])
+                if ready.get("status") == "True"
+                else dt.datetime.now(dt.UTC)
+            )
             rows.append(
                 {
+                    "elapsed": f"{(until - created).total_seconds():.0f}s",
                     "kind": kind,
                     "name": obj["metadata"]["name"],
                     "ready": conds.get("Ready", {}).get("status", "-"),
                     "synced": conds.get("Synced", {}).get("status", "-"),
                     "revision": (status.get("revision") or {}).get("status", "-"),
-                    "message": conds.get("Ready", {}).get("message", ""),
                     "id": status.get("deploymentId") or status.get("listenerId") or "-",
                 }
             )
     return rows
 
 
+_COLUMNS = ("kind", "name", "ready", "synced", "revision", "elapsed", "id")
+
+
 def _table(rows: list[dict[str, Any]], elapsed: float) -> Table:
     table = Table(title=f"deployplane demo: namespace {NAMESPACE}  ({elapsed:.0f}s)")
-    for column in ("kind", "name", "ready", "synced", "revision", "id", "message"):
+    for column in _COLUMNS:
         table.add_column(column.upper())
     for row in rows:
         style = "green" if row["ready"] == "True" else "yellow"
-        table.add_row(
-            *(
-                str(row[c])
-                for c in ("kind", "name", "ready", "synced", "revision", "id", "message")
-            ),
-            style=style,
-        )
+        table.add_row(*(str(row[c]) for c in _COLUMNS), style=style)
     return table
 
 
@@ -227,6 +232,9 @@ def up(
         all_ready = _watch(cluster, timeout, started)
     except KeyboardInterrupt:
         console.print("\ninterrupted: stopping everything the demo started")
+        # A second Ctrl-C (impatient users, or a signal sent to the whole process group)
+        # must not abandon the clean-up half-way and leave servers behind.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         _stop_all()
         raise typer.Exit(130) from None
     except (DevClusterError, ToolsNotFound, RuntimeError) as exc:
