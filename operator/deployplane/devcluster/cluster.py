@@ -71,6 +71,13 @@ class DevClusterError(RuntimeError):
     """The dev cluster could not be started, or a command needs one that is not running."""
 
 
+class _PortTaken(DevClusterError):
+    """A server could not bind the free port picked for it: someone took it first."""
+
+
+_PORT_ATTEMPTS = 3
+
+
 @dataclass(frozen=True)
 class _Ports:
     etcd_client: int
@@ -189,8 +196,17 @@ class DevCluster:
         if not self.detached:
             _register(self)
         try:
-            self._launch(tools)
-            self._wait_ready()
+            for attempt in range(_PORT_ATTEMPTS):
+                try:
+                    self._launch(tools)
+                    self._wait_ready()
+                    break
+                except _PortTaken:
+                    # Another cluster grabbed a port between our pick and the bind
+                    # (parallel test runs): start over on fresh ports and fresh data.
+                    if attempt == _PORT_ATTEMPTS - 1:
+                        raise
+                    self._reset_for_retry()
         except BaseException:
             # Also on Ctrl-C while waiting: a half-started cluster must not linger.
             self.stop()
@@ -211,6 +227,12 @@ class DevCluster:
             existing.stop()  # stale: kill survivors (if any) and clear the old files
         self._dir.mkdir(parents=True, exist_ok=True)
         self._owns_files = True
+
+    def _reset_for_retry(self) -> None:
+        processes.stop(self._procs)
+        self._procs = []
+        for entry in ("etcd-data", "logs"):
+            shutil.rmtree(self.state_dir / entry, ignore_errors=True)
 
     def _launch(self, tools: Tools) -> None:
         d = self.state_dir
@@ -338,7 +360,12 @@ class DevCluster:
             while self._get(path, ctx) != 200:
                 for proc in self._procs:
                     if not proc.alive():
-                        raise DevClusterError(
+                        error = (
+                            _PortTaken
+                            if "address already in use" in processes.log_tail(proc.log)
+                            else DevClusterError
+                        )
+                        raise error(
                             f"{proc.name} exited during startup; last lines of {proc.log}:\n"
                             + processes.log_tail(proc.log)
                         )
