@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from uuid import UUID
 
 from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
@@ -19,12 +20,13 @@ from deployplane.api.models import (
     DeploymentCreate,
     DeploymentPatch,
     DeploymentStatus,
+    GitRepository,
     Revision,
     RevisionStatus,
     Secret,
     camelize,
 )
-from deployplane.crd.specs import AgentDeploymentSpec
+from deployplane.crd.specs import AgentDeploymentSpec, RepositoryReference
 from deployplane.crd.status import Reason
 from deployplane.externals.connections import Connections
 from deployplane.externals.diffing import differing, dump, prune
@@ -209,7 +211,7 @@ class AgentDeploymentExternal:
             if sc.listener_ref is not None:
                 source_config["listener_id"] = await self._listener_id(mr, sc.listener_ref.name)
             if sc.repository is not None:
-                repo = await self._repository(sc)
+                repo = await self._repository(sc.integration_id, sc.repository)
                 source_config["repo_url"] = repo.url
                 source_config.setdefault("integration_id", str(repo.host_integration_id))
                 revision_config.setdefault("repo_ref", repo.default_branch)
@@ -226,16 +228,17 @@ class AgentDeploymentExternal:
             raise DependencyNotReady(f"Listener {name} has no listenerId yet")
         return str(listener_id)
 
-    async def _repository(self, sc: Any) -> Any:
-        if sc.integration_id is None:
+    async def _repository(
+        self, integration_id: UUID | None, wanted: RepositoryReference
+    ) -> GitRepository:
+        if integration_id is None:  # the CRD refuses this; kept for specs from elsewhere
             raise errors.Invalid("sourceConfig.repository needs sourceConfig.integrationId")
-        repos = await self.client.list_repositories(sc.integration_id)
-        for repo in repos:
-            if repo.owner == sc.repository.owner and repo.name == sc.repository.name:
+        for repo in await self.client.list_repositories(integration_id):
+            if repo.owner == wanted.owner and repo.name == wanted.name:
                 return repo
         raise errors.NotFound(
-            f"repository {sc.repository.owner}/{sc.repository.name} is not available "
-            f"through integration {sc.integration_id}"
+            f"repository {wanted.owner}/{wanted.name} is not available "
+            f"through integration {integration_id}"
         )
 
     async def _secrets(self, mr: Mr) -> list[Secret] | None:
