@@ -15,7 +15,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy import bindparam, case, delete, func, select, update
 
 from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
 from deployplane.controlplane.db import (
@@ -33,6 +33,24 @@ __all__ = ["BATCH", "Pipeline", "image_version", "next_status", "path_of"]
 log = logging.getLogger(__name__)
 
 BATCH = 500
+
+# A deployment whose revision deployed: READY, unless it is being deleted.
+_DEPLOYED = (
+    update(deployments)
+    .where(deployments.c.id == bindparam("deployment_id"))
+    .values(
+        active_revision_id=bindparam("active_revision_id"),
+        image_version=bindparam("image_version"),
+        updated_at=bindparam("updated_at"),
+        status=case(
+            (
+                deployments.c.status == DeploymentStatus.AWAITING_DELETE.value,
+                deployments.c.status,
+            ),
+            else_=DeploymentStatus.READY.value,
+        ),
+    )
+)
 
 _MOVE_REVISIONS = (
     update(revisions)
@@ -226,19 +244,12 @@ class Pipeline:
 
     @staticmethod
     async def _deployed(conn: DbConn, row: Any, source: Source, stamp: Any) -> None:
-        values: dict[str, Any] = {
-            "active_revision_id": row.id,
-            "image_version": image_version(source, row.image_uri, row.repo_commit_sha),
-            "updated_at": stamp,
-        }
         await conn.execute(
-            update(deployments).where(deployments.c.id == row.deployment_id).values(**values)
-        )
-        await conn.execute(
-            update(deployments)
-            .where(
-                deployments.c.id == row.deployment_id,
-                deployments.c.status != DeploymentStatus.AWAITING_DELETE.value,
-            )
-            .values(status=DeploymentStatus.READY.value)
+            _DEPLOYED,
+            {
+                "deployment_id": row.deployment_id,
+                "active_revision_id": row.id,
+                "image_version": image_version(source, row.image_uri, row.repo_commit_sha),
+                "updated_at": stamp,
+            },
         )
