@@ -26,6 +26,7 @@ from tests.support import chart
 
 from deployplane.devcluster import DevCluster
 from deployplane.devcluster.fixtures import ApplyManifest
+from deployplane.devcluster.manifests import Applier
 from deployplane.devcluster.serviceaccounts import request_token
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -287,8 +288,9 @@ def chart_identity(
 ) -> Callable[..., client.ApiClient]:
     """Apply the chart's RBAC (as `helm template` renders it) and the CRDs, and return a
     client holding a TokenRequest token of the chart's ServiceAccount."""
-    for crd in CRDS:
-        apply_manifest(crd.read_text(), namespace=None)
+    # Applied, not through apply_manifest: deleting the CRDs after the test would race
+    # the next module's own apply of them with the CRD still terminating.
+    Applier(k8s_api).apply([yaml.safe_load(crd.read_text()) for crd in CRDS])
 
     def make(values: dict[str, Any] | None = None) -> client.ApiClient:
         release = _unique("rbac")
