@@ -34,6 +34,9 @@ async def serve_forever(settings: Settings, *, host: str, port: int, banner: lis
     """Runs until interrupted; prints `banner` then the listening line once started."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit this on Linux. Without it the response body, written
+    # after the headers, waits for the client's delayed ACK: ~40 ms on every request.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
     config = uvicorn.Config(
