@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +18,12 @@ import yaml
 from tests.support import chart
 from tests.support.chart import Doc, env_of, find, find_all, operator_container, operator_deployment
 
+from deployplane.controlplane.settings import load_config
+
+EMULATOR_CONFIG = {
+    "workspaces": [{"id": "11111111-1111-1111-1111-111111111111", "name": "trial", "mode": "both"}],
+    "pipeline": {"step_seconds": 0.5},
+}
 VARIANTS: dict[str, dict[str, Any]] = {
     "defaults": {},
     "watchNamespaces": {"watchNamespaces": ["team-a", "team-b"]},
@@ -26,7 +33,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "everything": {
         "replicaCount": 3,
         "watchNamespaces": ["team-a"],
-        "emulator": {"enabled": True, "config": {"pipeline": {"stepSeconds": 0.5}}},
+        "emulator": {"enabled": True, "config": EMULATOR_CONFIG},
         "metrics": {"serviceMonitor": {"enabled": True}},
         "controlPlane": {
             "url": "https://control.example.com",
@@ -251,10 +258,14 @@ def test_emulator_runs_in_cluster_and_the_operator_points_at_it(
     assert env_of(container)["DEPLOYPLANE_API_KEY"] == env["DEPLOYPLANE_API_KEY"]
 
 
-def test_emulator_config_is_mounted(rendered: dict[str, list[Doc]]) -> None:
+def test_emulator_config_is_mounted(rendered: dict[str, list[Doc]], tmp_path: Path) -> None:
     docs = rendered["everything"]
     config = find(docs, "ConfigMap", "deployplane-emulator")
-    assert yaml.safe_load(config["data"]["emulator.yaml"]) == {"pipeline": {"stepSeconds": 0.5}}
+    mounted = tmp_path / "emulator.yaml"
+    mounted.write_text(config["data"]["emulator.yaml"])
+    assert yaml.safe_load(mounted.read_text()) == EMULATOR_CONFIG
+    # The emulator itself accepts the file it will be started with.
+    assert load_config(mounted).pipeline.step_seconds == 0.5
     container = find(docs, "Deployment", "deployplane-emulator")["spec"]["template"]["spec"][
         "containers"
     ][0]
