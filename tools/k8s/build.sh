@@ -72,10 +72,21 @@ build_etcd() {
 }
 
 build_helm() {
-  local want="v$HELM_VERSION"
+  # "-k8s" in the stamp: built with the Kubernetes version flags of helm's own Makefile,
+  # so `helm template` reports the right .Capabilities.KubeVersion (v1.20 otherwise).
+  local want="v$HELM_VERSION-k8s"
   if have helm "$want"; then log "helm $want: cached"; return; fi
-  log "building helm $want"
-  GOBIN="$bin" go install -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$want" "helm.sh/helm/v3/cmd/helm@$want"
+  local gomod client_go k8s_major k8s_minor flags=""
+  gomod=$(cd "$work" && go mod download -json "helm.sh/helm/v3@v$HELM_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  client_go=$(sed -n 's#^[[:space:]]*k8s\.io/client-go v0\.\([0-9]*\)\..*#\1#p' "$gomod" | head -1)
+  k8s_major=1; k8s_minor=$client_go
+  for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    flags+=" -X $pkg.k8sVersionMajor=$k8s_major -X $pkg.k8sVersionMinor=$k8s_minor"
+  done
+  log "building helm v$HELM_VERSION (Kubernetes capabilities v$k8s_major.$k8s_minor)"
+  GOBIN="$bin" go install -trimpath \
+    -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION $flags" \
+    "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION"
   stamp helm "$want"
 }
 
