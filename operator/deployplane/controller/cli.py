@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import secrets
+
 import typer
 
 from deployplane.controller.config import ConfigError, OperatorConfig
@@ -21,6 +23,19 @@ def run(
         None,
         "--peering",
         help="Kopf peering name for HA (two replicas, one active). Default: standalone.",
+    ),
+    priority: int | None = typer.Option(
+        None,
+        "--priority",
+        help="Peering priority: the highest live one reconciles. Default: random, so "
+        "replicas started with the same arguments never tie (Kopf pauses ALL tied peers).",
+    ),
+    peering_lifetime: int = typer.Option(
+        60,
+        "--peering-lifetime",
+        min=2,
+        help="Seconds a replica's keep-alive stays valid: how long a standby waits "
+        "before taking over from a replica that died without saying so (kill -9).",
     ),
     liveness: str | None = typer.Option(
         None, "--liveness", help="Liveness endpoint, e.g. http://0.0.0.0:8080/healthz."
@@ -46,7 +61,13 @@ def run(
     kopf.configure(
         verbose=verbose, log_format=kopf.LogFormat.JSON if json_logs else kopf.LogFormat.PLAIN
     )
+    settings = kopf.OperatorSettings()
+    settings.peering.lifetime = peering_lifetime
+    if priority is None:
+        priority = secrets.randbelow(2**31 - 1) + 1
     kopf.run(
+        settings=settings,
+        priority=priority,
         clusterwide=not namespaces,
         namespaces=namespaces,
         standalone=peering is None,
