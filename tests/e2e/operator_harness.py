@@ -67,6 +67,9 @@ class Emulator:
     step_seconds: float = 0.2
     process: subprocess.Popen[str] | None = None
     url: str = ""
+    # 0 picks a free port; a restart (start() again) reuses the port it got, so an
+    # operator configured with the URL reaches the restarted emulator.
+    port: int = 0
 
     @property
     def log_path(self) -> Path:
@@ -86,7 +89,7 @@ class Emulator:
                 "controlplane",
                 "serve",
                 "--port",
-                "0",
+                str(self.port),
                 "--config",
                 str(config),
                 "--database",
@@ -106,6 +109,7 @@ class Emulator:
             log.write(line)
             if "listening on" in line:
                 self.url = line.rsplit(" ", 1)[-1].strip()
+                self.port = int(self.url.rsplit(":", 1)[-1].strip("/"))
                 break
         else:
             raise RuntimeError("emulator did not start within 60 s")
@@ -130,6 +134,23 @@ class Emulator:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(10)
+
+    def kill9(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+    def all_deployments(self) -> list[dict[str, Any]]:
+        """Every deployment of the e2e workspace (all pages)."""
+        found: list[dict[str, Any]] = []
+        with self.http() as h:
+            while True:
+                page = h.get("/v2/deployments", params={"limit": 100, "offset": len(found)})
+                page.raise_for_status()
+                resources: list[dict[str, Any]] = page.json()["resources"]
+                found += resources
+                if len(resources) < 100:
+                    return found
 
     def http(self) -> httpx.Client:
         return httpx.Client(base_url=self.url, headers={"X-Api-Key": API_KEY}, timeout=10)
@@ -166,10 +187,11 @@ def operator_env(emulator: Emulator, kubeconfig: Path, **extra: str) -> dict[str
 
 
 @contextlib.contextmanager
-def kopf_operator(namespace: str, env: Mapping[str, str]) -> Iterator[Any]:
-    """The operator in this process (KopfRunner), watching one namespace."""
+def kopf_operator(namespace: str | None, env: Mapping[str, str]) -> Iterator[Any]:
+    """The operator in this process (KopfRunner), watching one namespace (None: all)."""
     from kopf.testing import KopfRunner
 
+    scope = ["--namespace", namespace] if namespace else ["--all-namespaces"]
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -201,6 +223,7 @@ class OperatorProcess:
     env: Mapping[str, str]
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
+    extra_args: tuple[str, ...] = ()  # e.g. ("--peering", "name")
 
     def start(self) -> OperatorProcess:
         log = self.log_path.open("ab")
@@ -213,6 +236,7 @@ class OperatorProcess:
                 "run",
                 "--namespace",
                 self.namespace,
+                *self.extra_args,
             ],
             env={**os.environ, **self.env},
             stdout=log,
@@ -248,6 +272,13 @@ class Resources:
             GROUP, VERSION, self.namespace, plural, body
         )
         return created
+
+    def list_all(self, plural: str) -> list[dict[str, Any]]:
+        listed: dict[str, Any] = self.custom.list_namespaced_custom_object(
+            GROUP, VERSION, self.namespace, plural
+        )
+        items: list[dict[str, Any]] = listed["items"]
+        return items
 
     def get(self, plural: str, name: str) -> dict[str, Any] | None:
         try:
