@@ -196,14 +196,7 @@ def kopf_operator(namespace: str | None, env: Mapping[str, str]) -> Iterator[Any
     os.environ.update(env)
     try:
         with KopfRunner(
-            [
-                "run",
-                "--standalone",
-                "--namespace",
-                namespace,
-                "-m",
-                "deployplane.controller.handlers",
-            ],
+            ["run", "--standalone", *scope, "-m", "deployplane.controller.handlers"],
             timeout=60,
         ) as runner:
             yield runner
