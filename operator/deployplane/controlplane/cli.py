@@ -14,9 +14,7 @@ import sys
 from pathlib import Path
 
 import typer
-import uvicorn
 
-from deployplane.controlplane.app import create_app
 from deployplane.controlplane.settings import (
     DEFAULT_DATABASE_URL,
     ConfigError,
@@ -32,6 +30,12 @@ app = typer.Typer(no_args_is_help=True)
 
 async def serve_forever(settings: Settings, *, host: str, port: int, banner: list[str]) -> None:
     """Runs until interrupted; prints `banner` then the listening line once started."""
+    # Imported here: every `deployplane ...` command loads this module, and the web stack
+    # (FastAPI, SQLAlchemy, uvicorn) would add seconds to each of them.
+    import uvicorn
+
+    from deployplane.controlplane.app import create_app
+
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     # Accepted connections inherit this on Linux. Without it the response body, written
