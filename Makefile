@@ -36,6 +36,9 @@ test: venv tools lint ## the whole suite: lint, unit, integration, e2e on a real
 demo: venv tools ## the local demo: Kubernetes API + emulator + operator; examples reach DEPLOYED
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(VENV)/bin/deployplane demo up
 
+bench: venv tools ## benchmarks (emulator, then 1,000 AgentDeployments on the dev cluster); ends with the BENCH lines
+	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m bench
+
 demo-down: venv ## stop everything the demo started
 	@$(VENV)/bin/deployplane demo down
 

@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench`, or `python -m bench` / `python -m bench.operator` (repo root)."""

@@ -1,0 +1,95 @@
+"""`make bench`: every benchmark in turn, then all their BENCH lines together.
+
+    DEPLOYPLANE_TOOLS_BIN=$(bash tools/k8s/build.sh path) .venv/bin/python -m bench [--quick]
+
+Each benchmark runs as its own process (`python -m bench.controlplane`,
+`python -m bench.operator`) and its output streams through. The emulator benchmark
+prints its own table; when it prints no BENCH lines, they are derived from that table
+(`emulator_get_rps`, `emulator_post_rps`, and `emulator_p99_ms`, the worse of the two
+p99 latencies).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+
+from bench.report import Figure, parse
+
+_ROW = re.compile(
+    r"^(GET|POST) /v2/deployments\S*\s+(\d+) req/s\s+p50\s+([\d.]+) ms\s+p99\s+([\d.]+) ms"
+)
+
+
+def run(argv: list[str]) -> tuple[int, list[str]]:
+    print(f"== {' '.join(argv)}", flush=True)
+    process = subprocess.Popen(
+        [sys.executable, *argv], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    assert process.stdout is not None
+    lines = []
+    for line in process.stdout:
+        print(line, end="", flush=True)
+        lines.append(line.rstrip("\n"))
+    return process.wait(), lines
+
+
+def emulator_figures(lines: list[str]) -> list[Figure]:
+    rates: dict[str, float] = {}
+    p99s: list[float] = []
+    for line in lines:
+        match = _ROW.match(line)
+        if match:
+            method, rate, _p50, p99 = match.groups()
+            rates[method] = float(rate)
+            p99s.append(float(p99))
+    figures = []
+    if "GET" in rates:
+        figures.append(Figure("emulator_get_rps", rates["GET"], "req/s", ">=", 1000, digits=0))
+    if "POST" in rates:
+        figures.append(Figure("emulator_post_rps", rates["POST"], "req/s", ">=", 300, digits=0))
+    if p99s:
+        figures.append(Figure("emulator_p99_ms", max(p99s), "ms", "<=", 50))
+    return figures
+
+
+def bench_lines(lines: list[str]) -> list[str]:
+    """The final BENCH lines of a benchmark (its progress log may repeat them)."""
+    seen: dict[str, str] = {}
+    for line in lines:
+        figure = parse(line)
+        if figure is not None and line.startswith("BENCH "):
+            seen[figure.name] = line
+    return list(seen.values())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="100 resources and short windows (a smoke run)"
+    )
+    args = parser.parse_args()
+    operator_args = ["--n", "100", "--steady-window", "20", "--resync", "10"] if args.quick else []
+    controlplane_args = ["--seconds", "2"] if args.quick else []
+    failures = 0
+    summary: list[str] = []
+
+    code, lines = run(["-m", "bench.controlplane", *controlplane_args])
+    failures += code != 0
+    found = bench_lines(lines)
+    summary += found or [figure.line() for figure in emulator_figures(lines)]
+
+    code, lines = run(["-m", "bench.operator", *operator_args])
+    failures += code != 0
+    summary += bench_lines(lines)
+
+    print("== BENCH summary", flush=True)
+    for line in summary:
+        print(line, flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

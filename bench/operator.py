@@ -1,0 +1,426 @@
+"""The operator at scale: 1,000 AgentDeployments on the dev cluster against the emulator.
+
+Run from the repository root (as a module: a script named `operator.py` would shadow
+the standard library's `operator` module):
+
+    DEPLOYPLANE_TOOLS_BIN=$(bash tools/k8s/build.sh path) .venv/bin/python -m bench.operator
+
+What runs: a fresh dev cluster (etcd + kube-apiserver, audit log on, no
+controller-manager), the emulator as a process (`step_seconds: 0`), and the operator as
+a `deployplane operator run` subprocess (so its memory is its own, read from /proc).
+Phases, each bounded by `--timeout`:
+
+1. direct: a plain asyncio script creates N deployments and polls them to terminal
+   (`bench/direct.py`), the yardstick for `converge_ratio`.
+2. converge: N custom resources are created at once (`--apply-concurrency` client
+   threads); time from the first create request until every one is Ready for its
+   generation. Emulator calls in that span / N = `api_calls_per_cr`. The apply-to-POST
+   latency is the deployment's `created_at` (emulator clock) minus the moment this
+   script sent that resource's create request (same machine, same wall clock).
+3. steady: with every resource Ready, the audit log's writes in the namespace and the
+   emulator's calls over `--steady-window` seconds; the operator runs with a resync of
+   `--resync` seconds so the window holds whole resync passes.
+4. resume: the operator is stopped (SIGTERM) and started again with the default resync;
+   `resume_1000_s` is the time from its spawn until the emulator has answered N
+   `GET /v2/deployments/{id}`: each daemon's first pass after a start is a full
+   observation costing exactly one such GET (and compares, writing nothing), so the
+   N-th GET marks the last daemon's first pass. The run then checks that nothing was
+   created on the control plane and nothing written to Kubernetes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import signal
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from kubernetes import client
+from tests.e2e.operator_harness import (
+    API_KEY,
+    GROUP,
+    REPO,
+    VERSION,
+    WORKSPACE,
+    Emulator,
+    OperatorProcess,
+    operator_env,
+    ready_for_generation,
+)
+
+from bench.direct import converge_directly
+from bench.report import Figure
+from deployplane.api.client import ControlPlaneClient
+from deployplane.devcluster import DevCluster, find_tools
+from deployplane.devcluster.manifests import Applier
+
+PLURAL = "agentdeployments"
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def vm_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def audit_events(path: Path) -> list[dict[str, Any]]:
+    lines = path.read_text().split("\n")[:-1]  # the last one may be half written
+    return [json.loads(line) for line in lines if line]
+
+
+def trace(path: Path, namespace: str, name: str, sent: float) -> None:
+    """Print one resource's Kubernetes requests, in ms after its create was sent."""
+    for event in audit_events(path):
+        ref = event.get("objectRef") or {}
+        if ref.get("namespace") != namespace or ref.get("name") != name:
+            continue
+        at = dt.datetime.fromisoformat(event["requestReceivedTimestamp"]).timestamp()
+        sub = f"/{ref['subresource']}" if ref.get("subresource") else ""
+        log(
+            f"  +{(at - sent) * 1000:7.1f} ms {event['verb']} {ref.get('resource')}{sub}"
+            f" -> {(event.get('responseStatus') or {}).get('code')}"
+        )
+
+
+def agent_deployment(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "AgentDeployment",
+        "metadata": {"name": name},
+        "spec": {
+            "source": "external_docker",
+            "sourceConfig": {"resourceSpec": {"minScale": 1}},
+            "sourceRevisionConfig": {"imageUri": "registry.example.com/agent:1"},
+        },
+    }
+
+
+def percentile(values: list[float], q: int) -> float:
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+class Emu:
+    """The emulator's stats endpoints."""
+
+    def __init__(self, emulator: Emulator) -> None:
+        self.http = httpx.Client(base_url=emulator.url, headers={"X-Api-Key": API_KEY}, timeout=30)
+
+    def reset(self) -> None:
+        self.http.delete("/_emulator/stats").raise_for_status()
+
+    def stats(self) -> dict[str, Any]:
+        stats: dict[str, Any] = self.http.get("/_emulator/stats").json()
+        return stats
+
+    def count(self, route: str) -> int:
+        return sum(self.stats()["requests"].get(route, {}).values())
+
+
+def wait_until(
+    predicate: Callable[[], bool], *, within: float, what: str, every: float = 0.25
+) -> None:
+    deadline = time.monotonic() + within
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {within:g} s")
+        time.sleep(every)
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
+        self.args = args
+        self.n: int = args.n
+        self.workdir = workdir
+        self.figures: list[Figure] = []
+        self.stack = contextlib.ExitStack()
+
+    def figure(self, *args: Any, **kwargs: Any) -> None:
+        fig = Figure(*args, **kwargs)
+        self.figures.append(fig)
+        log(fig.line())
+
+    # ------------------------------------------------------------------ setup
+    def start(self) -> None:
+        log("starting the dev cluster (audit log on)")
+        self.cluster = self.stack.enter_context(
+            DevCluster(
+                self.workdir / "cluster",
+                audit_log=True,
+                controller_manager=False,
+                tools=find_tools(),
+            )
+        )
+        self.api = self.stack.enter_context(self.cluster.admin())
+        self.api.configuration.connection_pool_maxsize = self.args.apply_concurrency
+        crds = [
+            yaml.safe_load(p.read_text())
+            for p in sorted((REPO / "crds").glob("*.deployplane.io.yaml"))
+        ]
+        Applier(self.api).apply(crds)
+        self.custom = client.CustomObjectsApi(self.api)
+        self.namespace = "bench"
+        client.CoreV1Api(self.api).create_namespace(
+            client.V1Namespace(metadata=client.V1ObjectMeta(name=self.namespace))
+        )
+        log("starting the emulator (step_seconds 0)")
+        self.emulator = Emulator(self.workdir / "emulator", step_seconds=0).start()
+        self.stack.callback(self.emulator.stop)
+        self.emu = Emu(self.emulator)
+        self.stack.callback(self.emu.http.close)
+
+    def operator(self, resync: float, tag: str) -> OperatorProcess:
+        env = operator_env(
+            self.emulator,
+            self.cluster.kubeconfig,
+            DEPLOYPLANE_POLL_INTERVAL=str(self.args.poll_interval),
+            DEPLOYPLANE_POLL_MAX_INTERVAL=str(self.args.poll_max),
+            DEPLOYPLANE_RESYNC_INTERVAL=str(resync),
+        )
+        proc = OperatorProcess(self.namespace, env, self.workdir / f"operator-{tag}.log")
+        self.stack.callback(proc.stop)
+        return proc
+
+    def wait_operator_listening(self, since: dt.datetime) -> None:
+        """Kopf lists before it watches; once it has listed, nothing created later is
+        missed, so its first list request marks the operator as ready."""
+
+        def listed() -> bool:
+            return any(
+                event.get("verb") == "list"
+                and (event.get("responseStatus") or {}).get("code") == 200
+                and event.get("objectRef", {}).get("resource") == PLURAL
+                and event.get("objectRef", {}).get("namespace") == self.namespace
+                and dt.datetime.fromisoformat(event["requestReceivedTimestamp"]) >= since
+                for event in audit_events(self.cluster.audit_log)
+            )
+
+        wait_until(listed, within=self.args.timeout, what="operator list request")
+
+    # ------------------------------------------------------------------ phases
+    def direct(self) -> float:
+        names = [f"direct-{i:05d}" for i in range(self.n)]
+        log(f"direct: creating and polling {self.n} deployments with ControlPlaneClient")
+        seconds = asyncio.run(
+            asyncio.wait_for(
+                converge_directly(
+                    self.emulator.url,
+                    names,
+                    api_key=API_KEY,
+                    tenant_id=WORKSPACE,
+                    poll_interval=self.args.poll_interval,
+                    poll_max=self.args.poll_max,
+                ),
+                timeout=self.args.timeout,
+            )
+        )
+        log(f"direct: {seconds:.1f} s")
+        return seconds
+
+    def apply_all(self) -> dict[str, float]:
+        """Create every resource at once; return each one's send time (epoch seconds)."""
+        sent: dict[str, float] = {}
+        lock = threading.Lock()
+
+        def create(name: str) -> None:
+            with lock:
+                sent[name] = time.time()
+            self.custom.create_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, PLURAL, agent_deployment(name)
+            )
+
+        names = [f"agent-{i:05d}" for i in range(self.n)]
+        with ThreadPoolExecutor(self.args.apply_concurrency) as pool:
+            list(pool.map(create, names))
+        return sent
+
+    def ready_count(self) -> int:
+        listing = self.custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, PLURAL)
+        return sum(1 for obj in listing["items"] if ready_for_generation(obj))
+
+    def converge(self, direct_s: float) -> None:
+        proc = self.operator(self.args.resync, "converge")
+        self.emu.reset()
+        since = dt.datetime.now(dt.UTC)
+        proc.start()
+        assert proc.process is not None
+        self.pid = proc.process.pid
+        self.wait_operator_listening(since)
+        time.sleep(1.0)  # let its start-up work finish before the clock starts
+        self.emu.reset()
+        cpu0 = cpu_seconds(self.pid)
+        log(f"converge: applying {self.n} AgentDeployments")
+        began = time.monotonic()
+        sent = self.apply_all()
+        log(f"converge: applied in {time.monotonic() - began:.1f} s")
+        ready = 0
+
+        def all_ready() -> bool:
+            nonlocal ready
+            ready = self.ready_count()
+            return ready >= self.n
+
+        try:
+            wait_until(all_ready, within=self.args.timeout, what="all Ready", every=0.5)
+        except TimeoutError:
+            log(f"converge: only {ready}/{self.n} Ready")
+            raise
+        converge_s = time.monotonic() - began
+        stats = self.emu.stats()
+        cpu = cpu_seconds(self.pid) - cpu0
+        log(f"converge: {converge_s:.1f} s, operator CPU {cpu:.1f} s, emulator: {stats}")
+        self.figure("converge_1000_s", converge_s, "s", "<=", 60)
+        self.figure("converge_ratio", converge_s / direct_s, "x", "<=", 2.0, digits=2)
+        self.figure("api_calls_per_cr", stats["total"] / self.n, "calls", "<=", 4, digits=2)
+        latencies = self.apply_to_post(sent)
+        median = sorted(zip(latencies, sent, strict=True))[len(latencies) // 2][1]
+        log(f"converge: Kubernetes requests on {median} (the median apply-to-POST)")
+        trace(self.cluster.audit_log, self.namespace, median, sent[median])
+        self.figure("apply_to_post_p50_ms", percentile(latencies, 50), "ms", "<=", 100)
+        self.figure("apply_to_post_p99_ms", percentile(latencies, 99), "ms", "<=", 500)
+        self.figure("operator_rss_mb_1000", vm_rss_mb(self.pid), "MB", "<=", 250)
+        self.converge_proc = proc
+
+    def apply_to_post(self, sent: dict[str, float]) -> list[float]:
+        async def created() -> dict[str, float]:
+            async with ControlPlaneClient(
+                self.emulator.url, api_key=API_KEY, tenant_id=WORKSPACE
+            ) as cp:
+                return {
+                    dep.name: dep.created_at.timestamp()
+                    async for dep in cp.iter_deployments(name_contains="agent-")
+                }
+
+        at = asyncio.run(created())
+        missing = set(sent) - set(at)
+        if missing:
+            raise RuntimeError(f"{len(missing)} resources have no deployment")
+        return [(at[name] - sent[name]) * 1000 for name in sent]
+
+    def steady(self) -> None:
+        window = self.args.steady_window
+        log(f"steady: watching writes and calls for {window:g} s (resync {self.args.resync:g} s)")
+        since = dt.datetime.now(dt.UTC)
+        self.emu.reset()
+        time.sleep(window)
+        writes = self.cluster.count_writes(since, namespace=self.namespace)
+        stats = self.emu.stats()
+        resyncs = self.n * window / self.args.resync
+        log(f"steady: writes {writes}, emulator {stats}")
+        self.figure(
+            "steady_k8s_writes_per_min", sum(writes.values()) * 60 / window, "writes", "=", 0
+        )
+        self.figure(
+            "steady_api_calls_per_cr_per_resync",
+            stats["total"] / resyncs,
+            "calls",
+            "<=",
+            1,
+            digits=2,
+        )
+
+    def resume(self) -> None:
+        log("resume: stopping the operator")
+        self.converge_proc.stop()
+        proc = self.operator(600.0, "resume")
+        self.emu.reset()
+        since = dt.datetime.now(dt.UTC)
+        began = time.monotonic()
+        proc.start()
+        assert proc.process is not None
+        route = "GET /v2/deployments/{deployment_id}"
+        wait_until(
+            lambda: self.emu.count(route) >= self.n,
+            within=self.args.timeout,
+            what="every daemon's first pass",
+            every=0.1,
+        )
+        resume_s = time.monotonic() - began
+        time.sleep(3.0)  # anything a pass would still write would land by now
+        stats = self.emu.stats()
+        writes = self.cluster.count_writes(since, namespace=self.namespace)
+        rss = vm_rss_mb(proc.process.pid)
+        log(f"resume: {resume_s:.1f} s; emulator {stats}; k8s writes {writes}; RSS {rss:.0f} MB")
+        if "POST /v2/deployments" in stats["requests"] or writes:
+            raise RuntimeError("resume created or wrote something")
+        self.figure("resume_1000_s", resume_s, "s", "<=", 60)
+
+    def run(self) -> list[Figure]:
+        with self.stack:
+            self.start()
+            direct_s = self.direct()
+            self.converge(direct_s)
+            self.steady()
+            self.resume()
+        return self.figures
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000, help="custom resources (default 1000)")
+    parser.add_argument("--poll-interval", type=float, default=2.0)
+    parser.add_argument("--poll-max", type=float, default=30.0)
+    parser.add_argument(
+        "--resync", type=float, default=30.0, help="operator resync during the steady window"
+    )
+    parser.add_argument(
+        "--steady-window", type=float, default=60.0, help="seconds (a multiple of --resync)"
+    )
+    parser.add_argument("--apply-concurrency", type=int, default=16)
+    parser.add_argument("--timeout", type=float, default=300.0, help="bound of each phase")
+    parser.add_argument("--workdir", type=Path, default=None, help="keep logs here")
+    return parser.parse_args(argv)
+
+
+@contextlib.contextmanager
+def _workdir(path: Path | None) -> Iterator[Path]:
+    if path is not None:
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="deployplane-bench-") as tmp:
+        yield Path(tmp)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds the ExitStack: every child process stops
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    with _workdir(args.workdir) as workdir:
+        figures = Bench(args, workdir).run()
+    for fig in figures:
+        print(fig.line(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
