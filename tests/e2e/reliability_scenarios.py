@@ -270,6 +270,9 @@ def faults(
     resources = stage.resources
     op = stage.operator(emulator, "faults-operator.log").start()
     with running(emulator, op):
+        # Warm up first, so neither run's figures include the operator's start.
+        resources.create(AGD, docker_cr("warmup"))
+        _, warm = wait_all(resources, ["warmup"], within=within)
         # Fault-free baseline.
         base = [f"base-{i:03d}" for i in range(count)]
         before = api_calls(emulator)
@@ -277,7 +280,6 @@ def faults(
             resources.create(AGD, docker_cr(name))
         base_seconds, base_items = wait_all(resources, base, within=within)
         base_calls = api_calls(emulator) - before
-        check_converged(report, emulator, base, base_items)
 
         # The same workload under faults.
         faulty = [f"faulty-{i:03d}" for i in range(count)]
@@ -298,7 +300,9 @@ def faults(
         fault_seconds, fault_items = wait_all(resources, faulty, within=within, on_sample=sample)
         fault_calls = api_calls(emulator) - before
         emulator.set_faults(error_rate=0, latency_ms=0)
-        check_converged(report, emulator, base + faulty, base_items + fault_items)
+        check_converged(
+            report, emulator, ["warmup", *base, *faulty], warm + base_items + fault_items
+        )
 
     ratio = fault_calls / max(base_calls, 1)
     report.figures.update(
