@@ -208,6 +208,8 @@ def test_two_replicas_use_kopf_peering(rendered: dict[str, list[Doc]]) -> None:
     assert deployment["spec"]["strategy"]["type"] == "RollingUpdate"
     args = operator_container(docs)["args"]
     assert args[args.index("--peering") + 1] == "deployplane"
+    # A standby takes over within the peering lifetime after a kill -9 of the active one.
+    assert args[args.index("--peering-lifetime") + 1] == "30"
     env = env_of(operator_container(docs))
     assert env["POD_ID"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     crds = {c["metadata"]["name"] for c in find_all(docs, "CustomResourceDefinition")}
