@@ -116,6 +116,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
 @kopf.on.cleanup()
 async def close_clients(memo: kopf.Memo, **_: Any) -> None:
     await memo.runtime.connections.aclose()
+    await memo.runtime.kube.aclose()
 
 
 def _state(memo: kopf.Memo) -> ResourceState:
