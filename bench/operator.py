@@ -15,17 +15,19 @@ Phases, each bounded by `--timeout`:
 2. converge: N custom resources are created at once (`--apply-concurrency` client
    threads); time from the first create request until every one is Ready for its
    generation. Emulator calls in that span / N = `api_calls_per_cr`. The apply-to-POST
-   latency is the deployment's `created_at` (emulator clock) minus the moment this
-   script sent that resource's create request (same machine, same wall clock).
-3. steady: with every resource Ready, the audit log's writes in the namespace and the
-   emulator's calls over `--steady-window` seconds; the operator runs with a resync of
-   `--resync` seconds so the window holds whole resync passes.
-4. resume: the operator is stopped (SIGTERM) and started again with the default resync;
+   latency is the deployment's `created_at` (emulator clock, set when it handles the
+   POST) minus the moment this script sent that resource's create request (same
+   machine, same wall clock). `operator_rss_mb_1000` is the operator's VmRSS then.
+3. resume: the operator is stopped (SIGTERM) and started again (default resync);
    `resume_1000_s` is the time from its spawn until the emulator has answered N
    `GET /v2/deployments/{id}`: each daemon's first pass after a start is a full
    observation costing exactly one such GET (and compares, writing nothing), so the
    N-th GET marks the last daemon's first pass. The run then checks that nothing was
    created on the control plane and nothing written to Kubernetes.
+4. steady: the operator is started once more with a resync of `--resync` seconds; after
+   its first passes, the audit log's writes in the namespace and the emulator's calls
+   are counted over `--steady-window` seconds (a multiple of the resync, so every
+   resource resyncs window/resync times in it).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import json
+import os
 import signal
 import statistics
 import sys
@@ -82,8 +85,6 @@ def vm_rss_mb(pid: int) -> float:
 
 
 def cpu_seconds(pid: int) -> float:
-    import os
-
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -195,6 +196,13 @@ class Bench:
         self.emu = Emu(self.emulator)
         self.stack.callback(self.emu.http.close)
 
+    def cpu_by_process(self) -> dict[str, float]:
+        """CPU seconds so far of each process taking part (where the time goes)."""
+        assert self.emulator.process is not None
+        pids = {"operator": self.pid, "emulator": self.emulator.process.pid, "bench": os.getpid()}
+        pids.update({server.name: server.pid for server in self.cluster.server_processes})
+        return {name: cpu_seconds(pid) for name, pid in pids.items()}
+
     def operator(self, resync: float, tag: str) -> OperatorProcess:
         env = operator_env(
             self.emulator,
@@ -265,7 +273,7 @@ class Bench:
         return sum(1 for obj in listing["items"] if ready_for_generation(obj))
 
     def converge(self, direct_s: float) -> None:
-        proc = self.operator(self.args.resync, "converge")
+        proc = self.operator(600.0, "converge")
         self.emu.reset()
         since = dt.datetime.now(dt.UTC)
         proc.start()
@@ -274,7 +282,7 @@ class Bench:
         self.wait_operator_listening(since)
         time.sleep(1.0)  # let its start-up work finish before the clock starts
         self.emu.reset()
-        cpu0 = cpu_seconds(self.pid)
+        cpu0 = self.cpu_by_process()
         log(f"converge: applying {self.n} AgentDeployments")
         began = time.monotonic()
         sent = self.apply_all()
@@ -293,8 +301,9 @@ class Bench:
             raise
         converge_s = time.monotonic() - began
         stats = self.emu.stats()
-        cpu = cpu_seconds(self.pid) - cpu0
-        log(f"converge: {converge_s:.1f} s, operator CPU {cpu:.1f} s, emulator: {stats}")
+        cpu1 = self.cpu_by_process()
+        spent = ", ".join(f"{name} {cpu1[name] - cpu0[name]:.1f} s" for name in cpu0)
+        log(f"converge: {converge_s:.1f} s; CPU: {spent}; emulator: {stats}")
         self.figure("converge_1000_s", converge_s, "s", "<=", 60)
         self.figure("converge_ratio", converge_s / direct_s, "x", "<=", 2.0, digits=2)
         self.figure("api_calls_per_cr", stats["total"] / self.n, "calls", "<=", 4, digits=2)
@@ -323,9 +332,28 @@ class Bench:
             raise RuntimeError(f"{len(missing)} resources have no deployment")
         return [(at[name] - sent[name]) * 1000 for name in sent]
 
+    def first_passes(self, proc: OperatorProcess) -> float:
+        """Start `proc` over N Ready resources; seconds until every daemon's first pass
+        (one full observation = one `GET /v2/deployments/{id}` each) is done."""
+        self.emu.reset()
+        began = time.monotonic()
+        proc.start()
+        route = "GET /v2/deployments/{deployment_id}"
+        wait_until(
+            lambda: self.emu.count(route) >= self.n,
+            within=self.args.timeout,
+            what="every daemon's first pass",
+            every=0.1,
+        )
+        return time.monotonic() - began
+
     def steady(self) -> None:
         window = self.args.steady_window
-        log(f"steady: watching writes and calls for {window:g} s (resync {self.args.resync:g} s)")
+        log(f"steady: operator restarted with a resync of {self.args.resync:g} s")
+        proc = self.operator(self.args.resync, "steady")
+        self.first_passes(proc)
+        time.sleep(2.0)  # the last first passes' answers, then nothing but resyncs
+        log(f"steady: watching writes and calls for {window:g} s")
         since = dt.datetime.now(dt.UTC)
         self.emu.reset()
         time.sleep(window)
@@ -346,22 +374,12 @@ class Bench:
         )
 
     def resume(self) -> None:
-        log("resume: stopping the operator")
+        log("resume: stopping the operator and starting it again")
         self.converge_proc.stop()
         proc = self.operator(600.0, "resume")
-        self.emu.reset()
         since = dt.datetime.now(dt.UTC)
-        began = time.monotonic()
-        proc.start()
+        resume_s = self.first_passes(proc)
         assert proc.process is not None
-        route = "GET /v2/deployments/{deployment_id}"
-        wait_until(
-            lambda: self.emu.count(route) >= self.n,
-            within=self.args.timeout,
-            what="every daemon's first pass",
-            every=0.1,
-        )
-        resume_s = time.monotonic() - began
         time.sleep(3.0)  # anything a pass would still write would land by now
         stats = self.emu.stats()
         writes = self.cluster.count_writes(since, namespace=self.namespace)
@@ -370,14 +388,15 @@ class Bench:
         if "POST /v2/deployments" in stats["requests"] or writes:
             raise RuntimeError("resume created or wrote something")
         self.figure("resume_1000_s", resume_s, "s", "<=", 60)
+        proc.stop()
 
     def run(self) -> list[Figure]:
         with self.stack:
             self.start()
             direct_s = self.direct()
             self.converge(direct_s)
-            self.steady()
             self.resume()
+            self.steady()
         return self.figures
 
 
