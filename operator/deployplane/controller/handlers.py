@@ -19,6 +19,7 @@ from deployplane.controller.config import OperatorConfig
 from deployplane.controller.kubeapi import KubernetesApi
 from deployplane.controller.loop import ResourceLoop, ResourceState, to_managed
 from deployplane.controller.metrics import OperatorMetrics
+from deployplane.controller.storage import NoDiffBaseStorage
 from deployplane.crd.specs import GROUP, VERSION, AgentDeploymentSpec, ListenerSpec
 from deployplane.externals.agentdeployment import AgentDeploymentConnecter
 from deployplane.externals.connections import Connection, Connections
@@ -97,9 +98,7 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
 async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="deployplane.io")
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix="deployplane.io", key="last-handled-configuration"
-    )
+    settings.persistence.diffbase_storage = NoDiffBaseStorage()
     settings.posting.level = logging.WARNING  # our own events only, on transitions
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
