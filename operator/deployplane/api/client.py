@@ -70,11 +70,13 @@ LISTENER = "/v2/listeners/{listener_id}"
 REPOSITORIES = "/v1/integrations/git_host/{integration_id}/repos"
 OAUTH_PROVIDER = "/v2/auth/providers/{provider_id}"
 
-MAX_IN_FLIGHT = 64
+MAX_IN_FLIGHT = 16
 """Requests in flight per client, and the size of its connection pool. More callers wait
 on a semaphore rather than in httpx's pool, which rescans its whole queue of waiting
 requests each time a connection frees up: with 1,000 resources reconciling at once that
-scan (quadratic in waiters) took nearly all of the operator's CPU (py-spy, bench/)."""
+scan (quadratic in waiters) took nearly all of the operator's CPU (py-spy, bench/).
+Kept small because httpcore also checks every pooled connection (a poll() each) twice
+per request; one control plane gains nothing from more parallel connections."""
 
 _POST_RETRY_STATUSES = frozenset({429, 503})
 # Raised before any byte of the request left: the service surely did not act on it.
