@@ -106,9 +106,11 @@ class KubernetesApi:
         http = self._session()
         headers = {"Content-Type": "application/merge-patch+json", "Accept": "application/json"}
         # Asked per request: the configuration refreshes expiring (in-cluster) tokens.
-        token = self._configuration.get_api_key_with_prefix("authorization")
-        if token:
-            headers["Authorization"] = token
+        # auth_settings() knows where the client keeps a token ("BearerToken", with its
+        # "Bearer " prefix); a client certificate, if any, is in the SSL context instead.
+        bearer = self._configuration.auth_settings().get("BearerToken") or {}
+        if bearer.get("value"):
+            headers["Authorization"] = bearer["value"]
         path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{plural}/{name}/status"
         async with http.patch(path, data=json.dumps({"status": dict(patch)}), headers=headers) as r:
             if r.status == 404:
