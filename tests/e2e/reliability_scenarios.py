@@ -300,6 +300,13 @@ def faults(
         fault_seconds, fault_items = wait_all(resources, faulty, within=within, on_sample=sample)
         fault_calls = api_calls(emulator) - before
         emulator.set_faults(error_rate=0, latency_ms=0)
+        # A retrying state may last one retry delay (2 s) between two status samples; the
+        # Warning Event the operator posts on each Synced -> False transition persists.
+        faulty_names = set(faulty)
+        for event in resources.core.list_namespaced_event(resources.namespace).items:
+            name = event.involved_object.name
+            if name in faulty_names and event.reason in RETRYING_REASONS:
+                retrying_seen.setdefault(name, event.reason)
         check_converged(
             report, emulator, ["warmup", *base, *faulty], warm + base_items + fault_items
         )

@@ -62,7 +62,10 @@ def test_operator_killed_9_times_at_random_loses_and_duplicates_nothing(stage: S
 def test_under_20_percent_errors_and_latency_all_converge_without_hot_loops(
     stage: Stage,
 ) -> None:
-    report = faults(stage, count=20, error_rate=0.2, latency_ms=200, within=240)
+    # The client absorbs most injected errors with its own retries; about one POST in ten
+    # surfaces one (a 500/502 on create is never retried blindly). 60 CRs make at least one
+    # surfaced, retrying CR all but certain (0.9**60 < 0.2%), so the property is testable.
+    report = faults(stage, count=60, error_rate=0.2, latency_ms=200, within=240)
     assert holds(report), report.violations
     assert report.figures["API calls ratio"] <= 3.0
     assert report.figures["CRs seen with Synced=False retrying"] > 0
