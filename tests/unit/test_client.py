@@ -269,6 +269,7 @@ async def test_listener_endpoints_methods_paths_and_bodies() -> None:
         )
         await client.delete_listener(LIS_ID)
         page = await client.list_listeners(limit=3)
+        await client.list_listeners(compute_id="cluster-a")
     path = f"/v2/listeners/{LIS_ID}"
     assert [(r.method, r.url.path) for r in rec.requests] == [
         ("POST", "/v2/listeners"),
@@ -277,12 +278,14 @@ async def test_listener_endpoints_methods_paths_and_bodies() -> None:
         ("PUT", path),
         ("DELETE", path),
         ("GET", "/v2/listeners"),
+        ("GET", "/v2/listeners"),
     ]
     bodies = [json.loads(r.content) if r.content else None for r in rec.requests]
     assert bodies[0] == {"compute_type": "k8s", "compute_id": "cluster-a", "version": "v1"}
     assert bodies[2] == {"compute_config": {"k8s_namespaces": ["ns1", "ns2"]}}
     assert bodies[3] == {"compute_type": "k8s", "compute_id": "cluster-a", "version": "v2"}
     assert dict(rec.requests[5].url.params) == {"limit": "3"}
+    assert dict(rec.requests[6].url.params) == {"compute_id": "cluster-a"}
     assert page.resources[0].compute_config is not None
 
 

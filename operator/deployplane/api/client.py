@@ -300,14 +300,21 @@ class ControlPlaneClient:
         await self._request("DELETE", LISTENER, {"listener_id": listener_id})
 
     async def list_listeners(
-        self, *, limit: int | None = None, offset: int | None = None
+        self,
+        *,
+        compute_id: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
     ) -> Page[Listener]:
-        response = await self._request("GET", LISTENERS, params=_query(limit=limit, offset=offset))
+        params = _query(compute_id=compute_id, limit=limit, offset=offset)
+        response = await self._request("GET", LISTENERS, params=params)
         return self._parse(Page[Listener], response, "GET", LISTENERS)
 
-    async def iter_listeners(self, *, page_size: int = 100) -> AsyncIterator[Listener]:
+    async def iter_listeners(
+        self, *, compute_id: str | None = None, page_size: int = 100
+    ) -> AsyncIterator[Listener]:
         async def page(offset: int | None) -> Page[Listener]:
-            return await self.list_listeners(limit=page_size, offset=offset)
+            return await self.list_listeners(compute_id=compute_id, limit=page_size, offset=offset)
 
         async for item in _paginate(page):
             yield item

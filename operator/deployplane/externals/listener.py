@@ -60,7 +60,9 @@ class ListenerExternal:
         return _observation(latest, up_to_date=not self._patch, drift=tuple(self._patch))
 
     async def find(self, mr: Mr) -> str | None:
-        async for listener in self.client.iter_listeners():
+        # The filter narrows the listing where the service supports it; the check below
+        # keeps find() correct where it does not.
+        async for listener in self.client.iter_listeners(compute_id=mr.spec.compute_id):
             if listener.compute_id == mr.spec.compute_id:
                 return str(listener.id)
         return None
