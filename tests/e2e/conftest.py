@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from tests.e2e.operator_harness import Emulator
 
 from deployplane.devcluster import DevCluster, ToolsNotFound, find_tools, service_account_username
 from deployplane.devcluster.fixtures import ApplyManifest, ServiceAccountClient
@@ -198,3 +199,11 @@ def service_account_client(
 
     with clients:
         yield make
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    """The control-plane emulator as a server process on 127.0.0.1, one per test module."""
+    emu = Emulator(tmp_path_factory.mktemp("emulator")).start()
+    yield emu
+    emu.stop()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +28,6 @@ from deployplane.devcluster import DevCluster
 from deployplane.devcluster.manifests import Applier
 
 AGD, LST = "agentdeployments", "listeners"
-
-
-@pytest.fixture(scope="module")
-def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    emu = Emulator(tmp_path_factory.mktemp("emulator")).start()
-    yield emu
-    emu.stop()
 
 
 def _sa_kubeconfig(

@@ -45,13 +45,6 @@ def crds(k8s_api: client.ApiClient) -> None:
     Applier(k8s_api).apply(docs)
 
 
-@pytest.fixture(scope="module")
-def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    emu = Emulator(tmp_path_factory.mktemp("emulator")).start()
-    yield emu
-    emu.stop()
-
-
 @pytest.fixture
 def resources(k8s_api: client.ApiClient, namespace: str, crds: None) -> Resources:
     return Resources(k8s_api, namespace)
