@@ -33,6 +33,8 @@ __all__ = ["BATCH", "Pipeline", "image_version", "next_status", "path_of"]
 log = logging.getLogger(__name__)
 
 BATCH = 500
+# How long `Pipeline.stop` lets a round in progress finish before cancelling it.
+_STOP_GRACE_SECONDS = 5.0
 
 # A deployment whose revision deployed: READY, unless it is being deleted.
 _DEPLOYED = (
@@ -128,6 +130,7 @@ class Pipeline:
         self._config = config
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         self._planned_wake: float | None = None  # epoch seconds; None = idle
         # Rounds are at least a fraction of a step apart, so revisions due at nearby
         # times move together in one round; step 0 means no waiting at all.
@@ -151,14 +154,27 @@ class Pipeline:
         self._task = asyncio.create_task(self._run(), name="deployplane-pipeline")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        """Ends the worker: it finishes its round and leaves, or is cancelled.
+
+        Asked first rather than cancelled: a cancellation can be lost (a database
+        driver may absorb it mid-statement, and in Python 3.11 `asyncio.wait_for`
+        swallows one that lands as its wait completes), after which the worker would
+        sleep until its next due step, up to a whole step away, and hang the shutdown.
+        Asking also spares PostgreSQL a transaction cut off mid-round.
+        """
+        task, self._task = self._task, None
+        if task is None:
+            return
+        self._stopping = True
+        self._wake.set()
+        done, _ = await asyncio.wait({task}, timeout=_STOP_GRACE_SECONDS)
+        if not done:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+                await task
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             self._wake.clear()
             try:
                 await self.advance_due(now=time.time())
@@ -171,8 +187,10 @@ class Pipeline:
             if timeout == 0.0:
                 await asyncio.sleep(0)  # let requests in between rounds
                 continue
+            # asyncio.timeout, not wait_for: no task per wait, and no lost cancellation.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()
             self._planned_wake = None
 
     async def _next_due(self) -> float | None:
