@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: help venv tools lint unit test demo demo-down bench clean
+.PHONY: help venv tools postgres lint unit test demo demo-down bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -22,15 +22,18 @@ venv: $(STAMP) ## create the virtualenv and install deployplane with dev extras
 tools: ## build kube-apiserver, kubectl, etcd, helm from Go modules (cached in ~/.cache/deployplane)
 	@bash tools/k8s/build.sh all
 
+postgres: ## PostgreSQL server binaries for the emulator's tests (apt-get when missing)
+	@bash tools/postgres.sh ensure
+
 lint: venv ## ruff and mypy --strict
 	@echo "== ruff"; $(VENV)/bin/ruff check operator tests bench
 	@$(VENV)/bin/ruff format --check operator tests bench
 	@echo "== mypy --strict"; $(VENV)/bin/mypy
 
-unit: venv ## unit and integration tests only (no cluster)
+unit: venv postgres ## unit and integration tests only (no cluster)
 	@$(PY) -m pytest -q tests/unit tests/integration
 
-test: venv tools lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver
+test: venv tools postgres lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver
 	@echo "== pytest"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m pytest -q -p no:cacheprovider
 
 demo: venv tools ## the local demo: Kubernetes API + emulator + operator; examples reach DEPLOYED

@@ -83,11 +83,15 @@ def config_data(*, step_seconds: float = 0.0, **extra: Any) -> dict[str, Any]:
     }
 
 
-def make_settings(tmp_path: Path, **kwargs: Any) -> Settings:
-    return Settings(
-        database_url=f"sqlite+aiosqlite:///{tmp_path / 'controlplane.db'}",
-        config=parse_config(config_data(**kwargs)),
+def make_settings(database: Path | str, **kwargs: Any) -> Settings:
+    """Settings on `database`: a directory (SQLite file in it) or a URL (the
+    `database_url` fixture of conftest.py, SQLite or PostgreSQL)."""
+    url = (
+        database
+        if isinstance(database, str)
+        else f"sqlite+aiosqlite:///{database / 'controlplane.db'}"
     )
+    return Settings(database_url=url, config=parse_config(config_data(**kwargs)))
 
 
 @asynccontextmanager
@@ -151,9 +155,10 @@ async def revision_status(client: httpx.AsyncClient, deployment_id: str, revisio
 
 
 @pytest.fixture
-async def emulator(tmp_path: Path) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
-    """An emulator whose revisions stay put (long steps): API behaviour only."""
-    async with running_app(make_settings(tmp_path, step_seconds=3600)) as pair:
+async def emulator(database_url: str) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
+    """An emulator whose revisions stay put (long steps): API behaviour only. On SQLite,
+    and also on PostgreSQL for tests marked `postgres` (see conftest.py)."""
+    async with running_app(make_settings(database_url, step_seconds=3600)) as pair:
         yield pair
 
 

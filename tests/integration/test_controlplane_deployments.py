@@ -7,6 +7,7 @@ import asyncio
 import uuid
 
 import httpx
+import pytest
 from _controlplane_harness import (  # noqa: F401  (fixtures are used by name)
     INTEGRATION_A,
     KEY_SAAS,
@@ -18,6 +19,9 @@ from _controlplane_harness import (  # noqa: F401  (fixtures are used by name)
 )
 
 SECRET_VALUE = "sk-very-secret-value"
+
+# Also on PostgreSQL (conftest.py): these are the behaviours a database can change.
+pytestmark = pytest.mark.postgres
 
 
 async def test_create_image_deployment_answers_201_with_first_revision(

@@ -6,9 +6,13 @@ from __future__ import annotations
 import uuid
 
 import httpx
+import pytest
 from _controlplane_harness import api, emulator, image_body  # noqa: F401  (fixtures)
 
 K8S = {"compute_type": "k8s", "compute_id": "cluster-1", "version": "1"}
+
+# Also on PostgreSQL (conftest.py): these are the behaviours a database can change.
+pytestmark = pytest.mark.postgres
 
 
 async def test_create_get_list_listener(api: httpx.AsyncClient) -> None:

@@ -1,12 +1,13 @@
 """The revision pipeline: state order, supersede, configured failures, deletion,
-and state kept across a restart of the emulator on the same SQLite file."""
+and state kept across a restart of the emulator on the same database. Every test runs
+on SQLite and on PostgreSQL (conftest.py)."""
 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import httpx
+import pytest
 from _controlplane_harness import (
     git_body,
     image_body,
@@ -27,6 +28,8 @@ GIT_PATH = [
 ]
 IMAGE_PATH = ["CREATING", "QUEUED", "AWAITING_DEPLOY", "DEPLOYING", "DEPLOYED"]
 
+pytestmark = pytest.mark.postgres
+
 
 async def observed_statuses(
     client: httpx.AsyncClient, deployment_id: str, revision_id: str
@@ -44,8 +47,8 @@ async def observed_statuses(
     return seen
 
 
-async def test_git_revision_walks_every_state_in_order(tmp_path: Path) -> None:
-    async with running_app(make_settings(tmp_path, step_seconds=0.15)) as (_, client):
+async def test_git_revision_walks_every_state_in_order(database_url: str) -> None:
+    async with running_app(make_settings(database_url, step_seconds=0.15)) as (_, client):
         created = (await client.post("/v2/deployments", json=git_body())).json()
         seen = await observed_statuses(client, created["id"], created["latest_revision_id"])
         assert seen == GIT_PATH
@@ -56,8 +59,8 @@ async def test_git_revision_walks_every_state_in_order(tmp_path: Path) -> None:
         assert deployment["image_version"] == sha[:7]
 
 
-async def test_image_revision_skips_the_build_states(tmp_path: Path) -> None:
-    async with running_app(make_settings(tmp_path, step_seconds=0.15)) as (_, client):
+async def test_image_revision_skips_the_build_states(database_url: str) -> None:
+    async with running_app(make_settings(database_url, step_seconds=0.15)) as (_, client):
         created = (await client.post("/v2/deployments", json=image_body())).json()
         seen = await observed_statuses(client, created["id"], created["latest_revision_id"])
         assert seen == IMAGE_PATH
@@ -65,8 +68,8 @@ async def test_image_revision_skips_the_build_states(tmp_path: Path) -> None:
         assert deployment["image_version"] == "registry.example.com/app:1"
 
 
-async def test_step_zero_deploys_as_fast_as_possible(tmp_path: Path) -> None:
-    async with running_app(make_settings(tmp_path, step_seconds=0)) as (_, client):
+async def test_step_zero_deploys_as_fast_as_possible(database_url: str) -> None:
+    async with running_app(make_settings(database_url, step_seconds=0)) as (_, client):
         created = (await client.post("/v2/deployments", json=image_body())).json()
 
         async def ready() -> bool:
@@ -76,8 +79,8 @@ async def test_step_zero_deploys_as_fast_as_possible(tmp_path: Path) -> None:
         await wait_for(ready)
 
 
-async def test_newer_revision_skips_a_queued_one(tmp_path: Path) -> None:
-    async with running_app(make_settings(tmp_path, step_seconds=3600)) as (_, client):
+async def test_newer_revision_skips_a_queued_one(database_url: str) -> None:
+    async with running_app(make_settings(database_url, step_seconds=3600)) as (_, client):
         created = (await client.post("/v2/deployments", json=image_body())).json()
         first = created["latest_revision_id"]
         patched = await client.patch(
@@ -89,8 +92,8 @@ async def test_newer_revision_skips_a_queued_one(tmp_path: Path) -> None:
         assert await revision_status(client, created["id"], second) == "CREATING"
 
 
-async def test_newer_revision_interrupts_one_that_is_building(tmp_path: Path) -> None:
-    async with running_app(make_settings(tmp_path, step_seconds=0.2)) as (_, client):
+async def test_newer_revision_interrupts_one_that_is_building(database_url: str) -> None:
+    async with running_app(make_settings(database_url, step_seconds=0.2)) as (_, client):
         created = (await client.post("/v2/deployments", json=git_body())).json()
         first = created["latest_revision_id"]
 
@@ -106,8 +109,8 @@ async def test_newer_revision_interrupts_one_that_is_building(tmp_path: Path) ->
         assert await revision_status(client, created["id"], first) == "INTERRUPTED"
 
 
-async def test_active_revision_stays_until_the_new_one_deploys(tmp_path: Path) -> None:
-    async with running_app(make_settings(tmp_path, step_seconds=0.05)) as (_, client):
+async def test_active_revision_stays_until_the_new_one_deploys(database_url: str) -> None:
+    async with running_app(make_settings(database_url, step_seconds=0.05)) as (_, client):
         created = (await client.post("/v2/deployments", json=image_body())).json()
         path = f"/v2/deployments/{created['id']}"
 
@@ -129,13 +132,13 @@ async def test_active_revision_stays_until_the_new_one_deploys(tmp_path: Path) -
         assert (await client.get(path)).json()["image_version"] == "r/app:2"
 
 
-async def test_configured_failures_stop_the_revision(tmp_path: Path) -> None:
+async def test_configured_failures_stop_the_revision(database_url: str) -> None:
     failures = [
         {"image_uri_regex": ".*:broken$", "status": "DEPLOY_FAILED"},
         {"repo_ref_regex": "^bad-build$", "status": "BUILD_FAILED"},
         {"name_regex": "^doomed", "status": "CREATE_FAILED"},
     ]
-    settings = make_settings(tmp_path, step_seconds=0.02, pipeline={"failures": failures})
+    settings = make_settings(database_url, step_seconds=0.02, pipeline={"failures": failures})
     async with running_app(settings) as (_, client):
         broken = (
             await client.post("/v2/deployments", json=image_body("b", image="r/app:broken"))
@@ -156,8 +159,8 @@ async def test_configured_failures_stop_the_revision(tmp_path: Path) -> None:
         assert deployment["active_revision_id"] is None
 
 
-async def test_delete_removes_the_deployment_after_one_step(tmp_path: Path) -> None:
-    async with running_app(make_settings(tmp_path, step_seconds=0.05)) as (_, client):
+async def test_delete_removes_the_deployment_after_one_step(database_url: str) -> None:
+    async with running_app(make_settings(database_url, step_seconds=0.05)) as (_, client):
         created = (await client.post("/v2/deployments", json=image_body())).json()
         assert (await client.delete(f"/v2/deployments/{created['id']}")).status_code == 202
 
@@ -171,15 +174,15 @@ async def test_delete_removes_the_deployment_after_one_step(tmp_path: Path) -> N
         assert again.status_code == 201
 
 
-async def test_state_survives_a_restart_and_the_pipeline_resumes(tmp_path: Path) -> None:
-    async with running_app(make_settings(tmp_path, step_seconds=0.3)) as (_, client):
+async def test_state_survives_a_restart_and_the_pipeline_resumes(database_url: str) -> None:
+    async with running_app(make_settings(database_url, step_seconds=0.3)) as (_, client):
         created = (await client.post("/v2/deployments", json=image_body())).json()
         listener = await client.post(
             "/v2/listeners", json={"compute_type": "k8s", "compute_id": "c1"}
         )
         assert listener.status_code == 201
     # a new app (new engine, new worker) on the same file
-    async with running_app(make_settings(tmp_path, step_seconds=0.02)) as (_, client):
+    async with running_app(make_settings(database_url, step_seconds=0.02)) as (_, client):
         got = await client.get(f"/v2/deployments/{created['id']}")
         assert got.status_code == 200
         assert got.json()["name"] == "img-app"

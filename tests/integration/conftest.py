@@ -1,0 +1,55 @@
+"""The database the emulator tests run on.
+
+`database_url` is SQLite (a file in the test's tmp_path) unless the test is marked
+`postgres`: then it runs twice, on SQLite and on a throwaway PostgreSQL server
+(`tests/support/postgres.py`, one per session, the database emptied for each test).
+
+Without PostgreSQL binaries those runs skip, except under CI=true where they fail:
+CI must prove the PostgreSQL support rather than quietly skip it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.support.postgres import PostgresServer, find_bin, missing_reason
+
+BACKENDS = ["sqlite", "postgresql"]
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "database_url" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "postgres"
+    ):
+        metafunc.parametrize("database_url", BACKENDS, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    reason = missing_reason()
+    if reason is not None:
+        if _in_ci():
+            pytest.fail(f"CI=true and no PostgreSQL for the emulator tests: {reason}")
+        pytest.skip(reason)
+    bindir = find_bin()
+    assert bindir is not None
+    server = PostgresServer.start(bindir)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An SQLAlchemy URL of an empty database for the emulator under test."""
+    backend = getattr(request, "param", "sqlite")
+    if backend == "sqlite":
+        return f"sqlite+aiosqlite:///{tmp_path / 'controlplane.db'}"
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return server.fresh_database()
