@@ -103,10 +103,6 @@ def observe(external_id: str = DEP_ID, full: bool = True) -> Call:
     return ("observe", external_id, full)
 
 
-def write_id(external_id: str) -> Call:
-    return ("write", {"deploymentId": external_id, CREATE_PENDING: None})
-
-
 @dataclass(frozen=True)
 class Want:
     conditions: dict[str, str]
@@ -194,12 +190,12 @@ def stalled_by(reason: str, message: str, *, moved: list[str], calls: list[Call]
 
 CASES: dict[str, Case] = {
     # ------------------------------------------------------------------ create
-    "no id: marker written before create, id written right after": Case(
+    "no id: marker written before create; the id goes out with the first conditions": Case(
         status={},
         want=Want(
             conditions=conds("False/Creating", reconciling="True/Creating"),
             moved=ALL,
-            calls=[CONNECT, WRITE_MARKER, CREATE, write_id("dep-new")],
+            calls=[CONNECT, WRITE_MARKER, CREATE],
             requeue_after=2.0,
             settled=False,
             events=[("Normal", "Created", "Created deployment dep-new")],
@@ -410,7 +406,6 @@ CASES: dict[str, Case] = {
                 ("write", {"deploymentId": None}),
                 WRITE_MARKER,
                 CREATE,
-                write_id("dep-new"),
             ],
             requeue_after=2.0,
             settled=False,
@@ -432,7 +427,7 @@ CASES: dict[str, Case] = {
         want=Want(
             conditions=conds("True/Deployed"),
             moved=ALL,
-            calls=[CONNECT, FIND, write_id("dep-found"), observe("dep-found")],
+            calls=[CONNECT, FIND, observe("dep-found")],
             requeue_after=600.0,
             settled=True,
             events=[
@@ -442,12 +437,32 @@ CASES: dict[str, Case] = {
             status={"deploymentId": "dep-found", CREATE_PENDING: ABSENT_FIELD},
         ),
     ),
+    "create pending, find hit, observe fails: the found id still goes out": Case(
+        status=MARKER,
+        fns={"find_fn": returns("dep-found"), "observe_fn": raises(UNAVAILABLE)},
+        want=Want(
+            conditions=conds(
+                "Unknown/ControlPlaneUnavailable",
+                "False/ControlPlaneUnavailable",
+                "True/ControlPlaneUnavailable",
+            ),
+            moved=ALL,
+            calls=[CONNECT, FIND, observe("dep-found")],
+            requeue_after=2.0,
+            settled=False,
+            events=[
+                ("Normal", "Adopted", "Recovered deployment dep-found after restart"),
+                ("Warning", "ControlPlaneUnavailable", str(UNAVAILABLE)),
+            ],
+            status={"deploymentId": "dep-found", CREATE_PENDING: ABSENT_FIELD},
+        ),
+    ),
     "create pending, find miss: created": Case(
         status=MARKER,
         want=Want(
             conditions=conds("False/Creating", reconciling="True/Creating"),
             moved=ALL,
-            calls=[CONNECT, FIND, WRITE_MARKER, CREATE, write_id("dep-new")],
+            calls=[CONNECT, FIND, WRITE_MARKER, CREATE],
             requeue_after=2.0,
             settled=False,
             events=[("Normal", "Created", "Created deployment dep-new")],
@@ -480,7 +495,6 @@ CASES: dict[str, Case] = {
                 CREATE,
                 FIND,
                 observe("dep-found"),
-                write_id("dep-found"),
             ],
             requeue_after=600.0,
             settled=True,

@@ -1,7 +1,7 @@
 """Kubernetes reads and status writes.
 
 Why not through Kopf: a daemon's `patch` is applied only when an attempt ends, while the
-reconciler must make the create-pending marker and the new id durable *during* a pass.
+reconciler must make the create-pending marker durable *during* a pass, before the create.
 
 Status patches, the hot path (several per new resource), go over aiohttp (Kopf's own HTTP
 client, so no new dependency) on the event loop, authenticated from the official client's

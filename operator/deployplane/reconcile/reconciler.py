@@ -34,8 +34,8 @@ from deployplane.reconcile.external import (
 )
 
 StatusWriter = Callable[[dict[str, Any]], Awaitable[None]]
-"""Merge-patches the status at once (None deletes a key). Used for the create marker and
-the new id, which must be durable before the next step, whatever happens after."""
+"""Merge-patches the status at once (None deletes a key). Used for the create-pending
+marker, which must be durable before the create call, whatever happens after."""
 
 CREATE_PENDING = "createPending"
 
@@ -142,24 +142,10 @@ class Reconciler(Generic[SpecT]):
         `resync_due` forces a full observation even while only polling a revision."""
         events: list[EventRecord] = []
         ext: ExternalClient[SpecT] | None = None
-        # The status as it stands after this pass's durable writes (marker, id): the
-        # outcome builds on it, so that a later error cannot bring back a cleared marker
-        # or drop a marker written for a create whose answer never came.
-        written = dict(mr.status)
-
-        async def write_through(patch: dict[str, Any]) -> None:
-            await write_status(patch)
-            for key, value in patch.items():
-                if value is None:
-                    written.pop(key, None)
-                else:
-                    written[key] = value
-
+        status = _PassStatus(mr.status, write_status)
         try:
             ext = await self._connecter.connect(mr)
-            obs = await self._sync(
-                mr, ext, write_through, events, full=self._wants_full(mr, resync_due)
-            )
+            obs = await self._sync(mr, ext, status, events, full=self._wants_full(mr, resync_due))
             verdict = _Verdict(
                 phase=obs.phase,
                 synced=True,
@@ -180,7 +166,7 @@ class Reconciler(Generic[SpecT]):
                 terminal=terminal,
                 retry_after=exc.retry_after,
             )
-        return compose_outcome(written, mr.generation, verdict, attempt, events, self.timing)
+        return compose_outcome(status.current, mr.generation, verdict, attempt, events, self.timing)
 
     def invalid_spec(self, status: Mapping[str, Any], generation: int, message: str) -> Outcome:
         """The outcome for a spec that cannot even be read: stalled until it changes."""
@@ -216,7 +202,7 @@ class Reconciler(Generic[SpecT]):
         self,
         mr: Managed[SpecT],
         ext: ExternalClient[SpecT],
-        write_status: StatusWriter,
+        status: _PassStatus,
         events: list[EventRecord],
         *,
         full: bool,
@@ -243,7 +229,7 @@ class Reconciler(Generic[SpecT]):
                         "creating it again",
                     )
                 )
-                await write_status({ext.id_field: None})
+                await status.write({ext.id_field: None})
                 obs = None
             elif adopting:
                 events.append(
@@ -251,7 +237,7 @@ class Reconciler(Generic[SpecT]):
                 )
 
         if obs is None:
-            obs = await self._create(mr, ext, write_status, events)
+            obs = await self._create(mr, ext, status, events)
 
         if full and not obs.up_to_date:
             drift = ", ".join(obs.drift) or "spec"
@@ -265,20 +251,20 @@ class Reconciler(Generic[SpecT]):
         self,
         mr: Managed[SpecT],
         ext: ExternalClient[SpecT],
-        write_status: StatusWriter,
+        status: _PassStatus,
         events: list[EventRecord],
     ) -> Observation:
         if mr.status.get(CREATE_PENDING):
             # A previous pass may have created it and died before recording the id.
             found = await ext.find(mr)
             if found:
-                await write_status({ext.id_field: found, CREATE_PENDING: None})
+                status.record({ext.id_field: found, CREATE_PENDING: None})
                 events.append(
                     EventRecord("Normal", "Adopted", f"Recovered {self.kind} {found} after restart")
                 )
                 return await ext.observe(mr, found, full=True)
 
-        await write_status(
+        await status.write(
             {CREATE_PENDING: {"key": ext.natural_key(mr), "resourceVersion": mr.resource_version}}
         )
         try:
@@ -288,13 +274,38 @@ class Reconciler(Generic[SpecT]):
             # else's resource of the same natural key is a conflict the user must solve.
             found = await ext.find(mr) if mr.status.get(CREATE_PENDING) else None
             if not found:
-                await write_status({CREATE_PENDING: None})
+                await status.write({CREATE_PENDING: None})
                 raise
             obs = await ext.observe(mr, found, full=True)
         new_id = obs.status[ext.id_field]
-        await write_status({ext.id_field: new_id, CREATE_PENDING: None})
+        # Published with the outcome, in the same write as the first conditions: until
+        # then the durable marker covers a crash (the next pass finds and adopts it).
+        status.record({ext.id_field: new_id, CREATE_PENDING: None})
         events.append(EventRecord("Normal", "Created", f"Created {self.kind} {new_id}"))
         return obs
+
+
+class _PassStatus:
+    """The status as it stands during one pass: what `mr.status` said, plus the durable
+    writes made so far (`write`: the marker) and what is only recorded, to be published
+    with the outcome (`record`: the new id). The outcome builds on it, so that a later
+    error can neither bring back a cleared marker, nor drop a marker written for a
+    create whose answer never came, nor lose an id the control plane just gave."""
+
+    def __init__(self, status: Mapping[str, Any], writer: StatusWriter) -> None:
+        self.current = dict(status)
+        self._writer = writer
+
+    async def write(self, patch: dict[str, Any]) -> None:
+        await self._writer(patch)
+        self.record(patch)
+
+    def record(self, patch: Mapping[str, Any]) -> None:
+        for key, value in patch.items():
+            if value is None:
+                self.current.pop(key, None)
+            else:
+                self.current[key] = value
 
 
 def compose_outcome(
