@@ -315,7 +315,9 @@ class DevCluster:
             # The `kubernetes` Endpoints would point at 127.0.0.1, which validation
             # refuses (loopback); nothing in-cluster needs to reach the apiserver.
             "--endpoint-reconciler-type=none",
-            "--profiling=false",
+            # /debug/pprof for `DEPLOYPLANE_APISERVER_PROFILING=1` (finding where the
+            # apiserver's CPU goes under a benchmark); off otherwise.
+            f"--profiling={str(os.environ.get('DEPLOYPLANE_APISERVER_PROFILING') == '1').lower()}",
         ]
         if self.audit_enabled:
             argv += [
