@@ -7,8 +7,10 @@ short (see bench/controlplane.py).
 SQLite allows one writer at a time. A deferred transaction that reads and then writes
 can fail with SQLITE_BUSY at once, without honouring busy_timeout, when another
 connection wrote in between; so within the process, write transactions are serialised
-by an asyncio lock. PostgreSQL needs no such lock and gets none. See `DbConn` for
-why SQLite statements run on the event loop itself.
+by an asyncio lock. PostgreSQL needs no such lock and gets none: there requests and
+the pipeline write concurrently, and row locks order them (see `store` and `pipeline`);
+several emulator processes may even share one database. See `DbConn` for why SQLite
+statements run on the event loop itself.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from sqlalchemy import (
     UniqueConstraint,
     Uuid,
     event,
+    text,
 )
 from sqlalchemy.engine import Connection, CursorResult, Engine, create_engine, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -152,6 +155,10 @@ listeners = Table(
 )
 
 
+# pg_advisory_xact_lock key held while the schema is created ("dplane" in ASCII).
+_SCHEMA_LOCK_KEY = 0x64706C616E65
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     # WAL lets readers proceed during a write; synchronous=NORMAL is durable across
@@ -182,6 +189,12 @@ class DbConn:
         self._sync = sync
         self._async = async_
 
+    @property
+    def concurrent(self) -> bool:
+        """Whether other transactions may write while this one runs, so a read that
+        decides a write must lock its rows (not SQLite: writers are serialised)."""
+        return self._sync is None
+
     async def execute(
         self, statement: Executable, parameters: dict[str, Any] | None = None
     ) -> CursorResult[Any]:
@@ -197,6 +210,7 @@ class Database:
     def __init__(self, url: str) -> None:
         parsed = make_url(url)
         self.is_sqlite = parsed.get_backend_name() == "sqlite"
+        self.is_postgresql = parsed.get_backend_name() == "postgresql"
         self._sync_engine: Engine | None = None
         self._async_engine: AsyncEngine | None = None
         if self.is_sqlite:
@@ -224,6 +238,12 @@ class Database:
         else:
             assert self._async_engine is not None
             async with self._async_engine.begin() as conn:
+                if self.is_postgresql:
+                    # create_all looks, then creates: emulators starting together on
+                    # one empty database would both create (a duplicate key error).
+                    await conn.execute(
+                        text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK_KEY}
+                    )
                 await conn.run_sync(metadata.create_all)
 
     async def dispose(self) -> None:

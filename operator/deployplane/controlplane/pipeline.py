@@ -201,7 +201,15 @@ class Pipeline:
         return min(dues) if dues else None
 
     async def advance_due(self, *, now: float) -> int:
-        """Moves every due revision one state on and removes due deletions."""
+        """Moves every due revision one state on and removes due deletions.
+
+        On PostgreSQL requests write while a round runs (SQLite serialises them, and
+        ignores FOR UPDATE). The round locks the rows it reads, revision and deployment
+        together, so a PATCH cannot supersede a revision between its read and its move
+        (the move would revive it); and it skips rows a request holds rather than wait,
+        so it never joins a lock cycle with one (requests lock the deployment, then its
+        revisions). Another emulator's worker on the same database skips them too.
+        """
         moved = 0
         step = self._config.step_seconds
         stamp = utcnow()
@@ -222,6 +230,7 @@ class Pipeline:
                     .where(revisions.c.next_step_at <= now)
                     .order_by(revisions.c.next_step_at)
                     .limit(BATCH)
+                    .with_for_update(of=(revisions, deployments), skip_locked=True)
                 )
             ).all()
             # One UPDATE per target state, not per revision: under a stream of creates
@@ -248,7 +257,13 @@ class Pipeline:
                 )
                 moved += len(ids)
             gone = (
-                (await conn.execute(select(deployments.c.id).where(deployments.c.delete_at <= now)))
+                (
+                    await conn.execute(
+                        select(deployments.c.id)
+                        .where(deployments.c.delete_at <= now)
+                        .with_for_update(skip_locked=True)
+                    )
+                )
                 .scalars()
                 .all()
             )

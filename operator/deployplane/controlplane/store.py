@@ -98,6 +98,9 @@ def _deployment_query() -> Any:
 _INSERT_DEPLOYMENT = insert(deployments)
 _INSERT_TRACING_PROJECT = insert(tracing_projects)
 _INSERT_REVISION = insert(revisions)
+_LOCK_DEPLOYMENT = (
+    select(deployments.c.id).where(deployments.c.id == bindparam("deployment_id")).with_for_update()
+)
 _GET_DEPLOYMENT = _deployment_query().where(
     deployments.c.id == bindparam("deployment_id"),
     deployments.c.workspace_id == bindparam("workspace_id"),
@@ -376,6 +379,13 @@ async def patch_deployment(
     step_seconds: float,
 ) -> tuple[Deployment, bool]:
     """Applies a PATCH; returns the deployment and whether a new revision was made."""
+    if conn.concurrent:
+        # Concurrent PATCHes of one deployment queue here, so each reads what the
+        # previous one wrote: else both merge into the same old source_config and
+        # insert the same revision seq. A statement of its own, before the read: a
+        # locking read that waited would re-check only the locked row, joined to the
+        # revision it saw before the wait.
+        await conn.execute(_LOCK_DEPLOYMENT, {"deployment_id": deployment_id})
     current = (
         await conn.execute(
             select(
