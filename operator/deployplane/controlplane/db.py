@@ -42,7 +42,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection, CursorResult, Engine, create_engine, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import Executable
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 
 __all__ = [
     "Database",
@@ -51,6 +54,7 @@ __all__ = [
     "listeners",
     "metadata",
     "revisions",
+    "text_position",
     "tracing_projects",
     "utcnow",
 ]
@@ -75,6 +79,30 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         return value.replace(tzinfo=UTC)
+
+
+class text_position(FunctionElement[int]):  # lower case: used like a SQL function
+    """`text_position(column, needle)`: where the needle first occurs in the column, from
+    1; 0 if nowhere. Compared literally and with case: `text_position(c, x) > 0` is the
+    substring test LIKE is not (SQLite's LIKE ignores ASCII case and PostgreSQL's does
+    not, so one query answered differently on the two; and LIKE needs its wildcards
+    escaped)."""
+
+    type = Integer()
+    name = "text_position"
+    inherit_cache = True
+
+
+@compiles(text_position)
+def _text_position(element: text_position, compiler: SQLCompiler, **kw: Any) -> str:
+    column, needle = element.clauses
+    return f"strpos({compiler.process(column, **kw)}, {compiler.process(needle, **kw)})"
+
+
+@compiles(text_position, "sqlite")
+def _text_position_sqlite(element: text_position, compiler: SQLCompiler, **kw: Any) -> str:
+    column, needle = element.clauses
+    return f"instr({compiler.process(column, **kw)}, {compiler.process(needle, **kw)})"
 
 
 metadata = MetaData()

@@ -43,6 +43,7 @@ from deployplane.controlplane.db import (
     deployments,
     listeners,
     revisions,
+    text_position,
     tracing_projects,
     utcnow,
 )
@@ -358,8 +359,7 @@ async def list_deployments(
     if name is not None:
         query = query.where(deployments.c.name == name)
     if name_contains is not None:
-        # autoescape: % and _ in the needle are literal characters, not wildcards.
-        query = query.where(deployments.c.name.contains(name_contains, autoescape=True))
+        query = query.where(text_position(deployments.c.name, name_contains) > 0)
     query = (
         query.order_by(deployments.c.created_at, deployments.c.id).offset(offset).limit(limit + 1)
     )
