@@ -10,7 +10,9 @@ from pydantic import BaseModel
 
 from deployplane.controlplane.cache import ReadCache
 from deployplane.controlplane.db import Database
+from deployplane.controlplane.errors import InvalidError, invalid
 from deployplane.controlplane.pipeline import Pipeline
+from deployplane.controlplane.validation import NUL_MESSAGE, nul_errors
 
 __all__ = [
     "Limit",
@@ -21,6 +23,8 @@ __all__ = [
     "json_response",
     "pipeline_of",
     "read_cache_of",
+    "refuse_nul_in_body",
+    "refuse_nul_in_query",
 ]
 
 
@@ -40,6 +44,32 @@ def read_cache_of(request: Request) -> ReadCache:
 def pipeline_of(request: Request) -> Pipeline:
     pipeline: Pipeline = request.app.state.pipeline
     return pipeline
+
+
+async def refuse_nul_in_body(request: Request, body: BaseModel) -> None:
+    """422 when a string of the parsed body holds U+0000 (see `validation.nul_errors`).
+
+    JSON carries U+0000 only as the escape \\u0000, and a body in UTF-16 or UTF-32 is
+    full of zero bytes: two byte scans of the (already read) body clear nearly every
+    request, and only a suspect one is walked, by the fields it was parsed into (so an
+    escaped backslash followed by u0000, or an ignored unknown field, is no error).
+    """
+    raw = await request.body()
+    if b"\\u0000" in raw or b"\x00" in raw:
+        errors = nul_errors(body.model_dump(), ("body",))
+        if errors:
+            raise InvalidError(errors)
+
+
+def refuse_nul_in_query(**params: str | None) -> None:
+    """422 when a text query parameter holds U+0000 (no stored string can)."""
+    errors = [
+        invalid(("query", name), NUL_MESSAGE)
+        for name, value in params.items()
+        if value is not None and "\x00" in value
+    ]
+    if errors:
+        raise InvalidError(errors)
 
 
 Limit = Annotated[int, Query(ge=1, le=100, description="Page size.")]

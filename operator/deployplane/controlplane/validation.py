@@ -12,12 +12,37 @@ from deployplane.api.models import Source, SourceConfig, SourceRevisionConfig
 from deployplane.controlplane.errors import invalid
 from deployplane.controlplane.settings import WorkspaceConfig
 
-__all__ = ["TAG_PREFIX", "deployment_errors", "source_allowed"]
+__all__ = ["NUL_MESSAGE", "TAG_PREFIX", "deployment_errors", "nul_errors", "source_allowed"]
 
 TAG_PREFIX = "refs/tags/"
 
 _GIT_CONFIG_FIELDS = ("integration_id", "repo_url", "build_on_push")
 _GIT_REVISION_FIELDS = ("repo_ref", "graph_config_path")
+
+
+NUL_MESSAGE = "must not contain the NUL character (U+0000)"
+
+
+def nul_errors(value: Any, loc: tuple[str | int, ...]) -> list[dict[str, Any]]:
+    """One error per string in `value` (plain data: dicts, lists, strings) holding U+0000.
+
+    PostgreSQL's text type cannot hold U+0000 (the insert fails), so the emulator refuses
+    it in every request on every database alike: SQLite would store it, and the two
+    would answer differently. No name, URL, ref or environment value can carry it
+    anyway. The error names the place, never the value (it may be a secret).
+    """
+    if isinstance(value, str):
+        return [invalid(loc, NUL_MESSAGE)] if "\x00" in value else []
+    errors: list[dict[str, Any]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and "\x00" in key:
+                errors.append(invalid(loc, f"keys {NUL_MESSAGE}"))
+            errors += nul_errors(item, (*loc, str(key)))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            errors += nul_errors(item, (*loc, index))
+    return errors
 
 
 def source_allowed(mode: str, source: Source) -> bool:

@@ -27,6 +27,8 @@ from deployplane.controlplane.deps import (
     json_response,
     pipeline_of,
     read_cache_of,
+    refuse_nul_in_body,
+    refuse_nul_in_query,
 )
 
 __all__ = ["router"]
@@ -53,6 +55,7 @@ _CONFLICT: Responses = {409: {"model": NotFoundBody, "description": "Name alread
 async def create_deployment(
     body: DeploymentCreate, workspace: CurrentWorkspace, request: Request
 ) -> Response:
+    await refuse_nul_in_body(request, body)
     async with database_of(request).write() as conn:
         deployment = await store.create_deployment(
             conn=conn,
@@ -73,6 +76,7 @@ async def list_deployments(
     limit: Limit = 20,
     offset: Offset = 0,
 ) -> Response:
+    refuse_nul_in_query(name=name, name_contains=name_contains)
     async with database_of(request).read() as conn:
         page = await store.list_deployments(
             conn=conn,
@@ -120,6 +124,7 @@ async def patch_deployment(
     workspace: CurrentWorkspace,
     request: Request,
 ) -> Response:
+    await refuse_nul_in_body(request, body)
     async with database_of(request).write() as conn:
         deployment, _ = await store.patch_deployment(
             conn=conn,

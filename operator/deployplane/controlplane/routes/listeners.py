@@ -25,6 +25,8 @@ from deployplane.controlplane.deps import (
     Responses,
     database_of,
     json_response,
+    refuse_nul_in_body,
+    refuse_nul_in_query,
 )
 
 __all__ = ["router"]
@@ -46,6 +48,7 @@ _IMMUTABLE = ("compute_type", "compute_id")
 async def create_listener(
     body: ListenerCreate, workspace: CurrentWorkspace, request: Request
 ) -> Response:
+    await refuse_nul_in_body(request, body)
     async with database_of(request).write() as conn:
         listener = await store.create_listener(conn=conn, workspace=workspace, body=body)
     return json_response(listener, status.HTTP_201_CREATED)
@@ -59,6 +62,7 @@ async def list_listeners(
     limit: Limit = 20,
     offset: Offset = 0,
 ) -> Response:
+    refuse_nul_in_query(compute_id=compute_id)
     async with database_of(request).read() as conn:
         page = await store.list_listeners(
             conn=conn, workspace=workspace, compute_id=compute_id, limit=limit, offset=offset
@@ -105,6 +109,7 @@ async def patch_listener(
     request: Request,
     workspace: CurrentWorkspace,
 ) -> Response:
+    await refuse_nul_in_body(request, body)
     raw = _immutables_given(await request.json())
     async with database_of(request).write() as conn:
         listener = await store.patch_listener(
@@ -122,6 +127,7 @@ async def patch_listener(
 async def put_listener(
     listener_id: uuid.UUID, body: ListenerPut, workspace: CurrentWorkspace, request: Request
 ) -> Response:
+    await refuse_nul_in_body(request, body)
     async with database_of(request).write() as conn:
         listener = await store.put_listener(
             conn=conn, workspace=workspace, listener_id=listener_id, body=body
