@@ -68,7 +68,12 @@ def serve(
     port: int = typer.Option(8124, help="Port; 0 picks a free one."),
     database: str = typer.Option(
         DEFAULT_DATABASE_URL,
-        help="SQLAlchemy async URL: sqlite+aiosqlite:///file or postgresql+asyncpg://...",
+        # From the environment too: a PostgreSQL URL holds a password, and the command
+        # line is visible to every user of the machine (ps).
+        envvar="DEPLOYPLANE_DATABASE_URL",
+        show_envvar=True,
+        help="SQLAlchemy async URL: sqlite+aiosqlite:///file or "
+        "postgresql+asyncpg://user:password@host/db (see docs/emulator.md).",
     ),
     config: Path | None = typer.Option(None, help="YAML config (workspaces, pipeline, faults)."),
     api_key: str | None = typer.Option(
