@@ -30,6 +30,7 @@ KEY_B = "key-b"
 KEY_SAAS = "key-saas"
 KEY_SHARED = "key-shared"
 REPO_URL = "https://git.example.com/acme/support-bot"
+K8S_LISTENER = {"compute_type": "k8s", "compute_id": "cluster-1", "version": "1"}
 
 
 def config_data(*, step_seconds: float = 0.0, **extra: Any) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 `database_url` is SQLite (a file in the test's tmp_path) unless the test is marked
 `postgres`: then it runs twice, on SQLite and on a throwaway PostgreSQL server
-(`tests/support/postgres.py`, one per session, the database emptied for each test).
+(`tests/support/postgres.py`, one per session, the database emptied for each test);
+`postgres(only=True)` runs it on PostgreSQL alone.
 
 Without PostgreSQL binaries those runs skip, except under CI=true where they fail:
 CI must prove the PostgreSQL support rather than quietly skip it.
@@ -25,10 +26,10 @@ def _in_ci() -> bool:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "database_url" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
-        "postgres"
-    ):
-        metafunc.parametrize("database_url", BACKENDS, indirect=True)
+    marker = metafunc.definition.get_closest_marker("postgres")
+    if "database_url" in metafunc.fixturenames and marker is not None:
+        backends = ["postgresql"] if marker.kwargs.get("only") else BACKENDS
+        metafunc.parametrize("database_url", backends, indirect=True)
 
 
 @pytest.fixture(scope="session")

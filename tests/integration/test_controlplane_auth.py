@@ -88,6 +88,7 @@ async def test_tenant_header_of_another_workspace_is_403(api: httpx.AsyncClient)
     assert own.status_code == 200
 
 
+@pytest.mark.postgres  # tenancy is in every query
 async def test_a_shared_key_acts_in_the_workspace_named_by_tenant_id(
     api: httpx.AsyncClient,
 ) -> None:
@@ -100,6 +101,7 @@ async def test_a_shared_key_acts_in_the_workspace_named_by_tenant_id(
     assert seen_by_a.json()["resources"] == []
 
 
+@pytest.mark.postgres  # tenancy is in every query
 async def test_workspaces_are_isolated(api: httpx.AsyncClient) -> None:
     created = (await api.post("/v2/deployments", json=image_body())).json()
     listener = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -10,21 +11,33 @@ from pathlib import Path
 
 import httpx
 import yaml
-from _controlplane_harness import KEY_A, config_data
+from _controlplane_harness import KEY_A, config_data, image_body
+from tests.support.postgres import PostgresServer
 
 LISTENING = "deployplane control plane listening on http://127.0.0.1:"
 KEY_LINE = "deployplane dev API key: "
 
 
+def _inherited_env() -> dict[str, str]:
+    """This process's environment, less a database URL the tests did not choose."""
+    return {k: v for k, v in os.environ.items() if k != "DEPLOYPLANE_DATABASE_URL"}
+
+
 @contextmanager
-def serve(*args: str, cwd: Path) -> Iterator[tuple[list[str], str]]:
-    """Starts the server; yields the stdout lines up to the listening one, and its URL."""
+def serve(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, output: list[str] | None = None
+) -> Iterator[tuple[list[str], str]]:
+    """Starts the server; yields the stdout lines up to the listening one, and its URL.
+
+    `output`, when given, receives everything else the process wrote, once it is stopped.
+    """
     process = subprocess.Popen(
         [sys.executable, "-m", "deployplane.cli", "controlplane", "serve", "--port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=cwd,
+        env={**_inherited_env(), **(env or {})},
     )
     try:
         assert process.stdout is not None
@@ -38,7 +51,9 @@ def serve(*args: str, cwd: Path) -> Iterator[tuple[list[str], str]]:
         yield lines, lines[-1].removeprefix("deployplane control plane listening on ")
     finally:
         process.terminate()
-        process.wait(timeout=20)
+        stdout, stderr = process.communicate(timeout=20)
+        if output is not None:
+            output += [stdout, stderr]
 
 
 def test_dev_mode_prints_its_key_once_and_keeps_state_in_the_default_file(
@@ -81,3 +96,46 @@ def test_unknown_config_key_is_an_error_naming_it(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "pipeline.step_second: unknown key" in result.stderr
+
+
+def test_serves_from_postgresql_and_keeps_its_password_to_itself(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    """The real command on a PostgreSQL URL; state survives a restart of the process,
+    which reads the URL from DEPLOYPLANE_DATABASE_URL the second time."""
+    database = postgres_server.fresh_database()
+    password = postgres_server.password
+    output: list[str] = []
+    headers = {"X-Api-Key": "pg-key"}
+    first = serve("--database", database, "--api-key", "pg-key", cwd=tmp_path, output=output)
+    with first as (lines, url):
+        assert httpx.get(f"{url}/healthz").status_code == 200
+        created = httpx.post(f"{url}/v2/deployments", json=image_body(), headers=headers)
+        assert created.status_code == 201, created.text
+        output += lines
+    env = {"DEPLOYPLANE_DATABASE_URL": database}
+    with serve("--api-key", "pg-key", cwd=tmp_path, env=env, output=output) as (lines, url):
+        got = httpx.get(f"{url}/v2/deployments/{created.json()['id']}", headers=headers)
+        assert got.status_code == 200
+        assert got.json()["name"] == "img-app"
+        output += lines
+    assert not (tmp_path / ".deployplane").exists()  # nothing fell back to SQLite
+    assert password not in "\n".join(output)
+
+
+def test_a_wrong_database_password_fails_startup_without_echoing_it(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    wrong = "not-the-password-4711"
+    database = postgres_server.fresh_database().replace(postgres_server.password, wrong)
+    result = subprocess.run(
+        [sys.executable, "-m", "deployplane.cli", "controlplane", "serve", "--port", "0"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**_inherited_env(), "DEPLOYPLANE_DATABASE_URL": database},
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "password authentication failed" in result.stderr
+    assert wrong not in result.stdout + result.stderr

@@ -37,8 +37,9 @@ def image_create(name: str = "client-app", image: str = "r/app:1") -> Deployment
     )
 
 
-async def test_client_deploys_updates_and_deletes(tmp_path: Path) -> None:
-    async with running_app(make_settings(tmp_path, step_seconds=0)) as (app, _):
+@pytest.mark.postgres  # the typed client's whole life cycle, on both databases
+async def test_client_deploys_updates_and_deletes(database_url: str) -> None:
+    async with running_app(make_settings(database_url, step_seconds=0)) as (app, _):
         transport = httpx.ASGITransport(app=app)
         async with ControlPlaneClient(
             "http://emulator", api_key=KEY_A, transport=transport
