@@ -39,7 +39,7 @@ install() {
     fi
   fi
   if ! command -v apt-get >/dev/null; then
-    echo "tools/postgres.sh: no apt-get here; install PostgreSQL >= 13 server binaries" \
+    echo "tools/postgres.sh: no apt-get here; install PostgreSQL >= 10 server binaries" \
       "and set DEPLOYPLANE_PG_BIN to their directory" >&2
     exit 1
   fi
