@@ -27,21 +27,32 @@ find_bin() {
   echo "$dir"
 }
 
+# Cannot install: under CI that is an error (CI must run the PostgreSQL tests); elsewhere
+# the tests skip their PostgreSQL runs and say why.
+cannot_install() {
+  case "${CI:-}" in
+    [Tt][Rr][Uu][Ee] | 1 | [Yy][Ee][Ss])
+      echo "tools/postgres.sh: $*" >&2
+      exit 1
+      ;;
+  esac
+  echo "tools/postgres.sh: warning: $*; the PostgreSQL runs of the tests will be skipped" >&2
+  exit 0
+}
+
 install() {
   local sudo=""
   if [ "$(id -u)" != 0 ]; then
     if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
       sudo="sudo -n"
     else
-      echo "tools/postgres.sh: PostgreSQL is not installed and this user cannot install it;" \
-        "install the 'postgresql' package (or set DEPLOYPLANE_PG_BIN)" >&2
-      exit 1
+      cannot_install "PostgreSQL is not installed and this user cannot install it" \
+        "(install the 'postgresql' package, or set DEPLOYPLANE_PG_BIN)"
     fi
   fi
   if ! command -v apt-get >/dev/null; then
-    echo "tools/postgres.sh: no apt-get here; install PostgreSQL >= 10 server binaries" \
-      "and set DEPLOYPLANE_PG_BIN to their directory" >&2
-    exit 1
+    cannot_install "no apt-get here: install PostgreSQL >= 10 server binaries" \
+      "and set DEPLOYPLANE_PG_BIN to their directory"
   fi
   echo "== postgresql: installing the server binaries (apt-get)"
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
