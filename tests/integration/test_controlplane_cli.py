@@ -136,6 +136,43 @@ def test_a_wrong_database_password_fails_startup_without_echoing_it(
         env={**_inherited_env(), "DEPLOYPLANE_DATABASE_URL": database},
         timeout=60,
     )
-    assert result.returncode != 0
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: cannot open the database postgresql+asyncpg://")
     assert "password authentication failed" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
     assert wrong not in result.stdout + result.stderr
+
+
+def _serve_database(tmp_path: Path, database: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "deployplane.cli", "controlplane", "serve", "--port", "0"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**_inherited_env(), "DEPLOYPLANE_DATABASE_URL": database},
+        timeout=60,
+    )
+
+
+def test_an_unreachable_database_is_one_line_naming_it_without_the_password(
+    tmp_path: Path,
+) -> None:
+    secret = "pw-never-printed-0815"
+    result = _serve_database(tmp_path, f"postgresql+asyncpg://emu:{secret}@127.0.0.1:1/emu")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: cannot open the database postgresql+asyncpg://emu:***@")
+    assert secret not in result.stdout + result.stderr
+
+
+def test_a_malformed_database_url_is_one_line_without_echoing_it(tmp_path: Path) -> None:
+    secret = "pw-never-printed-4242"
+    result = _serve_database(tmp_path, f"postgres ql://emu:{secret}@host/db")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "error: the database URL is not a SQLAlchemy URL "
+        "(sqlite+aiosqlite:///FILE or postgresql+asyncpg://USER:PASSWORD@HOST/DB)"
+    )
+    assert secret not in result.stdout

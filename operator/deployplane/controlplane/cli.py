@@ -101,5 +101,13 @@ def serve(
                 update={"workspaces": [updated, *emulator_config.workspaces[1:]]}
             )
     settings = Settings(database_url=database, config=emulator_config)
+    # Imported here for the reason given in serve_forever.
+    from deployplane.controlplane.db import DatabaseUnavailable, check_database
+
+    try:
+        asyncio.run(check_database(database))
+    except DatabaseUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is the normal way to stop
         asyncio.run(serve_forever(settings, host=host, port=port, banner=banner))

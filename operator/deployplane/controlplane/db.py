@@ -49,7 +49,9 @@ from sqlalchemy.sql.functions import FunctionElement
 
 __all__ = [
     "Database",
+    "DatabaseUnavailable",
     "DbConn",
+    "check_database",
     "deployments",
     "listeners",
     "metadata",
@@ -304,3 +306,34 @@ class Database:
                     yield DbConn(async_=aconn)
         finally:
             self.generation += 1
+
+
+class DatabaseUnavailable(Exception):
+    """The database cannot be opened; the message is safe to print (no password)."""
+
+
+async def check_database(url: str) -> None:
+    """Open the database and create the schema once, before the server starts, so that a
+    wrong URL, driver or password is one clear line, not a traceback from the ASGI
+    lifespan. Raises `DatabaseUnavailable`; its message never holds the password."""
+    try:
+        parsed = make_url(url)
+    except Exception:
+        # The unparsed text may hold a password: say what is wrong, not what was given.
+        raise DatabaseUnavailable(
+            "the database URL is not a SQLAlchemy URL "
+            "(sqlite+aiosqlite:///FILE or postgresql+asyncpg://USER:PASSWORD@HOST/DB)"
+        ) from None
+    shown = parsed.render_as_string(hide_password=True)
+    db: Database | None = None
+    try:
+        db = Database(url)
+        await db.create_schema()
+    except Exception as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if parsed.password:
+            reason = reason.replace(str(parsed.password), "***")
+        raise DatabaseUnavailable(f"cannot open the database {shown}: {reason}") from None
+    finally:
+        if db is not None:
+            await db.dispose()
