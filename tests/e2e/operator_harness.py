@@ -61,10 +61,12 @@ def emulator_config(step_seconds: float) -> dict[str, Any]:
 
 @dataclass
 class Emulator:
-    """`deployplane controlplane serve` on 127.0.0.1, a free port, a SQLite file."""
+    """`deployplane controlplane serve` on 127.0.0.1, a free port, a SQLite file (or the
+    `database` URL, handed over in the environment: it may hold a password)."""
 
     workdir: Path
     step_seconds: float = 0.2
+    database: str | None = None
     process: subprocess.Popen[str] | None = None
     url: str = ""
     # 0 picks a free port; a restart (start() again) reuses the port it got, so an
@@ -79,7 +81,7 @@ class Emulator:
         self.workdir.mkdir(parents=True, exist_ok=True)
         config = self.workdir / "emulator.yaml"
         config.write_text(yaml.safe_dump(emulator_config(self.step_seconds)))
-        database = f"sqlite+aiosqlite:///{self.workdir / 'controlplane.db'}"
+        database = self.database or f"sqlite+aiosqlite:///{self.workdir / 'controlplane.db'}"
         log = self.log_path.open("a")
         self.process = subprocess.Popen(
             [
@@ -92,13 +94,12 @@ class Emulator:
                 str(self.port),
                 "--config",
                 str(config),
-                "--database",
-                database,
             ],
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
             start_new_session=True,
+            env={**os.environ, "DEPLOYPLANE_DATABASE_URL": database},
         )
         assert self.process.stdout is not None
         deadline = time.monotonic() + 60

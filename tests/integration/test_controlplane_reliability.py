@@ -4,8 +4,8 @@
   `as_state_machine()`): chains of schemathesis-generated requests that start with a
   create and reuse its ids; no step may answer 5xx.
 - SIGKILL mid-pipeline: the emulator killed while revisions are moving, restarted on
-  the same SQLite file, still holds every deployment and revision, and the revisions
-  that were in flight carry on to DEPLOYED.
+  the same database (an SQLite file; a PostgreSQL database), still holds every
+  deployment and revision, and the revisions that were in flight carry on to DEPLOYED.
 
 20 concurrent creates of one name -> one 201 and nineteen 409s is proven in
 `test_controlplane_deployments.py::test_twenty_concurrent_creates_of_one_name_make_exactly_one`.
@@ -36,8 +36,8 @@ TERMINAL = {str(s) for s in TERMINAL_REVISION_STATUSES}
 
 
 @pytest.fixture
-def emulator(tmp_path: Path) -> Iterator[Emulator]:
-    emu = Emulator(tmp_path / "emulator", step_seconds=0.5).start()
+def emulator(tmp_path: Path, database_url: str) -> Iterator[Emulator]:
+    emu = Emulator(tmp_path / "emulator", step_seconds=0.5, database=database_url).start()
     yield emu
     emu.stop()
 
@@ -170,6 +170,7 @@ def _snapshot(emulator: Emulator) -> dict[str, dict[str, str]]:
     return out
 
 
+@pytest.mark.postgres
 def test_sigkill_mid_pipeline_loses_nothing_and_revisions_carry_on(emulator: Emulator) -> None:
     with emulator.http() as h:
         for i in range(10):
@@ -196,7 +197,7 @@ def test_sigkill_mid_pipeline_loses_nothing_and_revisions_carry_on(emulator: Emu
     assert in_flight > 0, before
 
     emulator.kill9()
-    emulator.start()  # same SQLite file, same port
+    emulator.start()  # same database, same port
 
     after = _snapshot(emulator)
     assert after.keys() == before.keys()
