@@ -22,7 +22,7 @@ import time
 
 from tests.e2e.operator_harness import operator_env
 
-from bench.operator import Bench, ReadyWatch, _workdir, log, parse_args
+from bench.operator import Bench, _workdir, parse_args
 
 
 class FloorBench(Bench):
@@ -46,26 +46,8 @@ class FloorBench(Bench):
         self.stack.callback(proc.kill)
         self.pid = proc.pid
         self.wait_operator_listening(since)
-        time.sleep(1.0)
-        self.emu.reset()
-        cpu0 = self.cpu_by_process()
-        ready = ReadyWatch(self.custom, self.namespace, self.n)
-        ready.start()
-        log(f"floor: applying {self.n} AgentDeployments")
-        began = time.monotonic()
-        self.apply_all()
-        log(f"floor: applied in {time.monotonic() - began:.1f} s")
-        if not ready.done.wait(self.args.timeout):
-            raise TimeoutError(f"floor: only {len(ready.ready)}/{self.n} Ready")
-        assert ready.at is not None
-        converge_s = ready.at - began
-        cpu1 = self.cpu_by_process()
-        spent = ", ".join(
-            f"{'floor-controller' if k == 'operator' else k} {cpu1[k] - cpu0[k]:.1f} s"
-            for k in cpu0
-        )
-        stats = self.emu.stats()
-        log(f"floor: {converge_s:.1f} s; CPU: {spent}; emulator calls {stats['total']}")
+        time.sleep(1.0)  # let its start-up work finish before the clock starts
+        converge_s, _, _ = self.timed_apply("floor", "floor-controller")
         print(f"FLOOR converge_{self.n}_s {converge_s:.1f} s", flush=True)
         print(f"FLOOR direct_{self.n}_s {direct_s:.1f} s", flush=True)
         print(f"FLOOR converge_ratio {converge_s / direct_s:.2f} x (goal <= 2)", flush=True)
