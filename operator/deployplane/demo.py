@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from deployplane.commands.output import FitColumn, fitted_table
 from deployplane.crd.specs import GROUP, VERSION
 from deployplane.devcluster.cluster import DevCluster, DevClusterError, attach
 from deployplane.devcluster.manifests import Applier
@@ -180,16 +181,36 @@ def _rows(api: client.ApiClient) -> list[dict[str, Any]]:
     return rows
 
 
-_COLUMNS = ("kind", "name", "ready", "synced", "revision", "elapsed", "id")
+# Fits 80 columns with long names: kinds by their kubectl short names, then the id folds,
+# then SYNCED and ELAPSED go; a name is never cut.
+_SHORT_KIND = {"AgentDeployment": "agd", "Listener": "dpl"}
+_COLUMNS = (
+    ("kind", FitColumn("KIND")),
+    ("name", FitColumn("NAME")),
+    ("ready", FitColumn("READY")),
+    ("synced", FitColumn("SYNCED", drop=2)),
+    ("revision", FitColumn("REVISION")),
+    ("elapsed", FitColumn("ELAPSED", drop=3)),
+    ("id", FitColumn("ID", drop=1, fold=True)),
+)
 
 
-def _table(rows: list[dict[str, Any]], elapsed: float) -> Table:
-    table = Table(title=f"deployplane demo: namespace {NAMESPACE}  ({elapsed:.0f}s)")
-    for column in _COLUMNS:
-        table.add_column(column.upper())
-    for row in rows:
-        style = "green" if row["ready"] == "True" else "yellow"
-        table.add_row(*(str(row[c]) for c in _COLUMNS), style=style)
+def _table(rows: list[dict[str, Any]], elapsed: float, width: int) -> Table:
+    cells = [
+        [
+            _SHORT_KIND.get(str(row[key]), str(row[key])) if key == "kind" else str(row[key])
+            for key, _ in _COLUMNS
+        ]
+        for row in rows
+    ]
+    styles = ["green" if row["ready"] == "True" else "yellow" for row in rows]
+    table, _ = fitted_table(
+        [column for _, column in _COLUMNS],
+        cells,
+        width,
+        row_styles=styles,
+        title=f"deployplane demo: namespace {NAMESPACE} ({elapsed:.0f}s)",
+    )
     return table
 
 
@@ -255,7 +276,7 @@ def _watch(cluster: DevCluster, timeout: float, started: float) -> bool:
     with cluster.admin() as api, Live(console=console, refresh_per_second=4) as live:
         while True:
             rows = _rows(api)
-            live.update(_table(rows, time.monotonic() - started))
+            live.update(_table(rows, time.monotonic() - started, console.width))
             if rows and all(r["ready"] == "True" for r in rows):
                 return True
             if time.monotonic() > deadline:
