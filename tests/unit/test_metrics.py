@@ -5,7 +5,7 @@ from __future__ import annotations
 import urllib.request
 from typing import Any
 
-from deployplane.controller.metrics import OperatorMetrics, result_of
+from deployplane.controller.metrics import OperatorMetrics, exported_metric_names, result_of
 from deployplane.reconcile.reconciler import Outcome
 
 
@@ -78,3 +78,49 @@ def test_metrics_are_served_over_http() -> None:
         'deployplane_api_requests_total{code="201",endpoint="/v2/deployments",method="POST"} 1.0'
         in body
     )
+
+
+def test_resources_by_condition_move_with_the_resource() -> None:
+    m = OperatorMetrics()
+    m.observe_outcome("AgentDeployment", "ns/a", outcome("False"))
+    m.observe_outcome("AgentDeployment", "ns/b", outcome("False", synced="False", stalled="True"))
+    by = {"kind": "AgentDeployment"}
+    assert sample(m, "deployplane_resources", condition="Ready", status="False", **by) == 2
+    assert sample(m, "deployplane_resources", condition="Stalled", status="True", **by) == 1
+    # No Reconciling condition in these statuses: counted as Unknown, never missing.
+    assert sample(m, "deployplane_resources", condition="Reconciling", status="Unknown", **by) == 2
+
+    m.observe_outcome("AgentDeployment", "ns/b", outcome("True"))
+    assert sample(m, "deployplane_resources", condition="Stalled", status="True", **by) == 0
+    assert sample(m, "deployplane_resources", condition="Ready", status="True", **by) == 1
+    m.forget("AgentDeployment", "ns/a")
+    m.forget("AgentDeployment", "ns/b")
+    for status in ("True", "False", "Unknown"):
+        assert sample(m, "deployplane_resources", condition="Ready", status=status, **by) == 0
+
+
+def test_not_ready_since_is_the_oldest_ready_transition_and_goes_when_all_are_ready() -> None:
+    m = OperatorMetrics()
+
+    def not_ready_since(stamp: str) -> Outcome:
+        out = outcome("False")
+        out.status["conditions"][0]["lastTransitionTime"] = stamp
+        return out
+
+    m.observe_outcome("AgentDeployment", "ns/a", not_ready_since("2026-01-01T00:10:00Z"))
+    m.observe_outcome("AgentDeployment", "ns/b", not_ready_since("2026-01-01T00:00:00Z"))
+    name = "deployplane_resources_not_ready_since_timestamp_seconds"
+    assert sample(m, name, kind="AgentDeployment") == 1767225600.0  # 2026-01-01T00:00:00Z
+    m.observe_outcome("AgentDeployment", "ns/b", outcome("True"))
+    assert sample(m, name, kind="AgentDeployment") == 1767225600.0 + 600
+    m.forget("AgentDeployment", "ns/a")
+    assert m.registry.get_sample_value(name, {"kind": "AgentDeployment"}) is None
+
+
+def test_exported_metric_names_are_the_sample_names_served() -> None:
+    m = OperatorMetrics()
+    m.observe_api("GET", "/v2/deployments", 200, 0.01)
+    m.observe_outcome("Listener", "ns/l", outcome("False", revision="BUILDING"))
+    served = {s.name for family in m.registry.collect() for s in family.samples}
+    assert served <= exported_metric_names(m.registry)
+    assert "deployplane_api_request_duration_seconds_bucket" in exported_metric_names()
