@@ -5,10 +5,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: help venv tools postgres lint unit test demo demo-down bench clean
+.PHONY: help venv tools postgres lint unit e2e test demo demo-down bench clean
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk '!seen[$$0]++'
 
 $(STAMP): pyproject.toml
 	@echo "== python environment ($(VENV))"
@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create the virtualenv and install deployplane with dev extras
 
-tools: ## build kube-apiserver, kubectl, etcd, helm from Go modules (cached in ~/.cache/deployplane)
+tools: ## build kube-apiserver, kubectl, etcd, helm and the kstatus/promql checkers from Go modules (cached in ~/.cache/deployplane)
 	@bash tools/k8s/build.sh all
 
 postgres: ## PostgreSQL server binaries for the emulator's tests (apt-get when missing)
@@ -32,6 +32,23 @@ lint: venv ## ruff and mypy --strict
 
 unit: venv postgres ## unit and integration tests only (no cluster)
 	@$(PY) -m pytest -q tests/unit tests/integration
+
+# `make e2e KUBECONFIG=path` runs on that cluster instead of starting the dev cluster. Only
+# a KUBECONFIG given on make's command line counts: one merely exported in the shell
+# never points the tests at whatever cluster it names. INSTALL=helm also installs the
+# chart (image E2E_IMAGE); E2E_ARGS goes to pytest (e.g. E2E_ARGS='-k argocd').
+E2E_ARGS ?=
+ifeq ($(origin KUBECONFIG),command line)
+e2e: venv ## end-to-end tests; KUBECONFIG=path: on that cluster (INSTALL=helm, E2E_IMAGE, E2E_ARGS)
+	@echo "== e2e on the existing cluster of $(KUBECONFIG)"
+	@bash tools/k8s/build.sh kstatus >/dev/null
+	@DEPLOYPLANE_E2E_KUBECONFIG="$(KUBECONFIG)" DEPLOYPLANE_E2E_INSTALL="$(INSTALL)" \
+	  DEPLOYPLANE_E2E_IMAGE="$(E2E_IMAGE)" $(PY) -m pytest -q -p no:cacheprovider tests/e2e $(E2E_ARGS)
+else
+e2e: venv tools postgres ## end-to-end tests; KUBECONFIG=path: on that cluster (INSTALL=helm, E2E_IMAGE, E2E_ARGS)
+	@echo "== e2e on the dev cluster"
+	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m pytest -q -p no:cacheprovider tests/e2e $(E2E_ARGS)
+endif
 
 test: venv tools postgres lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver
 	@echo "== pytest"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m pytest -q -p no:cacheprovider

@@ -17,6 +17,15 @@
 
 Without the binaries the tests skip locally (run `make tools`) and fail under CI=true:
 CI must never pass by silently skipping the end-to-end tests.
+
+Existing-cluster mode (`make e2e KUBECONFIG=path` sets DEPLOYPLANE_E2E_KUBECONFIG): no
+dev cluster is started; `dev_cluster` is a `tests.support.existing_cluster.
+ExistingCluster` on that kubeconfig's current context. The session applies the CRDs
+(deleted again at the end only if it created them), with DEPLOYPLANE_E2E_INSTALL=helm
+also installs the chart in a namespace of its own (`helm_release`), labels every test
+namespace with this run's id and deletes whatever of them is left at the end. What
+such a cluster cannot do is skipped with the reason: the modules that test the dev
+cluster itself (DEV_CLUSTER_ONLY) and audit-log request counts.
 """
 
 from __future__ import annotations
@@ -33,7 +42,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.operator_harness import Emulator
+from tests.e2e.operator_harness import REPO, Emulator
+from tests.support import chart
+from tests.support.existing_cluster import ENV_KUBECONFIG, ExistingCluster
 
 from deployplane.devcluster import DevCluster, ToolsNotFound, find_tools, service_account_username
 from deployplane.devcluster.fixtures import ApplyManifest, ServiceAccountClient
@@ -42,18 +53,43 @@ from deployplane.devcluster.serviceaccounts import request_token
 
 _HERE = Path(__file__).parent
 E2E_LABEL = "deployplane.io/e2e"
+RUN_LABEL = "deployplane.io/e2e-run"
+RUN_ID = uuid.uuid4().hex[:8]
+EXISTING = os.environ.get(ENV_KUBECONFIG, "")
+ENV_INSTALL = "DEPLOYPLANE_E2E_INSTALL"
+DEV_CLUSTER_ONLY = {
+    "test_devcluster.py": "tests the dev cluster itself (start, stop, audit log, CLI)",
+    "test_demo.py": "`deployplane demo up` starts its own dev cluster",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Every test in this directory needs the cluster, so every one carries the marker
     # (`-m "not e2e"` deselects them all).
     for item in items:
-        if _HERE in Path(str(item.fspath)).parents:
+        path = Path(str(item.fspath))
+        if _HERE in path.parents:
             item.add_marker(pytest.mark.e2e)
+            if EXISTING and path.name in DEV_CLUSTER_ONLY:
+                reason = f"existing cluster ({ENV_KUBECONFIG}): {DEV_CLUSTER_ONLY[path.name]}"
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def pytest_report_header() -> str:
+    if EXISTING:
+        return f"e2e: existing cluster {EXISTING} (run {RUN_ID}, install: {_install_mode()})"
+    return "e2e: dev cluster started by the session"
+
+
+def _install_mode() -> str:
+    return os.environ.get(ENV_INSTALL, "") or "crds"
 
 
 @pytest.fixture(scope="session")
-def dev_cluster() -> Iterator[DevCluster]:
+def dev_cluster() -> Iterator[DevCluster | ExistingCluster]:
+    if EXISTING:
+        yield from _existing_cluster(Path(EXISTING))
+        return
     try:
         tools = find_tools()
     except ToolsNotFound as e:
@@ -62,6 +98,56 @@ def dev_cluster() -> Iterator[DevCluster]:
         pytest.skip(f"no dev cluster binaries: {e}")
     with DevCluster(audit_log=True, tools=tools) as cluster:
         yield cluster
+
+
+def _existing_cluster(kubeconfig: Path) -> Iterator[ExistingCluster]:
+    if _install_mode() not in ("crds", "helm"):
+        pytest.fail(f"{ENV_INSTALL}={_install_mode()}: expected crds or helm", pytrace=False)
+    cluster = ExistingCluster(kubeconfig)
+    with cluster.admin() as api:
+        created = _install_crds(api)
+        try:
+            yield cluster
+        finally:
+            _delete_run_namespaces(api)
+            _delete_crds(api, created)
+
+
+def _crd_documents() -> list[dict[str, Any]]:
+    import yaml
+
+    return [yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.yaml"))]
+
+
+def _install_crds(api: client.ApiClient) -> list[str]:
+    """Apply the committed CRDs; the names of those that were not there before."""
+    extensions = client.ApiextensionsV1Api(api)
+    created = []
+    for doc in _crd_documents():
+        try:
+            extensions.read_custom_resource_definition(doc["metadata"]["name"])
+        except ApiException as e:
+            if e.status != 404:
+                raise
+            created.append(doc["metadata"]["name"])
+    Applier(api).apply(_crd_documents())
+    return created
+
+
+def _delete_crds(api: client.ApiClient, names: list[str]) -> None:
+    # Only the CRDs this run created: deleting one the cluster had would delete its users'
+    # resources with it.
+    extensions = client.ApiextensionsV1Api(api)
+    for name in names:
+        with contextlib.suppress(ApiException):
+            extensions.delete_custom_resource_definition(name)
+
+
+def _delete_run_namespaces(api: client.ApiClient) -> None:
+    core = client.CoreV1Api(api)
+    for ns in core.list_namespace(label_selector=f"{RUN_LABEL}={RUN_ID}").items:
+        with contextlib.suppress(ApiException):
+            core.delete_namespace(ns.metadata.name)
 
 
 @pytest.fixture(scope="session")
@@ -84,7 +170,7 @@ def _namespace_name(test_name: str) -> str:
 def namespace(request: pytest.FixtureRequest, k8s_api: client.ApiClient) -> Iterator[str]:
     name = _namespace_name(request.node.name)
     core = client.CoreV1Api(k8s_api)
-    meta = client.V1ObjectMeta(name=name, labels={E2E_LABEL: "true"})
+    meta = client.V1ObjectMeta(name=name, labels={E2E_LABEL: "true", RUN_LABEL: RUN_ID})
     core.create_namespace(client.V1Namespace(metadata=meta))
     yield name
     # Not waited for: the controller-manager empties and removes it in the background,
@@ -207,3 +293,36 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     emu = Emulator(tmp_path_factory.mktemp("emulator")).start()
     yield emu
     emu.stop()
+
+
+@pytest.fixture(scope="session")
+def helm_release(dev_cluster: DevCluster | ExistingCluster) -> Iterator[dict[str, str]]:
+    """With DEPLOYPLANE_E2E_INSTALL=helm on an existing cluster: the chart installed (with
+    the in-cluster emulator) in a namespace of its own, watching only that namespace, so
+    it never races the operators the other tests run. Image from DEPLOYPLANE_E2E_IMAGE
+    (repository:tag, e.g. the one `kind load docker-image` loaded)."""
+    if not EXISTING or _install_mode() != "helm":
+        pytest.skip(f"only with {ENV_KUBECONFIG} and {ENV_INSTALL}=helm (make e2e INSTALL=helm)")
+    namespace = f"deployplane-e2e-{RUN_ID}"
+    name = f"dp-{RUN_ID}"
+    repository, _, tag = os.environ.get("DEPLOYPLANE_E2E_IMAGE") or "deployplane:dev".rpartition(
+        ":"
+    )
+    values = [
+        f'watchNamespaces=["{namespace}"]',
+        'emulator={"enabled": true}',
+        f'image={{"repository": "{repository}", "tag": "{tag}", "pullPolicy": "IfNotPresent"}}',
+    ]
+    kubeconfig = str(dev_cluster.kubeconfig)
+    sets = [arg for value in values for arg in ("--set-json", value)]
+    chart.helm(
+        "install", name, str(chart.CHART), "--namespace", namespace, "--create-namespace",
+        "--kubeconfig", kubeconfig, *sets, timeout=180,
+    )  # fmt: skip
+    try:
+        yield {"name": name, "namespace": namespace}
+    finally:
+        chart.helm("uninstall", name, "--namespace", namespace, "--kubeconfig", kubeconfig,
+                   check=False, timeout=180)  # fmt: skip
+        with dev_cluster.admin() as api, contextlib.suppress(ApiException):
+            client.CoreV1Api(api).delete_namespace(namespace)

@@ -282,6 +282,13 @@ def test_paused_resource_is_suspended() -> None:
     assert argocd_health(obj).status == "Suspended"
 
 
+def test_resource_being_deleted_is_progressing_even_when_paused() -> None:
+    obj = _agentdeployment(1)
+    obj["metadata"]["deletionTimestamp"] = NOW
+    obj["metadata"]["annotations"] = {"deployplane.io/paused": "true"}
+    assert argocd_health(obj) == ("Progressing", "Pending deletion")
+
+
 def test_listener_ready_is_healthy() -> None:
     obj = {
         "apiVersion": "deployplane.io/v1alpha1",

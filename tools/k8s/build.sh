@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Build kube-apiserver, kube-controller-manager, kubectl, etcd and helm from Go modules.
+# Build kube-apiserver, kube-controller-manager, kubectl, etcd and helm from Go modules
+# (and two test checkers: Flux's kstatus, tools/k8s/kstatus; Prometheus's PromQL parser,
+# tools/k8s/promql).
 #
 # Why from source: this machine has no container engine or registry and prebuilt
 # binaries cannot be downloaded; the Go module proxy is reachable. k8s.io/kubernetes
@@ -90,10 +92,45 @@ build_helm() {
   stamp helm "$want"
 }
 
+build_kstatus() {
+  # Flux's verdict on our resources for the e2e tests: tools/k8s/kstatus/main.go on
+  # github.com/fluxcd/cli-utils/pkg/kstatus/status. The stamp carries the source's hash,
+  # so an edit of main.go rebuilds it. Not keyed into $bin's name: adding it must not
+  # move the Kubernetes binaries' cache.
+  local want
+  want="v$KSTATUS_VERSION-$(sha1sum "$here/kstatus/main.go" | cut -c1-12)"
+  if have kstatus "$want"; then log "kstatus $want: cached"; return; fi
+  local mod="$work/kstatus-$KSTATUS_VERSION"
+  rm -rf "$mod"; mkdir -p "$mod"; cp "$here/kstatus/main.go" "$mod/"
+  (cd "$mod" && go mod init deployplane.local/kstatus >/dev/null 2>&1 \
+    && go get "github.com/fluxcd/cli-utils@v$KSTATUS_VERSION" && go mod tidy)
+  log "building kstatus (fluxcd/cli-utils v$KSTATUS_VERSION)"
+  (cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$bin/kstatus" .)
+  stamp kstatus "$want"
+}
+
+build_promql() {
+  # The chart's PromQL checked by Prometheus's own parser (tools/k8s/promql/main.go):
+  # only github.com/prometheus/prometheus/promql/parser is compiled, a few seconds.
+  local want
+  want="v$PROMETHEUS_VERSION-$(sha1sum "$here/promql/main.go" | cut -c1-12)"
+  if have promql "$want"; then log "promql $want: cached"; return; fi
+  local mod="$work/promql-$PROMETHEUS_VERSION"
+  rm -rf "$mod"; mkdir -p "$mod"; cp "$here/promql/main.go" "$mod/"
+  (cd "$mod" && go mod init deployplane.local/promql >/dev/null 2>&1 \
+    && go get "github.com/prometheus/prometheus@v$PROMETHEUS_VERSION" && go mod tidy)
+  log "building promql (prometheus v$PROMETHEUS_VERSION parser)"
+  (cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$bin/promql" .)
+  stamp promql "$want"
+}
+
 case "${1:-all}" in
   path) echo "$bin"; exit 0 ;;
+  kstatus|promql) "build_$1" ;;
   all) build_etcd; build_kube; build_helm ;;
   etcd|kube|helm) "build_$1" ;;
   *) echo "usage: $0 [all|etcd|kube|helm|path]" >&2; exit 2 ;;
 esac
+# Part of `all` on a line of its own, so other tools' additions to the arms above merge cleanly.
+if [ "${1:-all}" = all ]; then build_kstatus; build_promql; fi
 log "tools ready in $bin ($(du -sh "$bin" | cut -f1))"

@@ -12,6 +12,8 @@
 --                or not Ready yet for any other (retryable) reason
 --   Healthy      only Ready=True observed for the current metadata.generation
 --   Suspended    the deployplane.io/paused annotation is "true"
+--   Progressing  being deleted (deletionTimestamp set), like Argo CD's own scripts and
+--                kstatus's Terminating: the finalizer is deleting the remote resource
 
 local TERMINAL_REASONS = {
   InvalidSpec = true,
@@ -56,6 +58,10 @@ local function health(o)
   local meta = o.metadata or {}
   local generation = meta.generation
   local status = o.status
+
+  if meta.deletionTimestamp ~= nil then
+    return "Progressing", "Pending deletion"
+  end
 
   if meta.annotations ~= nil and meta.annotations["deployplane.io/paused"] == "true" then
     return "Suspended", "Reconciling is paused (annotation deployplane.io/paused)"

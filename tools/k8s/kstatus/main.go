@@ -28,13 +28,15 @@ func main() {
 	if err != nil {
 		fail("reading stdin: %v", err)
 	}
-	var obj map[string]interface{}
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		fail("stdin is not a JSON object: %v", err)
+	// The apimachinery decoder, as the apiserver's clients use: numbers become int64
+	// (metadata.generation), not encoding/json's float64.
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(raw); err != nil {
+		fail("stdin is not a Kubernetes object in JSON: %v", err)
 	}
-	result, err := status.Compute(&unstructured.Unstructured{Object: obj})
+	result, err := status.Compute(obj)
 	if err != nil {
-		fail("kstatus: %v", err)
+		fail("%v", err)
 	}
 	out, _ := json.Marshal(verdict{Status: result.Status.String(), Message: result.Message})
 	fmt.Println(string(out))

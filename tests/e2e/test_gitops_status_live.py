@@ -1,0 +1,203 @@
+"""Flux's and Argo CD's verdicts on live AgentDeployments, at every stage of their life.
+
+Flux judges custom resources with its kstatus library (github.com/fluxcd/cli-utils/pkg/
+kstatus/status, built into tools/k8s/kstatus by `make tools`); Argo CD runs the chart's
+health.lua. Both are fed every distinct version of the live object while the operator
+reconciles against the emulator: new (before the operator saw it), progressing, Ready,
+a failed revision, a missing dependency, paused, deleting. What the README promises:
+kstatus says InProgress while reconciling, Current only when Ready for the current
+generation, Failed when Stalled; Argo CD says Progressing, Healthy, Degraded (Suspended
+when paused).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+import yaml
+from kubernetes import client
+from tests.e2e.operator_harness import (
+    REPO,
+    Emulator,
+    Resources,
+    condition,
+    is_true,
+    kopf_operator,
+    operator_env,
+    ready_for_generation,
+)
+from tests.support import gotools
+from tests.support.argocd import argocd_health
+
+from deployplane.devcluster.manifests import Applier
+
+AGD, LST = "agentdeployments", "listeners"
+HOLD = "e2e.deployplane.io/hold"  # a finalizer of the test's own, to look at "deleting"
+
+
+class Verdict(NamedTuple):
+    generation: int
+    kstatus: str
+    kstatus_message: str
+    argocd: str
+    argocd_message: str
+    obj: dict[str, Any]
+
+
+def verdict(obj: dict[str, Any]) -> Verdict:
+    flux = gotools.kstatus(obj)
+    argo = argocd_health(obj)
+    return Verdict(
+        obj["metadata"]["generation"], flux.status, flux.message, argo.status, argo.message, obj
+    )
+
+
+def watch(
+    resources: Resources,
+    name: str,
+    until: Callable[[dict[str, Any]], bool],
+    *,
+    within: float = 120.0,
+) -> list[Verdict]:
+    """Both verdicts on every distinct version of the resource until `until` holds."""
+    seen: list[Verdict] = []
+    last = None
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        obj = resources.get(AGD, name)
+        assert obj is not None, f"{name} is gone"
+        if obj["metadata"]["resourceVersion"] != last:
+            last = obj["metadata"]["resourceVersion"]
+            seen.append(verdict(obj))
+            if until(obj):
+                return seen
+        time.sleep(0.05)
+    raise AssertionError(f"{name}: not reached; seen {[(v.kstatus, v.argocd) for v in seen]}")
+
+
+def statuses(seen: list[Verdict]) -> list[tuple[str, str]]:
+    return [(v.kstatus, v.argocd) for v in seen]
+
+
+def agd(name: str, image: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "deployplane.io/v1alpha1",
+        "kind": "AgentDeployment",
+        "metadata": {"name": name},
+        "spec": {
+            "source": "external_docker",
+            "sourceConfig": {"listenerRef": {"name": "cluster"}},
+            "sourceRevisionConfig": {"imageUri": f"registry.example.com/{image}"},
+            **spec,
+        },
+    }
+
+
+@pytest.fixture
+def live(
+    k8s_api: client.ApiClient, kubeconfig: Path, emulator: Emulator, namespace: str
+) -> Resources:
+    try:
+        gotools.checker_binary("kstatus")
+    except gotools.CheckerNotFound as e:
+        pytest.fail(str(e), pytrace=False)
+    Applier(k8s_api).apply(
+        [yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.yaml"))]
+    )
+    return Resources(k8s_api, namespace)
+
+
+def test_kstatus_and_argocd_follow_a_live_agentdeployment_through_every_stage(
+    live: Resources, emulator: Emulator, kubeconfig: Path, namespace: str
+) -> None:
+    live.create(
+        LST,
+        {
+            "apiVersion": "deployplane.io/v1alpha1",
+            "kind": "Listener",
+            "metadata": {"name": "cluster"},
+            "spec": {"computeType": "k8s", "computeId": f"gitops-{namespace}"},
+        },
+    )
+    # New: applied, and no operator has looked at it yet.
+    new = verdict(live.create(AGD, agd("bot", "bot:1")))
+    assert (new.kstatus, new.argocd) == ("InProgress", "Progressing"), new
+
+    with kopf_operator(namespace, operator_env(emulator, kubeconfig)) as runner:
+        # Progressing, then Ready for generation 1.
+        first = watch(live, "bot", ready_for_generation)
+        assert statuses(first)[-1] == ("Current", "Healthy"), first[-1]
+        assert set(statuses(first)[:-1]) == {("InProgress", "Progressing")}, statuses(first)
+
+        # A failed revision: never Current on the way, Failed / Degraded at the end.
+        live.patch(AGD, "bot", {"spec": {"sourceRevisionConfig": {"imageUri": "r.io/bot:broken"}}})
+        failed = watch(live, "bot", is_true("Stalled"))
+        assert statuses(failed)[-1] == ("Failed", "Degraded"), failed[-1]
+        assert "DeployFailed" in failed[-1].argocd_message
+        assert {k for k, _ in statuses(failed)[:-1]} <= {"InProgress"}, statuses(failed)
+
+        # A good image again: back to Current.
+        live.patch(AGD, "bot", {"spec": {"sourceRevisionConfig": {"imageUri": "r.io/bot:2"}}})
+        fixed = watch(live, "bot", ready_for_generation)
+        assert statuses(fixed)[-1] == ("Current", "Healthy"), fixed[-1]
+
+        # A dependency missing: waits, InProgress, never Failed; Current once it exists.
+        secrets = [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "tok", "key": "t"}}}]
+        live.create(AGD, agd("needs-secret", "other:1", secrets=secrets))
+        waiting = watch(
+            live,
+            "needs-secret",
+            lambda o: condition(o, "Synced").get("reason") == "DependencyNotReady",
+        )
+        assert statuses(waiting)[-1] == ("InProgress", "Progressing"), waiting[-1]
+        assert "tok" in waiting[-1].argocd_message
+        assert not {k for k, _ in statuses(waiting)} & {"Current", "Failed"}, statuses(waiting)
+        live.put_secret("tok", {"t": "value"})
+        resolved = watch(live, "needs-secret", ready_for_generation)
+        assert statuses(resolved)[-1] == ("Current", "Healthy"), resolved[-1]
+
+        # Paused, then edited: a generation the operator has not observed is not Current.
+        live.patch(AGD, "bot", {"metadata": {"annotations": {"deployplane.io/paused": "true"}}})
+        live.patch(AGD, "bot", {"spec": {"sourceRevisionConfig": {"imageUri": "r.io/bot:3"}}})
+        obj = live.get(AGD, "bot")
+        assert obj is not None
+        paused = verdict(obj)
+        assert paused.generation > paused.obj["status"]["observedGeneration"]
+        assert (paused.kstatus, paused.argocd) == ("InProgress", "Suspended"), paused
+
+        # Deleting (held by a finalizer of the test's own so the stage can be looked at).
+        live.patch(AGD, "needs-secret", {"metadata": {"finalizers": _with_hold(live)}})
+        live.delete(AGD, "needs-secret")
+        deleting = verdict(_deleting(live, "needs-secret"))
+        assert (deleting.kstatus, deleting.argocd) == ("Terminating", "Progressing"), deleting
+        assert deleting.argocd_message == "Pending deletion"
+        _release(live, "needs-secret")
+
+    assert runner.exit_code == 0, runner.output[-3000:]
+
+
+def _with_hold(resources: Resources) -> list[str]:
+    obj = resources.get(AGD, "needs-secret")
+    assert obj is not None
+    return [*obj["metadata"].get("finalizers", []), HOLD]
+
+
+def _deleting(resources: Resources, name: str) -> dict[str, Any]:
+    obj = resources.wait(
+        AGD, name, lambda o: bool(o and o["metadata"].get("deletionTimestamp")), what="deleting"
+    )
+    assert obj is not None
+    return obj
+
+
+def _release(resources: Resources, name: str) -> None:
+    obj = resources.get(AGD, name)
+    if obj is None:
+        return
+    finalizers = [f for f in obj["metadata"].get("finalizers", []) if f != HOLD]
+    resources.patch(AGD, name, {"metadata": {"finalizers": finalizers}})
+    resources.wait(AGD, name, lambda o: o is None, what="deleted")
