@@ -116,7 +116,9 @@ def _existing_cluster(kubeconfig: Path) -> Iterator[ExistingCluster]:
 def _crd_documents() -> list[dict[str, Any]]:
     import yaml
 
-    return [yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.yaml"))]
+    return [
+        yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.deployplane.io.yaml"))
+    ]
 
 
 def _install_crds(api: client.ApiClient) -> list[str]:

@@ -106,7 +106,10 @@ def live(
     except gotools.CheckerNotFound as e:
         pytest.fail(str(e), pytrace=False)
     Applier(k8s_api).apply(
-        [yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.yaml"))]
+        [
+            yaml.safe_load(p.read_text())
+            for p in sorted((REPO / "crds").glob("*.deployplane.io.yaml"))
+        ]
     )
     return Resources(k8s_api, namespace)
 

@@ -533,6 +533,11 @@ def _crd(kind: CrdKind) -> Schema:
     spec = object_schema(kind.spec_model)
     _attach_rules(spec, kind.rules)
     status = object_schema(kind.status_model)
+    # A resource no operator has looked at yet reads back with observedGeneration 0 (the
+    # apiserver applies the default on every read), so kstatus (Flux) sees generation 1
+    # not yet observed: InProgress. Without it, a status-less object is "Current" to
+    # kstatus and Flux would call a brand-new resource healthy before any reconcile.
+    status["default"] = {"observedGeneration": 0}
     root: Schema = {
         "type": "object",
         "description": kind.description,
