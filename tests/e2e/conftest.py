@@ -109,7 +109,10 @@ def _existing_cluster(kubeconfig: Path) -> Iterator[ExistingCluster]:
         try:
             yield cluster
         finally:
-            _delete_run_namespaces(api)
+            namespaces = _delete_run_namespaces(api)
+            # The operators of the tests are gone: resources they left with their finalizer
+            # would hold their namespace (and a CRD being deleted) in Terminating forever.
+            _release_finalizers(api, namespaces, everywhere=created)
             _delete_crds(api, created)
 
 
@@ -145,11 +148,41 @@ def _delete_crds(api: client.ApiClient, names: list[str]) -> None:
             extensions.delete_custom_resource_definition(name)
 
 
-def _delete_run_namespaces(api: client.ApiClient) -> None:
+def _delete_run_namespaces(api: client.ApiClient) -> list[str]:
     core = client.CoreV1Api(api)
-    for ns in core.list_namespace(label_selector=f"{RUN_LABEL}={RUN_ID}").items:
+    names = [
+        ns.metadata.name for ns in core.list_namespace(label_selector=f"{RUN_LABEL}={RUN_ID}").items
+    ]
+    for name in names:
         with contextlib.suppress(ApiException):
-            core.delete_namespace(ns.metadata.name)
+            core.delete_namespace(name)
+    return names
+
+
+def _release_finalizers(
+    api: client.ApiClient, namespaces: list[str], everywhere: list[str]
+) -> None:
+    """Drop the finalizers of deployplane resources in this run's namespaces, and of every
+    resource of a CRD this run created (all of those are this run's)."""
+    custom = client.CustomObjectsApi(api)
+    for crd in _crd_documents():
+        plural, group = crd["spec"]["names"]["plural"], crd["spec"]["group"]
+        version = crd["spec"]["versions"][0]["name"]
+        try:
+            items = custom.list_cluster_custom_object(group, version, plural)["items"]
+        except ApiException:
+            continue
+        for obj in items:
+            meta = obj["metadata"]
+            if not meta.get("finalizers"):
+                continue
+            if meta["namespace"] in namespaces or crd["metadata"]["name"] in everywhere:
+                with contextlib.suppress(ApiException):
+                    custom.patch_namespaced_custom_object(
+                        group, version, meta["namespace"], plural, meta["name"],
+                        {"metadata": {"finalizers": None}},
+                        _content_type="application/merge-patch+json",
+                    )  # fmt: skip
 
 
 @pytest.fixture(scope="session")

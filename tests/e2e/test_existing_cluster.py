@@ -15,6 +15,7 @@ AgentDeployment to Ready.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -27,7 +28,7 @@ from kubernetes.client.exceptions import ApiException
 from tests.e2e.conftest import EXISTING, RUN_LABEL
 from tests.e2e.operator_harness import REPO, Resources, ready_for_generation
 
-from deployplane.devcluster import DevCluster, attach
+from deployplane.devcluster import ToolsNotFound, attach, find_tools
 
 # One test per fixture the existing-cluster mode replaces or adds.
 SUBSET = " or ".join(
@@ -56,11 +57,15 @@ def _cli(*args: str, state: Path, timeout: float = 120) -> subprocess.CompletedP
 
 
 @pytest.mark.timeout(1500)
-def test_make_e2e_runs_on_a_cluster_started_as_another_process(
-    dev_cluster: DevCluster, tmp_path: Path
-) -> None:
+def test_make_e2e_runs_on_a_cluster_started_as_another_process(tmp_path: Path) -> None:
     if EXISTING:
         pytest.skip("already on an existing cluster: this test starts one of its own")
+    try:
+        find_tools()
+    except ToolsNotFound as e:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"end-to-end tests need the dev cluster binaries: {e}", pytrace=False)
+        pytest.skip(f"no dev cluster binaries: {e}")
     state = tmp_path / "cluster"
     up = _cli("up", state=state)
     assert up.returncode == 0, up.stdout + up.stderr
@@ -78,8 +83,11 @@ def test_make_e2e_runs_on_a_cluster_started_as_another_process(
         out = run.stdout + run.stderr
         assert run.returncode == 0, out[-6000:]
         assert "e2e on the existing cluster of" in out
-        assert f"e2e: existing cluster {other.kubeconfig}" in out
-        assert "3 passed, 1 skipped" in out, out[-3000:]
+        summary = re.search(r"(\d+) passed, 1 skipped, \d+ deselected", out)
+        assert summary, out[-3000:]
+        assert int(summary[1]) >= 4, out[-3000:]  # the examples are parametrized
+        assert "failed" not in out.splitlines()[-1]
+        print(out[-1500:])  # the run's own summary, in this test's captured output
         assert "its audit log is not ours to read" in out  # the skip says why
         with other.admin() as api:
             _assert_nothing_left(api)
@@ -93,11 +101,7 @@ def _assert_nothing_left(api: client.ApiClient) -> None:
     extensions = client.ApiextensionsV1Api(api)
     deadline = time.monotonic() + 120  # namespace and CRD deletion finish in the background
     while True:
-        left = [
-            ns.metadata.name
-            for ns in core.list_namespace(label_selector=RUN_LABEL).items
-            if ns.metadata.deletion_timestamp is None
-        ]
+        left = [ns.metadata.name for ns in core.list_namespace(label_selector=RUN_LABEL).items]
         crds = [
             c.metadata.name
             for c in extensions.list_custom_resource_definition().items

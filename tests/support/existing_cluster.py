@@ -122,6 +122,12 @@ class ExistingCluster:
         pytest.skip(NO_AUDIT)
 
     def has_schedulable_nodes(self) -> bool:
+        """Nodes that really run containers: kwok's simulated nodes (the dev cluster's)
+        report pods Running without running anything."""
         with self.admin() as api:
             nodes = client.CoreV1Api(api).list_node().items
-        return any(not (n.spec and n.spec.unschedulable) for n in nodes)
+        return any(
+            not (n.spec and n.spec.unschedulable)
+            and "kwok.x-k8s.io/node" not in (n.metadata.annotations or {})
+            for n in nodes
+        )
