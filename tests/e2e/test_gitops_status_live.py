@@ -7,13 +7,16 @@ reconciles against the emulator: new (before the operator saw it), progressing, 
 a failed revision, a missing dependency, paused, deleting. What the README promises:
 kstatus says InProgress while reconciling, Current only when Ready for the current
 generation, Failed when Stalled; Argo CD says Progressing, Healthy, Degraded (Suspended
-when paused).
+when paused). On the way, the operator's /metrics (what the chart's dashboard and
+alerts query) count the resource as Stalled exactly while it is.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -21,6 +24,7 @@ from typing import Any, NamedTuple
 import pytest
 import yaml
 from kubernetes import client
+from prometheus_client.parser import text_string_to_metric_families
 from tests.e2e.operator_harness import (
     REPO,
     Emulator,
@@ -142,7 +146,14 @@ def test_kstatus_and_argocd_follow_a_live_agentdeployment_through_every_stage(
     show(trail, "new", [new])
     assert (new.kstatus, new.argocd) == ("InProgress", "Progressing"), new
 
-    with kopf_operator(namespace, operator_env(emulator, kubeconfig)) as runner:
+    port = _free_port()
+    env = operator_env(
+        emulator,
+        kubeconfig,
+        DEPLOYPLANE_METRICS_PORT=str(port),
+        DEPLOYPLANE_METRICS_ADDR="127.0.0.1",
+    )
+    with kopf_operator(namespace, env) as runner:
         # Progressing, then Ready for generation 1.
         first = watch(live, "bot", ready_for_generation)
         show(trail, "progressing to Ready", first)
@@ -156,11 +167,16 @@ def test_kstatus_and_argocd_follow_a_live_agentdeployment_through_every_stage(
         assert statuses(failed)[-1] == ("Failed", "Degraded"), failed[-1]
         assert "DeployFailed" in failed[-1].argocd_message
         assert {k for k, _ in statuses(failed)[:-1]} <= {"InProgress"}, statuses(failed)
+        # What the chart's DeployplaneResourcesStalled alert and dashboard read, live.
+        stalled = {"kind": "AgentDeployment", "condition": "Stalled", "status": "True"}
+        _wait_gauge(port, "deployplane_resources", stalled, 1)
+        _wait_gauge(port, "deployplane_revisions", {"status": "DEPLOY_FAILED"}, 1)
 
         # A good image again: back to Current.
         live.patch(AGD, "bot", {"spec": {"sourceRevisionConfig": {"imageUri": "r.io/bot:2"}}})
         fixed = watch(live, "bot", ready_for_generation)
         assert statuses(fixed)[-1] == ("Current", "Healthy"), fixed[-1]
+        _wait_gauge(port, "deployplane_resources", stalled, 0)
 
         # A dependency missing: waits, InProgress, never Failed; Current once it exists.
         secrets = [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "tok", "key": "t"}}}]
@@ -223,3 +239,29 @@ def _release(resources: Resources, name: str) -> None:
     finalizers = [f for f in obj["metadata"].get("finalizers", []) if f != HOLD]
     resources.patch(AGD, name, {"metadata": {"finalizers": finalizers}})
     resources.wait(AGD, name, lambda o: o is None, what="deleted")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _gauge(port: int, name: str, labels: dict[str, str]) -> float:
+    """The operator's /metrics: the sum of `name`'s samples carrying `labels`."""
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(body)
+        for sample in family.samples
+        if sample.name == name and labels.items() <= sample.labels.items()
+    )
+
+
+def _wait_gauge(port: int, name: str, labels: dict[str, str], want: float) -> None:
+    """The metrics follow the status write by a moment: poll (the bound only stops a hang)."""
+    deadline = time.monotonic() + 30
+    while (got := _gauge(port, name, labels)) != want:
+        assert time.monotonic() < deadline, f"{name}{labels} = {got}, want {want}"
+        time.sleep(0.1)
