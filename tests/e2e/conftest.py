@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from tests.e2e.operator_harness import REPO, Emulator
@@ -117,8 +118,6 @@ def _existing_cluster(kubeconfig: Path) -> Iterator[ExistingCluster]:
 
 
 def _crd_documents() -> list[dict[str, Any]]:
-    import yaml
-
     return [
         yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.deployplane.io.yaml"))
     ]
