@@ -23,6 +23,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 from pydantic import BaseModel
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 
@@ -119,9 +120,14 @@ _GAP = 2  # spaces between columns (box=None, no edge padding)
 _MIN_FOLD = 8  # a folded column keeps at least this many characters a line
 
 
+def _text_width(text: str) -> int:
+    """Terminal cells of the widest line (a wide character takes two)."""
+    return max(map(cell_len, text.splitlines() or [""]))
+
+
 def _natural_widths(columns: Sequence[FitColumn], rows: Sequence[Sequence[str]]) -> list[int]:
     return [
-        max([len(col.title), *(max(map(len, row[i].splitlines() or [""])) for row in rows)])
+        max([cell_len(col.title), *(_text_width(row[i]) for row in rows)])
         for i, col in enumerate(columns)
     ]
 
