@@ -1,7 +1,5 @@
 #!/usr/bin/env bash
-# Build kube-apiserver, kube-controller-manager, kubectl, etcd and helm from Go modules
-# (and two test checkers: Flux's kstatus, tools/k8s/kstatus; Prometheus's PromQL parser,
-# tools/k8s/promql).
+# Build kube-apiserver, kube-controller-manager, kubectl, etcd and helm from Go modules.
 #
 # Why from source: this machine has no container engine or registry and prebuilt
 # binaries cannot be downloaded; the Go module proxy is reachable. k8s.io/kubernetes
@@ -73,25 +71,6 @@ build_etcd() {
   stamp etcd "$want"
 }
 
-build_helm() {
-  # "-k8s" in the stamp: built with the Kubernetes version flags of helm's own Makefile,
-  # so `helm template` reports the right .Capabilities.KubeVersion (v1.20 otherwise).
-  local want="v$HELM_VERSION-k8s"
-  if have helm "$want"; then log "helm $want: cached"; return; fi
-  local gomod client_go k8s_major k8s_minor flags=""
-  gomod=$(cd "$work" && go mod download -json "helm.sh/helm/v3@v$HELM_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
-  client_go=$(sed -n 's#^[[:space:]]*k8s\.io/client-go v0\.\([0-9]*\)\..*#\1#p' "$gomod" | head -1)
-  k8s_major=1; k8s_minor=$client_go
-  for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
-    flags+=" -X $pkg.k8sVersionMajor=$k8s_major -X $pkg.k8sVersionMinor=$k8s_minor"
-  done
-  log "building helm v$HELM_VERSION (Kubernetes capabilities v$k8s_major.$k8s_minor)"
-  GOBIN="$bin" go install -trimpath \
-    -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION $flags" \
-    "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION"
-  stamp helm "$want"
-}
-
 build_kstatus() {
   # Flux's verdict on our resources for the e2e tests: tools/k8s/kstatus/main.go on
   # github.com/fluxcd/cli-utils/pkg/kstatus/status. The stamp carries the source's hash,
@@ -124,13 +103,37 @@ build_promql() {
   stamp promql "$want"
 }
 
+# The two test checkers build on their own (`build.sh kstatus`, `build.sh promql`); this
+# stays apart from the Kubernetes tools' `case` below so additions there merge cleanly.
+case "${1:-all}" in
+  kstatus|promql) "build_$1"; log "$1 ready in $bin"; exit 0 ;;
+esac
+
+build_helm() {
+  # "-k8s" in the stamp: built with the Kubernetes version flags of helm's own Makefile,
+  # so `helm template` reports the right .Capabilities.KubeVersion (v1.20 otherwise).
+  local want="v$HELM_VERSION-k8s"
+  if have helm "$want"; then log "helm $want: cached"; return; fi
+  local gomod client_go k8s_major k8s_minor flags=""
+  gomod=$(cd "$work" && go mod download -json "helm.sh/helm/v3@v$HELM_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  client_go=$(sed -n 's#^[[:space:]]*k8s\.io/client-go v0\.\([0-9]*\)\..*#\1#p' "$gomod" | head -1)
+  k8s_major=1; k8s_minor=$client_go
+  for pkg in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    flags+=" -X $pkg.k8sVersionMajor=$k8s_major -X $pkg.k8sVersionMinor=$k8s_minor"
+  done
+  log "building helm v$HELM_VERSION (Kubernetes capabilities v$k8s_major.$k8s_minor)"
+  GOBIN="$bin" go install -trimpath \
+    -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION $flags" \
+    "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION"
+  stamp helm "$want"
+}
+
 case "${1:-all}" in
   path) echo "$bin"; exit 0 ;;
-  kstatus|promql) "build_$1" ;;
   all) build_etcd; build_kube; build_helm ;;
   etcd|kube|helm) "build_$1" ;;
   *) echo "usage: $0 [all|etcd|kube|helm|path]" >&2; exit 2 ;;
 esac
-# Part of `all` on a line of its own, so other tools' additions to the arms above merge cleanly.
+# ... and part of `all`.
 if [ "${1:-all}" = all ]; then build_kstatus; build_promql; fi
 log "tools ready in $bin ($(du -sh "$bin" | cut -f1))"
