@@ -159,6 +159,9 @@ def test_kstatus_and_argocd_follow_a_live_agentdeployment_through_every_stage(
         show(trail, "progressing to Ready", first)
         assert statuses(first)[-1] == ("Current", "Healthy"), first[-1]
         assert set(statuses(first)[:-1]) == {("InProgress", "Progressing")}, statuses(first)
+        listener = live.wait(LST, "cluster", ready_for_generation, what="Listener Ready")
+        assert listener is not None
+        assert gotools.kstatus(listener).status == "Current"
 
         # A failed revision: never Current on the way, Failed / Degraded at the end.
         live.patch(AGD, "bot", {"spec": {"sourceRevisionConfig": {"imageUri": "r.io/bot:broken"}}})
