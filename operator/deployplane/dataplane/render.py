@@ -28,12 +28,18 @@ from deployplane.api.models import Container, Deployment, Listener, ResourceSpec
 
 __all__ = [
     "ANNOTATION_REVISION_ID",
+    "DATABASE",
     "FIELD_MAP",
     "LABEL_COMPONENT",
     "LABEL_DEPLOYMENT_ID",
+    "LABEL_LISTENER_ID",
     "OWNER_UID_PLACEHOLDER",
+    "QUEUE",
+    "REDIS",
+    "SERVER",
     "RenderError",
     "Rendered",
+    "base_name",
     "render",
     "with_owner",
 ]
