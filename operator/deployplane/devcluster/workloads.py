@@ -40,11 +40,9 @@ def scheduler_argv(binary: Path, kubeconfig: Path) -> list[str]:
     return [
         str(binary),
         f"--kubeconfig={kubeconfig}",
-        # Authentication and authorization lookups are for its serving endpoint only.
-        f"--authentication-kubeconfig={kubeconfig}",
-        f"--authorization-kubeconfig={kubeconfig}",
         "--leader-elect=false",
-        # No serving endpoint (health, metrics): nothing scrapes it, and it needs no port.
+        # No serving endpoint (health, metrics): nothing scrapes it, and it needs no
+        # port. Without one it also skips the delegated authentication set-up.
         "--secure-port=0",
     ]
 
