@@ -40,6 +40,8 @@ __all__ = [
     "RenderError",
     "Rendered",
     "base_name",
+    "database_secret_name",
+    "namespace_for",
     "render",
     "with_owner",
 ]
@@ -270,6 +272,17 @@ class _Context:
         }
 
 
+def namespace_for(deployment: Deployment, listener: Listener) -> str:
+    """The namespace `render` would use, without rendering: what an agent needs to
+    read its private inputs (the database password's Secret) before rendering."""
+    return _namespace(deployment, listener)
+
+
+def database_secret_name(deployment: Deployment) -> str:
+    """The Secret (key `password`) holding the deployment's PostgreSQL password."""
+    return f"{base_name(deployment)}-db"
+
+
 def _namespace(deployment: Deployment, listener: Listener) -> str:
     """`listener_config.k8s_namespace`, which must be one of the listener's namespaces.
 
@@ -410,7 +423,7 @@ def _db_secret(ctx: _Context, password: str) -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": ctx.metadata(f"{ctx.base}-db", DATABASE),
+        "metadata": ctx.metadata(f"{ctx.base}-db", DATABASE),  # database_secret_name
         "type": "Opaque",
         "data": {"password": _b64(password)},
     }
