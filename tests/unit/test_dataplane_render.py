@@ -245,7 +245,7 @@ FIELD_CASES: list[tuple[dict[str, Any], tuple[str, str], str, Any]] = [
         {"redis_memory_mb": 128},
         REDIS,
         f"{APP}.args",
-        ["--maxmemory", "128mb", "--maxmemory-policy", "allkeys-lru"],
+        ["--maxmemory", "115200000", "--maxmemory-policy", "allkeys-lru"],
     ),
     ({"db_cpu": 1}, DB, f"{PG}.resources.requests.cpu", "1"),
     ({"db_cpu_limit": 2}, DB, f"{PG}.resources.limits.cpu", "2"),
