@@ -147,7 +147,7 @@ case "${1:-all}" in
   path) echo "$bin"; exit 0 ;;
   all) build_etcd; build_kube; build_helm; build_kwok ;;
   etcd|kube|helm|kwok) "build_$1" ;;
-  *) echo "usage: $0 [all|etcd|kube|helm|kwok|path]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|etcd|kube|helm|kwok|kstatus|promql|path]" >&2; exit 2 ;;
 esac
 # ... and part of `all`.
 if [ "${1:-all}" = all ]; then build_kstatus; build_promql; fi
