@@ -25,6 +25,7 @@ from deployplane.controlplane.middleware import (
     BodyLimitMiddleware,
     FaultMiddleware,
     FaultState,
+    JsonGuardMiddleware,
     RequestStats,
     StatsMiddleware,
 )
@@ -124,7 +125,9 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_exception_handler(InvalidError, _invalid)
     app.add_exception_handler(RequestValidationError, _request_invalid)
 
-    # Added innermost first: stats sees every answer, including injected faults and 413s.
+    # Added innermost first: stats sees every answer, including injected faults, 413s
+    # and refused bodies; the guard reads at most the body limit.
+    app.add_middleware(JsonGuardMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(FaultMiddleware, faults=app.state.faults)
     app.add_middleware(StatsMiddleware, stats=app.state.stats, routes=app.router.routes)

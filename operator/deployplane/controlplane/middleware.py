@@ -17,10 +17,13 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from deployplane.controlplane.jsonguard import body_errors
+
 __all__ = [
     "BodyLimitMiddleware",
     "FaultMiddleware",
     "FaultState",
+    "JsonGuardMiddleware",
     "RequestStats",
     "StatsMiddleware",
 ]
@@ -191,3 +194,61 @@ class BodyLimitMiddleware:
         except _BodyTooLarge:
             if not started:
                 await self._too_large(send)
+
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def _json_content(scope: Scope) -> bool:
+    """Whether the framework will parse this request's body as JSON (it does so for
+    application/json and application/*+json only)."""
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            kind: bytes = value.split(b";", 1)[0].strip().lower()
+            return kind == b"application/json" or (
+                kind.startswith(b"application/") and kind.endswith(b"+json")
+            )
+    return False
+
+
+class JsonGuardMiddleware:
+    """422 for a JSON body that `jsonguard.body_errors` refuses, before the request is
+    routed, validated or performed; other bodies are passed on as they came.
+
+    Inside BodyLimitMiddleware: the body read here is at most the limit."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
+            await self.app(scope, receive, send)
+            return
+        if not _json_content(scope):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        raw = b"".join(chunks)
+        errors = body_errors(raw) if raw else None
+        if errors:
+            start, body = _json_response(422, {"detail": errors}, [])
+            await send(start)
+            await send(body)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+
+        await self.app(scope, replay, send)
