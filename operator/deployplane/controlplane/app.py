@@ -17,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 
-from deployplane.controlplane.auth import SECURITY_SCHEMES, Authenticator
+from deployplane.controlplane.auth import SECURITY_SCHEMES, AdminAuthenticator, Authenticator
 from deployplane.controlplane.cache import ReadCache
 from deployplane.controlplane.db import Database
 from deployplane.controlplane.errors import ConflictError, InvalidError, NotFoundError
@@ -93,6 +93,7 @@ def create_app(settings: Settings) -> FastAPI:
         try:
             yield
         finally:
+            app.state.faults.stop()
             await pipeline.stop()
             await db.dispose()
 
@@ -107,6 +108,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.pipeline = pipeline
     app.state.read_cache = ReadCache(db)
     app.state.authenticator = Authenticator(settings.config.workspaces)
+    app.state.admin_authenticator = AdminAuthenticator(settings.config.admin_api_keys)
     app.state.faults = FaultState(
         error_rate=settings.config.faults.error_rate,
         latency_ms=settings.config.faults.latency_ms,
@@ -115,7 +117,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.started_at = datetime.now(UTC)
 
     app.include_router(admin.health_router)
-    app.include_router(admin.router)
+    if not settings.strict:  # an extension of the emulator, not of the API
+        app.include_router(admin.router)
     app.include_router(deployments.router)
     app.include_router(listeners.router)
     app.include_router(lookups.router)

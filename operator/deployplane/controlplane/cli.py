@@ -21,6 +21,7 @@ from deployplane.controlplane.settings import (
     Settings,
     dev_config,
     load_config,
+    parse_config,
 )
 
 __all__ = ["app", "serve_forever"]
@@ -35,6 +36,7 @@ async def serve_forever(settings: Settings, *, host: str, port: int, banner: lis
     import uvicorn
 
     from deployplane.controlplane.app import create_app
+    from deployplane.controlplane.middleware import FaultState
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -43,13 +45,23 @@ async def serve_forever(settings: Settings, *, host: str, port: int, banner: lis
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
+    app = create_app(settings)
     config = uvicorn.Config(
-        create_app(settings),
+        app,
         log_level="warning",
         access_log=False,  # an access log per request costs throughput and says little here
         lifespan="on",
     )
-    server = uvicorn.Server(config)
+    faults: FaultState = app.state.faults
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            # uvicorn waits for requests in flight before the lifespan ends: end their
+            # injected delays first, or SIGTERM would wait on them.
+            faults.stop()
+            await super().shutdown(sockets=sockets)
+
+    server = Server(config)
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
         if serving.done():
@@ -81,6 +93,13 @@ def serve(
         help="Without --config: the dev workspace's API key instead of a generated one. "
         "With --config: also accepted for the first workspace.",
     ),
+    admin_key: str | None = typer.Option(
+        None,
+        envvar="DEPLOYPLANE_ADMIN_KEY",
+        show_envvar=True,
+        help="An extra admin key for /_emulator/* (sent as X-Admin-Key), besides the "
+        "config's admin_api_keys.",
+    ),
 ) -> None:
     """Run the control-plane emulator."""
     banner: list[str] = []
@@ -100,6 +119,18 @@ def serve(
             emulator_config = emulator_config.model_copy(
                 update={"workspaces": [updated, *emulator_config.workspaces[1:]]}
             )
+    if admin_key is not None:
+        try:
+            emulator_config = parse_config(
+                {
+                    **emulator_config.model_dump(),
+                    "admin_api_keys": [*emulator_config.admin_api_keys, admin_key],
+                },
+                source="--admin-key",
+            )
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise typer.Exit(2) from None
     settings = Settings(database_url=database, config=emulator_config)
     # Imported here for the reason given in serve_forever.
     from deployplane.controlplane.db import DatabaseUnavailable, check_database

@@ -7,6 +7,7 @@ memory stream per request; these run on every request of the benchmark.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 from collections import Counter
@@ -41,6 +42,23 @@ class FaultState:
     error_rate: float = 0.0
     latency_ms: float = 0.0
     rng: random.Random = field(default_factory=random.Random)
+    # Set when the server is stopping: injected delays end at once, so a shutdown
+    # (which waits for requests in flight) never waits on them.
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    waiting: int = 0  # requests in their delay now
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    async def delay(self) -> None:
+        """Sleeps `latency_ms`, or less if the server stops meanwhile."""
+        if self.latency_ms > 0 and not self.stopping.is_set():
+            self.waiting += 1
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), self.latency_ms / 1000)
+            finally:
+                self.waiting -= 1
 
 
 @dataclass
@@ -125,7 +143,7 @@ class FaultMiddleware:
             await self.app(scope, receive, send)
             return
         if faults.latency_ms > 0:
-            await asyncio.sleep(faults.latency_ms / 1000)
+            await faults.delay()
         if faults.error_rate > 0 and faults.rng.random() < faults.error_rate:
             status = faults.rng.choice(_FAULT_STATUSES)
             headers = [(b"retry-after", b"1")] if status == 429 else []
