@@ -89,6 +89,7 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await db.create_schema()
+        await db.load_secret_key(settings.config.secret_digest_key)
         pipeline.start()
         try:
             yield

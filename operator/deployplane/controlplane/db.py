@@ -16,6 +16,9 @@ statements run on the event loop itself.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import os
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -38,9 +41,12 @@ from sqlalchemy import (
     UniqueConstraint,
     Uuid,
     event,
+    insert,
+    select,
     text,
 )
 from sqlalchemy.engine import Connection, CursorResult, Engine, create_engine, make_url
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import Executable
@@ -48,11 +54,13 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 __all__ = [
+    "KEY_FILE_SUFFIX",
     "Database",
     "DatabaseUnavailable",
     "DbConn",
     "check_database",
     "deployments",
+    "emulator_keys",
     "listeners",
     "metadata",
     "revisions",
@@ -185,6 +193,31 @@ listeners = Table(
 )
 
 
+# Server-side keys that must not live in the rows they protect (PostgreSQL only; see
+# `Database.load_secret_key`).
+emulator_keys = Table(
+    "emulator_keys",
+    metadata,
+    Column("name", String, primary_key=True),
+    Column("value", String, nullable=False),
+)
+
+_SECRET_KEY_NAME = "secret_digest"
+KEY_FILE_SUFFIX = ".digest-key"
+
+
+def _key_file(path: Path) -> bytes:
+    """The key in `path`, created (owner-only, 0600) with a random one the first time."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    key = secrets.token_bytes(32)
+    with os.fdopen(descriptor, "w", encoding="ascii") as file:
+        file.write(key.hex() + "\n")
+    return key
+
+
 # pg_advisory_xact_lock key held while the schema is created ("dplane" in ASCII).
 _SCHEMA_LOCK_KEY = 0x64706C616E65
 
@@ -211,13 +244,26 @@ class DbConn:
     never wait, so the loop is not held by lock waits. Other databases are async.
     """
 
-    __slots__ = ("_async", "_sync")
+    __slots__ = ("_async", "_secret_key", "_sync")
 
     def __init__(
-        self, *, sync: Connection | None = None, async_: AsyncConnection | None = None
+        self,
+        *,
+        sync: Connection | None = None,
+        async_: AsyncConnection | None = None,
+        secret_key: bytes | None = None,
     ) -> None:
         self._sync = sync
         self._async = async_
+        self._secret_key = secret_key
+
+    @property
+    def secret_key(self) -> bytes:
+        """The server-side key of secret digests (`secretdigest`), handed to the store
+        with the connection it writes them on."""
+        if self._secret_key is None:
+            raise RuntimeError("Database.load_secret_key() was not awaited (the lifespan does)")
+        return self._secret_key
 
     @property
     def concurrent(self) -> bool:
@@ -261,6 +307,46 @@ class Database:
         self._write_lock = asyncio.Lock()
         # Bumped after every write transaction; see cache.ReadCache.
         self.generation = 0
+        self._sqlite_file = (
+            Path(parsed.database)
+            if self.is_sqlite and parsed.database and parsed.database != ":memory:"
+            else None
+        )
+        self._secret_key: bytes | None = None
+
+    async def load_secret_key(self, configured: str | None) -> None:
+        """The key of secret digests, from outside the rows it protects: the config's
+        `secret_digest_key`; else a file beside the SQLite database (a copy of the
+        database file alone cannot test guesses); else, on PostgreSQL, where emulators
+        sharing the database must share it, a row of its own table, generated once."""
+        if configured is not None:
+            self._secret_key = hashlib.sha256(configured.encode()).digest()
+        elif self._sqlite_file is not None:
+            path = self._sqlite_file.with_name(self._sqlite_file.name + KEY_FILE_SUFFIX)
+            self._secret_key = _key_file(path)
+        elif self.is_sqlite:  # in memory: nothing outlives the process
+            self._secret_key = secrets.token_bytes(32)
+        else:
+            self._secret_key = await self._stored_key()
+
+    async def _stored_key(self) -> bytes:
+        assert self._async_engine is not None
+        try:
+            async with self._async_engine.begin() as conn:
+                await conn.execute(
+                    insert(emulator_keys).values(
+                        name=_SECRET_KEY_NAME, value=secrets.token_bytes(32).hex()
+                    )
+                )
+        except IntegrityError:
+            pass  # generated before, by this or another emulator
+        async with self._async_engine.connect() as conn:
+            value = (
+                await conn.execute(
+                    select(emulator_keys.c.value).where(emulator_keys.c.name == _SECRET_KEY_NAME)
+                )
+            ).scalar_one()
+        return bytes.fromhex(value)
 
     async def create_schema(self) -> None:
         if self._sync_engine is not None:
@@ -286,11 +372,11 @@ class Database:
     async def read(self) -> AsyncIterator[DbConn]:
         if self._sync_engine is not None:
             with self._sync_engine.connect() as conn:
-                yield DbConn(sync=conn)
+                yield DbConn(sync=conn, secret_key=self._secret_key)
         else:
             assert self._async_engine is not None
             async with self._async_engine.connect() as aconn:
-                yield DbConn(async_=aconn)
+                yield DbConn(async_=aconn, secret_key=self._secret_key)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[DbConn]:
@@ -299,11 +385,11 @@ class Database:
             if self._sync_engine is not None:
                 async with self._write_lock:
                     with self._sync_engine.begin() as conn:
-                        yield DbConn(sync=conn)
+                        yield DbConn(sync=conn, secret_key=self._secret_key)
             else:
                 assert self._async_engine is not None
                 async with self._async_engine.begin() as aconn:
-                    yield DbConn(async_=aconn)
+                    yield DbConn(async_=aconn, secret_key=self._secret_key)
         finally:
             self.generation += 1
 

@@ -183,6 +183,9 @@ class EmulatorConfig(_Strict):
     # Credentials of the emulator's own endpoints (/_emulator/*: faults, statistics),
     # sent as X-Admin-Key. None configured: those endpoints answer 401 to everyone.
     admin_api_keys: list[str] = Field(default_factory=list)
+    # Key of the digests kept of secret values (see `secretdigest`); when unset, one is
+    # generated once per database (docs/emulator.md says where it is kept).
+    secret_digest_key: str | None = Field(None, min_length=32)
 
     @model_validator(mode="after")
     def _admin_keys_are_not_tenant_keys(self) -> EmulatorConfig:

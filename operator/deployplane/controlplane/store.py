@@ -8,8 +8,6 @@ simply not found.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import secrets as _random
 import time
 import uuid
@@ -38,6 +36,7 @@ from deployplane.api.models import (
     SourceRevisionConfig,
     SourceRevisionConfigStatus,
 )
+from deployplane.controlplane import secretdigest
 from deployplane.controlplane.db import (
     DbConn,
     deployments,
@@ -114,17 +113,6 @@ def _deployment_not_found(deployment_id: uuid.UUID) -> NotFoundError:
 
 def _listener_not_found(listener_id: uuid.UUID) -> NotFoundError:
     return NotFoundError(f"Listener ID {listener_id} not found.")
-
-
-def _secret_digest(deployment_id: uuid.UUID, secret: Secret) -> str:
-    # Keyed by the (random) deployment id so equal values in two deployments do not
-    # produce equal digests; only used to tell whether a PATCH changed a value.
-    message = f"{secret.name}\0{secret.value}".encode()
-    return hmac.new(deployment_id.bytes, message, hashlib.sha256).hexdigest()
-
-
-def _secret_records(deployment_id: uuid.UUID, given: list[Secret]) -> list[dict[str, str]]:
-    return [{"name": s.name, "digest": _secret_digest(deployment_id, s)} for s in given]
 
 
 def _secret_errors(given: list[Secret], prefix: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -271,7 +259,7 @@ async def create_deployment(
     deployment_id, revision_id = uuid.uuid4(), uuid.uuid4()
     now = utcnow()
     stored_config = source_config.model_dump(mode="json", exclude_none=True)
-    secret_records = _secret_records(deployment_id, given_secrets)
+    secret_records = secretdigest.records(conn.secret_key, deployment_id, given_secrets)
     try:
         # Deployment first: the (workspace, name) unique constraint decides races.
         await conn.execute(
@@ -439,11 +427,10 @@ async def patch_deployment(
     secret_records: list[dict[str, str]] = current.secrets
     if body.secrets is not None:
         errors += _secret_errors(body.secrets, ("body", "secrets"))
-        replaced = _secret_records(deployment_id, body.secrets)
-        old = {s["name"]: s["digest"] for s in current.secrets}
-        if {s["name"]: s["digest"] for s in replaced} != old:
+        if secretdigest.changed(conn.secret_key, deployment_id, body.secrets, current.secrets):
             new_revision = True
-        secret_records = replaced
+        # rewritten even when unchanged: digests of the old scheme become keyed ones
+        secret_records = secretdigest.records(conn.secret_key, deployment_id, body.secrets)
 
     errors += deployment_errors(
         source=source,
