@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 import yaml
 from _controlplane_harness import ADMIN_KEY, KEY_A, config_data, image_body
 from tests.support.postgres import PostgresServer
@@ -222,3 +223,17 @@ def test_sigterm_does_not_wait_on_injected_latency(tmp_path: Path) -> None:
         process.kill()
         process.wait()
     assert answers == [200]
+
+
+@pytest.mark.parametrize("key", ["password", "PASSWORD", "sslpassword", "passwd", "pwd"])
+def test_a_password_in_the_url_query_is_masked_too(tmp_path: Path, key: str) -> None:
+    secret = "pw-in-the-query-0815"
+    url = f"postgresql+asyncpg://emu@127.0.0.1:1/emu?{key}={secret}&application_name=dp"
+    result = _serve_database(tmp_path, url)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: cannot open the database postgresql+asyncpg://emu@")
+    assert f"{key}=***" in lines[0]
+    assert "application_name=dp" in lines[0]  # what is not a secret is still shown
+    assert secret not in result.stdout + result.stderr

@@ -45,7 +45,7 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.engine import Connection, CursorResult, Engine, create_engine, make_url
+from sqlalchemy.engine import URL, Connection, CursorResult, Engine, create_engine, make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.ext.compiler import compiles
@@ -62,6 +62,7 @@ __all__ = [
     "deployments",
     "emulator_keys",
     "listeners",
+    "masked_url",
     "metadata",
     "revisions",
     "text_position",
@@ -394,6 +395,28 @@ class Database:
             self.generation += 1
 
 
+def _secret_query_key(key: str) -> bool:
+    lowered = key.lower()
+    return "password" in lowered or lowered in {"passwd", "pwd"}
+
+
+def masked_url(url: URL) -> tuple[str, list[str]]:
+    """The URL as it may be printed, and the values it hides: the password of the user
+    part and of every query parameter named like one (`?password=`, `sslpassword`)."""
+    hidden = [str(url.password)] if url.password else []
+    query: dict[str, str | tuple[str, ...]] = {}
+    for key, value in url.query.items():
+        if _secret_query_key(key):
+            values = (value,) if isinstance(value, str) else tuple(value)
+            hidden += [v for v in values if v]
+            query[key] = "***" if isinstance(value, str) else tuple("***" for _ in value)
+        else:
+            query[key] = value
+    # rendering quotes query values: *** becomes %2A%2A%2A
+    shown = url.set(query=query).render_as_string(hide_password=True).replace("%2A", "*")
+    return shown, sorted(hidden, key=len, reverse=True)  # longest first: no partial leaks
+
+
 class DatabaseUnavailable(Exception):
     """The database cannot be opened; the message is safe to print (no password)."""
 
@@ -410,15 +433,15 @@ async def check_database(url: str) -> None:
             "the database URL is not a SQLAlchemy URL "
             "(sqlite+aiosqlite:///FILE or postgresql+asyncpg://USER:PASSWORD@HOST/DB)"
         ) from None
-    shown = parsed.render_as_string(hide_password=True)
+    shown, hidden = masked_url(parsed)
     db: Database | None = None
     try:
         db = Database(url)
         await db.create_schema()
     except Exception as exc:
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        if parsed.password:
-            reason = reason.replace(str(parsed.password), "***")
+        for value in hidden:
+            reason = reason.replace(value, "***")
         raise DatabaseUnavailable(f"cannot open the database {shown}: {reason}") from None
     finally:
         if db is not None:
