@@ -14,7 +14,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, bindparam, delete, insert, select, update
+from sqlalchemy import Row, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from deployplane.api.models import (
@@ -178,12 +178,30 @@ def _page_offset(offset: int, limit: int, got: int) -> int | None:
 
 
 async def _listener_exists(conn: DbConn, workspace_id: uuid.UUID, listener_id: uuid.UUID) -> bool:
+    query = select(listeners.c.id).where(
+        listeners.c.id == listener_id, listeners.c.workspace_id == workspace_id
+    )
+    if conn.concurrent:
+        # Held to the commit: a concurrent DELETE of the listener (FOR UPDATE) waits,
+        # then counts this deployment among its users.
+        query = query.with_for_update(read=True)
+    found = await conn.execute(query)
+    return found.first() is not None
+
+
+async def _listener_users(conn: DbConn, workspace_id: uuid.UUID, listener_id: uuid.UUID) -> int:
+    """How many deployments of the workspace run on the listener (those being deleted
+    do not count: they are gone one step later and cannot be patched meanwhile)."""
     found = await conn.execute(
-        select(listeners.c.id).where(
-            listeners.c.id == listener_id, listeners.c.workspace_id == workspace_id
+        select(func.count())
+        .select_from(deployments)
+        .where(
+            deployments.c.workspace_id == workspace_id,
+            deployments.c.source_config["listener_id"].as_string() == str(listener_id),
+            deployments.c.status != DeploymentStatus.AWAITING_DELETE.value,
         )
     )
-    return found.first() is not None
+    return int(found.scalar_one())
 
 
 async def _insert_revision(
@@ -439,9 +457,10 @@ async def patch_deployment(
         workspace=workspace,
     )
     listener_id = source_config.listener_id
+    named = body.source_config is not None and "listener_id" in body.source_config.model_fields_set
     if (
-        listener_id is not None
-        and str(listener_id) != current.source_config.get("listener_id")
+        named  # also when it names the current one: its listener may be gone
+        and listener_id is not None
         and not await _listener_exists(conn, workspace.id, listener_id)
     ):
         errors.append(
@@ -708,6 +727,15 @@ async def put_listener(
 async def delete_listener(
     *, conn: DbConn, workspace: WorkspaceConfig, listener_id: uuid.UUID
 ) -> None:
+    """Deletes an unused listener; 409 naming how many deployments still use it."""
+    if conn.concurrent:  # deployments naming it meanwhile wait, or are counted
+        await conn.execute(
+            select(listeners.c.id).where(listeners.c.id == listener_id).with_for_update()
+        )
+    users = await _listener_users(conn, workspace.id, listener_id)
+    if users:
+        plural = "deployment uses" if users == 1 else "deployments use"
+        raise ConflictError(f"Listener ID {listener_id} is in use: {users} {plural} it.")
     result = await conn.execute(
         delete(listeners).where(
             listeners.c.id == listener_id, listeners.c.workspace_id == workspace.id
