@@ -20,7 +20,12 @@ from fastapi.responses import JSONResponse
 from deployplane.controlplane.auth import SECURITY_SCHEMES, AdminAuthenticator, Authenticator
 from deployplane.controlplane.cache import ReadCache
 from deployplane.controlplane.db import Database
-from deployplane.controlplane.errors import ConflictError, InvalidError, NotFoundError
+from deployplane.controlplane.errors import (
+    BadRequestError,
+    ConflictError,
+    InvalidError,
+    NotFoundError,
+)
 from deployplane.controlplane.middleware import (
     BodyLimitMiddleware,
     FaultMiddleware,
@@ -41,6 +46,11 @@ log = logging.getLogger(__name__)
 async def _not_found(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, NotFoundError)
     return JSONResponse({"detail": exc.detail}, status_code=404)
+
+
+async def _bad_request(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, BadRequestError)
+    return JSONResponse({"detail": exc.detail}, status_code=400)
 
 
 async def _conflict(_: Request, exc: Exception) -> JSONResponse:
@@ -125,6 +135,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(lookups.router)
 
     app.add_exception_handler(NotFoundError, _not_found)
+    app.add_exception_handler(BadRequestError, _bad_request)
     app.add_exception_handler(ConflictError, _conflict)
     app.add_exception_handler(InvalidError, _invalid)
     app.add_exception_handler(RequestValidationError, _request_invalid)

@@ -46,9 +46,15 @@ from deployplane.controlplane.db import (
     tracing_projects,
     utcnow,
 )
-from deployplane.controlplane.errors import ConflictError, InvalidError, NotFoundError, invalid
+from deployplane.controlplane.errors import (
+    BadRequestError,
+    ConflictError,
+    InvalidError,
+    NotFoundError,
+    invalid,
+)
 from deployplane.controlplane.settings import WorkspaceConfig
-from deployplane.controlplane.validation import deployment_errors
+from deployplane.controlplane.validation import deployment_errors, repo_url_error
 
 __all__ = [
     "create_deployment",
@@ -123,6 +129,12 @@ def _secret_errors(given: list[Secret], prefix: tuple[str, ...]) -> list[dict[st
             errors.append(invalid((*prefix, index, "name"), "duplicate secret name"))
         seen.add(secret.name)
     return errors
+
+
+def _check_repository(source_config: SourceConfig, workspace: WorkspaceConfig) -> None:
+    reason = repo_url_error(source_config, workspace)
+    if reason is not None:
+        raise BadRequestError(reason)
 
 
 def _commit_sha(source: Source) -> str | None:
@@ -273,6 +285,8 @@ async def create_deployment(
         )
     if errors:
         raise InvalidError(errors)
+    if body.source is Source.GIT_HOST:
+        _check_repository(source_config, workspace)
 
     deployment_id, revision_id = uuid.uuid4(), uuid.uuid4()
     now = utcnow()
@@ -468,6 +482,11 @@ async def patch_deployment(
         )
     if errors:
         raise InvalidError(errors)
+    repository_named = body.source_config is not None and bool(
+        {"repo_url", "integration_id"} & body.source_config.model_fields_set
+    )
+    if source is Source.GIT_HOST and repository_named:
+        _check_repository(source_config, workspace)
 
     now = utcnow()
     values: dict[str, Any] = {
