@@ -18,6 +18,8 @@ from _controlplane_harness import (  # noqa: F401  (fixtures are used by name)
     image_body,
 )
 
+from deployplane.api.models import NAME_MAX_LENGTH
+
 SECRET_VALUE = "sk-very-secret-value"
 
 # Also on PostgreSQL (conftest.py): these are the behaviours a database can change.
@@ -407,3 +409,23 @@ async def test_repo_url_must_be_a_repository_of_the_integration(api: httpx.Async
     patched = await api.patch(path, json={"source_config": {"repo_url": unlisted}})
     assert patched.status_code == 400
     assert (await api.get(path)).json() == created
+
+
+async def test_names_are_limited_to_the_documented_length(api: httpx.AsyncClient) -> None:
+    longest = "n" * NAME_MAX_LENGTH
+    created = await api.post("/v2/deployments", json=image_body(longest))
+    assert created.status_code == 201
+    for too_long in ("n" * (NAME_MAX_LENGTH + 1), "n" * 100_000):
+        refused = await api.post("/v2/deployments", json=image_body(too_long))
+        assert refused.status_code == 422
+        assert refused.json()["detail"][0]["loc"] == ["body", "name"]
+        assert too_long not in refused.text
+        listener = {"compute_type": "k8s", "compute_id": too_long}
+        refused = await api.post("/v2/listeners", json=listener)
+        assert refused.status_code == 422
+        assert refused.json()["detail"][0]["loc"] == ["body", "compute_id"]
+    path = f"/v2/deployments/{created.json()['id']}"
+    patched = await api.patch(path, json={"name": "n" * (NAME_MAX_LENGTH + 1)})
+    assert patched.status_code == 422
+    names = [d["name"] for d in (await api.get("/v2/deployments")).json()["resources"]]
+    assert names == [longest]
