@@ -7,17 +7,15 @@ Everything stateful (engine, pipeline worker, fault switches, counters) hangs of
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 
-from deployplane.controlplane.auth import SECURITY_SCHEMES, AdminAuthenticator, Authenticator
+from deployplane.controlplane.auth import AdminAuthenticator, Authenticator
 from deployplane.controlplane.cache import ReadCache
 from deployplane.controlplane.db import Database
 from deployplane.controlplane.errors import (
@@ -34,6 +32,7 @@ from deployplane.controlplane.middleware import (
     RequestStats,
     StatsMiddleware,
 )
+from deployplane.controlplane.openapi import openapi_for
 from deployplane.controlplane.pipeline import Pipeline
 from deployplane.controlplane.routes import admin, deployments, listeners, lookups
 from deployplane.controlplane.settings import Settings
@@ -74,23 +73,6 @@ async def _request_invalid(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=422)
 
 
-def _openapi_with_security(app: FastAPI) -> Callable[[], dict[str, Any]]:
-    """The generated document plus the spec's security schemes on every API operation."""
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            document = get_openapi(title=app.title, version=app.version, routes=app.routes)
-            document.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
-            alternatives: list[dict[str, list[str]]] = [{name: []} for name in SECURITY_SCHEMES]
-            for operations in document["paths"].values():
-                for operation in operations.values():
-                    operation["security"] = alternatives
-            app.openapi_schema = document
-        return app.openapi_schema
-
-    return openapi
-
-
 def create_app(settings: Settings) -> FastAPI:
     """A complete emulator; its lifespan creates the schema and runs the pipeline."""
     db = Database(settings.database_url)
@@ -113,7 +95,7 @@ def create_app(settings: Settings) -> FastAPI:
         version="0.1.0",
         lifespan=lifespan,
     )
-    app.openapi = _openapi_with_security(app)  # type: ignore[method-assign]
+    app.openapi = openapi_for(app)  # type: ignore[method-assign]
     app.state.settings = settings
     app.state.db = db
     app.state.pipeline = pipeline

@@ -28,13 +28,31 @@ __all__ = [
 
 ADMIN_HEADER = "X-Admin-Key"
 
-# The spec's three alternative schemes, for the OpenAPI document (`app.py` adds them
-# to every API operation). The dependencies below read the headers themselves: one
+# The spec's three schemes, for the OpenAPI document (`openapi.py` requires them on
+# every API operation: a credential, optionally with the tenant). The spec names them
+# "API Key", "Tenant ID" and "Bearer Auth", which OpenAPI 3.1 does not allow as
+# component names (^[a-zA-Z0-9._-]+$): the names here drop the space, and each
+# description gives the spec's. The dependencies below read the headers themselves: one
 # dependency per request instead of four keeps FastAPI's per-request work small.
 SECURITY_SCHEMES: dict[str, dict[str, str]] = {
-    "API Key": {"type": "apiKey", "in": "header", "name": "X-Api-Key"},
-    "Tenant ID": {"type": "apiKey", "in": "header", "name": "X-Tenant-Id"},
-    "Bearer Auth": {"type": "http", "scheme": "bearer"},
+    "ApiKey": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Api-Key",
+        "description": "API Key: a workspace's API key.",
+    },
+    "TenantId": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Tenant-Id",
+        "description": "Tenant ID: which of the credential's workspaces to act in; "
+        "only together with an API key or bearer token.",
+    },
+    "BearerAuth": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "Bearer Auth: a workspace's bearer token.",
+    },
 }
 
 

@@ -114,10 +114,13 @@ async def get_deployment(
     return json_bytes_response(body)
 
 
+_BEING_DELETED: Responses = {409: {"model": NotFoundBody, "description": "Being deleted."}}
+
+
 @router.patch(
     "/{deployment_id}",
     response_model=Deployment,
-    responses=_NOT_FOUND,
+    responses={**_NOT_FOUND, **_BEING_DELETED},
     summary="Update a deployment",
 )
 async def patch_deployment(

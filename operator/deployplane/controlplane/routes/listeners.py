@@ -136,10 +136,13 @@ async def put_listener(
         return json_response(listener)  # before the commit, as in create
 
 
+_IN_USE: Responses = {409: {"model": NotFoundBody, "description": "Used by deployments."}}
+
+
 @router.delete(
     "/{listener_id}",
     status_code=status.HTTP_204_NO_CONTENT,
-    responses=_NOT_FOUND,
+    responses={**_NOT_FOUND, **_IN_USE},
     summary="Delete a listener",
 )
 async def delete_listener(
