@@ -139,3 +139,16 @@ def test_a_short_configured_key_is_refused() -> None:
 
     with pytest.raises(ConfigError, match="secret_digest_key"):
         parse_config(config_data(secret_digest_key="short"))
+
+
+async def test_a_damaged_key_file_is_a_clear_error_not_a_weak_key(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, step_seconds=3600)
+    key_file = tmp_path / f"controlplane.db{KEY_FILE_SUFFIX}"
+    key_file.write_text("")  # e.g. truncated by hand
+    with pytest.raises(RuntimeError, match="does not hold a 64-digit hex key"):
+        async with running_app(settings):
+            pass
+    key_file.unlink()
+    async with running_app(settings) as (app, _):
+        assert len(app.state.db._secret_key) == 32
+    assert [name for name in os.listdir(tmp_path) if name.endswith(".tmp")] == []

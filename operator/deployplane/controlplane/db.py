@@ -16,6 +16,7 @@ statements run on the event loop itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import secrets
@@ -208,14 +209,37 @@ KEY_FILE_SUFFIX = ".digest-key"
 
 
 def _key_file(path: Path) -> bytes:
-    """The key in `path`, created (owner-only, 0600) with a random one the first time."""
+    """The key in `path`, created (owner-only, 0600) with a random one the first time.
+
+    Written whole to a temporary file and then linked into place, so the key file
+    either does not exist or holds a complete key, even after a crash mid-write; two
+    processes creating it at once agree on the first one linked."""
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
-    key = secrets.token_bytes(32)
-    with os.fdopen(descriptor, "w", encoding="ascii") as file:
-        file.write(key.hex() + "\n")
+        return _read_key(path)
+    except FileNotFoundError:
+        pass
+    temporary = path.with_name(f"{path.name}.{secrets.token_hex(8)}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "w", encoding="ascii") as file:
+            file.write(secrets.token_bytes(32).hex() + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(temporary, path)
+    finally:
+        temporary.unlink()
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> bytes:
+    text = path.read_text(encoding="ascii").strip()
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) != 32:  # said without the content: it is (part of) a key
+        raise RuntimeError(f"{path} does not hold a 64-digit hex key; remove or restore it")
     return key
 
 
