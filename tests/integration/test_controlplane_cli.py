@@ -237,3 +237,13 @@ def test_a_password_in_the_url_query_is_masked_too(tmp_path: Path, key: str) -> 
     assert f"{key}=***" in lines[0]
     assert "application_name=dp" in lines[0]  # what is not a secret is still shown
     assert secret not in result.stdout + result.stderr
+
+
+def test_a_damaged_digest_key_file_is_one_line(tmp_path: Path) -> None:
+    database = tmp_path / "cp.db"
+    (tmp_path / "cp.db.digest-key").write_text("not hex\n")
+    result = _serve_database(tmp_path, f"sqlite+aiosqlite:///{database}")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "cp.db.digest-key does not hold a 64-digit hex key" in lines[0]

@@ -136,7 +136,7 @@ def serve(
     from deployplane.controlplane.db import DatabaseUnavailable, check_database
 
     try:
-        asyncio.run(check_database(database))
+        asyncio.run(check_database(database, secret_digest_key=emulator_config.secret_digest_key))
     except DatabaseUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None

@@ -445,10 +445,11 @@ class DatabaseUnavailable(Exception):
     """The database cannot be opened; the message is safe to print (no password)."""
 
 
-async def check_database(url: str) -> None:
-    """Open the database and create the schema once, before the server starts, so that a
-    wrong URL, driver or password is one clear line, not a traceback from the ASGI
-    lifespan. Raises `DatabaseUnavailable`; its message never holds the password."""
+async def check_database(url: str, *, secret_digest_key: str | None = None) -> None:
+    """Open the database, create the schema and load the digest key once, before the
+    server starts, so that a wrong URL, driver or password (or a damaged key file) is one
+    clear line, not a traceback from the ASGI lifespan. Raises `DatabaseUnavailable`;
+    its message never holds the password."""
     try:
         parsed = make_url(url)
     except Exception:
@@ -462,6 +463,7 @@ async def check_database(url: str) -> None:
     try:
         db = Database(url)
         await db.create_schema()
+        await db.load_secret_key(secret_digest_key)
     except Exception as exc:
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         for value in hidden:
