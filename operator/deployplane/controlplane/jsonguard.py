@@ -62,20 +62,34 @@ _NON_FINITE = _Refused(_NON_FINITE_MESSAGE)
 _OUT_OF_RANGE = _Refused(_INT_MESSAGE)
 
 
-def _parse_constant(_: str) -> _Refused:  # NaN, Infinity, -Infinity
-    return _NON_FINITE
+class _Parser:
+    """json.loads hooks that stand a `_Refused` in for a refused number and remember
+    that they did (so a clean document need not be walked)."""
 
+    __slots__ = ("refused",)
 
-def _parse_float(text: str) -> float | _Refused:
-    value = float(text)
-    return value if math.isfinite(value) else _NON_FINITE
+    def __init__(self) -> None:
+        self.refused = False
 
+    def constant(self, _: str) -> _Refused:  # NaN, Infinity, -Infinity
+        self.refused = True
+        return _NON_FINITE
 
-def _parse_int(text: str) -> int | _Refused:
-    if len(text) > 20:  # longer than any in range: not even converted (int() is quadratic)
+    def float_(self, text: str) -> float | _Refused:
+        value = float(text)
+        if math.isfinite(value):
+            return value
+        self.refused = True
+        return _NON_FINITE
+
+    def int_(self, text: str) -> int | _Refused:
+        # longer than any in range: not even converted (int() is quadratic)
+        if len(text) <= 20:
+            value = int(text)
+            if MIN_INT <= value <= MAX_INT:
+                return value
+        self.refused = True
         return _OUT_OF_RANGE
-    value = int(text)
-    return value if MIN_INT <= value <= MAX_INT else _OUT_OF_RANGE
 
 
 def _text_error(text: str) -> str | None:
@@ -130,15 +144,19 @@ def body_errors(raw: bytes) -> list[dict[str, Any]] | None:
         text = raw.decode(json.detect_encoding(raw))  # strict: no surrogate bytes either
     except UnicodeDecodeError:
         return [invalid(("body",), _ENCODING_MESSAGE)]
+    parser = _Parser()
     try:
         document = json.loads(
-            text,
-            parse_constant=_parse_constant,
-            parse_float=_parse_float,
-            parse_int=_parse_int,
+            text, parse_constant=parser.constant, parse_float=parser.float_, parse_int=parser.int_
         )
     except RecursionError:  # deeper than the parser's own limit (~1000 levels)
         return [invalid(("body",), _DEPTH_MESSAGE)]
     except ValueError:
         return None
+    # Strictly decoded text holds no surrogate and no NUL (JSON refuses raw control
+    # characters in strings): only a \u escape can bring either. And with at most
+    # MAX_DEPTH brackets in all, nothing is nested deeper. Most bodies end here.
+    clean = not parser.refused and "\\u" not in text
+    if clean and text.count("{") + text.count("[") <= MAX_DEPTH:
+        return []
     return _walk(document)
