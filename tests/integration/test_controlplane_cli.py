@@ -247,3 +247,28 @@ def test_a_damaged_digest_key_file_is_one_line(tmp_path: Path) -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert "cp.db.digest-key does not hold a 64-digit hex key" in lines[0]
+
+
+def test_admin_key_option_opens_the_emulator_endpoints(tmp_path: Path) -> None:
+    admin = {"X-Admin-Key": "cli-admin-key"}
+    with serve("--api-key", "tenant-key", "--admin-key", "cli-admin-key", cwd=tmp_path) as (
+        _,
+        url,
+    ):
+        assert httpx.get(f"{url}/_emulator/faults", headers=admin).status_code == 200
+        tenant = {"X-Admin-Key": "tenant-key"}
+        assert httpx.get(f"{url}/_emulator/faults", headers=tenant).status_code == 401
+    with serve(cwd=tmp_path) as (_, url):  # dev mode without one
+        assert httpx.get(f"{url}/_emulator/faults", headers=admin).status_code == 401
+    command = [sys.executable, "-m", "deployplane.cli", "controlplane", "serve"]
+    clash = subprocess.run(
+        [*command, "--port", "0", "--api-key", "same-key", "--admin-key", "same-key"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_inherited_env(),
+        timeout=60,
+    )
+    assert clash.returncode == 2
+    assert "admin_api_keys" in clash.stderr
+    assert "same-key" not in clash.stderr

@@ -18,6 +18,7 @@ import typer
 from deployplane.controlplane.settings import (
     DEFAULT_DATABASE_URL,
     ConfigError,
+    EmulatorConfig,
     Settings,
     dev_config,
     load_config,
@@ -74,6 +75,33 @@ async def serve_forever(settings: Settings, *, host: str, port: int, banner: lis
     await serving
 
 
+def _emulator_config(
+    config: Path | None, api_key: str | None, admin_key: str | None, banner: list[str]
+) -> EmulatorConfig:
+    """The config of `serve`'s options; a generated dev key is added to `banner`."""
+    if config is None:
+        emulator_config, key = dev_config(api_key=api_key)
+        if api_key is None:
+            banner.append(f"deployplane dev API key: {key}")
+    else:
+        emulator_config = load_config(config)
+        if api_key is not None and emulator_config.workspaces:
+            first = emulator_config.workspaces[0]
+            updated = first.model_copy(update={"api_keys": [*first.api_keys, api_key]})
+            emulator_config = emulator_config.model_copy(
+                update={"workspaces": [updated, *emulator_config.workspaces[1:]]}
+            )
+    if admin_key is not None:  # validated again: it must not be a workspace credential
+        emulator_config = parse_config(
+            {
+                **emulator_config.model_dump(),
+                "admin_api_keys": [*emulator_config.admin_api_keys, admin_key],
+            },
+            source="--admin-key",
+        )
+    return emulator_config
+
+
 @app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
@@ -103,34 +131,11 @@ def serve(
 ) -> None:
     """Run the control-plane emulator."""
     banner: list[str] = []
-    if config is None:
-        emulator_config, key = dev_config(api_key=api_key)
-        if api_key is None:
-            banner.append(f"deployplane dev API key: {key}")
-    else:
-        try:
-            emulator_config = load_config(config)
-        except ConfigError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            raise typer.Exit(2) from None
-        if api_key is not None and emulator_config.workspaces:
-            first = emulator_config.workspaces[0]
-            updated = first.model_copy(update={"api_keys": [*first.api_keys, api_key]})
-            emulator_config = emulator_config.model_copy(
-                update={"workspaces": [updated, *emulator_config.workspaces[1:]]}
-            )
-    if admin_key is not None:
-        try:
-            emulator_config = parse_config(
-                {
-                    **emulator_config.model_dump(),
-                    "admin_api_keys": [*emulator_config.admin_api_keys, admin_key],
-                },
-                source="--admin-key",
-            )
-        except ConfigError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            raise typer.Exit(2) from None
+    try:
+        emulator_config = _emulator_config(config, api_key, admin_key, banner)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
     settings = Settings(database_url=database, config=emulator_config)
     # Imported here for the reason given in serve_forever.
     from deployplane.controlplane.db import DatabaseUnavailable, check_database
