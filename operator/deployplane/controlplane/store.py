@@ -470,22 +470,11 @@ async def patch_deployment(
         revision_config=revision_config,
         workspace=workspace,
     )
-    listener_id = source_config.listener_id
-    named = body.source_config is not None and "listener_id" in body.source_config.model_fields_set
-    if (
-        named  # also when it names the current one: its listener may be gone
-        and listener_id is not None
-        and not await _listener_exists(conn, workspace.id, listener_id)
-    ):
-        errors.append(
-            invalid(("body", "source_config", "listener_id"), "unknown listener in this workspace")
-        )
+    errors += await _patch_reference_errors(conn, workspace, body, source_config)
     if errors:
         raise InvalidError(errors)
-    repository_named = body.source_config is not None and bool(
-        {"repo_url", "integration_id"} & body.source_config.model_fields_set
-    )
-    if source is Source.GIT_HOST and repository_named:
+    named = body.source_config.model_fields_set if body.source_config is not None else set()
+    if source is Source.GIT_HOST and {"repo_url", "integration_id"} & named:
         _check_repository(source_config, workspace)
 
     now = utcnow()
@@ -510,6 +499,24 @@ async def patch_deployment(
     await conn.execute(update(deployments).where(deployments.c.id == deployment_id).values(values))
     deployment = await get_deployment(conn=conn, workspace=workspace, deployment_id=deployment_id)
     return deployment, new_revision
+
+
+async def _patch_reference_errors(
+    conn: DbConn, workspace: WorkspaceConfig, body: DeploymentPatch, merged: SourceConfig
+) -> list[dict[str, Any]]:
+    """A listener_id the PATCH names must exist, as on POST: also when it is the current
+    one, whose listener may be gone (deleted before the in-use check existed)."""
+    named = body.source_config is not None and "listener_id" in body.source_config.model_fields_set
+    listener_id = merged.listener_id
+    if (
+        named
+        and listener_id is not None
+        and not await _listener_exists(conn, workspace.id, listener_id)
+    ):
+        return [
+            invalid(("body", "source_config", "listener_id"), "unknown listener in this workspace")
+        ]
+    return []
 
 
 async def _supersede(conn: DbConn, *, deployment_id: uuid.UUID, now: datetime) -> None:
