@@ -247,3 +247,19 @@ async def test_an_answer_that_cannot_be_written_leaves_nothing_written(
                 await api.request(method, path, json=body)
         monkeypatch.undo()
         assert await state(api) == before
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [None, "application/json; charset=utf-8", "APPLICATION/JSON", "application/x+json"],
+)
+async def test_every_content_type_parsed_as_json_is_guarded(
+    database_url: str, content_type: str | None
+) -> None:
+    async with running_app(make_settings(database_url, step_seconds=3600)) as (_, api):
+        before = await state(api)
+        body = raw(with_config(custom_url=SURROGATE))
+        headers = {"Content-Type": content_type} if content_type else {}
+        refused = await api.post("/v2/deployments", content=body, headers=headers)
+        assert refused.status_code == 422
+        assert await state(api) == before

@@ -218,15 +218,16 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 def _json_content(scope: Scope) -> bool:
-    """Whether the framework will parse this request's body as JSON (it does so for
-    application/json and application/*+json only)."""
+    """Whether the framework may parse this request's body as JSON: for application/json
+    and application/*+json, and (when its strict content type is off) for a body
+    without a content type."""
     for name, value in scope["headers"]:
         if name == b"content-type":
             kind: bytes = value.split(b";", 1)[0].strip().lower()
             return kind == b"application/json" or (
                 kind.startswith(b"application/") and kind.endswith(b"+json")
             )
-    return False
+    return True
 
 
 class JsonGuardMiddleware:
