@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import httpx
@@ -161,3 +162,37 @@ async def test_patch_to_a_dangling_listener_is_refused(
     assert refused.json()["detail"][0]["loc"] == ["body", "source_config", "listener_id"]
     untouched = await api.patch(path, json={"source_config": {"custom_url": "https://x"}})
     assert untouched.status_code == 200  # a PATCH that does not name it is not its fault
+
+
+@pytest.mark.postgres(only=True)
+async def test_racing_creates_and_a_delete_never_leave_a_dangling_listener_id(
+    api: httpx.AsyncClient,
+) -> None:
+    """On PostgreSQL requests run concurrently: the listener row lock orders a create
+    naming it against its delete, so either the delete is refused or the creates are."""
+
+    async def create(name: str, listener_id: str) -> httpx.Response:
+        body = image_body(name)
+        body["source_config"]["listener_id"] = listener_id
+        return await api.post("/v2/deployments", json=body)
+
+    for round_ in range(10):
+        listener = (
+            await api.post("/v2/listeners", json={**K8S, "compute_id": f"race-{round_}"})
+        ).json()
+        answers = await asyncio.gather(
+            create(f"race-{round_}-a", listener["id"]),
+            api.delete(f"/v2/listeners/{listener['id']}"),
+            create(f"race-{round_}-b", listener["id"]),
+        )
+        created = [a for a in (answers[0], answers[2]) if a.status_code == 201]
+        deleted = answers[1].status_code == 204
+        assert {a.status_code for a in answers} <= {201, 204, 409, 422}
+        assert not (deleted and created), [a.status_code for a in answers]
+        exists = (await api.get(f"/v2/listeners/{listener['id']}")).status_code == 200
+        users = [
+            d
+            for d in (await api.get("/v2/deployments", params={"limit": 100})).json()["resources"]
+            if d["source_config"].get("listener_id") == listener["id"]
+        ]
+        assert exists or not users
