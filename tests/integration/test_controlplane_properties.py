@@ -281,22 +281,50 @@ async def seed(api: httpx.AsyncClient) -> Seed:
     return Seed(deployment["id"], listener["id"], used["id"])
 
 
-async def snapshot(api: httpx.AsyncClient) -> list[Any]:
-    """Every list and every resource read back; each must answer 200."""
-    seen: list[Any] = []
+async def listed(api: httpx.AsyncClient) -> dict[str, list[Any]]:
+    """Every page of both lists; each must answer 200."""
+    found: dict[str, list[Any]] = {}
     for path in ("/v2/deployments", "/v2/listeners"):
-        page = await api.get(path, params={"limit": 100})
-        assert page.status_code == 200, (path, page.text)
-        resources = page.json()["resources"]
-        seen.append(resources)
-        for resource in resources:
-            got = await api.get(f"{path}/{resource['id']}")
+        found[path], offset = [], 0
+        while offset is not None:
+            page = await api.get(path, params={"limit": 100, "offset": offset})
+            assert page.status_code == 200, (path, page.text)
+            found[path] += page.json()["resources"]
+            offset = page.json()["offset"]
+    return found
+
+
+async def read(api: httpx.AsyncClient, kind: str, ids: set[str]) -> list[Any]:
+    """Each resource got by id (a deployment with its revision list and latest
+    revision); each must answer 200."""
+    seen: list[Any] = []
+    for resource_id in sorted(ids):
+        paths = [f"{kind}/{resource_id}"]
+        if kind == "/v2/deployments":
+            paths.append(f"{kind}/{resource_id}/revisions")
+        for path in paths:
+            got = await api.get(path)
+            assert got.status_code == 200, (path, got.text)
+            seen.append(got.json())
+        if kind == "/v2/deployments":
+            latest = seen[-2]["latest_revision_id"]
+            got = await api.get(f"{kind}/{resource_id}/revisions/{latest}")
             assert got.status_code == 200, got.text
             seen.append(got.json())
-            if path == "/v2/deployments":
-                revisions = await api.get(f"{path}/{resource['id']}/revisions")
-                assert revisions.status_code == 200, revisions.text
-                seen.append(revisions.json())
+    return seen
+
+
+async def snapshot(api: httpx.AsyncClient, ids: Seed | None = None) -> list[Any]:
+    """Both lists whole, and by id the seeds and every resource a request may have
+    touched (all of them when `ids` is None, as after a restart)."""
+    lists = await listed(api)
+    seen: list[Any] = [lists]
+    for kind, resources in lists.items():
+        every = {r["id"] for r in resources}
+        if ids is not None:  # the seeds, and what is newest (a write's likely target)
+            seeds = {ids.deployment, ids.listener, ids.used_listener}
+            every = (every & seeds) | {r["id"] for r in resources[-3:]}
+        seen.append(await read(api, kind, every))
     return seen
 
 
@@ -329,11 +357,11 @@ async def check(
     path = template.format(deployment=ids.deployment, listener=ids.listener)
     for field, value in case.mutations:
         put_at(body, field, value)
-    before = await snapshot(api)
+    before = await snapshot(api, ids)
     answer = await api.request(case.operation.method, path, content=encode(body), headers=JSON)
     assert answer.status_code < 500, (case, answer.text)
     assert str(answer.status_code) in documented(document, case.operation.method, path)
-    after = await snapshot(api)
+    after = await snapshot(api, ids)
     if answer.status_code >= 400:
         assert after == before, (case, answer.status_code, answer.text)
     return answer.status_code
