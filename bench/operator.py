@@ -54,6 +54,7 @@ import yaml
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from tests.e2e.operator_harness import (
+    ADMIN_KEY,
     API_KEY,
     GROUP,
     REPO,
@@ -187,7 +188,9 @@ class Emu:
     """The emulator's stats endpoints."""
 
     def __init__(self, emulator: Emulator) -> None:
-        self.http = httpx.Client(base_url=emulator.url, headers={"X-Api-Key": API_KEY}, timeout=30)
+        self.http = httpx.Client(
+            base_url=emulator.url, headers={"X-Admin-Key": ADMIN_KEY}, timeout=30
+        )
 
     def reset(self) -> None:
         self.http.delete("/_emulator/stats").raise_for_status()

@@ -24,6 +24,8 @@ from kubernetes.client.exceptions import ApiException
 REPO = Path(__file__).resolve().parents[2]
 GROUP, VERSION = "deployplane.io", "v1alpha1"
 API_KEY = "e2e-key-0b7d1c"
+ADMIN_KEY = "e2e-admin-4f2a9e"  # /_emulator/* (faults, stats), sent as X-Admin-Key
+ADMIN = {"X-Admin-Key": ADMIN_KEY}
 WORKSPACE = "11111111-1111-1111-1111-111111111111"
 INTEGRATION = "22222222-2222-2222-2222-222222222222"
 
@@ -56,6 +58,7 @@ def emulator_config(step_seconds: float) -> dict[str, Any]:
             "step_seconds": step_seconds,
             "failures": [{"image_uri_regex": ".*:broken$", "status": "DEPLOY_FAILED"}],
         },
+        "admin_api_keys": [ADMIN_KEY],
     }
 
 
@@ -165,11 +168,11 @@ class Emulator:
 
     def set_faults(self, **faults: float) -> None:
         with self.http() as h:
-            h.put("/_emulator/faults", json=faults).raise_for_status()
+            h.put("/_emulator/faults", json=faults, headers=ADMIN).raise_for_status()
 
     def stats(self) -> dict[str, Any]:
         with self.http() as h:
-            stats: dict[str, Any] = h.get("/_emulator/stats").json()
+            stats: dict[str, Any] = h.get("/_emulator/stats", headers=ADMIN).json()
             return stats
 
 

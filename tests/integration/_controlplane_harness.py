@@ -29,6 +29,8 @@ TOKEN_A = "token-a"
 KEY_B = "key-b"
 KEY_SAAS = "key-saas"
 KEY_SHARED = "key-shared"
+ADMIN_KEY = "admin-key"  # /_emulator/* only, sent as X-Admin-Key
+ADMIN = {"X-Admin-Key": ADMIN_KEY}
 REPO_URL = "https://git.example.com/acme/support-bot"
 K8S_LISTENER = {"compute_type": "k8s", "compute_id": "cluster-1", "version": "1"}
 
@@ -80,11 +82,12 @@ def config_data(*, step_seconds: float = 0.0, **extra: Any) -> dict[str, Any]:
             {"id": str(WORKSPACE_SAAS), "name": "saas", "api_keys": [KEY_SAAS], "mode": "saas"},
         ],
         "pipeline": {"step_seconds": step_seconds, **extra.pop("pipeline", {})},
+        "admin_api_keys": [ADMIN_KEY],
         **extra,
     }
 
 
-def make_settings(database: Path | str, **kwargs: Any) -> Settings:
+def make_settings(database: Path | str, *, strict: bool = False, **kwargs: Any) -> Settings:
     """Settings on `database`: a directory (SQLite file in it) or a URL (the
     `database_url` fixture of conftest.py, SQLite or PostgreSQL)."""
     url = (
@@ -92,7 +95,7 @@ def make_settings(database: Path | str, **kwargs: Any) -> Settings:
         if isinstance(database, str)
         else f"sqlite+aiosqlite:///{database / 'controlplane.db'}"
     )
-    return Settings(database_url=url, config=parse_config(config_data(**kwargs)))
+    return Settings(database_url=url, config=parse_config(config_data(**kwargs)), strict=strict)
 
 
 @asynccontextmanager

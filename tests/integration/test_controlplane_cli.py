@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 import yaml
-from _controlplane_harness import KEY_A, config_data, image_body
+from _controlplane_harness import ADMIN_KEY, KEY_A, config_data, image_body
 from tests.support.postgres import PostgresServer
+
+from deployplane.controlplane.settings import MAX_LATENCY_MS
 
 LISTENING = "deployplane control plane listening on http://127.0.0.1:"
 KEY_LINE = "deployplane dev API key: "
@@ -176,3 +182,93 @@ def test_a_malformed_database_url_is_one_line_without_echoing_it(tmp_path: Path)
         "(sqlite+aiosqlite:///FILE or postgresql+asyncpg://USER:PASSWORD@HOST/DB)"
     )
     assert secret not in result.stdout
+
+
+def test_sigterm_does_not_wait_on_injected_latency(tmp_path: Path) -> None:
+    """A request held by the largest injected delay (10 s) is answered at once when the
+    server is told to stop, and the server exits: shutdown never waits on faults."""
+    config = tmp_path / "emulator.yaml"
+    config.write_text(yaml.safe_dump(config_data(faults={"latency_ms": MAX_LATENCY_MS})))
+    command = [sys.executable, "-m", "deployplane.cli", "controlplane", "serve"]
+    process = subprocess.Popen(
+        [*command, "--port", "0", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=tmp_path,
+        env=_inherited_env(),
+    )
+    answers: list[int] = []
+    try:
+        assert process.stdout is not None
+        url = next(line for line in process.stdout if line.startswith(LISTENING)).strip()
+        url = url.removeprefix("deployplane control plane listening on ")
+
+        def delayed_request() -> None:
+            headers = {"X-Api-Key": KEY_A}
+            answers.append(
+                httpx.get(f"{url}/v2/deployments", headers=headers, timeout=60).status_code
+            )
+
+        delayed = threading.Thread(target=delayed_request)
+        delayed.start()
+        admin = {"X-Admin-Key": ADMIN_KEY}
+        while httpx.get(f"{url}/_emulator/stats", headers=admin).json()["in_delay"] != 1:
+            time.sleep(0.02)
+        process.send_signal(signal.SIGTERM)
+        # bounds a hang only: the delay left is ~10 s, the exit takes a fraction of one
+        process.wait(timeout=MAX_LATENCY_MS / 2000)
+        delayed.join(timeout=MAX_LATENCY_MS / 2000)
+    finally:
+        process.kill()
+        process.wait()
+    assert answers == [200]
+
+
+@pytest.mark.parametrize("key", ["password", "PASSWORD", "sslpassword", "passwd", "pwd"])
+def test_a_password_in_the_url_query_is_masked_too(tmp_path: Path, key: str) -> None:
+    secret = "pw-in-the-query-0815"
+    url = f"postgresql+asyncpg://emu@127.0.0.1:1/emu?{key}={secret}&application_name=dp"
+    result = _serve_database(tmp_path, url)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: cannot open the database postgresql+asyncpg://emu@")
+    assert f"{key}=***" in lines[0]
+    assert "application_name=dp" in lines[0]  # what is not a secret is still shown
+    assert secret not in result.stdout + result.stderr
+
+
+def test_a_damaged_digest_key_file_is_one_line(tmp_path: Path) -> None:
+    database = tmp_path / "cp.db"
+    (tmp_path / "cp.db.digest-key").write_text("not hex\n")
+    result = _serve_database(tmp_path, f"sqlite+aiosqlite:///{database}")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "cp.db.digest-key does not hold a 64-digit hex key" in lines[0]
+
+
+def test_admin_key_option_opens_the_emulator_endpoints(tmp_path: Path) -> None:
+    admin = {"X-Admin-Key": "cli-admin-key"}
+    with serve("--api-key", "tenant-key", "--admin-key", "cli-admin-key", cwd=tmp_path) as (
+        _,
+        url,
+    ):
+        assert httpx.get(f"{url}/_emulator/faults", headers=admin).status_code == 200
+        tenant = {"X-Admin-Key": "tenant-key"}
+        assert httpx.get(f"{url}/_emulator/faults", headers=tenant).status_code == 401
+    with serve(cwd=tmp_path) as (_, url):  # dev mode without one
+        assert httpx.get(f"{url}/_emulator/faults", headers=admin).status_code == 401
+    command = [sys.executable, "-m", "deployplane.cli", "controlplane", "serve"]
+    clash = subprocess.run(
+        [*command, "--port", "0", "--api-key", "same-key", "--admin-key", "same-key"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_inherited_env(),
+        timeout=60,
+    )
+    assert clash.returncode == 2
+    assert "admin_api_keys" in clash.stderr
+    assert "same-key" not in clash.stderr

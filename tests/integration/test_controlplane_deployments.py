@@ -18,6 +18,8 @@ from _controlplane_harness import (  # noqa: F401  (fixtures are used by name)
     image_body,
 )
 
+from deployplane.api.models import NAME_MAX_LENGTH
+
 SECRET_VALUE = "sk-very-secret-value"
 
 # Also on PostgreSQL (conftest.py): these are the behaviours a database can change.
@@ -374,3 +376,56 @@ async def test_a_repeated_read_never_outlives_a_write(api: httpx.AsyncClient) ->
     assert (await api.get(path)).json()["source_config"]["custom_url"] == "https://b.example.com"
     await api.patch(path, json={"source_revision_config": {"image_uri": "r/app:9"}})
     assert (await api.get(revision_path)).json()["status"] == "SKIPPED"
+
+
+@pytest.mark.parametrize("ref", ["refs//tags/v1", " refs/tags/v1", "refs/heads/../tags/v1"])
+async def test_invalid_git_refs_are_refused(api: httpx.AsyncClient, ref: str) -> None:
+    for build_on_push in (False, True):
+        body = git_body("bad-ref", repo_ref=ref)
+        body["source_config"]["build_on_push"] = build_on_push
+        refused = await api.post("/v2/deployments", json=body)
+        assert refused.status_code == 422, refused.text
+        locs = [error["loc"] for error in refused.json()["detail"]]
+        assert ["body", "source_revision_config", "repo_ref"] in locs
+    created = (await api.post("/v2/deployments", json=git_body("good-ref"))).json()
+    patched = await api.patch(
+        f"/v2/deployments/{created['id']}", json={"source_revision_config": {"repo_ref": ref}}
+    )
+    assert patched.status_code == 422
+    assert (await api.get("/v2/deployments", params={"name": "bad-ref"})).json()["resources"] == []
+
+
+async def test_repo_url_must_be_a_repository_of_the_integration(api: httpx.AsyncClient) -> None:
+    unlisted = "https://git.example.com/acme/not-listed"
+    body = git_body("unlisted")
+    body["source_config"]["repo_url"] = unlisted
+    refused = await api.post("/v2/deployments", json=body)
+    assert refused.status_code == 400, refused.text
+    assert "repo_url" in refused.json()["detail"]
+    assert str(INTEGRATION_A) in refused.json()["detail"]
+    assert (await api.get("/v2/deployments", params={"name": "unlisted"})).json()["resources"] == []
+    created = (await api.post("/v2/deployments", json=git_body("listed"))).json()
+    path = f"/v2/deployments/{created['id']}"
+    patched = await api.patch(path, json={"source_config": {"repo_url": unlisted}})
+    assert patched.status_code == 400
+    assert (await api.get(path)).json() == created
+
+
+async def test_names_are_limited_to_the_documented_length(api: httpx.AsyncClient) -> None:
+    longest = "n" * NAME_MAX_LENGTH
+    created = await api.post("/v2/deployments", json=image_body(longest))
+    assert created.status_code == 201
+    for too_long in ("n" * (NAME_MAX_LENGTH + 1), "n" * 100_000):
+        refused = await api.post("/v2/deployments", json=image_body(too_long))
+        assert refused.status_code == 422
+        assert refused.json()["detail"][0]["loc"] == ["body", "name"]
+        assert too_long not in refused.text
+        listener = {"compute_type": "k8s", "compute_id": too_long}
+        refused = await api.post("/v2/listeners", json=listener)
+        assert refused.status_code == 422
+        assert refused.json()["detail"][0]["loc"] == ["body", "compute_id"]
+    path = f"/v2/deployments/{created.json()['id']}"
+    patched = await api.patch(path, json={"name": "n" * (NAME_MAX_LENGTH + 1)})
+    assert patched.status_code == 422
+    names = [d["name"] for d in (await api.get("/v2/deployments")).json()["resources"]]
+    assert names == [longest]

@@ -17,7 +17,11 @@ from deployplane.controlplane.settings import (
     dev_config,
     parse_config,
 )
-from deployplane.controlplane.validation import deployment_errors
+from deployplane.controlplane.validation import (
+    deployment_errors,
+    ref_format_error,
+    repo_url_error,
+)
 
 INTEGRATION = uuid.uuid4()
 WORKSPACE = WorkspaceConfig.model_validate(
@@ -147,3 +151,91 @@ def test_mode_restricts_source() -> None:
         workspace=saas,
     )
     assert [tuple(error["loc"]) for error in found] == [("body", "source")]
+
+
+# git check-ref-format (with --allow-onelevel): valid and invalid names
+VALID_REFS = [
+    "main",
+    "feature/x",
+    "refs/heads/main",
+    "refs/tags/v1.0.0",
+    "release-1.2",
+    "a.b/c_d",
+    "caf\u00e9",
+]
+INVALID_REFS = [
+    "refs//tags/v1",
+    " refs/tags/v1",
+    "refs/heads/../tags/v1",
+    "refs/tags/v1/",
+    "/main",
+    "main.",
+    "main.lock",
+    "refs/.hidden/x",
+    "a@{b",
+    "@",
+    "-main",
+    "a b",
+    "a~1",
+    "a^",
+    "a:b",
+    "a?",
+    "a*",
+    "a[b",
+    "a\\b",
+    "a\x7fb",
+    "a\tb",
+    "refs/tags/",
+]
+
+
+@pytest.mark.parametrize("ref", VALID_REFS)
+def test_valid_git_refs(ref: str) -> None:
+    assert ref_format_error(ref) is None
+
+
+@pytest.mark.parametrize("ref", INVALID_REFS)
+def test_invalid_git_refs_are_refused_without_echoing_them(ref: str) -> None:
+    reason = ref_format_error(ref)
+    assert reason is not None
+    assert ref.strip() not in reason or len(ref.strip()) < 2
+
+
+@pytest.mark.parametrize("ref", ["refs//tags/v1", " refs/tags/v1", "refs/heads/../tags/v1"])
+def test_invalid_ref_is_a_repo_ref_error(ref: str) -> None:
+    config = SourceConfig(integration_id=INTEGRATION, repo_url="u", build_on_push=True)
+    revision = SourceRevisionConfig(repo_ref=ref, graph_config_path="g.json")
+    assert ("body", "source_revision_config", "repo_ref") in errors_at(
+        Source.GIT_HOST, config, revision
+    )
+
+
+def test_repo_url_must_be_listed_by_its_integration() -> None:
+    workspace = WorkspaceConfig.model_validate(
+        {
+            "id": str(uuid.uuid4()),
+            "name": "w",
+            "integrations": [
+                {
+                    "id": str(INTEGRATION),
+                    "repositories": [
+                        {
+                            "id": 1,
+                            "name": "a",
+                            "owner": "o",
+                            "url": "https://g/o/a",
+                            "default_branch": "main",
+                        }
+                    ],
+                }
+            ],
+        }
+    )
+    listed = SourceConfig(integration_id=INTEGRATION, repo_url="https://g/o/a")
+    assert repo_url_error(listed, workspace) is None
+    unlisted = SourceConfig(integration_id=INTEGRATION, repo_url="https://g/o/b")
+    reason = repo_url_error(unlisted, workspace)
+    assert reason is not None
+    assert "repo_url" in reason
+    assert str(INTEGRATION) in reason
+    assert "https://g/o/b" not in reason

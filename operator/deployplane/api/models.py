@@ -25,6 +25,7 @@ from uuid import UUID
 from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field
 
 __all__ = [
+    "NAME_MAX_LENGTH",
     "TERMINAL_REVISION_STATUSES",
     "ApiModel",
     "ComputeConfig",
@@ -92,7 +93,19 @@ class ApiModel(BaseModel):
 FreeForm = dict[str, Any]
 """An object whose inner structure the spec leaves open; passed through untouched."""
 
-NonNegativeNumber = Annotated[int | float, Field(ge=0)]
+
+def _ge_as_minimum(schema: dict[str, Any]) -> None:
+    # pydantic writes a bound on a union (int | float) as its own keyword "ge", which
+    # JSON Schema validators and client generators ignore: say it as "minimum".
+    if "ge" in schema:
+        schema["minimum"] = schema.pop("ge")
+
+
+NonNegativeNumber = Annotated[int | float, Field(ge=0, json_schema_extra=_ge_as_minimum)]
+
+# Longest deployment name (and listener compute_id): a Kubernetes object name (DNS
+# subdomain, 253), as the AgentDeployment's spec.name and metadata.name it defaults to.
+NAME_MAX_LENGTH = 253
 
 
 # --------------------------------------------------------------------------- enums
@@ -366,7 +379,11 @@ class SecretName(ApiModel):
 class DeploymentCreate(ApiModel):
     """Body of POST /v2/deployments."""
 
-    name: str = Field(min_length=1, description="Deployment (and tracing project) name.")
+    name: str = Field(
+        min_length=1,
+        max_length=NAME_MAX_LENGTH,
+        description="Deployment (and tracing project) name.",
+    )
     source: Source = Field(description="Where the code comes from.")
     source_config: SourceConfig | None = None
     source_revision_config: SourceRevisionConfig | None = None
@@ -380,7 +397,7 @@ class DeploymentPatch(ApiModel):
     explicitly (they cannot change after creation) rather than silently ignoring it.
     """
 
-    name: str | None = None
+    name: str | None = Field(None, max_length=NAME_MAX_LENGTH)
     source: Source | None = None
     source_config: SourceConfig | None = None
     source_revision_config: SourceRevisionConfig | None = None
@@ -433,7 +450,11 @@ class ListenerCreate(ApiModel):
     """Body of POST /v2/listeners."""
 
     compute_type: ComputeType = Field(description="Kind of compute; immutable.")
-    compute_id: str = Field(min_length=1, description="Unique id of the compute; immutable.")
+    compute_id: str = Field(
+        min_length=1,
+        max_length=NAME_MAX_LENGTH,
+        description="Unique id of the compute; immutable.",
+    )
     compute_config: ComputeConfig | None = None
     version: str | None = None
 

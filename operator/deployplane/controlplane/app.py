@@ -7,27 +7,32 @@ Everything stateful (engine, pipeline worker, fault switches, counters) hangs of
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 
-from deployplane.controlplane.auth import SECURITY_SCHEMES, Authenticator
+from deployplane.controlplane.auth import AdminAuthenticator, Authenticator
 from deployplane.controlplane.cache import ReadCache
 from deployplane.controlplane.db import Database
-from deployplane.controlplane.errors import ConflictError, InvalidError, NotFoundError
+from deployplane.controlplane.errors import (
+    BadRequestError,
+    ConflictError,
+    InvalidError,
+    NotFoundError,
+)
 from deployplane.controlplane.middleware import (
     BodyLimitMiddleware,
     FaultMiddleware,
     FaultState,
+    JsonGuardMiddleware,
     RequestStats,
     StatsMiddleware,
 )
+from deployplane.controlplane.openapi import openapi_for
 from deployplane.controlplane.pipeline import Pipeline
 from deployplane.controlplane.routes import admin, deployments, listeners, lookups
 from deployplane.controlplane.settings import Settings
@@ -40,6 +45,11 @@ log = logging.getLogger(__name__)
 async def _not_found(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, NotFoundError)
     return JSONResponse({"detail": exc.detail}, status_code=404)
+
+
+async def _bad_request(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, BadRequestError)
+    return JSONResponse({"detail": exc.detail}, status_code=400)
 
 
 async def _conflict(_: Request, exc: Exception) -> JSONResponse:
@@ -63,23 +73,6 @@ async def _request_invalid(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=422)
 
 
-def _openapi_with_security(app: FastAPI) -> Callable[[], dict[str, Any]]:
-    """The generated document plus the spec's security schemes on every API operation."""
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            document = get_openapi(title=app.title, version=app.version, routes=app.routes)
-            document.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
-            alternatives: list[dict[str, list[str]]] = [{name: []} for name in SECURITY_SCHEMES]
-            for operations in document["paths"].values():
-                for operation in operations.values():
-                    operation["security"] = alternatives
-            app.openapi_schema = document
-        return app.openapi_schema
-
-    return openapi
-
-
 def create_app(settings: Settings) -> FastAPI:
     """A complete emulator; its lifespan creates the schema and runs the pipeline."""
     db = Database(settings.database_url)
@@ -88,10 +81,12 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await db.create_schema()
+        await db.load_secret_key(settings.config.secret_digest_key)
         pipeline.start()
         try:
             yield
         finally:
+            app.state.faults.stop()
             await pipeline.stop()
             await db.dispose()
 
@@ -100,12 +95,13 @@ def create_app(settings: Settings) -> FastAPI:
         version="0.1.0",
         lifespan=lifespan,
     )
-    app.openapi = _openapi_with_security(app)  # type: ignore[method-assign]
+    app.openapi = openapi_for(app)  # type: ignore[method-assign]
     app.state.settings = settings
     app.state.db = db
     app.state.pipeline = pipeline
     app.state.read_cache = ReadCache(db)
     app.state.authenticator = Authenticator(settings.config.workspaces)
+    app.state.admin_authenticator = AdminAuthenticator(settings.config.admin_api_keys)
     app.state.faults = FaultState(
         error_rate=settings.config.faults.error_rate,
         latency_ms=settings.config.faults.latency_ms,
@@ -114,17 +110,21 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.started_at = datetime.now(UTC)
 
     app.include_router(admin.health_router)
-    app.include_router(admin.router)
+    if not settings.strict:  # an extension of the emulator, not of the API
+        app.include_router(admin.router)
     app.include_router(deployments.router)
     app.include_router(listeners.router)
     app.include_router(lookups.router)
 
     app.add_exception_handler(NotFoundError, _not_found)
+    app.add_exception_handler(BadRequestError, _bad_request)
     app.add_exception_handler(ConflictError, _conflict)
     app.add_exception_handler(InvalidError, _invalid)
     app.add_exception_handler(RequestValidationError, _request_invalid)
 
-    # Added innermost first: stats sees every answer, including injected faults and 413s.
+    # Added innermost first: stats sees every answer, including injected faults, 413s
+    # and refused bodies; the guard reads at most the body limit.
+    app.add_middleware(JsonGuardMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(FaultMiddleware, faults=app.state.faults)
     app.add_middleware(StatsMiddleware, stats=app.state.stats, routes=app.router.routes)

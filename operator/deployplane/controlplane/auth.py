@@ -17,20 +17,42 @@ from fastapi import Depends, HTTPException, Request, status
 from deployplane.controlplane.settings import WorkspaceConfig
 
 __all__ = [
+    "ADMIN_HEADER",
     "SECURITY_SCHEMES",
+    "AdminAuthenticator",
     "Authenticator",
     "CurrentWorkspace",
     "current_workspace",
-    "require_any_credential",
+    "require_admin",
 ]
 
-# The spec's three alternative schemes, for the OpenAPI document (`app.py` adds them
-# to every API operation). The dependencies below read the headers themselves: one
+ADMIN_HEADER = "X-Admin-Key"
+
+# The spec's three schemes, for the OpenAPI document (`openapi.py` requires them on
+# every API operation: a credential, optionally with the tenant). The spec names them
+# "API Key", "Tenant ID" and "Bearer Auth", which OpenAPI 3.1 does not allow as
+# component names (^[a-zA-Z0-9._-]+$): the names here drop the space, and each
+# description gives the spec's. The dependencies below read the headers themselves: one
 # dependency per request instead of four keeps FastAPI's per-request work small.
 SECURITY_SCHEMES: dict[str, dict[str, str]] = {
-    "API Key": {"type": "apiKey", "in": "header", "name": "X-Api-Key"},
-    "Tenant ID": {"type": "apiKey", "in": "header", "name": "X-Tenant-Id"},
-    "Bearer Auth": {"type": "http", "scheme": "bearer"},
+    "ApiKey": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Api-Key",
+        "description": "API Key: a workspace's API key.",
+    },
+    "TenantId": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Tenant-Id",
+        "description": "Tenant ID: which of the credential's workspaces to act in; "
+        "only together with an API key or bearer token.",
+    },
+    "BearerAuth": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "Bearer Auth: a workspace's bearer token.",
+    },
 }
 
 
@@ -116,9 +138,34 @@ async def current_workspace(request: Request) -> WorkspaceConfig:
     )
 
 
-async def require_any_credential(request: Request) -> None:
-    """For the emulator's admin endpoints: any valid credential will do."""
-    _credential_workspaces(request)
+class AdminAuthenticator:
+    """The emulator's own credentials (`admin_api_keys`), sent as X-Admin-Key.
+
+    Never a workspace's: the emulator's endpoints act for every tenant at once (faults
+    delay and fail everyone's requests; statistics count everyone's)."""
+
+    def __init__(self, keys: list[str]) -> None:
+        self._keys = [_Credential(key.encode(), ()) for key in keys]
+
+    def is_admin(self, presented: str | None) -> bool:
+        if not presented:
+            return False
+        given = presented.encode()
+        found = False
+        for credential in self._keys:  # no early exit: constant time over the set
+            if hmac.compare_digest(given, credential.secret):
+                found = True
+        return found
+
+
+async def require_admin(request: Request) -> None:
+    """For the emulator's own endpoints: 401 without a configured admin key."""
+    admins: AdminAuthenticator = request.app.state.admin_authenticator
+    if not admins.is_admin(request.headers.get(ADMIN_HEADER)):
+        raise HTTPException(
+            status_code=status.HTTP_401_UNAUTHORIZED,
+            detail=f"Missing or invalid {ADMIN_HEADER} (one of the config's admin_api_keys).",
+        )
 
 
 CurrentWorkspace = Annotated[WorkspaceConfig, Depends(current_workspace)]

@@ -18,9 +18,11 @@ import typer
 from deployplane.controlplane.settings import (
     DEFAULT_DATABASE_URL,
     ConfigError,
+    EmulatorConfig,
     Settings,
     dev_config,
     load_config,
+    parse_config,
 )
 
 __all__ = ["app", "serve_forever"]
@@ -35,6 +37,7 @@ async def serve_forever(settings: Settings, *, host: str, port: int, banner: lis
     import uvicorn
 
     from deployplane.controlplane.app import create_app
+    from deployplane.controlplane.middleware import FaultState
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -43,13 +46,23 @@ async def serve_forever(settings: Settings, *, host: str, port: int, banner: lis
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
+    app = create_app(settings)
     config = uvicorn.Config(
-        create_app(settings),
+        app,
         log_level="warning",
         access_log=False,  # an access log per request costs throughput and says little here
         lifespan="on",
     )
-    server = uvicorn.Server(config)
+    faults: FaultState = app.state.faults
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            # uvicorn waits for requests in flight before the lifespan ends: end their
+            # injected delays first, or SIGTERM would wait on them.
+            faults.stop()
+            await super().shutdown(sockets=sockets)
+
+    server = Server(config)
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
         if serving.done():
@@ -60,6 +73,33 @@ async def serve_forever(settings: Settings, *, host: str, port: int, banner: lis
         print(line, flush=True)
     print(f"deployplane control plane listening on http://{host}:{bound_port}", flush=True)
     await serving
+
+
+def _emulator_config(
+    config: Path | None, api_key: str | None, admin_key: str | None, banner: list[str]
+) -> EmulatorConfig:
+    """The config of `serve`'s options; a generated dev key is added to `banner`."""
+    if config is None:
+        emulator_config, key = dev_config(api_key=api_key)
+        if api_key is None:
+            banner.append(f"deployplane dev API key: {key}")
+    else:
+        emulator_config = load_config(config)
+        if api_key is not None and emulator_config.workspaces:
+            first = emulator_config.workspaces[0]
+            updated = first.model_copy(update={"api_keys": [*first.api_keys, api_key]})
+            emulator_config = emulator_config.model_copy(
+                update={"workspaces": [updated, *emulator_config.workspaces[1:]]}
+            )
+    if admin_key is not None:  # validated again: it must not be a workspace credential
+        emulator_config = parse_config(
+            {
+                **emulator_config.model_dump(),
+                "admin_api_keys": [*emulator_config.admin_api_keys, admin_key],
+            },
+            source="--admin-key",
+        )
+    return emulator_config
 
 
 @app.command()
@@ -81,31 +121,27 @@ def serve(
         help="Without --config: the dev workspace's API key instead of a generated one. "
         "With --config: also accepted for the first workspace.",
     ),
+    admin_key: str | None = typer.Option(
+        None,
+        envvar="DEPLOYPLANE_ADMIN_KEY",
+        show_envvar=True,
+        help="An extra admin key for /_emulator/* (sent as X-Admin-Key), besides the "
+        "config's admin_api_keys.",
+    ),
 ) -> None:
     """Run the control-plane emulator."""
     banner: list[str] = []
-    if config is None:
-        emulator_config, key = dev_config(api_key=api_key)
-        if api_key is None:
-            banner.append(f"deployplane dev API key: {key}")
-    else:
-        try:
-            emulator_config = load_config(config)
-        except ConfigError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            raise typer.Exit(2) from None
-        if api_key is not None and emulator_config.workspaces:
-            first = emulator_config.workspaces[0]
-            updated = first.model_copy(update={"api_keys": [*first.api_keys, api_key]})
-            emulator_config = emulator_config.model_copy(
-                update={"workspaces": [updated, *emulator_config.workspaces[1:]]}
-            )
+    try:
+        emulator_config = _emulator_config(config, api_key, admin_key, banner)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
     settings = Settings(database_url=database, config=emulator_config)
     # Imported here for the reason given in serve_forever.
     from deployplane.controlplane.db import DatabaseUnavailable, check_database
 
     try:
-        asyncio.run(check_database(database))
+        asyncio.run(check_database(database, secret_digest_key=emulator_config.secret_digest_key))
     except DatabaseUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None

@@ -16,6 +16,10 @@ statements run on the event loop itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import hashlib
+import os
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -38,9 +42,12 @@ from sqlalchemy import (
     UniqueConstraint,
     Uuid,
     event,
+    insert,
+    select,
     text,
 )
-from sqlalchemy.engine import Connection, CursorResult, Engine, create_engine, make_url
+from sqlalchemy.engine import URL, Connection, CursorResult, Engine, create_engine, make_url
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import Executable
@@ -48,12 +55,15 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 __all__ = [
+    "KEY_FILE_SUFFIX",
     "Database",
     "DatabaseUnavailable",
     "DbConn",
     "check_database",
     "deployments",
+    "emulator_keys",
     "listeners",
+    "masked_url",
     "metadata",
     "revisions",
     "text_position",
@@ -185,6 +195,54 @@ listeners = Table(
 )
 
 
+# Server-side keys that must not live in the rows they protect (PostgreSQL only; see
+# `Database.load_secret_key`).
+emulator_keys = Table(
+    "emulator_keys",
+    metadata,
+    Column("name", String, primary_key=True),
+    Column("value", String, nullable=False),
+)
+
+_SECRET_KEY_NAME = "secret_digest"
+KEY_FILE_SUFFIX = ".digest-key"
+
+
+def _key_file(path: Path) -> bytes:
+    """The key in `path`, created (owner-only, 0600) with a random one the first time.
+
+    Written whole to a temporary file and then linked into place, so the key file
+    either does not exist or holds a complete key, even after a crash mid-write; two
+    processes creating it at once agree on the first one linked."""
+    try:
+        return _read_key(path)
+    except FileNotFoundError:
+        pass
+    temporary = path.with_name(f"{path.name}.{secrets.token_hex(8)}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "w", encoding="ascii") as file:
+            file.write(secrets.token_bytes(32).hex() + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(temporary, path)
+    finally:
+        temporary.unlink()
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> bytes:
+    text = path.read_text(encoding="ascii").strip()
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) != 32:  # said without the content: it is (part of) a key
+        raise RuntimeError(f"{path} does not hold a 64-digit hex key; remove or restore it")
+    return key
+
+
 # pg_advisory_xact_lock key held while the schema is created ("dplane" in ASCII).
 _SCHEMA_LOCK_KEY = 0x64706C616E65
 
@@ -211,13 +269,26 @@ class DbConn:
     never wait, so the loop is not held by lock waits. Other databases are async.
     """
 
-    __slots__ = ("_async", "_sync")
+    __slots__ = ("_async", "_secret_key", "_sync")
 
     def __init__(
-        self, *, sync: Connection | None = None, async_: AsyncConnection | None = None
+        self,
+        *,
+        sync: Connection | None = None,
+        async_: AsyncConnection | None = None,
+        secret_key: bytes | None = None,
     ) -> None:
         self._sync = sync
         self._async = async_
+        self._secret_key = secret_key
+
+    @property
+    def secret_key(self) -> bytes:
+        """The server-side key of secret digests (`secretdigest`), handed to the store
+        with the connection it writes them on."""
+        if self._secret_key is None:
+            raise RuntimeError("Database.load_secret_key() was not awaited (the lifespan does)")
+        return self._secret_key
 
     @property
     def concurrent(self) -> bool:
@@ -261,6 +332,46 @@ class Database:
         self._write_lock = asyncio.Lock()
         # Bumped after every write transaction; see cache.ReadCache.
         self.generation = 0
+        self._sqlite_file = (
+            Path(parsed.database)
+            if self.is_sqlite and parsed.database and parsed.database != ":memory:"
+            else None
+        )
+        self._secret_key: bytes | None = None
+
+    async def load_secret_key(self, configured: str | None) -> None:
+        """The key of secret digests, from outside the rows it protects: the config's
+        `secret_digest_key`; else a file beside the SQLite database (a copy of the
+        database file alone cannot test guesses); else, on PostgreSQL, where emulators
+        sharing the database must share it, a row of its own table, generated once."""
+        if configured is not None:
+            self._secret_key = hashlib.sha256(configured.encode()).digest()
+        elif self._sqlite_file is not None:
+            path = self._sqlite_file.with_name(self._sqlite_file.name + KEY_FILE_SUFFIX)
+            self._secret_key = _key_file(path)
+        elif self.is_sqlite:  # in memory: nothing outlives the process
+            self._secret_key = secrets.token_bytes(32)
+        else:
+            self._secret_key = await self._stored_key()
+
+    async def _stored_key(self) -> bytes:
+        assert self._async_engine is not None
+        try:
+            async with self._async_engine.begin() as conn:
+                await conn.execute(
+                    insert(emulator_keys).values(
+                        name=_SECRET_KEY_NAME, value=secrets.token_bytes(32).hex()
+                    )
+                )
+        except IntegrityError:
+            pass  # generated before, by this or another emulator
+        async with self._async_engine.connect() as conn:
+            value = (
+                await conn.execute(
+                    select(emulator_keys.c.value).where(emulator_keys.c.name == _SECRET_KEY_NAME)
+                )
+            ).scalar_one()
+        return bytes.fromhex(value)
 
     async def create_schema(self) -> None:
         if self._sync_engine is not None:
@@ -286,11 +397,11 @@ class Database:
     async def read(self) -> AsyncIterator[DbConn]:
         if self._sync_engine is not None:
             with self._sync_engine.connect() as conn:
-                yield DbConn(sync=conn)
+                yield DbConn(sync=conn, secret_key=self._secret_key)
         else:
             assert self._async_engine is not None
             async with self._async_engine.connect() as aconn:
-                yield DbConn(async_=aconn)
+                yield DbConn(async_=aconn, secret_key=self._secret_key)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[DbConn]:
@@ -299,23 +410,46 @@ class Database:
             if self._sync_engine is not None:
                 async with self._write_lock:
                     with self._sync_engine.begin() as conn:
-                        yield DbConn(sync=conn)
+                        yield DbConn(sync=conn, secret_key=self._secret_key)
             else:
                 assert self._async_engine is not None
                 async with self._async_engine.begin() as aconn:
-                    yield DbConn(async_=aconn)
+                    yield DbConn(async_=aconn, secret_key=self._secret_key)
         finally:
             self.generation += 1
+
+
+def _secret_query_key(key: str) -> bool:
+    lowered = key.lower()
+    return "password" in lowered or lowered in {"passwd", "pwd"}
+
+
+def masked_url(url: URL) -> tuple[str, list[str]]:
+    """The URL as it may be printed, and the values it hides: the password of the user
+    part and of every query parameter named like one (`?password=`, `sslpassword`)."""
+    hidden = [str(url.password)] if url.password else []
+    query: dict[str, str | tuple[str, ...]] = {}
+    for key, value in url.query.items():
+        if _secret_query_key(key):
+            values = (value,) if isinstance(value, str) else tuple(value)
+            hidden += [v for v in values if v]
+            query[key] = "***" if isinstance(value, str) else tuple("***" for _ in value)
+        else:
+            query[key] = value
+    # rendering quotes query values: *** becomes %2A%2A%2A
+    shown = url.set(query=query).render_as_string(hide_password=True).replace("%2A", "*")
+    return shown, sorted(hidden, key=len, reverse=True)  # longest first: no partial leaks
 
 
 class DatabaseUnavailable(Exception):
     """The database cannot be opened; the message is safe to print (no password)."""
 
 
-async def check_database(url: str) -> None:
-    """Open the database and create the schema once, before the server starts, so that a
-    wrong URL, driver or password is one clear line, not a traceback from the ASGI
-    lifespan. Raises `DatabaseUnavailable`; its message never holds the password."""
+async def check_database(url: str, *, secret_digest_key: str | None = None) -> None:
+    """Open the database, create the schema and load the digest key once, before the
+    server starts, so that a wrong URL, driver or password (or a damaged key file) is one
+    clear line, not a traceback from the ASGI lifespan. Raises `DatabaseUnavailable`;
+    its message never holds the password."""
     try:
         parsed = make_url(url)
     except Exception:
@@ -324,15 +458,16 @@ async def check_database(url: str) -> None:
             "the database URL is not a SQLAlchemy URL "
             "(sqlite+aiosqlite:///FILE or postgresql+asyncpg://USER:PASSWORD@HOST/DB)"
         ) from None
-    shown = parsed.render_as_string(hide_password=True)
+    shown, hidden = masked_url(parsed)
     db: Database | None = None
     try:
         db = Database(url)
         await db.create_schema()
+        await db.load_secret_key(secret_digest_key)
     except Exception as exc:
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        if parsed.password:
-            reason = reason.replace(str(parsed.password), "***")
+        for value in hidden:
+            reason = reason.replace(value, "***")
         raise DatabaseUnavailable(f"cannot open the database {shown}: {reason}") from None
     finally:
         if db is not None:

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ConflictError", "InvalidError", "NotFoundError", "StoreError", "invalid"]
+__all__ = [
+    "BadRequestError",
+    "ConflictError",
+    "InvalidError",
+    "NotFoundError",
+    "StoreError",
+    "invalid",
+]
 
 
 class StoreError(Exception):
@@ -17,6 +24,14 @@ class StoreError(Exception):
 
 class NotFoundError(StoreError):
     """The resource does not exist in this workspace (404)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class BadRequestError(StoreError):
+    """Well-formed and valid, but naming something that is not there (400)."""
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail)

@@ -7,6 +7,7 @@ memory stream per request; these run on every request of the benchmark.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 from collections import Counter
@@ -17,10 +18,13 @@ from starlette.exceptions import HTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from deployplane.controlplane.jsonguard import body_errors
+
 __all__ = [
     "BodyLimitMiddleware",
     "FaultMiddleware",
     "FaultState",
+    "JsonGuardMiddleware",
     "RequestStats",
     "StatsMiddleware",
 ]
@@ -38,6 +42,23 @@ class FaultState:
     error_rate: float = 0.0
     latency_ms: float = 0.0
     rng: random.Random = field(default_factory=random.Random)
+    # Set when the server is stopping: injected delays end at once, so a shutdown
+    # (which waits for requests in flight) never waits on them.
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    waiting: int = 0  # requests in their delay now
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+    async def delay(self) -> None:
+        """Sleeps `latency_ms`, or less if the server stops meanwhile."""
+        if self.latency_ms > 0 and not self.stopping.is_set():
+            self.waiting += 1
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.stopping.wait(), self.latency_ms / 1000)
+            finally:
+                self.waiting -= 1
 
 
 @dataclass
@@ -122,7 +143,7 @@ class FaultMiddleware:
             await self.app(scope, receive, send)
             return
         if faults.latency_ms > 0:
-            await asyncio.sleep(faults.latency_ms / 1000)
+            await faults.delay()
         if faults.error_rate > 0 and faults.rng.random() < faults.error_rate:
             status = faults.rng.choice(_FAULT_STATUSES)
             headers = [(b"retry-after", b"1")] if status == 429 else []
@@ -191,3 +212,62 @@ class BodyLimitMiddleware:
         except _BodyTooLarge:
             if not started:
                 await self._too_large(send)
+
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def _json_content(scope: Scope) -> bool:
+    """Whether the framework may parse this request's body as JSON: for application/json
+    and application/*+json, and (when its strict content type is off) for a body
+    without a content type."""
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            kind: bytes = value.split(b";", 1)[0].strip().lower()
+            return kind == b"application/json" or (
+                kind.startswith(b"application/") and kind.endswith(b"+json")
+            )
+    return True
+
+
+class JsonGuardMiddleware:
+    """422 for a JSON body that `jsonguard.body_errors` refuses, before the request is
+    routed, validated or performed; other bodies are passed on as they came.
+
+    Inside BodyLimitMiddleware: the body read here is at most the limit."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
+            await self.app(scope, receive, send)
+            return
+        if not _json_content(scope):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        raw = b"".join(chunks)
+        errors = body_errors(raw) if raw else None
+        if errors:
+            start, body = _json_response(422, {"detail": errors}, [])
+            await send(start)
+            await send(body)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+
+        await self.app(scope, replay, send)

@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from deployplane.api.models import RevisionStatus
 
@@ -23,6 +30,7 @@ __all__ = [
     "DEFAULT_DATABASE_URL",
     "DEV_INTEGRATION_ID",
     "DEV_WORKSPACE_ID",
+    "MAX_LATENCY_MS",
     "ConfigError",
     "EmulatorConfig",
     "FailureRule",
@@ -157,15 +165,40 @@ class PipelineConfig(_Strict):
         return None
 
 
+# Injected latency is bounded: beyond it every request of every tenant would hang.
+MAX_LATENCY_MS = 10_000
+
+
 class FaultsConfig(_Strict):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
     error_rate: float = Field(0.0, ge=0, le=1)
-    latency_ms: float = Field(0, ge=0)
+    latency_ms: float = Field(0, ge=0, le=MAX_LATENCY_MS)
 
 
 class EmulatorConfig(_Strict):
     workspaces: list[WorkspaceConfig] = Field(default_factory=list)
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
     faults: FaultsConfig = Field(default_factory=FaultsConfig)
+    # Credentials of the emulator's own endpoints (/_emulator/*: faults, statistics),
+    # sent as X-Admin-Key. None configured: those endpoints answer 401 to everyone.
+    admin_api_keys: list[str] = Field(default_factory=list)
+    # Key of the digests kept of secret values (see `secretdigest`); when unset, one is
+    # generated once per database (docs/emulator.md says where it is kept).
+    secret_digest_key: str | None = Field(None, min_length=32)
+
+    @model_validator(mode="after")
+    def _admin_keys_are_not_tenant_keys(self) -> EmulatorConfig:
+        tenant = {k for w in self.workspaces for k in (*w.api_keys, *w.bearer_tokens)}
+        if tenant & set(self.admin_api_keys):
+            # Said without the key: it is a credential.
+            raise ValueError("an admin_api_keys entry is also a workspace credential")
+        return self
+
+    def __repr__(self) -> str:  # credentials stay out of logs and tracebacks
+        return f"EmulatorConfig(workspaces={self.workspaces!r})"
+
+    __str__ = __repr__
 
 
 class Settings(BaseModel):
@@ -176,6 +209,9 @@ class Settings(BaseModel):
     database_url: str = DEFAULT_DATABASE_URL
     config: EmulatorConfig = Field(default_factory=EmulatorConfig)
     max_body_bytes: int = 1024 * 1024
+    # Only what the real service serves: the emulator's extensions (such as
+    # /_emulator/*) are not registered.
+    strict: bool = False
 
 
 def dev_config(*, api_key: str | None = None) -> tuple[EmulatorConfig, str]:

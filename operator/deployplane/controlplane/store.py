@@ -8,15 +8,13 @@ simply not found.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import secrets as _random
 import time
 import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, bindparam, delete, insert, select, update
+from sqlalchemy import Row, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from deployplane.api.models import (
@@ -38,6 +36,7 @@ from deployplane.api.models import (
     SourceRevisionConfig,
     SourceRevisionConfigStatus,
 )
+from deployplane.controlplane import secretdigest
 from deployplane.controlplane.db import (
     DbConn,
     deployments,
@@ -47,9 +46,15 @@ from deployplane.controlplane.db import (
     tracing_projects,
     utcnow,
 )
-from deployplane.controlplane.errors import ConflictError, InvalidError, NotFoundError, invalid
+from deployplane.controlplane.errors import (
+    BadRequestError,
+    ConflictError,
+    InvalidError,
+    NotFoundError,
+    invalid,
+)
 from deployplane.controlplane.settings import WorkspaceConfig
-from deployplane.controlplane.validation import deployment_errors
+from deployplane.controlplane.validation import deployment_errors, repo_url_error
 
 __all__ = [
     "create_deployment",
@@ -116,17 +121,6 @@ def _listener_not_found(listener_id: uuid.UUID) -> NotFoundError:
     return NotFoundError(f"Listener ID {listener_id} not found.")
 
 
-def _secret_digest(deployment_id: uuid.UUID, secret: Secret) -> str:
-    # Keyed by the (random) deployment id so equal values in two deployments do not
-    # produce equal digests; only used to tell whether a PATCH changed a value.
-    message = f"{secret.name}\0{secret.value}".encode()
-    return hmac.new(deployment_id.bytes, message, hashlib.sha256).hexdigest()
-
-
-def _secret_records(deployment_id: uuid.UUID, given: list[Secret]) -> list[dict[str, str]]:
-    return [{"name": s.name, "digest": _secret_digest(deployment_id, s)} for s in given]
-
-
 def _secret_errors(given: list[Secret], prefix: tuple[str, ...]) -> list[dict[str, Any]]:
     seen: set[str] = set()
     errors = []
@@ -135,6 +129,12 @@ def _secret_errors(given: list[Secret], prefix: tuple[str, ...]) -> list[dict[st
             errors.append(invalid((*prefix, index, "name"), "duplicate secret name"))
         seen.add(secret.name)
     return errors
+
+
+def _check_repository(source_config: SourceConfig, workspace: WorkspaceConfig) -> None:
+    reason = repo_url_error(source_config, workspace)
+    if reason is not None:
+        raise BadRequestError(reason)
 
 
 def _commit_sha(source: Source) -> str | None:
@@ -190,12 +190,30 @@ def _page_offset(offset: int, limit: int, got: int) -> int | None:
 
 
 async def _listener_exists(conn: DbConn, workspace_id: uuid.UUID, listener_id: uuid.UUID) -> bool:
+    query = select(listeners.c.id).where(
+        listeners.c.id == listener_id, listeners.c.workspace_id == workspace_id
+    )
+    if conn.concurrent:
+        # Held to the commit: a concurrent DELETE of the listener (FOR UPDATE) waits,
+        # then counts this deployment among its users.
+        query = query.with_for_update(read=True)
+    found = await conn.execute(query)
+    return found.first() is not None
+
+
+async def _listener_users(conn: DbConn, workspace_id: uuid.UUID, listener_id: uuid.UUID) -> int:
+    """How many deployments of the workspace run on the listener (those being deleted
+    do not count: they are gone one step later and cannot be patched meanwhile)."""
     found = await conn.execute(
-        select(listeners.c.id).where(
-            listeners.c.id == listener_id, listeners.c.workspace_id == workspace_id
+        select(func.count())
+        .select_from(deployments)
+        .where(
+            deployments.c.workspace_id == workspace_id,
+            deployments.c.source_config["listener_id"].as_string() == str(listener_id),
+            deployments.c.status != DeploymentStatus.AWAITING_DELETE.value,
         )
     )
-    return found.first() is not None
+    return int(found.scalar_one())
 
 
 async def _insert_revision(
@@ -267,11 +285,13 @@ async def create_deployment(
         )
     if errors:
         raise InvalidError(errors)
+    if body.source is Source.GIT_HOST:
+        _check_repository(source_config, workspace)
 
     deployment_id, revision_id = uuid.uuid4(), uuid.uuid4()
     now = utcnow()
     stored_config = source_config.model_dump(mode="json", exclude_none=True)
-    secret_records = _secret_records(deployment_id, given_secrets)
+    secret_records = secretdigest.records(conn.secret_key, deployment_id, given_secrets)
     try:
         # Deployment first: the (workspace, name) unique constraint decides races.
         await conn.execute(
@@ -439,11 +459,10 @@ async def patch_deployment(
     secret_records: list[dict[str, str]] = current.secrets
     if body.secrets is not None:
         errors += _secret_errors(body.secrets, ("body", "secrets"))
-        replaced = _secret_records(deployment_id, body.secrets)
-        old = {s["name"]: s["digest"] for s in current.secrets}
-        if {s["name"]: s["digest"] for s in replaced} != old:
+        if secretdigest.changed(conn.secret_key, deployment_id, body.secrets, current.secrets):
             new_revision = True
-        secret_records = replaced
+        # rewritten even when unchanged: digests of the old scheme become keyed ones
+        secret_records = secretdigest.records(conn.secret_key, deployment_id, body.secrets)
 
     errors += deployment_errors(
         source=source,
@@ -451,17 +470,12 @@ async def patch_deployment(
         revision_config=revision_config,
         workspace=workspace,
     )
-    listener_id = source_config.listener_id
-    if (
-        listener_id is not None
-        and str(listener_id) != current.source_config.get("listener_id")
-        and not await _listener_exists(conn, workspace.id, listener_id)
-    ):
-        errors.append(
-            invalid(("body", "source_config", "listener_id"), "unknown listener in this workspace")
-        )
+    errors += await _patch_reference_errors(conn, workspace, body, source_config)
     if errors:
         raise InvalidError(errors)
+    named = body.source_config.model_fields_set if body.source_config is not None else set()
+    if source is Source.GIT_HOST and {"repo_url", "integration_id"} & named:
+        _check_repository(source_config, workspace)
 
     now = utcnow()
     values: dict[str, Any] = {
@@ -485,6 +499,24 @@ async def patch_deployment(
     await conn.execute(update(deployments).where(deployments.c.id == deployment_id).values(values))
     deployment = await get_deployment(conn=conn, workspace=workspace, deployment_id=deployment_id)
     return deployment, new_revision
+
+
+async def _patch_reference_errors(
+    conn: DbConn, workspace: WorkspaceConfig, body: DeploymentPatch, merged: SourceConfig
+) -> list[dict[str, Any]]:
+    """A listener_id the PATCH names must exist, as on POST: also when it is the current
+    one, whose listener may be gone (deleted before the in-use check existed)."""
+    named = body.source_config is not None and "listener_id" in body.source_config.model_fields_set
+    listener_id = merged.listener_id
+    if (
+        named
+        and listener_id is not None
+        and not await _listener_exists(conn, workspace.id, listener_id)
+    ):
+        return [
+            invalid(("body", "source_config", "listener_id"), "unknown listener in this workspace")
+        ]
+    return []
 
 
 async def _supersede(conn: DbConn, *, deployment_id: uuid.UUID, now: datetime) -> None:
@@ -721,6 +753,15 @@ async def put_listener(
 async def delete_listener(
     *, conn: DbConn, workspace: WorkspaceConfig, listener_id: uuid.UUID
 ) -> None:
+    """Deletes an unused listener; 409 naming how many deployments still use it."""
+    if conn.concurrent:  # deployments naming it meanwhile wait, or are counted
+        await conn.execute(
+            select(listeners.c.id).where(listeners.c.id == listener_id).with_for_update()
+        )
+    users = await _listener_users(conn, workspace.id, listener_id)
+    if users:
+        plural = "deployment uses" if users == 1 else "deployments use"
+        raise ConflictError(f"Listener ID {listener_id} is in use: {users} {plural} it.")
     result = await conn.execute(
         delete(listeners).where(
             listeners.c.id == listener_id, listeners.c.workspace_id == workspace.id

@@ -12,7 +12,15 @@ from deployplane.api.models import Source, SourceConfig, SourceRevisionConfig
 from deployplane.controlplane.errors import invalid
 from deployplane.controlplane.settings import WorkspaceConfig
 
-__all__ = ["NUL_MESSAGE", "TAG_PREFIX", "deployment_errors", "nul_errors", "source_allowed"]
+__all__ = [
+    "NUL_MESSAGE",
+    "TAG_PREFIX",
+    "deployment_errors",
+    "nul_errors",
+    "ref_format_error",
+    "repo_url_error",
+    "source_allowed",
+]
 
 TAG_PREFIX = "refs/tags/"
 
@@ -43,6 +51,54 @@ def nul_errors(value: Any, loc: tuple[str | int, ...]) -> list[dict[str, Any]]:
         for index, item in enumerate(value):
             errors += nul_errors(item, (*loc, index))
     return errors
+
+
+_REF_FORBIDDEN = frozenset(" ~^:?*[\\")
+
+
+def ref_format_error(ref: str) -> str | None:
+    """Why `ref` is not a valid git ref name, by git's own rules (git-check-ref-format,
+    with --allow-onelevel, as a bare branch name such as `main` is allowed); None if valid.
+
+    The reasons name the rule, never the value."""
+    if not ref:
+        return "must not be empty"
+    if ref == "@":
+        return "must not be the single character @"
+    if ref.startswith("-"):
+        return "must not begin with -"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F or c in _REF_FORBIDDEN for c in ref):
+        return "must not contain control characters, space, ~ ^ : ? * [ or backslash"
+    if ".." in ref:
+        return "must not contain .."
+    if "@{" in ref:
+        return "must not contain @{"
+    if ref.startswith("/") or ref.endswith("/") or "//" in ref:
+        return "must not begin or end with / nor contain //"
+    if ref.endswith("."):
+        return "must not end with ."
+    for component in ref.split("/"):
+        if component.startswith("."):
+            return "no /-separated component may begin with ."
+        if component.endswith(".lock"):
+            return "no /-separated component may end with .lock"
+    return None
+
+
+def repo_url_error(source_config: SourceConfig, workspace: WorkspaceConfig) -> str | None:
+    """Why `repo_url` is not a repository of its integration's listing; None if it is
+    (or if the integration is unknown or either is missing: `deployment_errors` says so).
+    Answered 400: the request is well-formed, the repository is just not there."""
+    integration_id, repo_url = source_config.integration_id, source_config.repo_url
+    for integration in workspace.integrations:
+        if integration.id == integration_id and repo_url:
+            if any(repo.url == repo_url for repo in integration.repositories):
+                return None
+            return (
+                "source_config.repo_url is not a repository of git-host integration "
+                f"{integration_id} (see GET /v1/integrations/git_host/{integration_id}/repos)."
+            )
+    return None
 
 
 def source_allowed(mode: str, source: Source) -> bool:
@@ -93,6 +149,9 @@ def deployment_errors(
                 invalid((*sc, "integration_id"), "unknown git-host integration in this workspace")
             )
         repo_ref = revision_config.repo_ref
+        ref_error = ref_format_error(repo_ref) if repo_ref else None
+        if ref_error is not None:
+            errors.append(invalid((*rc, "repo_ref"), f"not a valid git ref: {ref_error}"))
         if (
             source_config.build_on_push is True
             and repo_ref is not None

@@ -1,7 +1,9 @@
 """The emulator's own endpoints: health, runtime faults, request statistics.
 
 `/_emulator/*` is left out of the OpenAPI document: it is not part of the API being
-emulated, and schema-driven tests must not switch faults on.
+emulated, and schema-driven tests must not switch faults on. It acts for every tenant
+at once, so it takes the emulator's admin credential (`auth.require_admin`), never a
+workspace's, and strict mode does not register it (`app.py`).
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from deployplane.controlplane.auth import require_any_credential
+from deployplane.controlplane.auth import require_admin
 from deployplane.controlplane.middleware import FaultState, RequestStats
+from deployplane.controlplane.settings import MAX_LATENCY_MS
 
 __all__ = ["FaultsUpdate", "health_router", "router"]
 
@@ -20,7 +23,7 @@ health_router = APIRouter()
 router = APIRouter(
     prefix="/_emulator",
     include_in_schema=False,
-    dependencies=[Depends(require_any_credential)],
+    dependencies=[Depends(require_admin)],
 )
 
 
@@ -32,10 +35,10 @@ async def healthz() -> dict[str, str]:
 class FaultsUpdate(BaseModel):
     """Body of PUT /_emulator/faults; fields left out keep their value."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     error_rate: Annotated[float, Field(ge=0, le=1)] | None = None
-    latency_ms: Annotated[float, Field(ge=0)] | None = None
+    latency_ms: Annotated[float, Field(ge=0, le=MAX_LATENCY_MS)] | None = None
 
 
 def _faults(request: Request) -> FaultState:
@@ -65,7 +68,8 @@ async def put_faults(body: FaultsUpdate, request: Request) -> dict[str, float]:
 @router.get("/stats")
 async def get_stats(request: Request) -> dict[str, Any]:
     stats: RequestStats = request.app.state.stats
-    return stats.as_json()
+    # plus the requests now in their injected delay (not yet answered, so not counted)
+    return {**stats.as_json(), "in_delay": _faults(request).waiting}
 
 
 @router.delete("/stats", status_code=204)

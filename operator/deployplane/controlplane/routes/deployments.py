@@ -63,8 +63,10 @@ async def create_deployment(
             workspace=workspace,
             step_seconds=pipeline_of(request).step_seconds,
         )
+        # Serialised before the commit: an answer that cannot be written rolls back.
+        response = json_response(deployment, status.HTTP_201_CREATED)
     notify_pipeline(request)
-    return json_response(deployment, status.HTTP_201_CREATED)
+    return response
 
 
 @router.get("", response_model=Page[Deployment], summary="List deployments")
@@ -112,10 +114,13 @@ async def get_deployment(
     return json_bytes_response(body)
 
 
+_BEING_DELETED: Responses = {409: {"model": NotFoundBody, "description": "Being deleted."}}
+
+
 @router.patch(
     "/{deployment_id}",
     response_model=Deployment,
-    responses=_NOT_FOUND,
+    responses={**_NOT_FOUND, **_BEING_DELETED},
     summary="Update a deployment",
 )
 async def patch_deployment(
@@ -133,8 +138,9 @@ async def patch_deployment(
             body=body,
             step_seconds=pipeline_of(request).step_seconds,
         )
+        response = json_response(deployment)  # before the commit, as in create
     notify_pipeline(request)
-    return json_response(deployment)
+    return response
 
 
 @router.delete(

@@ -51,7 +51,8 @@ async def create_listener(
     await refuse_nul_in_body(request, body)
     async with database_of(request).write() as conn:
         listener = await store.create_listener(conn=conn, workspace=workspace, body=body)
-    return json_response(listener, status.HTTP_201_CREATED)
+        # Serialised before the commit: an answer that cannot be written rolls back.
+        return json_response(listener, status.HTTP_201_CREATED)
 
 
 @router.get("", response_model=Page[Listener], summary="List listeners")
@@ -115,7 +116,7 @@ async def patch_listener(
         listener = await store.patch_listener(
             conn=conn, workspace=workspace, listener_id=listener_id, body=body, raw=raw
         )
-    return json_response(listener)
+        return json_response(listener)  # before the commit, as in create
 
 
 @router.put(
@@ -132,13 +133,16 @@ async def put_listener(
         listener = await store.put_listener(
             conn=conn, workspace=workspace, listener_id=listener_id, body=body
         )
-    return json_response(listener)
+        return json_response(listener)  # before the commit, as in create
+
+
+_IN_USE: Responses = {409: {"model": NotFoundBody, "description": "Used by deployments."}}
 
 
 @router.delete(
     "/{listener_id}",
     status_code=status.HTTP_204_NO_CONTENT,
-    responses=_NOT_FOUND,
+    responses={**_NOT_FOUND, **_IN_USE},
     summary="Delete a listener",
 )
 async def delete_listener(
