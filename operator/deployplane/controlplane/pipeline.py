@@ -28,7 +28,14 @@ from deployplane.controlplane.db import (
 )
 from deployplane.controlplane.settings import PipelineConfig
 
-__all__ = ["BATCH", "Pipeline", "image_version", "next_status", "path_of"]
+__all__ = [
+    "BATCH",
+    "Pipeline",
+    "image_version",
+    "next_status",
+    "path_of",
+    "reconciled_on_reaching",
+]
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +68,16 @@ _MOVE_REVISIONS = (
         status=bindparam("status"),
         updated_at=bindparam("updated_at"),
         next_step_at=bindparam("next_step_at"),
+        remote_reconciled=bindparam("remote_reconciled"),
     )
 )
+
+
+def reconciled_on_reaching(status: RevisionStatus) -> bool:
+    """The simulated data plane: a revision counts as applied (the service's
+    `remote_reconciled`) once it reaches a terminal status."""
+    return status.is_terminal
+
 
 _GIT_PATH = (
     RevisionStatus.CREATING,
@@ -253,6 +268,7 @@ class Pipeline:
                         "status": new.value,
                         "updated_at": stamp,
                         "next_step_at": None if new.is_terminal else now + step,
+                        "remote_reconciled": reconciled_on_reaching(new),
                     },
                 )
                 moved += len(ids)
