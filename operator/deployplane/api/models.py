@@ -35,6 +35,8 @@ from pydantic import (
 __all__ = [
     "TERMINAL_REVISION_STATUSES",
     "ApiModel",
+    "BulkDeleteOutcome",
+    "BulkDeleteResult",
     "ComputeConfig",
     "ComputeType",
     "Container",
@@ -45,6 +47,7 @@ __all__ = [
     "DeploymentStatus",
     "DeploymentType",
     "EnvVar",
+    "ErrorBody",
     "GitRepository",
     "HTTPValidationError",
     "ImagePullSecret",
@@ -581,6 +584,26 @@ class NotFoundBody(ApiModel):
     """A 404 body, e.g. `{"detail": "Deployment ID <id> not found."}`."""
 
     detail: str
+
+
+class ErrorBody(ApiModel):
+    """A 400 (or 403, 409) body: `{"detail": "<one sentence>"}`."""
+
+    detail: str
+
+
+class BulkDeleteOutcome(ApiModel):
+    """One id's outcome in a bulk delete: 204 deleted, 404 unknown (named in detail)."""
+
+    deployment_id: UUID
+    status: int
+    detail: str | None = None
+
+
+class BulkDeleteResult(ApiModel):
+    """Body of DELETE /v2/deployments: 200 when every id went, 207 when some failed."""
+
+    results: list[BulkDeleteOutcome]
 
 
 # -------------------------------------------------------------------- pagination

@@ -20,7 +20,12 @@ from fastapi.responses import JSONResponse
 from deployplane.controlplane.auth import SECURITY_SCHEMES, Authenticator
 from deployplane.controlplane.cache import ReadCache
 from deployplane.controlplane.db import Database
-from deployplane.controlplane.errors import ConflictError, InvalidError, NotFoundError
+from deployplane.controlplane.errors import (
+    ConflictError,
+    InvalidError,
+    NotFoundError,
+    RefusedError,
+)
 from deployplane.controlplane.middleware import (
     BodyLimitMiddleware,
     FaultMiddleware,
@@ -45,6 +50,11 @@ async def _not_found(_: Request, exc: Exception) -> JSONResponse:
 async def _conflict(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ConflictError)
     return JSONResponse({"detail": exc.detail}, status_code=409)
+
+
+async def _refused(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RefusedError)
+    return JSONResponse({"detail": exc.detail}, status_code=400)
 
 
 async def _invalid(_: Request, exc: Exception) -> JSONResponse:
@@ -121,6 +131,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     app.add_exception_handler(NotFoundError, _not_found)
     app.add_exception_handler(ConflictError, _conflict)
+    app.add_exception_handler(RefusedError, _refused)
     app.add_exception_handler(InvalidError, _invalid)
     app.add_exception_handler(RequestValidationError, _request_invalid)
 
