@@ -34,7 +34,7 @@ from deployplane.controlplane.middleware import (
     StatsMiddleware,
 )
 from deployplane.controlplane.pipeline import Pipeline
-from deployplane.controlplane.routes import admin, deployments, listeners, lookups
+from deployplane.controlplane.routes import admin, deployments, extensions, listeners, lookups
 from deployplane.controlplane.settings import Settings
 
 __all__ = ["create_app"]
@@ -123,8 +123,11 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.stats = RequestStats()
     app.state.started_at = datetime.now(UTC)
 
-    app.include_router(admin.health_router)
-    app.include_router(admin.router)
+    app.state.strict = settings.config.strict
+    if not settings.config.strict:  # strict: the published contract only, no extension
+        app.include_router(admin.health_router)
+        app.include_router(admin.router)
+        app.include_router(extensions.router)
     app.include_router(deployments.router)
     app.include_router(listeners.router)
     app.include_router(lookups.router)

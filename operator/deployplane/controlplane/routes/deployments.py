@@ -27,6 +27,7 @@ from deployplane.controlplane.deps import (
     Offset,
     Responses,
     database_of,
+    extension_param,
     json_bytes_response,
     json_response,
     pipeline_of,
@@ -88,8 +89,8 @@ async def list_deployments(
     image_version: str | None = Query(None, description="Exact image version."),
     deployment_type: DeploymentType | None = Query(None, description="git_host deployment type."),
     deployment_ids: str | None = Query(None, description="Comma-separated deployment ids."),
-    name: str | None = Query(None, description="Exact name (emulator extension)."),
 ) -> Response:
+    name = extension_param(request, "name")  # exact name: an emulator extension
     refuse_nul_in_query(
         name=name,
         name_contains=name_contains,
