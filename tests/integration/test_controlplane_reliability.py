@@ -37,7 +37,14 @@ TERMINAL = {str(s) for s in TERMINAL_REVISION_STATUSES}
 
 @pytest.fixture
 def emulator(tmp_path: Path, database_url: str) -> Iterator[Emulator]:
-    emu = Emulator(tmp_path / "emulator", step_seconds=0.5, database=database_url).start()
+    # The plain emulator, extensions (listener PUT) included: this tests the emulator.
+    emu = Emulator(
+        tmp_path / "emulator",
+        step_seconds=0.5,
+        database=database_url,
+        strict=False,
+        proxied=False,
+    ).start()
     yield emu
     emu.stop()
 
