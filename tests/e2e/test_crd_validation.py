@@ -564,7 +564,10 @@ def test_allowed_updates_are_accepted(
     # The transition rules must not fire when the immutable fields are left alone.
     _create(custom, namespace, before)
     updated = _replace_spec(custom, namespace, before, after["spec"])
-    assert updated["spec"] == {"deletionPolicy": "Delete", **after["spec"]}
+    defaults: dict[str, Any] = {"deletionPolicy": "Delete"}
+    if after["kind"] == "AgentDeployment":
+        defaults["deleteTracingProject"] = False
+    assert updated["spec"] == {**defaults, **after["spec"]}
 
 
 @pytest.mark.parametrize(("case_id", "manifest", "expected"), INVALID, ids=list(_case_ids()))
