@@ -105,6 +105,10 @@ async def test_secret_references_round_trip_on_create_and_patch(api: httpx.Async
     patched = await api.patch(path, json={"secret_references": new})
     assert patched.status_code == 200
     assert patched.json()["secret_references"] == new
+    # the environment changed: a new revision applies it; the same list again does not
+    assert patched.json()["latest_revision_id"] != created["latest_revision_id"]
+    again = await api.patch(path, json={"secret_references": new})
+    assert again.json()["latest_revision_id"] == patched.json()["latest_revision_id"]
 
 
 async def test_a_refused_create_is_400_with_a_one_sentence_detail(api: httpx.AsyncClient) -> None:
