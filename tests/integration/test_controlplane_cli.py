@@ -272,3 +272,17 @@ def test_admin_key_option_opens_the_emulator_endpoints(tmp_path: Path) -> None:
     assert clash.returncode == 2
     assert "admin_api_keys" in clash.stderr
     assert "same-key" not in clash.stderr
+
+
+def test_strict_flag_and_config_key_turn_the_extensions_off(tmp_path: Path) -> None:
+    headers = {"X-Api-Key": "strict-key"}
+    with serve("--api-key", "strict-key", "--strict", cwd=tmp_path) as (_, url):
+        assert httpx.get(f"{url}/healthz").status_code == 404
+        assert httpx.get(f"{url}/_emulator/stats", headers=headers).status_code == 404
+        assert httpx.get(f"{url}/v2/deployments", headers=headers).status_code == 200
+    config = tmp_path / "strict.yaml"
+    config.write_text(yaml.safe_dump(config_data(strict=True)))
+    with serve("--config", str(config), cwd=tmp_path) as (_, url):
+        stats = httpx.get(f"{url}/_emulator/stats", headers={"X-Api-Key": KEY_A})
+        assert stats.status_code == 404
+        assert httpx.get(f"{url}/v2/listeners", headers={"X-Api-Key": KEY_A}).status_code == 200

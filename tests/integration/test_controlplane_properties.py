@@ -106,6 +106,9 @@ class Operation:
     name: str
     method: str
     model: type[BaseModel]
+    # An emulator extension (not in the published contract, so not in the OpenAPI
+    # document): hardened like the rest, but with no documented answers to check.
+    extension: bool = False
 
 
 OPERATIONS = [
@@ -113,7 +116,7 @@ OPERATIONS = [
     Operation("patch_deployment", "PATCH", DeploymentPatch),
     Operation("create_listener", "POST", ListenerCreate),
     Operation("patch_listener", "PATCH", ListenerPatch),
-    Operation("put_listener", "PUT", ListenerPut),
+    Operation("put_listener", "PUT", ListenerPut, extension=True),
 ]
 PATHS = {op.name: field_paths(op.model) for op in OPERATIONS}
 
@@ -285,11 +288,14 @@ async def listed(api: httpx.AsyncClient) -> dict[str, list[Any]]:
     """Every page of both lists; each must answer 200."""
     found: dict[str, list[Any]] = {}
     for path in ("/v2/deployments", "/v2/listeners"):
-        found[path], offset = [], 0
-        while offset is not None:
+        found[path], offset, resources = [], 0, [None] * 100
+        # The published body's `offset` is always an integer (where the next page
+        # starts); a page shorter than the limit is the last.
+        while len(resources) == 100:
             page = await api.get(path, params={"limit": 100, "offset": offset})
             assert page.status_code == 200, (path, page.text)
-            found[path] += page.json()["resources"]
+            resources = page.json()["resources"]
+            found[path] += resources
             offset = page.json()["offset"]
     return found
 
@@ -360,7 +366,8 @@ async def check(
     before = await snapshot(api, ids)
     answer = await api.request(case.operation.method, path, content=encode(body), headers=JSON)
     assert answer.status_code < 500, (case, answer.text)
-    assert str(answer.status_code) in documented(document, case.operation.method, path)
+    if not case.operation.extension:
+        assert str(answer.status_code) in documented(document, case.operation.method, path)
     after = await snapshot(api, ids)
     if answer.status_code >= 400:
         assert after == before, (case, answer.status_code, answer.text)

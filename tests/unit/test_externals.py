@@ -10,6 +10,7 @@ Listener client, `Connections` and the secrets digest. No emulator, no Kubernete
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,6 +119,7 @@ def deployment_json(**over: Any) -> dict[str, Any]:
     """A deployment as the service returns it: unset optionals reported as null."""
     body: dict[str, Any] = {
         "id": DEP,
+        "tenant_id": "99999999-9999-4999-8999-999999999999",
         "name": "agent",
         "source": "external_docker",
         "source_config": {
@@ -749,7 +751,9 @@ async def test_observe_call_budget(case: ObserveCase) -> None:
 
 
 async def test_observation_status_fields() -> None:
-    api = FakeApi().on("GET", DEPLOYMENT_PATH, (200, deployment_json(image_version="7")))
+    dep = deployment_json(image_version="7")
+    dep["source_config"] = {**dep["source_config"], "custom_url": "https://agent.example"}
+    api = FakeApi().on("GET", DEPLOYMENT_PATH, (200, dep))
     api.on("GET", REVISION_PATH, (200, revision_json("DEPLOYED", repo_commit_sha="abc")))
     obs = await external(api).observe(ad(docker_spec(), {"secretsHash": "h"}), DEP, full=True)
     assert obs.status == {
@@ -758,6 +762,7 @@ async def test_observation_status_fields() -> None:
         "activeRevisionId": REV,
         "deploymentStatus": "READY",
         "imageVersion": "7",
+        "url": "https://agent.example",
         "revision": {
             "id": REV,
             "status": "DEPLOYED",
@@ -817,23 +822,40 @@ async def test_phase_of_every_revision_status(
 # ------------------------------------------------------------ find / delete
 
 
-async def test_find_by_exact_name() -> None:
-    listing = {
-        "resources": [
-            deployment_json(id=REV2, name="agent-2"),
-            deployment_json(name="agent"),
-        ],
-        "offset": None,
-    }
-    api = FakeApi().on("GET", "/v2/deployments", (200, listing))
+async def test_find_by_exact_name_follows_name_contains_pages() -> None:
+    # The published contract has no exact-name filter: name_contains, every page, and
+    # the exact match made by the client; here the match is on the second page.
+    others = [deployment_json(id=str(uuid.uuid4()), name=f"agent-{i}") for i in range(100)]
+    api = FakeApi().on(
+        "GET",
+        "/v2/deployments",
+        (200, {"resources": others, "offset": 100}),
+        (200, {"resources": [deployment_json(name="agent")], "offset": 101}),
+    )
     assert await external(api).find(ad(docker_spec())) == DEP
-    assert api.params == [{"name": "agent", "limit": "10"}]
+    assert api.params == [
+        {"name_contains": "agent", "limit": "100"},
+        {"name_contains": "agent", "limit": "100", "offset": "100"},
+    ]
 
 
 async def test_find_nothing_of_that_exact_name() -> None:
-    listing = {"resources": [deployment_json(name="agent-2")], "offset": None}
+    listing = {"resources": [deployment_json(name="agent-2")], "offset": 1}
     api = FakeApi().on("GET", "/v2/deployments", (200, listing))
     assert await external(api).find(ad(docker_spec())) is None
+
+
+async def test_find_gives_up_beyond_50_full_pages_rather_than_answer_none() -> None:
+    def full_page(start: int) -> Answer:
+        items = [
+            deployment_json(id=str(uuid.uuid4()), name=f"agent-{start + i}") for i in range(100)
+        ]
+        return (200, {"resources": items, "offset": start + 100})
+
+    api = FakeApi().on("GET", "/v2/deployments", *[full_page(100 * p) for p in range(51)])
+    with pytest.raises(errors.ControlPlaneError, match="more than 5000 deployments"):
+        await external(api).find(ad(docker_spec()))
+    assert len(api.calls) == 50
 
 
 DELETE_CASES: dict[str, tuple[dict[tuple[str, str], Answer], bool, list[tuple[str, str]]]] = {
@@ -993,8 +1015,11 @@ async def test_listener_create_body_and_find_by_compute_id() -> None:
     api.on(
         "GET",
         "/v2/listeners",
-        (200, {"resources": [listener_json(id=other, compute_id="cluster-z")], "offset": 1}),
-        (200, {"resources": [listener_json()], "offset": None}),
+        (
+            200,
+            {"resources": [listener_json(id=other, compute_id="cluster-z")] * 100, "offset": 100},
+        ),
+        (200, {"resources": [listener_json()], "offset": 101}),
     )
     ext = ListenerExternal(api.client())
     obs = await ext.create(lis())
@@ -1008,7 +1033,12 @@ async def test_listener_create_body_and_find_by_compute_id() -> None:
     ]
     assert obs.status == {"listenerId": LIS, "version": "1"}
     assert await ext.find(lis()) == LIS
-    empty = FakeApi().on("GET", "/v2/listeners", (200, {"resources": [], "offset": None}))
+    # no compute_id filter is published: the listing is matched here, page by page
+    assert [p for m, p in zip(api.calls, api.params, strict=True) if m[0] == "GET"] == [
+        {"limit": "100"},
+        {"limit": "100", "offset": "100"},
+    ]
+    empty = FakeApi().on("GET", "/v2/listeners", (200, {"resources": [], "offset": 0}))
     assert await ListenerExternal(empty.client()).find(lis()) is None
     assert (ext.natural_key(lis()), ext.adopt_id(lis()), ext.adopt_id(lis(listenerId=LIS))) == (
         "cluster-a",
@@ -1137,3 +1167,41 @@ def test_secrets_digest() -> None:
         "hex, 32 chars": len(digest) == 32 and int(digest, 16) >= 0,
     }
     assert got == dict.fromkeys(got, True)
+
+
+# ----------------------------------------------------- published additions
+
+
+REFS = [{"name": "OPENAI_API_KEY", "secretName": "llm", "secretKey": "openai"}]
+REFS_API = [{"name": "OPENAI_API_KEY", "secret_name": "llm", "secret_key": "openai"}]
+
+
+async def test_secret_references_are_sent_on_create_and_patched_on_drift() -> None:
+    api = FakeApi().on("POST", "/v2/deployments", (201, deployment_json()))
+    await external(api).create(ad(docker_spec(secretReferences=REFS)))
+    assert api.sent("POST")[0]["secret_references"] == REFS_API
+    # the service has other references: the drift PATCH sends the spec's
+    drifted = deployment_json(
+        secret_references=[{"name": "X", "secret_name": "s", "secret_key": "k"}]
+    )
+    api = FakeApi().on("GET", DEPLOYMENT_PATH, (200, drifted))
+    api.on("GET", REVISION_PATH, (200, revision_json("DEPLOYED")))
+    obs = await external(api).observe(ad(docker_spec(secretReferences=REFS)), DEP, full=True)
+    assert not obs.up_to_date
+    assert "secretReferences" in obs.drift
+    in_sync = FakeApi().on(
+        "GET", DEPLOYMENT_PATH, (200, deployment_json(secret_references=REFS_API))
+    )
+    in_sync.on("GET", REVISION_PATH, (200, revision_json("DEPLOYED")))
+    obs = await external(in_sync).observe(ad(docker_spec(secretReferences=REFS)), DEP, full=True)
+    assert obs.up_to_date
+
+
+@pytest.mark.parametrize(
+    ("flag", "query"), [(False, {}), (True, {"delete_tracing_project": "true"})]
+)
+async def test_delete_passes_delete_tracing_project(flag: bool, query: dict[str, str]) -> None:
+    api = FakeApi().on("GET", DEPLOYMENT_PATH, (200, deployment_json()))
+    api.on("DELETE", DEPLOYMENT_PATH, (204, None))
+    assert await external(api).delete(ad(docker_spec(deleteTracingProject=flag)), DEP) is False
+    assert api.params[-1] == query

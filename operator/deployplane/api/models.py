@@ -22,12 +22,23 @@ from enum import StrEnum
 from typing import Annotated, Any, Generic, TypeVar
 from uuid import UUID
 
-from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field
+from pydantic import (
+    AliasChoices,
+    AliasGenerator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+)
+from pydantic.json_schema import SkipJsonSchema
 
 __all__ = [
     "NAME_MAX_LENGTH",
     "TERMINAL_REVISION_STATUSES",
     "ApiModel",
+    "BulkDeleteOutcome",
+    "BulkDeleteResult",
     "ComputeConfig",
     "ComputeType",
     "Container",
@@ -36,7 +47,9 @@ __all__ = [
     "DeploymentCreate",
     "DeploymentPatch",
     "DeploymentStatus",
+    "DeploymentType",
     "EnvVar",
+    "ErrorBody",
     "GitRepository",
     "HTTPValidationError",
     "ImagePullSecret",
@@ -53,6 +66,7 @@ __all__ = [
     "RevisionStatus",
     "Secret",
     "SecretName",
+    "SecretReference",
     "Source",
     "SourceConfig",
     "SourceRevisionConfig",
@@ -88,6 +102,12 @@ class ApiModel(BaseModel):
         extra="ignore",
         use_enum_values=False,
     )
+
+
+def _require(schema: dict[str, Any], *names: str) -> None:
+    """Marks fields required in a model's JSON schema (see `Deployment`)."""
+    required = schema.setdefault("required", [])
+    required.extend(name for name in names if name not in required)
 
 
 FreeForm = dict[str, Any]
@@ -167,6 +187,42 @@ class DeploymentStatus(StrEnum):
     UNUSED = "UNUSED"
     AWAITING_DELETE = "AWAITING_DELETE"
     UNKNOWN = "UNKNOWN"
+
+
+class DeploymentType(StrEnum):
+    """The published `source_config.deployment_type` of a git_host deployment."""
+
+    DEV_FREE = "dev_free"
+    DEV = "dev"
+    PROD = "prod"
+
+
+# Every source value the published contract names: the service may answer any of them,
+# though deployplane creates only the two of `Source`.
+PUBLISHED_SOURCES = ("git_host", "external_docker", "internal_docker", "internal_source")
+
+
+def _or_unknown(enum: type[StrEnum]) -> Any:
+    """A before-validator: a status this client does not know reads as UNKNOWN, so a new
+    status in one resource never fails a whole list page."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, str) and value not in enum.__members__.values():
+            return enum("UNKNOWN")
+        return value
+
+    return BeforeValidator(convert)
+
+
+ReportedRevisionStatus = Annotated[RevisionStatus, _or_unknown(RevisionStatus)]
+ReportedDeploymentStatus = Annotated[DeploymentStatus, _or_unknown(DeploymentStatus)]
+ReportedSource = Annotated[
+    Source | str,
+    Field(union_mode="left_to_right"),
+    WithJsonSchema({"type": "string", "enum": list(PUBLISHED_SOURCES)}),
+]
+"""A source as the service reports it: a `Source` when known, else the raw string
+(kept, not refused: another source in one resource must not fail a list page)."""
 
 
 class ComputeType(StrEnum):
@@ -328,7 +384,16 @@ class SourceConfig(ApiModel):
     build_on_push: bool | None = Field(
         None, description="Build on every push; must be false when repoRef is a tag."
     )
-    custom_url: str | None = Field(None, description="Custom URL of the deployment.")
+    deployment_type: DeploymentType | None = Field(
+        None, description="Kind of git_host deployment (dev_free, dev, prod); immutable."
+    )
+    custom_url: str | None = Field(
+        None,
+        description=(
+            "URL of the deployment: settable for external_docker only; for git_host the "
+            "service sets it (read-only)."
+        ),
+    )
     resource_spec: ResourceSpec | None = Field(None, description="Compute resources.")
     listener_id: UUID | None = Field(None, description="Id of the listener to run on.")
     listener_config: ListenerConfig | None = Field(None, description="Listener settings.")
@@ -373,6 +438,15 @@ class SecretName(ApiModel):
     name: str
 
 
+class SecretReference(ApiModel):
+    """An environment variable filled from a Kubernetes Secret that already exists on the
+    listener's cluster (external_docker only): the value never passes the service."""
+
+    name: str = Field(min_length=1, description="Environment variable name.")
+    secret_name: str = Field(min_length=1, description="Name of the Kubernetes Secret.")
+    secret_key: str = Field(min_length=1, description="Key within that Secret.")
+
+
 # -------------------------------------------------------------------- deployments
 
 
@@ -388,6 +462,7 @@ class DeploymentCreate(ApiModel):
     source_config: SourceConfig | None = None
     source_revision_config: SourceRevisionConfig | None = None
     secrets: list[Secret] | None = None
+    secret_references: list[SecretReference] | None = None
 
 
 class DeploymentPatch(ApiModel):
@@ -397,27 +472,46 @@ class DeploymentPatch(ApiModel):
     explicitly (they cannot change after creation) rather than silently ignoring it.
     """
 
-    name: str | None = Field(None, max_length=NAME_MAX_LENGTH)
-    source: Source | None = None
+    # Not in the published PATCH body (so not in the OpenAPI document): read only to
+    # refuse a change by name.
+    name: SkipJsonSchema[str | None] = Field(None, max_length=NAME_MAX_LENGTH)
+    source: SkipJsonSchema[Source | None] = None
     source_config: SourceConfig | None = None
     source_revision_config: SourceRevisionConfig | None = None
     secrets: list[Secret] | None = None
+    secret_references: list[SecretReference] | None = None
 
 
 class Deployment(ApiModel):
     """A deployment as the service returns it."""
 
     id: UUID
+    tenant_id: UUID = Field(description="The workspace the deployment belongs to (read-only).")
     name: str
-    source: Source
+    source: ReportedSource
     source_config: SourceConfig | None = None
     source_revision_config: SourceRevisionConfigStatus | None = None
     secrets: list[SecretName] | None = None
+    secret_references: list[SecretReference] | None = None
     created_at: datetime
     updated_at: datetime
-    status: DeploymentStatus
+    status: ReportedDeploymentStatus
     latest_revision_id: UUID | None = None
     active_revision_id: UUID | None = None
+
+    # Every Deployment answer carries these (the published contract): required in the
+    # OpenAPI document, yet read with defaults here, so that one missing field never
+    # fails a whole list page in the client.
+    model_config = ConfigDict(
+        json_schema_extra=lambda schema: _require(
+            schema,
+            "source_config",
+            "source_revision_config",
+            "secrets",
+            "latest_revision_id",
+            "active_revision_id",
+        )
+    )
     image_version: str | None = None
 
 
@@ -427,8 +521,8 @@ class Revision(ApiModel):
     id: UUID
     created_at: datetime
     updated_at: datetime
-    status: RevisionStatus
-    source: Source
+    status: ReportedRevisionStatus
+    source: ReportedSource
     source_revision_config: SourceRevisionConfigStatus
 
 
@@ -477,6 +571,8 @@ class Listener(ApiModel):
     compute_type: ComputeType
     compute_id: str
     compute_config: ComputeConfig | None = None
+
+    model_config = ConfigDict(json_schema_extra=lambda schema: _require(schema, "compute_config"))
     version: str | None = None
     created_at: datetime
     updated_at: datetime
@@ -536,6 +632,26 @@ class NotFoundBody(ApiModel):
     detail: str
 
 
+class ErrorBody(ApiModel):
+    """A 400 (or 403, 409) body: `{"detail": "<one sentence>"}`."""
+
+    detail: str
+
+
+class BulkDeleteOutcome(ApiModel):
+    """One id's outcome in a bulk delete: 204 deleted, 404 unknown (named in detail)."""
+
+    deployment_id: UUID
+    status: int
+    detail: str | None = None
+
+
+class BulkDeleteResult(ApiModel):
+    """Body of DELETE /v2/deployments: 200 when every id went, 207 when some failed."""
+
+    results: list[BulkDeleteOutcome]
+
+
 # -------------------------------------------------------------------- pagination
 
 ItemT = TypeVar("ItemT", bound=BaseModel)
@@ -544,8 +660,13 @@ ItemT = TypeVar("ItemT", bound=BaseModel)
 class Page(ApiModel, Generic[ItemT]):
     """A list body: `{"resources": [...], "offset": N}`.
 
-    `offset` is where the next page starts; it is null on the last page.
+    `offset` is always an integer (required in the OpenAPI document): where the next
+    page starts (the request's offset plus the number of resources returned). A page
+    shorter than the limit is the last. Read leniently (a missing one is None, and the
+    client then counts the resources itself) so that one odd body never fails a list.
     """
 
     resources: list[ItemT]
     offset: int | None = None
+
+    model_config = ConfigDict(json_schema_extra=lambda schema: _require(schema, "offset"))

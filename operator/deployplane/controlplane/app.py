@@ -19,10 +19,10 @@ from deployplane.controlplane.auth import AdminAuthenticator, Authenticator
 from deployplane.controlplane.cache import ReadCache
 from deployplane.controlplane.db import Database
 from deployplane.controlplane.errors import (
-    BadRequestError,
     ConflictError,
     InvalidError,
     NotFoundError,
+    RefusedError,
 )
 from deployplane.controlplane.middleware import (
     BodyLimitMiddleware,
@@ -34,7 +34,7 @@ from deployplane.controlplane.middleware import (
 )
 from deployplane.controlplane.openapi import openapi_for
 from deployplane.controlplane.pipeline import Pipeline
-from deployplane.controlplane.routes import admin, deployments, listeners, lookups
+from deployplane.controlplane.routes import admin, deployments, extensions, listeners, lookups
 from deployplane.controlplane.settings import Settings
 
 __all__ = ["create_app"]
@@ -47,14 +47,14 @@ async def _not_found(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": exc.detail}, status_code=404)
 
 
-async def _bad_request(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, BadRequestError)
-    return JSONResponse({"detail": exc.detail}, status_code=400)
-
-
 async def _conflict(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ConflictError)
     return JSONResponse({"detail": exc.detail}, status_code=409)
+
+
+async def _refused(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RefusedError)
+    return JSONResponse({"detail": exc.detail}, status_code=400)
 
 
 async def _invalid(_: Request, exc: Exception) -> JSONResponse:
@@ -109,16 +109,18 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.stats = RequestStats()
     app.state.started_at = datetime.now(UTC)
 
-    app.include_router(admin.health_router)
-    if not settings.strict:  # an extension of the emulator, not of the API
+    app.state.strict = settings.strict_mode
+    if not settings.strict_mode:  # strict: the published contract only, no extension
+        app.include_router(admin.health_router)
         app.include_router(admin.router)
+        app.include_router(extensions.router)
     app.include_router(deployments.router)
     app.include_router(listeners.router)
     app.include_router(lookups.router)
 
     app.add_exception_handler(NotFoundError, _not_found)
-    app.add_exception_handler(BadRequestError, _bad_request)
     app.add_exception_handler(ConflictError, _conflict)
+    app.add_exception_handler(RefusedError, _refused)
     app.add_exception_handler(InvalidError, _invalid)
     app.add_exception_handler(RequestValidationError, _request_invalid)
 

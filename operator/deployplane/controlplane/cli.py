@@ -128,6 +128,12 @@ def serve(
         help="An extra admin key for /_emulator/* (sent as X-Admin-Key), besides the "
         "config's admin_api_keys.",
     ),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="Serve only the published contract: every emulator extension off "
+        "(also the config key `strict: true`).",
+    ),
 ) -> None:
     """Run the control-plane emulator."""
     banner: list[str] = []
@@ -136,6 +142,8 @@ def serve(
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
+    if strict:
+        emulator_config = emulator_config.model_copy(update={"strict": True})
     settings = Settings(database_url=database, config=emulator_config)
     # Imported here for the reason given in serve_forever.
     from deployplane.controlplane.db import DatabaseUnavailable, check_database

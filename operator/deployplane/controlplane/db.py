@@ -28,6 +28,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     Column,
     DateTime,
     Dialect,
@@ -42,7 +43,9 @@ from sqlalchemy import (
     UniqueConstraint,
     Uuid,
     event,
+    false,
     insert,
+    inspect,
     select,
     text,
 )
@@ -130,6 +133,8 @@ deployments = Table(
     # [{"name": ..., "digest": hmac(value)}]: values are never stored, only enough to
     # tell whether a PATCH changed them.
     Column("secrets", JSON, nullable=False),
+    # [{"name", "secret_name", "secret_key"}] or null: references, never values
+    Column("secret_references", JSON, nullable=True),
     Column("status", String, nullable=False),
     Column("latest_revision_id", Uuid, nullable=True),
     Column("active_revision_id", Uuid, nullable=True),
@@ -138,8 +143,10 @@ deployments = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     # epoch seconds at which an AWAITING_DELETE deployment is removed
     Column("delete_at", Float, nullable=True),
+    # the DELETE's delete_tracing_project: whether the tracing project goes too
+    Column("delete_tracing_project", Boolean, nullable=False, server_default=false()),
     # The unique constraint, not a lookup before the insert, is what makes concurrent
-    # creates of one name answer exactly one success and 409 for the rest.
+    # creates of one name answer exactly one success and 400 for the rest.
     UniqueConstraint("workspace_id", "name", name="uq_deployment_workspace_name"),
     Index("ix_deployments_delete_at", "delete_at"),
 )
@@ -176,6 +183,9 @@ revisions = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     # epoch seconds at which the pipeline moves this revision on; null once terminal
     Column("next_step_at", Float, nullable=True),
+    # The service's "applied by the data plane": false when created; see
+    # `store.remote_reconciled_condition` for how deployments are filtered by it.
+    Column("remote_reconciled", Boolean, nullable=False, server_default=false()),
     UniqueConstraint("deployment_id", "seq", name="uq_revision_deployment_seq"),
     Index("ix_revisions_next_step_at", "next_step_at"),
 )
@@ -375,7 +385,9 @@ class Database:
 
     async def create_schema(self) -> None:
         if self._sync_engine is not None:
-            metadata.create_all(self._sync_engine)
+            with self._sync_engine.begin() as conn:
+                metadata.create_all(conn)
+                _add_missing_columns(conn)
         else:
             assert self._async_engine is not None
             async with self._async_engine.begin() as conn:
@@ -386,6 +398,7 @@ class Database:
                         text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK_KEY}
                     )
                 await conn.run_sync(metadata.create_all)
+                await conn.run_sync(_add_missing_columns)
 
     async def dispose(self) -> None:
         if self._sync_engine is not None:
@@ -439,6 +452,26 @@ def masked_url(url: URL) -> tuple[str, list[str]]:
     # rendering quotes query values: *** becomes %2A%2A%2A
     shown = url.set(query=query).render_as_string(hide_password=True).replace("%2A", "*")
     return shown, sorted(hidden, key=len, reverse=True)  # longest first: no partial leaks
+
+
+def _add_missing_columns(conn: Connection) -> None:
+    """Columns added since a database was made (create_all creates only whole tables):
+    each added with its server default, so a database of an earlier version keeps
+    working, its rows intact."""
+    inspector = inspect(conn)
+    for table in metadata.sorted_tables:
+        present = {column["name"] for column in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name in present:
+                continue
+            ddl = f"ALTER TABLE {table.name} ADD COLUMN {column.name} "
+            ddl += column.type.compile(dialect=conn.dialect)
+            if column.server_default is not None:
+                default = column.server_default.arg  # type: ignore[attr-defined]
+                ddl += f" DEFAULT {default.compile(dialect=conn.dialect)}"
+            if not column.nullable:
+                ddl += " NOT NULL"
+            conn.execute(text(ddl))
 
 
 class DatabaseUnavailable(Exception):

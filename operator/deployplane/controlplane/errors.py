@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "BadRequestError",
     "ConflictError",
     "InvalidError",
     "NotFoundError",
+    "RefusedError",
     "StoreError",
     "invalid",
 ]
@@ -30,16 +30,20 @@ class NotFoundError(StoreError):
         self.detail = detail
 
 
-class BadRequestError(StoreError):
-    """Well-formed and valid, but naming something that is not there (400)."""
+class ConflictError(StoreError):
+    """The request collides with existing state (409)."""
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
         self.detail = detail
 
 
-class ConflictError(StoreError):
-    """The request collides with existing state (409)."""
+class RefusedError(StoreError):
+    """The service refuses the request as it stands (400, `{"detail": "<one sentence>"}`):
+    the published contract answers 400, not 409, where a deployment create or PATCH
+    cannot be done (a name taken, a deployment being deleted, a revision that cannot be
+    redeployed) or where a request names something that is not there (a repo_url its
+    integration does not list, a listener that does not exist)."""
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail)

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import bindparam, case, delete, func, select, update
@@ -28,7 +29,14 @@ from deployplane.controlplane.db import (
 )
 from deployplane.controlplane.settings import PipelineConfig
 
-__all__ = ["BATCH", "Pipeline", "image_version", "next_status", "path_of"]
+__all__ = [
+    "BATCH",
+    "Pipeline",
+    "image_version",
+    "next_status",
+    "path_of",
+    "reconciled_on_reaching",
+]
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +69,16 @@ _MOVE_REVISIONS = (
         status=bindparam("status"),
         updated_at=bindparam("updated_at"),
         next_step_at=bindparam("next_step_at"),
+        remote_reconciled=bindparam("remote_reconciled"),
     )
 )
+
+
+def reconciled_on_reaching(status: RevisionStatus) -> bool:
+    """The simulated data plane: a revision counts as applied (the service's
+    `remote_reconciled`) once it reaches a terminal status."""
+    return status.is_terminal
+
 
 _GIT_PATH = (
     RevisionStatus.CREATING,
@@ -120,6 +136,22 @@ def image_version(source: Source, image_uri: str | None, repo_commit_sha: str | 
     if source is Source.EXTERNAL_DOCKER:
         return image_uri
     return repo_commit_sha[:7] if repo_commit_sha else None
+
+
+async def _settle_tracing_projects(conn: DbConn, gone: Sequence[Any]) -> None:
+    """Deleted with their deployments only when the DELETE said delete_tracing_project;
+    the others stay (detached), as the service keeps them: their names stay taken."""
+    dropping = select(deployments.c.id).where(
+        deployments.c.id.in_(gone), deployments.c.delete_tracing_project.is_(True)
+    )
+    await conn.execute(
+        delete(tracing_projects).where(tracing_projects.c.deployment_id.in_(dropping))
+    )
+    await conn.execute(
+        update(tracing_projects)
+        .where(tracing_projects.c.deployment_id.in_(gone))
+        .values(deployment_id=None)
+    )
 
 
 class Pipeline:
@@ -253,6 +285,7 @@ class Pipeline:
                         "status": new.value,
                         "updated_at": stamp,
                         "next_step_at": None if new.is_terminal else now + step,
+                        "remote_reconciled": reconciled_on_reaching(new),
                     },
                 )
                 moved += len(ids)
@@ -269,9 +302,7 @@ class Pipeline:
             )
             if gone:
                 await conn.execute(delete(revisions).where(revisions.c.deployment_id.in_(gone)))
-                await conn.execute(
-                    delete(tracing_projects).where(tracing_projects.c.deployment_id.in_(gone))
-                )
+                await _settle_tracing_projects(conn, gone)
                 await conn.execute(delete(deployments).where(deployments.c.id.in_(gone)))
         return moved + len(gone)
 

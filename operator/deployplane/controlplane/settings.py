@@ -177,6 +177,8 @@ class FaultsConfig(_Strict):
 
 
 class EmulatorConfig(_Strict):
+    # Serve the published contract only: every emulator extension off (docs/emulator.md).
+    strict: bool = False
     workspaces: list[WorkspaceConfig] = Field(default_factory=list)
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
     faults: FaultsConfig = Field(default_factory=FaultsConfig)
@@ -212,6 +214,11 @@ class Settings(BaseModel):
     # Only what the real service serves: the emulator's extensions (such as
     # /_emulator/*) are not registered.
     strict: bool = False
+
+    @property
+    def strict_mode(self) -> bool:
+        """Strict by this flag (Python callers) or by the config key / --strict."""
+        return self.strict or self.config.strict
 
 
 def dev_config(*, api_key: str | None = None) -> tuple[EmulatorConfig, str]:

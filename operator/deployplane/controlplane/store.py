@@ -11,10 +11,11 @@ from __future__ import annotations
 import secrets as _random
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, bindparam, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Row, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from deployplane.api.models import (
@@ -31,6 +32,7 @@ from deployplane.api.models import (
     RevisionStatus,
     Secret,
     SecretName,
+    SecretReference,
     Source,
     SourceConfig,
     SourceRevisionConfig,
@@ -47,19 +49,22 @@ from deployplane.controlplane.db import (
     utcnow,
 )
 from deployplane.controlplane.errors import (
-    BadRequestError,
     ConflictError,
     InvalidError,
     NotFoundError,
+    RefusedError,
     invalid,
 )
 from deployplane.controlplane.settings import WorkspaceConfig
 from deployplane.controlplane.validation import deployment_errors, repo_url_error
 
 __all__ = [
+    "BulkOutcome",
+    "DeploymentFilters",
     "create_deployment",
     "create_listener",
     "delete_deployment",
+    "delete_deployments",
     "delete_listener",
     "get_deployment",
     "get_listener",
@@ -70,12 +75,16 @@ __all__ = [
     "patch_deployment",
     "patch_listener",
     "put_listener",
+    "redeploy_revision",
+    "remote_reconciled_condition",
 ]
 
 _IN_PROGRESS_EARLY = (RevisionStatus.CREATING.value, RevisionStatus.QUEUED.value)
 
 _DEPLOYMENT_COLUMNS = (
     deployments.c.id,
+    deployments.c.workspace_id,
+    deployments.c.secret_references,
     deployments.c.name,
     deployments.c.source,
     deployments.c.source_config,
@@ -134,7 +143,41 @@ def _secret_errors(given: list[Secret], prefix: tuple[str, ...]) -> list[dict[st
 def _check_repository(source_config: SourceConfig, workspace: WorkspaceConfig) -> None:
     reason = repo_url_error(source_config, workspace)
     if reason is not None:
-        raise BadRequestError(reason)
+        raise RefusedError(reason)
+
+
+def _service_url(deployment_id: uuid.UUID) -> str:
+    return f"https://{deployment_id}.deployments.deployplane.example"
+
+
+def _published_rule_errors(
+    source: Source,
+    config: SourceConfig | None,
+    references: list[SecretReference] | None,
+    *,
+    current: dict[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """The published rules of deployment_type, custom_url and secret_references, for a
+    create (`current` None) or a PATCH (`current` the stored source_config)."""
+    errors = []
+    sc = ("body", "source_config")
+    given = config.model_fields_set if config is not None else set()
+    if "deployment_type" in given and config is not None:
+        if source is not Source.GIT_HOST and config.deployment_type is not None:
+            errors.append(invalid((*sc, "deployment_type"), "deployment_type is git_host only"))
+        elif current is not None and _type_of(config) != current.get("deployment_type"):
+            errors.append(invalid((*sc, "deployment_type"), "deployment_type cannot be changed"))
+    if source is Source.GIT_HOST and config is not None and config.custom_url is not None:
+        errors.append(invalid((*sc, "custom_url"), "custom_url is set by the service for git_host"))
+    if source is not Source.EXTERNAL_DOCKER and references is not None:
+        errors.append(
+            invalid(("body", "secret_references"), "secret_references is external_docker only")
+        )
+    return errors
+
+
+def _type_of(config: SourceConfig) -> str | None:
+    return None if config.deployment_type is None else config.deployment_type.value
 
 
 def _commit_sha(source: Source) -> str | None:
@@ -145,6 +188,7 @@ def _deployment_model(row: Row[Any]) -> Deployment:
     source = Source(row.source)
     return Deployment(
         id=row.id,
+        tenant_id=row.workspace_id,
         name=row.name,
         source=source,
         source_config=SourceConfig.model_validate(row.source_config),
@@ -155,6 +199,7 @@ def _deployment_model(row: Row[Any]) -> Deployment:
             repo_commit_sha=row.repo_commit_sha,
         ),
         secrets=[SecretName(name=s["name"]) for s in row.secrets],
+        secret_references=_secret_references(row.secret_references),
         created_at=row.created_at,
         updated_at=row.updated_at,
         status=DeploymentStatus(row.status),
@@ -184,9 +229,55 @@ def _listener_model(row: Row[Any]) -> Listener:
     return Listener.model_validate(row._mapping)
 
 
-def _page_offset(offset: int, limit: int, got: int) -> int | None:
-    # One extra row is fetched to know whether a next page exists.
-    return offset + limit if got > limit else None
+def _page_offset(offset: int, returned: int) -> int:
+    """The published `offset` of a list body: always an integer, where the next page
+    starts (a page shorter than the limit is the last)."""
+    return offset + returned
+
+
+def _secret_references(stored: list[dict[str, str]] | None) -> list[SecretReference] | None:
+    if stored is None:
+        return None
+    return [SecretReference.model_validate(item) for item in stored]
+
+
+def _stored_references(given: list[SecretReference] | None) -> list[dict[str, str]] | None:
+    return None if given is None else [item.model_dump() for item in given]
+
+
+def _references_patch(body: DeploymentPatch, stored: list[dict[str, str]] | None) -> dict[str, Any]:
+    """The column update of a PATCH's `secret_references`, {} when unchanged; a change
+    changes the environment, so it takes a new revision to apply."""
+    if body.secret_references is None:
+        return {}
+    given = _stored_references(body.secret_references)
+    return {} if given == stored else {"secret_references": given}
+
+
+def remote_reconciled_condition(value: bool) -> ColumnElement[bool]:
+    """`remote_reconciled=value` of GET /v2/deployments: a deployment matches when its
+    latest revision's flag is `value` (the deployment query joins that revision).
+
+    The one place that rule lives: the data-plane extension may widen it."""
+    return revisions.c.remote_reconciled == value
+
+
+def _comma_separated(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def _uuid_list(value: str | None, name: str) -> list[uuid.UUID] | None:
+    items = _comma_separated(value)
+    if items is None:
+        return None
+    try:
+        return [uuid.UUID(item) for item in items]
+    except ValueError:
+        raise InvalidError(
+            [invalid(("query", name), "must be a comma-separated list of UUIDs")]
+        ) from None
 
 
 async def _listener_exists(conn: DbConn, workspace_id: uuid.UUID, listener_id: uuid.UUID) -> bool:
@@ -226,7 +317,10 @@ async def _insert_revision(
     config: SourceRevisionConfig,
     now: datetime,
     step_seconds: float,
+    commit_sha: str | None = None,
 ) -> Revision:
+    """A new revision in CREATING; `commit_sha` reuses a built commit (a redeploy),
+    else a git_host revision gets a fresh one."""
     revision = Revision(
         id=revision_id,
         created_at=now,
@@ -234,7 +328,7 @@ async def _insert_revision(
         status=RevisionStatus.CREATING,
         source=source,
         source_revision_config=SourceRevisionConfigStatus(
-            **config.model_dump(), repo_commit_sha=_commit_sha(source)
+            **config.model_dump(), repo_commit_sha=commit_sha or _commit_sha(source)
         ),
     )
     await conn.execute(
@@ -277,6 +371,9 @@ async def create_deployment(
         workspace=workspace,
     )
     errors += _secret_errors(given_secrets, ("body", "secrets"))
+    errors += _published_rule_errors(
+        body.source, body.source_config, body.secret_references, current=None
+    )
     if source_config.listener_id is not None and not await _listener_exists(
         conn, workspace.id, source_config.listener_id
     ):
@@ -291,6 +388,8 @@ async def create_deployment(
     deployment_id, revision_id = uuid.uuid4(), uuid.uuid4()
     now = utcnow()
     stored_config = source_config.model_dump(mode="json", exclude_none=True)
+    if body.source is Source.GIT_HOST:  # the service sets a git_host deployment's URL
+        stored_config["custom_url"] = _service_url(deployment_id)
     secret_records = secretdigest.records(conn.secret_key, deployment_id, given_secrets)
     try:
         # Deployment first: the (workspace, name) unique constraint decides races.
@@ -303,6 +402,7 @@ async def create_deployment(
                 "source": body.source.value,
                 "source_config": stored_config,
                 "secrets": secret_records,
+                "secret_references": _stored_references(body.secret_references),
                 "status": DeploymentStatus.AWAITING_DATABASE.value,
                 "latest_revision_id": revision_id,
                 "active_revision_id": None,
@@ -323,7 +423,8 @@ async def create_deployment(
             },
         )
     except IntegrityError:
-        raise ConflictError(
+        # 400, as the published contract answers a create it refuses (it has no 409).
+        raise RefusedError(
             "A deployment or tracing project with this name already exists."
         ) from None
     revision = await _insert_revision(
@@ -339,11 +440,13 @@ async def create_deployment(
     # Answered from what was written rather than read back: one statement fewer.
     return Deployment(
         id=deployment_id,
+        tenant_id=workspace.id,
         name=body.name,
         source=body.source,
         source_config=SourceConfig.model_validate(stored_config),
         source_revision_config=revision.source_revision_config,
         secrets=[SecretName(name=secret.name) for secret in given_secrets],
+        secret_references=body.secret_references,
         created_at=now,
         updated_at=now,
         status=DeploymentStatus.AWAITING_DATABASE,
@@ -366,27 +469,55 @@ async def get_deployment(
     return _deployment_model(row)
 
 
+@dataclass(frozen=True)
+class DeploymentFilters:
+    """The published filters of GET /v2/deployments (`name` is the emulator's extension;
+    `tag_value_ids` is accepted and ignored: the emulator has no tags)."""
+
+    name: str | None = None
+    name_contains: str | None = None
+    status: str | None = None
+    image_version: str | None = None
+    deployment_type: str | None = None
+    deployment_ids: str | None = None
+    remote_reconciled: bool | None = None
+
+
+def _filtered_deployments(query: Any, filters: DeploymentFilters) -> Any:
+    if filters.name is not None:
+        query = query.where(deployments.c.name == filters.name)
+    if filters.name_contains is not None:
+        query = query.where(text_position(deployments.c.name, filters.name_contains) > 0)
+    if filters.status is not None:
+        query = query.where(deployments.c.status == filters.status)
+    if filters.image_version is not None:
+        query = query.where(deployments.c.image_version == filters.image_version)
+    if filters.deployment_type is not None:
+        stored_type = deployments.c.source_config["deployment_type"].as_string()
+        query = query.where(stored_type == filters.deployment_type)
+    ids = _uuid_list(filters.deployment_ids, "deployment_ids")
+    if ids is not None:
+        query = query.where(deployments.c.id.in_(ids))
+    if filters.remote_reconciled is not None:
+        query = query.where(remote_reconciled_condition(filters.remote_reconciled))
+    return query
+
+
 async def list_deployments(
     *,
     conn: DbConn,
     workspace: WorkspaceConfig,
-    name: str | None,
-    name_contains: str | None,
+    filters: DeploymentFilters,
     limit: int,
     offset: int,
 ) -> Page[Deployment]:
     query = _deployment_query().where(deployments.c.workspace_id == workspace.id)
-    if name is not None:
-        query = query.where(deployments.c.name == name)
-    if name_contains is not None:
-        query = query.where(text_position(deployments.c.name, name_contains) > 0)
-    query = (
-        query.order_by(deployments.c.created_at, deployments.c.id).offset(offset).limit(limit + 1)
-    )
+    query = _filtered_deployments(query, filters)
+    query = query.order_by(deployments.c.created_at, deployments.c.id).offset(offset).limit(limit)
     rows = (await conn.execute(query)).all()
     return Page[Deployment](
-        resources=[_deployment_model(row) for row in rows[:limit]],
-        offset=_page_offset(offset, limit, len(rows)),
+        resources=[_deployment_model(row) for row in rows],
+        offset=_page_offset(offset, len(rows)),
     )
 
 
@@ -429,7 +560,7 @@ async def patch_deployment(
     if errors:
         raise InvalidError(errors)
     if current.status == DeploymentStatus.AWAITING_DELETE.value:
-        raise ConflictError(f"Deployment ID {deployment_id} is being deleted.")
+        raise RefusedError(f"Deployment ID {deployment_id} is being deleted.")
     source = Source(current.source)
 
     stored_config: dict[str, Any] = dict(current.source_config)
@@ -456,6 +587,8 @@ async def patch_deployment(
                 new_revision = True
     revision_config = SourceRevisionConfig(**revision_values)
 
+    references = _references_patch(body, current.secret_references)
+    new_revision = new_revision or bool(references)
     secret_records: list[dict[str, str]] = current.secrets
     if body.secrets is not None:
         errors += _secret_errors(body.secrets, ("body", "secrets"))
@@ -464,6 +597,9 @@ async def patch_deployment(
         # rewritten even when unchanged: digests of the old scheme become keyed ones
         secret_records = secretdigest.records(conn.secret_key, deployment_id, body.secrets)
 
+    errors += _published_rule_errors(
+        source, body.source_config, body.secret_references, current=current.source_config
+    )
     errors += deployment_errors(
         source=source,
         source_config=source_config,
@@ -483,6 +619,7 @@ async def patch_deployment(
         "secrets": secret_records,
         "updated_at": now,
     }
+    values.update(references)
     if new_revision:
         await _supersede(conn, deployment_id=deployment_id, now=now)
         values["latest_revision_id"] = revision_id = uuid.uuid4()
@@ -526,12 +663,22 @@ async def _supersede(conn: DbConn, *, deployment_id: uuid.UUID, now: datetime) -
     await conn.execute(
         update(revisions)
         .where(*unfinished, revisions.c.status.in_(_IN_PROGRESS_EARLY))
-        .values(status=RevisionStatus.SKIPPED.value, next_step_at=None, updated_at=now)
+        .values(
+            status=RevisionStatus.SKIPPED.value,
+            next_step_at=None,
+            updated_at=now,
+            remote_reconciled=True,
+        )
     )
     await conn.execute(
         update(revisions)
         .where(*unfinished)
-        .values(status=RevisionStatus.INTERRUPTED.value, next_step_at=None, updated_at=now)
+        .values(
+            status=RevisionStatus.INTERRUPTED.value,
+            next_step_at=None,
+            updated_at=now,
+            remote_reconciled=True,
+        )
     )
 
 
@@ -541,8 +688,10 @@ async def delete_deployment(
     workspace: WorkspaceConfig,
     deployment_id: uuid.UUID,
     step_seconds: float,
-) -> Deployment:
-    """Marks the deployment AWAITING_DELETE; the pipeline removes it one step later."""
+    delete_tracing_project: bool = False,
+) -> None:
+    """Marks the deployment AWAITING_DELETE; the pipeline removes it one step later,
+    with its tracing project only when `delete_tracing_project` (else that stays)."""
     now = utcnow()
     result = await conn.execute(
         update(deployments)
@@ -554,12 +703,48 @@ async def delete_deployment(
         .values(
             status=DeploymentStatus.AWAITING_DELETE.value,
             delete_at=time.time() + step_seconds,
+            delete_tracing_project=delete_tracing_project,
             updated_at=now,
         )
     )
     if result.rowcount:
         await _supersede(conn, deployment_id=deployment_id, now=now)
-    return await get_deployment(conn=conn, workspace=workspace, deployment_id=deployment_id)
+        return
+    # Not marked: unknown here (404), or already being deleted (as good as done).
+    await _check_deployment(conn, workspace, deployment_id)
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    """One id's outcome in a bulk delete: HTTP-like `status` and, when failed, why."""
+
+    deployment_id: uuid.UUID
+    status: int
+    detail: str | None = None
+
+
+async def delete_deployments(
+    *,
+    conn: DbConn,
+    workspace: WorkspaceConfig,
+    deployment_ids: list[uuid.UUID],
+    step_seconds: float,
+) -> list[BulkOutcome]:
+    """Bulk delete: each id is deleted as by `delete_deployment`, or reported unknown."""
+    outcomes = []
+    for deployment_id in dict.fromkeys(deployment_ids):  # each id once, in order
+        try:
+            await delete_deployment(
+                conn=conn,
+                workspace=workspace,
+                deployment_id=deployment_id,
+                step_seconds=step_seconds,
+            )
+        except NotFoundError as exc:
+            outcomes.append(BulkOutcome(deployment_id, 404, exc.detail))
+        else:
+            outcomes.append(BulkOutcome(deployment_id, 204))
+    return outcomes
 
 
 # -------------------------------------------------------------------- revisions
@@ -602,23 +787,98 @@ async def list_revisions(
     conn: DbConn,
     workspace: WorkspaceConfig,
     deployment_id: uuid.UUID,
+    status: str | None,
+    remote_reconciled: bool | None,
     limit: int,
     offset: int,
 ) -> Page[Revision]:
+    """Newest first; `status` is a comma-separated list of revision statuses."""
     await _check_deployment(conn, workspace, deployment_id)
+    query = select(revisions).where(revisions.c.deployment_id == deployment_id)
+    statuses = _comma_separated(status)
+    if statuses is not None:
+        query = query.where(revisions.c.status.in_(statuses))
+    if remote_reconciled is not None:
+        query = query.where(revisions.c.remote_reconciled == remote_reconciled)
     rows = (
-        await conn.execute(
-            select(revisions)
-            .where(revisions.c.deployment_id == deployment_id)
-            .order_by(revisions.c.seq.desc())
-            .offset(offset)
-            .limit(limit + 1)
-        )
+        await conn.execute(query.order_by(revisions.c.seq.desc()).offset(offset).limit(limit))
     ).all()
     return Page[Revision](
-        resources=[_revision_model(row) for row in rows[:limit]],
-        offset=_page_offset(offset, limit, len(rows)),
+        resources=[_revision_model(row) for row in rows],
+        offset=_page_offset(offset, len(rows)),
     )
+
+
+async def _redeployable(
+    conn: DbConn, workspace: WorkspaceConfig, deployment_id: uuid.UUID, revision_id: uuid.UUID
+) -> tuple[Row[Any], Row[Any]]:
+    """(the deployment's status and latest seq, the revision to redeploy), or the 404 /
+    400 that says why not."""
+    if conn.concurrent:  # as in patch_deployment: concurrent writers queue here
+        await conn.execute(_LOCK_DEPLOYMENT, {"deployment_id": deployment_id})
+    current = (
+        await conn.execute(
+            select(deployments.c.status, revisions.c.seq)
+            .outerjoin(revisions, revisions.c.id == deployments.c.latest_revision_id)
+            .where(deployments.c.id == deployment_id, deployments.c.workspace_id == workspace.id)
+        )
+    ).first()
+    if current is None:
+        raise _deployment_not_found(deployment_id)
+    target = (
+        await conn.execute(
+            select(revisions).where(
+                revisions.c.id == revision_id, revisions.c.deployment_id == deployment_id
+            )
+        )
+    ).first()
+    if target is None:  # also a revision of another deployment
+        raise NotFoundError(f"Revision ID {revision_id} not found.")
+    if current.status == DeploymentStatus.AWAITING_DELETE.value:
+        raise RefusedError(f"Deployment ID {deployment_id} is being deleted.")
+    if target.status != RevisionStatus.DEPLOYED.value:
+        raise RefusedError(
+            f"Revision ID {revision_id} cannot be redeployed: it is {target.status}, and "
+            "only a revision that reached DEPLOYED can be."
+        )
+    return current, target
+
+
+async def redeploy_revision(
+    *,
+    conn: DbConn,
+    workspace: WorkspaceConfig,
+    deployment_id: uuid.UUID,
+    revision_id: uuid.UUID,
+    step_seconds: float,
+) -> Deployment:
+    """Rolls back: a new revision with that revision's source revision config (and,
+    for git_host, its built commit). Only a revision that was DEPLOYED can be."""
+    current, target = await _redeployable(conn, workspace, deployment_id, revision_id)
+    now = utcnow()
+    await _supersede(conn, deployment_id=deployment_id, now=now)
+    new_id = uuid.uuid4()
+    await _insert_revision(
+        conn,
+        revision_id=new_id,
+        deployment_id=deployment_id,
+        seq=(current.seq or 0) + 1,
+        source=Source(target.source),
+        config=SourceRevisionConfig(
+            repo_ref=target.repo_ref,
+            graph_config_path=target.graph_config_path,
+            image_uri=target.image_uri,
+        ),
+        now=now,
+        step_seconds=step_seconds,
+        commit_sha=target.repo_commit_sha,
+    )
+    await conn.execute(
+        update(deployments)
+        .where(deployments.c.id == deployment_id)
+        .values(latest_revision_id=new_id, updated_at=now)
+    )
+    return await get_deployment(conn=conn, workspace=workspace, deployment_id=deployment_id)
 
 
 # -------------------------------------------------------------------- listeners
@@ -682,12 +942,12 @@ async def list_listeners(
         query = query.where(listeners.c.compute_id == compute_id)
     rows = (
         await conn.execute(
-            query.order_by(listeners.c.created_at, listeners.c.id).offset(offset).limit(limit + 1)
+            query.order_by(listeners.c.created_at, listeners.c.id).offset(offset).limit(limit)
         )
     ).all()
     return Page[Listener](
-        resources=[_listener_model(row) for row in rows[:limit]],
-        offset=_page_offset(offset, limit, len(rows)),
+        resources=[_listener_model(row) for row in rows],
+        offset=_page_offset(offset, len(rows)),
     )
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from fastapi import APIRouter, Query, Request, status
+from fastapi import APIRouter, HTTPException, Request, status
 from fastapi.responses import Response
 
 from deployplane.api.models import (
+    ErrorBody,
     Listener,
     ListenerCreate,
     ListenerPatch,
-    ListenerPut,
     NotFoundBody,
     Page,
     camelize,
@@ -24,10 +24,12 @@ from deployplane.controlplane.deps import (
     Offset,
     Responses,
     database_of,
+    extension_param,
     json_response,
     refuse_nul_in_body,
     refuse_nul_in_query,
 )
+from deployplane.controlplane.settings import WorkspaceConfig
 
 __all__ = ["router"]
 
@@ -36,18 +38,32 @@ router = APIRouter(prefix="/v2/listeners", tags=["listeners"])
 _NOT_FOUND: Responses = {404: {"model": NotFoundBody, "description": "Not found."}}
 _CONFLICT: Responses = {409: {"model": NotFoundBody, "description": "compute_id already in use."}}
 _IMMUTABLE = ("compute_type", "compute_id")
+_FORBIDDEN: Responses = {403: {"model": ErrorBody, "description": "No listeners here."}}
+
+
+def _listeners_allowed(workspace: WorkspaceConfig) -> None:
+    """403 as the service answers a workspace that may not have listeners: listeners are
+    for self-hosted deployments, so a `saas` workspace (git_host only) has none."""
+    if workspace.mode == "saas":
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            f"Listeners cannot be created for the service workspace ID '{workspace.id}'. "
+            "Creating listeners is only allowed for the service organizations with "
+            "self-hosted enterprise plans.",
+        )
 
 
 @router.post(
     "",
     response_model=Listener,
     status_code=status.HTTP_201_CREATED,
-    responses=_CONFLICT,
+    responses={**_CONFLICT, **_FORBIDDEN},
     summary="Create a listener",
 )
 async def create_listener(
     body: ListenerCreate, workspace: CurrentWorkspace, request: Request
 ) -> Response:
+    _listeners_allowed(workspace)
     await refuse_nul_in_body(request, body)
     async with database_of(request).write() as conn:
         listener = await store.create_listener(conn=conn, workspace=workspace, body=body)
@@ -59,10 +75,10 @@ async def create_listener(
 async def list_listeners(
     workspace: CurrentWorkspace,
     request: Request,
-    compute_id: str | None = Query(None, description="Exact compute_id."),
     limit: Limit = 20,
     offset: Offset = 0,
 ) -> Response:
+    compute_id = extension_param(request, "compute_id")  # an emulator extension
     refuse_nul_in_query(compute_id=compute_id)
     async with database_of(request).read() as conn:
         page = await store.list_listeners(
@@ -72,11 +88,15 @@ async def list_listeners(
 
 
 @router.get(
-    "/{listener_id}", response_model=Listener, responses=_NOT_FOUND, summary="Get a listener"
+    "/{listener_id}",
+    response_model=Listener,
+    responses={**_NOT_FOUND, **_FORBIDDEN},
+    summary="Get a listener",
 )
 async def get_listener(
     listener_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
 ) -> Response:
+    _listeners_allowed(workspace)
     async with database_of(request).read() as conn:
         listener = await store.get_listener(conn=conn, workspace=workspace, listener_id=listener_id)
     return json_response(listener)
@@ -101,7 +121,7 @@ def _immutables_given(raw: Any) -> dict[str, Any] | None:
 @router.patch(
     "/{listener_id}",
     response_model=Listener,
-    responses=_NOT_FOUND,
+    responses={**_NOT_FOUND, **_FORBIDDEN},
     summary="Update a listener's version and compute_config",
 )
 async def patch_listener(
@@ -110,28 +130,12 @@ async def patch_listener(
     request: Request,
     workspace: CurrentWorkspace,
 ) -> Response:
+    _listeners_allowed(workspace)
     await refuse_nul_in_body(request, body)
     raw = _immutables_given(await request.json())
     async with database_of(request).write() as conn:
         listener = await store.patch_listener(
             conn=conn, workspace=workspace, listener_id=listener_id, body=body, raw=raw
-        )
-        return json_response(listener)  # before the commit, as in create
-
-
-@router.put(
-    "/{listener_id}",
-    response_model=Listener,
-    responses=_NOT_FOUND,
-    summary="Replace a listener (compute_type and compute_id must match)",
-)
-async def put_listener(
-    listener_id: uuid.UUID, body: ListenerPut, workspace: CurrentWorkspace, request: Request
-) -> Response:
-    await refuse_nul_in_body(request, body)
-    async with database_of(request).write() as conn:
-        listener = await store.put_listener(
-            conn=conn, workspace=workspace, listener_id=listener_id, body=body
         )
         return json_response(listener)  # before the commit, as in create
 
@@ -142,12 +146,14 @@ _IN_USE: Responses = {409: {"model": NotFoundBody, "description": "Used by deplo
 @router.delete(
     "/{listener_id}",
     status_code=status.HTTP_204_NO_CONTENT,
-    responses={**_NOT_FOUND, **_IN_USE},
+    response_class=Response,
+    responses={**_NOT_FOUND, **_FORBIDDEN, **_IN_USE},
     summary="Delete a listener",
 )
 async def delete_listener(
     listener_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
 ) -> Response:
+    _listeners_allowed(workspace)
     async with database_of(request).write() as conn:
         await store.delete_listener(conn=conn, workspace=workspace, listener_id=listener_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
