@@ -29,7 +29,7 @@ from deployplane.controlplane.middleware import (
     StatsMiddleware,
 )
 from deployplane.controlplane.pipeline import Pipeline
-from deployplane.controlplane.routes import admin, deployments, listeners, lookups
+from deployplane.controlplane.routes import admin, dataplane, deployments, listeners, lookups
 from deployplane.controlplane.settings import Settings
 
 __all__ = ["create_app"]
@@ -118,6 +118,10 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(deployments.router)
     app.include_router(listeners.router)
     app.include_router(lookups.router)
+    # An extension (docs/dataplane.md): the service does not publish its data-plane
+    # protocol, so strict mode does not serve it.
+    if not getattr(settings, "strict", False):  # TODO(faithful): settings.strict once merged
+        app.include_router(dataplane.router)
 
     app.add_exception_handler(NotFoundError, _not_found)
     app.add_exception_handler(ConflictError, _conflict)

@@ -16,7 +16,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, bindparam, delete, insert, select, update
+from sqlalchemy import Row, bindparam, delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from deployplane.api.models import (
@@ -48,6 +48,7 @@ from deployplane.controlplane.db import (
     utcnow,
 )
 from deployplane.controlplane.errors import ConflictError, InvalidError, NotFoundError, invalid
+from deployplane.controlplane.secretvalues import keep_secret_values
 from deployplane.controlplane.settings import WorkspaceConfig
 from deployplane.controlplane.validation import deployment_errors
 
@@ -68,6 +69,7 @@ __all__ = [
 ]
 
 _IN_PROGRESS_EARLY = (RevisionStatus.CREATING.value, RevisionStatus.QUEUED.value)
+_AGENT_STAGES = (RevisionStatus.AWAITING_DEPLOY.value, RevisionStatus.DEPLOYING.value)
 
 _DEPLOYMENT_COLUMNS = (
     deployments.c.id,
@@ -306,6 +308,7 @@ async def create_deployment(
         raise ConflictError(
             "A deployment or tracing project with this name already exists."
         ) from None
+    await keep_secret_values(conn, deployment_id, given_secrets, created=True)
     revision = await _insert_revision(
         conn,
         revision_id=revision_id,
@@ -444,6 +447,7 @@ async def patch_deployment(
         if {s["name"]: s["digest"] for s in replaced} != old:
             new_revision = True
         secret_records = replaced
+        await keep_secret_values(conn, deployment_id, body.secrets, created=False)
 
     errors += deployment_errors(
         source=source,
@@ -490,7 +494,11 @@ async def patch_deployment(
 async def _supersede(conn: DbConn, *, deployment_id: uuid.UUID, now: datetime) -> None:
     """A newer revision ends the older unfinished ones: skipped if they never started
     building, interrupted if they had."""
-    unfinished = (revisions.c.deployment_id == deployment_id, revisions.c.next_step_at.is_not(None))
+    unfinished = (
+        revisions.c.deployment_id == deployment_id,
+        # On the timers, or handed to a listener agent (no timer: docs/dataplane.md).
+        or_(revisions.c.next_step_at.is_not(None), revisions.c.status.in_(_AGENT_STAGES)),
+    )
     await conn.execute(
         update(revisions)
         .where(*unfinished, revisions.c.status.in_(_IN_PROGRESS_EARLY))
