@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import insert, select, update
 
-from deployplane.api.models import ApiModel
+from deployplane.api.dataplane import Heartbeat
 from deployplane.controlplane.db import DbConn, listener_agents, listeners
 from deployplane.controlplane.errors import NotFoundError
 from deployplane.controlplane.settings import WorkspaceConfig
@@ -29,13 +29,6 @@ __all__ = [
 AGENT_TTL_SECONDS = 30.0
 """A listener's agent is alive for this long after its last heartbeat. Agents beat at a
 third of it, so one lost heartbeat does not hand work back to the timers."""
-
-
-class Heartbeat(ApiModel):
-    """Answer of a heartbeat: how long the agent counts as alive."""
-
-    listener_id: uuid.UUID
-    ttl_seconds: float
 
 
 def listener_of(source_config: dict[str, Any] | None) -> uuid.UUID | None:

@@ -18,14 +18,17 @@ Who moves a revision's deploy stages:
 from __future__ import annotations
 
 import uuid
-from enum import StrEnum
 from typing import Any
 
 from fastapi import HTTPException
-from pydantic import Field
 from sqlalchemy import insert, select, update
 
-from deployplane.api.models import ApiModel, DeploymentStatus, RevisionStatus, Source
+from deployplane.api.dataplane import (
+    ReportedStatus,
+    RevisionReport,
+    RevisionWork,
+)
+from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
 from deployplane.controlplane.agents import check_listener, listener_of
 from deployplane.controlplane.db import (
     DbConn,
@@ -41,10 +44,6 @@ from deployplane.controlplane.settings import WorkspaceConfig
 
 __all__ = [
     "BUILT_IMAGE_REGISTRY",
-    "ReportedDeploymentStatus",
-    "ReportedStatus",
-    "RevisionReport",
-    "RevisionWork",
     "built_image",
     "deletion_done",
     "report_revision",
@@ -56,40 +55,6 @@ BUILT_IMAGE_REGISTRY = "registry.deployplane.local"
 
 # The revision states an agent may report on: the deploy stages it owns.
 _AGENT_STAGES = (RevisionStatus.AWAITING_DEPLOY.value, RevisionStatus.DEPLOYING.value)
-
-
-class ReportedStatus(StrEnum):
-    """What an agent may say about a revision's rollout."""
-
-    DEPLOYING = "DEPLOYING"
-    DEPLOYED = "DEPLOYED"
-    DEPLOY_FAILED = "DEPLOY_FAILED"
-
-
-class ReportedDeploymentStatus(StrEnum):
-    """What an agent may say about the deployment: is its database ready?"""
-
-    AWAITING_DATABASE = "AWAITING_DATABASE"
-    READY = "READY"
-
-
-class RevisionReport(ApiModel):
-    """An agent's report on one revision."""
-
-    status: ReportedStatus
-    message: str | None = Field(None, max_length=2000, description="Why, for a failure.")
-    deployment_status: ReportedDeploymentStatus | None = None
-
-
-class RevisionWork(ApiModel):
-    """What an agent needs beyond the published Revision: the image to run."""
-
-    revision_id: uuid.UUID
-    status: RevisionStatus
-    image_uri: str | None
-    message: str | None = None
-    # The values of the deployment's secrets, which the published API never returns.
-    secret_values: dict[str, str] = Field(default_factory=dict, repr=False)
 
 
 def built_image(name: str, repo_commit_sha: str | None) -> str:

@@ -15,6 +15,7 @@ import uuid
 from fastapi import APIRouter, Request, status
 from fastapi.responses import Response
 
+from deployplane.api.dataplane import Heartbeat, RevisionReport, RevisionWork
 from deployplane.api.models import NotFoundBody
 from deployplane.controlplane import agents, dataplane
 from deployplane.controlplane.auth import CurrentWorkspace
@@ -37,7 +38,7 @@ _CONFLICT: Responses = {
 
 @router.put(
     "/heartbeat",
-    response_model=agents.Heartbeat,
+    response_model=Heartbeat,
     responses=_ERRORS,
     summary="The listener's agent is alive",
 )
@@ -53,7 +54,7 @@ async def heartbeat(
 
 @router.get(
     "/deployments/{deployment_id}/revisions/{revision_id}",
-    response_model=dataplane.RevisionWork,
+    response_model=RevisionWork,
     responses=_ERRORS,
     summary="What to run for a revision (its image) and the last report on it",
 )
@@ -77,7 +78,7 @@ async def revision_work(
 
 @router.put(
     "/deployments/{deployment_id}/revisions/{revision_id}/status",
-    response_model=dataplane.RevisionWork,
+    response_model=RevisionWork,
     responses={**_ERRORS, **_CONFLICT},
     summary="Report a revision's rollout: DEPLOYING, DEPLOYED or DEPLOY_FAILED",
 )
@@ -85,7 +86,7 @@ async def report_revision(
     listener_id: uuid.UUID,
     deployment_id: uuid.UUID,
     revision_id: uuid.UUID,
-    body: dataplane.RevisionReport,
+    body: RevisionReport,
     workspace: CurrentWorkspace,
     request: Request,
 ) -> Response:
