@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create the virtualenv and install deployplane with dev extras
 
-tools: ## build kube-apiserver, kubectl, etcd, helm from Go modules (cached in ~/.cache/deployplane)
+tools: ## build kube-apiserver, -controller-manager, -scheduler, kubectl, etcd, helm, kwok from Go modules (cached in ~/.cache/deployplane)
 	@bash tools/k8s/build.sh all
 
 postgres: ## PostgreSQL server binaries for the emulator's tests (apt-get when missing)

@@ -209,7 +209,7 @@ def up(
     started = time.monotonic()
     try:
         with console.status("starting the local Kubernetes API (etcd + kube-apiserver)..."):
-            cluster = DevCluster(STATE / "cluster", detached=True, controller_manager=True).start()
+            cluster = DevCluster(STATE / "cluster", detached=True, workloads=True).start()
         console.print(f"[green]✓[/green] Kubernetes API at {cluster.server}")
         with console.status("starting the control-plane emulator..."):
             url = _start_emulator()

@@ -60,7 +60,7 @@ def dev_cluster() -> Iterator[DevCluster]:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"end-to-end tests need the dev cluster binaries: {e}", pytrace=False)
         pytest.skip(f"no dev cluster binaries: {e}")
-    with DevCluster(audit_log=True, tools=tools) as cluster:
+    with DevCluster(audit_log=True, tools=tools, workloads=True) as cluster:
         yield cluster
 
 

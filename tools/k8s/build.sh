@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build kube-apiserver, kube-controller-manager, kubectl, etcd and helm from Go modules.
+# Build kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, helm and
+# kwok from Go modules.
 #
 # Why from source: this machine has no container engine or registry and prebuilt
 # binaries cannot be downloaded; the Go module proxy is reachable. k8s.io/kubernetes
@@ -31,7 +32,8 @@ done
 
 build_kube() {
   local want="v$K8S_VERSION"
-  if have kube-apiserver "$want" && have kube-controller-manager "$want" && have kubectl "$want"; then
+  if have kube-apiserver "$want" && have kube-controller-manager "$want" \
+    && have kube-scheduler "$want" && have kubectl "$want"; then
     log "kubernetes $want: cached in $bin"; return
   fi
   local mod="$work/kube-$K8S_VERSION"
@@ -52,7 +54,9 @@ build_kube() {
   } >"$mod/go.mod"
   log "kubernetes $want: $(grep -c '^replace' "$mod/go.mod") staging modules re-pointed at $staging_version"
   (cd "$mod" && go mod tidy)
-  for tool in kube-apiserver kube-controller-manager kubectl; do
+  for tool in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+    # A tool added later (kube-scheduler) must not relink the ones already built.
+    if have "$tool" "$want"; then log "$tool $want: cached"; continue; fi
     log "building $tool $want (first build takes many minutes on 2 cores)"
     (cd "$mod" && go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$tool" "./cmd/$tool")
     stamp "$tool" "$want"
@@ -90,10 +94,21 @@ build_helm() {
   stamp helm "$want"
 }
 
+build_kwok() {
+  # kwok simulates nodes and kubelets for the dev cluster's workloads. Its go.mod has
+  # no local replaces, so a plain `go install` of the pinned version works; its stamp
+  # carries the version, so bumping KWOK_VERSION rebuilds only kwok.
+  local want="v$KWOK_VERSION"
+  if have kwok "$want"; then log "kwok $want: cached"; return; fi
+  log "building kwok $want"
+  GOBIN="$bin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$want"
+  stamp kwok "$want"
+}
+
 case "${1:-all}" in
   path) echo "$bin"; exit 0 ;;
-  all) build_etcd; build_kube; build_helm ;;
-  etcd|kube|helm) "build_$1" ;;
-  *) echo "usage: $0 [all|etcd|kube|helm|path]" >&2; exit 2 ;;
+  all) build_etcd; build_kube; build_helm; build_kwok ;;
+  etcd|kube|helm|kwok) "build_$1" ;;
+  *) echo "usage: $0 [all|etcd|kube|helm|kwok|path]" >&2; exit 2 ;;
 esac
 log "tools ready in $bin ($(du -sh "$bin" | cut -f1))"

@@ -40,6 +40,9 @@ def up(
         True, help="Run kube-controller-manager (namespace deletion, garbage collection)."
     ),
     audit: bool = typer.Option(False, help="Write an audit log (state-dir/audit.log)."),
+    workloads: bool = typer.Option(
+        False, help="Also run kube-scheduler and kwok with fake nodes, so pods run."
+    ),
     timeout: float = typer.Option(60.0, help="Seconds to wait for readiness."),
 ) -> None:
     """Start the cluster in the background and return once it is ready."""
@@ -52,6 +55,7 @@ def up(
     cluster = DevCluster(
         state_dir,
         controller_manager=controller_manager,
+        workloads=workloads,
         audit_log=audit,
         detached=True,
         ready_timeout=timeout,

@@ -1,10 +1,12 @@
 """`DevCluster`: etcd + kube-apiserver (+ kube-controller-manager) on 127.0.0.1.
 
 Run the way controller-runtime's envtest runs them: real binaries, fresh certificates,
-free ports, data in a scratch directory. No scheduler and no kubelet (pods stay
-Pending); the controller-manager runs only the controllers whose absence would make
-the API lie: namespace deletion, garbage collection of owned objects, and the
-`default` ServiceAccount of each namespace.
+free ports, data in a scratch directory. By default no scheduler and no kubelet (pods
+stay Pending); the controller-manager runs only the controllers whose absence would
+make the API lie: namespace deletion, garbage collection of owned objects, and the
+`default` ServiceAccount of each namespace. With `workloads=True` the cluster also
+runs kube-scheduler, the workload controllers and kwok with fake nodes, so
+Deployments roll out (workloads.py, kwok.py).
 
 Owned clusters (tests, `with DevCluster() as c:`) are stopped by `stop()`, by `atexit`,
 on SIGTERM / SIGHUP, and by the kernel if the Python process dies (see processes.py).
@@ -36,10 +38,13 @@ from typing import Any, Self
 from kubernetes import client
 
 from deployplane.devcluster import audit, processes
+from deployplane.devcluster import workloads as workload_parts
 from deployplane.devcluster.kubeconfig import write_kubeconfig
 from deployplane.devcluster.pki import (
     ADMIN_USER,
     CONTROLLER_MANAGER_USER,
+    KWOK_USER,
+    SCHEDULER_USER,
     PkiFiles,
     write_pki,
 )
@@ -61,6 +66,9 @@ _OWNED_ENTRIES = (
     "logs",
     "admin.kubeconfig",
     "controller-manager.kubeconfig",
+    "scheduler.kubeconfig",
+    "kwok.kubeconfig",
+    "kwok",
     "audit-policy.yaml",
     "audit.log",
     STATE_FILE,
@@ -102,6 +110,8 @@ class DevCluster:
         state_dir: Path | None = None,
         *,
         controller_manager: bool = True,
+        workloads: bool = False,
+        nodes: int = workload_parts.DEFAULT_NODES,
         audit_log: bool = False,
         detached: bool = False,
         tools: Tools | None = None,
@@ -109,6 +119,9 @@ class DevCluster:
     ) -> None:
         self._requested_dir = state_dir
         self.controller_manager = controller_manager
+        # Scheduler + workload controllers + kwok with `nodes` fake nodes.
+        self.workloads = workloads
+        self.nodes = nodes
         self.audit_enabled = audit_log
         self.detached = detached
         self._tools = tools
@@ -169,6 +182,10 @@ class DevCluster:
             admin_key=d / "admin.key",
             controller_manager_cert=d / "kcm.crt",
             controller_manager_key=d / "kcm.key",
+            scheduler_cert=d / "scheduler.crt",
+            scheduler_key=d / "scheduler.key",
+            kwok_cert=d / "kwok.crt",
+            kwok_key=d / "kwok.key",
             service_account_key=d / "sa.key",
             service_account_pub=d / "sa.pub",
         )
@@ -192,6 +209,8 @@ class DevCluster:
         tools = self.tools
         if self.controller_manager and tools.kube_controller_manager is None:
             raise DevClusterError(f"kube-controller-manager is missing from {tools.bin_dir}")
+        if self.workloads:
+            self._check_workload_tools(tools)
         self._prepare_dir()
         if not self.detached:
             _register(self)
@@ -253,19 +272,20 @@ class DevCluster:
             audit.write_policy(d / "audit-policy.yaml")
         self._procs.append(self._spawn("kube-apiserver", self._apiserver_argv(tools, ports, pki)))
         if self.controller_manager and tools.kube_controller_manager is not None:
-            kcm_config = write_kubeconfig(
-                d / "controller-manager.kubeconfig",
-                server=self.server,
-                ca_cert=pki.ca_cert.read_bytes(),
-                user=CONTROLLER_MANAGER_USER,
-                client_cert=pki.controller_manager_cert.read_bytes(),
-                client_key=pki.controller_manager_key.read_bytes(),
+            kcm_config = self._component_kubeconfig(
+                "controller-manager",
+                CONTROLLER_MANAGER_USER,
+                pki.controller_manager_cert,
+                pki.controller_manager_key,
             )
+            controllers: tuple[str, ...] = CONTROLLERS
+            if self.workloads:
+                controllers += workload_parts.WORKLOAD_CONTROLLERS
             # It retries until the apiserver answers, so it can start right away.
             argv = [
                 str(tools.kube_controller_manager),
                 f"--kubeconfig={kcm_config}",
-                f"--controllers={','.join(CONTROLLERS)}",
+                f"--controllers={','.join(controllers)}",
                 "--leader-elect=false",
                 "--use-service-account-credentials=false",
                 # No serving endpoint: nothing scrapes it, and it would need a port.
@@ -273,10 +293,57 @@ class DevCluster:
                 f"--root-ca-file={pki.ca_cert}",
             ]
             self._procs.append(self._spawn("kube-controller-manager", argv))
+        if self.workloads:
+            self._launch_workloads(tools, pki)
 
-    def _spawn(self, name: str, argv: list[str]) -> ServerProcess:
+    def _component_kubeconfig(self, name: str, user: str, cert: Path, key: Path) -> Path:
+        """A kubeconfig with the client certificate of one control-plane component."""
+        return write_kubeconfig(
+            self.state_dir / f"{name}.kubeconfig",
+            server=self.server,
+            ca_cert=self.ca_cert.read_bytes(),
+            user=user,
+            client_cert=cert.read_bytes(),
+            client_key=key.read_bytes(),
+        )
+
+    def _check_workload_tools(self, tools: Tools) -> None:
+        missing = [
+            name
+            for name, path in (("kube-scheduler", tools.kube_scheduler), ("kwok", tools.kwok))
+            if path is None
+        ]
+        if missing:
+            raise DevClusterError(
+                f"workloads=True needs {' and '.join(missing)} in {tools.bin_dir}; "
+                "build them with `make tools`"
+            )
+        if not self.controller_manager:
+            raise DevClusterError("workloads=True needs the controller-manager")
+
+    def _launch_workloads(self, tools: Tools, pki: PkiFiles) -> None:
+        """kube-scheduler and kwok, each with its own identity; both wait for the apiserver."""
+        scheduler, kwok = tools.kube_scheduler, tools.kwok
+        if scheduler is None or kwok is None:
+            raise DevClusterError("kube-scheduler or kwok vanished since the check")
+        scheduler_config = self._component_kubeconfig(
+            "scheduler", SCHEDULER_USER, pki.scheduler_cert, pki.scheduler_key
+        )
+        argv = workload_parts.scheduler_argv(scheduler, scheduler_config)
+        self._procs.append(self._spawn("kube-scheduler", argv))
+        kwok_config = self._component_kubeconfig("kwok", KWOK_USER, pki.kwok_cert, pki.kwok_key)
+        kwok_dir = self.state_dir / "kwok"
+        stages = workload_parts.write_kwok_config(kwok_dir)
+        # kwok also reads ~/.kwok/kwok.yaml when present: point its work dir at ours.
+        env = {**os.environ, "KWOK_WORKDIR": str(kwok_dir)}
+        argv = workload_parts.kwok_argv(kwok, kwok_config, stages)
+        self._procs.append(self._spawn("kwok", argv, env=env))
+
+    def _spawn(
+        self, name: str, argv: list[str], env: dict[str, str] | None = None
+    ) -> ServerProcess:
         log = self.state_dir / "logs" / f"{name}.log"
-        return processes.spawn(name, argv, log, detached=self.detached)
+        return processes.spawn(name, argv, log, detached=self.detached, env=env)
 
     def _etcd_argv(self, tools: Tools, ports: _Ports) -> list[str]:
         client_url = f"http://127.0.0.1:{ports.etcd_client}"
@@ -360,17 +427,7 @@ class DevCluster:
             checks.append("/api/v1/namespaces/default/serviceaccounts/default")
         for path in checks:
             while self._get(path, ctx) != 200:
-                for proc in self._procs:
-                    if not proc.alive():
-                        error = (
-                            _PortTaken
-                            if "address already in use" in processes.log_tail(proc.log)
-                            else DevClusterError
-                        )
-                        raise error(
-                            f"{proc.name} exited during startup; last lines of {proc.log}:\n"
-                            + processes.log_tail(proc.log)
-                        )
+                self._check_alive()
                 if time.monotonic() > deadline:
                     raise DevClusterError(
                         f"{path} not ok after {self.ready_timeout:.0f}s; logs in "
@@ -378,6 +435,34 @@ class DevCluster:
                         + processes.log_tail(self.state_dir / "logs" / "kube-apiserver.log")
                     )
                 time.sleep(0.05)
+        if self.workloads:
+            self._wait_nodes(deadline)
+
+    def _check_alive(self) -> None:
+        for proc in self._procs:
+            if not proc.alive():
+                error = (
+                    _PortTaken
+                    if "address already in use" in processes.log_tail(proc.log)
+                    else DevClusterError
+                )
+                raise error(
+                    f"{proc.name} exited during startup; last lines of {proc.log}:\n"
+                    + processes.log_tail(proc.log)
+                )
+
+    def _wait_nodes(self, deadline: float) -> None:
+        """Create the fake nodes and wait until kwok has made every one Ready."""
+        names = workload_parts.node_names(self.nodes)
+        with self.admin() as api:
+            workload_parts.install(api, names)
+            try:
+                workload_parts.wait_nodes_ready(api, names, deadline, self._check_alive)
+            except TimeoutError as e:
+                raise DevClusterError(
+                    f"{e}; last lines of the kwok log:\n"
+                    + processes.log_tail(self.state_dir / "logs" / "kwok.log")
+                ) from e
 
     def ready(self) -> bool:
         """True when every server runs and the apiserver's /readyz answers ok."""
@@ -399,6 +484,8 @@ class DevCluster:
             "kubeconfig": str(self.kubeconfig),
             "audit_log": str(self.audit_log) if self.audit_enabled else None,
             "controller_manager": self.controller_manager,
+            "workloads": self.workloads,
+            "nodes": self.nodes,
             "detached": self.detached,
             "started_at": dt.datetime.now(dt.UTC).isoformat(),
             "processes": [
@@ -507,6 +594,8 @@ def attach(state_dir: Path) -> DevCluster | None:
     cluster = DevCluster(
         state_dir,
         controller_manager=bool(state.get("controller_manager")),
+        workloads=bool(state.get("workloads")),
+        nodes=int(state.get("nodes") or workload_parts.DEFAULT_NODES),
         audit_log=state.get("audit_log") is not None,
         detached=True,
     )

@@ -21,8 +21,13 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 ADMIN_USER = "deployplane-admin"
 CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
-# Both identities are cluster admins: the controller-manager runs a handful of
-# controllers (namespace deletion, garbage collection) that need to touch every kind.
+SCHEDULER_USER = "system:kube-scheduler"
+KWOK_USER = "deployplane-kwok"
+# The admin, controller-manager and kwok identities are cluster admins: the
+# controller-manager runs controllers that touch every kind, and kwok plays every
+# kubelet and a volume provisioner. The scheduler is exactly `system:kube-scheduler`,
+# whose bootstrap ClusterRoleBindings (system:kube-scheduler, system:volume-scheduler)
+# give it what a real one has.
 MASTERS_GROUP = "system:masters"
 # Names the apiserver's serving certificate answers to: loopback plus the in-cluster
 # names, so a kubeconfig written for either works.
@@ -57,6 +62,10 @@ class PkiFiles:
     admin_key: Path
     controller_manager_cert: Path
     controller_manager_key: Path
+    scheduler_cert: Path
+    scheduler_key: Path
+    kwok_cert: Path
+    kwok_key: Path
     service_account_key: Path
     service_account_pub: Path
 
@@ -160,6 +169,8 @@ def write_pki(directory: Path) -> PkiFiles:
     serving = ca.issue("kube-apiserver", dns_names=SERVING_DNS, ip_addresses=SERVING_IPS)
     admin = ca.issue(ADMIN_USER, [MASTERS_GROUP])
     kcm = ca.issue(CONTROLLER_MANAGER_USER, [MASTERS_GROUP])
+    scheduler = ca.issue(SCHEDULER_USER)
+    kwok = ca.issue(KWOK_USER, [MASTERS_GROUP])
     sa_key = _new_key()
     sa_pub = sa_key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
@@ -173,6 +184,10 @@ def write_pki(directory: Path) -> PkiFiles:
         admin_key=_write(d / "admin.key", admin.key, secret=True),
         controller_manager_cert=_write(d / "kcm.crt", kcm.cert, secret=False),
         controller_manager_key=_write(d / "kcm.key", kcm.key, secret=True),
+        scheduler_cert=_write(d / "scheduler.crt", scheduler.cert, secret=False),
+        scheduler_key=_write(d / "scheduler.key", scheduler.key, secret=True),
+        kwok_cert=_write(d / "kwok.crt", kwok.cert, secret=False),
+        kwok_key=_write(d / "kwok.key", kwok.key, secret=True),
         service_account_key=_write(d / "sa.key", _key_pem(sa_key), secret=True),
         service_account_pub=_write(d / "sa.pub", sa_pub, secret=False),
     )

@@ -35,6 +35,9 @@ class Tools:
     kube_controller_manager: Path | None
     kubectl: Path | None
     helm: Path | None
+    # Only a cluster started with `workloads=True` needs these two.
+    kube_scheduler: Path | None = None
+    kwok: Path | None = None
 
 
 def _repo_build_script() -> Path | None:
@@ -77,6 +80,8 @@ def _tools_in(bin_dir: Path) -> Tools:
         kube_controller_manager=_optional(bin_dir, "kube-controller-manager"),
         kubectl=_optional(bin_dir, "kubectl"),
         helm=_optional(bin_dir, "helm"),
+        kube_scheduler=_optional(bin_dir, "kube-scheduler"),
+        kwok=_optional(bin_dir, "kwok"),
     )
 
 
