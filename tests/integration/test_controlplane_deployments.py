@@ -230,7 +230,7 @@ async def test_list_filters_by_exact_name_and_substring_and_pages(
         assert (await api.post("/v2/deployments", json=image_body(name))).status_code == 201
     exact = (await api.get("/v2/deployments", params={"name": "alpha"})).json()
     assert [d["name"] for d in exact["resources"]] == ["alpha"]
-    assert exact["offset"] is None
+    assert exact["offset"] == 1  # published: always an integer, where the next page starts
     contains = (await api.get("/v2/deployments", params={"name_contains": "lph"})).json()
     assert sorted(d["name"] for d in contains["resources"]) == ["alpha", "alpha-2"]
     literal = (await api.get("/v2/deployments", params={"name_contains": "%_"})).json()
@@ -240,7 +240,7 @@ async def test_list_filters_by_exact_name_and_substring_and_pages(
     assert first["offset"] == 3
     rest = (await api.get("/v2/deployments", params={"limit": 3, "offset": 3})).json()
     assert len(rest["resources"]) == 1
-    assert rest["offset"] is None
+    assert rest["offset"] == 4
     seen = [d["name"] for d in first["resources"] + rest["resources"]]
     assert sorted(seen) == ["alpha", "alpha-2", "beta", "gamma%_"]
     assert (await api.get("/v2/deployments", params={"limit": 0})).status_code == 422

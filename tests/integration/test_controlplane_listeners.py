@@ -25,7 +25,7 @@ async def test_create_get_list_listener(api: httpx.AsyncClient) -> None:
     got = await api.get(f"/v2/listeners/{listener['id']}")
     assert got.json() == listener
     listed = await api.get("/v2/listeners")
-    assert listed.json() == {"resources": [listener], "offset": None}
+    assert listed.json() == {"resources": [listener], "offset": 1}  # published: always an integer
     by_compute = await api.get("/v2/listeners", params={"compute_id": "cluster-1"})
     assert by_compute.json()["resources"] == [listener]
 

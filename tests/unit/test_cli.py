@@ -29,6 +29,7 @@ INT_ID = "44444444-4444-4444-8444-444444444444"
 def deployment(**over: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "id": DEP_ID,
+        "tenant_id": "99999999-9999-4999-8999-999999999999",
         "name": "agent-one",
         "source": "external_docker",
         "source_revision_config": {"image_uri": "img:1"},
@@ -271,7 +272,7 @@ def test_deployments_list_table_shows_each_deployment(service: FakeService) -> N
     service.on(
         "GET",
         "/v2/deployments",
-        [httpx.Response(200, json={"resources": [deployment()], "offset": None})],
+        [httpx.Response(200, json={"resources": [deployment()], "offset": 1})],
     )
     result = run("deployments", "list", "--name-contains", "agent")
     assert result.exit_code == 0, result.output
@@ -283,14 +284,17 @@ def test_deployments_list_table_shows_each_deployment(service: FakeService) -> N
 
 def test_deployments_list_follows_pages_and_stops_at_limit(service: FakeService) -> None:
     def page(request: httpx.Request) -> httpx.Response:
+        # 250 deployments; pages as the published contract: `limit` honoured (<= 100)
         offset = int(request.url.params.get("offset", "0"))
-        items = [deployment(id=str(uuid4()), name=f"d{offset + i}") for i in range(2)]
-        return httpx.Response(200, json={"resources": items, "offset": offset + 2})
+        limit = int(request.url.params["limit"])
+        count = max(0, min(limit, 250 - offset))
+        items = [deployment(id=str(uuid4()), name=f"d{offset + i}") for i in range(count)]
+        return httpx.Response(200, json={"resources": items, "offset": offset + count})
 
     service.on("GET", "/v2/deployments", page)
-    result = run("deployments", "list", "--limit", "3", "-o", "json")
+    result = run("deployments", "list", "--limit", "150", "-o", "json")
     assert result.exit_code == 0, result.output
-    assert [d["name"] for d in json_out(result)] == ["d0", "d1", "d2"]
+    assert [d["name"] for d in json_out(result)] == [f"d{i}" for i in range(150)]
     assert len(service.requests) == 2
 
 
@@ -448,7 +452,7 @@ def test_revisions_list_and_get(service: FakeService) -> None:
     service.on(
         "GET",
         f"/v2/deployments/{DEP_ID}/revisions",
-        [httpx.Response(200, json={"resources": [revision("BUILDING")]})],
+        [httpx.Response(200, json={"resources": [revision("BUILDING")], "offset": 1})],
     )
     service.on(
         "GET",
@@ -468,7 +472,9 @@ def test_revisions_list_and_get(service: FakeService) -> None:
 
 
 def test_listeners_list_table_shows_namespaces(service: FakeService) -> None:
-    service.on("GET", "/v2/listeners", [httpx.Response(200, json={"resources": [listener()]})])
+    service.on(
+        "GET", "/v2/listeners", [httpx.Response(200, json={"resources": [listener()], "offset": 1})]
+    )
     result = run("listeners", "list")
     assert result.exit_code == 0, result.output
     assert "cluster-a" in result.stdout

@@ -50,6 +50,7 @@ Handler = Callable[[httpx.Request], httpx.Response]
 def deployment_json(**over: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "id": str(DEP_ID),
+        "tenant_id": "99999999-9999-4999-8999-999999999999",
         "name": "agent",
         "source": "external_docker",
         "source_config": {"listener_id": str(LIS_ID)},
@@ -228,15 +229,15 @@ async def test_list_deployments_sends_filters_and_paging_as_query() -> None:
 
 
 async def test_list_deployments_omits_unset_query_parameters() -> None:
-    rec = Recorder(ok({"resources": []}))
+    rec = Recorder(ok({"resources": [], "offset": 0}))
     async with make_client(rec) as client:
         page = await client.list_deployments()
     assert dict(rec.last.url.params) == {}
-    assert page.offset is None
+    assert page.offset == 0
 
 
 async def test_revision_endpoints_use_nested_paths() -> None:
-    rec = Recorder(ok(revision_json()), ok({"resources": [revision_json()], "offset": None}))
+    rec = Recorder(ok(revision_json()), ok({"resources": [revision_json()], "offset": 1}))
     async with make_client(rec) as client:
         rev = await client.get_revision(DEP_ID, REV_ID)
         page = await client.list_revisions(DEP_ID, limit=1, offset=0)
@@ -254,7 +255,7 @@ async def test_listener_endpoints_methods_paths_and_bodies() -> None:
         ok(listener_json()),
         ok(listener_json()),
         httpx.Response(204),
-        ok({"resources": [listener_json()]}),
+        ok({"resources": [listener_json()], "offset": 1}),
     )
     cfg = ComputeConfig(k8s_namespaces=["ns1", "ns2"])
     async with make_client(rec) as client:
@@ -569,7 +570,7 @@ async def test_iter_deployments_follows_offsets_across_pages() -> None:
     def page(request: httpx.Request) -> httpx.Response:
         offset = int(request.url.params.get("offset", "0"))
         ids = [str(uuid4()) for _ in range(2 if offset < 4 else 1)]
-        nxt = offset + 2 if offset < 4 else None
+        nxt = offset + len(ids)  # published: always an integer
         return ok({"resources": [deployment_json(id=i) for i in ids], "offset": nxt})
 
     rec = Recorder(page)
@@ -585,15 +586,16 @@ async def test_iter_stops_when_offset_does_not_advance() -> None:
     rec = Recorder(ok({"resources": [listener_json()], "offset": 0}))
     async with make_client(rec) as client:
         first = [x async for x in client.iter_listeners(page_size=1)]
-    # offset 0 after a first request without offset is a step; the repeat is not
-    assert len(rec.requests) == 2
-    assert len(first) == 2
+    # offset 0 after the first page does not advance past it: the walk ends there
+    # (the published offset is always an integer; there is no null "last page").
+    assert len(rec.requests) == 1
+    assert len(first) == 1
 
 
 async def test_iter_revisions_stops_on_null_offset() -> None:
     rec = Recorder(
         ok({"resources": [revision_json()], "offset": 1}),
-        ok({"resources": [revision_json()], "offset": None}),
+        ok({"resources": [revision_json()], "offset": 1}),
     )
     async with make_client(rec) as client:
         revisions = [r async for r in client.iter_revisions(DEP_ID, page_size=1)]

@@ -118,6 +118,7 @@ def deployment_json(**over: Any) -> dict[str, Any]:
     """A deployment as the service returns it: unset optionals reported as null."""
     body: dict[str, Any] = {
         "id": DEP,
+        "tenant_id": "99999999-9999-4999-8999-999999999999",
         "name": "agent",
         "source": "external_docker",
         "source_config": {

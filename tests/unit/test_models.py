@@ -133,6 +133,7 @@ def deployment() -> dict[str, Any]:
         },
         "secrets": [{"name": "TOKEN"}],
         "id": "11111111-1111-4111-8111-111111111111",
+        "tenant_id": "99999999-9999-4999-8999-999999999999",
         "created_at": NOW,
         "updated_at": LATER,
         "status": "AWAITING_DATABASE",
@@ -414,8 +415,11 @@ def test_validation_error_entry_requires_loc_msg_and_type() -> None:
             HTTPValidationError.model_validate({"detail": [entry]})
 
 
-def test_page_reads_resources_and_a_null_offset_on_the_last_page() -> None:
-    page = Page[Listener].model_validate({"resources": [listener()]})
-    assert page.offset is None
+def test_page_reads_resources_and_requires_the_integer_offset() -> None:
+    # The published contract: `offset` is always present and an integer.
+    with pytest.raises(ValidationError):
+        Page[Listener].model_validate({"resources": [listener()]})
+    page = Page[Listener].model_validate({"resources": [listener()], "offset": 1})
+    assert page.offset == 1
     assert page.resources[0].compute_id == "cluster-a"
     assert Page[Listener].model_validate({"resources": [], "offset": 40}).offset == 40

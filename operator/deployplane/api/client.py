@@ -200,7 +200,7 @@ class ControlPlaneClient:
                 name=name, name_contains=name_contains, limit=page_size, offset=offset
             )
 
-        async for item in _paginate(page):
+        async for item in _paginate(page, page_size):
             yield item
 
     # -------------------------------------------------------------------- revisions
@@ -227,7 +227,7 @@ class ControlPlaneClient:
         async def page(offset: int | None) -> Page[Revision]:
             return await self.list_revisions(deployment_id, limit=page_size, offset=offset)
 
-        async for item in _paginate(page):
+        async for item in _paginate(page, page_size):
             yield item
 
     async def wait_for_revision(
@@ -316,7 +316,7 @@ class ControlPlaneClient:
         async def page(offset: int | None) -> Page[Listener]:
             return await self.list_listeners(compute_id=compute_id, limit=page_size, offset=offset)
 
-        async for item in _paginate(page):
+        async for item in _paginate(page, page_size):
             yield item
 
     # ------------------------------------------------------------- read-only lookups
@@ -427,19 +427,21 @@ class ControlPlaneClient:
 
 
 async def _paginate(
-    fetch: Callable[[int | None], Awaitable[Page[ModelT]]],
+    fetch: Callable[[int | None], Awaitable[Page[ModelT]]], page_size: int
 ) -> AsyncIterator[ModelT]:
-    """Follow `offset` from page to page until the service says there is no next one."""
+    """Follow `offset` from page to page until the last one.
+
+    The published body always carries an integer `offset`: where the next page starts.
+    A page shorter than `page_size` (or empty) is the last; an offset that does not
+    advance past the items seen ends the walk too, so a service that echoes the
+    request's offset instead still cannot make this loop forever.
+    """
     offset: int | None = None
     while True:
         page = await fetch(offset)
         for item in page.resources:
             yield item
-        # Stop on an empty page or an offset that does not advance: never loop forever.
-        if (
-            page.offset is None
-            or not page.resources
-            or (offset is not None and page.offset <= offset)
-        ):
+        here = offset or 0
+        if len(page.resources) < page_size or page.offset <= here:
             return
         offset = page.offset

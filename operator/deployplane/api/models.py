@@ -22,7 +22,15 @@ from enum import StrEnum
 from typing import Annotated, Any, Generic, TypeVar
 from uuid import UUID
 
-from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field
+from pydantic import (
+    AliasChoices,
+    AliasGenerator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+)
 
 __all__ = [
     "TERMINAL_REVISION_STATUSES",
@@ -35,6 +43,7 @@ __all__ = [
     "DeploymentCreate",
     "DeploymentPatch",
     "DeploymentStatus",
+    "DeploymentType",
     "EnvVar",
     "GitRepository",
     "HTTPValidationError",
@@ -52,6 +61,7 @@ __all__ = [
     "RevisionStatus",
     "Secret",
     "SecretName",
+    "SecretReference",
     "Source",
     "SourceConfig",
     "SourceRevisionConfig",
@@ -154,6 +164,42 @@ class DeploymentStatus(StrEnum):
     UNUSED = "UNUSED"
     AWAITING_DELETE = "AWAITING_DELETE"
     UNKNOWN = "UNKNOWN"
+
+
+class DeploymentType(StrEnum):
+    """The published `source_config.deployment_type` of a git_host deployment."""
+
+    DEV_FREE = "dev_free"
+    DEV = "dev"
+    PROD = "prod"
+
+
+# Every source value the published contract names: the service may answer any of them,
+# though deployplane creates only the two of `Source`.
+PUBLISHED_SOURCES = ("git_host", "external_docker", "internal_docker", "internal_source")
+
+
+def _or_unknown(enum: type[StrEnum]) -> Any:
+    """A before-validator: a status this client does not know reads as UNKNOWN, so a new
+    status in one resource never fails a whole list page."""
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, str) and value not in enum.__members__.values():
+            return enum("UNKNOWN")
+        return value
+
+    return BeforeValidator(convert)
+
+
+ReportedRevisionStatus = Annotated[RevisionStatus, _or_unknown(RevisionStatus)]
+ReportedDeploymentStatus = Annotated[DeploymentStatus, _or_unknown(DeploymentStatus)]
+ReportedSource = Annotated[
+    Source | str,
+    Field(union_mode="left_to_right"),
+    WithJsonSchema({"type": "string", "enum": list(PUBLISHED_SOURCES)}),
+]
+"""A source as the service reports it: a `Source` when known, else the raw string
+(kept, not refused: another source in one resource must not fail a list page)."""
 
 
 class ComputeType(StrEnum):
@@ -315,7 +361,16 @@ class SourceConfig(ApiModel):
     build_on_push: bool | None = Field(
         None, description="Build on every push; must be false when repoRef is a tag."
     )
-    custom_url: str | None = Field(None, description="Custom URL of the deployment.")
+    deployment_type: DeploymentType | None = Field(
+        None, description="Kind of git_host deployment (dev_free, dev, prod); immutable."
+    )
+    custom_url: str | None = Field(
+        None,
+        description=(
+            "URL of the deployment: settable for external_docker only; for git_host the "
+            "service sets it (read-only)."
+        ),
+    )
     resource_spec: ResourceSpec | None = Field(None, description="Compute resources.")
     listener_id: UUID | None = Field(None, description="Id of the listener to run on.")
     listener_config: ListenerConfig | None = Field(None, description="Listener settings.")
@@ -360,6 +415,15 @@ class SecretName(ApiModel):
     name: str
 
 
+class SecretReference(ApiModel):
+    """An environment variable filled from a Kubernetes Secret that already exists on the
+    listener's cluster (external_docker only): the value never passes the service."""
+
+    name: str = Field(min_length=1, description="Environment variable name.")
+    secret_name: str = Field(min_length=1, description="Name of the Kubernetes Secret.")
+    secret_key: str = Field(min_length=1, description="Key within that Secret.")
+
+
 # -------------------------------------------------------------------- deployments
 
 
@@ -371,6 +435,7 @@ class DeploymentCreate(ApiModel):
     source_config: SourceConfig | None = None
     source_revision_config: SourceRevisionConfig | None = None
     secrets: list[Secret] | None = None
+    secret_references: list[SecretReference] | None = None
 
 
 class DeploymentPatch(ApiModel):
@@ -385,20 +450,23 @@ class DeploymentPatch(ApiModel):
     source_config: SourceConfig | None = None
     source_revision_config: SourceRevisionConfig | None = None
     secrets: list[Secret] | None = None
+    secret_references: list[SecretReference] | None = None
 
 
 class Deployment(ApiModel):
     """A deployment as the service returns it."""
 
     id: UUID
+    tenant_id: UUID = Field(description="The workspace the deployment belongs to (read-only).")
     name: str
-    source: Source
+    source: ReportedSource
     source_config: SourceConfig | None = None
     source_revision_config: SourceRevisionConfigStatus | None = None
     secrets: list[SecretName] | None = None
+    secret_references: list[SecretReference] | None = None
     created_at: datetime
     updated_at: datetime
-    status: DeploymentStatus
+    status: ReportedDeploymentStatus
     latest_revision_id: UUID | None = None
     active_revision_id: UUID | None = None
     image_version: str | None = None
@@ -410,8 +478,8 @@ class Revision(ApiModel):
     id: UUID
     created_at: datetime
     updated_at: datetime
-    status: RevisionStatus
-    source: Source
+    status: ReportedRevisionStatus
+    source: ReportedSource
     source_revision_config: SourceRevisionConfigStatus
 
 
@@ -523,8 +591,9 @@ ItemT = TypeVar("ItemT", bound=BaseModel)
 class Page(ApiModel, Generic[ItemT]):
     """A list body: `{"resources": [...], "offset": N}`.
 
-    `offset` is where the next page starts; it is null on the last page.
+    `offset` is always an integer: where the next page starts (the request's offset
+    plus the number of resources returned). A page shorter than the limit is the last.
     """
 
     resources: list[ItemT]
-    offset: int | None = None
+    offset: int

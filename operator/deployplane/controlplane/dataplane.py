@@ -24,6 +24,7 @@ from fastapi import HTTPException
 from sqlalchemy import insert, select, update
 
 from deployplane.api.dataplane import (
+    ReportedDeploymentStatus,
     ReportedStatus,
     RevisionReport,
     RevisionWork,
@@ -38,7 +39,11 @@ from deployplane.controlplane.db import (
     utcnow,
 )
 from deployplane.controlplane.errors import ConflictError, NotFoundError
-from deployplane.controlplane.pipeline import image_version, remove_deployments
+from deployplane.controlplane.pipeline import (
+    image_version,
+    reconciled_on_reaching,
+    remove_deployments,
+)
 from deployplane.controlplane.secretvalues import read_secret_values
 from deployplane.controlplane.settings import WorkspaceConfig
 
@@ -170,7 +175,12 @@ async def report_revision(
     await conn.execute(
         update(revisions)
         .where(revisions.c.id == revision_id)
-        .values(status=report.status.value, next_step_at=None, updated_at=now)
+        .values(
+            status=report.status.value,
+            next_step_at=None,
+            updated_at=now,
+            remote_reconciled=_reconciled(report),
+        )
     )
     await _record(conn, row, listener_id, report.message, now)
     await _update_deployment(conn, deployment, revision_id, report, now)
@@ -180,6 +190,14 @@ async def report_revision(
         image_uri=None,
         message=report.message,
     )
+
+
+def _reconciled(report: RevisionReport) -> bool:
+    """The service's `remote_reconciled` for a reported revision: applied once terminal,
+    except that a deployment still awaiting its database is not done: the agent keeps
+    finding it with `remote_reconciled=false` until it can report READY."""
+    waiting = report.deployment_status is ReportedDeploymentStatus.AWAITING_DATABASE
+    return reconciled_on_reaching(RevisionStatus(report.status.value)) and not waiting
 
 
 async def _record(

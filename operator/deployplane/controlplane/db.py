@@ -24,6 +24,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     Column,
     DateTime,
     Dialect,
@@ -123,6 +124,8 @@ deployments = Table(
     # [{"name": ..., "digest": hmac(value)}]: values are never stored, only enough to
     # tell whether a PATCH changed them.
     Column("secrets", JSON, nullable=False),
+    # [{"name", "secret_name", "secret_key"}] or null: references, never values
+    Column("secret_references", JSON, nullable=True),
     Column("status", String, nullable=False),
     Column("latest_revision_id", Uuid, nullable=True),
     Column("active_revision_id", Uuid, nullable=True),
@@ -131,6 +134,8 @@ deployments = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     # epoch seconds at which an AWAITING_DELETE deployment is removed
     Column("delete_at", Float, nullable=True),
+    # the DELETE's delete_tracing_project: whether the tracing project goes too
+    Column("delete_tracing_project", Boolean, nullable=False, default=False),
     # The unique constraint, not a lookup before the insert, is what makes concurrent
     # creates of one name answer exactly one success and 409 for the rest.
     UniqueConstraint("workspace_id", "name", name="uq_deployment_workspace_name"),
@@ -169,6 +174,9 @@ revisions = Table(
     Column("updated_at", UTCDateTime, nullable=False),
     # epoch seconds at which the pipeline moves this revision on; null once terminal
     Column("next_step_at", Float, nullable=True),
+    # The service's "applied by the data plane": false when created; see
+    # `store.remote_reconciled_condition` for how deployments are filtered by it.
+    Column("remote_reconciled", Boolean, nullable=False, default=False),
     UniqueConstraint("deployment_id", "seq", name="uq_revision_deployment_seq"),
     Index("ix_revisions_next_step_at", "next_step_at"),
 )

@@ -38,6 +38,7 @@ __all__ = [
     "image_version",
     "next_status",
     "path_of",
+    "reconciled_on_reaching",
     "remove_deployments",
 ]
 
@@ -72,8 +73,16 @@ _MOVE_REVISIONS = (
         status=bindparam("status"),
         updated_at=bindparam("updated_at"),
         next_step_at=bindparam("next_step_at"),
+        remote_reconciled=bindparam("remote_reconciled"),
     )
 )
+
+
+def reconciled_on_reaching(status: RevisionStatus) -> bool:
+    """The simulated data plane: a revision counts as applied (the service's
+    `remote_reconciled`) once it reaches a terminal status."""
+    return status.is_terminal
+
 
 _GIT_PATH = (
     RevisionStatus.CREATING,
@@ -266,6 +275,7 @@ class Pipeline:
                         "status": new.value,
                         "updated_at": stamp,
                         "next_step_at": None if new.is_terminal else now + step,
+                        "remote_reconciled": reconciled_on_reaching(new),
                     },
                 )
                 moved += len(ids)

@@ -13,10 +13,22 @@ import hmac
 import secrets as _random
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, bindparam, delete, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Row,
+    and_,
+    bindparam,
+    delete,
+    insert,
+    not_,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from deployplane.api.models import (
@@ -33,6 +45,7 @@ from deployplane.api.models import (
     RevisionStatus,
     Secret,
     SecretName,
+    SecretReference,
     Source,
     SourceConfig,
     SourceRevisionConfig,
@@ -53,6 +66,7 @@ from deployplane.controlplane.settings import WorkspaceConfig
 from deployplane.controlplane.validation import deployment_errors
 
 __all__ = [
+    "DeploymentFilters",
     "create_deployment",
     "create_listener",
     "delete_deployment",
@@ -66,6 +80,7 @@ __all__ = [
     "patch_deployment",
     "patch_listener",
     "put_listener",
+    "remote_reconciled_condition",
 ]
 
 _IN_PROGRESS_EARLY = (RevisionStatus.CREATING.value, RevisionStatus.QUEUED.value)
@@ -73,6 +88,8 @@ _AGENT_STAGES = (RevisionStatus.AWAITING_DEPLOY.value, RevisionStatus.DEPLOYING.
 
 _DEPLOYMENT_COLUMNS = (
     deployments.c.id,
+    deployments.c.workspace_id,
+    deployments.c.secret_references,
     deployments.c.name,
     deployments.c.source,
     deployments.c.source_config,
@@ -147,6 +164,7 @@ def _deployment_model(row: Row[Any]) -> Deployment:
     source = Source(row.source)
     return Deployment(
         id=row.id,
+        tenant_id=row.workspace_id,
         name=row.name,
         source=source,
         source_config=SourceConfig.model_validate(row.source_config),
@@ -157,6 +175,7 @@ def _deployment_model(row: Row[Any]) -> Deployment:
             repo_commit_sha=row.repo_commit_sha,
         ),
         secrets=[SecretName(name=s["name"]) for s in row.secrets],
+        secret_references=_secret_references(row.secret_references),
         created_at=row.created_at,
         updated_at=row.updated_at,
         status=DeploymentStatus(row.status),
@@ -186,9 +205,51 @@ def _listener_model(row: Row[Any]) -> Listener:
     return Listener.model_validate(row._mapping)
 
 
-def _page_offset(offset: int, limit: int, got: int) -> int | None:
-    # One extra row is fetched to know whether a next page exists.
-    return offset + limit if got > limit else None
+def _page_offset(offset: int, returned: int) -> int:
+    """The published `offset` of a list body: always an integer, where the next page
+    starts (a page shorter than the limit is the last)."""
+    return offset + returned
+
+
+def _secret_references(stored: list[dict[str, str]] | None) -> list[SecretReference] | None:
+    if stored is None:
+        return None
+    return [SecretReference.model_validate(item) for item in stored]
+
+
+def _stored_references(given: list[SecretReference] | None) -> list[dict[str, str]] | None:
+    return None if given is None else [item.model_dump() for item in given]
+
+
+def remote_reconciled_condition(value: bool) -> ColumnElement[bool]:
+    """`remote_reconciled=value` of GET /v2/deployments: a deployment matches when its
+    latest revision's flag is `value` (the deployment query joins that revision).
+
+    The one place that rule lives. The data-plane extension widens it: a deployment
+    being deleted is not reconciled until the listener agent removed its objects
+    (docs/dataplane.md), so the agent finds deletions with the same filter."""
+    deleting = deployments.c.status == DeploymentStatus.AWAITING_DELETE.value
+    if value:
+        return and_(revisions.c.remote_reconciled.is_(True), not_(deleting))
+    return or_(revisions.c.remote_reconciled.is_(False), deleting)
+
+
+def _comma_separated(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def _uuid_list(value: str | None, name: str) -> list[uuid.UUID] | None:
+    items = _comma_separated(value)
+    if items is None:
+        return None
+    try:
+        return [uuid.UUID(item) for item in items]
+    except ValueError:
+        raise InvalidError(
+            [invalid(("query", name), "must be a comma-separated list of UUIDs")]
+        ) from None
 
 
 async def _listener_exists(conn: DbConn, workspace_id: uuid.UUID, listener_id: uuid.UUID) -> bool:
@@ -285,6 +346,7 @@ async def create_deployment(
                 "source": body.source.value,
                 "source_config": stored_config,
                 "secrets": secret_records,
+                "secret_references": _stored_references(body.secret_references),
                 "status": DeploymentStatus.AWAITING_DATABASE.value,
                 "latest_revision_id": revision_id,
                 "active_revision_id": None,
@@ -322,11 +384,13 @@ async def create_deployment(
     # Answered from what was written rather than read back: one statement fewer.
     return Deployment(
         id=deployment_id,
+        tenant_id=workspace.id,
         name=body.name,
         source=body.source,
         source_config=SourceConfig.model_validate(stored_config),
         source_revision_config=revision.source_revision_config,
         secrets=[SecretName(name=secret.name) for secret in given_secrets],
+        secret_references=body.secret_references,
         created_at=now,
         updated_at=now,
         status=DeploymentStatus.AWAITING_DATABASE,
@@ -349,27 +413,55 @@ async def get_deployment(
     return _deployment_model(row)
 
 
+@dataclass(frozen=True)
+class DeploymentFilters:
+    """The published filters of GET /v2/deployments (`name` is the emulator's extension;
+    `tag_value_ids` is accepted and ignored: the emulator has no tags)."""
+
+    name: str | None = None
+    name_contains: str | None = None
+    status: str | None = None
+    image_version: str | None = None
+    deployment_type: str | None = None
+    deployment_ids: str | None = None
+    remote_reconciled: bool | None = None
+
+
+def _filtered_deployments(query: Any, filters: DeploymentFilters) -> Any:
+    if filters.name is not None:
+        query = query.where(deployments.c.name == filters.name)
+    if filters.name_contains is not None:
+        query = query.where(text_position(deployments.c.name, filters.name_contains) > 0)
+    if filters.status is not None:
+        query = query.where(deployments.c.status == filters.status)
+    if filters.image_version is not None:
+        query = query.where(deployments.c.image_version == filters.image_version)
+    if filters.deployment_type is not None:
+        stored_type = deployments.c.source_config["deployment_type"].as_string()
+        query = query.where(stored_type == filters.deployment_type)
+    ids = _uuid_list(filters.deployment_ids, "deployment_ids")
+    if ids is not None:
+        query = query.where(deployments.c.id.in_(ids))
+    if filters.remote_reconciled is not None:
+        query = query.where(remote_reconciled_condition(filters.remote_reconciled))
+    return query
+
+
 async def list_deployments(
     *,
     conn: DbConn,
     workspace: WorkspaceConfig,
-    name: str | None,
-    name_contains: str | None,
+    filters: DeploymentFilters,
     limit: int,
     offset: int,
 ) -> Page[Deployment]:
     query = _deployment_query().where(deployments.c.workspace_id == workspace.id)
-    if name is not None:
-        query = query.where(deployments.c.name == name)
-    if name_contains is not None:
-        query = query.where(text_position(deployments.c.name, name_contains) > 0)
-    query = (
-        query.order_by(deployments.c.created_at, deployments.c.id).offset(offset).limit(limit + 1)
-    )
+    query = _filtered_deployments(query, filters)
+    query = query.order_by(deployments.c.created_at, deployments.c.id).offset(offset).limit(limit)
     rows = (await conn.execute(query)).all()
     return Page[Deployment](
-        resources=[_deployment_model(row) for row in rows[:limit]],
-        offset=_page_offset(offset, limit, len(rows)),
+        resources=[_deployment_model(row) for row in rows],
+        offset=_page_offset(offset, len(rows)),
     )
 
 
@@ -439,6 +531,10 @@ async def patch_deployment(
                 new_revision = True
     revision_config = SourceRevisionConfig(**revision_values)
 
+    if body.secret_references is not None and (
+        _stored_references(body.secret_references) != current.secret_references
+    ):
+        new_revision = True  # the environment changes: it takes a new revision to apply
     secret_records: list[dict[str, str]] = current.secrets
     if body.secrets is not None:
         errors += _secret_errors(body.secrets, ("body", "secrets"))
@@ -473,6 +569,8 @@ async def patch_deployment(
         "secrets": secret_records,
         "updated_at": now,
     }
+    if body.secret_references is not None:
+        values["secret_references"] = _stored_references(body.secret_references)
     if new_revision:
         await _supersede(conn, deployment_id=deployment_id, now=now)
         values["latest_revision_id"] = revision_id = uuid.uuid4()
@@ -502,12 +600,22 @@ async def _supersede(conn: DbConn, *, deployment_id: uuid.UUID, now: datetime) -
     await conn.execute(
         update(revisions)
         .where(*unfinished, revisions.c.status.in_(_IN_PROGRESS_EARLY))
-        .values(status=RevisionStatus.SKIPPED.value, next_step_at=None, updated_at=now)
+        .values(
+            status=RevisionStatus.SKIPPED.value,
+            next_step_at=None,
+            updated_at=now,
+            remote_reconciled=True,
+        )
     )
     await conn.execute(
         update(revisions)
         .where(*unfinished)
-        .values(status=RevisionStatus.INTERRUPTED.value, next_step_at=None, updated_at=now)
+        .values(
+            status=RevisionStatus.INTERRUPTED.value,
+            next_step_at=None,
+            updated_at=now,
+            remote_reconciled=True,
+        )
     )
 
 
@@ -578,22 +686,25 @@ async def list_revisions(
     conn: DbConn,
     workspace: WorkspaceConfig,
     deployment_id: uuid.UUID,
+    status: str | None,
+    remote_reconciled: bool | None,
     limit: int,
     offset: int,
 ) -> Page[Revision]:
+    """Newest first; `status` is a comma-separated list of revision statuses."""
     await _check_deployment(conn, workspace, deployment_id)
+    query = select(revisions).where(revisions.c.deployment_id == deployment_id)
+    statuses = _comma_separated(status)
+    if statuses is not None:
+        query = query.where(revisions.c.status.in_(statuses))
+    if remote_reconciled is not None:
+        query = query.where(revisions.c.remote_reconciled == remote_reconciled)
     rows = (
-        await conn.execute(
-            select(revisions)
-            .where(revisions.c.deployment_id == deployment_id)
-            .order_by(revisions.c.seq.desc())
-            .offset(offset)
-            .limit(limit + 1)
-        )
+        await conn.execute(query.order_by(revisions.c.seq.desc()).offset(offset).limit(limit))
     ).all()
     return Page[Revision](
-        resources=[_revision_model(row) for row in rows[:limit]],
-        offset=_page_offset(offset, limit, len(rows)),
+        resources=[_revision_model(row) for row in rows],
+        offset=_page_offset(offset, len(rows)),
     )
 
 
@@ -658,12 +769,12 @@ async def list_listeners(
         query = query.where(listeners.c.compute_id == compute_id)
     rows = (
         await conn.execute(
-            query.order_by(listeners.c.created_at, listeners.c.id).offset(offset).limit(limit + 1)
+            query.order_by(listeners.c.created_at, listeners.c.id).offset(offset).limit(limit)
         )
     ).all()
     return Page[Listener](
-        resources=[_listener_model(row) for row in rows[:limit]],
-        offset=_page_offset(offset, limit, len(rows)),
+        resources=[_listener_model(row) for row in rows],
+        offset=_page_offset(offset, len(rows)),
     )
 
 

@@ -46,7 +46,7 @@ class DataPlaneClient(ControlPlaneClient):
             response = await self._request("GET", DEPLOYMENTS, params=params)
             return self._parse(Page[Deployment], response, "GET", DEPLOYMENTS)
 
-        async for deployment in _paginate(page):
+        async for deployment in _paginate(page, PAGE):
             yield deployment
 
     async def latest_revisions(self, deployment_id: Id, *, limit: int = 1) -> list[Revision]:

@@ -12,6 +12,7 @@ from deployplane.api.models import (
     Deployment,
     DeploymentCreate,
     DeploymentPatch,
+    DeploymentType,
     NotFoundBody,
     Page,
     Revision,
@@ -71,20 +72,39 @@ async def create_deployment(
 async def list_deployments(
     workspace: CurrentWorkspace,
     request: Request,
-    name: str | None = Query(None, description="Exact name."),
-    name_contains: str | None = Query(None, description="Substring of the name."),
     limit: Limit = 20,
     offset: Offset = 0,
+    name_contains: str | None = Query(None, description="Substring of the name."),
+    status: str | None = Query(None, description="A deployment status."),
+    remote_reconciled: bool | None = Query(
+        None, description="Whether the latest revision was applied by the data plane."
+    ),
+    tag_value_ids: str | None = Query(None, description="Comma-separated (accepted, ignored)."),
+    image_version: str | None = Query(None, description="Exact image version."),
+    deployment_type: DeploymentType | None = Query(None, description="git_host deployment type."),
+    deployment_ids: str | None = Query(None, description="Comma-separated deployment ids."),
+    name: str | None = Query(None, description="Exact name (emulator extension)."),
 ) -> Response:
-    refuse_nul_in_query(name=name, name_contains=name_contains)
+    refuse_nul_in_query(
+        name=name,
+        name_contains=name_contains,
+        status=status,
+        image_version=image_version,
+        tag_value_ids=tag_value_ids,
+        deployment_ids=deployment_ids,
+    )
+    filters = store.DeploymentFilters(
+        name=name,
+        name_contains=name_contains,
+        status=status,
+        image_version=image_version,
+        deployment_type=deployment_type.value if deployment_type is not None else None,
+        deployment_ids=deployment_ids,
+        remote_reconciled=remote_reconciled,
+    )
     async with database_of(request).read() as conn:
         page = await store.list_deployments(
-            conn=conn,
-            workspace=workspace,
-            name=name,
-            name_contains=name_contains,
-            limit=limit,
-            offset=offset,
+            conn=conn, workspace=workspace, filters=filters, limit=limit, offset=offset
         )
     return json_response(page)
 
@@ -171,10 +191,21 @@ async def list_revisions(
     request: Request,
     limit: Limit = 20,
     offset: Offset = 0,
+    status: str | None = Query(None, description="Comma-separated revision statuses."),
+    remote_reconciled: bool | None = Query(
+        None, description="Whether the revision was applied by the data plane."
+    ),
 ) -> Response:
+    refuse_nul_in_query(status=status)
     async with database_of(request).read() as conn:
         page = await store.list_revisions(
-            conn=conn, workspace=workspace, deployment_id=deployment_id, limit=limit, offset=offset
+            conn=conn,
+            workspace=workspace,
+            deployment_id=deployment_id,
+            status=status,
+            remote_reconciled=remote_reconciled,
+            limit=limit,
+            offset=offset,
         )
     return json_response(page)
 
