@@ -8,7 +8,6 @@ heartbeats at chosen instants. Every test runs on SQLite and on PostgreSQL.
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
@@ -21,72 +20,14 @@ from _controlplane_harness import (  # noqa: F401  (fixtures)
     git_body,
     image_body,
 )
-from fastapi import FastAPI
+from _dataplane_harness import Clock, clock, make_deployment, make_listener  # noqa: F401
 
 from deployplane.controlplane import agents
 from deployplane.controlplane.dataplane import built_image
 
 pytestmark = pytest.mark.postgres
 
-STEP = 3600.0  # the harness's step: each manual advance goes one step further
 EXT = "/_dataplane/v1/listeners"
-
-
-async def make_listener(api: httpx.AsyncClient, compute_id: str = "cluster-1") -> str:
-    body = {
-        "compute_type": "k8s",
-        "compute_id": compute_id,
-        "compute_config": {"k8s_namespaces": ["agents"]},
-    }
-    response = await api.post("/v2/listeners", json=body)
-    assert response.status_code == 201, response.text
-    listener_id: str = response.json()["id"]
-    return listener_id
-
-
-async def make_deployment(
-    api: httpx.AsyncClient, listener_id: str, body: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    body = body or image_body()
-    body["source_config"] = {**body.get("source_config", {}), "listener_id": listener_id}
-    response = await api.post("/v2/deployments", json=body)
-    assert response.status_code == 201, response.text
-    created: dict[str, Any] = response.json()
-    return created
-
-
-class Clock:
-    """Manual time for the pipeline and the heartbeats."""
-
-    def __init__(self, app: FastAPI) -> None:
-        self.app = app
-        self.now = time.time()
-        workspaces = app.state.settings.config.workspaces
-        self.workspace = next(w for w in workspaces if w.name == "team-a")
-
-    async def beat(self, listener_id: str) -> None:
-        """What a heartbeat call records, at this clock's time rather than the real one."""
-        async with self.app.state.db.write() as conn:
-            await agents.heartbeat(
-                conn=conn,
-                workspace=self.workspace,
-                listener_id=uuid.UUID(listener_id),
-                now=self.now,
-            )
-
-    async def step(self, times: int = 1, *, beating: str | None = None) -> None:
-        """Moves time one pipeline step on (per time), beating first if asked."""
-        for _ in range(times):
-            # From the real time at least: revisions are due a step after their creation.
-            self.now = max(self.now, time.time()) + STEP
-            if beating is not None:
-                await self.beat(beating)
-            await self.app.state.pipeline.advance_due(now=self.now)
-
-
-@pytest.fixture
-def clock(emulator: tuple[FastAPI, httpx.AsyncClient]) -> Clock:
-    return Clock(emulator[0])
 
 
 async def revision(api: httpx.AsyncClient, deployment: dict[str, Any]) -> dict[str, Any]:
@@ -326,3 +267,27 @@ async def test_patched_secrets_replace_the_values_the_agent_gets(api: httpx.Asyn
     updated = (await api.patch(f"/v2/deployments/{deployment['id']}", json=patch)).json()
     work = (await api.get(work_path(listener_id, updated))).json()
     assert work["secret_values"] == {"TOKEN": "t-2"}
+
+
+async def unreconciled_ids(api: httpx.AsyncClient) -> set[str]:
+    listed = await api.get("/v2/deployments", params={"remote_reconciled": "false"})
+    assert listed.status_code == 200, listed.text
+    return {d["id"] for d in listed.json()["resources"]}
+
+
+async def test_remote_reconciled_tracks_what_the_agent_still_has_to_do(
+    api: httpx.AsyncClient, clock: Clock
+) -> None:
+    listener_id = await make_listener(api)
+    deployment = await make_deployment(api, listener_id)
+    assert deployment["id"] in await unreconciled_ids(api)
+    await clock.step(3, beating=listener_id)
+    path = report_path(listener_id, deployment)
+    waiting = {"status": "DEPLOYED", "deployment_status": "AWAITING_DATABASE"}
+    assert (await api.put(path, json=waiting)).status_code == 200
+    assert deployment["id"] in await unreconciled_ids(api)  # its database is not ready
+    ready = {"status": "DEPLOYED", "deployment_status": "READY"}
+    assert (await api.put(path, json=ready)).status_code == 200
+    assert deployment["id"] not in await unreconciled_ids(api)
+    assert (await api.delete(f"/v2/deployments/{deployment['id']}")).is_success
+    assert deployment["id"] in await unreconciled_ids(api)  # the agent has to remove it
