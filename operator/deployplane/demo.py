@@ -1,9 +1,10 @@
 """`deployplane demo up|down`: the whole system on one machine, in one command.
 
 `up` starts a local Kubernetes API (etcd + kube-apiserver + kube-controller-manager),
-the control-plane emulator and the operator, applies the CRDs and `examples/`, and shows
-a live table until every example is Ready. Everything keeps running in the background
-afterwards (`down` stops it). Ctrl-C during `up` stops everything it started.
+the control-plane emulator, the operator and the listener agent of the example Listener
+(the data plane: it rolls the example deployments out in namespace `agents`), applies
+the CRDs and `examples/`, and shows a live table until every example is Ready.
+Everything keeps running in the background afterwards (`down` stops it). Ctrl-C during `up` stops everything it started.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ NAMESPACE = "demo"
 DEMO_API_KEY = "demo-key-not-secret"  # matches examples/controlplane.yaml; local only
 TENANT = "11111111-1111-1111-1111-111111111111"
 KINDS = (("Listener", "listeners"), ("AgentDeployment", "agentdeployments"))
+# The example Listener (examples/listener.yaml) and its namespace, where its agent
+# deploys: `kubectl get deploy,pods -n agents` shows the example agents running.
+LISTENER = "dev-cluster"
+AGENTS_NAMESPACE = "agents"
 
 
 def _repo_file(relative: str) -> Path:
@@ -121,6 +126,7 @@ def _start_emulator() -> str:
 
 
 def _stop_all() -> None:
+    _stop_pidfile("listener-agent")
     _stop_pidfile("operator")
     _stop_pidfile("emulator")
     cluster = attach(STATE / "cluster")
@@ -138,7 +144,8 @@ def _apply_examples(api: client.ApiClient) -> None:
         for p in sorted(_repo_file("crds").glob("*.deployplane.io.yaml"))
     ]
     applier.apply(crds)
-    applier.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    for namespace in (NAMESPACE, AGENTS_NAMESPACE):
+        applier.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     docs: list[dict[str, Any]] = []
     for path in sorted(_repo_file("examples").glob("*.yaml")):
         docs += [
@@ -229,6 +236,7 @@ def up(
             },
         )
         console.print(f"[green]✓[/green] operator started (log: {STATE / 'operator.log'})")
+        _start_listener_agent(cluster, url)
         all_ready = _watch(cluster, timeout, started)
     except KeyboardInterrupt:
         console.print("\ninterrupted: stopping everything the demo started")
@@ -248,6 +256,36 @@ def up(
             f"see {STATE / 'operator.log'}"
         )
         raise typer.Exit(1)
+
+
+def _start_listener_agent(cluster: DevCluster, url: str) -> None:
+    """The data plane of the example Listener; it learns the listener's id from the
+    Listener's status once the operator has created it."""
+    _spawn(
+        "listener-agent",
+        [
+            sys.executable,
+            "-m",
+            "deployplane.cli",
+            "listener",
+            "run",
+            "--listener",
+            LISTENER,
+            "--namespace",
+            NAMESPACE,
+        ],
+        env={
+            "KUBECONFIG": str(cluster.kubeconfig),
+            "DEPLOYPLANE_CONTROL_PLANE_URL": url,
+            "DEPLOYPLANE_API_KEY": DEMO_API_KEY,
+            "DEPLOYPLANE_TENANT_ID": TENANT,
+            "DEPLOYPLANE_POLL_INTERVAL": "1",
+        },
+    )
+    console.print(
+        f"[green]✓[/green] listener agent of {LISTENER} started, deploying into namespace "
+        f"{AGENTS_NAMESPACE} (log: {STATE / 'listener-agent.log'})"
+    )
 
 
 def _watch(cluster: DevCluster, timeout: float, started: float) -> bool:
@@ -270,6 +308,7 @@ def _print_next_steps(cluster: DevCluster) -> None:
         f"  export KUBECONFIG={cluster.kubeconfig}\n"
         f"  {kubectl} get agentdeployments,listeners -n {NAMESPACE} -o wide\n"
         f"  {kubectl} describe agentdeployment support-bot -n {NAMESPACE}\n"
+        f"  {kubectl} get deploy,pods -n {AGENTS_NAMESPACE}   # the example agents, running\n"
         f"  deployplane deployments list --url $(cat {STATE / 'emulator.url'}) "
         f"--api-key {DEMO_API_KEY}\n"
         "Stop it all with: make demo-down   (or: deployplane demo down)"
