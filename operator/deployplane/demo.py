@@ -4,7 +4,8 @@
 the control-plane emulator, the operator and the listener agent of the example Listener
 (the data plane: it rolls the example deployments out in namespace `agents`), applies
 the CRDs and `examples/`, and shows a live table until every example is Ready.
-Everything keeps running in the background afterwards (`down` stops it). Ctrl-C during `up` stops everything it started.
+Everything keeps running in the background afterwards (`down` stops it). Ctrl-C during
+`up` stops everything it started.
 """
 
 from __future__ import annotations
