@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 import pytest
+import yaml
 from tests.support import chart
 from tests.support.chart import Doc, env_of, find_all
 
@@ -140,3 +141,11 @@ def test_listener_id_needs_no_listener_role() -> None:
 def test_bad_listener_agent_values_are_refused(values: dict[str, Any], message: str) -> None:
     error = chart.render_error({"listenerAgent": values})
     assert message in error, error
+
+
+def test_helm_lint_is_clean_with_the_listener_agent(tmp_path: Any) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(BY_NAME))
+    out = chart.helm("lint", "--strict", str(chart.CHART), "--values", str(values), check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "[WARNING]" not in out.stdout, out.stdout
