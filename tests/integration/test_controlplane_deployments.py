@@ -184,11 +184,12 @@ async def test_workspace_mode_restricts_source(emulator: tuple[object, httpx.Asy
     assert response.json()["detail"][0]["loc"] == ["body", "source"]
 
 
-async def test_duplicate_name_is_409(api: httpx.AsyncClient) -> None:
+async def test_duplicate_name_is_400(api: httpx.AsyncClient) -> None:
+    # The published contract: POST answers 201, 400 or 422 (no 409).
     assert (await api.post("/v2/deployments", json=image_body("dup"))).status_code == 201
     again = await api.post("/v2/deployments", json=image_body("dup", image="other:2"))
-    assert again.status_code == 409
-    assert "detail" in again.json()
+    assert again.status_code == 400
+    assert isinstance(again.json()["detail"], str)
 
 
 async def test_twenty_concurrent_creates_of_one_name_make_exactly_one(
@@ -198,7 +199,7 @@ async def test_twenty_concurrent_creates_of_one_name_make_exactly_one(
         *(api.post("/v2/deployments", json=image_body("race")) for _ in range(20))
     )
     statuses = sorted(answer.status_code for answer in answers)
-    assert statuses == [201] + [409] * 19
+    assert statuses == [201] + [400] * 19
     listed = await api.get("/v2/deployments", params={"name": "race"})
     assert len(listed.json()["resources"]) == 1
 
@@ -355,13 +356,13 @@ async def test_patch_refuses_fields_of_the_other_source(api: httpx.AsyncClient) 
 async def test_delete_marks_awaiting_delete(api: httpx.AsyncClient) -> None:
     created = (await api.post("/v2/deployments", json=image_body())).json()
     response = await api.delete(f"/v2/deployments/{created['id']}")
-    assert response.status_code == 202
-    assert response.json()["status"] == "AWAITING_DELETE"
+    assert response.status_code == 204  # published: 204, empty body
+    assert response.content == b""
     again = await api.get(f"/v2/deployments/{created['id']}")
     assert again.json()["status"] == "AWAITING_DELETE"
-    assert (await api.delete(f"/v2/deployments/{created['id']}")).status_code == 202
+    assert (await api.delete(f"/v2/deployments/{created['id']}")).status_code == 204
     patch = await api.patch(f"/v2/deployments/{created['id']}", json={})
-    assert patch.status_code == 409
+    assert patch.status_code == 400  # published PATCH answers: 200, 400, 404, 422
 
 
 async def test_a_repeated_read_never_outlives_a_write(api: httpx.AsyncClient) -> None:

@@ -59,7 +59,7 @@ async def test_stats_count_requests_by_route_template_and_status(api: httpx.Asyn
     await api.get(f"/v2/deployments/{created['id']}")
     await api.post("/v2/deployments", json=image_body())
     stats = (await api.get("/_emulator/stats")).json()
-    assert stats["requests"]["POST /v2/deployments"] == {"201": 1, "409": 1}
+    assert stats["requests"]["POST /v2/deployments"] == {"201": 1, "400": 1}
     assert stats["requests"]["GET /v2/deployments/{deployment_id}"] == {"200": 2}
     assert stats["total"] == 4
     assert (await api.delete("/_emulator/stats")).status_code == 204

@@ -162,14 +162,15 @@ async def test_configured_failures_stop_the_revision(database_url: str) -> None:
 async def test_delete_removes_the_deployment_after_one_step(database_url: str) -> None:
     async with running_app(make_settings(database_url, step_seconds=0.05)) as (_, client):
         created = (await client.post("/v2/deployments", json=image_body())).json()
-        assert (await client.delete(f"/v2/deployments/{created['id']}")).status_code == 202
+        path = f"/v2/deployments/{created['id']}?delete_tracing_project=true"
+        assert (await client.delete(path)).status_code == 204
 
         async def gone() -> bool:
             answer = await client.get(f"/v2/deployments/{created['id']}")
             return answer.status_code == 404
 
         await wait_for(gone)
-        # its name (and tracing project) are free again
+        # its name (and, deleted with it, its tracing project) are free again
         again = await client.post("/v2/deployments", json=image_body())
         assert again.status_code == 201
 
@@ -191,4 +192,4 @@ async def test_state_survives_a_restart_and_the_pipeline_resumes(database_url: s
         seen = await observed_statuses(client, created["id"], created["latest_revision_id"])
         assert seen[-1] == "DEPLOYED"
         duplicate = await client.post("/v2/deployments", json=image_body())
-        assert duplicate.status_code == 409
+        assert duplicate.status_code == 400

@@ -55,6 +55,7 @@ def deployment_json(**over: Any) -> dict[str, Any]:
         "source": "external_docker",
         "source_config": {"listener_id": str(LIS_ID)},
         "source_revision_config": {"image_uri": "img:1", "repo_commit_sha": None},
+        "secrets": [],
         "created_at": NOW,
         "updated_at": NOW,
         "status": "READY",

@@ -31,10 +31,13 @@ from pydantic import (
     Field,
     WithJsonSchema,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 __all__ = [
     "TERMINAL_REVISION_STATUSES",
     "ApiModel",
+    "BulkDeleteOutcome",
+    "BulkDeleteResult",
     "ComputeConfig",
     "ComputeType",
     "Container",
@@ -45,6 +48,7 @@ __all__ = [
     "DeploymentStatus",
     "DeploymentType",
     "EnvVar",
+    "ErrorBody",
     "GitRepository",
     "HTTPValidationError",
     "ImagePullSecret",
@@ -97,6 +101,12 @@ class ApiModel(BaseModel):
         extra="ignore",
         use_enum_values=False,
     )
+
+
+def _require(schema: dict[str, Any], *names: str) -> None:
+    """Marks fields required in a model's JSON schema (see `Deployment`)."""
+    required = schema.setdefault("required", [])
+    required.extend(name for name in names if name not in required)
 
 
 FreeForm = dict[str, Any]
@@ -445,8 +455,10 @@ class DeploymentPatch(ApiModel):
     explicitly (they cannot change after creation) rather than silently ignoring it.
     """
 
-    name: str | None = None
-    source: Source | None = None
+    # Not in the published PATCH body (so not in the OpenAPI document): read only to
+    # refuse a change by name.
+    name: SkipJsonSchema[str | None] = None
+    source: SkipJsonSchema[Source | None] = None
     source_config: SourceConfig | None = None
     source_revision_config: SourceRevisionConfig | None = None
     secrets: list[Secret] | None = None
@@ -469,6 +481,20 @@ class Deployment(ApiModel):
     status: ReportedDeploymentStatus
     latest_revision_id: UUID | None = None
     active_revision_id: UUID | None = None
+
+    # Every Deployment answer carries these (the published contract): required in the
+    # OpenAPI document, yet read with defaults here, so that one missing field never
+    # fails a whole list page in the client.
+    model_config = ConfigDict(
+        json_schema_extra=lambda schema: _require(
+            schema,
+            "source_config",
+            "source_revision_config",
+            "secrets",
+            "latest_revision_id",
+            "active_revision_id",
+        )
+    )
     image_version: str | None = None
 
 
@@ -524,6 +550,8 @@ class Listener(ApiModel):
     compute_type: ComputeType
     compute_id: str
     compute_config: ComputeConfig | None = None
+
+    model_config = ConfigDict(json_schema_extra=lambda schema: _require(schema, "compute_config"))
     version: str | None = None
     created_at: datetime
     updated_at: datetime
@@ -581,6 +609,26 @@ class NotFoundBody(ApiModel):
     """A 404 body, e.g. `{"detail": "Deployment ID <id> not found."}`."""
 
     detail: str
+
+
+class ErrorBody(ApiModel):
+    """A 400 (or 403, 409) body: `{"detail": "<one sentence>"}`."""
+
+    detail: str
+
+
+class BulkDeleteOutcome(ApiModel):
+    """One id's outcome in a bulk delete: 204 deleted, 404 unknown (named in detail)."""
+
+    deployment_id: UUID
+    status: int
+    detail: str | None = None
+
+
+class BulkDeleteResult(ApiModel):
+    """Body of DELETE /v2/deployments: 200 when every id went, 207 when some failed."""
+
+    results: list[BulkDeleteOutcome]
 
 
 # -------------------------------------------------------------------- pagination

@@ -20,7 +20,12 @@ from fastapi.responses import JSONResponse
 from deployplane.controlplane.auth import SECURITY_SCHEMES, Authenticator
 from deployplane.controlplane.cache import ReadCache
 from deployplane.controlplane.db import Database
-from deployplane.controlplane.errors import ConflictError, InvalidError, NotFoundError
+from deployplane.controlplane.errors import (
+    ConflictError,
+    InvalidError,
+    NotFoundError,
+    RefusedError,
+)
 from deployplane.controlplane.middleware import (
     BodyLimitMiddleware,
     FaultMiddleware,
@@ -29,7 +34,14 @@ from deployplane.controlplane.middleware import (
     StatsMiddleware,
 )
 from deployplane.controlplane.pipeline import Pipeline
-from deployplane.controlplane.routes import admin, dataplane, deployments, listeners, lookups
+from deployplane.controlplane.routes import (
+    admin,
+    dataplane,
+    deployments,
+    extensions,
+    listeners,
+    lookups,
+)
 from deployplane.controlplane.settings import Settings
 
 __all__ = ["create_app"]
@@ -45,6 +57,11 @@ async def _not_found(_: Request, exc: Exception) -> JSONResponse:
 async def _conflict(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ConflictError)
     return JSONResponse({"detail": exc.detail}, status_code=409)
+
+
+async def _refused(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RefusedError)
+    return JSONResponse({"detail": exc.detail}, status_code=400)
 
 
 async def _invalid(_: Request, exc: Exception) -> JSONResponse:
@@ -113,18 +130,20 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.stats = RequestStats()
     app.state.started_at = datetime.now(UTC)
 
-    app.include_router(admin.health_router)
-    app.include_router(admin.router)
+    app.state.strict = settings.config.strict
+    if not settings.config.strict:  # strict: the published contract only, no extension
+        app.include_router(admin.health_router)
+        app.include_router(admin.router)
+        app.include_router(extensions.router)
+        # The data-plane protocol (docs/dataplane.md): the service keeps its own private.
+        app.include_router(dataplane.router)
     app.include_router(deployments.router)
     app.include_router(listeners.router)
     app.include_router(lookups.router)
-    # An extension (docs/dataplane.md): the service does not publish its data-plane
-    # protocol, so strict mode does not serve it.
-    if not getattr(settings, "strict", False):  # TODO(faithful): settings.strict once merged
-        app.include_router(dataplane.router)
 
     app.add_exception_handler(NotFoundError, _not_found)
     app.add_exception_handler(ConflictError, _conflict)
+    app.add_exception_handler(RefusedError, _refused)
     app.add_exception_handler(InvalidError, _invalid)
     app.add_exception_handler(RequestValidationError, _request_invalid)
 

@@ -102,6 +102,14 @@ async def current_workspace(request: Request) -> WorkspaceConfig:
     found = _credential_workspaces(request)
     tenant_id = request.headers.get("x-tenant-id")
     if tenant_id is None:
+        if len(found) > 1:  # an organization key: which workspace is not ours to guess
+            raise HTTPException(
+                status_code=status.HTTP_403_FORBIDDEN,
+                detail=(
+                    "This API key belongs to several workspaces: the request must name a "
+                    "workspace in the X-Tenant-Id header."
+                ),
+            )
         return found[0]
     try:
         wanted = uuid.UUID(tenant_id)

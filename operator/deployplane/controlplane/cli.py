@@ -81,6 +81,12 @@ def serve(
         help="Without --config: the dev workspace's API key instead of a generated one. "
         "With --config: also accepted for the first workspace.",
     ),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="Serve only the published contract: every emulator extension off "
+        "(also the config key `strict: true`).",
+    ),
 ) -> None:
     """Run the control-plane emulator."""
     banner: list[str] = []
@@ -100,6 +106,8 @@ def serve(
             emulator_config = emulator_config.model_copy(
                 update={"workspaces": [updated, *emulator_config.workspaces[1:]]}
             )
+    if strict:
+        emulator_config = emulator_config.model_copy(update={"strict": True})
     settings = Settings(database_url=database, config=emulator_config)
     # Imported here for the reason given in serve_forever.
     from deployplane.controlplane.db import DatabaseUnavailable, check_database

@@ -19,6 +19,7 @@ __all__ = [
     "Offset",
     "Responses",
     "database_of",
+    "extension_param",
     "json_bytes_response",
     "json_response",
     "pipeline_of",
@@ -44,6 +45,15 @@ def read_cache_of(request: Request) -> ReadCache:
 def pipeline_of(request: Request) -> Pipeline:
     pipeline: Pipeline = request.app.state.pipeline
     return pipeline
+
+
+def extension_param(request: Request, name: str) -> str | None:
+    """A query parameter of an emulator extension (docs/emulator.md): read from the raw
+    query, so it stays out of the OpenAPI document, and ignored in strict mode, as the
+    service ignores a query parameter it does not know."""
+    if request.app.state.strict:
+        return None
+    return request.query_params.get(name)
 
 
 async def refuse_nul_in_body(request: Request, body: BaseModel) -> None:

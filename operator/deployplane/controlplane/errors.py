@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ConflictError", "InvalidError", "NotFoundError", "StoreError", "invalid"]
+__all__ = [
+    "ConflictError",
+    "InvalidError",
+    "NotFoundError",
+    "RefusedError",
+    "StoreError",
+    "invalid",
+]
 
 
 class StoreError(Exception):
@@ -25,6 +32,17 @@ class NotFoundError(StoreError):
 
 class ConflictError(StoreError):
     """The request collides with existing state (409)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class RefusedError(StoreError):
+    """The service refuses the request as it stands (400, `{"detail": "<one sentence>"}`):
+    the published contract answers 400, not 409, where a deployment create or PATCH
+    cannot be done (a name taken, a deployment being deleted, a revision that cannot be
+    redeployed)."""
 
     def __init__(self, detail: str) -> None:
         super().__init__(detail)

@@ -142,6 +142,22 @@ def image_version(source: Source, image_uri: str | None, repo_commit_sha: str | 
     return repo_commit_sha[:7] if repo_commit_sha else None
 
 
+async def _settle_tracing_projects(conn: DbConn, gone: Sequence[Any]) -> None:
+    """Deleted with their deployments only when the DELETE said delete_tracing_project;
+    the others stay (detached), as the service keeps them: their names stay taken."""
+    dropping = select(deployments.c.id).where(
+        deployments.c.id.in_(gone), deployments.c.delete_tracing_project.is_(True)
+    )
+    await conn.execute(
+        delete(tracing_projects).where(tracing_projects.c.deployment_id.in_(dropping))
+    )
+    await conn.execute(
+        update(tracing_projects)
+        .where(tracing_projects.c.deployment_id.in_(gone))
+        .values(deployment_id=None)
+    )
+
+
 class Pipeline:
     """The background worker. `notify()` after any write that schedules work."""
 
@@ -297,16 +313,15 @@ class Pipeline:
 
 
 async def remove_deployments(conn: DbConn, ids: list[Any]) -> None:
-    """Removes deleted deployments with their revisions and tracing projects."""
+    """Removes deleted deployments with their revisions (and tracing projects, if the
+    DELETE asked for that)."""
     if ids:
         await conn.execute(
             delete(dataplane_revisions).where(dataplane_revisions.c.deployment_id.in_(ids))
         )
         await conn.execute(delete(secret_values).where(secret_values.c.deployment_id.in_(ids)))
         await conn.execute(delete(revisions).where(revisions.c.deployment_id.in_(ids)))
-        await conn.execute(
-            delete(tracing_projects).where(tracing_projects.c.deployment_id.in_(ids))
-        )
+        await _settle_tracing_projects(conn, ids)
         await conn.execute(delete(deployments).where(deployments.c.id.in_(ids)))
 
 

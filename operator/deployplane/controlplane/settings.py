@@ -163,6 +163,8 @@ class FaultsConfig(_Strict):
 
 
 class EmulatorConfig(_Strict):
+    # Serve the published contract only: every emulator extension off (docs/emulator.md).
+    strict: bool = False
     workspaces: list[WorkspaceConfig] = Field(default_factory=list)
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
     faults: FaultsConfig = Field(default_factory=FaultsConfig)

@@ -60,16 +60,24 @@ from deployplane.controlplane.db import (
     tracing_projects,
     utcnow,
 )
-from deployplane.controlplane.errors import ConflictError, InvalidError, NotFoundError, invalid
+from deployplane.controlplane.errors import (
+    ConflictError,
+    InvalidError,
+    NotFoundError,
+    RefusedError,
+    invalid,
+)
 from deployplane.controlplane.secretvalues import keep_secret_values
 from deployplane.controlplane.settings import WorkspaceConfig
 from deployplane.controlplane.validation import deployment_errors
 
 __all__ = [
+    "BulkOutcome",
     "DeploymentFilters",
     "create_deployment",
     "create_listener",
     "delete_deployment",
+    "delete_deployments",
     "delete_listener",
     "get_deployment",
     "get_listener",
@@ -80,6 +88,7 @@ __all__ = [
     "patch_deployment",
     "patch_listener",
     "put_listener",
+    "redeploy_revision",
     "remote_reconciled_condition",
 ]
 
@@ -271,7 +280,10 @@ async def _insert_revision(
     config: SourceRevisionConfig,
     now: datetime,
     step_seconds: float,
+    commit_sha: str | None = None,
 ) -> Revision:
+    """A new revision in CREATING; `commit_sha` reuses a built commit (a redeploy),
+    else a git_host revision gets a fresh one."""
     revision = Revision(
         id=revision_id,
         created_at=now,
@@ -279,7 +291,7 @@ async def _insert_revision(
         status=RevisionStatus.CREATING,
         source=source,
         source_revision_config=SourceRevisionConfigStatus(
-            **config.model_dump(), repo_commit_sha=_commit_sha(source)
+            **config.model_dump(), repo_commit_sha=commit_sha or _commit_sha(source)
         ),
     )
     await conn.execute(
@@ -367,7 +379,8 @@ async def create_deployment(
             },
         )
     except IntegrityError:
-        raise ConflictError(
+        # 400, as the published contract answers a create it refuses (it has no 409).
+        raise RefusedError(
             "A deployment or tracing project with this name already exists."
         ) from None
     await keep_secret_values(conn, deployment_id, given_secrets, created=True)
@@ -504,7 +517,7 @@ async def patch_deployment(
     if errors:
         raise InvalidError(errors)
     if current.status == DeploymentStatus.AWAITING_DELETE.value:
-        raise ConflictError(f"Deployment ID {deployment_id} is being deleted.")
+        raise RefusedError(f"Deployment ID {deployment_id} is being deleted.")
     source = Source(current.source)
 
     stored_config: dict[str, Any] = dict(current.source_config)
@@ -625,8 +638,10 @@ async def delete_deployment(
     workspace: WorkspaceConfig,
     deployment_id: uuid.UUID,
     step_seconds: float,
-) -> Deployment:
-    """Marks the deployment AWAITING_DELETE; the pipeline removes it one step later."""
+    delete_tracing_project: bool = False,
+) -> None:
+    """Marks the deployment AWAITING_DELETE; the pipeline removes it one step later,
+    with its tracing project only when `delete_tracing_project` (else that stays)."""
     now = utcnow()
     result = await conn.execute(
         update(deployments)
@@ -638,12 +653,48 @@ async def delete_deployment(
         .values(
             status=DeploymentStatus.AWAITING_DELETE.value,
             delete_at=time.time() + step_seconds,
+            delete_tracing_project=delete_tracing_project,
             updated_at=now,
         )
     )
     if result.rowcount:
         await _supersede(conn, deployment_id=deployment_id, now=now)
-    return await get_deployment(conn=conn, workspace=workspace, deployment_id=deployment_id)
+        return
+    # Not marked: unknown here (404), or already being deleted (as good as done).
+    await _check_deployment(conn, workspace, deployment_id)
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    """One id's outcome in a bulk delete: HTTP-like `status` and, when failed, why."""
+
+    deployment_id: uuid.UUID
+    status: int
+    detail: str | None = None
+
+
+async def delete_deployments(
+    *,
+    conn: DbConn,
+    workspace: WorkspaceConfig,
+    deployment_ids: list[uuid.UUID],
+    step_seconds: float,
+) -> list[BulkOutcome]:
+    """Bulk delete: each id is deleted as by `delete_deployment`, or reported unknown."""
+    outcomes = []
+    for deployment_id in dict.fromkeys(deployment_ids):  # each id once, in order
+        try:
+            await delete_deployment(
+                conn=conn,
+                workspace=workspace,
+                deployment_id=deployment_id,
+                step_seconds=step_seconds,
+            )
+        except NotFoundError as exc:
+            outcomes.append(BulkOutcome(deployment_id, 404, exc.detail))
+        else:
+            outcomes.append(BulkOutcome(deployment_id, 204))
+    return outcomes
 
 
 # -------------------------------------------------------------------- revisions
@@ -706,6 +757,69 @@ async def list_revisions(
         resources=[_revision_model(row) for row in rows],
         offset=_page_offset(offset, len(rows)),
     )
+
+
+async def redeploy_revision(
+    *,
+    conn: DbConn,
+    workspace: WorkspaceConfig,
+    deployment_id: uuid.UUID,
+    revision_id: uuid.UUID,
+    step_seconds: float,
+) -> Deployment:
+    """Rolls back: a new revision with that revision's source revision config (and,
+    for git_host, its built commit). Only a revision that was DEPLOYED can be."""
+    if conn.concurrent:  # as in patch_deployment: concurrent writers queue here
+        await conn.execute(_LOCK_DEPLOYMENT, {"deployment_id": deployment_id})
+    current = (
+        await conn.execute(
+            select(deployments.c.status, revisions.c.seq)
+            .outerjoin(revisions, revisions.c.id == deployments.c.latest_revision_id)
+            .where(deployments.c.id == deployment_id, deployments.c.workspace_id == workspace.id)
+        )
+    ).first()
+    if current is None:
+        raise _deployment_not_found(deployment_id)
+    target = (
+        await conn.execute(
+            select(revisions).where(
+                revisions.c.id == revision_id, revisions.c.deployment_id == deployment_id
+            )
+        )
+    ).first()
+    if target is None:  # also a revision of another deployment
+        raise NotFoundError(f"Revision ID {revision_id} not found.")
+    if current.status == DeploymentStatus.AWAITING_DELETE.value:
+        raise RefusedError(f"Deployment ID {deployment_id} is being deleted.")
+    if target.status != RevisionStatus.DEPLOYED.value:
+        raise RefusedError(
+            f"Revision ID {revision_id} cannot be redeployed: it is {target.status}, and "
+            "only a revision that reached DEPLOYED can be."
+        )
+    now = utcnow()
+    await _supersede(conn, deployment_id=deployment_id, now=now)
+    new_id = uuid.uuid4()
+    await _insert_revision(
+        conn,
+        revision_id=new_id,
+        deployment_id=deployment_id,
+        seq=(current.seq or 0) + 1,
+        source=Source(target.source),
+        config=SourceRevisionConfig(
+            repo_ref=target.repo_ref,
+            graph_config_path=target.graph_config_path,
+            image_uri=target.image_uri,
+        ),
+        now=now,
+        step_seconds=step_seconds,
+        commit_sha=target.repo_commit_sha,
+    )
+    await conn.execute(
+        update(deployments)
+        .where(deployments.c.id == deployment_id)
+        .values(latest_revision_id=new_id, updated_at=now)
+    )
+    return await get_deployment(conn=conn, workspace=workspace, deployment_id=deployment_id)
 
 
 # -------------------------------------------------------------------- listeners

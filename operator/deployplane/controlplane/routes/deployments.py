@@ -6,13 +6,16 @@ import time
 import uuid
 
 from fastapi import APIRouter, Query, Request, status
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 
 from deployplane.api.models import (
+    BulkDeleteOutcome,
+    BulkDeleteResult,
     Deployment,
     DeploymentCreate,
     DeploymentPatch,
     DeploymentType,
+    ErrorBody,
     NotFoundBody,
     Page,
     Revision,
@@ -24,6 +27,7 @@ from deployplane.controlplane.deps import (
     Offset,
     Responses,
     database_of,
+    extension_param,
     json_bytes_response,
     json_response,
     pipeline_of,
@@ -43,14 +47,16 @@ def notify_pipeline(request: Request) -> None:
 router = APIRouter(prefix="/v2/deployments", tags=["deployments"])
 
 _NOT_FOUND: Responses = {404: {"model": NotFoundBody, "description": "Not found."}}
-_CONFLICT: Responses = {409: {"model": NotFoundBody, "description": "Name already in use."}}
+_REFUSED: Responses = {
+    400: {"model": ErrorBody, "description": "Refused; the detail says why in one sentence."}
+}
 
 
 @router.post(
     "",
     response_model=Deployment,
     status_code=status.HTTP_201_CREATED,
-    responses=_CONFLICT,
+    responses=_REFUSED,
     summary="Create a deployment",
 )
 async def create_deployment(
@@ -83,8 +89,8 @@ async def list_deployments(
     image_version: str | None = Query(None, description="Exact image version."),
     deployment_type: DeploymentType | None = Query(None, description="git_host deployment type."),
     deployment_ids: str | None = Query(None, description="Comma-separated deployment ids."),
-    name: str | None = Query(None, description="Exact name (emulator extension)."),
 ) -> Response:
+    name = extension_param(request, "name")  # exact name: an emulator extension
     refuse_nul_in_query(
         name=name,
         name_contains=name_contains,
@@ -135,7 +141,7 @@ async def get_deployment(
 @router.patch(
     "/{deployment_id}",
     response_model=Deployment,
-    responses=_NOT_FOUND,
+    responses={**_NOT_FOUND, **_REFUSED},
     summary="Update a deployment",
 )
 async def patch_deployment(
@@ -159,24 +165,93 @@ async def patch_deployment(
 
 @router.delete(
     "/{deployment_id}",
-    response_model=Deployment,
-    status_code=status.HTTP_202_ACCEPTED,
+    status_code=status.HTTP_204_NO_CONTENT,
+    response_class=Response,
     responses=_NOT_FOUND,
     summary="Delete a deployment",
-    description="Marks the deployment AWAITING_DELETE; it is removed shortly after.",
+    description=(
+        "Marks the deployment AWAITING_DELETE; it is removed shortly after. Its tracing "
+        "project stays unless delete_tracing_project is true."
+    ),
 )
 async def delete_deployment(
-    deployment_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
+    deployment_id: uuid.UUID,
+    workspace: CurrentWorkspace,
+    request: Request,
+    delete_tracing_project: bool = Query(
+        False, description="Delete the tracing project made with the deployment too."
+    ),
 ) -> Response:
     async with database_of(request).write() as conn:
-        deployment = await store.delete_deployment(
+        await store.delete_deployment(
             conn=conn,
             workspace=workspace,
             deployment_id=deployment_id,
             step_seconds=pipeline_of(request).step_seconds,
+            delete_tracing_project=delete_tracing_project,
         )
     notify_pipeline(request)
-    return json_response(deployment, status.HTTP_202_ACCEPTED)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.delete(
+    "",
+    response_model=BulkDeleteResult,
+    responses={
+        207: {"model": BulkDeleteResult, "description": "Some ids failed; see each outcome."},
+        **_NOT_FOUND,
+    },
+    summary="Delete several deployments",
+)
+async def delete_deployments(
+    workspace: CurrentWorkspace,
+    request: Request,
+    deployment_ids: list[uuid.UUID] = Query(
+        ..., max_length=100, description="Deployments to delete (at most 100)."
+    ),
+) -> Response:
+    async with database_of(request).write() as conn:
+        outcomes = await store.delete_deployments(
+            conn=conn,
+            workspace=workspace,
+            deployment_ids=deployment_ids,
+            step_seconds=pipeline_of(request).step_seconds,
+        )
+    notify_pipeline(request)
+    failed = [o for o in outcomes if o.status != status.HTTP_204_NO_CONTENT]
+    if failed and len(failed) == len(outcomes):
+        unknown = ", ".join(str(o.deployment_id) for o in failed)
+        noun = "ID" if len(failed) == 1 else "IDs"
+        return JSONResponse({"detail": f"Deployment {noun} {unknown} not found."}, 404)
+    body = BulkDeleteResult(
+        results=[
+            BulkDeleteOutcome(deployment_id=o.deployment_id, status=o.status, detail=o.detail)
+            for o in outcomes
+        ]
+    )
+    return json_response(body, status.HTTP_207_MULTI_STATUS if failed else status.HTTP_200_OK)
+
+
+@router.post(
+    "/{deployment_id}/revisions/{revision_id}/redeploy",
+    response_model=Deployment,
+    responses={**_NOT_FOUND, **_REFUSED},
+    summary="Redeploy (roll back to) an earlier revision",
+    description="A new revision with that revision's source revision config.",
+)
+async def redeploy_revision(
+    deployment_id: uuid.UUID, revision_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
+) -> Response:
+    async with database_of(request).write() as conn:
+        deployment = await store.redeploy_revision(
+            conn=conn,
+            workspace=workspace,
+            deployment_id=deployment_id,
+            revision_id=revision_id,
+            step_seconds=pipeline_of(request).step_seconds,
+        )
+    notify_pipeline(request)
+    return json_response(deployment)
 
 
 @router.get(

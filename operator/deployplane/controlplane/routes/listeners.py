@@ -5,14 +5,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from fastapi import APIRouter, Query, Request, status
+from fastapi import APIRouter, Request, status
 from fastapi.responses import Response
 
 from deployplane.api.models import (
     Listener,
     ListenerCreate,
     ListenerPatch,
-    ListenerPut,
     NotFoundBody,
     Page,
     camelize,
@@ -24,6 +23,7 @@ from deployplane.controlplane.deps import (
     Offset,
     Responses,
     database_of,
+    extension_param,
     json_response,
     refuse_nul_in_body,
     refuse_nul_in_query,
@@ -58,10 +58,10 @@ async def create_listener(
 async def list_listeners(
     workspace: CurrentWorkspace,
     request: Request,
-    compute_id: str | None = Query(None, description="Exact compute_id."),
     limit: Limit = 20,
     offset: Offset = 0,
 ) -> Response:
+    compute_id = extension_param(request, "compute_id")  # an emulator extension
     refuse_nul_in_query(compute_id=compute_id)
     async with database_of(request).read() as conn:
         page = await store.list_listeners(
@@ -114,23 +114,6 @@ async def patch_listener(
     async with database_of(request).write() as conn:
         listener = await store.patch_listener(
             conn=conn, workspace=workspace, listener_id=listener_id, body=body, raw=raw
-        )
-    return json_response(listener)
-
-
-@router.put(
-    "/{listener_id}",
-    response_model=Listener,
-    responses=_NOT_FOUND,
-    summary="Replace a listener (compute_type and compute_id must match)",
-)
-async def put_listener(
-    listener_id: uuid.UUID, body: ListenerPut, workspace: CurrentWorkspace, request: Request
-) -> Response:
-    await refuse_nul_in_body(request, body)
-    async with database_of(request).write() as conn:
-        listener = await store.put_listener(
-            conn=conn, workspace=workspace, listener_id=listener_id, body=body
         )
     return json_response(listener)
 

@@ -1,0 +1,111 @@
+"""Strict mode: the emulator serves the published contract and nothing else.
+
+The published OpenAPI (tests/support/published-contract.json, a copy of the service's
+document reduced to facts) is compared with the emulator's own; and every extension
+(docs/emulator.md) is shown to be off: admin routes and the listener PUT are gone,
+the `name` and `compute_id` filters are ignored like any unknown query parameter.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from tests.integration._controlplane_harness import (
+    K8S_LISTENER,
+    image_body,
+    make_settings,
+    running_app,
+)
+
+PUBLISHED = json.loads(
+    (Path(__file__).parents[1] / "support" / "published-contract.json").read_text()
+)
+METHODS = {"get", "post", "put", "patch", "delete"}
+
+
+@pytest.fixture
+async def strict(database_url: str) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
+    async with running_app(make_settings(database_url, step_seconds=3600, strict=True)) as pair:
+        yield pair
+
+
+def operations(document: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {
+        (method.upper(), path): operation
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        if method in METHODS
+    }
+
+
+def parameters(operation: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(p["name"], p["in"]) for p in operation.get("parameters", [])}
+
+
+async def test_the_openapi_document_shows_exactly_the_published_operations(
+    strict: tuple[FastAPI, httpx.AsyncClient],
+) -> None:
+    _, api = strict
+    ours = operations((await api.get("/openapi.json")).json())
+    published = operations(PUBLISHED)
+    assert sorted(ours) == sorted(published)
+    for key, operation in published.items():
+        assert parameters(ours[key]) == parameters(operation), key
+        codes = set(operation["responses"]) - {"403"}  # listener workspaces: not emulated
+        assert codes <= set(ours[key]["responses"]), key
+
+
+async def test_the_published_resource_shapes_are_required_as_published(
+    strict: tuple[FastAPI, httpx.AsyncClient],
+) -> None:
+    _, api = strict
+    schemas = (await api.get("/openapi.json")).json()["components"]["schemas"]
+    published = PUBLISHED["components"]["schemas"]
+    for ours, theirs in (
+        ("Deployment", "Deployment"),
+        ("Revision", "Revision"),
+        ("Listener", "Listener"),
+        ("Page_Deployment_", "DeploymentsList"),
+        ("SecretReference", "SecretReference"),
+    ):
+        assert set(published[theirs]["required"]) <= set(schemas[ours]["required"]), ours
+        assert set(published[theirs]["properties"]) <= set(schemas[ours]["properties"]), ours
+
+
+async def test_strict_mode_turns_every_extension_off(
+    strict: tuple[FastAPI, httpx.AsyncClient],
+) -> None:
+    _, api = strict
+    for path in ("/_emulator/stats", "/_emulator/faults", "/healthz", "/v2/nowhere"):
+        assert (await api.get(path)).status_code == 404, path
+    for name in ("alpha", "alphabet"):
+        assert (await api.post("/v2/deployments", json=image_body(name))).status_code == 201
+    # the exact-name filter is an extension: ignored like any unknown parameter
+    listed = (await api.get("/v2/deployments", params={"name": "alpha"})).json()
+    assert sorted(d["name"] for d in listed["resources"]) == ["alpha", "alphabet"]
+    listener = (await api.post("/v2/listeners", json=K8S_LISTENER)).json()
+    await api.post("/v2/listeners", json={**K8S_LISTENER, "compute_id": "other"})
+    by_compute = (await api.get("/v2/listeners", params={"compute_id": "other"})).json()
+    assert len(by_compute["resources"]) == 2
+    put = await api.put(f"/v2/listeners/{listener['id']}", json=K8S_LISTENER)
+    assert put.status_code == 405  # the path exists (GET, PATCH, DELETE); PUT does not
+
+
+async def test_outside_strict_mode_the_extensions_answer(database_url: str) -> None:
+    async with running_app(make_settings(database_url, step_seconds=3600)) as (_, api):
+        for name in ("alpha", "alphabet"):
+            await api.post("/v2/deployments", json=image_body(name))
+        listed = (await api.get("/v2/deployments", params={"name": "alpha"})).json()
+        assert [d["name"] for d in listed["resources"]] == ["alpha"]
+        assert (await api.get("/_emulator/stats")).status_code == 200
+        listener = (await api.post("/v2/listeners", json=K8S_LISTENER)).json()
+        put = await api.put(f"/v2/listeners/{listener['id']}", json=K8S_LISTENER)
+        assert put.status_code == 200
+        paths = (await api.get("/openapi.json")).json()["paths"]
+        assert "put" not in paths["/v2/listeners/{listener_id}"]
