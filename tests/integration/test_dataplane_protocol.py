@@ -19,6 +19,8 @@ from _controlplane_harness import (  # noqa: F401  (fixtures)
     emulator,
     git_body,
     image_body,
+    make_settings,
+    running_app,
 )
 from _dataplane_harness import Clock, clock, make_deployment, make_listener  # noqa: F401
 
@@ -291,3 +293,14 @@ async def test_remote_reconciled_tracks_what_the_agent_still_has_to_do(
     assert deployment["id"] not in await unreconciled_ids(api)
     assert (await api.delete(f"/v2/deployments/{deployment['id']}")).is_success
     assert deployment["id"] in await unreconciled_ids(api)  # the agent has to remove it
+
+
+async def test_strict_mode_does_not_serve_the_extension(database_url: str) -> None:
+    settings = make_settings(database_url, step_seconds=3600, strict=True)
+    async with running_app(settings) as (app, strict):
+        listener_id = await make_listener(strict)
+        assert (await strict.put(f"{EXT}/{listener_id}/heartbeat")).status_code == 404
+        deployment = await make_deployment(strict, listener_id)
+        assert (await strict.get(work_path(listener_id, deployment))).status_code == 404
+        paths = app.openapi()["paths"]
+        assert not [path for path in paths if path.startswith("/_dataplane")]
