@@ -5,8 +5,8 @@
 Each benchmark runs as its own process (`python -m bench.controlplane`,
 `python -m bench.operator`, `python -m bench.dataplane`) and its output streams
 through. The emulator benchmark prints its own table; when it prints no BENCH lines,
-they are derived from that table (`emulator_get_rps`, `emulator_post_rps`, and `emulator_p99_ms`, the worse of the two
-p99 latencies).
+they are derived from that table (`emulator_get_rps`, `emulator_post_rps`, and
+`emulator_p99_ms`, the worse of the two p99 latencies).
 """
 
 from __future__ import annotations
