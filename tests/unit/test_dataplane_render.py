@@ -94,6 +94,7 @@ def make_deployment(
     return Deployment.model_validate(
         {
             "id": str(DEPLOYMENT_ID),
+            "tenant_id": "11111111-1111-1111-1111-111111111111",
             "name": name,
             "source": "external_docker",
             "source_config": source_config,
