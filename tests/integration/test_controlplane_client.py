@@ -11,7 +11,7 @@ import pytest
 from _controlplane_harness import INTEGRATION_A, KEY_A, KEY_B, make_settings, running_app
 
 from deployplane.api.client import ControlPlaneClient
-from deployplane.api.errors import Conflict, Invalid, NotFound, Unauthorized
+from deployplane.api.errors import Invalid, NotFound, Unauthorized
 from deployplane.api.models import (
     DeploymentCreate,
     DeploymentPatch,
@@ -50,8 +50,9 @@ async def test_client_deploys_updates_and_deletes(database_url: str) -> None:
                 created.id, created.latest_revision_id, poll_interval=0.01, timeout=30
             )
             assert revision.status is RevisionStatus.DEPLOYED
-            adopted = await client.list_deployments(name="client-app")
-            assert [d.id for d in adopted.resources] == [created.id]
+            adopted = await client.find_deployment_by_name("client-app")
+            assert adopted is not None
+            assert adopted.id == created.id
             updated = await client.update_deployment(
                 created.id,
                 DeploymentPatch(source_revision_config=SourceRevisionConfig(image_uri="r/app:2")),
@@ -59,8 +60,9 @@ async def test_client_deploys_updates_and_deletes(database_url: str) -> None:
             assert updated.latest_revision_id != created.latest_revision_id
             revisions = [r async for r in client.iter_revisions(created.id, page_size=1)]
             assert len(revisions) == 2
-            with pytest.raises(Conflict):
+            with pytest.raises(Invalid) as refused:  # published: 400, not 409
                 await client.create_deployment(image_create())
+            assert refused.value.status_code == 400
             await client.delete_deployment(created.id)
 
 

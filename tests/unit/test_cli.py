@@ -399,6 +399,73 @@ def test_deployments_delete_sends_delete(service: FakeService) -> None:
     assert f"deployment {DEP_ID} deleted" in result.stdout
 
 
+def test_deployments_delete_with_delete_tracing_project(service: FakeService) -> None:
+    service.on("DELETE", f"/v2/deployments/{DEP_ID}", [httpx.Response(204)])
+    result = run("deployments", "delete", DEP_ID, "--delete-tracing-project")
+    assert result.exit_code == 0, result.output
+    assert dict(service.last.url.params) == {"delete_tracing_project": "true"}
+
+
+def test_deployments_delete_several_is_one_bulk_call_naming_failures(
+    service: FakeService,
+) -> None:
+    other = str(uuid4())
+    partial = {
+        "results": [
+            {"deployment_id": DEP_ID, "status": 204, "detail": None},
+            {"deployment_id": other, "status": 404, "detail": f"Deployment ID {other} not found."},
+        ]
+    }
+    service.on("DELETE", "/v2/deployments", [httpx.Response(207, json=partial)])
+    result = run("deployments", "delete", DEP_ID, other)
+    assert result.exit_code == 1
+    assert len(service.requests) == 1
+    assert service.last.url.params.get_list("deployment_ids") == [DEP_ID, other]
+    assert f"deployment {DEP_ID} deleted" in result.stdout
+    assert f"Deployment ID {other} not found." in assert_one_error_line(result)
+
+
+def test_deployments_list_by_name_uses_name_contains_and_an_exact_match(
+    service: FakeService,
+) -> None:
+    listing = [deployment(name="agent-2", id=str(uuid4())), deployment(name="agent")]
+    service.on(
+        "GET", "/v2/deployments", [httpx.Response(200, json={"resources": listing, "offset": 2})]
+    )
+    result = run("deployments", "list", "--name", "agent", "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert [d["name"] for d in json_out(result)] == ["agent"]
+    assert dict(service.last.url.params) == {"name_contains": "agent", "limit": "100"}
+
+
+def test_revisions_redeploy_posts_and_waits_for_the_new_revision(service: FakeService) -> None:
+    new_rev = str(uuid4())
+    path = f"/v2/deployments/{DEP_ID}/revisions/{REV_ID}/redeploy"
+    service.on("POST", path, [httpx.Response(200, json=deployment(latest_revision_id=new_rev))])
+    rev_path = f"/v2/deployments/{DEP_ID}/revisions/{new_rev}"
+    service.on(
+        "GET",
+        rev_path,
+        [
+            httpx.Response(200, json={**revision("DEPLOYING"), "id": new_rev}),
+            httpx.Response(200, json={**revision("DEPLOYED"), "id": new_rev}),
+        ],
+    )
+    result = run("revisions", "redeploy", DEP_ID, REV_ID, "--wait", "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert json_out(result)["status"] == "DEPLOYED"
+    assert [r.method for r in service.requests] == ["POST", "GET", "GET"]
+
+
+def test_revisions_redeploy_refused_is_one_line_and_exit_1(service: FakeService) -> None:
+    path = f"/v2/deployments/{DEP_ID}/revisions/{REV_ID}/redeploy"
+    detail = f"Revision ID {REV_ID} cannot be redeployed: it is BUILD_FAILED."
+    service.on("POST", path, [httpx.Response(400, json={"detail": detail})])
+    result = run("revisions", "redeploy", DEP_ID, REV_ID)
+    assert result.exit_code == 1
+    assert detail in assert_one_error_line(result)
+
+
 # ------------------------------------------------------------------------ wait
 
 
@@ -502,24 +569,19 @@ def test_listeners_create_posts_the_file(service: FakeService) -> None:
     }
 
 
-def test_listeners_update_patches_and_replace_puts(service: FakeService) -> None:
+def test_listeners_update_patches(service: FakeService) -> None:
     path = f"/v2/listeners/{LIS_ID}"
     service.on("PATCH", path, [httpx.Response(200, json=listener(version="v2"))])
-    service.on("PUT", path, [httpx.Response(200, json=listener(version="v3"))])
     patched = run("listeners", "update", LIS_ID, "-f", "-", "-o", "json", stdin="version: v2\n")
     assert patched.exit_code == 0, patched.output
     assert (service.last.method, json.loads(service.last.content)) == ("PATCH", {"version": "v2"})
+
+
+def test_listeners_update_has_no_put_the_service_does_not_publish(service: FakeService) -> None:
+    # The published contract has no listener PUT: the CLI offers none (it was --replace).
     put_body = "compute_type: k8s\ncompute_id: cluster-a\nversion: v3\n"
-    replaced = run("listeners", "update", LIS_ID, "--replace", "-f", "-", stdin=put_body)
-    assert replaced.exit_code == 0, replaced.output
-    assert service.last.method == "PUT"
-    assert json.loads(service.last.content)["version"] == "v3"
-
-
-def test_listeners_replace_requires_the_immutable_fields(service: FakeService) -> None:
-    result = run("listeners", "update", LIS_ID, "--replace", "-f", "-", stdin="version: v3\n")
+    result = run("listeners", "update", LIS_ID, "--replace", "-f", "-", stdin=put_body)
     assert result.exit_code == 2
-    assert "compute_type: Field required" in assert_one_error_line(result)
     assert service.requests == []
 
 

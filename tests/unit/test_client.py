@@ -26,9 +26,9 @@ from deployplane.api.models import (
     ComputeType,
     DeploymentCreate,
     DeploymentPatch,
+    DeploymentStatus,
     ListenerCreate,
     ListenerPatch,
-    ListenerPut,
     Revision,
     RevisionStatus,
     Secret,
@@ -217,11 +217,24 @@ async def test_get_update_delete_deployment_use_the_deployment_path() -> None:
 async def test_list_deployments_sends_filters_and_paging_as_query() -> None:
     rec = Recorder(ok({"resources": [deployment_json()], "offset": 10}))
     async with make_client(rec) as client:
-        page = await client.list_deployments(name="agent", name_contains="ag", limit=5, offset=5)
+        page = await client.list_deployments(
+            name_contains="ag",
+            status="READY",
+            image_version="img:1",
+            deployment_type="dev",
+            deployment_ids=[DEP_ID, REV_ID],
+            remote_reconciled=False,
+            limit=5,
+            offset=5,
+        )
     assert rec.last.url.path == "/v2/deployments"
     assert dict(rec.last.url.params) == {
-        "name": "agent",
         "name_contains": "ag",
+        "status": "READY",
+        "image_version": "img:1",
+        "deployment_type": "dev",
+        "deployment_ids": f"{DEP_ID},{REV_ID}",
+        "remote_reconciled": "false",
         "limit": "5",
         "offset": "5",
     }
@@ -254,7 +267,6 @@ async def test_listener_endpoints_methods_paths_and_bodies() -> None:
         ok(listener_json(), status=201),
         ok(listener_json()),
         ok(listener_json()),
-        ok(listener_json()),
         httpx.Response(204),
         ok({"resources": [listener_json()], "offset": 1}),
     )
@@ -265,29 +277,22 @@ async def test_listener_endpoints_methods_paths_and_bodies() -> None:
         )
         await client.get_listener(LIS_ID)
         await client.update_listener(LIS_ID, ListenerPatch(compute_config=cfg))
-        await client.replace_listener(
-            LIS_ID,
-            ListenerPut(compute_type=ComputeType.K8S, compute_id="cluster-a", version="v2"),
-        )
         await client.delete_listener(LIS_ID)
         page = await client.list_listeners(limit=3)
-        await client.list_listeners(compute_id="cluster-a")
     path = f"/v2/listeners/{LIS_ID}"
     assert [(r.method, r.url.path) for r in rec.requests] == [
         ("POST", "/v2/listeners"),
         ("GET", path),
         ("PATCH", path),
-        ("PUT", path),
         ("DELETE", path),
-        ("GET", "/v2/listeners"),
         ("GET", "/v2/listeners"),
     ]
     bodies = [json.loads(r.content) if r.content else None for r in rec.requests]
     assert bodies[0] == {"compute_type": "k8s", "compute_id": "cluster-a", "version": "v1"}
     assert bodies[2] == {"compute_config": {"k8s_namespaces": ["ns1", "ns2"]}}
-    assert bodies[3] == {"compute_type": "k8s", "compute_id": "cluster-a", "version": "v2"}
-    assert dict(rec.requests[5].url.params) == {"limit": "3"}
-    assert dict(rec.requests[6].url.params) == {"compute_id": "cluster-a"}
+    assert dict(rec.requests[4].url.params) == {"limit": "3"}
+    # the published contract has neither a listener PUT nor a compute_id filter
+    assert not hasattr(client, "replace_listener")
     assert page.resources[0].compute_config is not None
 
 
@@ -659,3 +664,60 @@ async def test_wait_for_revision_raises_timeout_error_when_never_terminal() -> N
     assert fake.sleeps == [2, 3]
     assert fake.now == 5
     assert len(rec.requests) == 3
+
+
+# ----------------------------------------------------------- published additions
+
+
+async def test_delete_with_delete_tracing_project_and_bulk_delete() -> None:
+    outcome = {"results": [{"deployment_id": str(DEP_ID), "status": 204, "detail": None}]}
+    partial = {
+        "results": [
+            {"deployment_id": str(DEP_ID), "status": 204, "detail": None},
+            {"deployment_id": str(REV_ID), "status": 404, "detail": f"Deployment ID {REV_ID}"},
+        ]
+    }
+    rec = Recorder(httpx.Response(204), httpx.Response(204), ok(outcome), ok(partial, status=207))
+    async with make_client(rec) as client:
+        await client.delete_deployment(DEP_ID)
+        await client.delete_deployment(DEP_ID, delete_tracing_project=True)
+        await client.delete_deployments([DEP_ID])
+        result = await client.delete_deployments([DEP_ID, REV_ID])
+        with pytest.raises(ValueError, match="between 1 and 100"):
+            await client.delete_deployments([DEP_ID] * 101)
+    assert dict(rec.requests[0].url.params) == {}
+    assert dict(rec.requests[1].url.params) == {"delete_tracing_project": "true"}
+    assert rec.requests[3].url.path == "/v2/deployments"
+    assert rec.requests[3].url.params.get_list("deployment_ids") == [str(DEP_ID), str(REV_ID)]
+    assert [o.status for o in result.results] == [204, 404]
+    assert len(rec.requests) == 4
+
+
+async def test_redeploy_posts_to_the_revision_redeploy_path() -> None:
+    rec = Recorder(ok(deployment_json()))
+    async with make_client(rec) as client:
+        dep = await client.redeploy_revision(DEP_ID, REV_ID)
+    assert rec.last.method == "POST"
+    assert rec.last.url.path == f"/v2/deployments/{DEP_ID}/revisions/{REV_ID}/redeploy"
+    assert dep.id == DEP_ID
+
+
+async def test_list_revisions_sends_status_list_and_remote_reconciled() -> None:
+    rec = Recorder(ok({"resources": [], "offset": 0}))
+    async with make_client(rec) as client:
+        await client.list_revisions(DEP_ID, status=["DEPLOYED", "BUILDING"], remote_reconciled=True)
+    assert dict(rec.last.url.params) == {"status": "DEPLOYED,BUILDING", "remote_reconciled": "true"}
+
+
+async def test_unknown_source_and_status_never_fail_a_list_page() -> None:
+    odd = deployment_json(id=str(REV_ID), source="internal_source", status="HIBERNATING")
+    rec = Recorder(ok({"resources": [deployment_json(), odd], "offset": 2}))
+    async with make_client(rec) as client:
+        page = await client.list_deployments()
+    assert [d.source for d in page.resources] == ["external_docker", "internal_source"]
+    assert page.resources[0].source is Source.EXTERNAL_DOCKER
+    assert page.resources[1].status is DeploymentStatus.UNKNOWN
+    rev = Recorder(ok(revision_json(status="WARMING_UP")))
+    async with make_client(rev) as client:
+        revision = await client.get_revision(DEP_ID, REV_ID)
+    assert revision.status is RevisionStatus.UNKNOWN

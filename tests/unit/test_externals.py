@@ -10,6 +10,7 @@ Listener client, `Connections` and the secrets digest. No emulator, no Kubernete
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -818,23 +819,40 @@ async def test_phase_of_every_revision_status(
 # ------------------------------------------------------------ find / delete
 
 
-async def test_find_by_exact_name() -> None:
-    listing = {
-        "resources": [
-            deployment_json(id=REV2, name="agent-2"),
-            deployment_json(name="agent"),
-        ],
-        "offset": None,
-    }
-    api = FakeApi().on("GET", "/v2/deployments", (200, listing))
+async def test_find_by_exact_name_follows_name_contains_pages() -> None:
+    # The published contract has no exact-name filter: name_contains, every page, and
+    # the exact match made by the client; here the match is on the second page.
+    others = [deployment_json(id=str(uuid.uuid4()), name=f"agent-{i}") for i in range(100)]
+    api = FakeApi().on(
+        "GET",
+        "/v2/deployments",
+        (200, {"resources": others, "offset": 100}),
+        (200, {"resources": [deployment_json(name="agent")], "offset": 101}),
+    )
     assert await external(api).find(ad(docker_spec())) == DEP
-    assert api.params == [{"name": "agent", "limit": "10"}]
+    assert api.params == [
+        {"name_contains": "agent", "limit": "100"},
+        {"name_contains": "agent", "limit": "100", "offset": "100"},
+    ]
 
 
 async def test_find_nothing_of_that_exact_name() -> None:
-    listing = {"resources": [deployment_json(name="agent-2")], "offset": None}
+    listing = {"resources": [deployment_json(name="agent-2")], "offset": 1}
     api = FakeApi().on("GET", "/v2/deployments", (200, listing))
     assert await external(api).find(ad(docker_spec())) is None
+
+
+async def test_find_gives_up_beyond_50_full_pages_rather_than_answer_none() -> None:
+    def full_page(start: int) -> Answer:
+        items = [
+            deployment_json(id=str(uuid.uuid4()), name=f"agent-{start + i}") for i in range(100)
+        ]
+        return (200, {"resources": items, "offset": start + 100})
+
+    api = FakeApi().on("GET", "/v2/deployments", *[full_page(100 * p) for p in range(51)])
+    with pytest.raises(errors.ControlPlaneError, match="more than 5000 deployments"):
+        await external(api).find(ad(docker_spec()))
+    assert len(api.calls) == 50
 
 
 DELETE_CASES: dict[str, tuple[dict[tuple[str, str], Answer], bool, list[tuple[str, str]]]] = {
@@ -994,8 +1012,11 @@ async def test_listener_create_body_and_find_by_compute_id() -> None:
     api.on(
         "GET",
         "/v2/listeners",
-        (200, {"resources": [listener_json(id=other, compute_id="cluster-z")], "offset": 1}),
-        (200, {"resources": [listener_json()], "offset": None}),
+        (
+            200,
+            {"resources": [listener_json(id=other, compute_id="cluster-z")] * 100, "offset": 100},
+        ),
+        (200, {"resources": [listener_json()], "offset": 101}),
     )
     ext = ListenerExternal(api.client())
     obs = await ext.create(lis())
@@ -1009,7 +1030,12 @@ async def test_listener_create_body_and_find_by_compute_id() -> None:
     ]
     assert obs.status == {"listenerId": LIS, "version": "1"}
     assert await ext.find(lis()) == LIS
-    empty = FakeApi().on("GET", "/v2/listeners", (200, {"resources": [], "offset": None}))
+    # no compute_id filter is published: the listing is matched here, page by page
+    assert [p for m, p in zip(api.calls, api.params, strict=True) if m[0] == "GET"] == [
+        {"limit": "100"},
+        {"limit": "100", "offset": "100"},
+    ]
+    empty = FakeApi().on("GET", "/v2/listeners", (200, {"resources": [], "offset": 0}))
     assert await ListenerExternal(empty.client()).find(lis()) is None
     assert (ext.natural_key(lis()), ext.adopt_id(lis()), ext.adopt_id(lis(listenerId=LIS))) == (
         "cluster-a",

@@ -91,6 +91,11 @@ NOT_READY = DependencyNotReady("Secret llm-keys has no key openai")
 UNAUTHORIZED_MSG = "GET /v2/deployments/{deployment_id}: 401 Unauthorized"
 FORBIDDEN_MSG = "GET /v2/deployments/{deployment_id}: 403 Forbidden"
 INVALID_MSG = "PATCH /v2/deployments/{deployment_id}: 422 Unprocessable Entity: bad image"
+# The published contract answers a refused create with 400 {"detail": one sentence}.
+REFUSED_MSG = "POST /v2/deployments: 400 Bad Request: A deployment with this name already exists."
+REFUSED = errors.Invalid(REFUSED_MSG, status_code=400)
+TAKEN_MSG = f"{REFUSED_MSG} ('agent' is already taken on the control plane)"
+CREATE_422 = errors.Invalid("POST /v2/deployments: 422 Unprocessable Entity: bad", status_code=422)
 
 CONNECT: Call = ("connect",)
 CREATE: Call = ("create",)
@@ -480,6 +485,60 @@ CASES: dict[str, Case] = {
             settled=True,
             events=[("Warning", "Conflict", str(CONFLICT))],
             status={CREATE_PENDING: ABSENT_FIELD, "deploymentId": ABSENT_FIELD},
+        ),
+    ),
+    "400 on create with a prior marker, find hit: our own create, adopted": Case(
+        status=MARKER,
+        fns={"create_fn": raises(REFUSED), "find_fn": returns(None, "dep-found")},
+        want=Want(
+            conditions=conds("True/Deployed"),
+            moved=ALL,
+            calls=[CONNECT, FIND, WRITE_MARKER, CREATE, FIND, observe("dep-found")],
+            requeue_after=600.0,
+            settled=True,
+            events=[
+                ("Normal", "Created", "Created deployment dep-found"),
+                ("Normal", "Deployed", "Ready"),
+            ],
+            status={"deploymentId": "dep-found", CREATE_PENDING: ABSENT_FIELD},
+        ),
+    ),
+    "400 on create, name taken by another (no marker): Stalled Conflict, service's words": Case(
+        status={},
+        fns={"create_fn": raises(REFUSED), "find_fn": returns("dep-other")},
+        want=Want(
+            conditions=conds("False/Conflict", "False/Conflict", IDLE, "True/Conflict"),
+            moved=ALL,
+            calls=[CONNECT, WRITE_MARKER, CREATE, FIND, ("write", {CREATE_PENDING: None})],
+            requeue_after=600.0,
+            settled=True,
+            events=[("Warning", "Conflict", TAKEN_MSG)],
+            status={CREATE_PENDING: ABSENT_FIELD, "deploymentId": ABSENT_FIELD},
+        ),
+    ),
+    "400 on create, name free: Stalled InvalidSpec with the service's sentence": Case(
+        status={},
+        fns={"create_fn": raises(REFUSED)},
+        want=Want(
+            conditions=conds("False/InvalidSpec", "False/InvalidSpec", IDLE, "True/InvalidSpec"),
+            moved=ALL,
+            calls=[CONNECT, WRITE_MARKER, CREATE, FIND, ("write", {CREATE_PENDING: None})],
+            requeue_after=600.0,
+            settled=True,
+            events=[("Warning", "InvalidSpec", REFUSED_MSG)],
+            status={CREATE_PENDING: ABSENT_FIELD, "deploymentId": ABSENT_FIELD},
+        ),
+    ),
+    "422 on create: Stalled InvalidSpec, no lookup": Case(
+        status={},
+        fns={"create_fn": raises(CREATE_422)},
+        want=Want(
+            conditions=conds("False/InvalidSpec", "False/InvalidSpec", IDLE, "True/InvalidSpec"),
+            moved=ALL,
+            calls=[CONNECT, WRITE_MARKER, CREATE],
+            requeue_after=600.0,
+            settled=True,
+            events=[("Warning", "InvalidSpec", str(CREATE_422))],
         ),
     ),
     "Conflict with a prior marker, find hit: our own create, adopted": Case(

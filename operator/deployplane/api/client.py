@@ -22,7 +22,7 @@ import inspect
 import logging
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 from urllib.parse import quote
@@ -34,6 +34,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from deployplane import __version__
 from deployplane.api.errors import ControlPlaneError, error_from
 from deployplane.api.models import (
+    BulkDeleteResult,
     Deployment,
     DeploymentCreate,
     DeploymentPatch,
@@ -41,14 +42,13 @@ from deployplane.api.models import (
     Listener,
     ListenerCreate,
     ListenerPatch,
-    ListenerPut,
     OAuthProvider,
     Page,
     Revision,
     RevisionStatus,
 )
 
-__all__ = ["MAX_HONOURED_RETRY_AFTER", "ControlPlaneClient"]
+__all__ = ["MAX_BULK_DELETE", "MAX_FIND_PAGES", "MAX_HONOURED_RETRY_AFTER", "ControlPlaneClient"]
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +65,17 @@ DEPLOYMENTS = "/v2/deployments"
 DEPLOYMENT = "/v2/deployments/{deployment_id}"
 REVISIONS = "/v2/deployments/{deployment_id}/revisions"
 REVISION = "/v2/deployments/{deployment_id}/revisions/{revision_id}"
+REDEPLOY = "/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy"
 LISTENERS = "/v2/listeners"
 LISTENER = "/v2/listeners/{listener_id}"
 REPOSITORIES = "/v1/integrations/git_host/{integration_id}/repos"
 OAUTH_PROVIDER = "/v2/auth/providers/{provider_id}"
+
+MAX_BULK_DELETE = 100
+"""Most ids one bulk DELETE /v2/deployments takes (the published contract)."""
+
+MAX_FIND_PAGES = 50
+"""Pages of 100 `find_deployment_by_name` reads at most before it gives up."""
 
 MAX_IN_FLIGHT = 16
 """Requests in flight per client, and the size of its connection pool. More callers wait
@@ -96,6 +103,10 @@ def _dump(body: BaseModel) -> dict[str, Any]:
 
 def _query(**params: Any) -> dict[str, Any]:
     return {key: value for key, value in params.items() if value is not None}
+
+
+def _bool(value: bool | None) -> str | None:
+    return None if value is None else str(value).lower()
 
 
 class ControlPlaneClient:
@@ -177,31 +188,92 @@ class ControlPlaneClient:
         )
         return self._parse(Deployment, response, "PATCH", DEPLOYMENT)
 
-    async def delete_deployment(self, deployment_id: Id) -> None:
-        await self._request("DELETE", DEPLOYMENT, {"deployment_id": deployment_id})
+    async def delete_deployment(
+        self, deployment_id: Id, *, delete_tracing_project: bool = False
+    ) -> None:
+        """204; the tracing project made with it stays unless `delete_tracing_project`."""
+        params = {"delete_tracing_project": "true"} if delete_tracing_project else None
+        await self._request("DELETE", DEPLOYMENT, {"deployment_id": deployment_id}, params=params)
+
+    async def delete_deployments(self, deployment_ids: Sequence[Id]) -> BulkDeleteResult:
+        """Bulk delete (at most 100): 200 when all went, 207 with each id's outcome when
+        some failed (both returned); a 404 (none known) is raised as `NotFound`."""
+        if not 1 <= len(deployment_ids) <= MAX_BULK_DELETE:
+            raise ValueError(f"between 1 and {MAX_BULK_DELETE} deployment ids per call")
+        params = {"deployment_ids": [str(i) for i in deployment_ids]}
+        response = await self._request("DELETE", DEPLOYMENTS, params=params)
+        return self._parse(BulkDeleteResult, response, "DELETE", DEPLOYMENTS)
 
     async def list_deployments(
         self,
         *,
-        name: str | None = None,
         name_contains: str | None = None,
+        status: str | None = None,
+        image_version: str | None = None,
+        deployment_type: str | None = None,
+        deployment_ids: Sequence[Id] | None = None,
+        remote_reconciled: bool | None = None,
         limit: int | None = None,
         offset: int | None = None,
     ) -> Page[Deployment]:
-        params = _query(name=name, name_contains=name_contains, limit=limit, offset=offset)
+        """One page, with the published filters (there is no exact-name filter: see
+        `find_deployment_by_name`)."""
+        params = _query(
+            name_contains=name_contains,
+            status=status,
+            image_version=image_version,
+            deployment_type=deployment_type,
+            deployment_ids=",".join(map(str, deployment_ids)) if deployment_ids else None,
+            remote_reconciled=_bool(remote_reconciled),
+            limit=limit,
+            offset=offset,
+        )
         response = await self._request("GET", DEPLOYMENTS, params=params)
         return self._parse(Page[Deployment], response, "GET", DEPLOYMENTS)
 
     async def iter_deployments(
-        self, *, name: str | None = None, name_contains: str | None = None, page_size: int = 100
+        self, *, name_contains: str | None = None, page_size: int = 100, **filters: Any
     ) -> AsyncIterator[Deployment]:
         async def page(offset: int | None) -> Page[Deployment]:
             return await self.list_deployments(
-                name=name, name_contains=name_contains, limit=page_size, offset=offset
+                name_contains=name_contains, limit=page_size, offset=offset, **filters
             )
 
         async for item in _paginate(page, page_size):
             yield item
+
+    async def find_deployment_by_name(
+        self, name: str, *, max_pages: int = MAX_FIND_PAGES
+    ) -> Deployment | None:
+        """The deployment named exactly `name`, or None.
+
+        The service has no exact-name filter: `name_contains` narrows the listing and the
+        exact match is made here, following `offset` through every page (other names may
+        contain this one). Bounded: beyond `max_pages` full pages it raises rather than
+        answer "none" from a listing it did not finish.
+        """
+        pages = 0
+
+        async def page(offset: int | None) -> Page[Deployment]:
+            nonlocal pages
+            if pages >= max_pages:
+                raise ControlPlaneError(
+                    f"GET {DEPLOYMENTS}: more than {max_pages * 100} deployments contain "
+                    f"the name {name!r}; cannot tell whether it exists"
+                )
+            pages += 1
+            return await self.list_deployments(name_contains=name, limit=100, offset=offset)
+
+        async for deployment in _paginate(page, 100):
+            if deployment.name == name:
+                return deployment
+        return None
+
+    async def redeploy_revision(self, deployment_id: Id, revision_id: Id) -> Deployment:
+        """Roll back: a new revision with that revision's source revision config."""
+        ids = {"deployment_id": deployment_id, "revision_id": revision_id}
+        response = await self._request("POST", REDEPLOY, ids)
+        return self._parse(Deployment, response, "POST", REDEPLOY)
 
     # -------------------------------------------------------------------- revisions
 
@@ -211,13 +283,23 @@ class ControlPlaneClient:
         return self._parse(Revision, response, "GET", REVISION)
 
     async def list_revisions(
-        self, deployment_id: Id, *, limit: int | None = None, offset: int | None = None
+        self,
+        deployment_id: Id,
+        *,
+        status: Sequence[str] | None = None,
+        remote_reconciled: bool | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
     ) -> Page[Revision]:
+        """Newest first; `status` filters by any of the given revision statuses."""
+        params = _query(
+            status=",".join(status) if status else None,
+            remote_reconciled=_bool(remote_reconciled),
+            limit=limit,
+            offset=offset,
+        )
         response = await self._request(
-            "GET",
-            REVISIONS,
-            {"deployment_id": deployment_id},
-            params=_query(limit=limit, offset=offset),
+            "GET", REVISIONS, {"deployment_id": deployment_id}, params=params
         )
         return self._parse(Page[Revision], response, "GET", REVISIONS)
 
@@ -290,31 +372,19 @@ class ControlPlaneClient:
         )
         return self._parse(Listener, response, "PATCH", LISTENER)
 
-    async def replace_listener(self, listener_id: Id, body: ListenerPut) -> Listener:
-        response = await self._request(
-            "PUT", LISTENER, {"listener_id": listener_id}, json=_dump(body)
-        )
-        return self._parse(Listener, response, "PUT", LISTENER)
-
     async def delete_listener(self, listener_id: Id) -> None:
         await self._request("DELETE", LISTENER, {"listener_id": listener_id})
 
     async def list_listeners(
-        self,
-        *,
-        compute_id: str | None = None,
-        limit: int | None = None,
-        offset: int | None = None,
+        self, *, limit: int | None = None, offset: int | None = None
     ) -> Page[Listener]:
-        params = _query(compute_id=compute_id, limit=limit, offset=offset)
+        params = _query(limit=limit, offset=offset)
         response = await self._request("GET", LISTENERS, params=params)
         return self._parse(Page[Listener], response, "GET", LISTENERS)
 
-    async def iter_listeners(
-        self, *, compute_id: str | None = None, page_size: int = 100
-    ) -> AsyncIterator[Listener]:
+    async def iter_listeners(self, *, page_size: int = 100) -> AsyncIterator[Listener]:
         async def page(offset: int | None) -> Page[Listener]:
-            return await self.list_listeners(compute_id=compute_id, limit=page_size, offset=offset)
+            return await self.list_listeners(limit=page_size, offset=offset)
 
         async for item in _paginate(page, page_size):
             yield item

@@ -21,7 +21,6 @@ from deployplane.api.models import (
     Listener,
     ListenerCreate,
     ListenerPatch,
-    ListenerPut,
     Revision,
     RevisionStatus,
 )
@@ -36,6 +35,7 @@ from deployplane.commands.connection import (
     call,
     fail,
 )
+from deployplane.commands.deleting import delete_many
 from deployplane.commands.output import Output, OutputOption, print_many, print_one
 from deployplane.commands.waiting import follow_revision
 
@@ -95,9 +95,10 @@ def list_deployments(
     """List deployments."""
 
     async def action(client: ControlPlaneClient) -> list[Deployment]:
-        items = client.iter_deployments(
-            name=name, name_contains=name_contains, page_size=_page_size(limit)
-        )
+        if name is not None:  # no exact-name filter is published: name_contains + match
+            found = await client.find_deployment_by_name(name)
+            return [found] if found is not None else []
+        items = client.iter_deployments(name_contains=name_contains, page_size=_page_size(limit))
         return await _take(items, limit)
 
     print_many(call(Connection(url, api_key, tenant_id), action), Deployment, output)
@@ -150,14 +151,31 @@ def update_deployment(
 
 @_command(deployments, "delete")
 def delete_deployment(
-    deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
+    deployment_ids: Annotated[list[str], typer.Argument(help="Deployment ids (one or more).")],
+    delete_tracing_project: Annotated[
+        bool,
+        typer.Option(
+            "--delete-tracing-project",
+            help="Delete the tracing project made with each deployment too (else it stays). "
+            "Deletes one by one: the bulk operation has no such option.",
+        ),
+    ] = False,
     url: UrlOption = None,
     api_key: ApiKeyOption = None,
     tenant_id: TenantOption = None,
 ) -> None:
-    """Delete a deployment."""
-    call(Connection(url, api_key, tenant_id), lambda c: c.delete_deployment(deployment_id))
-    typer.echo(f"deployment {deployment_id} deleted")
+    """Delete deployments: one DELETE per id, or bulk (100 per call) when several.
+
+    Exits 1 naming every id that could not be deleted (e.g. unknown ids).
+    """
+    conn = Connection(url, api_key, tenant_id)
+    failed = call(conn, lambda c: delete_many(c, deployment_ids, delete_tracing_project))
+    for deployment_id in deployment_ids:
+        if deployment_id not in failed:
+            typer.echo(f"deployment {deployment_id} deleted")
+    if failed:
+        reasons = "; ".join(f"{i}: {why}" for i, why in failed.items())
+        fail(f"not deleted: {reasons}", ExitCode.API_ERROR)
 
 
 @_command(deployments, "wait")
@@ -242,6 +260,41 @@ def get_revision(
     print_one(call(conn, lambda c: c.get_revision(deployment_id, revision_id)), output)
 
 
+@_command(revisions, "redeploy")
+def redeploy_revision(
+    deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
+    revision_id: Annotated[str, typer.Argument(help="The earlier revision to roll back to.")],
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Follow the new revision until it is terminal.")
+    ] = False,
+    output: OutputOption = Output.table,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    tenant_id: TenantOption = None,
+) -> None:
+    """Roll back: a new revision with that revision's source revision config.
+
+    Prints the deployment; with --wait, follows the new revision and exits as
+    `deployments wait` does (0 DEPLOYED, 3 ended otherwise).
+    """
+    conn = Connection(url, api_key, tenant_id)
+    deployment = call(conn, lambda c: c.redeploy_revision(deployment_id, revision_id))
+    if not wait or deployment.latest_revision_id is None:
+        print_one(deployment, output)
+        return
+    console = Console(stderr=True, highlight=False)
+    new_revision = str(deployment.latest_revision_id)
+    final = call(
+        conn,
+        lambda c: follow_revision(
+            c, deployment_id, new_revision, timeout=None, poll_interval=2.0, console=console
+        ),
+    )
+    print_one(final, output)
+    if final.status is not RevisionStatus.DEPLOYED:
+        fail(f"revision {final.id} ended {final.status.value}", ExitCode.REVISION_FAILED)
+
+
 # ---------------------------------------------------------------------- listeners
 
 
@@ -292,27 +345,15 @@ def create_listener(
 def update_listener(
     listener_id: Annotated[str, typer.Argument(help="Listener id.")],
     file: FileOption,
-    replace: Annotated[
-        bool,
-        typer.Option(
-            "--replace", help="PUT the whole listener instead of PATCHing the given fields."
-        ),
-    ] = False,
     output: OutputOption = Output.table,
     url: UrlOption = None,
     api_key: ApiKeyOption = None,
     tenant_id: TenantOption = None,
 ) -> None:
-    """Change a listener: PATCH version / compute_config, or PUT it whole with --replace."""
+    """Change a listener (PATCH): version and compute_config, the fields in the file."""
+    patch = load_body(file, ListenerPatch)
     conn = Connection(url, api_key, tenant_id)
-    result: Listener
-    if replace:
-        put = load_body(file, ListenerPut)
-        result = call(conn, lambda c: c.replace_listener(listener_id, put))
-    else:
-        patch = load_body(file, ListenerPatch)
-        result = call(conn, lambda c: c.update_listener(listener_id, patch))
-    print_one(result, output)
+    print_one(call(conn, lambda c: c.update_listener(listener_id, patch)), output)
 
 
 @_command(listeners, "delete")

@@ -287,12 +287,10 @@ class AgentDeploymentExternal:
     # ------------------------------------------------------------------ mutate
 
     async def find(self, mr: Mr) -> str | None:
-        name = self.natural_key(mr)
-        page = await self.client.list_deployments(name=name, limit=10)
-        for dep in page.resources:
-            if dep.name == name:
-                return str(dep.id)
-        return None
+        # The published contract has no exact-name filter: name_contains + exact match,
+        # through every page (bounded; beyond it the error says so).
+        found = await self.client.find_deployment_by_name(self.natural_key(mr))
+        return None if found is None else str(found.id)
 
     async def create(self, mr: Mr) -> Observation:
         want = await self.desired(mr)

@@ -60,9 +60,8 @@ class ListenerExternal:
         return _observation(latest, up_to_date=not self._patch, drift=tuple(self._patch))
 
     async def find(self, mr: Mr) -> str | None:
-        # The filter narrows the listing where the service supports it; the check below
-        # keeps find() correct where it does not.
-        async for listener in self.client.iter_listeners(compute_id=mr.spec.compute_id):
+        # The published contract has no compute_id filter: every page, matched here.
+        async for listener in self.client.iter_listeners():
             if listener.compute_id == mr.spec.compute_id:
                 return str(listener.id)
         return None

@@ -269,20 +269,43 @@ class Reconciler(Generic[SpecT]):
         )
         try:
             obs = await ext.create(mr)
-        except errors.Conflict:
-            # Our own create whose answer was lost (retried POST) is adopted; anybody
-            # else's resource of the same natural key is a conflict the user must solve.
-            found = await ext.find(mr) if mr.status.get(CREATE_PENDING) else None
-            if not found:
-                await status.write({CREATE_PENDING: None})
-                raise
-            obs = await ext.observe(mr, found, full=True)
+        except (errors.Conflict, errors.Invalid) as exc:
+            obs = await self._create_refused(mr, ext, status, exc)
         new_id = obs.status[ext.id_field]
         # Published with the outcome, in the same write as the first conditions: until
         # then the durable marker covers a crash (the next pass finds and adopts it).
         status.record({ext.id_field: new_id, CREATE_PENDING: None})
         events.append(EventRecord("Normal", "Created", f"Created {self.kind} {new_id}"))
         return obs
+
+    @staticmethod
+    async def _create_refused(
+        mr: Managed[SpecT],
+        ext: ExternalClient[SpecT],
+        status: _PassStatus,
+        exc: errors.Conflict | errors.Invalid,
+    ) -> Observation:
+        """A refused create. A 422 is an invalid spec. A 409, or a 400 (the published
+        contract's answer, which also means "invalid"), may be a natural key already
+        taken: ours (a create whose answer was lost before a crash: the marker predates
+        this pass) is adopted; anybody else's is a conflict the user must solve, told
+        in the service's words; a 400 with the key free is an invalid spec."""
+        if isinstance(exc, errors.Invalid) and exc.status_code != 400:
+            raise exc
+        ours = bool(mr.status.get(CREATE_PENDING))
+        found = await ext.find(mr) if ours or isinstance(exc, errors.Invalid) else None
+        if found and ours:
+            return await ext.observe(mr, found, full=True)
+        await status.write({CREATE_PENDING: None})
+        if found and isinstance(exc, errors.Invalid):
+            raise errors.Conflict(
+                f"{exc} ({ext.natural_key(mr)!r} is already taken on the control plane)",
+                method=exc.method,
+                path=exc.path,
+                status_code=exc.status_code,
+                detail=exc.detail,
+            ) from exc
+        raise exc
 
 
 class _PassStatus:
