@@ -122,7 +122,9 @@ class Agent:
         listener = await self.client.get_listener(self.listener_id)
         mine = [
             deployment
-            async for deployment in self.client.iter_listed_deployments(
+            async for deployment in self.client.iter_deployments(
+                # The published filter: what the data plane has not reconciled yet; a
+                # full round lists everything, to find deletions made while away.
                 remote_reconciled=None if full else False
             )
             if _listener_of(deployment) == self.listener_id

@@ -9,13 +9,10 @@ under `/_dataplane/v1`, which no published path uses.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
-from typing import Any
 
-from deployplane.api.client import DEPLOYMENTS, REVISIONS, ControlPlaneClient, Id, _paginate
+from deployplane.api.client import ControlPlaneClient, Id
 from deployplane.api.dataplane import Heartbeat, RevisionReport, RevisionWork
 from deployplane.api.errors import Conflict, NotFound
-from deployplane.api.models import Deployment, Page, Revision
 
 __all__ = ["DataPlaneClient"]
 
@@ -25,35 +22,10 @@ WORK = _PREFIX + "/deployments/{deployment_id}/revisions/{revision_id}"
 REPORT = WORK + "/status"
 DELETED = _PREFIX + "/deployments/{deployment_id}/deleted"
 
-PAGE = 100  # the published maximum: fewest requests per round
-
 
 class DataPlaneClient(ControlPlaneClient):
-    """`ControlPlaneClient` plus what a listener agent needs."""
-
-    # ----------------------------------------------------------- published reads
-
-    async def iter_listed_deployments(
-        self, *, remote_reconciled: bool | None = None
-    ) -> AsyncIterator[Deployment]:
-        """Every deployment of the workspace, following pages; `remote_reconciled`
-        is the published filter (False: not yet applied by the data plane)."""
-
-        async def page(offset: int | None) -> Page[Deployment]:
-            params: dict[str, Any] = {"limit": PAGE, "offset": offset or 0}
-            if remote_reconciled is not None:
-                params["remote_reconciled"] = "true" if remote_reconciled else "false"
-            response = await self._request("GET", DEPLOYMENTS, params=params)
-            return self._parse(Page[Deployment], response, "GET", DEPLOYMENTS)
-
-        async for deployment in _paginate(page, PAGE):
-            yield deployment
-
-    async def latest_revisions(self, deployment_id: Id, *, limit: int = 1) -> list[Revision]:
-        response = await self._request(
-            "GET", REVISIONS, {"deployment_id": deployment_id}, params={"limit": limit}
-        )
-        return self._parse(Page[Revision], response, "GET", REVISIONS).resources
+    """`ControlPlaneClient` (the published reads: deployments with `remote_reconciled`,
+    revisions, the listener) plus the data-plane extension's calls."""
 
     # ----------------------------------------------------------- the extension
 
