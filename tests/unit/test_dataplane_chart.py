@@ -149,3 +149,31 @@ def test_helm_lint_is_clean_with_the_listener_agent(tmp_path: Any) -> None:
     out = chart.helm("lint", "--strict", str(chart.CHART), "--values", str(values), check=False)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "[WARNING]" not in out.stdout, out.stdout
+
+
+def test_kustomize_example_grants_what_the_chart_grants() -> None:
+    try:
+        example = chart.kustomize(chart.MANIFESTS / "listener-agent")
+    except chart.HelmNotFound as exc:
+        pytest.skip(str(exc))
+    values = {
+        "listenerAgent": {
+            "enabled": True,
+            "listenerName": "dev-cluster",
+            "listenerNamespace": "agents",
+            "namespaces": ["agents"],
+        }
+    }
+    rendered = agent_docs(chart.render(values))
+
+    def rules(docs: list[Doc]) -> list[Any]:
+        return sorted(
+            (str(d["metadata"]["name"].endswith("-listener")), d["rules"])
+            for d in find_all(docs, "Role")
+        )
+
+    assert rules(example) == rules(rendered)
+    (deployment,) = find_all(example, "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["deployplane", "listener", "run"]
+    assert not [d for d in example if d["kind"].startswith("Cluster")]
