@@ -425,3 +425,40 @@ async def test_an_organization_key_without_x_tenant_id_is_403_naming_the_need(
     assert "workspace" in answer.json()["detail"]
     named = {"X-Api-Key": KEY_SHARED, "X-Tenant-Id": str(WORKSPACE_A)}
     assert (await api.get("/v2/deployments", headers=named)).status_code == 200
+
+
+# ------------------------------------------------------- published field rules
+
+
+async def test_git_host_gets_its_url_from_the_service_and_may_not_set_it(
+    api: httpx.AsyncClient,
+) -> None:
+    created = await create(api, git_body("git-url"))
+    assert created["source_config"]["custom_url"].startswith("https://")
+    body = git_body("git-own-url")
+    body["source_config"]["custom_url"] = "https://mine.example"
+    answer = await api.post("/v2/deployments", json=body)
+    assert query_error_fields(answer) == ["custom_url"]
+    docker = {**image_body("docker-url"), "source_config": {"custom_url": "https://d.example"}}
+    assert (await create(api, docker))["source_config"]["custom_url"] == "https://d.example"
+
+
+async def test_deployment_type_is_git_host_only_and_immutable(api: httpx.AsyncClient) -> None:
+    docker = {**image_body("docker-typed"), "source_config": {"deployment_type": "dev"}}
+    assert query_error_fields(await api.post("/v2/deployments", json=docker)) == ["deployment_type"]
+    body = git_body("git-typed")
+    body["source_config"]["deployment_type"] = "dev"
+    created = await create(api, body)
+    path = f"/v2/deployments/{created['id']}"
+    change = await api.patch(path, json={"source_config": {"deployment_type": "prod"}})
+    assert query_error_fields(change) == ["deployment_type"]
+    same = await api.patch(path, json={"source_config": {"deployment_type": "dev"}})
+    assert same.status_code == 200
+
+
+async def test_secret_references_are_external_docker_only(api: httpx.AsyncClient) -> None:
+    refs = [{"name": "K", "secret_name": "s", "secret_key": "k"}]
+    answer = await api.post(
+        "/v2/deployments", json={**git_body("git-refs"), "secret_references": refs}
+    )
+    assert query_error_fields(answer) == ["secret_references"]

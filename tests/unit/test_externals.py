@@ -751,7 +751,9 @@ async def test_observe_call_budget(case: ObserveCase) -> None:
 
 
 async def test_observation_status_fields() -> None:
-    api = FakeApi().on("GET", DEPLOYMENT_PATH, (200, deployment_json(image_version="7")))
+    dep = deployment_json(image_version="7")
+    dep["source_config"] = {**dep["source_config"], "custom_url": "https://agent.example"}
+    api = FakeApi().on("GET", DEPLOYMENT_PATH, (200, dep))
     api.on("GET", REVISION_PATH, (200, revision_json("DEPLOYED", repo_commit_sha="abc")))
     obs = await external(api).observe(ad(docker_spec(), {"secretsHash": "h"}), DEP, full=True)
     assert obs.status == {
@@ -760,6 +762,7 @@ async def test_observation_status_fields() -> None:
         "activeRevisionId": REV,
         "deploymentStatus": "READY",
         "imageVersion": "7",
+        "url": "https://agent.example",
         "revision": {
             "id": REV,
             "status": "DEPLOYED",
@@ -1164,3 +1167,41 @@ def test_secrets_digest() -> None:
         "hex, 32 chars": len(digest) == 32 and int(digest, 16) >= 0,
     }
     assert got == dict.fromkeys(got, True)
+
+
+# ----------------------------------------------------- published additions
+
+
+REFS = [{"name": "OPENAI_API_KEY", "secretName": "llm", "secretKey": "openai"}]
+REFS_API = [{"name": "OPENAI_API_KEY", "secret_name": "llm", "secret_key": "openai"}]
+
+
+async def test_secret_references_are_sent_on_create_and_patched_on_drift() -> None:
+    api = FakeApi().on("POST", "/v2/deployments", (201, deployment_json()))
+    await external(api).create(ad(docker_spec(secretReferences=REFS)))
+    assert api.sent("POST")[0]["secret_references"] == REFS_API
+    # the service has other references: the drift PATCH sends the spec's
+    drifted = deployment_json(
+        secret_references=[{"name": "X", "secret_name": "s", "secret_key": "k"}]
+    )
+    api = FakeApi().on("GET", DEPLOYMENT_PATH, (200, drifted))
+    api.on("GET", REVISION_PATH, (200, revision_json("DEPLOYED")))
+    obs = await external(api).observe(ad(docker_spec(secretReferences=REFS)), DEP, full=True)
+    assert not obs.up_to_date
+    assert "secretReferences" in obs.drift
+    in_sync = FakeApi().on(
+        "GET", DEPLOYMENT_PATH, (200, deployment_json(secret_references=REFS_API))
+    )
+    in_sync.on("GET", REVISION_PATH, (200, revision_json("DEPLOYED")))
+    obs = await external(in_sync).observe(ad(docker_spec(secretReferences=REFS)), DEP, full=True)
+    assert obs.up_to_date
+
+
+@pytest.mark.parametrize(
+    ("flag", "query"), [(False, {}), (True, {"delete_tracing_project": "true"})]
+)
+async def test_delete_passes_delete_tracing_project(flag: bool, query: dict[str, str]) -> None:
+    api = FakeApi().on("GET", DEPLOYMENT_PATH, (200, deployment_json()))
+    api.on("DELETE", DEPLOYMENT_PATH, (204, None))
+    assert await external(api).delete(ad(docker_spec(deleteTracingProject=flag)), DEP) is False
+    assert api.params[-1] == query

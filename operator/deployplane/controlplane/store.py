@@ -165,6 +165,40 @@ def _secret_errors(given: list[Secret], prefix: tuple[str, ...]) -> list[dict[st
     return errors
 
 
+def _service_url(deployment_id: uuid.UUID) -> str:
+    return f"https://{deployment_id}.deployments.deployplane.example"
+
+
+def _published_rule_errors(
+    source: Source,
+    config: SourceConfig | None,
+    references: list[SecretReference] | None,
+    *,
+    current: dict[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """The published rules of deployment_type, custom_url and secret_references, for a
+    create (`current` None) or a PATCH (`current` the stored source_config)."""
+    errors = []
+    sc = ("body", "source_config")
+    given = config.model_fields_set if config is not None else set()
+    if "deployment_type" in given and config is not None:
+        if source is not Source.GIT_HOST and config.deployment_type is not None:
+            errors.append(invalid((*sc, "deployment_type"), "deployment_type is git_host only"))
+        elif current is not None and _type_of(config) != current.get("deployment_type"):
+            errors.append(invalid((*sc, "deployment_type"), "deployment_type cannot be changed"))
+    if source is Source.GIT_HOST and config is not None and config.custom_url is not None:
+        errors.append(invalid((*sc, "custom_url"), "custom_url is set by the service for git_host"))
+    if source is not Source.EXTERNAL_DOCKER and references is not None:
+        errors.append(
+            invalid(("body", "secret_references"), "secret_references is external_docker only")
+        )
+    return errors
+
+
+def _type_of(config: SourceConfig) -> str | None:
+    return None if config.deployment_type is None else config.deployment_type.value
+
+
 def _commit_sha(source: Source) -> str | None:
     return _random.token_hex(20) if source is Source.GIT_HOST else None
 
@@ -334,6 +368,9 @@ async def create_deployment(
         workspace=workspace,
     )
     errors += _secret_errors(given_secrets, ("body", "secrets"))
+    errors += _published_rule_errors(
+        body.source, body.source_config, body.secret_references, current=None
+    )
     if source_config.listener_id is not None and not await _listener_exists(
         conn, workspace.id, source_config.listener_id
     ):
@@ -346,6 +383,8 @@ async def create_deployment(
     deployment_id, revision_id = uuid.uuid4(), uuid.uuid4()
     now = utcnow()
     stored_config = source_config.model_dump(mode="json", exclude_none=True)
+    if body.source is Source.GIT_HOST:  # the service sets a git_host deployment's URL
+        stored_config["custom_url"] = _service_url(deployment_id)
     secret_records = _secret_records(deployment_id, given_secrets)
     try:
         # Deployment first: the (workspace, name) unique constraint decides races.
@@ -558,6 +597,9 @@ async def patch_deployment(
         secret_records = replaced
         await keep_secret_values(conn, deployment_id, body.secrets, created=False)
 
+    errors += _published_rule_errors(
+        source, body.source_config, body.secret_references, current=current.source_config
+    )
     errors += deployment_errors(
         source=source,
         source_config=source_config,

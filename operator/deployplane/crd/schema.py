@@ -334,6 +334,7 @@ def _forbidden_for(source: str, path: str, why: str) -> Rule:
 
 _GIT_ONLY_FIELDS: Final = (
     "sourceConfig.integrationId",
+    "sourceConfig.deploymentType",
     "sourceConfig.repoUrl",
     "sourceConfig.repository",
     "sourceConfig.buildOnPush",
@@ -370,6 +371,18 @@ AGENT_DEPLOYMENT_RULES: Final[dict[str, list[Rule]]] = {
             "git_host builds the image from the repository",
         ),
         _required_for("external_docker", "sourceRevisionConfig.imageUri"),
+        _forbidden_for("git_host", "secretReferences", "external_docker only"),
+        _forbidden_for(
+            "git_host",
+            "sourceConfig.customUrl",
+            "the service sets a git_host deployment's URL itself; see status.url",
+        ),
+        Rule(
+            "(has(self.sourceConfig) && has(self.sourceConfig.deploymentType)) == "
+            "(has(oldSelf.sourceConfig) && has(oldSelf.sourceConfig.deploymentType))",
+            "spec.sourceConfig.deploymentType cannot be added or removed after creation",
+            field_path=".sourceConfig.deploymentType",
+        ),
         *(_forbidden_for("external_docker", path, "git_host only") for path in _GIT_ONLY_FIELDS),
         Rule(
             "!(has(self.sourceConfig) && has(self.sourceConfig.buildOnPush) && "
@@ -386,6 +399,7 @@ AGENT_DEPLOYMENT_RULES: Final[dict[str, list[Rule]]] = {
     "deploymentId": [
         Rule("self == oldSelf", "spec.deploymentId is immutable once set"),
     ],
+    "sourceConfig.deploymentType": [_immutable("sourceConfig.deploymentType")],
     "sourceConfig": [
         Rule(
             "!(has(self.listenerRef) && has(self.listenerId))",
@@ -484,6 +498,12 @@ KINDS: Final = (
                 "type": "string",
                 "description": "Status of the latest revision.",
                 "jsonPath": ".status.revision.status",
+            },
+            {
+                "name": "URL",
+                "type": "string",
+                "description": "URL of the deployment.",
+                "jsonPath": ".status.url",
             },
             {
                 "name": "Deployment ID",

@@ -19,6 +19,7 @@ from deployplane.api.models import (
     ApiModel,
     ComputeConfig,
     ComputeType,
+    SecretReference,
     Source,
     SourceConfig,
     SourceRevisionConfig,
@@ -134,8 +135,23 @@ class AgentDeploymentSpec(ConnectionSpec):
     secrets_from: list[SecretsFromSource] | None = Field(
         None, description="Secrets whose every key becomes a deployment secret."
     )
+    secret_references: list[SecretReference] | None = Field(
+        None,
+        max_length=100,
+        description=(
+            "external_docker only: environment variables filled from Kubernetes Secrets that "
+            "already exist on the listener's cluster; the values never leave that cluster."
+        ),
+    )
     deployment_id: UUID | None = Field(
         None, description="Adopt this existing deployment instead of creating one."
+    )
+    delete_tracing_project: bool = Field(
+        False,
+        description=(
+            "On deletion (deletionPolicy Delete), also delete the tracing project made with "
+            "the deployment; by default it stays (and keeps its name taken)."
+        ),
     )
 
     def deployment_name(self, metadata_name: str) -> str:

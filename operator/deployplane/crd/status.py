@@ -107,6 +107,9 @@ class AgentDeploymentStatus(CommonStatus):
     active_revision_id: str | None = Field(None, description="Currently deployed revision.")
     deployment_status: str | None = Field(None, description="Deployment status.")
     image_version: str | None = Field(None, description="Image version of the deployment.")
+    url: str | None = Field(
+        None, description="URL of the deployment (the service's sourceConfig.customUrl)."
+    )
     revision: RevisionStatusView | None = Field(None, description="The latest revision.")
     secrets_hash: str | None = Field(
         None, description="Salted digest of the secret values last applied (never the values)."

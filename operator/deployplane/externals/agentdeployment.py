@@ -53,6 +53,7 @@ class Desired:
     revision_config: dict[str, Any]
     secrets: list[Secret] | None
     secrets_hash: str | None
+    secret_references: list[dict[str, str]] | None = None
 
     def create_body(self, name: str, spec: AgentDeploymentSpec) -> DeploymentCreate:
         body: dict[str, Any] = {"name": name, "source": spec.source.value}
@@ -62,6 +63,8 @@ class Desired:
             body["source_revision_config"] = self.revision_config
         if self.secrets is not None:
             body["secrets"] = [{"name": s.name, "value": s.value} for s in self.secrets]
+        if self.secret_references is not None:
+            body["secret_references"] = self.secret_references
         return DeploymentCreate.model_validate(body, by_alias=False, by_name=True)
 
 
@@ -176,6 +179,7 @@ class AgentDeploymentExternal:
             "activeRevisionId": _str(dep.active_revision_id),
             "deploymentStatus": dep.status.value,
             "imageVersion": dep.image_version,
+            "url": dep.source_config.custom_url if dep.source_config else None,
             "revision": view or None,
             "secretsHash": secrets_hash or mr.status.get("secretsHash"),
         }
@@ -217,7 +221,12 @@ class AgentDeploymentExternal:
                 revision_config.setdefault("repo_ref", repo.default_branch)
         secrets = await self._secrets(mr)
         digest = secrets_digest(mr.uid, secrets) if secrets is not None else None
-        return Desired(source_config, revision_config, secrets, digest)
+        references = (
+            None
+            if spec.secret_references is None
+            else [r.model_dump(mode="json") for r in spec.secret_references]
+        )
+        return Desired(source_config, revision_config, secrets, digest, references)
 
     async def _listener_id(self, mr: Mr, name: str) -> str:
         status = await self.kube.read_custom_status(mr.namespace, "listeners", name)
@@ -277,6 +286,10 @@ class AgentDeploymentExternal:
         }
         if revision:
             patch["source_revision_config"] = revision
+        if want.secret_references is not None and want.secret_references != [
+            r.model_dump(mode="json") for r in dep.secret_references or []
+        ]:
+            patch["secret_references"] = want.secret_references
         if want.secrets is not None:
             names_now = sorted(s.name for s in dep.secrets or [])
             names_want = sorted(s.name for s in want.secrets)
@@ -312,7 +325,9 @@ class AgentDeploymentExternal:
         try:
             dep = await self.client.get_deployment(external_id)
             if dep.status is not DeploymentStatus.AWAITING_DELETE:
-                await self.client.delete_deployment(external_id)
+                await self.client.delete_deployment(
+                    external_id, delete_tracing_project=mr.spec.delete_tracing_project
+                )
         except errors.NotFound:
             return True
         return False
@@ -379,6 +394,7 @@ def _drift_names(patch: Mapping[str, Any]) -> list[str]:
     names: list[str] = []
     for section in ("source_config", "source_revision_config"):
         names += [f"{camelize(section)}.{camelize(k)}" for k in patch.get(section, {})]
-    if "secrets" in patch:
-        names.append("secrets")
+    for key in ("secrets", "secret_references"):
+        if key in patch:
+            names.append(camelize(key))
     return names
