@@ -20,7 +20,7 @@ Obj = dict[str, Any]
 Key = tuple[str, str, str]  # kind, namespace, name
 
 
-class AgentKilled(Exception):
+class AgentKilled(BaseException):  # not an error the agent handles: it is gone
     """Raised by the fake where a real agent would have been SIGKILLed."""
 
 

@@ -103,7 +103,7 @@ class Agent:
                     await self.round(full=full)
                     if full:
                         last_full = time.monotonic()
-                except ControlPlaneError as exc:
+                except (ControlPlaneError, ClusterError) as exc:
                     log.warning("round failed, retrying: %s", exc)
                 await asyncio.sleep(self.settings.poll_interval)
         finally:
@@ -140,6 +140,8 @@ class Agent:
                 await self.reconcile(listener, deployment)
             except (ControlPlaneError, ClusterError) as exc:
                 log.warning("deployment %s: %s (retrying)", deployment.id, exc)
+            except Exception:  # a bug must not stop the other deployments or the loop
+                log.exception("deployment %s: unexpected error (retrying)", deployment.id)
 
     # ------------------------------------------------------------------ one deployment
 
