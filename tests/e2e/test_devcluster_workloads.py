@@ -92,6 +92,7 @@ def test_fake_nodes_are_ready_with_realistic_capacity(
     assert sorted(nodes) == node_names(dev_cluster.nodes)
     for node in nodes.values():
         assert condition(node, "Ready").status == "True"
+        assert not node.spec.taints  # schedulable without tolerations
         assert node.status.allocatable == {"cpu": "4", "memory": "16Gi", "pods": "110"}
 
 
@@ -248,10 +249,15 @@ def test_rendered_objects_roll_out_apply_idempotently_and_go_with_their_owner(
     (claim,) = core.list_namespaced_persistent_volume_claim(namespace).items
     assert claim.status.phase == "Bound"
 
-    # A second apply of the same revision changes nothing.
+    # Applying the same revision again changes nothing: no new resourceVersion. (Compared
+    # between two later applies: since the first, controllers have written status.)
     second = applier.apply(objects)
-    assert [o["metadata"]["resourceVersion"] for o in second] == [
-        o["metadata"]["resourceVersion"] for o in first
+    third = applier.apply(objects)
+    assert [o["metadata"]["resourceVersion"] for o in third] == [
+        o["metadata"]["resourceVersion"] for o in second
+    ]
+    assert [o["metadata"].get("generation") for o in third] == [
+        o["metadata"].get("generation") for o in first
     ]
 
     core.delete_namespaced_config_map(server, namespace, propagation_policy="Foreground")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -17,14 +18,9 @@ from deployplane.devcluster.kwok import (
 from deployplane.devcluster.workloads import kwok_argv, scheduler_argv
 
 
-def test_kwok_config_has_its_options_and_every_stage() -> None:
-    options, *stages = list(yaml.safe_load_all(config_yaml()))
-    assert options["kind"] == "KwokConfiguration"
-    # kwok serves nothing (no port to pick or expose) and manages only our fake nodes.
-    assert options["options"]["nodePort"] == 0
-    assert "serverAddress" not in options["options"]
-    assert options["options"]["manageAllNodes"] is False
-    assert options["options"]["manageNodesWithAnnotationSelector"] == f"{NODE_ANNOTATION}=fake"
+def test_kwok_config_has_every_stage() -> None:
+    stages = list(yaml.safe_load_all(config_yaml()))
+    assert {s["kind"] for s in stages} == {"Stage"}
     assert [s["metadata"]["name"] for s in stages] == [
         "node-initialize",
         "pod-ready",
@@ -39,19 +35,22 @@ def test_kwok_config_has_its_options_and_every_stage() -> None:
     ]
 
 
-def _selectors(stage_name: str) -> list[str]:
-    stages = {s["metadata"]["name"]: s for s in list(yaml.safe_load_all(config_yaml()))[1:]}
-    expressions = stages[stage_name]["spec"]["selector"]["matchExpressions"]
-    return [e["cel"]["expression"] for e in expressions]
+def _selectors(stage_name: str) -> list[dict[str, Any]]:
+    stages = {s["metadata"]["name"]: s for s in yaml.safe_load_all(config_yaml())}
+    return [e["jq"] for e in stages[stage_name]["spec"]["selector"]["matchExpressions"]]
 
 
 def test_fail_pull_images_go_to_the_failing_stage_and_never_to_pod_ready() -> None:
-    matches = f"c.image.contains('{FAIL_PULL_PATTERN}')"
-    ready = _selectors("pod-ready")
-    failing = _selectors("pod-fail-pull")
-    negated = [e for e in ready if e.startswith("!(") and matches in e]
-    assert len(negated) == 1
-    assert negated[0][2:-1] in failing  # the very expression, once negated, once not
+    def on_image(stage: str) -> list[tuple[str, list[str]]]:
+        return [
+            (e["operator"], e["values"]) for e in _selectors(stage) if FAIL_PULL_PATTERN in e["key"]
+        ]
+
+    # The very same jq expression: "true" goes to pod-fail-pull, anything else to pod-ready.
+    keys = {e["key"] for s in ("pod-ready", "pod-fail-pull") for e in _selectors(s)}
+    assert len([k for k in keys if FAIL_PULL_PATTERN in k]) == 1
+    assert on_image("pod-ready") == [("NotIn", ["true"])]
+    assert on_image("pod-fail-pull") == [("In", ["true"])]
 
 
 def test_fake_nodes_have_realistic_allocatable_and_no_taints() -> None:
@@ -65,10 +64,12 @@ def test_component_argv_point_at_their_own_kubeconfigs(tmp_path: Path) -> None:
     argv = scheduler_argv(tmp_path / "kube-scheduler", tmp_path / "scheduler.kubeconfig")
     assert f"--kubeconfig={tmp_path / 'scheduler.kubeconfig'}" in argv
     assert "--secure-port=0" in argv
-    assert kwok_argv(tmp_path / "kwok", tmp_path / "k", tmp_path / "c.yaml")[1:] == [
-        f"--kubeconfig={tmp_path / 'k'}",
-        f"--config={tmp_path / 'c.yaml'}",
-    ]
+    argv = kwok_argv(tmp_path / "kwok", tmp_path / "k", tmp_path / "c.yaml")
+    assert argv[1:3] == [f"--kubeconfig={tmp_path / 'k'}", f"--config={tmp_path / 'c.yaml'}"]
+    # kwok manages only our fake nodes and serves nothing (no port to pick or expose).
+    assert "--manage-all-nodes=false" in argv
+    assert f"--manage-nodes-with-annotation-selector={NODE_ANNOTATION}=fake" in argv
+    assert not [a for a in argv if a.startswith(("--node-port", "--server-address"))]
 
 
 def test_workloads_without_kwok_or_scheduler_is_a_clear_error(tmp_path: Path) -> None:

@@ -38,16 +38,40 @@ NODE_PODS = "110"
 _STAGE_API = "kwok.x-k8s.io/v1alpha1"
 
 
-def _any_image_contains(pattern: str) -> str:
-    return (
-        f"self.spec.containers.exists(c, c.image.contains('{pattern}'))"
-        f" || (has(self.spec.initContainers) &&"
-        f" self.spec.initContainers.exists(c, c.image.contains('{pattern}')))"
-    )
+# Node and Pod selectors are jq, as in kwok's own Stages: kwok's CEL environment types
+# Pods and Nodes and cannot resolve list elements inside macros (`conditions.exists(c,
+# c.type == ...)` fails to compile). PVCs and PVs use CEL on plain fields, as upstream.
+Jq = tuple[str, str, list[str]]
+
+
+def _jq(*requirements: Jq) -> dict[str, Any]:
+    return {
+        "matchExpressions": [
+            {"jq": {"key": key, "operator": op, **({"values": values} if values else {})}}
+            for key, op, values in requirements
+        ]
+    }
 
 
 def _cel(*expressions: str) -> dict[str, Any]:
     return {"matchExpressions": [{"cel": {"expression": e}} for e in expressions]}
+
+
+_NOT_DELETED: Jq = (".metadata.deletionTimestamp", "DoesNotExist", [])
+_PENDING: Jq = (".status.phase", "In", ["Pending"])
+_NOT_READY: Jq = ('.status.conditions.[] | select( .type == "Ready" ) | .status', "NotIn", ["True"])
+
+
+def _any_image_contains(pattern: str) -> str:
+    """jq: "true" when an image of the pod's containers or init containers has `pattern`."""
+    return (
+        "[(.spec.containers // [])[].image, (.spec.initContainers // [])[].image]"
+        f' | any(contains("{pattern}"))'
+    )
+
+
+def _waiting_reason() -> str:
+    return ".status.containerStatuses[]?.state.waiting.reason"
 
 
 def _stage(name: str, kind: str, selector: dict[str, Any], **spec: Any) -> dict[str, Any]:
@@ -211,22 +235,12 @@ startTime: {{{{ $now | Quote }}}}
 """
 
 
-def _waiting_reason_is(reason: str) -> str:
-    return (
-        "has(self.status.containerStatuses) && self.status.containerStatuses.exists("
-        f"s, has(s.state.waiting) && s.state.waiting.reason == '{reason}')"
-    )
-
-
 def node_stages() -> list[dict[str, Any]]:
     return [
         _stage(
             "node-initialize",
             "Node",
-            _cel(
-                "!has(self.status.conditions) || !self.status.conditions.exists("
-                "c, c.type == 'Ready' && c.status == 'True')"
-            ),
+            _jq(_NOT_READY),
             steps=[_status_patch(_NODE_INITIALIZE)],
         )
     ]
@@ -234,26 +248,22 @@ def node_stages() -> list[dict[str, Any]]:
 
 def pod_stages() -> list[dict[str, Any]]:
     fails = _any_image_contains(FAIL_PULL_PATTERN)
-    not_deleted = "!has(self.metadata.deletionTimestamp)"
-    pending = "self.status.phase == 'Pending'"
-    not_ready = (
-        "!has(self.status.conditions) || !self.status.conditions.exists("
-        "c, c.type == 'Ready' && c.status == 'True')"
-    )
-    no_pull_error = (
-        f"!({_waiting_reason_is('ErrImagePull')}) && !({_waiting_reason_is('ImagePullBackOff')})"
-    )
     return [
         _stage(
             "pod-ready",
             "Pod",
-            _cel(not_deleted, pending, not_ready, f"!({fails})"),
+            _jq(_NOT_DELETED, _PENDING, _NOT_READY, (fails, "NotIn", ["true"])),
             steps=[_status_patch(_POD_READY)],
         ),
         _stage(
             "pod-fail-pull",
             "Pod",
-            _cel(not_deleted, pending, fails, no_pull_error),
+            _jq(
+                _NOT_DELETED,
+                _PENDING,
+                (fails, "In", ["true"]),
+                (_waiting_reason(), "NotIn", ["ErrImagePull", "ImagePullBackOff"]),
+            ),
             steps=[
                 _status_patch(
                     _pull_failure("ErrImagePull", 'Failed to pull image \\"%s\\": not found')
@@ -263,7 +273,7 @@ def pod_stages() -> list[dict[str, Any]]:
         _stage(
             "pod-image-pull-backoff",
             "Pod",
-            _cel(not_deleted, pending, _waiting_reason_is("ErrImagePull")),
+            _jq(_NOT_DELETED, _PENDING, (_waiting_reason(), "In", ["ErrImagePull"])),
             delay={"durationMilliseconds": 2000},
             steps=[
                 _status_patch(_pull_failure("ImagePullBackOff", 'Back-off pulling image \\"%s\\"'))
@@ -272,11 +282,10 @@ def pod_stages() -> list[dict[str, Any]]:
         _stage(
             "pod-complete",
             "Pod",
-            _cel(
-                not_deleted,
-                "self.status.phase == 'Running'",
-                "has(self.metadata.ownerReferences) &&"
-                " self.metadata.ownerReferences.exists(r, r.kind == 'Job')",
+            _jq(
+                _NOT_DELETED,
+                (".status.phase", "In", ["Running"]),
+                (".metadata.ownerReferences.[].kind", "In", ["Job"]),
             ),
             steps=[
                 _status_patch(
@@ -303,7 +312,7 @@ def pod_stages() -> list[dict[str, Any]]:
         _stage(
             "pod-delete",
             "Pod",
-            _cel("has(self.metadata.deletionTimestamp)"),
+            _jq((".metadata.deletionTimestamp", "Exists", [])),
             steps=[{"delete": True}],
         ),
     ]
@@ -404,22 +413,25 @@ def volume_stages() -> list[dict[str, Any]]:
 
 
 def config_yaml() -> str:
-    """The `--config` file: KwokConfiguration options and every Stage."""
-    options = {
-        "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
-        "kind": "KwokConfiguration",
-        "options": {
-            "cidr": POD_CIDR,
-            "nodeIP": NODE_IP,
-            "manageAllNodes": False,
-            "manageNodesWithAnnotationSelector": f"{NODE_ANNOTATION}={NODE_ANNOTATION_VALUE}",
-            # No HTTP server (logs/exec/metrics): nothing uses it, and it would need a port.
-            "nodePort": 0,
-            "enableDebuggingHandlers": False,
-        },
-    }
-    docs = [options, *node_stages(), *pod_stages(), *volume_stages()]
+    """The `--config` file: every Stage.
+
+    Options go on the command line (`option_flags`): a KwokConfiguration in the file
+    replaces kwok's defaults wholesale (unset parallelism settings become 0, which
+    kwok refuses), while flags start from those defaults.
+    """
+    docs = [*node_stages(), *pod_stages(), *volume_stages()]
     return yaml.safe_dump_all(docs, sort_keys=False)
+
+
+def option_flags() -> list[str]:
+    # Neither --node-port nor --server-address: kwok then serves nothing (logs, exec,
+    # metrics), which nothing here uses and which would need a port.
+    return [
+        f"--cidr={POD_CIDR}",
+        f"--node-ip={NODE_IP}",
+        "--manage-all-nodes=false",
+        f"--manage-nodes-with-annotation-selector={NODE_ANNOTATION}={NODE_ANNOTATION_VALUE}",
+    ]
 
 
 def node_manifest(name: str) -> dict[str, Any]:

@@ -48,7 +48,7 @@ def scheduler_argv(binary: Path, kubeconfig: Path) -> list[str]:
 
 
 def kwok_argv(binary: Path, kubeconfig: Path, config: Path) -> list[str]:
-    return [str(binary), f"--kubeconfig={kubeconfig}", f"--config={config}"]
+    return [str(binary), f"--kubeconfig={kubeconfig}", f"--config={config}", *kwok.option_flags()]
 
 
 def write_kwok_config(directory: Path) -> Path:
@@ -67,6 +67,12 @@ def install(api: client.ApiClient, names: Sequence[str]) -> None:
     for name in names:
         with _tolerate_conflict():
             core.create_node(body=kwok.node_manifest(name))
+        # The TaintNodesByCondition admission plugin gives every new node the
+        # `node.kubernetes.io/not-ready` taint, which the node-lifecycle controller
+        # lifts once the node is Ready. That controller would also mark nodes without
+        # heartbeats NotReady, and heartbeats are writes an idle cluster should not
+        # make; so the taint is lifted here, as the controller would do.
+        core.patch_node(name, {"spec": {"taints": None}})
 
 
 @contextlib.contextmanager
