@@ -138,7 +138,8 @@ def _stop_all() -> None:
 # ------------------------------------------------------------------- resources
 
 
-def _apply_examples(api: client.ApiClient) -> None:
+def _apply_examples(api: client.ApiClient, kinds: frozenset[str]) -> None:
+    """CRDs, namespaces and the examples of `kinds`."""
     applier = Applier(api)
     crds = [
         yaml.safe_load(p.read_text())
@@ -154,10 +155,7 @@ def _apply_examples(api: client.ApiClient) -> None:
             for d in yaml.safe_load_all(path.read_text())
             if d and "kind" in d and "apiVersion" in d
         ]
-    applier.apply(
-        [d for d in docs if d.get("kind") in {"Secret", "Listener", "AgentDeployment"}],
-        namespace=NAMESPACE,
-    )
+    applier.apply([d for d in docs if d.get("kind") in kinds], namespace=NAMESPACE)
 
 
 def _rows(api: client.ApiClient) -> list[dict[str, Any]]:
@@ -223,8 +221,8 @@ def up(
             url = _start_emulator()
         console.print(f"[green]✓[/green] control-plane emulator at {url}")
         with console.status("applying CRDs and examples/..."), cluster.admin() as api:
-            _apply_examples(api)
-        console.print(f"[green]✓[/green] CRDs and examples applied in namespace {NAMESPACE}")
+            _apply_examples(api, frozenset({"Secret", "Listener"}))
+        console.print(f"[green]✓[/green] CRDs and the example Listener applied in {NAMESPACE}")
         _spawn(
             "operator",
             [sys.executable, "-m", "deployplane.cli", "operator", "run", "--namespace", NAMESPACE],
@@ -238,6 +236,11 @@ def up(
         )
         console.print(f"[green]✓[/green] operator started (log: {STATE / 'operator.log'})")
         _start_listener_agent(cluster, url)
+        # Deployments only once the agent runs: before it, the emulator would deploy a
+        # revision on its timers, as for a listener without an agent.
+        with cluster.admin() as api:
+            _apply_examples(api, frozenset({"AgentDeployment"}))
+        console.print(f"[green]✓[/green] example AgentDeployments applied in {NAMESPACE}")
         all_ready = _watch(cluster, timeout, started)
     except KeyboardInterrupt:
         console.print("\ninterrupted: stopping everything the demo started")
@@ -283,9 +286,16 @@ def _start_listener_agent(cluster: DevCluster, url: str) -> None:
             "DEPLOYPLANE_POLL_INTERVAL": "1",
         },
     )
+    log = STATE / "listener-agent.log"
+    with console.status(f"waiting for the listener agent of {LISTENER}..."):
+        deadline = time.monotonic() + 120
+        while "listener agent running" not in log.read_text(errors="replace"):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the listener agent did not start; see {log}")
+            time.sleep(0.2)
     console.print(
-        f"[green]✓[/green] listener agent of {LISTENER} started, deploying into namespace "
-        f"{AGENTS_NAMESPACE} (log: {STATE / 'listener-agent.log'})"
+        f"[green]✓[/green] listener agent of {LISTENER} running, deploying into namespace "
+        f"{AGENTS_NAMESPACE} (log: {log})"
     )
 
 

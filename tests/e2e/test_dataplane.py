@@ -82,6 +82,7 @@ class AgentProcess:
                 LISTENER,
                 "--namespace",
                 self.namespace,
+                "--verbose",
             ],
             env={**os.environ, **self.env},
             stdout=log,
@@ -106,6 +107,12 @@ class AgentProcess:
     @property
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def wait_running(self) -> None:
+        """Until the agent has its listener's id and sent its first heartbeat: only then
+        does the control plane hand it the deploy stages (before, the simulated pipeline
+        would deploy a revision on its timers, as for a listener without an agent)."""
+        wait_until("the agent to run", lambda: "listener agent running" in self.log)
 
 
 @pytest.fixture(scope="module")
@@ -183,6 +190,7 @@ def agent(
     process = AgentProcess(namespace, env, tmp_path / "agent.log").start()
     yield process
     process.stop()
+    print("agent log (tail):\n" + process.log[-6000:])  # shown when the test failed
     assert API_KEY not in process.log  # secrets never reach the agent's logs
 
 
@@ -261,6 +269,10 @@ class Cluster:
         ]
 
     def everything(self) -> list[Any]:
+        return [*self.applied(), *self.core.list_namespaced_pod(self.namespace).items]
+
+    def applied(self) -> list[Any]:
+        """The objects the agent applies (pods belong to ReplicaSets and StatefulSets)."""
         return [
             *self.apps.list_namespaced_deployment(self.namespace).items,
             *self.apps.list_namespaced_stateful_set(self.namespace).items,
@@ -270,7 +282,6 @@ class Cluster:
                 for s in self.core.list_namespaced_secret(self.namespace).items
                 if (s.metadata.labels or {}).get("app.kubernetes.io/managed-by")
             ],
-            *self.core.list_namespaced_pod(self.namespace).items,
             *self.owners(),
         ]
 
@@ -309,6 +320,7 @@ def test_listener_agent_rolls_out_updates_fails_and_deletes(
 ) -> None:
     cluster = Cluster(k8s_api, agents_namespace)
     resources.create(LST, listener_body(namespace, agents_namespace))
+    agent.wait_running()
     first = "registry.example.com/agent:1"
     resources.create(AGD, deployment_body("bot", first, agents_namespace))
     obj = resources.wait(AGD, "bot", ready_for_generation, within=180, what="Ready")
@@ -354,17 +366,19 @@ def test_agent_killed_mid_rollout_carries_on_without_duplicates_or_orphans(
 ) -> None:
     cluster = Cluster(k8s_api, agents_namespace)
     resources.create(LST, listener_body(namespace, agents_namespace))
+    agent.wait_running()
     image = "registry.example.com/agent:7"
-    resources.create(AGD, deployment_body("bot", image, agents_namespace))
+    resources.create(AGD, deployment_body("survivor", image, agents_namespace))
     wait_until("the rollout to start", lambda: cluster.servers())
     agent.kill9()
     agent.start()
-    obj = resources.wait(AGD, "bot", ready_for_generation, within=180, what="Ready")
+    obj = resources.wait(AGD, "survivor", ready_for_generation, within=180, what="Ready")
     assert obj is not None
     wait_until("the server rolled out", lambda: cluster.rolled_out(image))
     (owner,) = cluster.owners()
     assert len(cluster.servers()) == 1
-    for item in cluster.everything():
+    wait_until("exactly the wanted server pods", lambda: len(cluster.server_pods()) == 2)
+    for item in cluster.applied():
         if item.metadata.uid != owner.metadata.uid:
             refs = item.metadata.owner_references or []
             assert [r.uid for r in refs] == [owner.metadata.uid], item.metadata.name
@@ -380,6 +394,7 @@ def test_a_namespace_the_listener_does_not_have_fails_with_that_message(
     k8s_api: client.ApiClient,
 ) -> None:
     resources.create(LST, listener_body(namespace, agents_namespace))
+    agent.wait_running()
     resources.create(AGD, deployment_body("lost", "registry.example.com/agent:1", "elsewhere"))
     obj = resources.wait(AGD, "lost", stalled, within=180, what="Stalled")
     assert obj is not None
