@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import httpx
+from kubernetes import client
 from tests.e2e.operator_harness import API_KEY, WORKSPACE, Emulator
 from tests.support import chart
 
@@ -142,6 +143,16 @@ async def create_deployments(http: httpx.AsyncClient, listener_id: str, n: int) 
     return list(await asyncio.gather(*(one(i) for i in range(n))))
 
 
+async def revision_counts(http: httpx.AsyncClient, ids: set[str]) -> dict[str, int]:
+    """Latest revisions by status (progress output: where the time goes)."""
+    counts: dict[str, int] = {}
+    for deployment_id in sorted(ids):
+        page = await http.get(f"/v2/deployments/{deployment_id}/revisions", params={"limit": 1})
+        status = page.json()["resources"][0]["status"]
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
 async def all_deployed(http: httpx.AsyncClient, ids: set[str]) -> bool:
     done = 0
     offset = 0
@@ -162,9 +173,13 @@ async def deploy_phase(args: argparse.Namespace, emulator: Emulator, listener_id
         ids = set(await create_deployments(http, listener_id, args.n))
         log(f"created {len(ids)} deployments")
         deadline = started + args.timeout
+        shown = started
         while not await all_deployed(http, ids):
             if time.monotonic() > deadline:
                 raise SystemExit(f"not every deployment DEPLOYED within {args.timeout} s")
+            if time.monotonic() - shown > 5:
+                shown = time.monotonic()
+                log(f"{time.monotonic() - started:.0f} s: {await revision_counts(http, ids)}")
             await asyncio.sleep(0.25)
         return time.monotonic() - started
 
@@ -196,8 +211,10 @@ def main() -> int:
                 agent = start_agent(args, emulator, listener_id, kubeconfig, workdir)
                 rss = PeakRss(agent.pid)
                 try:
+                    wait_running(workdir / "agent.log")
                     elapsed = asyncio.run(deploy_phase(args, emulator, listener_id))
                     log(f"all {args.n} DEPLOYED in {elapsed:.1f} s")
+                    check_rolled_out(cluster, args.n)
                     figures.append(Figure(f"dataplane_deployed_{args.n}_s", elapsed, "s", "<=", 60))
                     writes = steady_writes(args, cluster)
                     figures.append(Figure("agent_rss_mb", rss.stop(), "MB", "<=", 150))
@@ -212,6 +229,32 @@ def main() -> int:
     for figure in figures:
         print(figure.line(), flush=True)
     return 0
+
+
+def wait_running(agent_log: Path) -> None:
+    """Deployments are created once the agent runs: before its first heartbeat the
+    emulator would deploy them on its timers, as for a listener without an agent."""
+    deadline = time.monotonic() + 120
+    while "listener agent running" not in agent_log.read_text(errors="replace"):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the agent did not start: {agent_log.read_text()[-2000:]}")
+        time.sleep(0.2)
+
+
+def check_rolled_out(cluster: DevCluster, n: int) -> None:
+    """DEPLOYED must mean rolled out: every agent server is there, fully available."""
+    with cluster.admin() as api:
+        servers = (
+            client.AppsV1Api(api)
+            .list_namespaced_deployment(
+                AGENTS_NAMESPACE, label_selector="app.kubernetes.io/component=agent-server"
+            )
+            .items
+        )
+    available = [d for d in servers if (d.status.available_replicas or 0) >= d.spec.replicas]
+    if len(available) != n:
+        raise SystemExit(f"DEPLOYED but only {len(available)} of {n} servers available")
+    log(f"{n} agent servers rolled out on kwok nodes")
 
 
 def steady_writes(args: argparse.Namespace, cluster: DevCluster) -> float:

@@ -67,7 +67,7 @@ _PROBE_PASSWORD = "probe"
 class AgentSettings:
     poll_interval: float = 2.0
     resync_interval: float = 600.0
-    concurrency: int = 16
+    concurrency: int = 32
     progress_deadline_seconds: int = 600
 
 
@@ -217,27 +217,33 @@ class Agent:
         self, rendered: Rendered, revision: Revision
     ) -> tuple[Verdict, ReportedDeploymentStatus]:
         server = _find(rendered.objects, "Deployment", SERVER)
-        namespace = rendered.namespace
-        current = None
-        pods: list[Obj] = []
-        if server is not None:
-            name = server["metadata"]["name"]
-            current = await self.cluster.get("apps/v1", "Deployment", namespace, name)
-            selector = {
-                LABEL_DEPLOYMENT_ID: server["metadata"]["labels"][LABEL_DEPLOYMENT_ID],
-                LABEL_COMPONENT: SERVER,
-            }
-            pods = await self.cluster.list("v1", "Pod", namespace, selector)
         database = _find(rendered.objects, "StatefulSet", None)
-        statefulset = None
-        if database is not None:
-            name = database["metadata"]["name"]
-            statefulset = await self.cluster.get("apps/v1", "StatefulSet", namespace, name)
+        current, pods, statefulset = await asyncio.gather(
+            self._read(server, "apps/v1", "Deployment"),
+            self._server_pods(rendered.namespace, server),
+            self._read(database, "apps/v1", "StatefulSet"),
+        )
         ready = database is None or database_ready(statefulset)
         db_status = (
             ReportedDeploymentStatus.READY if ready else ReportedDeploymentStatus.AWAITING_DATABASE
         )
         return rollout_verdict(current, pods, str(revision.id)), db_status
+
+    async def _read(self, rendered: Obj | None, api_version: str, kind: str) -> Obj | None:
+        """The cluster's copy of a rendered object (None: not rendered, or absent)."""
+        if rendered is None:
+            return None
+        meta = rendered["metadata"]
+        return await self.cluster.get(api_version, kind, meta["namespace"], meta["name"])
+
+    async def _server_pods(self, namespace: str, server: Obj | None) -> list[Obj]:
+        if server is None:
+            return []
+        selector = {
+            LABEL_DEPLOYMENT_ID: server["metadata"]["labels"][LABEL_DEPLOYMENT_ID],
+            LABEL_COMPONENT: SERVER,
+        }
+        return await self.cluster.list("v1", "Pod", namespace, selector)
 
     async def _report(
         self,

@@ -12,6 +12,7 @@ applies again; server-side apply of what is already there changes nothing.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import secrets
 from collections.abc import Iterable, Mapping
@@ -60,8 +61,8 @@ async def apply_rendered(cluster: Cluster, rendered: Rendered, owner: Obj | None
         bare = {**rendered.owner, "data": _without_marker(rendered.owner.get("data"))}
         owner = await cluster.apply(bare)
     uid = str(owner["metadata"]["uid"])
-    for obj in with_owner(rendered.objects, uid):
-        await cluster.apply(obj)
+    # Independent of each other (references between them are by name), so at once.
+    await asyncio.gather(*(cluster.apply(obj) for obj in with_owner(rendered.objects, uid)))
     await cluster.apply(rendered.owner)
 
 
