@@ -112,7 +112,7 @@ def start_agent(
         "DEPLOYPLANE_CONTROL_PLANE_URL": emulator.url,
         "DEPLOYPLANE_API_KEY": API_KEY,
         "DEPLOYPLANE_TENANT_ID": WORKSPACE,
-        "DEPLOYPLANE_POLL_INTERVAL": "1",
+        "DEPLOYPLANE_POLL_INTERVAL": "2",
         "DEPLOYPLANE_RESYNC_INTERVAL": str(args.resync),
     }
     return subprocess.Popen(
