@@ -260,6 +260,11 @@ def check_rolled_out(cluster: DevCluster, n: int) -> None:
 def steady_writes(args: argparse.Namespace, cluster: DevCluster) -> float:
     """The agent's Kubernetes writes per minute once everything is DEPLOYED."""
     user = f"system:serviceaccount:{AGENT_NAMESPACE}:{AGENT_SA}"
+    # The filter must match the agent's requests, or zero would prove nothing.
+    applied = sum(cluster.count_writes(user=user).values())
+    if applied == 0:
+        raise SystemExit(f"the audit log has no write by {user}: wrong identity filter")
+    log(f"the agent's writes while deploying: {applied}")
     # Let the last reports' rounds finish, then count over a window with full rounds.
     time.sleep(3)
     since = dt.datetime.now(dt.UTC)
