@@ -184,6 +184,7 @@ def _models(namespace: str) -> tuple[Deployment, Revision, Listener]:
     deployment = Deployment.model_validate(
         {
             "id": str(uuid.uuid4()),
+            "tenant_id": str(uuid.uuid4()),  # required by the published contract
             "name": "rendered agent",
             "source": "external_docker",
             "source_config": {

@@ -21,7 +21,9 @@ from deployplane.dataplane.render import (
     RenderError,
     base_name,
     cpu_quantity,
+    database_secret_name,
     memory_quantity,
+    namespace_for,
     render,
     with_owner,
 )
@@ -243,7 +245,7 @@ FIELD_CASES: list[tuple[dict[str, Any], tuple[str, str], str, Any]] = [
         {"redis_memory_mb": 128},
         REDIS,
         f"{APP}.args",
-        ["--maxmemory", "128mb", "--maxmemory-policy", "allkeys-lru"],
+        ["--maxmemory", "115200000", "--maxmemory-policy", "allkeys-lru"],
     ),
     ({"db_cpu": 1}, DB, f"{PG}.resources.requests.cpu", "1"),
     ({"db_cpu_limit": 2}, DB, f"{PG}.resources.limits.cpu", "2"),
@@ -616,3 +618,12 @@ def test_docs_list_every_field() -> None:
     docs = (Path(__file__).parents[2] / "docs" / "dataplane.md").read_text()
     for field, becomes in FIELD_MAP.items():
         assert f"| `{field}` | {becomes} |" in docs, field
+
+
+def test_namespace_and_database_secret_are_known_without_rendering() -> None:
+    deployment = make_deployment(namespace="team-b")
+    rendered = do_render(deployment)
+    assert namespace_for(deployment, make_listener()) == rendered.namespace == "team-b"
+    assert find(rendered, "Secret", database_secret_name(deployment))["data"]["password"]
+    with pytest.raises(RenderError, match="is not one of listener"):
+        namespace_for(make_deployment(namespace="prod"), make_listener())

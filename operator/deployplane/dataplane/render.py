@@ -40,6 +40,8 @@ __all__ = [
     "RenderError",
     "Rendered",
     "base_name",
+    "database_secret_name",
+    "namespace_for",
     "render",
     "with_owner",
 ]
@@ -70,6 +72,7 @@ POSTGRES_IMAGE = "postgres:16-alpine"
 DEFAULT_DB_STORAGE_GI = 1
 DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
 HPA_CPU_UTILIZATION = 80
+REDIS_MAXMEMORY_BYTES_PER_MB = 900_000  # 90 % of a megabyte
 REVISION_HISTORY_LIMIT = 3
 DB_PASSWORD_ENV = "DATABASE_PASSWORD"
 # Environment the renderer sets itself; a user secret of the same name is refused.
@@ -107,7 +110,7 @@ FIELD_MAP: dict[str, str] = {
     "executor_memory_limit_mb": "not rendered (executor)",
     "redis_cpu": "redis container `requests.cpu`",
     "redis_cpu_limit": "redis container `limits.cpu`",
-    "redis_memory_mb": "redis container `requests.memory` and `--maxmemory`",
+    "redis_memory_mb": "redis container `requests.memory`; `--maxmemory` 90 % of it",
     "redis_memory_limit_mb": "redis container `limits.memory` (default: redis_memory_mb)",
     "labels": "labels of the agent-server and queue Deployments and their pods",
     "annotations": "annotations of the agent-server and queue Deployments and their pods",
@@ -270,6 +273,17 @@ class _Context:
         }
 
 
+def namespace_for(deployment: Deployment, listener: Listener) -> str:
+    """The namespace `render` would use, without rendering: what an agent needs to
+    read its private inputs (the database password's Secret) before rendering."""
+    return _namespace(deployment, listener)
+
+
+def database_secret_name(deployment: Deployment) -> str:
+    """The Secret (key `password`) holding the deployment's PostgreSQL password."""
+    return f"{base_name(deployment)}-db"
+
+
 def _namespace(deployment: Deployment, listener: Listener) -> str:
     """`listener_config.k8s_namespace`, which must be one of the listener's namespaces.
 
@@ -410,7 +424,7 @@ def _db_secret(ctx: _Context, password: str) -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": ctx.metadata(f"{ctx.base}-db", DATABASE),
+        "metadata": ctx.metadata(f"{ctx.base}-db", DATABASE),  # database_secret_name
         "type": "Opaque",
         "data": {"password": _b64(password)},
     }
@@ -629,8 +643,10 @@ def _redis(ctx: _Context) -> list[Obj]:
     }
     resources = _resources(spec, "redis_")
     if memory is not None:
-        # Redis evicts before the kernel kills it: maxmemory is the request.
-        maxmemory = f"{round(memory)}mb"
+        # Redis must evict before the kernel kills it: maxmemory bounds the data only,
+        # so it leaves 10 % of the memory for the process itself. In bytes: Redis reads
+        # "mb" as MiB, the spec's _mb is megabytes.
+        maxmemory = str(round(memory * REDIS_MAXMEMORY_BYTES_PER_MB))
         container["args"] = ["--maxmemory", maxmemory, "--maxmemory-policy", "allkeys-lru"]
         resources.setdefault("limits", {}).setdefault("memory", memory_quantity(memory))
     if resources:

@@ -1,9 +1,10 @@
-"""A real Kubernetes API on this machine: etcd + kube-apiserver (+ controller-manager).
+"""A real Kubernetes API on this machine: etcd + kube-apiserver (+ controller-manager,
+and with `workloads=True` kube-scheduler and kwok fake nodes, so pods run).
 
 The binaries are built from Go modules by `tools/k8s/build.sh` (`make tools`); this
 package runs them the way envtest does. Public API:
 
-    with DevCluster(audit_log=True) as cluster:
+    with DevCluster(audit_log=True, workloads=True) as cluster:
         cluster.kubeconfig                      # admin kubeconfig path
         cluster.service_account_kubeconfig("ns", "sa", path)
         cluster.count_writes(since=t0)          # {"configmaps": 1, ...}
