@@ -20,6 +20,7 @@ import httpx
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from tests.support.faultproxy import FaultProxy
 
 REPO = Path(__file__).resolve().parents[2]
 GROUP, VERSION = "deployplane.io", "v1alpha1"
@@ -62,13 +63,23 @@ def emulator_config(step_seconds: float) -> dict[str, Any]:
 @dataclass
 class Emulator:
     """`deployplane controlplane serve` on 127.0.0.1, a free port, a SQLite file (or the
-    `database` URL, handed over in the environment: it may hold a password)."""
+    `database` URL, handed over in the environment: it may hold a password).
+
+    Strict by default (`--strict`: the published contract only), behind a fault proxy
+    (tests/support/faultproxy.py) whose URL is `url`: faults and request counts come from
+    the proxy, never from the emulator's `/_emulator/*` extensions, so nothing the
+    e2e suites do depends on an extension. `strict=False, proxied=False` is the plain
+    emulator (its own reliability tests, the benchmark)."""
 
     workdir: Path
     step_seconds: float = 0.2
     database: str | None = None
+    strict: bool = True
+    proxied: bool = True
     process: subprocess.Popen[str] | None = None
     url: str = ""
+    direct_url: str = ""
+    proxy: FaultProxy | None = None
     # 0 picks a free port; a restart (start() again) reuses the port it got, so an
     # operator configured with the URL reaches the restarted emulator.
     port: int = 0
@@ -94,6 +105,7 @@ class Emulator:
                 str(self.port),
                 "--config",
                 str(config),
+                *(["--strict"] if self.strict else []),
             ],
             stdout=subprocess.PIPE,
             stderr=log,
@@ -109,7 +121,7 @@ class Emulator:
                 raise RuntimeError(f"emulator exited: {self.log_path.read_text()[-2000:]}")
             log.write(line)
             if "listening on" in line:
-                self.url = line.rsplit(" ", 1)[-1].strip()
+                self.url = self.direct_url = line.rsplit(" ", 1)[-1].strip()
                 self.port = int(self.url.rsplit(":", 1)[-1].strip("/"))
                 break
         else:
@@ -125,9 +137,16 @@ class Emulator:
                 log.flush()
 
         threading.Thread(target=drain, daemon=True).start()
+        if self.proxied:
+            if self.proxy is None:
+                self.proxy = FaultProxy(self.direct_url)
+            self.proxy.start()  # again after a stop(): same port, same faults
+            self.url = self.proxy.url
         return self
 
     def stop(self) -> None:
+        if self.proxy is not None:
+            self.proxy.stop()
         if self.process and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
@@ -157,20 +176,31 @@ class Emulator:
         return httpx.Client(base_url=self.url, headers={"X-Api-Key": API_KEY}, timeout=10)
 
     def deployments_named(self, name: str) -> list[dict[str, Any]]:
+        """The deployments named exactly `name`: the published contract has no exact-name
+        filter, so name_contains through every page, matched here."""
+        found: list[dict[str, Any]] = []
         with self.http() as h:
-            resources: list[dict[str, Any]] = h.get(
-                "/v2/deployments", params={"name": name}
-            ).json()["resources"]
-            return resources
+            offset = 0
+            while True:
+                params = {"name_contains": name, "limit": 100, "offset": offset}
+                page = h.get("/v2/deployments", params=params)
+                page.raise_for_status()
+                resources: list[dict[str, Any]] = page.json()["resources"]
+                found += [d for d in resources if d["name"] == name]
+                if len(resources) < 100:
+                    return found
+                offset += len(resources)
+
+    def _fault_proxy(self) -> FaultProxy:
+        if self.proxy is None:
+            raise RuntimeError("faults and stats need the fault proxy (proxied=True)")
+        return self.proxy
 
     def set_faults(self, **faults: float) -> None:
-        with self.http() as h:
-            h.put("/_emulator/faults", json=faults).raise_for_status()
+        self._fault_proxy().set_faults(**faults)
 
     def stats(self) -> dict[str, Any]:
-        with self.http() as h:
-            stats: dict[str, Any] = h.get("/_emulator/stats").json()
-            return stats
+        return self._fault_proxy().stats()
 
 
 def operator_env(emulator: Emulator, kubeconfig: Path, **extra: str) -> dict[str, str]:

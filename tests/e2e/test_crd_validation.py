@@ -165,6 +165,13 @@ GIT_BY_URL = agd(
 )
 DOCKER_BY_ID = agd(DOCKER, sourceConfig__listenerRef=_DELETE, sourceConfig__listenerId=UUID_A)
 NAMED = agd(DOCKER, name="support-bot-docker")
+TYPED = agd(GIT_BY_URL, sourceConfig__deploymentType="dev")
+PUBLISHED_DOCKER = agd(
+    DOCKER,
+    secretReferences=[{"name": "OPENAI_API_KEY", "secretName": "llm", "secretKey": "openai"}],
+    sourceConfig__customUrl="https://bot.example.com",
+    deleteTracingProject=True,
+)
 ADOPTING = agd(DOCKER, deploymentId=UUID_A)
 ADOPTING_LISTENER = listener(listenerId=UUID_A)
 FOUR_K = "x" * 4097
@@ -349,7 +356,28 @@ INVALID: list[tuple[str, Obj | Update, str]] = [
             ("sourceConfig.buildOnPush", False),
             ("sourceRevisionConfig.repoRef", "main"),
             ("sourceRevisionConfig.graphConfigPath", "langgraph.json"),
+            ("sourceConfig.deploymentType", "dev"),
         ]
+    ),
+    (
+        "git-with-secret-references",
+        agd(GIT, secretReferences=[{"name": "K", "secretName": "s", "secretKey": "k"}]),
+        "spec.secretReferences is not allowed when spec.source is git_host",
+    ),
+    (
+        "git-with-custom-url",
+        agd(GIT, sourceConfig__customUrl="https://mine.example"),
+        "spec.sourceConfig.customUrl is not allowed when spec.source is git_host",
+    ),
+    (
+        "deployment-type-bad-enum",
+        agd(GIT, sourceConfig__deploymentType="huge"),
+        'spec.sourceConfig.deploymentType: Unsupported value: "huge"',
+    ),
+    (
+        "secret-reference-without-key",
+        agd(DOCKER, secretReferences=[{"name": "K", "secretName": "s"}]),
+        "spec.secretReferences[0].secretKey: Required value",
     ),
     # ---- forbidden combinations (CEL)
     (
@@ -404,6 +432,16 @@ INVALID: list[tuple[str, Obj | Update, str]] = [
         "source-changed",
         Update(GIT_BY_URL, DOCKER),
         "spec.source is immutable",
+    ),
+    (
+        "deployment-type-changed",
+        Update(TYPED, agd(TYPED, sourceConfig__deploymentType="prod")),
+        "spec.sourceConfig.deploymentType is immutable",
+    ),
+    (
+        "deployment-type-added",
+        Update(GIT_BY_URL, TYPED),
+        "spec.sourceConfig.deploymentType cannot be added or removed after creation",
     ),
     (
         "deployment-id-changed",
@@ -471,8 +509,16 @@ def test_examples_are_accepted(
 
 @pytest.mark.parametrize(
     "manifest",
-    [GIT_BY_URL, DOCKER_BY_ID, NAMED, ADOPTING, ADOPTING_LISTENER],
-    ids=["git-by-repo-url", "docker-by-listener-id", "named", "adopting", "adopting-listener"],
+    [GIT_BY_URL, DOCKER_BY_ID, NAMED, ADOPTING, ADOPTING_LISTENER, TYPED, PUBLISHED_DOCKER],
+    ids=[
+        "git-by-repo-url",
+        "docker-by-listener-id",
+        "named",
+        "adopting",
+        "adopting-listener",
+        "git-deployment-type",
+        "docker-secret-references-custom-url",
+    ],
 )
 def test_valid_variants_are_accepted(
     manifest: Obj, custom: client.CustomObjectsApi, namespace: str
@@ -499,6 +545,7 @@ def test_default_deletion_policy_is_delete(custom: client.CustomObjectsApi, name
         ),
         (LISTENER, listener(version="0.2.0", computeConfig={"k8sNamespaces": ["a", "b"]})),
         (ADOPTING_LISTENER, listener(listenerId=UUID_A, version="1")),
+        (TYPED, agd(TYPED, sourceRevisionConfig__repoRef="develop")),
     ],
     ids=[
         "image-changed",
@@ -508,6 +555,7 @@ def test_default_deletion_policy_is_delete(custom: client.CustomObjectsApi, name
         "tag-without-build-on-push",
         "listener-mutable-fields",
         "listener-id-kept",
+        "deployment-type-kept",
     ],
 )
 def test_allowed_updates_are_accepted(
@@ -516,7 +564,10 @@ def test_allowed_updates_are_accepted(
     # The transition rules must not fire when the immutable fields are left alone.
     _create(custom, namespace, before)
     updated = _replace_spec(custom, namespace, before, after["spec"])
-    assert updated["spec"] == {"deletionPolicy": "Delete", **after["spec"]}
+    defaults: dict[str, Any] = {"deletionPolicy": "Delete"}
+    if after["kind"] == "AgentDeployment":
+        defaults["deleteTracingProject"] = False
+    assert updated["spec"] == {**defaults, **after["spec"]}
 
 
 @pytest.mark.parametrize(("case_id", "manifest", "expected"), INVALID, ids=list(_case_ids()))

@@ -387,3 +387,61 @@ def test_operator_killed_between_post_and_status_write_creates_exactly_one(
     assert ready["status"]["deploymentId"] == deployments[0]["id"]
     log = (tmp_path / "operator-1.log").read_text() + (tmp_path / "operator-2.log").read_text()
     assert API_KEY not in log
+
+
+def test_killed_after_the_post_among_150_namesakes_adopts_its_own_deployment(
+    resources: Resources,
+    emulator: Emulator,
+    kubeconfig: Path,
+    namespace: str,
+    crds: None,
+    tmp_path: Path,
+) -> None:
+    """150 other deployments whose names contain this one's (so finding it by name takes
+    name_contains and a second page); the operator's POST is performed but its answer
+    held back by the fault proxy, and the operator is killed -9 before it can write the
+    id. Restarted, it adopts the deployment it created and never POSTs again."""
+    name = f"adopt-{namespace}"[:40]
+    with emulator.http() as h:
+        for i in range(150):
+            body = {
+                "name": f"{name}-other-{i:03d}",
+                "source": "external_docker",
+                "source_config": {},
+                "source_revision_config": {"image_uri": "registry.example.com/other:1"},
+                "secrets": [],
+            }
+            assert h.post("/v2/deployments", json=body).status_code == 201
+    assert emulator.proxy is not None
+    posts_before = emulator.stats()["arrived"]["POST /v2/deployments"]
+
+    env = operator_env(emulator, kubeconfig)
+    resources.create(AGD, docker(name))
+    emulator.proxy.hold("POST", r"^/v2/deployments$", 60)
+    first = OperatorProcess(namespace, env, tmp_path / "operator-1.log").start()
+    try:
+        # Performed on the control plane, while the answer is still held from the operator.
+        deadline = time.monotonic() + 90
+        while not emulator.deployments_named(name):
+            assert time.monotonic() < deadline, "the operator's POST never arrived"
+            time.sleep(0.2)
+        first.kill9()
+    finally:
+        first.kill9()
+        emulator.proxy.clear_holds()
+    obj = resources.get(AGD, name)
+    assert obj is not None
+    assert obj["status"].get("createPending")
+    assert "deploymentId" not in obj["status"]
+
+    second = OperatorProcess(namespace, env, tmp_path / "operator-2.log").start()
+    try:
+        ready = resources.wait(AGD, name, ready_for_generation, what="Ready after restart")
+    finally:
+        second.stop()
+    assert ready is not None
+    (dep,) = emulator.deployments_named(name)
+    assert ready["status"]["deploymentId"] == dep["id"]
+    assert "createPending" not in ready["status"]
+    # exactly one POST by the operator, the one killed: the restart adopted, never created
+    assert emulator.stats()["arrived"]["POST /v2/deployments"] == posts_before + 1

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import text
 from tests.integration._controlplane_harness import (
     KEY_SHARED,
     WORKSPACE_A,
@@ -23,7 +24,11 @@ from tests.integration._controlplane_harness import (
     emulator,
     git_body,
     image_body,
+    make_settings,
+    running_app,
 )
+
+from deployplane.controlplane.db import Database
 
 __all__ = ["api", "emulator"]
 
@@ -105,6 +110,10 @@ async def test_secret_references_round_trip_on_create_and_patch(api: httpx.Async
     patched = await api.patch(path, json={"secret_references": new})
     assert patched.status_code == 200
     assert patched.json()["secret_references"] == new
+    # the environment changed: a new revision applies it; the same list again does not
+    assert patched.json()["latest_revision_id"] != created["latest_revision_id"]
+    again = await api.patch(path, json={"secret_references": new})
+    assert again.json()["latest_revision_id"] == patched.json()["latest_revision_id"]
 
 
 async def test_a_refused_create_is_400_with_a_one_sentence_detail(api: httpx.AsyncClient) -> None:
@@ -462,3 +471,30 @@ async def test_secret_references_are_external_docker_only(api: httpx.AsyncClient
         "/v2/deployments", json={**git_body("git-refs"), "secret_references": refs}
     )
     assert query_error_fields(answer) == ["secret_references"]
+
+
+# -------------------------------------------------------------- earlier databases
+
+
+@pytest.mark.postgres
+async def test_a_database_from_before_these_columns_gets_them_and_keeps_its_rows(
+    database_url: str,
+) -> None:
+    async with running_app(make_settings(database_url, step_seconds=3600)) as (_, api):
+        old = await create(api, image_body("from-before"))
+    db = Database(database_url)
+    async with db.write() as conn:
+        for table, column in (
+            ("revisions", "remote_reconciled"),
+            ("deployments", "delete_tracing_project"),
+            ("deployments", "secret_references"),
+        ):
+            await conn.execute(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
+    await db.dispose()
+    async with running_app(make_settings(database_url, step_seconds=3600)) as (_, api):
+        got = (await api.get(f"/v2/deployments/{old['id']}")).json()
+        assert got["name"] == "from-before"
+        assert got["secret_references"] is None
+        pending = (await api.get("/v2/deployments", params={"remote_reconciled": "false"})).json()
+        assert names(pending) == ["from-before"]
+        assert (await api.delete(f"/v2/deployments/{old['id']}")).status_code == 204

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 import httpx
-from tests.integration._controlplane_harness import api, emulator
+from tests.integration._controlplane_harness import KEY_SAAS, WORKSPACE_SAAS, api, emulator
 
 __all__ = ["api", "emulator"]
 
@@ -53,3 +53,14 @@ async def test_listeners_page_with_limit_and_offset_to_the_last_page(
             break
         offset = body["offset"]
     assert sorted(seen) == [f"c-{i}" for i in range(5)]
+
+
+async def test_a_workspace_that_may_not_have_listeners_gets_403(api: httpx.AsyncClient) -> None:
+    saas = {"X-Api-Key": KEY_SAAS}
+    answer = await api.post("/v2/listeners", json=k8s("c-9"), headers=saas)
+    assert answer.status_code == 403
+    assert str(WORKSPACE_SAAS) in answer.json()["detail"]
+    path = f"/v2/listeners/{uuid.uuid4()}"
+    assert (await api.get(path, headers=saas)).status_code == 403
+    assert (await api.patch(path, json={}, headers=saas)).status_code == 403
+    assert (await api.delete(path, headers=saas)).status_code == 403

@@ -176,3 +176,17 @@ def test_a_malformed_database_url_is_one_line_without_echoing_it(tmp_path: Path)
         "(sqlite+aiosqlite:///FILE or postgresql+asyncpg://USER:PASSWORD@HOST/DB)"
     )
     assert secret not in result.stdout
+
+
+def test_strict_flag_and_config_key_turn_the_extensions_off(tmp_path: Path) -> None:
+    headers = {"X-Api-Key": "strict-key"}
+    with serve("--api-key", "strict-key", "--strict", cwd=tmp_path) as (_, url):
+        assert httpx.get(f"{url}/healthz").status_code == 404
+        assert httpx.get(f"{url}/_emulator/stats", headers=headers).status_code == 404
+        assert httpx.get(f"{url}/v2/deployments", headers=headers).status_code == 200
+    config = tmp_path / "strict.yaml"
+    config.write_text(yaml.safe_dump(config_data(strict=True)))
+    with serve("--config", str(config), cwd=tmp_path) as (_, url):
+        stats = httpx.get(f"{url}/_emulator/stats", headers={"X-Api-Key": KEY_A})
+        assert stats.status_code == 404
+        assert httpx.get(f"{url}/v2/listeners", headers={"X-Api-Key": KEY_A}).status_code == 200

@@ -721,3 +721,14 @@ async def test_unknown_source_and_status_never_fail_a_list_page() -> None:
     async with make_client(rev) as client:
         revision = await client.get_revision(DEP_ID, REV_ID)
     assert revision.status is RevisionStatus.UNKNOWN
+
+
+async def test_iter_counts_resources_itself_when_a_body_has_no_offset() -> None:
+    rec = Recorder(
+        ok({"resources": [listener_json(), listener_json()]}),
+        ok({"resources": [listener_json()]}),
+    )
+    async with make_client(rec) as client:
+        items = [x async for x in client.iter_listeners(page_size=2)]
+    assert len(items) == 3
+    assert [r.url.params.get("offset") for r in rec.requests] == [None, "2"]

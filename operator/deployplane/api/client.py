@@ -512,6 +512,7 @@ async def _paginate(
         for item in page.resources:
             yield item
         here = offset or 0
-        if len(page.resources) < page_size or page.offset <= here:
+        following = here + len(page.resources) if page.offset is None else page.offset
+        if len(page.resources) < page_size or following <= here:
             return
-        offset = page.offset
+        offset = following

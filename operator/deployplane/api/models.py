@@ -639,9 +639,13 @@ ItemT = TypeVar("ItemT", bound=BaseModel)
 class Page(ApiModel, Generic[ItemT]):
     """A list body: `{"resources": [...], "offset": N}`.
 
-    `offset` is always an integer: where the next page starts (the request's offset
-    plus the number of resources returned). A page shorter than the limit is the last.
+    `offset` is always an integer (required in the OpenAPI document): where the next
+    page starts (the request's offset plus the number of resources returned). A page
+    shorter than the limit is the last. Read leniently (a missing one is None, and the
+    client then counts the resources itself) so that one odd body never fails a list.
     """
 
     resources: list[ItemT]
-    offset: int
+    offset: int | None = None
+
+    model_config = ConfigDict(json_schema_extra=lambda schema: _require(schema, "offset"))

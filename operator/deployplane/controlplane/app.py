@@ -130,8 +130,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.stats = RequestStats()
     app.state.started_at = datetime.now(UTC)
 
-    app.state.strict = settings.config.strict
-    if not settings.config.strict:  # strict: the published contract only, no extension
+    app.state.strict = settings.strict_mode
+    if not settings.strict_mode:  # strict: the published contract only, no extension
         app.include_router(admin.health_router)
         app.include_router(admin.router)
         app.include_router(extensions.router)

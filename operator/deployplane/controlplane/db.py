@@ -39,6 +39,8 @@ from sqlalchemy import (
     UniqueConstraint,
     Uuid,
     event,
+    false,
+    inspect,
     text,
 )
 from sqlalchemy.engine import Connection, CursorResult, Engine, create_engine, make_url
@@ -135,9 +137,9 @@ deployments = Table(
     # epoch seconds at which an AWAITING_DELETE deployment is removed
     Column("delete_at", Float, nullable=True),
     # the DELETE's delete_tracing_project: whether the tracing project goes too
-    Column("delete_tracing_project", Boolean, nullable=False, default=False),
+    Column("delete_tracing_project", Boolean, nullable=False, server_default=false()),
     # The unique constraint, not a lookup before the insert, is what makes concurrent
-    # creates of one name answer exactly one success and 409 for the rest.
+    # creates of one name answer exactly one success and 400 for the rest.
     UniqueConstraint("workspace_id", "name", name="uq_deployment_workspace_name"),
     Index("ix_deployments_delete_at", "delete_at"),
 )
@@ -176,7 +178,7 @@ revisions = Table(
     Column("next_step_at", Float, nullable=True),
     # The service's "applied by the data plane": false when created; see
     # `store.remote_reconciled_condition` for how deployments are filtered by it.
-    Column("remote_reconciled", Boolean, nullable=False, default=False),
+    Column("remote_reconciled", Boolean, nullable=False, server_default=false()),
     UniqueConstraint("deployment_id", "seq", name="uq_revision_deployment_seq"),
     Index("ix_revisions_next_step_at", "next_step_at"),
 )
@@ -314,7 +316,9 @@ class Database:
 
     async def create_schema(self) -> None:
         if self._sync_engine is not None:
-            metadata.create_all(self._sync_engine)
+            with self._sync_engine.begin() as conn:
+                metadata.create_all(conn)
+                _add_missing_columns(conn)
         else:
             assert self._async_engine is not None
             async with self._async_engine.begin() as conn:
@@ -325,6 +329,7 @@ class Database:
                         text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK_KEY}
                     )
                 await conn.run_sync(metadata.create_all)
+                await conn.run_sync(_add_missing_columns)
 
     async def dispose(self) -> None:
         if self._sync_engine is not None:
@@ -356,6 +361,26 @@ class Database:
                     yield DbConn(async_=aconn)
         finally:
             self.generation += 1
+
+
+def _add_missing_columns(conn: Connection) -> None:
+    """Columns added since a database was made (create_all creates only whole tables):
+    each added with its server default, so a database of an earlier version keeps
+    working, its rows intact."""
+    inspector = inspect(conn)
+    for table in metadata.sorted_tables:
+        present = {column["name"] for column in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name in present:
+                continue
+            ddl = f"ALTER TABLE {table.name} ADD COLUMN {column.name} "
+            ddl += column.type.compile(dialect=conn.dialect)
+            if column.server_default is not None:
+                default = column.server_default.arg  # type: ignore[attr-defined]
+                ddl += f" DEFAULT {default.compile(dialect=conn.dialect)}"
+            if not column.nullable:
+                ddl += " NOT NULL"
+            conn.execute(text(ddl))
 
 
 class DatabaseUnavailable(Exception):

@@ -178,6 +178,14 @@ class Settings(BaseModel):
     database_url: str = DEFAULT_DATABASE_URL
     config: EmulatorConfig = Field(default_factory=EmulatorConfig)
     max_body_bytes: int = 1024 * 1024
+    # Only what the real service serves: the emulator's extensions (such as
+    # /_emulator/*) are not registered.
+    strict: bool = False
+
+    @property
+    def strict_mode(self) -> bool:
+        """Strict by this flag (Python callers) or by the config key / --strict."""
+        return self.strict or self.config.strict
 
 
 def dev_config(*, api_key: str | None = None) -> tuple[EmulatorConfig, str]:

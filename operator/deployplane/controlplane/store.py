@@ -264,6 +264,15 @@ def _stored_references(given: list[SecretReference] | None) -> list[dict[str, st
     return None if given is None else [item.model_dump() for item in given]
 
 
+def _references_patch(body: DeploymentPatch, stored: list[dict[str, str]] | None) -> dict[str, Any]:
+    """The column update of a PATCH's `secret_references`, {} when unchanged; a change
+    changes the environment, so it takes a new revision to apply."""
+    if body.secret_references is None:
+        return {}
+    given = _stored_references(body.secret_references)
+    return {} if given == stored else {"secret_references": given}
+
+
 def remote_reconciled_condition(value: bool) -> ColumnElement[bool]:
     """`remote_reconciled=value` of GET /v2/deployments: a deployment matches when its
     latest revision's flag is `value` (the deployment query joins that revision).
@@ -583,10 +592,8 @@ async def patch_deployment(
                 new_revision = True
     revision_config = SourceRevisionConfig(**revision_values)
 
-    if body.secret_references is not None and (
-        _stored_references(body.secret_references) != current.secret_references
-    ):
-        new_revision = True  # the environment changes: it takes a new revision to apply
+    references = _references_patch(body, current.secret_references)
+    new_revision = new_revision or bool(references)
     secret_records: list[dict[str, str]] = current.secrets
     if body.secrets is not None:
         errors += _secret_errors(body.secrets, ("body", "secrets"))
@@ -624,8 +631,7 @@ async def patch_deployment(
         "secrets": secret_records,
         "updated_at": now,
     }
-    if body.secret_references is not None:
-        values["secret_references"] = _stored_references(body.secret_references)
+    values.update(references)
     if new_revision:
         await _supersede(conn, deployment_id=deployment_id, now=now)
         values["latest_revision_id"] = revision_id = uuid.uuid4()
@@ -801,16 +807,11 @@ async def list_revisions(
     )
 
 
-async def redeploy_revision(
-    *,
-    conn: DbConn,
-    workspace: WorkspaceConfig,
-    deployment_id: uuid.UUID,
-    revision_id: uuid.UUID,
-    step_seconds: float,
-) -> Deployment:
-    """Rolls back: a new revision with that revision's source revision config (and,
-    for git_host, its built commit). Only a revision that was DEPLOYED can be."""
+async def _redeployable(
+    conn: DbConn, workspace: WorkspaceConfig, deployment_id: uuid.UUID, revision_id: uuid.UUID
+) -> tuple[Row[Any], Row[Any]]:
+    """(the deployment's status and latest seq, the revision to redeploy), or the 404 /
+    400 that says why not."""
     if conn.concurrent:  # as in patch_deployment: concurrent writers queue here
         await conn.execute(_LOCK_DEPLOYMENT, {"deployment_id": deployment_id})
     current = (
@@ -838,6 +839,20 @@ async def redeploy_revision(
             f"Revision ID {revision_id} cannot be redeployed: it is {target.status}, and "
             "only a revision that reached DEPLOYED can be."
         )
+    return current, target
+
+
+async def redeploy_revision(
+    *,
+    conn: DbConn,
+    workspace: WorkspaceConfig,
+    deployment_id: uuid.UUID,
+    revision_id: uuid.UUID,
+    step_seconds: float,
+) -> Deployment:
+    """Rolls back: a new revision with that revision's source revision config (and,
+    for git_host, its built commit). Only a revision that was DEPLOYED can be."""
+    current, target = await _redeployable(conn, workspace, deployment_id, revision_id)
     now = utcnow()
     await _supersede(conn, deployment_id=deployment_id, now=now)
     new_id = uuid.uuid4()

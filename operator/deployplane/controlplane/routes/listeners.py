@@ -5,10 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from fastapi import APIRouter, Request, status
+from fastapi import APIRouter, HTTPException, Request, status
 from fastapi.responses import Response
 
 from deployplane.api.models import (
+    ErrorBody,
     Listener,
     ListenerCreate,
     ListenerPatch,
@@ -28,6 +29,7 @@ from deployplane.controlplane.deps import (
     refuse_nul_in_body,
     refuse_nul_in_query,
 )
+from deployplane.controlplane.settings import WorkspaceConfig
 
 __all__ = ["router"]
 
@@ -36,18 +38,32 @@ router = APIRouter(prefix="/v2/listeners", tags=["listeners"])
 _NOT_FOUND: Responses = {404: {"model": NotFoundBody, "description": "Not found."}}
 _CONFLICT: Responses = {409: {"model": NotFoundBody, "description": "compute_id already in use."}}
 _IMMUTABLE = ("compute_type", "compute_id")
+_FORBIDDEN: Responses = {403: {"model": ErrorBody, "description": "No listeners here."}}
+
+
+def _listeners_allowed(workspace: WorkspaceConfig) -> None:
+    """403 as the service answers a workspace that may not have listeners: listeners are
+    for self-hosted deployments, so a `saas` workspace (git_host only) has none."""
+    if workspace.mode == "saas":
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            f"Listeners cannot be created for the service workspace ID '{workspace.id}'. "
+            "Creating listeners is only allowed for the service organizations with "
+            "self-hosted enterprise plans.",
+        )
 
 
 @router.post(
     "",
     response_model=Listener,
     status_code=status.HTTP_201_CREATED,
-    responses=_CONFLICT,
+    responses={**_CONFLICT, **_FORBIDDEN},
     summary="Create a listener",
 )
 async def create_listener(
     body: ListenerCreate, workspace: CurrentWorkspace, request: Request
 ) -> Response:
+    _listeners_allowed(workspace)
     await refuse_nul_in_body(request, body)
     async with database_of(request).write() as conn:
         listener = await store.create_listener(conn=conn, workspace=workspace, body=body)
@@ -71,11 +87,15 @@ async def list_listeners(
 
 
 @router.get(
-    "/{listener_id}", response_model=Listener, responses=_NOT_FOUND, summary="Get a listener"
+    "/{listener_id}",
+    response_model=Listener,
+    responses={**_NOT_FOUND, **_FORBIDDEN},
+    summary="Get a listener",
 )
 async def get_listener(
     listener_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
 ) -> Response:
+    _listeners_allowed(workspace)
     async with database_of(request).read() as conn:
         listener = await store.get_listener(conn=conn, workspace=workspace, listener_id=listener_id)
     return json_response(listener)
@@ -100,7 +120,7 @@ def _immutables_given(raw: Any) -> dict[str, Any] | None:
 @router.patch(
     "/{listener_id}",
     response_model=Listener,
-    responses=_NOT_FOUND,
+    responses={**_NOT_FOUND, **_FORBIDDEN},
     summary="Update a listener's version and compute_config",
 )
 async def patch_listener(
@@ -109,6 +129,7 @@ async def patch_listener(
     request: Request,
     workspace: CurrentWorkspace,
 ) -> Response:
+    _listeners_allowed(workspace)
     await refuse_nul_in_body(request, body)
     raw = _immutables_given(await request.json())
     async with database_of(request).write() as conn:
@@ -121,12 +142,14 @@ async def patch_listener(
 @router.delete(
     "/{listener_id}",
     status_code=status.HTTP_204_NO_CONTENT,
-    responses=_NOT_FOUND,
+    response_class=Response,
+    responses={**_NOT_FOUND, **_FORBIDDEN},
     summary="Delete a listener",
 )
 async def delete_listener(
     listener_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
 ) -> Response:
+    _listeners_allowed(workspace)
     async with database_of(request).write() as conn:
         await store.delete_listener(conn=conn, workspace=workspace, listener_id=listener_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
