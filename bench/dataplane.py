@@ -204,7 +204,9 @@ def main() -> int:
         workdir = Path(tmp)
         nodes = max(3, (args.n * 4) // 100 + 1)  # 4 pods per deployment, 110 per node
         with DevCluster(audit_log=True, tools=tools, workloads=True, nodes=nodes) as cluster:
-            emulator = Emulator(workdir / "emulator", step_seconds=0.05).start()
+            emulator = Emulator(
+                workdir / "emulator", step_seconds=0.05, strict=False, proxied=False
+            ).start()
             try:
                 listener_id = make_listener(emulator)
                 kubeconfig = agent_identity(cluster, workdir)

@@ -126,7 +126,9 @@ def crds(k8s_api: client.ApiClient) -> None:
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     """Normal mode, not strict: the data-plane extension is not in the published contract."""
-    emu = Emulator(tmp_path_factory.mktemp("emulator"), step_seconds=0.2).start()
+    emu = Emulator(
+        tmp_path_factory.mktemp("emulator"), step_seconds=0.2, strict=False, proxied=False
+    ).start()
     yield emu
     emu.stop()
 

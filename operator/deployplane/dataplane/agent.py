@@ -38,12 +38,13 @@ from deployplane.dataplane.applier import (
 from deployplane.dataplane.kube import Cluster, ClusterError
 from deployplane.dataplane.protocol import DataPlaneClient
 from deployplane.dataplane.render import (
-    DATABASE,
     LABEL_COMPONENT,
     LABEL_DEPLOYMENT_ID,
     SERVER,
     Rendered,
     RenderError,
+    database_secret_name,
+    namespace_for,
     render,
 )
 from deployplane.dataplane.rollout import Verdict, database_ready, rollout_verdict
@@ -58,9 +59,6 @@ log = logging.getLogger(__name__)
 _ACTIVE = frozenset(
     {RevisionStatus.AWAITING_DEPLOY, RevisionStatus.DEPLOYING, RevisionStatus.DEPLOYED}
 )
-# Rendered once to learn the namespace and Secret names before the real password is
-# known; never applied.
-_PROBE_PASSWORD = "probe"
 
 
 @dataclass(frozen=True)
@@ -193,11 +191,9 @@ class Agent:
                 progress_deadline_seconds=self.settings.progress_deadline_seconds,
             )
 
-        probe = with_password(_PROBE_PASSWORD)
-        password = await database_password(
-            self.cluster, probe.namespace, _database_secret_name(probe)
-        )
-        return with_password(password)
+        namespace = namespace_for(deployment, listener)
+        secret = database_secret_name(deployment)
+        return with_password(await database_password(self.cluster, namespace, secret))
 
     async def _apply(self, rendered: Rendered, revision_id: str) -> Verdict | None:
         """Applies unless this revision already is (the owner's marker); a refusal no
@@ -311,11 +307,3 @@ def _find(objects: Sequence[Obj], kind: str, component: str | None) -> Obj | Non
         if obj["kind"] == kind and (component is None or labels.get(LABEL_COMPONENT) == component):
             return obj
     return None
-
-
-def _database_secret_name(rendered: Rendered) -> str:
-    """The Secret holding the database password (the database component's Secret)."""
-    secret = _find(rendered.objects, "Secret", DATABASE)
-    if secret is None:
-        raise RenderError("the rendered objects have no database Secret")
-    return str(secret["metadata"]["name"])
