@@ -230,3 +230,26 @@ async def test_deployments_of_other_listeners_are_left_alone(world: World) -> No
     await world.agent.round(full=True)
     assert world.cluster.objects == {}
     assert await world.revision_status(theirs) != "DEPLOYING"
+
+
+async def test_a_full_round_applies_a_deployed_revision_whose_objects_are_missing(
+    world: World,
+) -> None:
+    # Deployed on the emulator's timers while no agent was alive (no heartbeats here).
+    deployment = await make_deployment(world.api, world.listener_id, image_body("early"))
+    await world.clock.step(10)
+    assert await world.revision_status(deployment) == "DEPLOYED"
+    await world.agent.round()  # a normal round: reconciled already, nothing to do
+    assert world.cluster.objects == {}
+    await world.agent.round(full=True)
+    (owner,) = world.cluster.of_kind("ConfigMap")
+    assert owner["data"][OWNER_MARKER] == deployment["latest_revision_id"]
+    assert len(world.cluster.of_kind("Deployment")) >= 1
+    writes = world.cluster.writes
+    await world.agent.round(full=True)  # all there now: one read, no write
+    assert world.cluster.writes == writes
+    # Objects deleted by hand come back on the next full round.
+    world.cluster.objects.pop(next(k for k in world.cluster.objects if k[0] == "ConfigMap"))
+    await world.agent.round(full=True)
+    assert len(world.cluster.of_kind("ConfigMap")) == 1
+    assert await world.revision_status(deployment) == "DEPLOYED"

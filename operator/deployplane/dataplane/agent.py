@@ -43,6 +43,7 @@ from deployplane.dataplane.render import (
     SERVER,
     Rendered,
     RenderError,
+    base_name,
     database_secret_name,
     namespace_for,
     render,
@@ -127,15 +128,15 @@ class Agent:
             )
             if _listener_of(deployment) == self.listener_id
         ]
-        await asyncio.gather(*(self._guarded(listener, d) for d in mine))
+        await asyncio.gather(*(self._guarded(listener, d, full) for d in mine))
         if full:
             await self.sweep_orphans(listener, {str(d.id) for d in mine})
 
-    async def _guarded(self, listener: Listener, deployment: Deployment) -> None:
+    async def _guarded(self, listener: Listener, deployment: Deployment, full: bool) -> None:
         """One deployment's failure is logged and retried next round, never fatal."""
         async with self._limit:
             try:
-                await self.reconcile(listener, deployment)
+                await self.reconcile(listener, deployment, full=full)
             except (ControlPlaneError, ClusterError) as exc:
                 log.warning("deployment %s: %s (retrying)", deployment.id, exc)
             except Exception:  # a bug must not stop the other deployments or the loop
@@ -143,7 +144,9 @@ class Agent:
 
     # ------------------------------------------------------------------ one deployment
 
-    async def reconcile(self, listener: Listener, deployment: Deployment) -> None:
+    async def reconcile(
+        self, listener: Listener, deployment: Deployment, *, full: bool = False
+    ) -> None:
         if deployment.status is DeploymentStatus.AWAITING_DELETE:
             await self.remove(listener, deployment)
             return
@@ -152,7 +155,9 @@ class Agent:
             revision_id == deployment.active_revision_id
             and deployment.status is DeploymentStatus.READY
         ):
-            return  # steady: nothing to read from the cluster, nothing to write
+            if full and revision_id is not None:
+                await self.repair(listener, deployment, revision_id)
+            return  # steady: nothing to write
         revision = await self.client.get_revision(deployment.id, revision_id)
         if revision.status not in _ACTIVE or (
             revision.status is RevisionStatus.DEPLOYED
@@ -263,6 +268,25 @@ class Agent:
         accepted = await self.client.report(self.listener_id, deployment.id, revision.id, report)
         if not accepted:
             log.info("revision %s was superseded; the newer one is next", revision.id)
+
+    async def repair(self, listener: Listener, deployment: Deployment, revision_id: UUID) -> None:
+        """On a full round, a deployed revision whose objects are not (all) in the cluster
+        is applied again: objects deleted by hand, or a revision the emulator deployed on
+        its timers while this agent was away. One read when all is well."""
+        try:
+            namespace = namespace_for(deployment, listener)
+        except RenderError:
+            return
+        owner = await self.cluster.get("v1", "ConfigMap", namespace, base_name(deployment))
+        if applied_revision(owner) == str(revision_id):
+            return
+        revision = await self.client.get_revision(deployment.id, revision_id)
+        work = await self.client.revision_work(self.listener_id, deployment.id, revision_id)
+        if work.image_uri is None:
+            return
+        rendered = await self._render(deployment, revision, listener, work)
+        await apply_rendered(self.cluster, rendered, owner)
+        log.info("deployment %s: applied its deployed revision again", deployment.id)
 
     # ------------------------------------------------------------------ removal
 
