@@ -132,8 +132,15 @@ async def _listener_id_of(
     cluster: KubernetesApi, namespace: str, name: str, interval: float
 ) -> str:
     """The id in the Listener resource's status, waiting for the operator to set it."""
+    from kubernetes.client.exceptions import ApiException
+
     while True:
-        status = await cluster.read_custom_status(namespace, "listeners", name)
+        try:
+            status = await cluster.read_custom_status(namespace, "listeners", name)
+        except ApiException as exc:
+            raise StartupError(
+                f"cannot read Listener {namespace}/{name}: {exc.status} {exc.reason}"
+            ) from None
         listener_id = (status or {}).get("listenerId")
         if listener_id:
             return str(listener_id)
