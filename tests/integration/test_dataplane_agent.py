@@ -253,3 +253,23 @@ async def test_a_full_round_applies_a_deployed_revision_whose_objects_are_missin
     await world.agent.round(full=True)
     assert len(world.cluster.of_kind("ConfigMap")) == 1
     assert await world.revision_status(deployment) == "DEPLOYED"
+
+
+async def test_a_newer_revision_supersedes_the_rollout_in_progress(world: World) -> None:
+    deployment = await world.deploy()
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOYING"  # not rolled out yet
+    patch = {"source_revision_config": {"image_uri": "registry.example.com/app:2"}}
+    assert (await world.api.patch(f"/v2/deployments/{deployment['id']}", json=patch)).is_success
+    first = deployment["latest_revision_id"]
+    old = await world.api.get(f"/v2/deployments/{deployment['id']}/revisions/{first}")
+    assert old.json()["status"] == "INTERRUPTED"
+    await world.clock.step(2, beating=world.listener_id)
+    await world.agent.round()
+    (server,) = world.cluster.of_kind("Deployment")[:1]
+    assert server["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":2")
+    world.cluster.roll_out()
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOYED"
+    old = await world.api.get(f"/v2/deployments/{deployment['id']}/revisions/{first}")
+    assert old.json()["status"] == "INTERRUPTED"  # never reported DEPLOYED afterwards
