@@ -3,10 +3,10 @@
     DEPLOYPLANE_TOOLS_BIN=$(bash tools/k8s/build.sh path) .venv/bin/python -m bench [--quick]
 
 Each benchmark runs as its own process (`python -m bench.controlplane`,
-`python -m bench.operator`) and its output streams through. The emulator benchmark
-prints its own table; when it prints no BENCH lines, they are derived from that table
-(`emulator_get_rps`, `emulator_post_rps`, and `emulator_p99_ms`, the worse of the two
-p99 latencies).
+`python -m bench.operator`, `python -m bench.dataplane`) and its output streams
+through. The emulator benchmark prints its own table; when it prints no BENCH lines,
+they are derived from that table (`emulator_get_rps`, `emulator_post_rps`, and
+`emulator_p99_ms`, the worse of the two p99 latencies).
 """
 
 from __future__ import annotations
@@ -86,6 +86,11 @@ def main() -> int:
     summary += found or [figure.line() for figure in emulator_figures(lines)]
 
     code, lines = run(["-m", "bench.operator", *operator_args])
+    failures += code != 0
+    summary += bench_lines(lines)
+
+    # The listener agent: 100 deployments rolled out on kwok nodes (bench/dataplane.py).
+    code, lines = run(["-m", "bench.dataplane", *(["--steady-window", "20"] if args.quick else [])])
     failures += code != 0
     summary += bench_lines(lines)
 

@@ -8,6 +8,7 @@ this module stays a table of contents:
 - `controlplane serve`: the emulator, `deployplane.controlplane.cli`
 - `dev cluster up|down|kubeconfig`: the local Kubernetes API, `deployplane.devcluster.cli`
 - `operator run`: the Kopf operator, `deployplane.controller.cli`
+- `listener run`: the listener agent (data plane), `deployplane.dataplane.cli`
 - `demo up|down|status`: everything at once, `deployplane.demo`
 """
 
@@ -18,6 +19,7 @@ import typer
 from deployplane.commands import resources
 from deployplane.controller.cli import app as operator_app
 from deployplane.controlplane.cli import app as controlplane_app
+from deployplane.dataplane.cli import app as listener_app
 from deployplane.demo import app as demo_app
 from deployplane.devcluster.cli import app as dev_app
 
@@ -31,6 +33,7 @@ resources.register(app)
 app.add_typer(controlplane_app, name="controlplane", help="Run the control-plane emulator.")
 app.add_typer(dev_app, name="dev", help="Local development cluster (kube-apiserver + etcd).")
 app.add_typer(operator_app, name="operator", help="Run the deployplane operator.")
+app.add_typer(listener_app, name="listener", help="Run a listener's agent (the data plane).")
 app.add_typer(demo_app, name="demo", help="The local demo: cluster, emulator, operator.")
 
 if __name__ == "__main__":  # pragma: no cover

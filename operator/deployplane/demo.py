@@ -1,9 +1,11 @@
 """`deployplane demo up|down`: the whole system on one machine, in one command.
 
 `up` starts a local Kubernetes API (etcd + kube-apiserver + kube-controller-manager),
-the control-plane emulator and the operator, applies the CRDs and `examples/`, and shows
-a live table until every example is Ready. Everything keeps running in the background
-afterwards (`down` stops it). Ctrl-C during `up` stops everything it started.
+the control-plane emulator, the operator and the listener agent of the example Listener
+(the data plane: it rolls the example deployments out in namespace `agents`), applies
+the CRDs and `examples/`, and shows a live table until every example is Ready.
+Everything keeps running in the background afterwards (`down` stops it). Ctrl-C during
+`up` stops everything it started.
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ NAMESPACE = "demo"
 DEMO_API_KEY = "demo-key-not-secret"  # matches examples/controlplane.yaml; local only
 TENANT = "11111111-1111-1111-1111-111111111111"
 KINDS = (("Listener", "listeners"), ("AgentDeployment", "agentdeployments"))
+# The example Listener (examples/listener.yaml) and its namespace, where its agent
+# deploys: `kubectl get deploy,pods -n agents` shows the example agents running.
+LISTENER = "dev-cluster"
+AGENTS_NAMESPACE = "agents"
 
 
 def _repo_file(relative: str) -> Path:
@@ -122,6 +128,7 @@ def _start_emulator() -> str:
 
 
 def _stop_all() -> None:
+    _stop_pidfile("listener-agent")
     _stop_pidfile("operator")
     _stop_pidfile("emulator")
     cluster = attach(STATE / "cluster")
@@ -132,14 +139,16 @@ def _stop_all() -> None:
 # ------------------------------------------------------------------- resources
 
 
-def _apply_examples(api: client.ApiClient) -> None:
+def _apply_examples(api: client.ApiClient, kinds: frozenset[str]) -> None:
+    """CRDs, namespaces and the examples of `kinds`."""
     applier = Applier(api)
     crds = [
         yaml.safe_load(p.read_text())
         for p in sorted(_repo_file("crds").glob("*.deployplane.io.yaml"))
     ]
     applier.apply(crds)
-    applier.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    for namespace in (NAMESPACE, AGENTS_NAMESPACE):
+        applier.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     docs: list[dict[str, Any]] = []
     for path in sorted(_repo_file("examples").glob("*.yaml")):
         docs += [
@@ -147,10 +156,7 @@ def _apply_examples(api: client.ApiClient) -> None:
             for d in yaml.safe_load_all(path.read_text())
             if d and "kind" in d and "apiVersion" in d
         ]
-    applier.apply(
-        [d for d in docs if d.get("kind") in {"Secret", "Listener", "AgentDeployment"}],
-        namespace=NAMESPACE,
-    )
+    applier.apply([d for d in docs if d.get("kind") in kinds], namespace=NAMESPACE)
 
 
 def _rows(api: client.ApiClient) -> list[dict[str, Any]]:
@@ -236,8 +242,8 @@ def up(
             url = _start_emulator()
         console.print(f"[green]✓[/green] control-plane emulator at {url}")
         with console.status("applying CRDs and examples/..."), cluster.admin() as api:
-            _apply_examples(api)
-        console.print(f"[green]✓[/green] CRDs and examples applied in namespace {NAMESPACE}")
+            _apply_examples(api, frozenset({"Secret", "Listener"}))
+        console.print(f"[green]✓[/green] CRDs and the example Listener applied in {NAMESPACE}")
         _spawn(
             "operator",
             [sys.executable, "-m", "deployplane.cli", "operator", "run", "--namespace", NAMESPACE],
@@ -250,6 +256,12 @@ def up(
             },
         )
         console.print(f"[green]✓[/green] operator started (log: {STATE / 'operator.log'})")
+        _start_listener_agent(cluster, url)
+        # Deployments only once the agent runs: before it, the emulator would deploy a
+        # revision on its timers, as for a listener without an agent.
+        with cluster.admin() as api:
+            _apply_examples(api, frozenset({"AgentDeployment"}))
+        console.print(f"[green]✓[/green] example AgentDeployments applied in {NAMESPACE}")
         all_ready = _watch(cluster, timeout, started)
     except KeyboardInterrupt:
         console.print("\ninterrupted: stopping everything the demo started")
@@ -269,6 +281,43 @@ def up(
             f"see {STATE / 'operator.log'}"
         )
         raise typer.Exit(1)
+
+
+def _start_listener_agent(cluster: DevCluster, url: str) -> None:
+    """The data plane of the example Listener; it learns the listener's id from the
+    Listener's status once the operator has created it."""
+    _spawn(
+        "listener-agent",
+        [
+            sys.executable,
+            "-m",
+            "deployplane.cli",
+            "listener",
+            "run",
+            "--listener",
+            LISTENER,
+            "--namespace",
+            NAMESPACE,
+        ],
+        env={
+            "KUBECONFIG": str(cluster.kubeconfig),
+            "DEPLOYPLANE_CONTROL_PLANE_URL": url,
+            "DEPLOYPLANE_API_KEY": DEMO_API_KEY,
+            "DEPLOYPLANE_TENANT_ID": TENANT,
+            "DEPLOYPLANE_POLL_INTERVAL": "1",
+        },
+    )
+    log = STATE / "listener-agent.log"
+    with console.status(f"waiting for the listener agent of {LISTENER}..."):
+        deadline = time.monotonic() + 120
+        while "listener agent running" not in log.read_text(errors="replace"):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the listener agent did not start; see {log}")
+            time.sleep(0.2)
+    console.print(
+        f"[green]✓[/green] listener agent of {LISTENER} running, deploying into namespace "
+        f"{AGENTS_NAMESPACE} (log: {log})"
+    )
 
 
 def _watch(cluster: DevCluster, timeout: float, started: float) -> bool:
@@ -291,6 +340,7 @@ def _print_next_steps(cluster: DevCluster) -> None:
         f"  export KUBECONFIG={cluster.kubeconfig}\n"
         f"  {kubectl} get agentdeployments,listeners -n {NAMESPACE} -o wide\n"
         f"  {kubectl} describe agentdeployment support-bot -n {NAMESPACE}\n"
+        f"  {kubectl} get deploy,pods -n {AGENTS_NAMESPACE}   # the example agents, running\n"
         f"  deployplane deployments list --url $(cat {STATE / 'emulator.url'}) "
         f"--api-key {DEMO_API_KEY}\n"
         "Stop it all with: make demo-down   (or: deployplane demo down)"

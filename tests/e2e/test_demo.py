@@ -9,7 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from kubernetes import client
+
 from deployplane.devcluster import DevCluster
+from deployplane.devcluster.cluster import attach
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,7 +50,28 @@ def test_demo_brings_examples_to_ready_twice_and_down_cleans_up(
             assert len(rows) == 3
             assert all(r["ready"] == "True" for r in rows), rows
             assert all(r["revision"] == "DEPLOYED" for r in rows if r["kind"] == "AgentDeployment")
+            _assert_example_agent_runs_in_agents(state)
     finally:
         down = _demo("down", state=state, timeout=120)
     assert down.returncode == 0, down.stderr
     assert _processes_using(state) == []
+
+
+def _assert_example_agent_runs_in_agents(state: Path) -> None:
+    """The listener agent rolled the example on the Listener out: `kubectl get deploy,pods
+    -n agents` shows its agent server with every replica available."""
+    cluster = attach(state / "cluster")
+    assert cluster is not None
+    with cluster.admin() as api:
+        deployments = client.AppsV1Api(api).list_namespaced_deployment("agents").items
+        servers = [
+            d
+            for d in deployments
+            if d.metadata.name.startswith("support-bot-docker-")
+            and d.metadata.labels.get("app.kubernetes.io/component") == "agent-server"
+        ]
+        assert len(servers) == 1, [d.metadata.name for d in deployments]
+        (server,) = servers
+        assert server.status.available_replicas == server.spec.replicas
+        pods = client.CoreV1Api(api).list_namespaced_pod("agents").items
+        assert any(p.status.phase == "Running" for p in pods)

@@ -34,7 +34,14 @@ from deployplane.controlplane.middleware import (
 )
 from deployplane.controlplane.openapi import openapi_for
 from deployplane.controlplane.pipeline import Pipeline
-from deployplane.controlplane.routes import admin, deployments, extensions, listeners, lookups
+from deployplane.controlplane.routes import (
+    admin,
+    dataplane,
+    deployments,
+    extensions,
+    listeners,
+    lookups,
+)
 from deployplane.controlplane.settings import Settings
 
 __all__ = ["create_app"]
@@ -114,6 +121,8 @@ def create_app(settings: Settings) -> FastAPI:
         app.include_router(admin.health_router)
         app.include_router(admin.router)
         app.include_router(extensions.router)
+        # The data-plane protocol (docs/dataplane.md): the service keeps its own private.
+        app.include_router(dataplane.router)
     app.include_router(deployments.router)
     app.include_router(listeners.router)
     app.include_router(lookups.router)

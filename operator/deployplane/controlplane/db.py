@@ -63,12 +63,15 @@ __all__ = [
     "DatabaseUnavailable",
     "DbConn",
     "check_database",
+    "dataplane_revisions",
     "deployments",
     "emulator_keys",
+    "listener_agents",
     "listeners",
     "masked_url",
     "metadata",
     "revisions",
+    "secret_values",
     "text_position",
     "tracing_projects",
     "utcnow",
@@ -202,6 +205,45 @@ listeners = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
     UniqueConstraint("workspace_id", "compute_id", name="uq_listener_workspace_compute_id"),
+)
+
+# The data-plane extension (docs/dataplane.md). Tables of their own, not columns: an
+# existing database gains them from create_all, which never alters a table.
+listener_agents = Table(
+    "listener_agents",
+    metadata,
+    Column("listener_id", Uuid, ForeignKey("listeners.id", ondelete="CASCADE"), primary_key=True),
+    Column("workspace_id", Uuid, nullable=False),
+    # epoch seconds of the agent's last heartbeat; alive while within AGENT_TTL_SECONDS
+    Column("seen_at", Float, nullable=False),
+)
+
+# A row = the revision's deploy stages belong to the listener's agent, not the timers.
+dataplane_revisions = Table(
+    "dataplane_revisions",
+    metadata,
+    Column("revision_id", Uuid, ForeignKey("revisions.id", ondelete="CASCADE"), primary_key=True),
+    Column("deployment_id", Uuid, nullable=False),
+    Column("listener_id", Uuid, nullable=False),
+    # the agent's last word on the rollout, e.g. why it failed (never secret values)
+    Column("message", String, nullable=True),
+    Column("reported_at", UTCDateTime, nullable=True),
+    Index("ix_dataplane_revisions_deployment", "deployment_id"),
+)
+
+# The values of a deployment's secrets, for the listener agent that must put them in
+# the cluster (the published API returns names only, and `deployments.secrets` keeps
+# digests). Only read by the data-plane extension; never logged or returned elsewhere.
+secret_values = Table(
+    "secret_values",
+    metadata,
+    Column(
+        "deployment_id",
+        Uuid,
+        ForeignKey("deployments.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("values", JSON, nullable=False),
 )
 
 

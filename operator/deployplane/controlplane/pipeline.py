@@ -16,14 +16,17 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, case, delete, func, select, update
+from sqlalchemy import bindparam, case, delete, func, insert, select, update
 
 from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
+from deployplane.controlplane.agents import AGENT_TTL_SECONDS, listener_of, live_listeners
 from deployplane.controlplane.db import (
     Database,
     DbConn,
+    dataplane_revisions,
     deployments,
     revisions,
+    secret_values,
     tracing_projects,
     utcnow,
 )
@@ -36,6 +39,7 @@ __all__ = [
     "next_status",
     "path_of",
     "reconciled_on_reaching",
+    "remove_deployments",
 ]
 
 log = logging.getLogger(__name__)
@@ -257,6 +261,7 @@ class Pipeline:
                         revisions.c.repo_ref,
                         revisions.c.repo_commit_sha,
                         deployments.c.name,
+                        deployments.c.source_config,
                     )
                     .join(deployments, deployments.c.id == revisions.c.deployment_id)
                     .where(revisions.c.next_step_at <= now)
@@ -268,6 +273,7 @@ class Pipeline:
             # One UPDATE per target state, not per revision: under a stream of creates
             # the worker moves hundreds of revisions a second.
             moves: dict[RevisionStatus, list[Any]] = defaultdict(list)
+            due = await _hand_off(conn, due, now)
             for row in due:
                 source = Source(row.source)
                 failure = self._config.failure_for(
@@ -289,21 +295,8 @@ class Pipeline:
                     },
                 )
                 moved += len(ids)
-            gone = (
-                (
-                    await conn.execute(
-                        select(deployments.c.id)
-                        .where(deployments.c.delete_at <= now)
-                        .with_for_update(skip_locked=True)
-                    )
-                )
-                .scalars()
-                .all()
-            )
-            if gone:
-                await conn.execute(delete(revisions).where(revisions.c.deployment_id.in_(gone)))
-                await _settle_tracing_projects(conn, gone)
-                await conn.execute(delete(deployments).where(deployments.c.id.in_(gone)))
+            gone = await _due_deletions(conn, now)
+            await remove_deployments(conn, gone)
         return moved + len(gone)
 
     @staticmethod
@@ -317,3 +310,65 @@ class Pipeline:
                 "updated_at": stamp,
             },
         )
+
+
+async def remove_deployments(conn: DbConn, ids: list[Any]) -> None:
+    """Removes deleted deployments with their revisions (and tracing projects, if the
+    DELETE asked for that)."""
+    if ids:
+        await conn.execute(
+            delete(dataplane_revisions).where(dataplane_revisions.c.deployment_id.in_(ids))
+        )
+        await conn.execute(delete(secret_values).where(secret_values.c.deployment_id.in_(ids)))
+        await conn.execute(delete(revisions).where(revisions.c.deployment_id.in_(ids)))
+        await _settle_tracing_projects(conn, ids)
+        await conn.execute(delete(deployments).where(deployments.c.id.in_(ids)))
+
+
+async def _hand_off(conn: DbConn, due: Sequence[Any], now: float) -> list[Any]:
+    """Gives the revisions about to deploy on a listener with a live agent to that agent
+    (docs/dataplane.md): they leave the timers and wait for the agent's reports. Returns
+    the rows the timers still move."""
+    waiting = [
+        (row, listener_of(row.source_config))
+        for row in due
+        if row.status == RevisionStatus.AWAITING_DEPLOY.value
+    ]
+    live = await live_listeners(conn, (lid for _, lid in waiting if lid is not None), now)
+    handed = {row.id: lid for row, lid in waiting if lid in live}
+    if not handed:
+        return list(due)
+    await conn.execute(
+        update(revisions).where(revisions.c.id.in_(list(handed))).values(next_step_at=None)
+    )
+    for row in due:
+        if (lid := handed.get(row.id)) is not None:
+            await conn.execute(
+                insert(dataplane_revisions).values(
+                    revision_id=row.id, deployment_id=row.deployment_id, listener_id=lid
+                )
+            )
+    return [row for row in due if row.id not in handed]
+
+
+async def _due_deletions(conn: DbConn, now: float) -> list[Any]:
+    """The deployments to remove now. One on a listener with a live agent waits for the
+    agent's "deleted" call instead, re-checked every agent TTL: if the agent goes quiet
+    the record goes, and the agent's orphan sweep cleans the cluster when it is back."""
+    rows = (
+        await conn.execute(
+            select(deployments.c.id, deployments.c.source_config)
+            .where(deployments.c.delete_at <= now)
+            .with_for_update(skip_locked=True)
+        )
+    ).all()
+    on_listener = {row.id: listener_of(row.source_config) for row in rows}
+    live = await live_listeners(conn, (lid for lid in on_listener.values() if lid), now)
+    waiting = [did for did, lid in on_listener.items() if lid in live]
+    if waiting:
+        await conn.execute(
+            update(deployments)
+            .where(deployments.c.id.in_(waiting))
+            .values(delete_at=now + AGENT_TTL_SECONDS)
+        )
+    return [did for did, lid in on_listener.items() if lid not in live]

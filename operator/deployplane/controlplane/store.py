@@ -15,7 +15,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, bindparam, delete, func, insert, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Row,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    not_,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from deployplane.api.models import (
@@ -55,6 +67,7 @@ from deployplane.controlplane.errors import (
     RefusedError,
     invalid,
 )
+from deployplane.controlplane.secretvalues import keep_secret_values
 from deployplane.controlplane.settings import WorkspaceConfig
 from deployplane.controlplane.validation import deployment_errors, repo_url_error
 
@@ -80,6 +93,7 @@ __all__ = [
 ]
 
 _IN_PROGRESS_EARLY = (RevisionStatus.CREATING.value, RevisionStatus.QUEUED.value)
+_AGENT_STAGES = (RevisionStatus.AWAITING_DEPLOY.value, RevisionStatus.DEPLOYING.value)
 
 _DEPLOYMENT_COLUMNS = (
     deployments.c.id,
@@ -258,8 +272,13 @@ def remote_reconciled_condition(value: bool) -> ColumnElement[bool]:
     """`remote_reconciled=value` of GET /v2/deployments: a deployment matches when its
     latest revision's flag is `value` (the deployment query joins that revision).
 
-    The one place that rule lives: the data-plane extension may widen it."""
-    return revisions.c.remote_reconciled == value
+    The one place that rule lives. The data-plane extension widens it: a deployment
+    being deleted is not reconciled until the listener agent removed its objects
+    (docs/dataplane.md), so the agent finds deletions with the same filter."""
+    deleting = deployments.c.status == DeploymentStatus.AWAITING_DELETE.value
+    if value:
+        return and_(revisions.c.remote_reconciled.is_(True), not_(deleting))
+    return or_(revisions.c.remote_reconciled.is_(False), deleting)
 
 
 def _comma_separated(value: str | None) -> list[str] | None:
@@ -427,6 +446,7 @@ async def create_deployment(
         raise RefusedError(
             "A deployment or tracing project with this name already exists."
         ) from None
+    await keep_secret_values(conn, deployment_id, given_secrets, created=True)
     revision = await _insert_revision(
         conn,
         revision_id=revision_id,
@@ -596,6 +616,7 @@ async def patch_deployment(
             new_revision = True
         # rewritten even when unchanged: digests of the old scheme become keyed ones
         secret_records = secretdigest.records(conn.secret_key, deployment_id, body.secrets)
+        await keep_secret_values(conn, deployment_id, body.secrets, created=False)
 
     errors += _published_rule_errors(
         source, body.source_config, body.secret_references, current=current.source_config
@@ -659,7 +680,11 @@ async def _patch_reference_errors(
 async def _supersede(conn: DbConn, *, deployment_id: uuid.UUID, now: datetime) -> None:
     """A newer revision ends the older unfinished ones: skipped if they never started
     building, interrupted if they had."""
-    unfinished = (revisions.c.deployment_id == deployment_id, revisions.c.next_step_at.is_not(None))
+    unfinished = (
+        revisions.c.deployment_id == deployment_id,
+        # On the timers, or handed to a listener agent (no timer: docs/dataplane.md).
+        or_(revisions.c.next_step_at.is_not(None), revisions.c.status.in_(_AGENT_STAGES)),
+    )
     await conn.execute(
         update(revisions)
         .where(*unfinished, revisions.c.status.in_(_IN_PROGRESS_EARLY))

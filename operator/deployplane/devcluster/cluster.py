@@ -291,6 +291,9 @@ class DevCluster:
                 # No serving endpoint: nothing scrapes it, and it would need a port.
                 "--secure-port=0",
                 f"--root-ca-file={pki.ca_cert}",
+                # The default 20 requests/s throttles a rollout of hundreds of pods.
+                "--kube-api-qps=200",
+                "--kube-api-burst=400",
             ]
             self._procs.append(self._spawn("kube-controller-manager", argv))
         if self.workloads:

@@ -1,0 +1,63 @@
+"""The data-plane extension's messages (docs/dataplane.md), shared by the emulator that
+serves the extension and the listener agent that calls it.
+
+Not part of the published contract: the service keeps its data-plane protocol private.
+"""
+
+from __future__ import annotations
+
+import uuid
+from enum import StrEnum
+
+from pydantic import Field
+
+from deployplane.api.models import ApiModel, RevisionStatus
+
+__all__ = [
+    "Heartbeat",
+    "ReportedDeploymentStatus",
+    "ReportedStatus",
+    "RevisionReport",
+    "RevisionWork",
+]
+
+
+class Heartbeat(ApiModel):
+    """Answer of a heartbeat: how long the agent counts as alive."""
+
+    listener_id: uuid.UUID
+    ttl_seconds: float
+
+
+class ReportedStatus(StrEnum):
+    """What an agent may say about a revision's rollout."""
+
+    DEPLOYING = "DEPLOYING"
+    DEPLOYED = "DEPLOYED"
+    DEPLOY_FAILED = "DEPLOY_FAILED"
+
+
+class ReportedDeploymentStatus(StrEnum):
+    """What an agent may say about the deployment: is its database ready?"""
+
+    AWAITING_DATABASE = "AWAITING_DATABASE"
+    READY = "READY"
+
+
+class RevisionReport(ApiModel):
+    """An agent's report on one revision."""
+
+    status: ReportedStatus
+    message: str | None = Field(None, max_length=2000, description="Why, for a failure.")
+    deployment_status: ReportedDeploymentStatus | None = None
+
+
+class RevisionWork(ApiModel):
+    """What an agent needs beyond the published Revision: the image to run."""
+
+    revision_id: uuid.UUID
+    status: RevisionStatus
+    image_uri: str | None
+    message: str | None = None
+    # The values of the deployment's secrets, which the published API never returns.
+    secret_values: dict[str, str] = Field(default_factory=dict, repr=False)

@@ -1,0 +1,77 @@
+"""Listener agents' liveness: heartbeats, and which listeners have a live agent.
+
+Part of the data-plane extension (docs/dataplane.md); the pipeline asks
+`live_listeners` before handing a revision's deploy stages to an agent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import insert, select, update
+
+from deployplane.api.dataplane import Heartbeat
+from deployplane.controlplane.db import DbConn, listener_agents, listeners
+from deployplane.controlplane.errors import NotFoundError
+from deployplane.controlplane.settings import WorkspaceConfig
+
+__all__ = [
+    "AGENT_TTL_SECONDS",
+    "Heartbeat",
+    "check_listener",
+    "heartbeat",
+    "listener_of",
+    "live_listeners",
+]
+
+AGENT_TTL_SECONDS = 30.0
+"""A listener's agent is alive for this long after its last heartbeat. Agents beat at a
+third of it, so one lost heartbeat does not hand work back to the timers."""
+
+
+def listener_of(source_config: dict[str, Any] | None) -> uuid.UUID | None:
+    raw = (source_config or {}).get("listener_id")
+    return uuid.UUID(str(raw)) if raw else None
+
+
+async def check_listener(conn: DbConn, workspace: WorkspaceConfig, listener_id: uuid.UUID) -> None:
+    found = await conn.execute(
+        select(listeners.c.id).where(
+            listeners.c.id == listener_id, listeners.c.workspace_id == workspace.id
+        )
+    )
+    if found.first() is None:
+        raise NotFoundError(f"Listener ID {listener_id} not found.")
+
+
+async def heartbeat(
+    *, conn: DbConn, workspace: WorkspaceConfig, listener_id: uuid.UUID, now: float
+) -> Heartbeat:
+    await check_listener(conn, workspace, listener_id)
+    values = {"workspace_id": workspace.id, "seen_at": now}
+    result = await conn.execute(
+        update(listener_agents).where(listener_agents.c.listener_id == listener_id).values(values)
+    )
+    if not result.rowcount:
+        # A concurrent first beat of the same listener fails on the primary key (and on
+        # PostgreSQL aborts the transaction): a 500 that agent retries, never a loss.
+        await conn.execute(insert(listener_agents).values(listener_id=listener_id, **values))
+    return Heartbeat(listener_id=listener_id, ttl_seconds=AGENT_TTL_SECONDS)
+
+
+async def live_listeners(
+    conn: DbConn, listener_ids: Iterable[uuid.UUID], now: float
+) -> set[uuid.UUID]:
+    """Those of `listener_ids` whose agent is alive at `now`."""
+    wanted = set(listener_ids)
+    if not wanted:
+        return set()
+    rows = await conn.execute(
+        select(listener_agents.c.listener_id).where(
+            listener_agents.c.listener_id.in_(wanted),
+            listener_agents.c.seen_at >= now - AGENT_TTL_SECONDS,
+        )
+    )
+    return set(rows.scalars().all())

@@ -1,0 +1,121 @@
+"""The data-plane extension: the calls a listener agent makes besides the published ones.
+
+The service keeps its data-plane protocol private, so this is ours, under a prefix no
+published path uses (`/_dataplane/v1`), authenticated like every call (X-Api-Key or a
+bearer token, plus X-Tenant-Id) and scoped to one listener's own deployments: another
+workspace's ids are 404, a deployment of another listener is 403. Not served in strict
+mode. Documented in docs/dataplane.md and docs/emulator.md.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from fastapi import APIRouter, Request, status
+from fastapi.responses import Response
+
+from deployplane.api.dataplane import Heartbeat, RevisionReport, RevisionWork
+from deployplane.api.models import NotFoundBody
+from deployplane.controlplane import agents, dataplane
+from deployplane.controlplane.auth import CurrentWorkspace
+from deployplane.controlplane.deps import Responses, database_of, json_response
+
+__all__ = ["PREFIX", "router"]
+
+PREFIX = "/_dataplane/v1/listeners/{listener_id}"
+
+router = APIRouter(prefix=PREFIX, tags=["data plane (extension)"])
+
+_ERRORS: Responses = {
+    403: {"model": NotFoundBody, "description": "The deployment runs on another listener."},
+    404: {"model": NotFoundBody, "description": "Not found in this workspace."},
+}
+_CONFLICT: Responses = {
+    409: {"model": NotFoundBody, "description": "Not in a state the call applies to."},
+}
+
+
+@router.put(
+    "/heartbeat",
+    response_model=Heartbeat,
+    responses=_ERRORS,
+    summary="The listener's agent is alive",
+)
+async def heartbeat(
+    listener_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
+) -> Response:
+    async with database_of(request).write() as conn:
+        answer = await agents.heartbeat(
+            conn=conn, workspace=workspace, listener_id=listener_id, now=time.time()
+        )
+    return json_response(answer)
+
+
+@router.get(
+    "/deployments/{deployment_id}/revisions/{revision_id}",
+    response_model=RevisionWork,
+    responses=_ERRORS,
+    summary="What to run for a revision (its image) and the last report on it",
+)
+async def revision_work(
+    listener_id: uuid.UUID,
+    deployment_id: uuid.UUID,
+    revision_id: uuid.UUID,
+    workspace: CurrentWorkspace,
+    request: Request,
+) -> Response:
+    async with database_of(request).read() as conn:
+        work = await dataplane.revision_work(
+            conn=conn,
+            workspace=workspace,
+            listener_id=listener_id,
+            deployment_id=deployment_id,
+            revision_id=revision_id,
+        )
+    return json_response(work)
+
+
+@router.put(
+    "/deployments/{deployment_id}/revisions/{revision_id}/status",
+    response_model=RevisionWork,
+    responses={**_ERRORS, **_CONFLICT},
+    summary="Report a revision's rollout: DEPLOYING, DEPLOYED or DEPLOY_FAILED",
+)
+async def report_revision(
+    listener_id: uuid.UUID,
+    deployment_id: uuid.UUID,
+    revision_id: uuid.UUID,
+    body: RevisionReport,
+    workspace: CurrentWorkspace,
+    request: Request,
+) -> Response:
+    async with database_of(request).write() as conn:
+        answer = await dataplane.report_revision(
+            conn=conn,
+            workspace=workspace,
+            listener_id=listener_id,
+            deployment_id=deployment_id,
+            revision_id=revision_id,
+            report=body,
+        )
+    return json_response(answer)
+
+
+@router.post(
+    "/deployments/{deployment_id}/deleted",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses={**_ERRORS, **_CONFLICT},
+    summary="The deployment's objects are gone from the cluster: remove the record",
+)
+async def deletion_done(
+    listener_id: uuid.UUID,
+    deployment_id: uuid.UUID,
+    workspace: CurrentWorkspace,
+    request: Request,
+) -> Response:
+    async with database_of(request).write() as conn:
+        await dataplane.deletion_done(
+            conn=conn, workspace=workspace, listener_id=listener_id, deployment_id=deployment_id
+        )
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

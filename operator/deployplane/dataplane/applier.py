@@ -1,0 +1,101 @@
+"""Puts a rendered deployment into the cluster, and takes it out again.
+
+Order makes it restart-safe without local state (docs/dataplane.md):
+1. the owner ConfigMap, created without the revision marker if it does not exist yet
+   (its uid is what every other object's ownerReference needs);
+2. every other object, each with an ownerReference to the owner;
+3. the owner again, now with `data.revision-id`: the marker that this revision is
+   completely applied.
+An agent killed anywhere in between finds an owner without this revision's marker and
+applies again; server-side apply of what is already there changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import secrets
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from deployplane.dataplane.kube import Cluster
+from deployplane.dataplane.render import (
+    LABEL_DEPLOYMENT_ID,
+    LABEL_LISTENER_ID,
+    Rendered,
+    with_owner,
+)
+
+__all__ = [
+    "OWNER_MARKER",
+    "applied_revision",
+    "apply_rendered",
+    "database_password",
+    "find_owners",
+    "get_owner",
+    "owner_selector",
+]
+
+OWNER_MARKER = "revision-id"
+"""Key of the owner ConfigMap's data naming the revision applied in full."""
+
+Obj = dict[str, Any]
+
+
+def applied_revision(owner: Mapping[str, Any] | None) -> str | None:
+    if owner is None:
+        return None
+    marker = (owner.get("data") or {}).get(OWNER_MARKER)
+    return str(marker) if marker else None
+
+
+async def get_owner(cluster: Cluster, rendered: Rendered) -> Obj | None:
+    meta = rendered.owner["metadata"]
+    return await cluster.get("v1", "ConfigMap", meta["namespace"], meta["name"])
+
+
+async def apply_rendered(cluster: Cluster, rendered: Rendered, owner: Obj | None) -> None:
+    """Applies `rendered` in the restart-safe order above; `owner` is the owner as it is
+    in the cluster now (None: absent)."""
+    if owner is None:
+        bare = {**rendered.owner, "data": _without_marker(rendered.owner.get("data"))}
+        owner = await cluster.apply(bare)
+    uid = str(owner["metadata"]["uid"])
+    # Independent of each other (references between them are by name), so at once.
+    await asyncio.gather(*(cluster.apply(obj) for obj in with_owner(rendered.objects, uid)))
+    await cluster.apply(rendered.owner)
+
+
+def _without_marker(data: Mapping[str, str] | None) -> dict[str, str]:
+    return {k: v for k, v in (data or {}).items() if k != OWNER_MARKER}
+
+
+async def database_password(cluster: Cluster, namespace: str, secret_name: str) -> str:
+    """The deployment's PostgreSQL password: the one already in the cluster, else a new
+    random one. The cluster is the only place it is kept, so a restarted agent renders
+    the same password and never changes the database's."""
+    existing = await cluster.get("v1", "Secret", namespace, secret_name)
+    encoded = ((existing or {}).get("data") or {}).get("password")
+    if encoded:
+        return base64.b64decode(encoded).decode()
+    return secrets.token_urlsafe(24)
+
+
+async def find_owners(
+    cluster: Cluster, namespaces: Iterable[str], selector: Mapping[str, str]
+) -> list[Obj]:
+    """Owner ConfigMaps matching `selector` in `namespaces`: those labelled by the
+    renderer and owned by nothing (the other objects all have an owner)."""
+    found: list[Obj] = []
+    for namespace in namespaces:
+        for obj in await cluster.list("v1", "ConfigMap", namespace, selector):
+            if not obj["metadata"].get("ownerReferences"):
+                found.append(obj)
+    return found
+
+
+def owner_selector(*, listener_id: str, deployment_id: str | None = None) -> dict[str, str]:
+    selector = {LABEL_LISTENER_ID: listener_id}
+    if deployment_id is not None:
+        selector[LABEL_DEPLOYMENT_ID] = deployment_id
+    return selector

@@ -1,0 +1,177 @@
+"""`deployplane listener run`: the listener agent, in the cluster its listener stands for.
+
+Configured like the operator: DEPLOYPLANE_CONTROL_PLANE_URL, DEPLOYPLANE_API_KEY (from a
+Secret in the chart), DEPLOYPLANE_TENANT_ID, DEPLOYPLANE_POLL_INTERVAL,
+DEPLOYPLANE_RESYNC_INTERVAL; which listener: `--listener-id` (DEPLOYPLANE_LISTENER_ID)
+or `--listener NAME` (DEPLOYPLANE_LISTENER_NAME) of a Listener resource whose status
+has the id, in `--namespace` (DEPLOYPLANE_LISTENER_NAMESPACE, default `default`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+import typer
+
+from deployplane.api.errors import ControlPlaneError, NotFound, Unauthorized
+from deployplane.controller.config import ConfigError, OperatorConfig
+
+if TYPE_CHECKING:  # imported when run: the kubernetes client is slow to import
+    from deployplane.controller.kubeapi import KubernetesApi
+    from deployplane.dataplane.protocol import DataPlaneClient
+
+app = typer.Typer(no_args_is_help=True)
+
+log = logging.getLogger("deployplane.dataplane")
+
+
+class StartupError(Exception):
+    """The agent cannot start; the message is one line for the user."""
+
+
+@app.command("run")
+def run(
+    listener_id: str | None = typer.Option(
+        None, "--listener-id", envvar="DEPLOYPLANE_LISTENER_ID", help="The listener's id."
+    ),
+    listener: str | None = typer.Option(
+        None,
+        "--listener",
+        envvar="DEPLOYPLANE_LISTENER_NAME",
+        help="Name of a Listener resource; its status.listenerId is used.",
+    ),
+    namespace: str = typer.Option(
+        "default",
+        "--namespace",
+        "-n",
+        envvar="DEPLOYPLANE_LISTENER_NAMESPACE",
+        help="Namespace of the Listener resource.",
+    ),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
+) -> None:
+    """Run the agent of one listener: deploy its deployments on this cluster."""
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if (listener_id is None) == (listener is None):
+        _fail("give exactly one of --listener-id and --listener")
+    try:
+        config = OperatorConfig.from_env()
+    except ConfigError as exc:
+        _fail(str(exc))
+    if not config.control_plane_url:
+        _fail("DEPLOYPLANE_CONTROL_PLANE_URL is not set")
+    try:
+        asyncio.run(_main(config, listener_id, listener, namespace))
+    except StartupError as exc:
+        _fail(str(exc))
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+async def _main(
+    config: OperatorConfig, listener_id: str | None, name: str | None, namespace: str
+) -> None:
+    from kubernetes.config import ConfigException
+
+    from deployplane.dataplane.agent import Agent, AgentSettings
+    from deployplane.dataplane.kube import ClusterApi
+    from deployplane.dataplane.protocol import DataPlaneClient
+
+    lid = None if listener_id is None else _parse_id(listener_id)
+    try:
+        cluster = ClusterApi.from_environment()
+    except ConfigException:
+        raise StartupError("no Kubernetes configuration: run in a pod, or set KUBECONFIG") from None
+    assert isinstance(cluster, ClusterApi)  # from_environment builds its own class
+    assert config.control_plane_url is not None
+    client = DataPlaneClient(
+        config.control_plane_url, api_key=config.api_key, tenant_id=config.tenant_id
+    )
+    try:
+        if lid is None:
+            assert name is not None
+            found = await _listener_id_of(cluster, namespace, name, config.poll_interval)
+            lid = _parse_id(found)
+        await _check(client, lid)
+        agent = Agent(
+            client=client,
+            cluster=cluster,
+            listener_id=lid,
+            settings=AgentSettings(
+                poll_interval=config.poll_interval, resync_interval=config.resync_interval
+            ),
+        )
+        log.info("listener agent running for listener %s", lid)
+        await _until_signalled(agent.run())
+    finally:
+        await client.aclose()
+        await cluster.aclose()
+
+
+def _parse_id(raw: str) -> UUID:
+    try:
+        return UUID(raw)
+    except ValueError:
+        raise StartupError(f"listener id {raw!r} is not a UUID") from None
+
+
+async def _listener_id_of(
+    cluster: KubernetesApi, namespace: str, name: str, interval: float
+) -> str:
+    """The id in the Listener resource's status, waiting for the operator to set it."""
+    from kubernetes.client.exceptions import ApiException
+
+    while True:
+        try:
+            status = await cluster.read_custom_status(namespace, "listeners", name)
+        except ApiException as exc:
+            raise StartupError(
+                f"cannot read Listener {namespace}/{name}: {exc.status} {exc.reason}"
+            ) from None
+        listener_id = (status or {}).get("listenerId")
+        if listener_id:
+            return str(listener_id)
+        log.info("waiting for Listener %s/%s to have status.listenerId", namespace, name)
+        await asyncio.sleep(interval)
+
+
+async def _check(client: DataPlaneClient, listener_id: UUID) -> None:
+    """One clear line for the mistakes a user can make, before the loop starts."""
+    try:
+        await client.get_listener(listener_id)
+    except NotFound:
+        raise StartupError(f"listener {listener_id} not found in this workspace") from None
+    except Unauthorized:
+        raise StartupError("the control plane refused the API key") from None
+    except ControlPlaneError as exc:
+        raise StartupError(f"cannot reach the control plane: {exc}") from None
+    try:
+        await client.heartbeat(listener_id)
+    except NotFound:
+        raise StartupError(
+            "the control plane does not serve the data-plane extension "
+            "(/_dataplane/v1): run the emulator without strict mode"
+        ) from None
+
+
+async def _until_signalled(work: Coroutine[Any, Any, None]) -> None:
+    """Runs until SIGTERM/SIGINT, then cancels the agent cleanly."""
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, task.cancel)
+    with contextlib.suppress(asyncio.CancelledError):
+        await task

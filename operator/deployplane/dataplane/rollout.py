@@ -1,0 +1,137 @@
+"""Status from the cluster: pure functions from Kubernetes objects to a revision status.
+
+The agent reads the agent-server Deployment, its pods and the database StatefulSet,
+and these functions say what that means for the revision (docs/dataplane.md, "How
+status is derived"). No I/O here, so every rule is a table test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from deployplane.api.dataplane import ReportedStatus
+
+__all__ = [
+    "IMAGE_PULL_FAILURES",
+    "REVISION_ANNOTATION",
+    "Verdict",
+    "database_ready",
+    "rollout_verdict",
+]
+
+Obj = Mapping[str, Any]
+
+# Written by the renderer on the pod template: which revision a pod runs.
+REVISION_ANNOTATION = "deployplane.io/revision-id"
+
+# Container waiting reasons that no amount of waiting fixes.
+IMAGE_PULL_FAILURES = frozenset(
+    {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
+)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the cluster says about one revision's rollout; `message` says why."""
+
+    status: ReportedStatus
+    message: str | None = None
+
+
+def _get(obj: Obj | None, *path: str) -> Any:
+    value: Any = obj
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _revision_of(template_owner: Obj) -> Any:
+    return _get(template_owner, "metadata", "annotations", REVISION_ANNOTATION)
+
+
+def _deadline_exceeded(deployment: Obj) -> str | None:
+    for condition in _get(deployment, "status", "conditions") or []:
+        if condition.get("type") == "Progressing" and (
+            condition.get("reason") == "ProgressDeadlineExceeded"
+        ):
+            return f"ProgressDeadlineExceeded: {condition.get('message') or 'no progress'}"
+    return None
+
+
+def _pod_failure(pod: Obj) -> str | None:
+    """Why a pod of the new revision cannot run, or None while it still may."""
+    for condition in _get(pod, "status", "conditions") or []:
+        if (
+            condition.get("type") == "PodScheduled"
+            and condition.get("status") == "False"
+            and condition.get("reason") == "Unschedulable"
+        ):
+            return f"Unschedulable: {condition.get('message') or 'no node fits the pod'}"
+    statuses = [
+        *(_get(pod, "status", "initContainerStatuses") or []),
+        *(_get(pod, "status", "containerStatuses") or []),
+    ]
+    for status in statuses:
+        waiting = _get(status, "state", "waiting") or {}
+        reason = waiting.get("reason")
+        if reason in IMAGE_PULL_FAILURES:
+            image = status.get("image") or "the image"
+            return f"{reason}: {image} cannot be pulled"
+    return None
+
+
+def rollout_verdict(deployment: Obj | None, pods: Sequence[Obj], revision_id: str) -> Verdict:
+    """The agent-server Deployment's rollout of `revision_id`.
+
+    DEPLOYED once the Deployment controller has seen this revision's spec (observed
+    generation) and every wanted replica is updated and available, with no old pod
+    left; DEPLOY_FAILED when the progress deadline passed or a pod of this revision
+    cannot be pulled or scheduled; DEPLOYING otherwise.
+    """
+    if deployment is None:
+        return Verdict(ReportedStatus.DEPLOYING, "the agent-server Deployment is not created yet")
+    template = _get(deployment, "spec", "template") or {}
+    if _revision_of(template) != revision_id:
+        return Verdict(ReportedStatus.DEPLOYING, "the revision is not applied yet")
+    failure = _deadline_exceeded(deployment)
+    for pod in pods:
+        if failure is None and _revision_of(pod) == revision_id:
+            failure = _pod_failure(pod)
+    if failure is not None:
+        return Verdict(ReportedStatus.DEPLOY_FAILED, failure)
+    generation = _get(deployment, "metadata", "generation") or 0
+    status = _get(deployment, "status") or {}
+    wanted = _get(deployment, "spec", "replicas")
+    wanted = 1 if wanted is None else wanted
+    rolled_out = (
+        (status.get("observedGeneration") or 0) >= generation
+        and (status.get("updatedReplicas") or 0) >= wanted
+        and (status.get("availableReplicas") or 0) >= wanted
+        and (status.get("replicas") or 0) <= (status.get("updatedReplicas") or 0)
+    )
+    if rolled_out:
+        return Verdict(ReportedStatus.DEPLOYED)
+    return Verdict(
+        ReportedStatus.DEPLOYING,
+        f"{status.get('updatedReplicas') or 0} of {wanted} replicas updated, "
+        f"{status.get('availableReplicas') or 0} available",
+    )
+
+
+def database_ready(statefulset: Obj | None) -> bool:
+    """Whether the deployment's PostgreSQL StatefulSet serves: all replicas ready at the
+    current spec. No StatefulSet (nothing rendered one) counts as ready."""
+    if statefulset is None:
+        return True
+    generation = _get(statefulset, "metadata", "generation") or 0
+    status = _get(statefulset, "status") or {}
+    wanted = _get(statefulset, "spec", "replicas")
+    wanted = 1 if wanted is None else wanted
+    return bool(
+        (status.get("observedGeneration") or 0) >= generation
+        and (status.get("readyReplicas") or 0) >= wanted
+    )

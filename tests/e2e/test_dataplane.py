@@ -1,0 +1,407 @@
+"""The data plane end to end on the dev cluster with kwok nodes.
+
+`kubectl apply` of a Listener and an AgentDeployment with `listenerRef` -> operator ->
+emulator (normal mode: the data-plane extension is an emulator extension) -> the
+listener agent (`deployplane listener run`, a real process, with only the chart's
+RBAC) -> a Deployment rolled out on kwok nodes -> revision DEPLOYED -> resource Ready.
+Every wait is bounded only to stop a hang; nothing asserts how long a step took.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from tests.e2e.operator_harness import (
+    API_KEY,
+    REPO,
+    WORKSPACE,
+    Emulator,
+    Resources,
+    condition,
+    kopf_operator,
+    operator_env,
+    ready_for_generation,
+)
+from tests.support import chart
+
+from deployplane.devcluster import DevCluster
+from deployplane.devcluster.kwok import FAIL_PULL_PATTERN
+from deployplane.devcluster.manifests import Applier
+
+AGD, LST = "agentdeployments", "listeners"
+LISTENER = "edge"
+AGENT_SA = f"{chart.RELEASE}-listener-agent"
+SERVER_LABEL = "app.kubernetes.io/component=agent-server"
+T = TypeVar("T")
+
+
+def wait_until(what: str, probe: Callable[[], T | None], within: float = 120.0) -> T:
+    deadline = time.monotonic() + within
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what}; last seen: {last!r}"[:3000])
+
+
+@dataclass
+class AgentProcess:
+    """`deployplane listener run` as a child process (so a test can SIGKILL it)."""
+
+    namespace: str
+    env: dict[str, str]
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> AgentProcess:
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "deployplane.cli",
+                "listener",
+                "run",
+                "--listener",
+                LISTENER,
+                "--namespace",
+                self.namespace,
+                "--verbose",
+            ],
+            env={**os.environ, **self.env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self
+
+    def kill9(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_running(self) -> None:
+        """Until the agent has its listener's id and sent its first heartbeat: only then
+        does the control plane hand it the deploy stages (before, the simulated pipeline
+        would deploy a revision on its timers, as for a listener without an agent)."""
+        wait_until("the agent to run", lambda: "listener agent running" in self.log)
+
+
+@pytest.fixture(scope="module")
+def crds(k8s_api: client.ApiClient) -> None:
+    docs = [
+        yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.deployplane.io.yaml"))
+    ]
+    Applier(k8s_api).apply(docs)
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    """Normal mode, not strict: the data-plane extension is not in the published contract."""
+    emu = Emulator(
+        tmp_path_factory.mktemp("emulator"), step_seconds=0.2, strict=False, proxied=False
+    ).start()
+    yield emu
+    emu.stop()
+
+
+@pytest.fixture
+def agents_namespace(namespace: str, k8s_api: client.ApiClient) -> Iterator[str]:
+    """The listener's k8s namespace, where the agent deploys."""
+    name = f"{namespace[:50]}-agents"
+    core = client.CoreV1Api(k8s_api)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    yield name
+    with contextlib.suppress(ApiException):
+        core.delete_namespace(name)
+
+
+@pytest.fixture
+def agent_kubeconfig(
+    namespace: str, agents_namespace: str, dev_cluster: DevCluster, k8s_api: client.ApiClient
+) -> Path:
+    """The agent's identity: exactly the RBAC the chart installs for it."""
+    try:
+        chart.helm_binary()
+    except chart.HelmNotFound as exc:
+        pytest.skip(str(exc))
+    values = {
+        "listenerAgent": {
+            "enabled": True,
+            "listenerName": LISTENER,
+            "listenerNamespace": namespace,
+            "namespaces": [agents_namespace],
+        }
+    }
+    docs = [
+        d
+        for d in chart.render(values, namespace=namespace)
+        if d["kind"] in chart.RBAC_KINDS and d["metadata"]["name"].startswith(AGENT_SA)
+    ]
+    Applier(k8s_api).apply(docs)
+    path = dev_cluster.state_dir / "serviceaccounts" / f"{namespace}.agent.kubeconfig"
+    return dev_cluster.service_account_kubeconfig(namespace, AGENT_SA, path)
+
+
+@pytest.fixture
+def operator(namespace: str, emulator: Emulator, kubeconfig: Path, crds: None) -> Iterator[Any]:
+    with kopf_operator(namespace, operator_env(emulator, kubeconfig)) as runner:
+        yield runner
+    assert runner.exit_code == 0, runner.output[-3000:]
+
+
+@pytest.fixture
+def agent(
+    namespace: str, emulator: Emulator, agent_kubeconfig: Path, tmp_path: Path
+) -> Iterator[AgentProcess]:
+    env = {
+        "KUBECONFIG": str(agent_kubeconfig),
+        "DEPLOYPLANE_CONTROL_PLANE_URL": emulator.url,
+        "DEPLOYPLANE_API_KEY": API_KEY,
+        "DEPLOYPLANE_TENANT_ID": WORKSPACE,
+        "DEPLOYPLANE_POLL_INTERVAL": "0.5",
+    }
+    process = AgentProcess(namespace, env, tmp_path / "agent.log").start()
+    yield process
+    process.stop()
+    print("agent log (tail):\n" + process.log[-6000:])  # shown when the test failed
+    assert API_KEY not in process.log  # secrets never reach the agent's logs
+
+
+@pytest.fixture
+def resources(k8s_api: client.ApiClient, namespace: str, crds: None) -> Resources:
+    return Resources(k8s_api, namespace)
+
+
+def listener_body(namespace: str, agents_namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "deployplane.io/v1alpha1",
+        "kind": "Listener",
+        "metadata": {"name": LISTENER},
+        "spec": {
+            "computeType": "k8s",
+            "computeId": f"cluster-{namespace}",
+            "computeConfig": {"k8sNamespaces": [agents_namespace]},
+        },
+    }
+
+
+def deployment_body(name: str, image: str, k8s_namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "deployplane.io/v1alpha1",
+        "kind": "AgentDeployment",
+        "metadata": {"name": name},
+        "spec": {
+            "source": "external_docker",
+            "sourceConfig": {
+                "listenerRef": {"name": LISTENER},
+                "listenerConfig": {"k8sNamespace": k8s_namespace},
+                "resourceSpec": {"minScale": 2},
+            },
+            "sourceRevisionConfig": {"imageUri": image},
+        },
+    }
+
+
+class Cluster:
+    """What `kubectl get deploy,pods,cm -n <agents>` shows."""
+
+    def __init__(self, api: client.ApiClient, namespace: str) -> None:
+        self.apps = client.AppsV1Api(api)
+        self.core = client.CoreV1Api(api)
+        self.namespace = namespace
+
+    def servers(self) -> list[client.V1Deployment]:
+        return list(
+            self.apps.list_namespaced_deployment(self.namespace, label_selector=SERVER_LABEL).items
+        )
+
+    def rolled_out(self, image: str) -> client.V1Deployment | None:
+        for server in self.servers():
+            status = server.status
+            if (
+                server.spec.template.spec.containers[0].image == image
+                and (status.observed_generation or 0) >= server.metadata.generation
+                and (status.updated_replicas or 0) == server.spec.replicas
+                and (status.available_replicas or 0) == server.spec.replicas
+            ):
+                return server
+        return None
+
+    def server_pods(self) -> list[client.V1Pod]:
+        return list(
+            self.core.list_namespaced_pod(self.namespace, label_selector=SERVER_LABEL).items
+        )
+
+    def owners(self) -> list[client.V1ConfigMap]:
+        maps = self.core.list_namespaced_config_map(self.namespace).items
+        return [
+            m
+            for m in maps
+            if "deployplane.io/deployment-id" in (m.metadata.labels or {})
+            and not m.metadata.owner_references
+        ]
+
+    def everything(self) -> list[Any]:
+        return [*self.applied(), *self.core.list_namespaced_pod(self.namespace).items]
+
+    def applied(self) -> list[Any]:
+        """The objects the agent applies (pods belong to ReplicaSets and StatefulSets)."""
+        return [
+            *self.apps.list_namespaced_deployment(self.namespace).items,
+            *self.apps.list_namespaced_stateful_set(self.namespace).items,
+            *self.core.list_namespaced_service(self.namespace).items,
+            *[
+                s
+                for s in self.core.list_namespaced_secret(self.namespace).items
+                if (s.metadata.labels or {}).get("app.kubernetes.io/managed-by")
+            ],
+            *self.owners(),
+        ]
+
+
+def revision_work(emulator: Emulator, obj: dict[str, Any]) -> dict[str, Any]:
+    """The extension's record of the agent's last report on the resource's revision."""
+    status = obj["status"]
+    listener_id = status.get("listenerId") or ""
+    with httpx.Client(
+        base_url=emulator.url, headers={"X-Api-Key": API_KEY, "X-Tenant-Id": WORKSPACE}
+    ) as http:
+        deployment = http.get(f"/v2/deployments/{status['deploymentId']}").json()
+        listener_id = deployment["source_config"]["listener_id"]
+        path = (
+            f"/_dataplane/v1/listeners/{listener_id}/deployments/{deployment['id']}"
+            f"/revisions/{deployment['latest_revision_id']}"
+        )
+        answer = http.get(path)
+        assert answer.status_code == 200, answer.text
+        work: dict[str, Any] = answer.json()
+        return work
+
+
+def stalled(obj: dict[str, Any] | None) -> bool:
+    return condition(obj, "Stalled").get("status") == "True"
+
+
+def test_listener_agent_rolls_out_updates_fails_and_deletes(
+    operator: Any,
+    agent: AgentProcess,
+    resources: Resources,
+    emulator: Emulator,
+    namespace: str,
+    agents_namespace: str,
+    k8s_api: client.ApiClient,
+) -> None:
+    cluster = Cluster(k8s_api, agents_namespace)
+    resources.create(LST, listener_body(namespace, agents_namespace))
+    agent.wait_running()
+    first = "registry.example.com/agent:1"
+    resources.create(AGD, deployment_body("bot", first, agents_namespace))
+    obj = resources.wait(AGD, "bot", ready_for_generation, within=180, what="Ready")
+    assert obj is not None
+    assert obj["status"]["revision"]["status"] == "DEPLOYED"
+    server = wait_until("the server rolled out", lambda: cluster.rolled_out(first))
+    assert server.spec.replicas == 2
+    pods = cluster.server_pods()
+    assert len(pods) == 2
+    assert all((p.spec.node_name or "").startswith("kwok-node-") for p in pods)
+
+    second = "registry.example.com/agent:2"
+    resources.patch(AGD, "bot", {"spec": {"sourceRevisionConfig": {"imageUri": second}}})
+    obj = resources.wait(AGD, "bot", ready_for_generation, within=180, what="Ready again")
+    assert obj is not None
+    assert obj["status"]["revision"]["status"] == "DEPLOYED"
+    rolled = wait_until("the update rolled out", lambda: cluster.rolled_out(second))
+    assert rolled.metadata.generation >= 2  # the same Deployment, updated in place
+    assert len(cluster.servers()) == 1
+
+    failing = f"registry.example.com/agent-{FAIL_PULL_PATTERN}:3"
+    resources.patch(AGD, "bot", {"spec": {"sourceRevisionConfig": {"imageUri": failing}}})
+    obj = resources.wait(AGD, "bot", stalled, within=180, what="Stalled")
+    assert obj is not None
+    assert obj["status"]["revision"]["status"] == "DEPLOY_FAILED"
+    assert condition(obj, "Stalled")["reason"] == "DeployFailed"
+    message = revision_work(emulator, obj)["message"] or ""
+    assert message.startswith(("ErrImagePull", "ImagePullBackOff")), message
+    assert failing in message
+
+    resources.delete(AGD, "bot")
+    resources.wait(AGD, "bot", lambda o: o is None, within=180, what="deleted")
+    wait_until("every object gone", lambda: cluster.everything() == [] or None)
+
+
+def test_agent_killed_mid_rollout_carries_on_without_duplicates_or_orphans(
+    operator: Any,
+    agent: AgentProcess,
+    resources: Resources,
+    namespace: str,
+    agents_namespace: str,
+    k8s_api: client.ApiClient,
+) -> None:
+    cluster = Cluster(k8s_api, agents_namespace)
+    resources.create(LST, listener_body(namespace, agents_namespace))
+    agent.wait_running()
+    image = "registry.example.com/agent:7"
+    resources.create(AGD, deployment_body("survivor", image, agents_namespace))
+    wait_until("the rollout to start", lambda: cluster.servers())
+    agent.kill9()
+    agent.start()
+    obj = resources.wait(AGD, "survivor", ready_for_generation, within=180, what="Ready")
+    assert obj is not None
+    wait_until("the server rolled out", lambda: cluster.rolled_out(image))
+    (owner,) = cluster.owners()
+    assert len(cluster.servers()) == 1
+    wait_until("exactly the wanted server pods", lambda: len(cluster.server_pods()) == 2)
+    for item in cluster.applied():
+        if item.metadata.uid != owner.metadata.uid:
+            refs = item.metadata.owner_references or []
+            assert [r.uid for r in refs] == [owner.metadata.uid], item.metadata.name
+
+
+def test_a_namespace_the_listener_does_not_have_fails_with_that_message(
+    operator: Any,
+    agent: AgentProcess,
+    resources: Resources,
+    emulator: Emulator,
+    namespace: str,
+    agents_namespace: str,
+    k8s_api: client.ApiClient,
+) -> None:
+    resources.create(LST, listener_body(namespace, agents_namespace))
+    agent.wait_running()
+    resources.create(AGD, deployment_body("lost", "registry.example.com/agent:1", "elsewhere"))
+    obj = resources.wait(AGD, "lost", stalled, within=180, what="Stalled")
+    assert obj is not None
+    assert obj["status"]["revision"]["status"] == "DEPLOY_FAILED"
+    message = revision_work(emulator, obj)["message"] or ""
+    assert "namespace elsewhere is not one of" in message
+    assert agents_namespace in message
+    assert Cluster(k8s_api, agents_namespace).everything() == []

@@ -1,0 +1,275 @@
+"""The listener agent against the emulator app in-process and an in-memory cluster.
+
+Each test drives the agent round by round (`Agent.round`), the pipeline by a manual
+clock, and the cluster's controllers by hand (`FakeCluster.roll_out`), so every step
+of the protocol is observed without waiting on real time.
+"""
+# ruff: noqa: F811  (pytest fixtures imported from the harness are parameters here)
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from _controlplane_harness import KEY_A, api, emulator, image_body  # noqa: F401
+from _dataplane_harness import Clock, clock, make_deployment, make_listener  # noqa: F401
+from fastapi import FastAPI
+from tests.support.fakecluster import AgentKilled, FakeCluster
+
+from deployplane.dataplane.agent import Agent
+from deployplane.dataplane.applier import OWNER_MARKER
+from deployplane.dataplane.protocol import DataPlaneClient
+from deployplane.dataplane.render import LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID
+
+
+@pytest.fixture
+async def dp_client(emulator: tuple[FastAPI, httpx.AsyncClient]) -> AsyncIterator[DataPlaneClient]:
+    transport = httpx.ASGITransport(app=emulator[0])
+    async with DataPlaneClient("http://emulator", api_key=KEY_A, transport=transport) as client:
+        yield client
+
+
+class World:
+    """The emulator, a listener with its agent, and the agent's cluster."""
+
+    def __init__(self, api: httpx.AsyncClient, clock: Clock, client: DataPlaneClient) -> None:
+        self.api = api
+        self.clock = clock
+        self.client = client
+        self.cluster = FakeCluster()
+        self.listener_id = ""
+        self.agent: Agent
+
+    async def start(self) -> World:
+        self.listener_id = await make_listener(self.api)
+        self.agent = self.new_agent()
+        await self.client.heartbeat(self.listener_id)
+        return self
+
+    def new_agent(self) -> Agent:
+        """A fresh agent process: nothing carried over but the cluster."""
+        return Agent(
+            client=self.client, cluster=self.cluster, listener_id=uuid.UUID(self.listener_id)
+        )
+
+    async def deploy(self, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        deployment = await make_deployment(self.api, self.listener_id, body)
+        await self.clock.step(2, beating=self.listener_id)  # CREATING -> AWAITING_DEPLOY
+        return deployment
+
+    async def revision_status(self, deployment: dict[str, Any]) -> str:
+        current = (await self.api.get(f"/v2/deployments/{deployment['id']}")).json()
+        path = f"/v2/deployments/{deployment['id']}/revisions/{current['latest_revision_id']}"
+        status: str = (await self.api.get(path)).json()["status"]
+        return status
+
+    async def deployment(self, deployment: dict[str, Any]) -> dict[str, Any]:
+        got: dict[str, Any] = (await self.api.get(f"/v2/deployments/{deployment['id']}")).json()
+        return got
+
+
+@pytest.fixture
+async def world(api: httpx.AsyncClient, clock: Clock, dp_client: DataPlaneClient) -> World:
+    return await World(api, clock, dp_client).start()
+
+
+async def test_a_revision_is_applied_rolled_out_and_reported_deployed(world: World) -> None:
+    deployment = await world.deploy()
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOYING"
+    server = world.cluster.of_kind("Deployment")[0]
+    assert server["spec"]["template"]["spec"]["containers"][0]["image"] == (
+        "registry.example.com/app:1"
+    )
+    (owner,) = world.cluster.of_kind("ConfigMap")
+    assert owner["data"][OWNER_MARKER] == deployment["latest_revision_id"]
+    for obj in world.cluster.objects.values():
+        if obj is not owner:
+            assert obj["metadata"]["ownerReferences"][0]["uid"] == owner["metadata"]["uid"]
+    # Secret values reach the cluster through the Secret the deployment owns.
+    assert any("OPENAI_API_KEY" in s.get("data", {}) for s in world.cluster.of_kind("Secret"))
+
+    await world.agent.round()  # not rolled out yet: still DEPLOYING
+    assert await world.revision_status(deployment) == "DEPLOYING"
+    world.cluster.roll_out(ready_database=False)
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOYED"
+    assert (await world.deployment(deployment))["status"] == "AWAITING_DATABASE"
+    world.cluster.roll_out(ready_database=True)
+    await world.agent.round()
+    state = await world.deployment(deployment)
+    assert state["status"] == "READY"
+    assert state["active_revision_id"] == deployment["latest_revision_id"]
+
+
+async def test_steady_state_writes_nothing(world: World) -> None:
+    deployment = await world.deploy()
+    await world.agent.round()
+    world.cluster.roll_out()
+    await world.agent.round()
+    assert (await world.deployment(deployment))["status"] == "READY"
+    writes = world.cluster.writes
+    for _ in range(3):
+        await world.agent.round()
+        await world.agent.round(full=True)
+    assert world.cluster.writes == writes
+
+
+async def test_image_update_rolls_out_the_new_revision(world: World) -> None:
+    deployment = await world.deploy()
+    await world.agent.round()
+    world.cluster.roll_out()
+    await world.agent.round()
+    patch = {"source_revision_config": {"image_uri": "registry.example.com/app:2"}}
+    assert (await world.api.patch(f"/v2/deployments/{deployment['id']}", json=patch)).is_success
+    await world.clock.step(2, beating=world.listener_id)
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOYING"
+    (server,) = world.cluster.of_kind("Deployment")[:1]
+    assert server["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":2")
+    assert server["metadata"]["generation"] == 2
+    world.cluster.roll_out()
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOYED"
+    assert (await world.deployment(deployment))["image_version"] == "registry.example.com/app:2"
+
+
+async def test_an_image_that_cannot_be_pulled_fails_the_revision_with_the_reason(
+    world: World,
+) -> None:
+    deployment = await world.deploy()
+    await world.agent.round()
+    server = world.cluster.of_kind("Deployment")[0]
+    world.cluster.add_pod(server, waiting_reason="ImagePullBackOff")
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOY_FAILED"
+    work = await world.client.revision_work(
+        world.listener_id, deployment["id"], deployment["latest_revision_id"]
+    )
+    assert work.message == "ImagePullBackOff: registry.example.com/app:1 cannot be pulled"
+
+
+async def test_a_namespace_the_listener_does_not_have_fails_with_that_message(
+    world: World,
+) -> None:
+    body = image_body()
+    body["source_config"] = {"listener_config": {"k8s_namespace": "elsewhere"}}
+    deployment = await world.deploy(body)
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOY_FAILED"
+    work = await world.client.revision_work(
+        world.listener_id, deployment["id"], deployment["latest_revision_id"]
+    )
+    assert work.message is not None
+    assert "namespace elsewhere is not one of" in work.message
+    assert world.cluster.writes == 0
+
+
+async def test_delete_removes_every_object_then_the_record(world: World) -> None:
+    deployment = await world.deploy()
+    await world.agent.round()
+    world.cluster.roll_out()
+    await world.agent.round()
+    assert (await world.api.delete(f"/v2/deployments/{deployment['id']}")).is_success
+    await world.clock.step(3, beating=world.listener_id)  # the record waits for the agent
+    await world.agent.round()
+    assert world.cluster.objects == {}
+    assert (await world.api.get(f"/v2/deployments/{deployment['id']}")).status_code == 200
+    await world.agent.round()
+    assert (await world.api.get(f"/v2/deployments/{deployment['id']}")).status_code == 404
+
+
+async def test_an_agent_killed_mid_apply_is_finished_by_the_next_one(world: World) -> None:
+    deployment = await world.deploy()
+    world.cluster.fail_on_apply = 4  # the owner and two objects are in, then SIGKILL
+    with pytest.raises(AgentKilled):
+        await world.agent.round()
+    (owner,) = world.cluster.of_kind("ConfigMap")
+    assert OWNER_MARKER not in owner["data"]  # not marked applied
+    restarted = world.new_agent()
+    await restarted.round()
+    (owner_after,) = world.cluster.of_kind("ConfigMap")
+    assert owner_after["metadata"]["uid"] == owner["metadata"]["uid"]
+    assert owner_after["data"][OWNER_MARKER] == deployment["latest_revision_id"]
+    assert len(world.cluster.of_kind("Deployment")) >= 1
+    world.cluster.roll_out()
+    await restarted.round()
+    assert await world.revision_status(deployment) == "DEPLOYED"
+
+
+async def test_a_full_round_removes_objects_of_deployments_deleted_meanwhile(
+    world: World,
+) -> None:
+    kept = await world.deploy(image_body("kept"))
+    await world.agent.round()
+    orphan_uid = str(uuid.uuid4())
+    world.cluster.objects[("ConfigMap", "agents", "gone-1234")] = {
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "gone-1234",
+            "namespace": "agents",
+            "uid": orphan_uid,
+            "labels": {LABEL_LISTENER_ID: world.listener_id, LABEL_DEPLOYMENT_ID: "gone"},
+        },
+    }
+    await world.agent.round(full=True)
+    assert ("ConfigMap", "agents", "gone-1234") not in world.cluster.objects
+    owners = [
+        o["metadata"]["labels"][LABEL_DEPLOYMENT_ID] for o in world.cluster.of_kind("ConfigMap")
+    ]
+    assert owners == [kept["id"]]
+
+
+async def test_deployments_of_other_listeners_are_left_alone(world: World) -> None:
+    other = await make_listener(world.api, "cluster-2")
+    theirs = await make_deployment(world.api, other, image_body("theirs"))
+    await world.clock.step(2)
+    await world.agent.round(full=True)
+    assert world.cluster.objects == {}
+    assert await world.revision_status(theirs) != "DEPLOYING"
+
+
+async def test_a_full_round_applies_a_deployed_revision_whose_objects_are_missing(
+    world: World,
+) -> None:
+    # Deployed on the emulator's timers while no agent was alive (no heartbeats here).
+    deployment = await make_deployment(world.api, world.listener_id, image_body("early"))
+    await world.clock.step(10)
+    assert await world.revision_status(deployment) == "DEPLOYED"
+    await world.agent.round()  # a normal round: reconciled already, nothing to do
+    assert world.cluster.objects == {}
+    await world.agent.round(full=True)
+    (owner,) = world.cluster.of_kind("ConfigMap")
+    assert owner["data"][OWNER_MARKER] == deployment["latest_revision_id"]
+    assert len(world.cluster.of_kind("Deployment")) >= 1
+    writes = world.cluster.writes
+    await world.agent.round(full=True)  # all there now: one read, no write
+    assert world.cluster.writes == writes
+    # Objects deleted by hand come back on the next full round.
+    world.cluster.objects.pop(next(k for k in world.cluster.objects if k[0] == "ConfigMap"))
+    await world.agent.round(full=True)
+    assert len(world.cluster.of_kind("ConfigMap")) == 1
+    assert await world.revision_status(deployment) == "DEPLOYED"
+
+
+async def test_a_newer_revision_supersedes_the_rollout_in_progress(world: World) -> None:
+    deployment = await world.deploy()
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOYING"  # not rolled out yet
+    patch = {"source_revision_config": {"image_uri": "registry.example.com/app:2"}}
+    assert (await world.api.patch(f"/v2/deployments/{deployment['id']}", json=patch)).is_success
+    first = deployment["latest_revision_id"]
+    old = await world.api.get(f"/v2/deployments/{deployment['id']}/revisions/{first}")
+    assert old.json()["status"] == "INTERRUPTED"
+    await world.clock.step(2, beating=world.listener_id)
+    await world.agent.round()
+    (server,) = world.cluster.of_kind("Deployment")[:1]
+    assert server["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":2")
+    world.cluster.roll_out()
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOYED"
+    old = await world.api.get(f"/v2/deployments/{deployment['id']}/revisions/{first}")
+    assert old.json()["status"] == "INTERRUPTED"  # never reported DEPLOYED afterwards

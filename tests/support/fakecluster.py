@@ -1,0 +1,137 @@
+"""An in-memory `deployplane.dataplane.kube.Cluster` for the agent's tests.
+
+Just enough apiserver: server-side apply replaces the applied fields of an object
+(our agent is the only manager here), keeps uid, bumps `metadata.generation` when the
+spec changes; delete removes the object and, as the garbage collector would, every
+object owning-referenced to it. Writes are counted; `fail_on_apply` makes the n-th
+apply raise, like an agent killed mid-way.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from deployplane.dataplane.kube import ClusterError
+
+Obj = dict[str, Any]
+Key = tuple[str, str, str]  # kind, namespace, name
+
+
+class AgentKilled(BaseException):  # not an error the agent handles: it is gone
+    """Raised by the fake where a real agent would have been SIGKILLed."""
+
+
+class FakeCluster:
+    def __init__(self, *, namespaces: tuple[str, ...] = ("agents",)) -> None:
+        self.objects: dict[Key, Obj] = {}
+        self.namespaces = set(namespaces)
+        self.writes = 0
+        self.fail_on_apply: int | None = None  # 1-based index of the apply that dies
+
+    def _key(self, kind: str, namespace: str, name: str) -> Key:
+        return (kind, namespace, name)
+
+    async def apply(self, obj: Mapping[str, Any]) -> Obj:
+        meta = obj["metadata"]
+        if meta["namespace"] not in self.namespaces:
+            raise ClusterError(f"namespaces {meta['namespace']} not found", status=404)
+        for ref in meta.get("ownerReferences", []):
+            if not ref.get("uid"):
+                raise ClusterError("ownerReferences.uid: Invalid value", status=422)
+        if self.fail_on_apply is not None:
+            self.fail_on_apply -= 1
+            if self.fail_on_apply == 0:
+                self.fail_on_apply = None
+                raise AgentKilled
+        self.writes += 1
+        key = self._key(obj["kind"], meta["namespace"], meta["name"])
+        old = self.objects.get(key)
+        new = copy.deepcopy(dict(obj))
+        new["metadata"] = {**new["metadata"]}
+        if old is None:
+            new["metadata"]["uid"] = str(uuid.uuid4())
+            new["metadata"]["generation"] = 1
+            new["status"] = {}
+        else:
+            new["metadata"]["uid"] = old["metadata"]["uid"]
+            changed = old.get("spec") != new.get("spec")
+            new["metadata"]["generation"] = old["metadata"]["generation"] + int(changed)
+            new["status"] = old.get("status", {})
+        self.objects[key] = new
+        return copy.deepcopy(new)
+
+    async def get(self, api_version: str, kind: str, namespace: str, name: str) -> Obj | None:
+        found = self.objects.get(self._key(kind, namespace, name))
+        return copy.deepcopy(found) if found is not None else None
+
+    async def list(
+        self, api_version: str, kind: str, namespace: str, selector: Mapping[str, str]
+    ) -> list[Obj]:
+        return [
+            copy.deepcopy(obj)
+            for (k, ns, _), obj in sorted(self.objects.items())
+            if k == kind
+            and ns == namespace
+            and all(obj["metadata"].get("labels", {}).get(a) == b for a, b in selector.items())
+        ]
+
+    async def delete(self, api_version: str, kind: str, namespace: str, name: str) -> bool:
+        key = self._key(kind, namespace, name)
+        obj = self.objects.pop(key, None)
+        if obj is None:
+            return False
+        self.writes += 1
+        uid = obj["metadata"]["uid"]
+        for other_key, other in list(self.objects.items()):
+            refs = other["metadata"].get("ownerReferences", [])
+            if any(ref.get("uid") == uid for ref in refs):
+                del self.objects[other_key]
+        return True
+
+    # ------------------------------------------------------------------ the world
+
+    def of_kind(self, kind: str) -> list[Obj]:
+        return [obj for (k, _, _), obj in sorted(self.objects.items()) if k == kind]
+
+    def roll_out(self, *, ready_database: bool = True) -> None:
+        """What the Deployment and StatefulSet controllers (and kwok) would do."""
+        for obj in self.of_kind("Deployment"):
+            replicas = obj["spec"].get("replicas", 1)
+            obj["status"] = {
+                "observedGeneration": obj["metadata"]["generation"],
+                "replicas": replicas,
+                "updatedReplicas": replicas,
+                "availableReplicas": replicas,
+            }
+        for obj in self.of_kind("StatefulSet"):
+            replicas = obj["spec"].get("replicas", 1)
+            obj["status"] = {
+                "observedGeneration": obj["metadata"]["generation"],
+                "readyReplicas": replicas if ready_database else 0,
+            }
+
+    def add_pod(self, deployment: Obj, *, waiting_reason: str) -> None:
+        """A pod of `deployment`'s current template stuck in `waiting_reason`."""
+        template = deployment["spec"]["template"]
+        namespace = deployment["metadata"]["namespace"]
+        name = f"{deployment['metadata']['name']}-pod"
+        image = template["spec"]["containers"][0]["image"]
+        self.objects[("Pod", namespace, name)] = {
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "uid": str(uuid.uuid4()),
+                "labels": dict(template["metadata"]["labels"]),
+                "annotations": dict(template["metadata"].get("annotations", {})),
+                "ownerReferences": [{"uid": deployment["metadata"]["uid"]}],
+            },
+            "status": {
+                "containerStatuses": [
+                    {"image": image, "state": {"waiting": {"reason": waiting_reason}}}
+                ]
+            },
+        }

@@ -1,0 +1,179 @@
+"""The chart's listener agent (`listenerAgent.enabled`), rendered by the real `helm
+template`: what it installs, and that its RBAC is a Role in each of the listener's
+namespaces plus a read of its own Listener, nothing cluster-wide.
+
+That these grants are enough on a real apiserver is proven in tests/e2e/test_dataplane.py.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+import yaml
+from tests.support import chart
+from tests.support.chart import Doc, env_of, find_all
+
+LISTENER_ID = "d3910ba1-0000-4000-8000-0000000000aa"
+BY_NAME: dict[str, Any] = {
+    "listenerAgent": {
+        "enabled": True,
+        "listenerName": "example",
+        "listenerNamespace": "agents",
+        "namespaces": ["agents", "agents-prod"],
+    },
+    "controlPlane": {
+        "url": "https://control.example.com",
+        "tenantId": "ws-1",
+        "apiKeySecret": {"name": "cp-credentials", "key": "token"},
+    },
+}
+AGENT = f"{chart.RELEASE}-listener-agent"
+NAMED = {"enabled": True, "listenerName": "x", "namespaces": ["a"]}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _helm() -> None:
+    try:
+        chart.helm_binary()
+    except chart.HelmNotFound as e:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(str(e), pytrace=False)
+        pytest.skip(str(e))
+
+
+def agent_docs(docs: list[Doc]) -> list[Doc]:
+    return [d for d in docs if d["metadata"]["name"].startswith(AGENT)]
+
+
+def test_disabled_by_default() -> None:
+    assert agent_docs(chart.render()) == []
+
+
+def test_roles_in_the_listeners_namespaces_and_a_read_of_its_own_listener() -> None:
+    docs = agent_docs(chart.render(BY_NAME))
+    kinds = sorted((d["kind"], d["metadata"].get("namespace", "")) for d in docs)
+    assert kinds == [
+        ("Deployment", chart.NAMESPACE),
+        ("Role", "agents"),
+        ("Role", "agents"),
+        ("Role", "agents-prod"),
+        ("RoleBinding", "agents"),
+        ("RoleBinding", "agents"),
+        ("RoleBinding", "agents-prod"),
+        ("ServiceAccount", chart.NAMESPACE),
+    ]
+    listener_role = next(d for d in docs if d["metadata"]["name"] == f"{AGENT}-listener")
+    assert listener_role["rules"] == [
+        {
+            "apiGroups": ["deployplane.io"],
+            "resources": ["listeners"],
+            "resourceNames": ["example"],
+            "verbs": ["get"],
+        }
+    ]
+    for binding in find_all(docs, "RoleBinding"):
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": AGENT, "namespace": chart.NAMESPACE}
+        ]
+
+
+def test_agent_rbac_is_least_privilege() -> None:
+    docs = chart.render(BY_NAME)
+    assert not [
+        d
+        for d in docs
+        if d["kind"] in ("ClusterRole", "ClusterRoleBinding")
+        and "listener" in d["metadata"]["name"]
+    ]
+    for role in find_all(agent_docs(docs), "Role"):
+        for rule in role["rules"]:
+            assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
+            assert not {"watch", "update", "escalate", "bind"} & set(rule["verbs"]) or (
+                rule["resources"] == ["configmaps/finalizers"]
+            )
+            if rule["resources"] == ["secrets", "services"]:
+                assert "list" not in rule["verbs"]  # never reads Secrets it did not write
+
+
+def test_agent_deployment_runs_listener_run_configured_like_the_operator() -> None:
+    (deployment,) = find_all(agent_docs(chart.render(BY_NAME)), "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == AGENT
+    (container,) = pod["containers"]
+    assert container["command"] == ["deployplane", "listener", "run"]
+    assert container["args"] == ["--listener", "example", "--namespace", "agents"]
+    env = env_of(container)
+    assert env["DEPLOYPLANE_CONTROL_PLANE_URL"] == "https://control.example.com"
+    assert env["DEPLOYPLANE_TENANT_ID"] == "ws-1"
+    assert env["DEPLOYPLANE_API_KEY"] == {
+        "secretKeyRef": {"name": "cp-credentials", "key": "token"}
+    }
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_listener_id_needs_no_listener_role() -> None:
+    values = {"listenerAgent": {"enabled": True, "listenerId": LISTENER_ID, "namespaces": ["a"]}}
+    docs = agent_docs(chart.render(values))
+    assert [d["metadata"]["name"] for d in find_all(docs, "Role")] == [AGENT]
+    (deployment,) = find_all(docs, "Deployment")
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args == ["--listener-id", LISTENER_ID]
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"enabled": True, "namespaces": ["a"]}, "needs listenerAgent.listenerId"),
+        ({"enabled": True, "listenerName": "x"}, "needs listenerAgent.namespaces"),
+        ({"enabled": True, "listenerId": "nope", "namespaces": ["a"]}, "schema"),
+        ({"enabled": True, "listenerName": "x", "namespaces": ["Bad_NS"]}, "schema"),
+        ({"enabled": True, "listenerName": "x", "namespaces": ["a"], "pollInterval": 0}, "schema"),
+        (
+            {"enabled": True, "listenerName": "x", "namespaces": ["a"], "clusterWide": True},
+            "schema",
+        ),
+    ],
+)
+def test_bad_listener_agent_values_are_refused(values: dict[str, Any], message: str) -> None:
+    error = chart.render_error({"listenerAgent": values})
+    assert message in error, error
+
+
+def test_helm_lint_is_clean_with_the_listener_agent(tmp_path: Any) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(BY_NAME))
+    out = chart.helm("lint", "--strict", str(chart.CHART), "--values", str(values), check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "[WARNING]" not in out.stdout, out.stdout
+
+
+def test_kustomize_example_grants_what_the_chart_grants() -> None:
+    try:
+        example = chart.kustomize(chart.MANIFESTS / "listener-agent")
+    except chart.HelmNotFound as exc:
+        pytest.skip(str(exc))
+    values = {
+        "listenerAgent": {
+            "enabled": True,
+            "listenerName": "dev-cluster",
+            "listenerNamespace": "agents",
+            "namespaces": ["agents"],
+        }
+    }
+    rendered = agent_docs(chart.render(values))
+
+    def rules(docs: list[Doc]) -> list[Any]:
+        return sorted(
+            (str(d["metadata"]["name"].endswith("-listener")), d["rules"])
+            for d in find_all(docs, "Role")
+        )
+
+    assert rules(example) == rules(rendered)
+    (deployment,) = find_all(example, "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"] == ["deployplane", "listener", "run"]
+    assert not [d for d in example if d["kind"].startswith("Cluster")]

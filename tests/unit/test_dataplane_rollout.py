@@ -1,0 +1,166 @@
+"""Status from the cluster: the pure mapping of rollout.py, table-tested."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from deployplane.api.dataplane import ReportedStatus
+from deployplane.dataplane.rollout import Verdict, database_ready, rollout_verdict
+
+REV = "rev-2"
+
+
+def deployment(
+    *,
+    revision: str = REV,
+    generation: int = 2,
+    replicas: int = 2,
+    status: dict[str, Any] | None = None,
+    conditions: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    return {
+        "metadata": {"generation": generation},
+        "spec": {
+            "replicas": replicas,
+            "template": {"metadata": {"annotations": {"deployplane.io/revision-id": revision}}},
+        },
+        "status": {**(status or {}), "conditions": conditions or []},
+    }
+
+
+ROLLED = {"observedGeneration": 2, "replicas": 2, "updatedReplicas": 2, "availableReplicas": 2}
+
+
+def pod(revision: str = REV, **status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"annotations": {"deployplane.io/revision-id": revision}},
+        "status": status,
+    }
+
+
+def waiting(reason: str) -> dict[str, Any]:
+    return {"image": "reg/app:9", "state": {"waiting": {"reason": reason}}}
+
+
+UNSCHEDULABLE = {
+    "type": "PodScheduled",
+    "status": "False",
+    "reason": "Unschedulable",
+    "message": "0/3 nodes are available",
+}
+DEADLINE = {
+    "type": "Progressing",
+    "status": "False",
+    "reason": "ProgressDeadlineExceeded",
+    "message": 'ReplicaSet "x" has timed out progressing.',
+}
+
+CASES: list[tuple[str, dict[str, Any] | None, list[dict[str, Any]], Verdict]] = [
+    (
+        "not created",
+        None,
+        [],
+        Verdict(ReportedStatus.DEPLOYING, "the agent-server Deployment is not created yet"),
+    ),
+    (
+        "older revision's template",
+        deployment(revision="rev-1", status=ROLLED),
+        [],
+        Verdict(ReportedStatus.DEPLOYING, "the revision is not applied yet"),
+    ),
+    ("rolled out", deployment(status=ROLLED), [], Verdict(ReportedStatus.DEPLOYED)),
+    (
+        "controller has not seen the new generation",
+        deployment(status={**ROLLED, "observedGeneration": 1}),
+        [],
+        Verdict(ReportedStatus.DEPLOYING, "2 of 2 replicas updated, 2 available"),
+    ),
+    (
+        "old pods still running",
+        deployment(status={**ROLLED, "replicas": 3}),
+        [],
+        Verdict(ReportedStatus.DEPLOYING, "2 of 2 replicas updated, 2 available"),
+    ),
+    (
+        "not all available",
+        deployment(status={**ROLLED, "availableReplicas": 1}),
+        [],
+        Verdict(ReportedStatus.DEPLOYING, "2 of 2 replicas updated, 1 available"),
+    ),
+    (
+        "scaled to zero",
+        deployment(replicas=0, status={"observedGeneration": 2}),
+        [],
+        Verdict(ReportedStatus.DEPLOYED),
+    ),
+    (
+        "progress deadline exceeded",
+        deployment(status={"observedGeneration": 2}, conditions=[DEADLINE]),
+        [],
+        Verdict(
+            ReportedStatus.DEPLOY_FAILED,
+            'ProgressDeadlineExceeded: ReplicaSet "x" has timed out progressing.',
+        ),
+    ),
+    (
+        "image pull back-off",
+        deployment(status={"observedGeneration": 2}),
+        [pod(containerStatuses=[waiting("ImagePullBackOff")])],
+        Verdict(ReportedStatus.DEPLOY_FAILED, "ImagePullBackOff: reg/app:9 cannot be pulled"),
+    ),
+    (
+        "err image pull in an init container",
+        deployment(status={"observedGeneration": 2}),
+        [pod(initContainerStatuses=[waiting("ErrImagePull")])],
+        Verdict(ReportedStatus.DEPLOY_FAILED, "ErrImagePull: reg/app:9 cannot be pulled"),
+    ),
+    (
+        "unschedulable",
+        deployment(status={"observedGeneration": 2}),
+        [pod(conditions=[UNSCHEDULABLE])],
+        Verdict(ReportedStatus.DEPLOY_FAILED, "Unschedulable: 0/3 nodes are available"),
+    ),
+    (
+        "an old revision's failing pod does not fail the new one",
+        deployment(status=ROLLED),
+        [pod("rev-1", containerStatuses=[waiting("ImagePullBackOff")])],
+        Verdict(ReportedStatus.DEPLOYED),
+    ),
+    (
+        "a container still creating is not a failure",
+        deployment(status={"observedGeneration": 2}),
+        [pod(containerStatuses=[waiting("ContainerCreating")])],
+        Verdict(ReportedStatus.DEPLOYING, "0 of 2 replicas updated, 0 available"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "current", "pods", "want"), CASES, ids=[c[0] for c in CASES])
+def test_rollout_verdict(
+    case: str, current: dict[str, Any] | None, pods: list[dict[str, Any]], want: Verdict
+) -> None:
+    assert rollout_verdict(current, pods, REV) == want
+
+
+def statefulset(ready: int, *, observed: int = 1, replicas: int = 1) -> dict[str, Any]:
+    return {
+        "metadata": {"generation": 1},
+        "spec": {"replicas": replicas},
+        "status": {"observedGeneration": observed, "readyReplicas": ready},
+    }
+
+
+@pytest.mark.parametrize(
+    ("case", "obj", "want"),
+    [
+        ("no database rendered", None, True),
+        ("ready", statefulset(1), True),
+        ("pod not ready", statefulset(0), False),
+        ("new spec not observed", statefulset(1, observed=0), False),
+        ("one of two ready", statefulset(1, replicas=2), False),
+    ],
+)
+def test_database_ready(case: str, obj: dict[str, Any] | None, want: bool) -> None:
+    assert database_ready(obj) is want
