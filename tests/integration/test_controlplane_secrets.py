@@ -152,3 +152,30 @@ async def test_a_damaged_key_file_is_a_clear_error_not_a_weak_key(tmp_path: Path
     async with running_app(settings) as (app, _):
         assert len(app.state.db._secret_key) == 32
     assert [name for name in os.listdir(tmp_path) if name.endswith(".tmp")] == []
+
+
+async def test_secret_values_kept_for_the_data_plane_are_encrypted_at_rest(
+    database_url: str,
+) -> None:
+    """The data plane needs the values, so they are kept, but a copy of the database
+    alone holds neither them nor a digest of them (sealed under the server-side key)."""
+    from deployplane.controlplane.db import secret_values
+    from deployplane.controlplane.secretvalues import unseal
+
+    async with running_app(make_settings(database_url, step_seconds=3600)) as (app, api):
+        created = await create(api)
+        deployment_id = uuid.UUID(created["id"])
+        async with app.state.db.read() as conn:
+            row = (
+                await conn.execute(
+                    select(secret_values.c["values"]).where(
+                        secret_values.c.deployment_id == deployment_id
+                    )
+                )
+            ).one()
+            stored = dict(row[0])
+            assert SECRET["value"] not in str(stored)
+            assert SECRET["name"] not in str(stored)
+            assert unseal(conn.secret_key, deployment_id, stored) == {
+                SECRET["name"]: SECRET["value"]
+            }

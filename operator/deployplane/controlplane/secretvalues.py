@@ -3,19 +3,65 @@
 The published API never returns a secret's value, yet the listener agent must put it
 into the cluster: the service keeps the values for its data plane, and so do we, in a
 table of their own that only the data-plane extension reads.
+
+The values are encrypted at rest (AES-256-GCM) under a key derived from the emulator's
+server-side key (the one the secret digests use, kept outside the rows it protects), so
+a copy of the database alone holds neither the values nor a way to test guesses of
+them. The deployment id is the associated data: a row copied onto another deployment
+does not decrypt.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
+import os
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy import delete, insert, select
 
 from deployplane.api.models import Secret
 from deployplane.controlplane.db import DbConn, secret_values
+from deployplane.controlplane.errors import ConflictError
 
 __all__ = ["keep_secret_values", "read_secret_values"]
+
+_SCHEME = "aesgcm-v1"
+
+
+def _cipher(server_key: bytes) -> AESGCM:
+    # Its own key, derived: the digest HMACs and this cipher never share key material.
+    return AESGCM(hmac.new(server_key, b"deployplane secret values", hashlib.sha256).digest())
+
+
+def seal(server_key: bytes, deployment_id: uuid.UUID, values: dict[str, str]) -> dict[str, str]:
+    """The stored form of `values`: nonce and ciphertext, never the plain text."""
+    nonce = os.urandom(12)
+    plain = json.dumps(values, sort_keys=True).encode()
+    sealed = _cipher(server_key).encrypt(nonce, plain, deployment_id.bytes)
+    return {"scheme": _SCHEME, "nonce": nonce.hex(), "ciphertext": sealed.hex()}
+
+
+def unseal(server_key: bytes, deployment_id: uuid.UUID, stored: dict[str, Any]) -> dict[str, str]:
+    """The values of a stored row; a row this key cannot open is a clear 409."""
+    try:
+        if stored.get("scheme") != _SCHEME:
+            raise ValueError(stored.get("scheme"))
+        plain = _cipher(server_key).decrypt(
+            bytes.fromhex(stored["nonce"]), bytes.fromhex(stored["ciphertext"]), deployment_id.bytes
+        )
+    except (InvalidTag, ValueError, KeyError, TypeError):
+        raise ConflictError(
+            f"The secret values of deployment {deployment_id} cannot be read with this "
+            "emulator's key (was the key changed?); PATCH its secrets again."
+        ) from None
+    values: dict[str, str] = json.loads(plain)
+    return values
 
 
 async def keep_secret_values(
@@ -28,7 +74,8 @@ async def keep_secret_values(
         )
     if given:
         values = {secret.name: secret.value for secret in given}
-        await conn.execute(insert(secret_values).values(deployment_id=deployment_id, values=values))
+        sealed = seal(conn.secret_key, deployment_id, values)
+        await conn.execute(insert(secret_values).values(deployment_id=deployment_id, values=sealed))
 
 
 async def read_secret_values(conn: DbConn, deployment_id: uuid.UUID) -> dict[str, str]:
@@ -37,4 +84,4 @@ async def read_secret_values(conn: DbConn, deployment_id: uuid.UUID) -> dict[str
             select(secret_values.c["values"]).where(secret_values.c.deployment_id == deployment_id)
         )
     ).first()
-    return dict(row[0]) if row is not None else {}
+    return unseal(conn.secret_key, deployment_id, dict(row[0])) if row is not None else {}
