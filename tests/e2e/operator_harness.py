@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 import yaml
@@ -243,28 +243,22 @@ def kopf_operator(namespace: str | None, env: Mapping[str, str]) -> Iterator[Any
 
 
 @dataclass
-class OperatorProcess:
-    """`deployplane operator run` as a child process, for tests that kill -9 it."""
+class CliProcess:
+    """A `deployplane ...` command as a child process in its own session, for tests
+    that kill -9 it. Subclasses name the command (`arguments`)."""
 
     namespace: str
     env: Mapping[str, str]
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
-    extra_args: tuple[str, ...] = ()  # e.g. ("--peering", "name")
 
-    def start(self) -> OperatorProcess:
+    def arguments(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self) -> Self:
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "deployplane.cli",
-                "operator",
-                "run",
-                "--namespace",
-                self.namespace,
-                *self.extra_args,
-            ],
+            [sys.executable, "-m", "deployplane.cli", *self.arguments()],
             env={**os.environ, **self.env},
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -284,6 +278,20 @@ class OperatorProcess:
                 self.process.wait(15)
             except subprocess.TimeoutExpired:
                 self.kill9()
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@dataclass
+class OperatorProcess(CliProcess):
+    """`deployplane operator run`."""
+
+    extra_args: tuple[str, ...] = ()  # e.g. ("--peering", "name")
+
+    def arguments(self) -> list[str]:
+        return ["operator", "run", "--namespace", self.namespace, *self.extra_args]
 
 
 class Resources:

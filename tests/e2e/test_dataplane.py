@@ -10,10 +10,6 @@ Every wait is bounded only to stop a hang; nothing asserts how long a step took.
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,6 +25,7 @@ from tests.e2e.operator_harness import (
     API_KEY,
     REPO,
     WORKSPACE,
+    CliProcess,
     Emulator,
     Resources,
     condition,
@@ -61,52 +58,19 @@ def wait_until(what: str, probe: Callable[[], T | None], within: float = 120.0) 
 
 
 @dataclass
-class AgentProcess:
-    """`deployplane listener run` as a child process (so a test can SIGKILL it)."""
+class AgentProcess(CliProcess):
+    """`deployplane listener run` for the test's Listener."""
 
-    namespace: str
-    env: dict[str, str]
-    log_path: Path
-    process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> AgentProcess:
-        log = self.log_path.open("ab")
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "deployplane.cli",
-                "listener",
-                "run",
-                "--listener",
-                LISTENER,
-                "--namespace",
-                self.namespace,
-                "--verbose",
-            ],
-            env={**os.environ, **self.env},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        return self
-
-    def kill9(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(10)
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.kill9()
-
-    @property
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+    def arguments(self) -> list[str]:
+        return [
+            "listener",
+            "run",
+            "--listener",
+            LISTENER,
+            "--namespace",
+            self.namespace,
+            "--verbose",
+        ]
 
     def wait_running(self) -> None:
         """Until the agent has its listener's id and sent its first heartbeat: only then
