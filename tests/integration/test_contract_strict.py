@@ -17,6 +17,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from tests.integration._controlplane_harness import (
+    ADMIN,
     K8S_LISTENER,
     image_body,
     make_settings,
@@ -102,7 +103,7 @@ async def test_outside_strict_mode_the_extensions_answer(database_url: str) -> N
             await api.post("/v2/deployments", json=image_body(name))
         listed = (await api.get("/v2/deployments", params={"name": "alpha"})).json()
         assert [d["name"] for d in listed["resources"]] == ["alpha"]
-        assert (await api.get("/_emulator/stats")).status_code == 200
+        assert (await api.get("/_emulator/stats", headers=ADMIN)).status_code == 200
         listener = (await api.post("/v2/listeners", json=K8S_LISTENER)).json()
         put = await api.put(f"/v2/listeners/{listener['id']}", json=K8S_LISTENER)
         assert put.status_code == 200
