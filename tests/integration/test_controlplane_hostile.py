@@ -223,7 +223,7 @@ async def test_an_answer_that_cannot_be_written_leaves_nothing_written(
 ) -> None:
     """Writes complete or leave nothing, whatever else fails: the answer is serialised
     inside the transaction, so a failure to write it rolls the write back."""
-    from deployplane.controlplane.routes import deployments, listeners
+    from deployplane.controlplane.routes import deployments, extensions, listeners
 
     def unwritable(*_: Any, **__: Any) -> Any:
         raise ValueError("cannot serialise")
@@ -235,6 +235,7 @@ async def test_an_answer_that_cannot_be_written_leaves_nothing_written(
         before = await state(api)
         monkeypatch.setattr(deployments, "json_response", unwritable)
         monkeypatch.setattr(listeners, "json_response", unwritable)
+        monkeypatch.setattr(extensions, "json_response", unwritable)  # listener PUT
         attempts = [
             ("POST", "/v2/deployments", image_body("lost")),
             ("PATCH", f"/v2/deployments/{created['id']}", {"source_config": {"custom_url": "u"}}),

@@ -123,7 +123,7 @@ async def test_a_listener_in_use_cannot_be_deleted(api: httpx.AsyncClient) -> No
     assert refused.status_code == 409
     assert "1 deployment" in refused.json()["detail"]
     # a deployment being deleted no longer holds it
-    assert (await api.delete(f"/v2/deployments/{users[1]['id']}")).status_code == 202
+    assert (await api.delete(f"/v2/deployments/{users[1]['id']}")).status_code == 204
     assert (await api.delete(path)).status_code == 204
 
 

@@ -93,7 +93,7 @@ async def _scenarios(api: httpx.AsyncClient) -> list[tuple[str, str, Any, int]]:
     return [
         ("POST", "/v2/deployments", image_body("new"), 201),
         ("POST", "/v2/deployments", unlisted, 400),
-        ("POST", "/v2/deployments", image_body("user"), 409),
+        ("POST", "/v2/deployments", image_body("user"), 400),  # name taken
         ("POST", "/v2/deployments", {"name": ""}, 422),
         ("GET", "/v2/deployments", None, 200),
         ("GET", "/v2/deployments?limit=0", None, 422),
@@ -108,13 +108,16 @@ async def _scenarios(api: httpx.AsyncClient) -> list[tuple[str, str, Any, int]]:
             400,
         ),
         ("PATCH", f"/v2/deployments/{nope}", {}, 404),
-        ("PATCH", f"/v2/deployments/{doomed['id']}", {}, 409),
+        ("PATCH", f"/v2/deployments/{doomed['id']}", {}, 400),  # being deleted
         ("PATCH", f"/v2/deployments/{d}", {"name": "other"}, 422),
         ("GET", f"/v2/deployments/{d}/revisions", None, 200),
         ("GET", f"/v2/deployments/{nope}/revisions", None, 404),
         ("GET", f"/v2/deployments/{d}/revisions/{r}", None, 200),
         ("GET", f"/v2/deployments/{d}/revisions/{nope}", None, 404),
-        ("DELETE", f"/v2/deployments/{git['id']}", None, 202),
+        ("POST", f"/v2/deployments/{d}/revisions/{r}/redeploy", None, 400),  # not DEPLOYED
+        ("POST", f"/v2/deployments/{d}/revisions/{nope}/redeploy", None, 404),
+        ("DELETE", f"/v2/deployments?deployment_ids={nope}", None, 404),
+        ("DELETE", f"/v2/deployments/{git['id']}", None, 204),
         ("DELETE", f"/v2/deployments/{nope}", None, 404),
         ("POST", "/v2/listeners", {**K8S_LISTENER, "compute_id": "c2"}, 201),
         ("POST", "/v2/listeners", K8S_LISTENER, 409),
@@ -125,9 +128,6 @@ async def _scenarios(api: httpx.AsyncClient) -> list[tuple[str, str, Any, int]]:
         ("PATCH", f"/v2/listeners/{lst}", {"version": "2"}, 200),
         ("PATCH", f"/v2/listeners/{nope}", {"version": "2"}, 404),
         ("PATCH", f"/v2/listeners/{lst}", {"compute_id": "changed"}, 422),
-        ("PUT", f"/v2/listeners/{lst}", K8S_LISTENER, 200),
-        ("PUT", f"/v2/listeners/{nope}", K8S_LISTENER, 404),
-        ("PUT", f"/v2/listeners/{lst}", {"compute_type": "k8s"}, 422),
         ("DELETE", f"/v2/listeners/{used['id']}", None, 409),
         ("DELETE", f"/v2/listeners/{nope}", None, 404),
         ("DELETE", f"/v2/listeners/{lst}", None, 204),
