@@ -304,3 +304,29 @@ async def test_strict_mode_does_not_serve_the_extension(database_url: str) -> No
         assert (await strict.get(work_path(listener_id, deployment))).status_code == 404
         paths = app.openapi()["paths"]
         assert not [path for path in paths if path.startswith("/_dataplane")]
+
+
+# ------------------------------------------------------------------ writes are whole
+
+
+async def test_a_report_whose_answer_cannot_be_written_changes_nothing(
+    api: httpx.AsyncClient, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As on the published routes: the answer is serialised inside the write
+    transaction, so a failure to write it rolls the report back."""
+    from deployplane.controlplane.routes import dataplane as dataplane_routes
+
+    listener_id = await make_listener(api)
+    deployment = await make_deployment(api, listener_id)
+    await clock.step(10, beating=listener_id)
+    before = await revision(api, deployment)
+    assert before["status"] == "AWAITING_DEPLOY"
+
+    def unwritable(*_: Any, **__: Any) -> Any:
+        raise ValueError("cannot serialise")
+
+    monkeypatch.setattr(dataplane_routes, "json_response", unwritable)
+    with pytest.raises(ValueError, match="cannot serialise"):
+        await api.put(report_path(listener_id, deployment), json={"status": "DEPLOYED"})
+    monkeypatch.undo()
+    assert await revision(api, deployment) == before

@@ -49,7 +49,7 @@ async def heartbeat(
         answer = await agents.heartbeat(
             conn=conn, workspace=workspace, listener_id=listener_id, now=time.time()
         )
-    return json_response(answer)
+        return json_response(answer)  # before the commit, as in the published routes
 
 
 @router.get(
@@ -99,7 +99,7 @@ async def report_revision(
             revision_id=revision_id,
             report=body,
         )
-    return json_response(answer)
+        return json_response(answer)  # before the commit, as in the published routes
 
 
 @router.post(
