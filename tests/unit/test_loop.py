@@ -13,21 +13,24 @@ from tests.support.fakeexternal import (
     ConnecterFns,
     ExternalFns,
     FakeSpec,
+    FakeStatus,
     observed,
     returns,
 )
 
 from deployplane.controller.config import ConfigError, OperatorConfig
-from deployplane.controller.loop import ResourceLoop, ResourceState, is_paused
-from deployplane.controller.statuspatch import apply_merge_patch, merge_patch
 from deployplane.crd.specs import AgentDeploymentSpec
-from deployplane.crd.status import Reason
+from deployplane.externals.agentdeployment import AgentDeploymentReason as Reason
 from deployplane.externals.connections import Connection
 from deployplane.reconcile.external import Phase
-from deployplane.reconcile.reconciler import EventRecord, Reconciler, Timing
+from deployplane.reconcile.loop import ResourceLoop, ResourceState, is_paused
+from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.reconciler import Reconciler
+from deployplane.reconcile.schedule import Schedule
+from deployplane.reconcile.statuspatch import apply_merge_patch, merge_patch
 
 NS = "team-a"
-TIMING = Timing()
+TIMING = Schedule()
 PROGRESSING = observed(phase=Phase.PROGRESSING, reason=Reason.REVISION_IN_PROGRESS)
 
 
@@ -70,10 +73,14 @@ class Rig:
     events: list[EventRecord] = field(default_factory=list)
     spec_model: type[Any] = FakeSpec
 
-    def loop(self) -> ResourceLoop[Any]:
-        reconciler = Reconciler(ConnecterFns(self.ext), kind="deployment", timing=TIMING)
+    def loop(self) -> ResourceLoop[Any, Any]:
+        reconciler = Reconciler(ConnecterFns(self.ext), kind="deployment", schedule=TIMING)
         return ResourceLoop(
-            cast(Reconciler[Any], reconciler), self.spec_model, "agentdeployments", self.sink
+            cast(Reconciler[Any, Any], reconciler),
+            self.spec_model,
+            "agentdeployments",
+            self.sink,
+            status_model=FakeStatus,
         )
 
     async def one_pass(self, state: ResourceState, b: dict[str, Any] | None = None) -> float:
@@ -227,7 +234,7 @@ async def test_invalid_spec_stalls_with_the_field_named(
         "named": want_in_message in conds["Stalled"]["message"],
         "connected": bool(rig.ext.journal),
         "delay": delay,
-        "attempt": state.attempt,
+        "attempt": state.visit.attempt,
         "events": [(e.type, e.reason) for e in rig.events],
     }
     assert got == {
@@ -287,7 +294,7 @@ async def test_attempt_counts_unsettled_passes_and_resets_when_settled() -> None
     for observation in (PROGRESSING, PROGRESSING, PROGRESSING, observed(), PROGRESSING):
         rig.ext.observe_fn = returns(observation)
         delay = await rig.one_pass(state, body(status={"deploymentId": DEP_ID}))
-        got.append((delay, state.attempt))
+        got.append((delay, state.visit.attempt))
     assert got == [(2.0, 1), (3.0, 2), (4.5, 3), (600.0, 0), (2.0, 1)]
 
 
@@ -297,7 +304,7 @@ async def test_full_observation_when_resync_is_due_polls_otherwise() -> None:
     b = body(status={"deploymentId": DEP_ID})
     await rig.one_pass(state, b)  # first pass: resync due
     await rig.one_pass(state, b)  # polling
-    state.last_full -= TIMING.resync  # time passes
+    state.visit.last_full -= TIMING.resync  # time passes
     await rig.one_pass(state, b)
     assert [full for *_, full in rig.observes()] == [True, False, True]
 

@@ -17,15 +17,18 @@ from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.kubeapi import KubernetesApi
-from deployplane.controller.loop import ResourceLoop, ResourceState, to_managed
 from deployplane.controller.metrics import OperatorMetrics
 from deployplane.controller.storage import NoDiffBaseStorage
 from deployplane.crd.specs import GROUP, VERSION, AgentDeploymentSpec, ListenerSpec
+from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.externals.agentdeployment import AgentDeploymentConnecter
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.listener import ListenerConnecter
 from deployplane.reconcile.external import DependencyNotReady
-from deployplane.reconcile.reconciler import EventRecord, Reconciler, Timing
+from deployplane.reconcile.loop import ResourceLoop, ResourceState
+from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.reconciler import Reconciler
+from deployplane.reconcile.schedule import Schedule
 
 FINALIZER = "deployplane.io/finalizer"
 DELETE_POLL_SECONDS = 2.0
@@ -39,12 +42,12 @@ class Runtime:
     kube: KubernetesApi
     connections: Connections
     metrics: OperatorMetrics
-    agentdeployments: ResourceLoop[AgentDeploymentSpec]
-    listeners: ResourceLoop[ListenerSpec]
+    agentdeployments: ResourceLoop[AgentDeploymentSpec, AgentDeploymentStatus]
+    listeners: ResourceLoop[ListenerSpec, ListenerStatus]
 
 
 def build_runtime(config: OperatorConfig, kube: KubernetesApi) -> Runtime:
-    timing = Timing(
+    schedule = Schedule(
         poll_initial=config.poll_interval,
         poll_max=max(config.poll_max_interval, config.poll_interval),
         resync=config.resync_interval,
@@ -67,19 +70,21 @@ def build_runtime(config: OperatorConfig, kube: KubernetesApi) -> Runtime:
         metrics=metrics,
         agentdeployments=ResourceLoop(
             Reconciler(
-                AgentDeploymentConnecter(connections, kube), kind="deployment", timing=timing
+                AgentDeploymentConnecter(connections, kube), kind="deployment", schedule=schedule
             ),
             AgentDeploymentSpec,
             "agentdeployments",
             kube,
             on_outcome=partial(metrics.observe_outcome, "AgentDeployment"),
+            status_model=AgentDeploymentStatus,
         ),
         listeners=ResourceLoop(
-            Reconciler(ListenerConnecter(connections), kind="listener", timing=timing),
+            Reconciler(ListenerConnecter(connections), kind="listener", schedule=schedule),
             ListenerSpec,
             "listeners",
             kube,
             on_outcome=partial(metrics.observe_outcome, "Listener"),
+            status_model=ListenerStatus,
         ),
     )
 
@@ -126,7 +131,9 @@ def _state(memo: kopf.Memo) -> ResourceState:
     return state
 
 
-async def _run(loop: ResourceLoop[Any], body: kopf.Body, memo: kopf.Memo, stopped: Any) -> None:
+async def _run(
+    loop: ResourceLoop[Any, Any], body: kopf.Body, memo: kopf.Memo, stopped: Any
+) -> None:
     state = _state(memo)
 
     async def wake_on_stop() -> None:
@@ -143,10 +150,12 @@ async def _run(loop: ResourceLoop[Any], body: kopf.Body, memo: kopf.Memo, stoppe
         watcher.cancel()
 
 
-async def _finalize(loop: ResourceLoop[Any], kind: str, body: kopf.Body, memo: kopf.Memo) -> None:
+async def _finalize(
+    loop: ResourceLoop[Any, Any], kind: str, body: kopf.Body, memo: kopf.Memo
+) -> None:
     state = _state(memo)
     status = state.status if state.status is not None else dict(body.get("status") or {})
-    mr = to_managed(loop.spec_model, body, status)
+    mr = loop.managed(body, status)
     try:
         gone = await loop.reconciler.finalize(mr)
     except (errors.ControlPlaneError, DependencyNotReady) as exc:

@@ -1,0 +1,44 @@
+"""Desired vs latest for a listener: pure functions, the PATCH body (ACK's `delta`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from deployplane.api import errors
+from deployplane.api.models import Listener, ListenerPatch
+from deployplane.crd.specs import ListenerSpec
+from deployplane.externals.diffing import differing, dump
+
+_MANAGED = {"version", "compute_config"}
+
+
+@dataclass(frozen=True)
+class ListenerDelta:
+    body: ListenerPatch
+    fields: tuple[str, ...]
+
+
+def wanted(spec: ListenerSpec) -> dict[str, Any]:
+    """What the spec manages of a listener, as the API's JSON (what it leaves out is not
+    ours to manage)."""
+    return dump(spec, include=_MANAGED, exclude_unset=True)
+
+
+def diff(want: dict[str, Any], latest: Listener) -> ListenerDelta | None:
+    patch = differing(want, dump(latest, include=_MANAGED))
+    if not patch:
+        return None
+    return ListenerDelta(
+        ListenerPatch.model_validate(patch, by_alias=False, by_name=True), tuple(patch)
+    )
+
+
+def check_identity(spec: ListenerSpec, latest: Listener) -> None:
+    """computeType/computeId cannot change: a listener that differs is somebody else's."""
+    if latest.compute_id != spec.compute_id or latest.compute_type != spec.compute_type:
+        raise errors.Conflict(
+            f"listener {latest.id} has computeType/computeId "
+            f"{latest.compute_type.value}/{latest.compute_id}, the spec says "
+            f"{spec.compute_type.value}/{spec.compute_id}; they cannot change"
+        )
