@@ -13,7 +13,6 @@ from typing import Any
 
 import kopf
 
-from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.kubeapi import KubernetesApi
@@ -24,14 +23,12 @@ from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.externals.agentdeployment import AgentDeploymentConnecter
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.listener import ListenerConnecter
-from deployplane.reconcile.external import DependencyNotReady
 from deployplane.reconcile.loop import ResourceLoop, ResourceState
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
 
 FINALIZER = "deployplane.io/finalizer"
-DELETE_POLL_SECONDS = 2.0
 
 
 @dataclass
@@ -153,20 +150,9 @@ async def _run(
 async def _finalize(
     loop: ResourceLoop[Any, Any], kind: str, body: kopf.Body, memo: kopf.Memo
 ) -> None:
-    state = _state(memo)
-    status = state.status if state.status is not None else dict(body.get("status") or {})
-    mr = loop.managed(body, status)
-    try:
-        gone = await loop.reconciler.finalize(mr)
-    except (errors.ControlPlaneError, DependencyNotReady) as exc:
-        delay = getattr(exc, "retry_after", None) or 10.0
-        raise kopf.TemporaryError(
-            f"cannot delete on the control plane yet: {exc}", delay=delay
-        ) from exc
-    if not gone:
-        raise kopf.TemporaryError(
-            "waiting for the control plane to finish deleting", delay=DELETE_POLL_SECONDS
-        )
+    not_yet = await loop.finalize(body, _state(memo))
+    if not_yet is not None:
+        raise kopf.TemporaryError(not_yet.message, delay=not_yet.retry_after) from not_yet.cause
 
 
 # ---------------------------------------------------------------- AgentDeployment

@@ -19,8 +19,9 @@ from typing import Any, Final, Generic, Protocol
 
 from pydantic import ValidationError
 
+from deployplane.api import errors
 from deployplane.api.models import camelize
-from deployplane.reconcile.external import Managed, SpecT
+from deployplane.reconcile.external import DependencyNotReady, Managed, SpecT
 from deployplane.reconcile.outcome import EventRecord, Outcome
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Visit
@@ -28,6 +29,10 @@ from deployplane.reconcile.status import StatusT, to_kube
 from deployplane.reconcile.statuspatch import apply_merge_patch, merge_patch
 
 PAUSED_ANNOTATION: Final = "deployplane.io/paused"
+DELETE_POLL_SECONDS: Final = 2.0
+"""How soon to look again while the control plane is still deleting."""
+DELETE_RETRY_SECONDS: Final = 10.0
+"""How soon to try again when deleting failed and the service named no time."""
 
 
 class StatusSink(Protocol):
@@ -54,6 +59,15 @@ class ResourceState:
         """Wake the loop when the spec or the pause annotation changed."""
         if self.seen is not None and _fingerprint(body) != self.seen:
             self.wake.set()
+
+
+@dataclass(frozen=True)
+class NotYet:
+    """The finalizer may not be released yet: look again in `retry_after` seconds."""
+
+    message: str
+    retry_after: float
+    cause: BaseException | None = None
 
 
 def is_paused(body: Mapping[str, Any]) -> bool:
@@ -106,8 +120,10 @@ class ResourceLoop(Generic[SpecT, StatusT]):
         on_outcome: Callable[[str, Outcome[StatusT]], None] | None = None,
         *,
         status_model: type[StatusT],
+        on_gone: Callable[[str], None] | None = None,
     ) -> None:
         self.on_outcome = on_outcome
+        self.on_gone = on_gone
         self.reconciler = reconciler
         self.spec_model = spec_model
         self.status_model = status_model
@@ -183,3 +199,19 @@ class ResourceLoop(Generic[SpecT, StatusT]):
             outcome.requeue_after,
         )
         return outcome.requeue_after
+
+    async def finalize(self, body: Mapping[str, Any], state: ResourceState) -> NotYet | None:
+        """The custom resource is being deleted: delete (or orphan) the external resource.
+        None once the finalizer may be released; else when to try again, and why."""
+        status = state.status if state.status is not None else dict(body.get("status") or {})
+        mr = self.managed(body, status)
+        try:
+            gone = await self.reconciler.finalize(mr)
+        except (errors.ControlPlaneError, DependencyNotReady) as exc:
+            delay = getattr(exc, "retry_after", None) or DELETE_RETRY_SECONDS
+            return NotYet(f"cannot delete on the control plane yet: {exc}", delay, exc)
+        if not gone:
+            return NotYet("waiting for the control plane to finish deleting", DELETE_POLL_SECONDS)
+        if self.on_gone is not None:
+            self.on_gone(mr.key)
+        return None
