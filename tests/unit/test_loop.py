@@ -24,8 +24,7 @@ from deployplane.controller.config import ConfigError, OperatorConfig
 from deployplane.crd.specs import AgentDeploymentSpec
 from deployplane.externals.agentdeployment import AgentDeploymentReason as Reason
 from deployplane.externals.connections import Connection
-from deployplane.reconcile.external import Phase
-from deployplane.reconcile.external import DependencyNotReady
+from deployplane.reconcile.external import DependencyNotReady, Phase
 from deployplane.reconcile.loop import (
     DELETE_POLL_SECONDS,
     DELETE_RETRY_SECONDS,
