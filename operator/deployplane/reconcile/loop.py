@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Final, Generic, Protocol
 
 from pydantic import ValidationError
@@ -107,29 +107,24 @@ def spec_error_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+@dataclass
 class ResourceLoop(Generic[SpecT, StatusT]):
     """Runs `Reconciler` for one kind; one `run()` per live custom resource."""
 
-    def __init__(
-        self,
-        reconciler: Reconciler[SpecT, StatusT],
-        spec_model: type[SpecT],
-        plural: str,
-        sink: StatusSink,
-        logger: logging.Logger | None = None,
-        on_outcome: Callable[[str, Outcome[StatusT]], None] | None = None,
-        *,
-        status_model: type[StatusT],
-        on_gone: Callable[[str], None] | None = None,
-    ) -> None:
-        self.on_outcome = on_outcome
-        self.on_gone = on_gone
-        self.reconciler = reconciler
-        self.spec_model = spec_model
-        self.status_model = status_model
-        self.plural = plural
-        self.sink = sink
-        self.log = logger or logging.getLogger(f"deployplane.{plural}")
+    reconciler: Reconciler[SpecT, StatusT]
+    spec_model: type[SpecT]
+    plural: str
+    sink: StatusSink
+    logger: logging.Logger | None = None
+    on_outcome: Callable[[str, Outcome[StatusT]], None] | None = None
+    """Told every outcome (metrics), with the resource's namespace/name."""
+    _: KW_ONLY
+    status_model: type[StatusT]
+    on_gone: Callable[[str], None] | None = None
+    """Told the namespace/name of a resource whose finalizer may be released."""
+
+    def __post_init__(self) -> None:
+        self.log = self.logger or logging.getLogger(f"deployplane.{self.plural}")
 
     def managed(
         self, body: Mapping[str, Any], status: Mapping[str, Any]
