@@ -120,7 +120,7 @@ async def test_paused_annotation_stops_reconciling(value: str | None, paused: bo
     got = {"reconciled": bool(rig.ext.journal), "writes": bool(rig.sink.writes)}
     assert got == {"reconciled": not paused, "writes": not paused}
     if paused:
-        assert (delay, state.seen) == (TIMING.resync, (1, True))
+        assert (delay, state.visit.seen) == (TIMING.resync, (1, True))
 
 
 # ---------------------------------------------------------------- status writes

@@ -49,7 +49,6 @@ class ResourceState:
     """Per-resource memory, kept in the resource's Kopf memo (never module globals)."""
 
     wake: asyncio.Event = field(default_factory=asyncio.Event)
-    seen: tuple[int, bool] | None = None
     status: dict[str, Any] | None = None
     """What this operator last wrote: the watch stream may lag behind our own writes, and
     a stale status (say, without the new deployment id) must never drive a decision."""
@@ -57,7 +56,7 @@ class ResourceState:
 
     def poke_if_changed(self, body: Mapping[str, Any]) -> None:
         """Wake the loop when the spec or the pause annotation changed."""
-        if self.seen is not None and _fingerprint(body) != self.seen:
+        if self.visit.changed(_fingerprint(body)):
             self.wake.set()
 
 
@@ -154,7 +153,7 @@ class ResourceLoop(Generic[SpecT, StatusT]):
     ) -> float:
         """Reconcile once and publish; return how long to wait before the next pass."""
         assert state.status is not None
-        state.seen = _fingerprint(body)
+        state.visit.seen = _fingerprint(body)
         meta = body.get("metadata") or {}
         namespace, name = meta["namespace"], meta["name"]
         schedule = self.reconciler.schedule

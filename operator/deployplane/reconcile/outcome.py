@@ -18,16 +18,19 @@ from deployplane.reconcile.conditions import (
 )
 from deployplane.reconcile.external import Phase
 from deployplane.reconcile.schedule import Schedule, State
-from deployplane.reconcile.status import ResourceStatus, StatusT
+from deployplane.reconcile.status import StatusT
 
-__all__ = ["EventRecord", "Outcome", "State", "Verdict", "compose_outcome"]
+__all__ = ["EventRecord", "EventType", "Outcome", "State", "Verdict", "compose_outcome"]
+
+
+EventType = Literal["Normal", "Warning"]
 
 
 @dataclass(frozen=True)
 class EventRecord:
     """A Kubernetes Event to post: only on meaningful transitions, never per poll."""
 
-    type: Literal["Normal", "Warning"]
+    type: EventType
     reason: str
     message: str
 
@@ -56,7 +59,7 @@ class Verdict(Generic[StatusT]):
     message: str
     terminal: bool = False
     retry_after: float | None = None
-    observed: ResourceStatus | None = None
+    observed: StatusT | None = None
     """The kind's observed fields, laid over the status."""
 
     @property

@@ -25,7 +25,13 @@ from deployplane.reconcile.external import (
     Phase,
     SpecT,
 )
-from deployplane.reconcile.outcome import EventRecord, Outcome, Verdict, compose_outcome
+from deployplane.reconcile.outcome import (
+    EventRecord,
+    EventType,
+    Outcome,
+    Verdict,
+    compose_outcome,
+)
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.status import CreatePending, StatusT, to_kube
 from deployplane.reconcile.statuspatch import merge_patch
@@ -129,7 +135,7 @@ class _Pass(Generic[SpecT, StatusT]):
             self._resolved = True
         return self._desired
 
-    def event(self, type_: Any, reason: str, message: str) -> None:
+    def event(self, type_: EventType, reason: str, message: str) -> None:
         self.events.append(EventRecord(type_, reason, message))
 
     async def sync(self, *, full: bool) -> Obs[StatusT]:

@@ -4,7 +4,8 @@ Polls back off while something is in progress (2 s -> 30 s); errors back off on 
 own (2 s -> 120 s, or longer if the service said Retry-After); a settled resource is
 looked at again every `resync` seconds, and that visit is always a full observation.
 Between resyncs, a pass over an unchanged spec whose revision is rolling only polls the
-revision. A change of spec wakes the resource at once (`Visits.changed`).
+revision. A change of spec (or of the pause annotation) wakes the resource at once
+(`Visit.changed`).
 """
 
 from __future__ import annotations
@@ -86,3 +87,9 @@ class Visit:
     """Consecutive unsettled passes, for the poll and error backoffs."""
     last_full: float = -math.inf
     """When this process last forced a full observation (monotonic clock)."""
+    seen: tuple[int, bool] | None = None
+    """(generation, paused) at the start of the last pass."""
+
+    def changed(self, fingerprint: tuple[int, bool]) -> bool:
+        """Whether a watch event brings what the last pass has not seen: wake now."""
+        return self.seen is not None and fingerprint != self.seen

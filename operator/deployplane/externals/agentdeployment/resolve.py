@@ -14,7 +14,7 @@ from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import DeploymentCreate, GitRepository, Secret, SecretReference
 from deployplane.crd.specs import AgentDeploymentSpec, RepositoryReference
-from deployplane.crd.status import AgentDeploymentStatus
+from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.externals.diffing import dump, prune
 from deployplane.externals.kube import KubeReader
 from deployplane.reconcile.external import DependencyNotReady, Managed
@@ -92,7 +92,7 @@ class Resolver:
         status = await self.kube.read_custom_status(mr.namespace, "listeners", name)
         if status is None:
             raise DependencyNotReady(f"Listener {name} not found")
-        listener_id = status.get("listenerId")
+        listener_id = ListenerStatus.model_validate(status).external_id
         if not listener_id:
             raise DependencyNotReady(f"Listener {name} has no listenerId yet")
         return str(listener_id)
