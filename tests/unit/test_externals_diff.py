@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from deployplane.api.models import Deployment, Listener, Secret, SecretReference
+from deployplane.api.models import Deployment, Listener, Secret, SecretReference, Source
 from deployplane.crd.specs import ListenerSpec
 from deployplane.externals.agentdeployment import DeploymentDelta, Desired, diff
 from deployplane.externals.listener import diff as listener_diff
@@ -40,13 +40,12 @@ def deployment(**over: Any) -> Deployment:
 def desired(**over: Any) -> Desired:
     fields: dict[str, Any] = {
         "name": "agent",
+        "source": Source.EXTERNAL_DOCKER,
         "source_config": {"listener_id": LIS},
         "revision_config": {"image_uri": IMAGE},
-        "secrets": None,
-        "secrets_hash": None,
     }
     fields.update(over)
-    return Desired(**fields)
+    return Desired.of(**fields)
 
 
 def sent(delta: DeploymentDelta | None) -> tuple[dict[str, Any] | None, tuple[str, ...]]:

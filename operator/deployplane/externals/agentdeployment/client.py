@@ -103,7 +103,7 @@ class AgentDeploymentExternal:
         return None if found is None else str(found.id)
 
     async def create(self, mr: Mr, desired: Desired) -> Obs:
-        dep = await self.client.create_deployment(desired.create_body(mr.spec))
+        dep = await self.client.create_deployment(desired.body)
         # The first revision has only just been created: it is in progress by definition,
         # so it is not read back now (one call saved per resource).
         return _observation(mr.status, dep, None, desired.secrets_hash)

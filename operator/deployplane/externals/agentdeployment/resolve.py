@@ -12,7 +12,13 @@ from uuid import UUID
 
 from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
-from deployplane.api.models import DeploymentCreate, GitRepository, Secret, SecretReference
+from deployplane.api.models import (
+    DeploymentCreate,
+    GitRepository,
+    Secret,
+    SecretReference,
+    Source,
+)
 from deployplane.crd.specs import AgentDeploymentSpec, RepositoryReference
 from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.externals.diffing import dump, prune
@@ -24,28 +30,54 @@ Mr = Managed[AgentDeploymentSpec, AgentDeploymentStatus]
 
 @dataclass(frozen=True)
 class Desired:
-    """The resolved spec. The configs are the API's snake_case JSON of what the spec sets
-    (what drift is judged on); `create_body` is the typed POST body."""
+    """The resolved spec: the typed POST body it amounts to (what the spec leaves out is
+    left unset, and is not ours to manage), and the digest of its secret values."""
 
-    name: str
-    source_config: dict[str, Any]
-    revision_config: dict[str, Any]
-    secrets: list[Secret] | None
-    secrets_hash: str | None
-    secret_references: list[SecretReference] | None = None
+    body: DeploymentCreate
+    secrets_hash: str | None = None
 
-    def create_body(self, spec: AgentDeploymentSpec) -> DeploymentCreate:
-        # Only what the spec sets goes out: the body's unset fields stay unset.
-        body: dict[str, Any] = {"name": self.name, "source": spec.source.value}
-        if self.source_config:
-            body["source_config"] = self.source_config
-        if self.revision_config:
-            body["source_revision_config"] = self.revision_config
-        if self.secrets is not None:
-            body["secrets"] = self.secrets
-        if self.secret_references is not None:
-            body["secret_references"] = self.secret_references
-        return DeploymentCreate.model_validate(body, by_alias=False, by_name=True)
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        source: Source,
+        source_config: dict[str, Any],
+        revision_config: dict[str, Any],
+        secrets: list[Secret] | None = None,
+        secret_references: list[SecretReference] | None = None,
+        secrets_hash: str | None = None,
+    ) -> Desired:
+        """From the API's snake_case JSON of what the spec sets; an empty config is left
+        out of the body."""
+        body: dict[str, Any] = {"name": name, "source": source.value}
+        if source_config:
+            body["source_config"] = source_config
+        if revision_config:
+            body["source_revision_config"] = revision_config
+        if secrets is not None:
+            body["secrets"] = secrets
+        if secret_references is not None:
+            body["secret_references"] = secret_references
+        return cls(
+            DeploymentCreate.model_validate(body, by_alias=False, by_name=True), secrets_hash
+        )
+
+    @property
+    def source_config(self) -> dict[str, Any]:
+        """What the spec sets of sourceConfig, as JSON (what drift is judged on)."""
+        return dump(self.body.source_config, exclude_unset=True)
+
+    @property
+    def revision_config(self) -> dict[str, Any]:
+        return dump(self.body.source_revision_config, exclude_unset=True)
+
+    @property
+    def secrets(self) -> list[Secret] | None:
+        return self.body.secrets
+
+    @property
+    def secret_references(self) -> list[SecretReference] | None:
+        return self.body.secret_references
 
 
 def secrets_digest(uid: str, secrets: list[Secret]) -> str:
@@ -86,7 +118,9 @@ class Resolver:
         digest = secrets_digest(mr.uid, secrets) if secrets is not None else None
         references = None if spec.secret_references is None else list(spec.secret_references)
         name = spec.deployment_name(mr.name)
-        return Desired(name, source_config, revision_config, secrets, digest, references)
+        return Desired.of(
+            name, spec.source, source_config, revision_config, secrets, references, digest
+        )
 
     async def _listener_id(self, mr: Mr, name: str) -> str:
         status = await self.kube.read_custom_status(mr.namespace, "listeners", name)
