@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
@@ -17,7 +16,6 @@ from deployplane.reconcile.external import ABSENT, Managed, Observation, Phase
 
 Mr = Managed[ListenerSpec, ListenerStatus]
 Obs = Observation[ListenerStatus, ListenerDelta]
-Desired = dict[str, Any]
 
 
 class ListenerConnecter:
@@ -45,10 +43,10 @@ class ListenerExternal:
         adopt = str(mr.spec.listener_id) if mr.spec.listener_id else None
         return cls(client, mr.spec.compute_id, adopt)
 
-    async def resolve(self, mr: Mr) -> Desired:
+    async def resolve(self, mr: Mr) -> ListenerCreate:
         return wanted(mr.spec)  # a Listener refers to nothing
 
-    async def observe(self, mr: Mr, external_id: str, desired: Desired | None) -> Obs:
+    async def observe(self, mr: Mr, external_id: str, desired: ListenerCreate | None) -> Obs:
         try:
             latest = await self.client.get_listener(external_id)
         except errors.NotFound:
@@ -64,17 +62,8 @@ class ListenerExternal:
                 return str(listener.id)
         return None
 
-    async def create(self, mr: Mr, desired: Desired) -> Obs:
-        body = ListenerCreate.model_validate(
-            {
-                "compute_type": mr.spec.compute_type.value,
-                "compute_id": mr.spec.compute_id,
-                **desired,
-            },
-            by_alias=False,
-            by_name=True,
-        )
-        return _observation(await self.client.create_listener(body))
+    async def create(self, mr: Mr, desired: ListenerCreate) -> Obs:
+        return _observation(await self.client.create_listener(desired))
 
     async def update(self, mr: Mr, latest: Obs, patch: ListenerDelta) -> Obs:
         assert latest.status is not None  # an observation of an existing listener

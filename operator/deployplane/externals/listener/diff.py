@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deployplane.api import errors
-from deployplane.api.models import Listener, ListenerPatch
+from deployplane.api.models import Listener, ListenerCreate, ListenerPatch
 from deployplane.crd.specs import ListenerSpec
 from deployplane.externals.diffing import differing, dump
 
@@ -19,14 +19,18 @@ class ListenerDelta:
     fields: tuple[str, ...]
 
 
-def wanted(spec: ListenerSpec) -> dict[str, Any]:
-    """What the spec manages of a listener, as the API's JSON (what it leaves out is not
-    ours to manage)."""
-    return dump(spec, include=_MANAGED, exclude_unset=True)
+def wanted(spec: ListenerSpec) -> ListenerCreate:
+    """The listener the spec asks for, as the typed POST body: what the spec leaves out is
+    left unset, and is not ours to manage."""
+    managed: dict[str, Any] = dump(spec, include=_MANAGED, exclude_unset=True)
+    body = {"compute_type": spec.compute_type.value, "compute_id": spec.compute_id, **managed}
+    return ListenerCreate.model_validate(body, by_alias=False, by_name=True)
 
 
-def diff(want: dict[str, Any], latest: Listener) -> ListenerDelta | None:
-    patch = differing(want, dump(latest, include=_MANAGED))
+def diff(want: ListenerCreate, latest: Listener) -> ListenerDelta | None:
+    """The managed fields the spec sets whose value differs (None when in sync)."""
+    mine = dump(want, include=_MANAGED, exclude_unset=True)
+    patch = differing(mine, dump(latest, include=_MANAGED))
     if not patch:
         return None
     return ListenerDelta(
