@@ -5,6 +5,8 @@ take a deleted resource out of the per-resource gauges."""
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -14,6 +16,7 @@ import kopf
 import pytest
 import yaml
 from pydantic import BaseModel, Field
+from tests.support import chart
 from tests.support.fakeexternal import ConnecterFns, ExternalFns, FakeSpec, returns
 from tests.support.fakekube import FakeKube
 
@@ -173,6 +176,28 @@ def test_a_third_kind_gets_the_three_handlers_and_a_loop() -> None:
     assert list(runtime.loops) == ["AgentDeployment", "Listener", "Fake"]
     loop = runtime.loops["Fake"]
     assert (loop.plural, loop.spec_model, loop.reconciler.kind) == ("fakes", FakeSpec, "fake")
+
+
+def test_a_third_kind_is_granted_by_the_charts_rbac_from_its_crd_file(tmp_path: Path) -> None:
+    copy = tmp_path / "deployplane"
+    shutil.copytree(chart.CHART, copy)
+    for relative, text in schema.rendered_files(KINDS.with_kinds(fake_kind())).items():
+        if relative.startswith("charts/deployplane/crds/"):
+            (copy / "crds" / Path(relative).name).write_text(text)
+    out = subprocess.run(
+        [str(chart.helm_binary()), "template", "x", str(copy)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    role = chart.find(chart.parse_documents(out), "ClusterRole")
+    (kinds_rule, status_rule) = (r for r in role["rules"] if r["apiGroups"] == ["deployplane.io"])
+    assert kinds_rule["resources"] == ["agentdeployments", "fakes", "listeners"]
+    assert status_rule["resources"] == [
+        "agentdeployments/status",
+        "fakes/status",
+        "listeners/status",
+    ]
 
 
 def test_handler_ids_are_unique_and_the_handlers_are_the_decorated_ones_they_replace() -> None:
