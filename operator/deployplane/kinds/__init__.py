@@ -3,8 +3,15 @@
 Every module of this package except `registry` defines one kind as `KIND`, a
 `KindDef`; `KINDS` holds them all, in module-name order (the order of the CRDs and of
 the Kopf handlers). Discovered rather than listed, so that adding a kind is its module
-here plus its externals package, with no list to keep in step (docs/architecture.md,
-"Adding a kind").
+here plus its externals package, with no list to keep in step:
+
+1. `deployplane/kinds/<kind>.py`: its spec and status models (or imports of them), its
+   CEL rules and printer columns, a `connecter(connections, kube)` factory, and
+   `KIND = KindDef(...)` naming it (kind, plural, short names, the noun of its messages).
+2. `deployplane/externals/<kind>/`: the Connecter and external client the factory builds.
+3. `python -m deployplane.crd.schema` writes its CRD into `crds/` and the chart, whose
+   RBAC grants every kind it ships a CRD for; the Kopf handlers, the reconcile loop and
+   the metrics follow from the registry.
 """
 
 from __future__ import annotations
