@@ -119,6 +119,18 @@ def test_discovery_finds_every_kind_module_of_a_package(
             del sys.modules[name]
 
 
+def test_the_registry_and_the_crd_generator_load_no_external_client() -> None:
+    """The kind modules build their connecters lazily: generating CRDs needs no HTTP
+    client, Kopf or externals package (and so cannot be broken by one)."""
+    code = (
+        "import sys, deployplane.crd.schema; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'kopf') "
+        "or m.startswith('deployplane.externals')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"
+
+
 # ------------------------------------------------------------- a third kind, end to end
 
 
