@@ -3,7 +3,7 @@
 Every kind of the registry (`deployplane.kinds`) gets the same three handlers, registered
 in one loop at import: a daemon per resource that runs its reconcile loop, an event
 handler that wakes that loop when the spec changes, and a delete handler that finalizes
-on the control plane (its presence is what makes Kopf put the finalizer on).
+on the control plane (it and the daemon are why Kopf puts its finalizer on each object).
 
 Run with `deployplane operator run`, or `kopf run -m deployplane.controller.handlers`.
 """
