@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.unit.test_dataplane_render import make_listener, make_revision
 
-from deployplane.api.models import Deployment, Listener, Revision
+from deployplane.api.models import Deployment
 from deployplane.dataplane.render import render, with_owner
 from deployplane.devcluster.kwok import (
     config_yaml,
@@ -83,26 +83,8 @@ def _render_full() -> list[dict[str, Any]]:
             "status": "READY",
         }
     )
-    revision = Revision.model_validate(
-        {
-            "id": "22222222-0000-4000-8000-000000000003",
-            "created_at": NOW,
-            "updated_at": NOW,
-            "status": "AWAITING_DEPLOY",
-            "source": "external_docker",
-            "source_revision_config": {"image_uri": "registry.example/agent:1.0"},
-        }
-    )
-    listener = Listener.model_validate(
-        {
-            "id": str(uuid.UUID("11111111-0000-4000-8000-000000000002")),
-            "compute_type": "k8s",
-            "compute_id": "cluster-1",
-            "compute_config": {"k8s_namespaces": ["agents", "team-b"]},
-            "created_at": NOW,
-            "updated_at": NOW,
-        }
-    )
+    # The render tests' revision and listener: their ids are fixed, so the output is.
+    revision, listener = make_revision(), make_listener()
     rendered = render(
         deployment,
         revision,

@@ -30,12 +30,6 @@ SERVER_PORT = 8000
 REDIS_PORT = 6379
 POSTGRES_PORT = 5432
 
-# Kubernetes object names: a DNS-1035 label for Services (<= 63, starts with a letter).
-# The base name leaves room for the longest suffix ("-secrets") and for the
-# StatefulSet's pod and controller-revision names.
-_MAX_SLUG = 36
-_NOT_NAME = re.compile(r"[^a-z0-9]+")
-
 
 @dataclass(frozen=True)
 class Context:
@@ -142,6 +136,13 @@ def _namespace(deployment: Deployment, listener: Listener) -> str:
             + ", ".join(allowed)
         )
     return wanted
+
+
+# Kubernetes object names: a DNS-1035 label for Services (<= 63, starts with a letter).
+# The base name leaves room for the longest suffix ("-secrets") and for the
+# StatefulSet's pod and controller-revision names.
+_MAX_SLUG = 36
+_NOT_NAME = re.compile(r"[^a-z0-9]+")
 
 
 def base_name(deployment: Deployment) -> str:
