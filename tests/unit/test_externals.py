@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support import apijson
 
 from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
@@ -943,17 +944,7 @@ def test_identity_of_an_agent_deployment() -> None:
 
 
 def listener_json(**over: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": LIS,
-        "compute_type": "k8s",
-        "compute_id": "cluster-a",
-        "compute_config": {"k8s_namespaces": ["agents"]},
-        "version": "1",
-        "created_at": NOW,
-        "updated_at": NOW,
-    }
-    body.update(over)
-    return body
+    return apijson.listener_json(**{"id": LIS, "created_at": NOW, "updated_at": NOW, **over})
 
 
 def lis(**spec: Any) -> Managed[ListenerSpec]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tests.support import apijson
 
 from deployplane.api.models import Deployment, Listener, Secret, SecretReference, Source
 from deployplane.crd.specs import ListenerSpec
@@ -113,17 +114,7 @@ def test_deployment_diff(
 
 
 def listener(**over: Any) -> Listener:
-    body: dict[str, Any] = {
-        "id": LIS,
-        "compute_type": "k8s",
-        "compute_id": "cluster-a",
-        "compute_config": {"k8s_namespaces": ["agents"]},
-        "version": "1",
-        "created_at": NOW,
-        "updated_at": NOW,
-    }
-    body.update(over)
-    return Listener.model_validate(body)
+    return Listener.model_validate(apijson.listener_json(id=LIS, **over))
 
 
 def test_listener_diff_sends_only_what_the_spec_sets_and_differs() -> None:
