@@ -5,10 +5,14 @@ Every module of this package except `registry` defines one kind as `KIND`, a
 the Kopf handlers). Discovered rather than listed, so that adding a kind is its module
 here plus its externals package, with no list to keep in step:
 
-1. `deployplane/kinds/<kind>.py`: its spec and status models (or imports of them), its
-   CEL rules and printer columns, a `connecter(connections, kube)` factory, and
-   `KIND = KindDef(...)` naming it (kind, plural, short names, the noun of its messages).
-2. `deployplane/externals/<kind>/`: the Connecter and external client the factory builds.
+1. `deployplane/kinds/<kind>.py`: its spec and status models (or imports of them; the
+   status model derives from `deployplane.reconcile.status.ResourceStatus` and says which
+   field is the external id), its CEL rules and printer columns, a
+   `connecter(connections, kube)` factory, and `KIND = KindDef(...)` naming it (kind,
+   plural, short names, the noun of its messages).
+2. `deployplane/externals/<kind>/`: the Connecter and the external client the factory
+   builds (`reconcile.external.ExternalClient`: resolve, observe, find, create, update,
+   delete; a pure diff gives the patch update() sends).
 3. `python -m deployplane.crd.schema` writes its CRD into `crds/` and the chart, whose
    RBAC grants every kind it ships a CRD for; the Kopf handlers, the reconcile loop and
    the metrics follow from the registry.
