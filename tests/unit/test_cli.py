@@ -15,6 +15,7 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from deployplane.api.client import ControlPlaneClient
+from deployplane.api.connection import ConnectionSettings
 from deployplane.commands import connection, resources
 
 API_KEY = "lsv2_sk_cli-secret-key-987654321"
@@ -104,11 +105,8 @@ def service(monkeypatch: pytest.MonkeyPatch) -> FakeService:
     async def no_wait(seconds: float) -> None:
         clock["now"] += seconds
 
-    def factory(url: str, *, api_key: str | None, tenant_id: str | None) -> ControlPlaneClient:
-        return ControlPlaneClient(
-            url,
-            api_key=api_key,
-            tenant_id=tenant_id,
+    def factory(settings: ConnectionSettings) -> ControlPlaneClient:
+        return settings.client(
             transport=httpx.MockTransport(fake),
             max_retries=1,
             sleep=no_wait,
@@ -162,6 +160,43 @@ def test_api_key_option_overrides_the_environment(service: FakeService) -> None:
     result = run("listeners", "get", LIS_ID, "--api-key", "other-key", "-o", "json")
     assert result.exit_code == 0, result.output
     assert service.last.headers["X-Api-Key"] == "other-key"
+
+
+def test_connection_options_before_the_command_are_read_by_the_group(
+    service: FakeService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DEPLOYPLANE_CONTROL_PLANE_URL")
+    service.on("GET", f"/v2/deployments/{DEP_ID}", [httpx.Response(200, json=deployment())])
+    tenant = str(uuid4())
+    args = ["--url", "http://other.test", "--tenant-id", tenant, "get", DEP_ID, "-o", "json"]
+    result = run("deployments", *args)
+    assert result.exit_code == 0, result.output
+    assert str(service.last.url) == f"http://other.test/v2/deployments/{DEP_ID}"
+    assert service.last.headers["X-Api-Key"] == API_KEY
+    assert service.last.headers["X-Tenant-Id"] == tenant
+
+
+@pytest.mark.parametrize(
+    ("args", "key"),
+    [
+        (["--api-key", "group-key", "get", LIS_ID], "group-key"),
+        (["--api-key", "group-key", "get", LIS_ID, "--api-key", "command-key"], "command-key"),
+        (["get", LIS_ID, "--api-key", "command-key"], "command-key"),
+    ],
+    ids=["before beats the environment", "after beats before", "after beats the environment"],
+)
+def test_connection_option_precedence(service: FakeService, args: list[str], key: str) -> None:
+    service.on("GET", f"/v2/listeners/{LIS_ID}", [httpx.Response(200, json=listener())])
+    result = run("listeners", *args, "-o", "json")
+    assert result.exit_code == 0, result.output
+    assert service.last.headers["X-Api-Key"] == key
+
+
+def test_malformed_url_before_the_command_is_a_usage_error(service: FakeService) -> None:
+    result = run("revisions", "--url", "cp.test", "list", DEP_ID)
+    assert result.exit_code == 2
+    assert "invalid control-plane URL" in assert_one_error_line(result)
+    assert service.requests == []
 
 
 def test_missing_url_is_a_usage_error(
@@ -245,7 +280,7 @@ def test_error_output_never_contains_the_api_key(service: FakeService) -> None:
 def test_unexpected_failure_is_still_one_line_without_traceback(
     service: FakeService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(url: str, *, api_key: str | None, tenant_id: str | None) -> ControlPlaneClient:
+    def broken(settings: ConnectionSettings) -> ControlPlaneClient:
         raise RuntimeError("boom")
 
     monkeypatch.setattr(connection, "make_client", broken)

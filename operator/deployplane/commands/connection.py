@@ -1,36 +1,44 @@
-"""How a CLI command reaches the API: connection options, the client factory, exit codes.
+"""How a CLI command reaches the API: connection options, the client, exit codes.
 
-Every command takes the same `--url/--api-key/--tenant-id` options (also read from the
-environment, like the operator) and runs its API calls through `call()`, which turns
-any failure into exactly one line on stderr and a documented exit code, never a
-traceback. `make_client` is looked up at call time so tests can swap in a client over
-`httpx.MockTransport`.
+The connection options `--url/--api-key/--tenant-id` (also read from the environment,
+like the operator) are defined once, on the callback of every command group
+(`read_connection`), and each command accepts the very same options again after its
+name (`ConnectedCommand`), so both `deployplane deployments --url U list` and
+`deployplane deployments list --url U` work; what is given after the command wins.
+Either way they fill one `ConnectionOptions` in the click context, which `call()` turns
+into a `ConnectionSettings` (`deployplane.api.connection`) when a command first needs the
+API. `call()` turns any failure into exactly one line on stderr and a documented exit
+code, never a traceback. `make_client` is looked up at call time so tests can give the
+client a transport over `httpx.MockTransport`.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from enum import IntEnum
-from typing import Annotated, NoReturn, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import httpx
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 from deployplane.api.client import ControlPlaneClient
+from deployplane.api.connection import ENV_API_KEY, ENV_TENANT_ID, ENV_URL, ConnectionSettings
 from deployplane.api.errors import ControlPlaneError
 
 __all__ = [
     "EXIT_CODES_HELP",
-    "ApiKeyOption",
-    "Connection",
+    "ConnectedCommand",
+    "ConnectionOptions",
     "ExitCode",
-    "TenantOption",
-    "UrlOption",
     "call",
+    "connection_settings",
     "fail",
     "make_client",
+    "read_connection",
 ]
 
 T = TypeVar("T")
@@ -51,45 +59,91 @@ EXIT_CODES_HELP = (
     "3 revision ended without deploying; 4 timed out."
 )
 
-UrlOption = Annotated[
-    str | None,
-    typer.Option(
-        "--url",
-        envvar="DEPLOYPLANE_CONTROL_PLANE_URL",
-        help="Base URL of the control plane.",
-        show_default=False,
-    ),
-]
-ApiKeyOption = Annotated[
-    str | None,
-    typer.Option(
-        "--api-key",
-        envvar="DEPLOYPLANE_API_KEY",
-        help="API key, sent as X-Api-Key (prefer the environment variable).",
-        show_default=False,
-    ),
-]
-TenantOption = Annotated[
-    str | None,
-    typer.Option(
-        "--tenant-id",
-        envvar="DEPLOYPLANE_TENANT_ID",
-        help="Workspace (tenant) id, sent as X-Tenant-Id.",
-        show_default=False,
-    ),
-]
+_OPTION_NAMES = ("url", "api_key", "tenant_id")
 
 
-class Connection:
-    """The connection options of one command invocation."""
+class ConnectionOptions:
+    """The connection options of one invocation, as given (any may be missing)."""
 
-    def __init__(self, url: str | None, api_key: str | None, tenant_id: str | None) -> None:
+    def __init__(
+        self, url: str | None = None, api_key: str | None = None, tenant_id: str | None = None
+    ) -> None:
         self.url = url
         self.api_key = api_key
         self.tenant_id = tenant_id
 
     def __repr__(self) -> str:  # never show the key
-        return f"Connection(url={self.url!r}, tenant_id={self.tenant_id!r})"
+        return f"ConnectionOptions(url={self.url!r}, tenant_id={self.tenant_id!r})"
+
+
+def read_connection(
+    ctx: typer.Context,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url", envvar=ENV_URL, help="Base URL of the control plane.", show_default=False
+        ),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            envvar=ENV_API_KEY,
+            help="API key, sent as X-Api-Key (prefer the environment variable).",
+            show_default=False,
+        ),
+    ] = None,
+    tenant_id: Annotated[
+        str | None,
+        typer.Option(
+            "--tenant-id",
+            envvar=ENV_TENANT_ID,
+            help="Workspace (tenant) id, sent as X-Tenant-Id.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """The callback of every API command group: the one definition of the options."""
+    ctx.obj = ConnectionOptions(url, api_key, tenant_id)
+
+
+# The options of the command being run, for `call()`: set by `ConnectedCommand` around
+# the command function, as click keeps its current context (whose accessor typer does not
+# export).
+_current: ContextVar[ConnectionOptions | None] = ContextVar("connection", default=None)
+
+
+def _connection_params() -> list[Any]:
+    # The click options typer makes of `read_connection`'s signature, fresh for each
+    # command, so a command's options and its group's can never differ.
+    probe = typer.Typer(add_completion=False)
+    probe.command()(read_connection)
+    return typer.main.get_command(probe).params
+
+
+class ConnectedCommand(TyperCommand):
+    """A command that takes the connection options too and hands them to its group's
+    `ConnectionOptions` rather than to the command function."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params = [*self.params, *_connection_params()]
+
+    def invoke(self, ctx: Any) -> Any:  # typer's click Context has no public name
+        options = ctx.ensure_object(ConnectionOptions)
+        for name in _OPTION_NAMES:
+            value = ctx.params.pop(name)
+            # Given after the command: it wins. From the environment: only where the
+            # group has nothing (the group read the same variables).
+            source = ctx.get_parameter_source(name)
+            given = source is not None and source.name == "COMMANDLINE"
+            if value is not None and (given or getattr(options, name) is None):
+                setattr(options, name, value)
+        token = _current.set(options)
+        try:
+            return super().invoke(ctx)
+        finally:
+            _current.reset(token)
 
 
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -102,9 +156,9 @@ def fail(message: str, code: ExitCode) -> NoReturn:
     raise typer.Exit(int(code))
 
 
-def make_client(url: str, *, api_key: str | None, tenant_id: str | None) -> ControlPlaneClient:
-    """Build the client a command uses. Tests replace this function."""
-    return ControlPlaneClient(url, api_key=api_key, tenant_id=tenant_id)
+def make_client(settings: ConnectionSettings) -> ControlPlaneClient:
+    """The client a command uses. Tests replace this function (to pass a transport)."""
+    return settings.client()
 
 
 def _checked_url(url: str) -> str:
@@ -118,18 +172,21 @@ def _checked_url(url: str) -> str:
     return url
 
 
-def call(conn: Connection, action: Callable[[ControlPlaneClient], Awaitable[T]]) -> T:
-    """Run `action` with a fresh client; map every failure to one line and an exit code."""
-    if not conn.url:
-        fail(
-            "no control-plane URL: pass --url or set DEPLOYPLANE_CONTROL_PLANE_URL",
-            ExitCode.USAGE,
-        )
-    url = _checked_url(conn.url)
+def connection_settings(options: ConnectionOptions | None) -> ConnectionSettings:
+    """The invocation's connection, or a usage error naming what is missing or wrong."""
+    if options is None or not options.url:
+        fail(f"no control-plane URL: pass --url or set {ENV_URL}", ExitCode.USAGE)
+    return ConnectionSettings(_checked_url(options.url), options.api_key, options.tenant_id)
+
+
+def call(action: Callable[[ControlPlaneClient], Awaitable[T]]) -> T:
+    """Run `action` with a fresh client on the invocation's connection; map every
+    failure to one line and an exit code."""
+    settings = connection_settings(_current.get())
 
     async def main() -> T:
         # A module global resolved at call time, so a test's replacement takes effect.
-        async with make_client(url, api_key=conn.api_key, tenant_id=conn.tenant_id) as client:
+        async with make_client(settings) as client:
             return await action(client)
 
     try:

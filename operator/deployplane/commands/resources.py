@@ -27,13 +27,11 @@ from deployplane.api.models import (
 from deployplane.commands.bodies import FileOption, load_body
 from deployplane.commands.connection import (
     EXIT_CODES_HELP,
-    ApiKeyOption,
-    Connection,
+    ConnectedCommand,
     ExitCode,
-    TenantOption,
-    UrlOption,
     call,
     fail,
+    read_connection,
 )
 from deployplane.commands.deleting import delete_many
 from deployplane.commands.output import Output, OutputOption, print_many, print_one
@@ -50,7 +48,9 @@ LimitOption = Annotated[
 
 
 def _group(help_text: str) -> typer.Typer:
-    return typer.Typer(no_args_is_help=True, help=f"{help_text}\n\n{EXIT_CODES_HELP}")
+    return typer.Typer(
+        no_args_is_help=True, help=f"{help_text}\n\n{EXIT_CODES_HELP}", callback=read_connection
+    )
 
 
 deployments = _group("Deployments of agent servers.")
@@ -61,7 +61,7 @@ providers = _group("OAuth providers.")
 
 
 def _command(group: typer.Typer, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
-    return group.command(name, epilog=EXIT_CODES_HELP)
+    return group.command(name, cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
 
 
 async def _take(items: AsyncIterator[T], limit: int | None) -> list[T]:
@@ -88,9 +88,6 @@ def list_deployments(
     ] = None,
     limit: LimitOption = None,
     output: OutputOption = Output.table,
-    url: UrlOption = None,
-    api_key: ApiKeyOption = None,
-    tenant_id: TenantOption = None,
 ) -> None:
     """List deployments."""
 
@@ -101,34 +98,26 @@ def list_deployments(
         items = client.iter_deployments(name_contains=name_contains, page_size=_page_size(limit))
         return await _take(items, limit)
 
-    print_many(call(Connection(url, api_key, tenant_id), action), Deployment, output)
+    print_many(call(action), Deployment, output)
 
 
 @_command(deployments, "get")
 def get_deployment(
     deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
     output: OutputOption = Output.table,
-    url: UrlOption = None,
-    api_key: ApiKeyOption = None,
-    tenant_id: TenantOption = None,
 ) -> None:
     """Show one deployment."""
-    conn = Connection(url, api_key, tenant_id)
-    print_one(call(conn, lambda c: c.get_deployment(deployment_id)), output)
+    print_one(call(lambda c: c.get_deployment(deployment_id)), output)
 
 
 @_command(deployments, "create")
 def create_deployment(
     file: FileOption,
     output: OutputOption = Output.table,
-    url: UrlOption = None,
-    api_key: ApiKeyOption = None,
-    tenant_id: TenantOption = None,
 ) -> None:
     """Create a deployment from a file (name, source, source_config, ...)."""
     body = load_body(file, DeploymentCreate)
-    conn = Connection(url, api_key, tenant_id)
-    print_one(call(conn, lambda c: c.create_deployment(body)), output)
+    print_one(call(lambda c: c.create_deployment(body)), output)
 
 
 @_command(deployments, "update")
@@ -136,17 +125,13 @@ def update_deployment(
     deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
     file: FileOption,
     output: OutputOption = Output.table,
-    url: UrlOption = None,
-    api_key: ApiKeyOption = None,
-    tenant_id: TenantOption = None,
 ) -> None:
     """Change a deployment (PATCH): only the fields in the file are sent.
 
     A new repo_ref, graph_config_path or image_uri creates a new revision.
     """
     body = load_body(file, DeploymentPatch)
-    conn = Connection(url, api_key, tenant_id)
-    print_one(call(conn, lambda c: c.update_deployment(deployment_id, body)), output)
+    print_one(call(lambda c: c.update_deployment(deployment_id, body)), output)
 
 
 @_command(deployments, "delete")
@@ -160,16 +145,12 @@ def delete_deployment(
             "Deletes one by one: the bulk operation has no such option.",
         ),
     ] = False,
-    url: UrlOption = None,
-    api_key: ApiKeyOption = None,
-    tenant_id: TenantOption = None,
 ) -> None:
     """Delete deployments: one DELETE per id, or bulk (100 per call) when several.
 
     Exits 1 naming every id that could not be deleted (e.g. unknown ids).
     """
-    conn = Connection(url, api_key, tenant_id)
-    failed = call(conn, lambda c: delete_many(c, deployment_ids, delete_tracing_project))
+    failed = call(lambda c: delete_many(c, deployment_ids, delete_tracing_project))
     for deployment_id in deployment_ids:
         if deployment_id not in failed:
             typer.echo(f"deployment {deployment_id} deleted")
@@ -192,9 +173,6 @@ def wait_deployment(
         float, typer.Option("--poll-interval", min=0.1, help="First poll interval (s).")
     ] = 2.0,
     output: OutputOption = Output.table,
-    url: UrlOption = None,
-    api_key: ApiKeyOption = None,
-    tenant_id: TenantOption = None,
 ) -> None:
     """Wait until a revision is terminal, showing its status live.
 
@@ -219,7 +197,7 @@ def wait_deployment(
             console=console,
         )
 
-    final = call(Connection(url, api_key, tenant_id), action)
+    final = call(action)
     print_one(final, output)
     if final.status is not RevisionStatus.DEPLOYED:
         fail(f"revision {final.id} ended {final.status.value}", ExitCode.REVISION_FAILED)
@@ -233,9 +211,6 @@ def list_revisions(
     deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
     limit: LimitOption = None,
     output: OutputOption = Output.table,
-    url: UrlOption = None,
-    api_key: ApiKeyOption = None,
-    tenant_id: TenantOption = None,
 ) -> None:
     """List the revisions of a deployment."""
 
@@ -243,7 +218,7 @@ def list_revisions(
         items = client.iter_revisions(deployment_id, page_size=_page_size(limit))
         return await _take(items, limit)
 
-    print_many(call(Connection(url, api_key, tenant_id), action), Revision, output)
+    print_many(call(action), Revision, output)
 
 
 @_command(revisions, "get")
@@ -251,13 +226,9 @@ def get_revision(
     deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
     revision_id: Annotated[str, typer.Argument(help="Revision id.")],
     output: OutputOption = Output.table,
-    url: UrlOption = None,
-    api_key: ApiKeyOption = None,
-    tenant_id: TenantOption = None,
 ) -> None:
     """Show one revision."""
-    conn = Connection(url, api_key, tenant_id)
-    print_one(call(conn, lambda c: c.get_revision(deployment_id, revision_id)), output)
+    print_one(call(lambda c: c.get_revision(deployment_id, revision_id)), output)
 
 
 @_command(revisions, "redeploy")
@@ -268,24 +239,19 @@ def redeploy_revision(
         bool, typer.Option("--wait", help="Follow the new revision until it is terminal.")
     ] = False,
     output: OutputOption = Output.table,
-    url: UrlOption = None,
-    api_key: ApiKeyOption = None,
-    tenant_id: TenantOption = None,
 ) -> None:
     """Roll back: a new revision with that revision's source revision config.
 
     Prints the deployment; with --wait, follows the new revision and exits as
     `deployments wait` does (0 DEPLOYED, 3 ended otherwise).
     """
-    conn = Connection(url, api_key, tenant_id)
-    deployment = call(conn, lambda c: c.redeploy_revision(deployment_id, revision_id))
+    deployment = call(lambda c: c.redeploy_revision(deployment_id, revision_id))
     if not wait or deployment.latest_revision_id is None:
         print_one(deployment, output)
         return
     console = Console(stderr=True, highlight=False)
     new_revision = str(deployment.latest_revision_id)
     final = call(
-        conn,
         lambda c: follow_revision(
             c, deployment_id, new_revision, timeout=None, poll_interval=2.0, console=console
         ),
@@ -302,43 +268,32 @@ def redeploy_revision(
 def list_listeners(
     limit: LimitOption = None,
     output: OutputOption = Output.table,
-    url: UrlOption = None,
-    api_key: ApiKeyOption = None,
-    tenant_id: TenantOption = None,
 ) -> None:
     """List listeners."""
 
     async def action(client: ControlPlaneClient) -> list[Listener]:
         return await _take(client.iter_listeners(page_size=_page_size(limit)), limit)
 
-    print_many(call(Connection(url, api_key, tenant_id), action), Listener, output)
+    print_many(call(action), Listener, output)
 
 
 @_command(listeners, "get")
 def get_listener(
     listener_id: Annotated[str, typer.Argument(help="Listener id.")],
     output: OutputOption = Output.table,
-    url: UrlOption = None,
-    api_key: ApiKeyOption = None,
-    tenant_id: TenantOption = None,
 ) -> None:
     """Show one listener."""
-    conn = Connection(url, api_key, tenant_id)
-    print_one(call(conn, lambda c: c.get_listener(listener_id)), output)
+    print_one(call(lambda c: c.get_listener(listener_id)), output)
 
 
 @_command(listeners, "create")
 def create_listener(
     file: FileOption,
     output: OutputOption = Output.table,
-    url: UrlOption = None,
-    api_key: ApiKeyOption = None,
-    tenant_id: TenantOption = None,
 ) -> None:
     """Create a listener from a file (compute_type, compute_id, compute_config, version)."""
     body = load_body(file, ListenerCreate)
-    conn = Connection(url, api_key, tenant_id)
-    print_one(call(conn, lambda c: c.create_listener(body)), output)
+    print_one(call(lambda c: c.create_listener(body)), output)
 
 
 @_command(listeners, "update")
@@ -346,25 +301,18 @@ def update_listener(
     listener_id: Annotated[str, typer.Argument(help="Listener id.")],
     file: FileOption,
     output: OutputOption = Output.table,
-    url: UrlOption = None,
-    api_key: ApiKeyOption = None,
-    tenant_id: TenantOption = None,
 ) -> None:
     """Change a listener (PATCH): version and compute_config, the fields in the file."""
     patch = load_body(file, ListenerPatch)
-    conn = Connection(url, api_key, tenant_id)
-    print_one(call(conn, lambda c: c.update_listener(listener_id, patch)), output)
+    print_one(call(lambda c: c.update_listener(listener_id, patch)), output)
 
 
 @_command(listeners, "delete")
 def delete_listener(
     listener_id: Annotated[str, typer.Argument(help="Listener id.")],
-    url: UrlOption = None,
-    api_key: ApiKeyOption = None,
-    tenant_id: TenantOption = None,
 ) -> None:
     """Delete a listener."""
-    call(Connection(url, api_key, tenant_id), lambda c: c.delete_listener(listener_id))
+    call(lambda c: c.delete_listener(listener_id))
     typer.echo(f"listener {listener_id} deleted")
 
 
@@ -375,26 +323,18 @@ def delete_listener(
 def list_repositories(
     integration_id: Annotated[str, typer.Argument(help="Git-host integration id.")],
     output: OutputOption = Output.table,
-    url: UrlOption = None,
-    api_key: ApiKeyOption = None,
-    tenant_id: TenantOption = None,
 ) -> None:
     """List the repositories an integration can deploy from."""
-    conn = Connection(url, api_key, tenant_id)
-    print_many(call(conn, lambda c: c.list_repositories(integration_id)), GitRepository, output)
+    print_many(call(lambda c: c.list_repositories(integration_id)), GitRepository, output)
 
 
 @_command(providers, "get")
 def get_provider(
     provider_id: Annotated[str, typer.Argument(help="OAuth provider id.")],
     output: OutputOption = Output.table,
-    url: UrlOption = None,
-    api_key: ApiKeyOption = None,
-    tenant_id: TenantOption = None,
 ) -> None:
     """Show one OAuth provider."""
-    conn = Connection(url, api_key, tenant_id)
-    print_one(call(conn, lambda c: c.get_oauth_provider(provider_id)), output)
+    print_one(call(lambda c: c.get_oauth_provider(provider_id)), output)
 
 
 def register(app: typer.Typer) -> None:

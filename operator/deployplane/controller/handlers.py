@@ -59,12 +59,7 @@ def build_runtime(
     metrics = OperatorMetrics()
 
     def client_factory(conn: Connection) -> ControlPlaneClient:
-        return ControlPlaneClient(
-            conn.url,
-            api_key=conn.api_key,
-            tenant_id=conn.tenant_id,
-            on_response=metrics.observe_api,
-        )
+        return conn.client(on_response=metrics.observe_api)
 
     connections = Connections(config.default_connection(), kube, factory=client_factory)
     loops: dict[str, ResourceLoop[Any, Any]] = {

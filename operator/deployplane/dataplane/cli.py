@@ -96,10 +96,9 @@ async def _main(
     except ConfigException:
         raise StartupError("no Kubernetes configuration: run in a pod, or set KUBECONFIG") from None
     assert isinstance(cluster, ClusterApi)  # from_environment builds its own class
-    assert config.control_plane_url is not None
-    client = DataPlaneClient(
-        config.control_plane_url, api_key=config.api_key, tenant_id=config.tenant_id
-    )
+    connection = config.default_connection()
+    assert connection is not None  # checked before the agent starts
+    client = connection.client(DataPlaneClient)
     try:
         if lid is None:
             assert name is not None

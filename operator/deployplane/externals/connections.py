@@ -1,43 +1,28 @@
 """Which control plane, with which credentials, a custom resource talks to.
 
 The operator's own connection comes from its environment; a resource may name a Secret
-(`spec.connectionRef`) with `url`, `apiKey` and optional `tenantId` instead. Clients are
-pooled per distinct connection so that 1,000 resources share one HTTP connection pool.
-The key of that pool holds a digest of the API key, never the key itself.
+(`spec.connectionRef`) with `url`, `apiKey` and optional `tenantId` instead. Both are a
+`ConnectionSettings` (`deployplane.api.connection`), which builds the clients. Clients
+are pooled per distinct connection so that 1,000 resources share one HTTP connection
+pool; the key of that pool holds a digest of the API key, never the key itself.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from deployplane.api.client import ControlPlaneClient
+from deployplane.api.connection import ConnectionSettings
 from deployplane.crd.specs import LocalObjectReference
 from deployplane.externals.kube import KubeReader
 from deployplane.reconcile.external import DependencyNotReady
 
+__all__ = ["ClientFactory", "Connection", "Connections"]
 
-@dataclass(frozen=True)
-class Connection:
-    url: str
-    api_key: str | None = None
-    tenant_id: str | None = None
+Connection = ConnectionSettings
+"""The name the operator's modules know a connection by: the same class."""
 
-    def __repr__(self) -> str:
-        return f"Connection(url={self.url!r}, tenant_id={self.tenant_id!r}, api_key=<redacted>)"
-
-    @property
-    def pool_key(self) -> tuple[str, str, str]:
-        digest = hashlib.sha256((self.api_key or "").encode()).hexdigest()
-        return (self.url, digest, self.tenant_id or "")
-
-
-ClientFactory = Callable[[Connection], ControlPlaneClient]
-
-
-def default_client_factory(conn: Connection) -> ControlPlaneClient:
-    return ControlPlaneClient(conn.url, api_key=conn.api_key, tenant_id=conn.tenant_id)
+ClientFactory = Callable[[ConnectionSettings], ControlPlaneClient]
 
 
 class Connections:
@@ -45,9 +30,9 @@ class Connections:
 
     def __init__(
         self,
-        default: Connection | None,
+        default: ConnectionSettings | None,
         kube: KubeReader,
-        factory: ClientFactory = default_client_factory,
+        factory: ClientFactory = ConnectionSettings.client,
     ) -> None:
         self._default = default
         self._kube = kube
@@ -68,7 +53,9 @@ class Connections:
             await client.aclose()
         self._clients.clear()
 
-    async def _resolve(self, namespace: str, ref: LocalObjectReference | None) -> Connection:
+    async def _resolve(
+        self, namespace: str, ref: LocalObjectReference | None
+    ) -> ConnectionSettings:
         if ref is None:
             if self._default is None:
                 raise DependencyNotReady(
@@ -82,4 +69,4 @@ class Connections:
         url = data.get("url")
         if not url:
             raise DependencyNotReady(f"connection Secret {ref.name} has no key url")
-        return Connection(url=url, api_key=data.get("apiKey"), tenant_id=data.get("tenantId"))
+        return ConnectionSettings(url, data.get("apiKey"), data.get("tenantId"))
