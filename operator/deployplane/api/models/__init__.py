@@ -1,0 +1,111 @@
+"""The control-plane API's resources, as pydantic models: the one source of truth.
+
+The typed client, the emulator (and its OpenAPI), and the operator's custom resources
+all use these classes, so the three can never disagree about a field. One module per
+resource (`deployments`, `revisions`, `listeners`, `lookups`), the Kubernetes-shaped
+parts of a deployment (`kubernetes`) and what they all share (`common`); import them
+from here.
+
+How one model reads both the API's snake_case and a custom resource's camelCase:
+`deployplane.api.models.common`.
+"""
+
+from __future__ import annotations
+
+from deployplane.api.models.common import (
+    NAME_MAX_LENGTH,
+    ApiModel,
+    ErrorBody,
+    HTTPValidationError,
+    NotFoundBody,
+    Page,
+    Source,
+    ValidationErrorEntry,
+    camelize,
+)
+from deployplane.api.models.deployments import (
+    BulkDeleteOutcome,
+    BulkDeleteResult,
+    Deployment,
+    DeploymentCreate,
+    DeploymentPatch,
+    DeploymentStatus,
+    DeploymentType,
+    ImagePullSecret,
+    ListenerConfig,
+    ResourceSpec,
+    Secret,
+    SecretName,
+    SecretReference,
+    SourceConfig,
+)
+from deployplane.api.models.kubernetes import (
+    Container,
+    ContainerResources,
+    EnvVar,
+    Volume,
+    VolumeMount,
+)
+from deployplane.api.models.listeners import (
+    ComputeConfig,
+    ComputeType,
+    Listener,
+    ListenerCreate,
+    ListenerPatch,
+    ListenerPut,
+)
+from deployplane.api.models.lookups import (
+    GitRepository,
+    OAuthProvider,
+)
+from deployplane.api.models.revisions import (
+    TERMINAL_REVISION_STATUSES,
+    Revision,
+    RevisionStatus,
+    SourceRevisionConfig,
+    SourceRevisionConfigStatus,
+)
+
+__all__ = [
+    "NAME_MAX_LENGTH",
+    "TERMINAL_REVISION_STATUSES",
+    "ApiModel",
+    "BulkDeleteOutcome",
+    "BulkDeleteResult",
+    "ComputeConfig",
+    "ComputeType",
+    "Container",
+    "ContainerResources",
+    "Deployment",
+    "DeploymentCreate",
+    "DeploymentPatch",
+    "DeploymentStatus",
+    "DeploymentType",
+    "EnvVar",
+    "ErrorBody",
+    "GitRepository",
+    "HTTPValidationError",
+    "ImagePullSecret",
+    "Listener",
+    "ListenerConfig",
+    "ListenerCreate",
+    "ListenerPatch",
+    "ListenerPut",
+    "NotFoundBody",
+    "OAuthProvider",
+    "Page",
+    "ResourceSpec",
+    "Revision",
+    "RevisionStatus",
+    "Secret",
+    "SecretName",
+    "SecretReference",
+    "Source",
+    "SourceConfig",
+    "SourceRevisionConfig",
+    "SourceRevisionConfigStatus",
+    "ValidationErrorEntry",
+    "Volume",
+    "VolumeMount",
+    "camelize",
+]

@@ -1,0 +1,253 @@
+"""Deployments: their bodies (create, patch, answer), source config, secrets, and the
+bulk delete's answer."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated
+from uuid import UUID
+
+from pydantic import ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
+
+from deployplane.api.models.common import (
+    NAME_MAX_LENGTH,
+    ApiModel,
+    FreeForm,
+    NonNegativeNumber,
+    ReportedSource,
+    Source,
+    or_unknown,
+    require_fields,
+)
+from deployplane.api.models.kubernetes import Container, Volume, VolumeMount
+from deployplane.api.models.revisions import SourceRevisionConfig, SourceRevisionConfigStatus
+
+
+class DeploymentStatus(StrEnum):
+    """Every deployment state named by the spec."""
+
+    AWAITING_DATABASE = "AWAITING_DATABASE"
+    READY = "READY"
+    UNUSED = "UNUSED"
+    AWAITING_DELETE = "AWAITING_DELETE"
+    UNKNOWN = "UNKNOWN"
+
+
+class DeploymentType(StrEnum):
+    """The published `source_config.deployment_type` of a git_host deployment."""
+
+    DEV_FREE = "dev_free"
+    DEV = "dev"
+    PROD = "prod"
+
+
+ReportedDeploymentStatus = Annotated[DeploymentStatus, or_unknown(DeploymentStatus)]
+
+
+class ImagePullSecret(ApiModel):
+    """A reference to an image pull secret."""
+
+    name: str = Field(description="Name of the image pull secret.")
+
+
+class ResourceSpec(ApiModel):
+    """Compute resources and pod shape of a deployment. `_mb` = megabytes, `_gi` = GiB."""
+
+    # Application
+    min_scale: NonNegativeNumber | None = Field(None, description="Minimum app replicas.")
+    max_scale: NonNegativeNumber | None = Field(None, description="Maximum app replicas.")
+    cpu: NonNegativeNumber | None = Field(None, description="App CPU request.")
+    cpu_limit: NonNegativeNumber | None = Field(None, description="App CPU limit.")
+    memory_mb: NonNegativeNumber | None = Field(None, description="App memory request (MB).")
+    memory_limit_mb: NonNegativeNumber | None = Field(None, description="App memory limit (MB).")
+    # Queue
+    queue_min_scale: NonNegativeNumber | None = Field(None, description="Min queue replicas.")
+    queue_max_scale: NonNegativeNumber | None = Field(None, description="Max queue replicas.")
+    queue_cpu: NonNegativeNumber | None = Field(None, description="Queue CPU request.")
+    queue_cpu_limit: NonNegativeNumber | None = Field(None, description="Queue CPU limit.")
+    queue_memory_mb: NonNegativeNumber | None = Field(None, description="Queue memory (MB).")
+    queue_memory_limit_mb: NonNegativeNumber | None = Field(
+        None, description="Queue memory limit (MB)."
+    )
+    # Orchestrator
+    orchestrator_cpu: NonNegativeNumber | None = Field(None, description="Orchestrator CPU.")
+    orchestrator_cpu_limit: NonNegativeNumber | None = Field(
+        None, description="Orchestrator CPU limit."
+    )
+    orchestrator_memory_mb: NonNegativeNumber | None = Field(
+        None, description="Orchestrator memory (MB)."
+    )
+    orchestrator_memory_limit_mb: NonNegativeNumber | None = Field(
+        None, description="Orchestrator memory limit (MB)."
+    )
+    orchestrator_min_scale: NonNegativeNumber | None = Field(
+        None, description="Min orchestrator replicas."
+    )
+    orchestrator_max_scale: NonNegativeNumber | None = Field(
+        None, description="Max orchestrator replicas."
+    )
+    # Cache
+    redis_memory_mb: NonNegativeNumber | None = Field(None, description="Redis memory (MB).")
+    # Database
+    db_cpu: NonNegativeNumber | None = Field(None, description="Database CPU request.")
+    db_cpu_limit: NonNegativeNumber | None = Field(None, description="Database CPU limit.")
+    db_memory_mb: NonNegativeNumber | None = Field(None, description="Database memory (MB).")
+    db_memory_limit_mb: NonNegativeNumber | None = Field(
+        None, description="Database memory limit (MB)."
+    )
+    db_storage_gi: NonNegativeNumber | None = Field(None, description="Database storage (GiB).")
+    db_max_connections: NonNegativeNumber | None = Field(
+        None, description="Database max connections."
+    )
+    # Pod shape
+    labels: FreeForm | None = Field(None, description="Labels (free-form).")
+    annotations: FreeForm | None = Field(None, description="Annotations (free-form).")
+    service_account_name: str | None = Field(None, description="Kubernetes service account.")
+    image_pull_secrets: list[ImagePullSecret] | None = Field(
+        None, description="Image pull secrets."
+    )
+    volumes: list[Volume] | None = Field(None, description="Volumes.")
+    volume_mounts: list[VolumeMount] | None = Field(None, description="Volume mounts.")
+    init_containers: list[Container] | None = Field(None, description="Init containers.")
+    sidecars: list[Container] | None = Field(None, description="Sidecar containers.")
+
+
+class ListenerConfig(ApiModel):
+    """Where on the listener's compute a deployment runs."""
+
+    k8s_namespace: str | None = Field(None, description="Kubernetes namespace to deploy into.")
+
+
+class SourceConfig(ApiModel):
+    """Source fields that need no new revision when changed (or cannot change)."""
+
+    integration_id: UUID | None = Field(
+        None, description="Git-host integration id (host_integration_id of the repo listing)."
+    )
+    repo_url: str | None = Field(None, description="Repository URL (url of the repo listing).")
+    build_on_push: bool | None = Field(
+        None, description="Build on every push; must be false when repoRef is a tag."
+    )
+    deployment_type: DeploymentType | None = Field(
+        None, description="Kind of git_host deployment (dev_free, dev, prod); immutable."
+    )
+    custom_url: str | None = Field(
+        None,
+        description=(
+            "URL of the deployment: settable for external_docker only; for git_host the "
+            "service sets it (read-only)."
+        ),
+    )
+    resource_spec: ResourceSpec | None = Field(None, description="Compute resources.")
+    listener_id: UUID | None = Field(None, description="Id of the listener to run on.")
+    listener_config: ListenerConfig | None = Field(None, description="Listener settings.")
+    install_command: str | None = Field(None, description="Install command.")
+    build_command: str | None = Field(None, description="Build command.")
+
+
+class Secret(ApiModel):
+    """A secret supplied to a deployment. The value is write-only."""
+
+    name: str = Field(description="Secret name.")
+    value: str = Field(description="Secret value (never returned by the service).")
+
+    def __repr__(self) -> str:  # keep values out of logs and tracebacks
+        return f"Secret(name={self.name!r}, value=<redacted>)"
+
+    __str__ = __repr__
+
+
+class SecretName(ApiModel):
+    """A secret as the service reports it: its name only."""
+
+    name: str
+
+
+class SecretReference(ApiModel):
+    """An environment variable filled from a Kubernetes Secret that already exists on the
+    listener's cluster (external_docker only): the value never passes the service."""
+
+    name: str = Field(min_length=1, description="Environment variable name.")
+    secret_name: str = Field(min_length=1, description="Name of the Kubernetes Secret.")
+    secret_key: str = Field(min_length=1, description="Key within that Secret.")
+
+
+class DeploymentCreate(ApiModel):
+    """Body of POST /v2/deployments."""
+
+    name: str = Field(
+        min_length=1,
+        max_length=NAME_MAX_LENGTH,
+        description="Deployment (and tracing project) name.",
+    )
+    source: Source = Field(description="Where the code comes from.")
+    source_config: SourceConfig | None = None
+    source_revision_config: SourceRevisionConfig | None = None
+    secrets: list[Secret] | None = None
+    secret_references: list[SecretReference] | None = None
+
+
+class DeploymentPatch(ApiModel):
+    """Body of PATCH /v2/deployments/{id}; only the fields set are changed.
+
+    `name` and `source` are accepted so the service can refuse a change to them
+    explicitly (they cannot change after creation) rather than silently ignoring it.
+    """
+
+    # Not in the published PATCH body (so not in the OpenAPI document): read only to
+    # refuse a change by name.
+    name: SkipJsonSchema[str | None] = Field(None, max_length=NAME_MAX_LENGTH)
+    source: SkipJsonSchema[Source | None] = None
+    source_config: SourceConfig | None = None
+    source_revision_config: SourceRevisionConfig | None = None
+    secrets: list[Secret] | None = None
+    secret_references: list[SecretReference] | None = None
+
+
+class Deployment(ApiModel):
+    """A deployment as the service returns it."""
+
+    id: UUID
+    tenant_id: UUID = Field(description="The workspace the deployment belongs to (read-only).")
+    name: str
+    source: ReportedSource
+    source_config: SourceConfig | None = None
+    source_revision_config: SourceRevisionConfigStatus | None = None
+    secrets: list[SecretName] | None = None
+    secret_references: list[SecretReference] | None = None
+    created_at: datetime
+    updated_at: datetime
+    status: ReportedDeploymentStatus
+    latest_revision_id: UUID | None = None
+    active_revision_id: UUID | None = None
+
+    # Every Deployment answer carries these (the published contract): required in the
+    # OpenAPI document, yet read with defaults here, so that one missing field never
+    # fails a whole list page in the client.
+    model_config = ConfigDict(
+        json_schema_extra=lambda schema: require_fields(
+            schema,
+            "source_config",
+            "source_revision_config",
+            "secrets",
+            "latest_revision_id",
+            "active_revision_id",
+        )
+    )
+    image_version: str | None = None
+
+
+class BulkDeleteOutcome(ApiModel):
+    """One id's outcome in a bulk delete: 204 deleted, 404 unknown (named in detail)."""
+
+    deployment_id: UUID
+    status: int
+    detail: str | None = None
+
+
+class BulkDeleteResult(ApiModel):
+    """Body of DELETE /v2/deployments: 200 when every id went, 207 when some failed."""
+
+    results: list[BulkDeleteOutcome]
