@@ -6,24 +6,16 @@ Each command is thin: parse options, make one or a few client calls through
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from typing import Annotated, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 
+from deployplane.api import models
 from deployplane.api.client import ControlPlaneClient
-from deployplane.api.models import (
-    Deployment,
-    DeploymentCreate,
-    DeploymentPatch,
-    GitRepository,
-    Listener,
-    ListenerCreate,
-    ListenerPatch,
-    Revision,
-    RevisionStatus,
-)
 from deployplane.commands.bodies import FileOption, load_body
 from deployplane.commands.connection import (
     EXIT_CODES_HELP,
@@ -60,8 +52,10 @@ repos = _group("Git-host repositories available through an integration.")
 providers = _group("OAuth providers.")
 
 
-def _command(group: typer.Typer, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
-    return group.command(name, cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
+def _command(
+    group: typer.Typer, name: str, help: str | None = None
+) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    return group.command(name, cls=ConnectedCommand, epilog=EXIT_CODES_HELP, help=help)
 
 
 async def _take(items: AsyncIterator[T], limit: int | None) -> list[T]:
@@ -75,6 +69,54 @@ async def _take(items: AsyncIterator[T], limit: int | None) -> list[T]:
 
 def _page_size(limit: int | None) -> int:
     return min(limit, 100) if limit else 100
+
+
+def _print_final(final: models.Revision, output: Output) -> None:
+    """Print a followed revision; exit 3 unless it ended DEPLOYED."""
+    print_one(final, output)
+    if final.status is not models.RevisionStatus.DEPLOYED:
+        fail(f"revision {final.id} ended {final.status.value}", ExitCode.REVISION_FAILED)
+
+
+@dataclass(frozen=True)
+class _Editable:
+    """What the get, create and update commands of a resource differ by."""
+
+    group: typer.Typer
+    noun: str
+    create_body: type[BaseModel]
+    patch_body: type[BaseModel]
+    get: Callable[[ControlPlaneClient, str], Awaitable[BaseModel]]
+    create: Callable[[ControlPlaneClient, Any], Awaitable[BaseModel]]
+    update: Callable[[ControlPlaneClient, str, Any], Awaitable[BaseModel]]
+    create_help: str
+    update_help: str
+
+
+def _add_get_create_update(kind: _Editable) -> None:
+    """Register `get ID`, `create -f FILE` and `update ID -f FILE` for one resource."""
+    id_help, id_name = f"{kind.noun.capitalize()} id.", f"{kind.noun}_id"
+
+    @_command(kind.group, "get", help=f"Show one {kind.noun}.")
+    def get(
+        resource_id: str = typer.Argument(help=id_help, metavar=id_name),
+        output: OutputOption = Output.table,
+    ) -> None:
+        print_one(call(lambda c: kind.get(c, resource_id)), output)
+
+    @_command(kind.group, "create", help=kind.create_help)
+    def create(file: FileOption, output: OutputOption = Output.table) -> None:
+        body = load_body(file, kind.create_body)
+        print_one(call(lambda c: kind.create(c, body)), output)
+
+    @_command(kind.group, "update", help=kind.update_help)
+    def update(
+        file: FileOption,
+        resource_id: str = typer.Argument(help=id_help, metavar=id_name),
+        output: OutputOption = Output.table,
+    ) -> None:
+        body = load_body(file, kind.patch_body)
+        print_one(call(lambda c: kind.update(c, resource_id, body)), output)
 
 
 # -------------------------------------------------------------------- deployments
@@ -91,47 +133,30 @@ def list_deployments(
 ) -> None:
     """List deployments."""
 
-    async def action(client: ControlPlaneClient) -> list[Deployment]:
+    async def action(client: ControlPlaneClient) -> list[models.Deployment]:
         if name is not None:  # no exact-name filter is published: name_contains + match
             found = await client.find_deployment_by_name(name)
             return [found] if found is not None else []
         items = client.iter_deployments(name_contains=name_contains, page_size=_page_size(limit))
         return await _take(items, limit)
 
-    print_many(call(action), Deployment, output)
+    print_many(call(action), models.Deployment, output)
 
 
-@_command(deployments, "get")
-def get_deployment(
-    deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
-    output: OutputOption = Output.table,
-) -> None:
-    """Show one deployment."""
-    print_one(call(lambda c: c.get_deployment(deployment_id)), output)
-
-
-@_command(deployments, "create")
-def create_deployment(
-    file: FileOption,
-    output: OutputOption = Output.table,
-) -> None:
-    """Create a deployment from a file (name, source, source_config, ...)."""
-    body = load_body(file, DeploymentCreate)
-    print_one(call(lambda c: c.create_deployment(body)), output)
-
-
-@_command(deployments, "update")
-def update_deployment(
-    deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
-    file: FileOption,
-    output: OutputOption = Output.table,
-) -> None:
-    """Change a deployment (PATCH): only the fields in the file are sent.
-
-    A new repo_ref, graph_config_path or image_uri creates a new revision.
-    """
-    body = load_body(file, DeploymentPatch)
-    print_one(call(lambda c: c.update_deployment(deployment_id, body)), output)
+_add_get_create_update(
+    _Editable(
+        deployments,
+        "deployment",
+        models.DeploymentCreate,
+        models.DeploymentPatch,
+        ControlPlaneClient.get_deployment,
+        ControlPlaneClient.create_deployment,
+        ControlPlaneClient.update_deployment,
+        create_help="Create a deployment from a file (name, source, source_config, ...).",
+        update_help="Change a deployment (PATCH): only the fields in the file are sent.\n\n"
+        "A new repo_ref, graph_config_path or image_uri creates a new revision.",
+    )
+)
 
 
 @_command(deployments, "delete")
@@ -181,7 +206,7 @@ def wait_deployment(
     """
     console = Console(stderr=True, highlight=False)
 
-    async def action(client: ControlPlaneClient) -> Revision:
+    async def action(client: ControlPlaneClient) -> models.Revision:
         revision_id = revision
         if revision_id is None:
             deployment = await client.get_deployment(deployment_id)
@@ -197,10 +222,7 @@ def wait_deployment(
             console=console,
         )
 
-    final = call(action)
-    print_one(final, output)
-    if final.status is not RevisionStatus.DEPLOYED:
-        fail(f"revision {final.id} ended {final.status.value}", ExitCode.REVISION_FAILED)
+    _print_final(call(action), output)
 
 
 # ---------------------------------------------------------------------- revisions
@@ -214,11 +236,11 @@ def list_revisions(
 ) -> None:
     """List the revisions of a deployment."""
 
-    async def action(client: ControlPlaneClient) -> list[Revision]:
+    async def action(client: ControlPlaneClient) -> list[models.Revision]:
         items = client.iter_revisions(deployment_id, page_size=_page_size(limit))
         return await _take(items, limit)
 
-    print_many(call(action), Revision, output)
+    print_many(call(action), models.Revision, output)
 
 
 @_command(revisions, "get")
@@ -256,9 +278,7 @@ def redeploy_revision(
             c, deployment_id, new_revision, timeout=None, poll_interval=2.0, console=console
         ),
     )
-    print_one(final, output)
-    if final.status is not RevisionStatus.DEPLOYED:
-        fail(f"revision {final.id} ended {final.status.value}", ExitCode.REVISION_FAILED)
+    _print_final(final, output)
 
 
 # ---------------------------------------------------------------------- listeners
@@ -271,40 +291,27 @@ def list_listeners(
 ) -> None:
     """List listeners."""
 
-    async def action(client: ControlPlaneClient) -> list[Listener]:
+    async def action(client: ControlPlaneClient) -> list[models.Listener]:
         return await _take(client.iter_listeners(page_size=_page_size(limit)), limit)
 
-    print_many(call(action), Listener, output)
+    print_many(call(action), models.Listener, output)
 
 
-@_command(listeners, "get")
-def get_listener(
-    listener_id: Annotated[str, typer.Argument(help="Listener id.")],
-    output: OutputOption = Output.table,
-) -> None:
-    """Show one listener."""
-    print_one(call(lambda c: c.get_listener(listener_id)), output)
-
-
-@_command(listeners, "create")
-def create_listener(
-    file: FileOption,
-    output: OutputOption = Output.table,
-) -> None:
-    """Create a listener from a file (compute_type, compute_id, compute_config, version)."""
-    body = load_body(file, ListenerCreate)
-    print_one(call(lambda c: c.create_listener(body)), output)
-
-
-@_command(listeners, "update")
-def update_listener(
-    listener_id: Annotated[str, typer.Argument(help="Listener id.")],
-    file: FileOption,
-    output: OutputOption = Output.table,
-) -> None:
-    """Change a listener (PATCH): version and compute_config, the fields in the file."""
-    patch = load_body(file, ListenerPatch)
-    print_one(call(lambda c: c.update_listener(listener_id, patch)), output)
+_add_get_create_update(
+    _Editable(
+        listeners,
+        "listener",
+        models.ListenerCreate,
+        models.ListenerPatch,
+        ControlPlaneClient.get_listener,
+        ControlPlaneClient.create_listener,
+        ControlPlaneClient.update_listener,
+        create_help="Create a listener from a file "
+        "(compute_type, compute_id, compute_config, version).",
+        update_help="Change a listener (PATCH): version and compute_config, "
+        "the fields in the file.",
+    )
+)
 
 
 @_command(listeners, "delete")
@@ -325,7 +332,7 @@ def list_repositories(
     output: OutputOption = Output.table,
 ) -> None:
     """List the repositories an integration can deploy from."""
-    print_many(call(lambda c: c.list_repositories(integration_id)), GitRepository, output)
+    print_many(call(lambda c: c.list_repositories(integration_id)), models.GitRepository, output)
 
 
 @_command(providers, "get")
