@@ -82,18 +82,15 @@ class ControlPlaneClient(ApiTransport):
     # ------------------------------------------------------------------ deployments
 
     async def create_deployment(self, body: DeploymentCreate) -> Deployment:
-        response = await self._request("POST", DEPLOYMENTS, json=_dump(body))
-        return self._parse(Deployment, response, "POST", DEPLOYMENTS)
+        return await self._call(Deployment, "POST", DEPLOYMENTS, json=_dump(body))
 
     async def get_deployment(self, deployment_id: Id) -> Deployment:
-        response = await self._request("GET", DEPLOYMENT, {"deployment_id": deployment_id})
-        return self._parse(Deployment, response, "GET", DEPLOYMENT)
+        return await self._call(Deployment, "GET", DEPLOYMENT, {"deployment_id": deployment_id})
 
     async def update_deployment(self, deployment_id: Id, body: DeploymentPatch) -> Deployment:
-        response = await self._request(
-            "PATCH", DEPLOYMENT, {"deployment_id": deployment_id}, json=_dump(body)
+        return await self._call(
+            Deployment, "PATCH", DEPLOYMENT, {"deployment_id": deployment_id}, json=_dump(body)
         )
-        return self._parse(Deployment, response, "PATCH", DEPLOYMENT)
 
     async def delete_deployment(
         self, deployment_id: Id, *, delete_tracing_project: bool = False
@@ -108,8 +105,7 @@ class ControlPlaneClient(ApiTransport):
         if not 1 <= len(deployment_ids) <= MAX_BULK_DELETE:
             raise ValueError(f"between 1 and {MAX_BULK_DELETE} deployment ids per call")
         params = {"deployment_ids": [str(i) for i in deployment_ids]}
-        response = await self._request("DELETE", DEPLOYMENTS, params=params)
-        return self._parse(BulkDeleteResult, response, "DELETE", DEPLOYMENTS)
+        return await self._call(BulkDeleteResult, "DELETE", DEPLOYMENTS, params=params)
 
     async def list_deployments(
         self,
@@ -135,8 +131,7 @@ class ControlPlaneClient(ApiTransport):
             limit=limit,
             offset=offset,
         )
-        response = await self._request("GET", DEPLOYMENTS, params=params)
-        return self._parse(Page[Deployment], response, "GET", DEPLOYMENTS)
+        return await self._call(Page[Deployment], "GET", DEPLOYMENTS, params=params)
 
     async def iter_deployments(
         self, *, name_contains: str | None = None, page_size: int = 100, **filters: Any
@@ -179,15 +174,13 @@ class ControlPlaneClient(ApiTransport):
     async def redeploy_revision(self, deployment_id: Id, revision_id: Id) -> Deployment:
         """Roll back: a new revision with that revision's source revision config."""
         ids = {"deployment_id": deployment_id, "revision_id": revision_id}
-        response = await self._request("POST", REDEPLOY, ids)
-        return self._parse(Deployment, response, "POST", REDEPLOY)
+        return await self._call(Deployment, "POST", REDEPLOY, ids)
 
     # -------------------------------------------------------------------- revisions
 
     async def get_revision(self, deployment_id: Id, revision_id: Id) -> Revision:
         ids = {"deployment_id": deployment_id, "revision_id": revision_id}
-        response = await self._request("GET", REVISION, ids)
-        return self._parse(Revision, response, "GET", REVISION)
+        return await self._call(Revision, "GET", REVISION, ids)
 
     async def list_revisions(
         self,
@@ -205,10 +198,9 @@ class ControlPlaneClient(ApiTransport):
             limit=limit,
             offset=offset,
         )
-        response = await self._request(
-            "GET", REVISIONS, {"deployment_id": deployment_id}, params=params
+        return await self._call(
+            Page[Revision], "GET", REVISIONS, {"deployment_id": deployment_id}, params=params
         )
-        return self._parse(Page[Revision], response, "GET", REVISIONS)
 
     async def iter_revisions(
         self, deployment_id: Id, *, page_size: int = 100
@@ -266,18 +258,15 @@ class ControlPlaneClient(ApiTransport):
     # -------------------------------------------------------------------- listeners
 
     async def create_listener(self, body: ListenerCreate) -> Listener:
-        response = await self._request("POST", LISTENERS, json=_dump(body))
-        return self._parse(Listener, response, "POST", LISTENERS)
+        return await self._call(Listener, "POST", LISTENERS, json=_dump(body))
 
     async def get_listener(self, listener_id: Id) -> Listener:
-        response = await self._request("GET", LISTENER, {"listener_id": listener_id})
-        return self._parse(Listener, response, "GET", LISTENER)
+        return await self._call(Listener, "GET", LISTENER, {"listener_id": listener_id})
 
     async def update_listener(self, listener_id: Id, body: ListenerPatch) -> Listener:
-        response = await self._request(
-            "PATCH", LISTENER, {"listener_id": listener_id}, json=_dump(body)
+        return await self._call(
+            Listener, "PATCH", LISTENER, {"listener_id": listener_id}, json=_dump(body)
         )
-        return self._parse(Listener, response, "PATCH", LISTENER)
 
     async def delete_listener(self, listener_id: Id) -> None:
         await self._request("DELETE", LISTENER, {"listener_id": listener_id})
@@ -286,8 +275,7 @@ class ControlPlaneClient(ApiTransport):
         self, *, limit: int | None = None, offset: int | None = None
     ) -> Page[Listener]:
         params = _query(limit=limit, offset=offset)
-        response = await self._request("GET", LISTENERS, params=params)
-        return self._parse(Page[Listener], response, "GET", LISTENERS)
+        return await self._call(Page[Listener], "GET", LISTENERS, params=params)
 
     async def iter_listeners(self, *, page_size: int = 100) -> AsyncIterator[Listener]:
         async def page(offset: int | None) -> Page[Listener]:
@@ -306,8 +294,7 @@ class ControlPlaneClient(ApiTransport):
             raise self._bad_body("GET", REPOSITORIES, response, exc) from exc
 
     async def get_oauth_provider(self, provider_id: str) -> OAuthProvider:
-        response = await self._request("GET", OAUTH_PROVIDER, {"provider_id": provider_id})
-        return self._parse(OAuthProvider, response, "GET", OAUTH_PROVIDER)
+        return await self._call(OAuthProvider, "GET", OAUTH_PROVIDER, {"provider_id": provider_id})
 
     # --------------------------------------------------------------------- plumbing
 

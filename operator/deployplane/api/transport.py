@@ -168,6 +168,20 @@ class ApiTransport:
                 continue
             raise error
 
+    async def _call(
+        self,
+        model: type[ModelT],
+        method: str,
+        template: str,
+        path_params: Mapping[str, Id] | None = None,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+    ) -> ModelT:
+        """`_request`, then the answer read as `model`."""
+        response = await self._request(method, template, path_params, params=params, json=json)
+        return self._parse(model, response, method, template)
+
     @staticmethod
     def _may_retry_exception(method: str, exc: httpx.TransportError) -> bool:
         if method == "POST":
