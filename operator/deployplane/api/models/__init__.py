@@ -2,8 +2,8 @@
 
 The typed client, the emulator (and its OpenAPI), and the operator's custom resources
 all use these classes, so the three can never disagree about a field. One module per
-resource (`deployments`, `revisions`, `listeners`, `lookups`), the Kubernetes-shaped
-parts of a deployment (`kubernetes`) and what they all share (`common`); import them
+resource (`deployments`, with the Kubernetes-shaped parts of its `resource_spec`;
+`revisions`, `listeners`, `lookups`) and what they all share (`common`); import them
 from here.
 
 How one model reads both the API's snake_case and a custom resource's camelCase:
@@ -26,11 +26,14 @@ from deployplane.api.models.common import (
 from deployplane.api.models.deployments import (
     BulkDeleteOutcome,
     BulkDeleteResult,
+    Container,
+    ContainerResources,
     Deployment,
     DeploymentCreate,
     DeploymentPatch,
     DeploymentStatus,
     DeploymentType,
+    EnvVar,
     ImagePullSecret,
     ListenerConfig,
     ResourceSpec,
@@ -38,11 +41,6 @@ from deployplane.api.models.deployments import (
     SecretName,
     SecretReference,
     SourceConfig,
-)
-from deployplane.api.models.kubernetes import (
-    Container,
-    ContainerResources,
-    EnvVar,
     Volume,
     VolumeMount,
 )

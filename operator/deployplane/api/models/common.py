@@ -10,7 +10,7 @@ Models dump snake_case (no serialization alias); the CRD generator camelizes nam
 
 Fields that the spec already spells in camelCase (Kubernetes shapes inside
 `resource_spec`: VolumeMount, Container, volumes) keep those names on both sides
-(`deployplane.api.models.kubernetes`).
+(`deployplane.api.models.deployments`).
 """
 
 from __future__ import annotations
