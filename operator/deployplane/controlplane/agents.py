@@ -13,9 +13,10 @@ from typing import Any
 from sqlalchemy import insert, select, update
 
 from deployplane.api.dataplane import Heartbeat
-from deployplane.controlplane.db import DbConn, listener_agents, listeners
+from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import NotFoundError
 from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.tables import listener_agents, listeners
 
 __all__ = [
     "AGENT_TTL_SECONDS",

@@ -26,8 +26,9 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy import delete, insert, select
 
 from deployplane.api.models import Secret
-from deployplane.controlplane.db import DbConn, secret_values
+from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import ConflictError
+from deployplane.controlplane.tables import secret_values
 
 __all__ = ["keep_secret_values", "read_secret_values"]
 
