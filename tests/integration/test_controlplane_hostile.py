@@ -223,7 +223,8 @@ async def test_an_answer_that_cannot_be_written_leaves_nothing_written(
 ) -> None:
     """Writes complete or leave nothing, whatever else fails: the answer is serialised
     inside the transaction, so a failure to write it rolls the write back."""
-    from deployplane.controlplane.routes import deployments, extensions, listeners
+    # Every write route answers through deps.write_answer, which serialises with this.
+    from deployplane.controlplane import deps
 
     def unwritable(*_: Any, **__: Any) -> Any:
         raise ValueError("cannot serialise")
@@ -233,9 +234,7 @@ async def test_an_answer_that_cannot_be_written_leaves_nothing_written(
         created = (await api.post("/v2/deployments", json=image_body("kept"))).json()
         kept = (await api.post("/v2/listeners", json=K8S_LISTENER)).json()
         before = await state(api)
-        monkeypatch.setattr(deployments, "json_response", unwritable)
-        monkeypatch.setattr(listeners, "json_response", unwritable)
-        monkeypatch.setattr(extensions, "json_response", unwritable)  # listener PUT
+        monkeypatch.setattr(deps, "json_response", unwritable)
         attempts = [
             ("POST", "/v2/deployments", image_body("lost")),
             ("PATCH", f"/v2/deployments/{created['id']}", {"source_config": {"custom_url": "u"}}),

@@ -40,7 +40,12 @@ from deployplane.controlplane.pipeline import (
 )
 from deployplane.controlplane.secretvalues import read_secret_values
 from deployplane.controlplane.settings import WorkspaceConfig
-from deployplane.controlplane.store.rows import deployment_not_found, find_revision
+from deployplane.controlplane.store.rows import (
+    deployment_not_found,
+    find_revision,
+    first_or_404,
+    owned,
+)
 from deployplane.controlplane.tables import dataplane_revisions, deployments, revisions, utcnow
 
 __all__ = [
@@ -83,14 +88,10 @@ async def _own_deployment(
 ) -> Any:
     """The deployment row, locked for the write; 404 unknown, 403 another listener's."""
     await check_listener(conn, workspace, listener_id)
-    query = select(deployments).where(
-        deployments.c.id == deployment_id, deployments.c.workspace_id == workspace.id
-    )
+    query = select(deployments).where(*owned(deployments, deployment_id, workspace.id))
     if conn.concurrent:
         query = query.with_for_update()
-    row = (await conn.execute(query)).first()
-    if row is None:
-        raise deployment_not_found(deployment_id)
+    row = await first_or_404(conn, query, deployment_not_found, deployment_id)
     if listener_of(row.source_config) != listener_id:
         raise _forbidden(deployment_id, listener_id)
     return row

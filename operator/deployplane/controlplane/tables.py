@@ -98,11 +98,24 @@ def _text_position_sqlite(element: text_position, compiler: SQLCompiler, **kw: A
 
 metadata = MetaData()
 
+
+def _owned_by_workspace() -> tuple[Column[Any], Column[Any]]:
+    """The id of a workspace's resource and the workspace every query is scoped by."""
+    return Column("id", Uuid, primary_key=True), Column("workspace_id", Uuid, nullable=False)
+
+
+def _timestamps() -> tuple[Column[Any], Column[Any]]:
+    """created_at and updated_at of a resource the API answers with both."""
+    return (
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("updated_at", UTCDateTime, nullable=False),
+    )
+
+
 deployments = Table(
     "deployments",
     metadata,
-    Column("id", Uuid, primary_key=True),
-    Column("workspace_id", Uuid, nullable=False),
+    *_owned_by_workspace(),
     Column("name", String, nullable=False),
     Column("source", String, nullable=False),
     Column("source_config", JSON, nullable=False),
@@ -115,8 +128,7 @@ deployments = Table(
     Column("latest_revision_id", Uuid, nullable=True),
     Column("active_revision_id", Uuid, nullable=True),
     Column("image_version", String, nullable=True),
-    Column("created_at", UTCDateTime, nullable=False),
-    Column("updated_at", UTCDateTime, nullable=False),
+    *_timestamps(),
     # epoch seconds at which an AWAITING_DELETE deployment is removed
     Column("delete_at", Float, nullable=True),
     # the DELETE's delete_tracing_project: whether the tracing project goes too
@@ -130,8 +142,7 @@ deployments = Table(
 tracing_projects = Table(
     "tracing_projects",
     metadata,
-    Column("id", Uuid, primary_key=True),
-    Column("workspace_id", Uuid, nullable=False),
+    *_owned_by_workspace(),
     Column("name", String, nullable=False),
     Column("deployment_id", Uuid, ForeignKey("deployments.id", ondelete="CASCADE"), nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
@@ -155,8 +166,7 @@ revisions = Table(
     Column("graph_config_path", String, nullable=True),
     Column("image_uri", String, nullable=True),
     Column("repo_commit_sha", String, nullable=True),
-    Column("created_at", UTCDateTime, nullable=False),
-    Column("updated_at", UTCDateTime, nullable=False),
+    *_timestamps(),
     # epoch seconds at which the pipeline moves this revision on; null once terminal
     Column("next_step_at", Float, nullable=True),
     # The service's "applied by the data plane": false when created; see
@@ -169,14 +179,12 @@ revisions = Table(
 listeners = Table(
     "listeners",
     metadata,
-    Column("id", Uuid, primary_key=True),
-    Column("workspace_id", Uuid, nullable=False),
+    *_owned_by_workspace(),
     Column("compute_type", String, nullable=False),
     Column("compute_id", String, nullable=False),
     Column("compute_config", JSON, nullable=True),
     Column("version", String, nullable=True),
-    Column("created_at", UTCDateTime, nullable=False),
-    Column("updated_at", UTCDateTime, nullable=False),
+    *_timestamps(),
     UniqueConstraint("workspace_id", "compute_id", name="uq_listener_workspace_compute_id"),
 )
 

@@ -23,7 +23,6 @@ __all__ = [
     "TAG_PREFIX",
     "check_repository",
     "deployment_errors",
-    "nul_errors",
     "published_rule_errors",
     "ref_format_error",
     "repo_url_error",
@@ -40,29 +39,10 @@ _SC = ("body", "source_config")
 _RC = ("body", "source_revision_config")
 
 
+# PostgreSQL's text type cannot hold U+0000, so the emulator refuses it in every request
+# on every database alike (SQLite would store it, and the two would answer differently):
+# in bodies `jsonguard`, in query parameters `deps.refuse_nul_in_query`.
 NUL_MESSAGE = "must not contain the NUL character (U+0000)"
-
-
-def nul_errors(value: Any, loc: tuple[str | int, ...]) -> list[dict[str, Any]]:
-    """One error per string in `value` (plain data: dicts, lists, strings) holding U+0000.
-
-    PostgreSQL's text type cannot hold U+0000 (the insert fails), so the emulator refuses
-    it in every request on every database alike: SQLite would store it, and the two
-    would answer differently. No name, URL, ref or environment value can carry it
-    anyway. The error names the place, never the value (it may be a secret).
-    """
-    if isinstance(value, str):
-        return [invalid(loc, NUL_MESSAGE)] if "\x00" in value else []
-    errors: list[dict[str, Any]] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(key, str) and "\x00" in key:
-                errors.append(invalid(loc, f"keys {NUL_MESSAGE}"))
-            errors += nul_errors(item, (*loc, str(key)))
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            errors += nul_errors(item, (*loc, index))
-    return errors
 
 
 _REF_FORBIDDEN = frozenset(" ~^:?*[\\")

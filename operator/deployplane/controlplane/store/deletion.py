@@ -13,6 +13,7 @@ from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import NotFoundError
 from deployplane.controlplane.settings import WorkspaceConfig
 from deployplane.controlplane.store.revisions import check_deployment, supersede
+from deployplane.controlplane.store.rows import owned
 from deployplane.controlplane.tables import deployments, utcnow
 
 __all__ = ["BulkOutcome", "delete_deployment", "delete_deployments"]
@@ -32,8 +33,7 @@ async def delete_deployment(
     result = await conn.execute(
         update(deployments)
         .where(
-            deployments.c.id == deployment_id,
-            deployments.c.workspace_id == workspace.id,
+            *owned(deployments, deployment_id, workspace.id),
             deployments.c.status != DeploymentStatus.AWAITING_DELETE.value,
         )
         .values(

@@ -28,7 +28,7 @@ from deployplane.controlplane.errors import InvalidError, RefusedError
 from deployplane.controlplane.secretvalues import keep_secret_values
 from deployplane.controlplane.settings import WorkspaceConfig
 from deployplane.controlplane.store.listeners import listener_exists
-from deployplane.controlplane.store.revisions import insert_revision, supersede
+from deployplane.controlplane.store.revisions import insert_revision, replace_latest
 from deployplane.controlplane.store.rows import (
     GET_DEPLOYMENT,
     LOCK_DEPLOYMENT,
@@ -36,8 +36,11 @@ from deployplane.controlplane.store.rows import (
     deployment_not_found,
     deployment_query,
     find_revision,
+    first_or_404,
+    owned,
     page_offset,
     remote_reconciled_condition,
+    revision_config,
     stored_references,
     uuid_list,
 )
@@ -210,13 +213,8 @@ def _created(
 async def get_deployment(
     *, conn: DbConn, workspace: WorkspaceConfig, deployment_id: uuid.UUID
 ) -> Deployment:
-    row = (
-        await conn.execute(
-            GET_DEPLOYMENT, {"deployment_id": deployment_id, "workspace_id": workspace.id}
-        )
-    ).first()
-    if row is None:
-        raise deployment_not_found(deployment_id)
+    parameters = {"deployment_id": deployment_id, "workspace_id": workspace.id}
+    row = await first_or_404(conn, GET_DEPLOYMENT, deployment_not_found, deployment_id, parameters)
     return deployment_model(row)
 
 
@@ -279,15 +277,12 @@ async def _redeployable(
     400 that says why not."""
     if conn.concurrent:  # as in store.patch: concurrent writers queue here
         await conn.execute(LOCK_DEPLOYMENT, {"deployment_id": deployment_id})
-    current = (
-        await conn.execute(
-            select(deployments.c.status, revisions.c.seq)
-            .outerjoin(revisions, revisions.c.id == deployments.c.latest_revision_id)
-            .where(deployments.c.id == deployment_id, deployments.c.workspace_id == workspace.id)
-        )
-    ).first()
-    if current is None:
-        raise deployment_not_found(deployment_id)
+    query = (
+        select(deployments.c.status, revisions.c.seq)
+        .outerjoin(revisions, revisions.c.id == deployments.c.latest_revision_id)
+        .where(*owned(deployments, deployment_id, workspace.id))
+    )
+    current = await first_or_404(conn, query, deployment_not_found, deployment_id)
     target = await find_revision(conn, deployment_id, revision_id)
     if current.status == DeploymentStatus.AWAITING_DELETE.value:
         raise RefusedError(f"Deployment ID {deployment_id} is being deleted.")
@@ -311,19 +306,12 @@ async def redeploy_revision(
     for git_host, its built commit). Only a revision that was DEPLOYED can be."""
     current, target = await _redeployable(conn, workspace, deployment_id, revision_id)
     now = utcnow()
-    await supersede(conn, deployment_id=deployment_id, now=now)
-    new_id = uuid.uuid4()
-    await insert_revision(
+    new_id = await replace_latest(
         conn,
-        revision_id=new_id,
         deployment_id=deployment_id,
-        seq=(current.seq or 0) + 1,
+        latest_seq=current.seq,
         source=Source(target.source),
-        config=SourceRevisionConfig(
-            repo_ref=target.repo_ref,
-            graph_config_path=target.graph_config_path,
-            image_uri=target.image_uri,
-        ),
+        config=revision_config(target),
         now=now,
         step_seconds=step_seconds,
         commit_sha=target.repo_commit_sha,

@@ -20,7 +20,13 @@ from deployplane.api.models import (
 from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import ConflictError, InvalidError, invalid
 from deployplane.controlplane.settings import WorkspaceConfig
-from deployplane.controlplane.store.rows import listener_model, listener_not_found, page_offset
+from deployplane.controlplane.store.rows import (
+    first_or_404,
+    listener_model,
+    listener_not_found,
+    owned,
+    page_offset,
+)
 from deployplane.controlplane.tables import deployments, listeners, utcnow
 
 __all__ = [
@@ -37,9 +43,7 @@ _LISTENER_DUPLICATE = "A listener with this compute_id already exists in this wo
 
 
 async def listener_exists(conn: DbConn, workspace_id: uuid.UUID, listener_id: uuid.UUID) -> bool:
-    query = select(listeners.c.id).where(
-        listeners.c.id == listener_id, listeners.c.workspace_id == workspace_id
-    )
+    query = select(listeners.c.id).where(*owned(listeners, listener_id, workspace_id))
     if conn.concurrent:
         # Held to the commit: a concurrent DELETE of the listener (FOR UPDATE) waits,
         # then counts this deployment among its users.
@@ -93,16 +97,8 @@ async def create_listener(
 async def get_listener(
     *, conn: DbConn, workspace: WorkspaceConfig, listener_id: uuid.UUID
 ) -> Listener:
-    row = (
-        await conn.execute(
-            select(listeners).where(
-                listeners.c.id == listener_id, listeners.c.workspace_id == workspace.id
-            )
-        )
-    ).first()
-    if row is None:
-        raise listener_not_found(listener_id)
-    return listener_model(row)
+    query = select(listeners).where(*owned(listeners, listener_id, workspace.id))
+    return listener_model(await first_or_404(conn, query, listener_not_found, listener_id))
 
 
 async def list_listeners(
@@ -195,9 +191,7 @@ async def delete_listener(
         plural = "deployment uses" if users == 1 else "deployments use"
         raise ConflictError(f"Listener ID {listener_id} is in use: {users} {plural} it.")
     result = await conn.execute(
-        delete(listeners).where(
-            listeners.c.id == listener_id, listeners.c.workspace_id == workspace.id
-        )
+        delete(listeners).where(*owned(listeners, listener_id, workspace.id))
     )
     if not result.rowcount:
         raise listener_not_found(listener_id)

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import Row, select, update
 
-from deployplane.api.models import Deployment, DeploymentPatch, Source, SourceRevisionConfig
+from deployplane.api.models import Deployment, DeploymentPatch, Source
 from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import InvalidError
 from deployplane.controlplane.patching import StoredDeployment, decide_patch
@@ -21,8 +21,14 @@ from deployplane.controlplane.secretvalues import keep_secret_values
 from deployplane.controlplane.settings import WorkspaceConfig
 from deployplane.controlplane.store.deployments import get_deployment
 from deployplane.controlplane.store.listeners import listener_exists
-from deployplane.controlplane.store.revisions import insert_revision, supersede
-from deployplane.controlplane.store.rows import LOCK_DEPLOYMENT, deployment_not_found
+from deployplane.controlplane.store.revisions import replace_latest
+from deployplane.controlplane.store.rows import (
+    LOCK_DEPLOYMENT,
+    deployment_not_found,
+    first_or_404,
+    owned,
+    revision_config,
+)
 from deployplane.controlplane.tables import deployments, revisions, utcnow
 from deployplane.controlplane.validation import check_repository, unknown_listener
 
@@ -45,16 +51,8 @@ async def _current(conn: DbConn, workspace: WorkspaceConfig, deployment_id: uuid
         # locking read that waited would re-check only the locked row, joined to the
         # revision it saw before the wait.
         await conn.execute(LOCK_DEPLOYMENT, {"deployment_id": deployment_id})
-    current = (
-        await conn.execute(
-            _CURRENT.where(
-                deployments.c.id == deployment_id, deployments.c.workspace_id == workspace.id
-            )
-        )
-    ).first()
-    if current is None:
-        raise deployment_not_found(deployment_id)
-    return current
+    query = _CURRENT.where(*owned(deployments, deployment_id, workspace.id))
+    return await first_or_404(conn, query, deployment_not_found, deployment_id)
 
 
 def _stored(row: Row[Any]) -> StoredDeployment:
@@ -66,11 +64,7 @@ def _stored(row: Row[Any]) -> StoredDeployment:
         source_config=row.source_config,
         secrets=row.secrets,
         secret_references=row.secret_references,
-        revision_config=SourceRevisionConfig(
-            repo_ref=row.repo_ref,
-            graph_config_path=row.graph_config_path,
-            image_uri=row.image_uri,
-        ),
+        revision_config=revision_config(row),
     )
 
 
@@ -81,8 +75,8 @@ async def patch_deployment(
     deployment_id: uuid.UUID,
     body: DeploymentPatch,
     step_seconds: float,
-) -> tuple[Deployment, bool]:
-    """Applies a PATCH; returns the deployment and whether a new revision was made."""
+) -> Deployment:
+    """Applies a PATCH (a new revision when `decide_patch` says so)."""
     current = await _current(conn, workspace, deployment_id)
     decision = decide_patch(_stored(current), body, workspace=workspace, secret_key=conn.secret_key)
     errors = decision.errors
@@ -98,18 +92,14 @@ async def patch_deployment(
     now = utcnow()
     values: dict[str, Any] = {**decision.values, "updated_at": now}
     if decision.new_revision:
-        await supersede(conn, deployment_id=deployment_id, now=now)
-        values["latest_revision_id"] = revision_id = uuid.uuid4()
-        await insert_revision(
+        values["latest_revision_id"] = await replace_latest(
             conn,
-            revision_id=revision_id,
             deployment_id=deployment_id,
-            seq=(current.seq or 0) + 1,
+            latest_seq=current.seq,
             source=Source(current.source),
             config=decision.revision_config,
             now=now,
             step_seconds=step_seconds,
         )
     await conn.execute(update(deployments).where(deployments.c.id == deployment_id).values(values))
-    deployment = await get_deployment(conn=conn, workspace=workspace, deployment_id=deployment_id)
-    return deployment, decision.new_revision
+    return await get_deployment(conn=conn, workspace=workspace, deployment_id=deployment_id)

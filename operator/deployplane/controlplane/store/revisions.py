@@ -22,6 +22,8 @@ from deployplane.controlplane.settings import WorkspaceConfig
 from deployplane.controlplane.store.rows import (
     comma_separated,
     deployment_not_found,
+    first_or_404,
+    owned,
     page_offset,
     revision_model,
     revision_not_found,
@@ -33,6 +35,7 @@ __all__ = [
     "get_revision",
     "insert_revision",
     "list_revisions",
+    "replace_latest",
     "supersede",
 ]
 
@@ -89,6 +92,35 @@ async def insert_revision(
     return revision
 
 
+async def replace_latest(
+    conn: DbConn,
+    *,
+    deployment_id: uuid.UUID,
+    latest_seq: int | None,
+    source: Source,
+    config: SourceRevisionConfig,
+    now: datetime,
+    step_seconds: float,
+    commit_sha: str | None = None,
+) -> uuid.UUID:
+    """A new revision after the latest (`latest_seq`), superseding the unfinished ones;
+    returns its id, for the caller to make it the deployment's latest."""
+    await supersede(conn, deployment_id=deployment_id, now=now)
+    revision_id = uuid.uuid4()
+    await insert_revision(
+        conn,
+        revision_id=revision_id,
+        deployment_id=deployment_id,
+        seq=(latest_seq or 0) + 1,
+        source=source,
+        config=config,
+        now=now,
+        step_seconds=step_seconds,
+        commit_sha=commit_sha,
+    )
+    return revision_id
+
+
 async def supersede(conn: DbConn, *, deployment_id: uuid.UUID, now: datetime) -> None:
     """A newer revision ends the older unfinished ones: skipped if they never started
     building, interrupted if they had."""
@@ -114,13 +146,8 @@ async def check_deployment(
     conn: DbConn, workspace: WorkspaceConfig, deployment_id: uuid.UUID
 ) -> None:
     """404 unless the deployment is in the workspace."""
-    found = await conn.execute(
-        select(deployments.c.id).where(
-            deployments.c.id == deployment_id, deployments.c.workspace_id == workspace.id
-        )
-    )
-    if found.first() is None:
-        raise deployment_not_found(deployment_id)
+    query = select(deployments.c.id).where(*owned(deployments, deployment_id, workspace.id))
+    await first_or_404(conn, query, deployment_not_found, deployment_id)
 
 
 async def get_revision(

@@ -8,9 +8,10 @@ only, and a row is turned into a model in exactly one place.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, and_, bindparam, not_, or_, select
+from sqlalchemy import ColumnElement, Row, Table, and_, bindparam, not_, or_, select
 
 from deployplane.api.models import (
     Deployment,
@@ -22,6 +23,7 @@ from deployplane.api.models import (
     SecretReference,
     Source,
     SourceConfig,
+    SourceRevisionConfig,
     SourceRevisionConfigStatus,
 )
 from deployplane.controlplane.db import DbConn
@@ -36,10 +38,13 @@ __all__ = [
     "deployment_not_found",
     "deployment_query",
     "find_revision",
+    "first_or_404",
     "listener_model",
     "listener_not_found",
+    "owned",
     "page_offset",
     "remote_reconciled_condition",
+    "revision_config",
     "revision_model",
     "revision_not_found",
     "secret_references",
@@ -98,20 +103,42 @@ def listener_not_found(listener_id: uuid.UUID) -> NotFoundError:
     return NotFoundError(f"Listener ID {listener_id} not found.")
 
 
+def owned(table: Table, resource_id: uuid.UUID, workspace_id: uuid.UUID) -> tuple[Any, Any]:
+    """The where-clauses of `table`'s row `resource_id`, only if the workspace's: every
+    query is scoped so, and another workspace's ids are simply not found."""
+    return table.c.id == resource_id, table.c.workspace_id == workspace_id
+
+
+async def first_or_404(
+    conn: DbConn,
+    query: Any,
+    not_found: Callable[[uuid.UUID], NotFoundError],
+    resource_id: uuid.UUID,
+    parameters: dict[str, Any] | None = None,
+) -> Row[Any]:
+    """The first row of `query`, or the `not_found(resource_id)` error."""
+    row = (await conn.execute(query, parameters)).first()
+    if row is None:
+        raise not_found(resource_id)
+    return row
+
+
 async def find_revision(
     conn: DbConn, deployment_id: uuid.UUID, revision_id: uuid.UUID, query: Any = None
 ) -> Row[Any]:
     """The revision `revision_id` of `deployment_id` (a revision of another deployment
     is not found either), read with `query` (default: the revision's own columns)."""
     query = select(revisions) if query is None else query
-    row = (
-        await conn.execute(
-            query.where(revisions.c.id == revision_id, revisions.c.deployment_id == deployment_id)
-        )
-    ).first()
-    if row is None:
-        raise revision_not_found(revision_id)
-    return row
+    query = query.where(revisions.c.id == revision_id, revisions.c.deployment_id == deployment_id)
+    return await first_or_404(conn, query, revision_not_found, revision_id)
+
+
+def revision_config(row: Row[Any]) -> SourceRevisionConfig:
+    """The source revision config a revision row was made with (what a new revision
+    after it, or a redeploy of it, starts from)."""
+    return SourceRevisionConfig(
+        repo_ref=row.repo_ref, graph_config_path=row.graph_config_path, image_uri=row.image_uri
+    )
 
 
 def _revision_config(row: Row[Any]) -> SourceRevisionConfigStatus:
