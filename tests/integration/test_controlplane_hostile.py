@@ -263,3 +263,22 @@ async def test_every_content_type_parsed_as_json_is_guarded(
         refused = await api.post("/v2/deployments", content=body, headers=headers)
         assert refused.status_code == 422
         assert await state(api) == before
+
+
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/octet-stream", "application/jsonx"]
+)
+async def test_a_body_the_guard_does_not_read_never_reaches_storage(
+    database_url: str, content_type: str
+) -> None:
+    """The guard reads only the bodies the framework parses as JSON; any other body is
+    no model either, so U+0000 in it is refused before a route runs (which is why the
+    routes need no NUL check of their own)."""
+    async with running_app(make_settings(database_url, step_seconds=3600)) as (_, api):
+        before = await state(api)
+        body = raw(image_body("a\u0000b"))
+        refused = await api.post(
+            "/v2/deployments", content=body, headers={"Content-Type": content_type}
+        )
+        assert refused.status_code == 422
+        assert await state(api) == before
