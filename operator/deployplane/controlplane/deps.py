@@ -1,4 +1,7 @@
-"""Request-scoped dependencies shared by the route modules."""
+"""What the route modules share: request state, query-parameter checks, and the
+answer helpers that run a storage function on a connection and answer its result (so
+every route reads, writes and serialises the same way: a write's answer is serialised
+inside its transaction)."""
 
 from __future__ import annotations
 
