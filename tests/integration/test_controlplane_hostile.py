@@ -223,7 +223,8 @@ async def test_an_answer_that_cannot_be_written_leaves_nothing_written(
 ) -> None:
     """Writes complete or leave nothing, whatever else fails: the answer is serialised
     inside the transaction, so a failure to write it rolls the write back."""
-    from deployplane.controlplane.routes import deployments, extensions, listeners
+    # Every write route answers through deps.write_answer, which serialises with this.
+    from deployplane.controlplane import deps
 
     def unwritable(*_: Any, **__: Any) -> Any:
         raise ValueError("cannot serialise")
@@ -233,9 +234,7 @@ async def test_an_answer_that_cannot_be_written_leaves_nothing_written(
         created = (await api.post("/v2/deployments", json=image_body("kept"))).json()
         kept = (await api.post("/v2/listeners", json=K8S_LISTENER)).json()
         before = await state(api)
-        monkeypatch.setattr(deployments, "json_response", unwritable)
-        monkeypatch.setattr(listeners, "json_response", unwritable)
-        monkeypatch.setattr(extensions, "json_response", unwritable)  # listener PUT
+        monkeypatch.setattr(deps, "json_response", unwritable)
         attempts = [
             ("POST", "/v2/deployments", image_body("lost")),
             ("PATCH", f"/v2/deployments/{created['id']}", {"source_config": {"custom_url": "u"}}),
@@ -262,5 +261,24 @@ async def test_every_content_type_parsed_as_json_is_guarded(
         body = raw(with_config(custom_url=SURROGATE))
         headers = {"Content-Type": content_type} if content_type else {}
         refused = await api.post("/v2/deployments", content=body, headers=headers)
+        assert refused.status_code == 422
+        assert await state(api) == before
+
+
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/octet-stream", "application/jsonx"]
+)
+async def test_a_body_the_guard_does_not_read_never_reaches_storage(
+    database_url: str, content_type: str
+) -> None:
+    """The guard reads only the bodies the framework parses as JSON; any other body is
+    no model either, so U+0000 in it is refused before a route runs (which is why the
+    routes need no NUL check of their own)."""
+    async with running_app(make_settings(database_url, step_seconds=3600)) as (_, api):
+        before = await state(api)
+        body = raw(image_body("a\u0000b"))
+        refused = await api.post(
+            "/v2/deployments", content=body, headers={"Content-Type": content_type}
+        )
         assert refused.status_code == 422
         assert await state(api) == before

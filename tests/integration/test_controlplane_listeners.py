@@ -12,7 +12,7 @@ from _controlplane_harness import api, emulator, image_body  # noqa: F401  (fixt
 from fastapi import FastAPI
 from sqlalchemy import delete
 
-from deployplane.controlplane.db import listeners
+from deployplane.controlplane.tables import listeners
 
 K8S = {"compute_type": "k8s", "compute_id": "cluster-1", "version": "1"}
 

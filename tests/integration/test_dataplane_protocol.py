@@ -314,7 +314,8 @@ async def test_a_report_whose_answer_cannot_be_written_changes_nothing(
 ) -> None:
     """As on the published routes: the answer is serialised inside the write
     transaction, so a failure to write it rolls the report back."""
-    from deployplane.controlplane.routes import dataplane as dataplane_routes
+    # The data-plane write routes answer through deps.write_answer, as the published ones.
+    from deployplane.controlplane import deps
 
     listener_id = await make_listener(api)
     deployment = await make_deployment(api, listener_id)
@@ -325,7 +326,7 @@ async def test_a_report_whose_answer_cannot_be_written_changes_nothing(
     def unwritable(*_: Any, **__: Any) -> Any:
         raise ValueError("cannot serialise")
 
-    monkeypatch.setattr(dataplane_routes, "json_response", unwritable)
+    monkeypatch.setattr(deps, "json_response", unwritable)
     with pytest.raises(ValueError, match="cannot serialise"):
         await api.put(report_path(listener_id, deployment), json={"status": "DEPLOYED"})
     monkeypatch.undo()

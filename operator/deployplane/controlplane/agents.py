@@ -13,9 +13,10 @@ from typing import Any
 from sqlalchemy import insert, select, update
 
 from deployplane.api.dataplane import Heartbeat
-from deployplane.controlplane.db import DbConn, listener_agents, listeners
-from deployplane.controlplane.errors import NotFoundError
+from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.rows import first_or_404, listener_not_found, owned
+from deployplane.controlplane.tables import listener_agents, listeners
 
 __all__ = [
     "AGENT_TTL_SECONDS",
@@ -37,13 +38,8 @@ def listener_of(source_config: dict[str, Any] | None) -> uuid.UUID | None:
 
 
 async def check_listener(conn: DbConn, workspace: WorkspaceConfig, listener_id: uuid.UUID) -> None:
-    found = await conn.execute(
-        select(listeners.c.id).where(
-            listeners.c.id == listener_id, listeners.c.workspace_id == workspace.id
-        )
-    )
-    if found.first() is None:
-        raise NotFoundError(f"Listener ID {listener_id} not found.")
+    query = select(listeners.c.id).where(*owned(listeners, listener_id, workspace.id))
+    await first_or_404(conn, query, listener_not_found, listener_id)
 
 
 async def heartbeat(

@@ -20,9 +20,11 @@ from deployplane.controlplane.cache import ReadCache
 from deployplane.controlplane.db import Database
 from deployplane.controlplane.errors import (
     ConflictError,
+    DetailError,
     InvalidError,
     NotFoundError,
     RefusedError,
+    StoreError,
 )
 from deployplane.controlplane.middleware import (
     BodyLimitMiddleware,
@@ -49,24 +51,21 @@ __all__ = ["create_app"]
 log = logging.getLogger(__name__)
 
 
-async def _not_found(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, NotFoundError)
-    return JSONResponse({"detail": exc.detail}, status_code=404)
+# The HTTP answer of each storage error: the one place they are mapped.
+_STATUS_OF: dict[type[StoreError], int] = {
+    NotFoundError: 404,
+    ConflictError: 409,
+    RefusedError: 400,
+    InvalidError: 422,
+}
 
 
-async def _conflict(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, ConflictError)
-    return JSONResponse({"detail": exc.detail}, status_code=409)
-
-
-async def _refused(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RefusedError)
-    return JSONResponse({"detail": exc.detail}, status_code=400)
-
-
-async def _invalid(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, InvalidError)
-    return JSONResponse({"detail": exc.errors}, status_code=422)
+async def _store_error(_: Request, exc: Exception) -> JSONResponse:
+    """`{"detail": [errors]}` for a 422, as HTTPValidationError; else the sentence."""
+    if isinstance(exc, InvalidError):
+        return JSONResponse({"detail": exc.errors}, status_code=422)
+    assert isinstance(exc, DetailError)
+    return JSONResponse({"detail": exc.detail}, status_code=_STATUS_OF[type(exc)])
 
 
 async def _request_invalid(_: Request, exc: Exception) -> JSONResponse:
@@ -127,10 +126,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(listeners.router)
     app.include_router(lookups.router)
 
-    app.add_exception_handler(NotFoundError, _not_found)
-    app.add_exception_handler(ConflictError, _conflict)
-    app.add_exception_handler(RefusedError, _refused)
-    app.add_exception_handler(InvalidError, _invalid)
+    for error in _STATUS_OF:
+        app.add_exception_handler(error, _store_error)
     app.add_exception_handler(RequestValidationError, _request_invalid)
 
     # Added innermost first: stats sees every answer, including injected faults, 413s

@@ -31,14 +31,8 @@ from deployplane.api.dataplane import (
 )
 from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
 from deployplane.controlplane.agents import check_listener, listener_of
-from deployplane.controlplane.db import (
-    DbConn,
-    dataplane_revisions,
-    deployments,
-    revisions,
-    utcnow,
-)
-from deployplane.controlplane.errors import ConflictError, NotFoundError
+from deployplane.controlplane.db import DbConn
+from deployplane.controlplane.errors import ConflictError
 from deployplane.controlplane.pipeline import (
     image_version,
     reconciled_on_reaching,
@@ -46,6 +40,13 @@ from deployplane.controlplane.pipeline import (
 )
 from deployplane.controlplane.secretvalues import read_secret_values
 from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.rows import (
+    deployment_not_found,
+    find_revision,
+    first_or_404,
+    owned,
+)
+from deployplane.controlplane.tables import dataplane_revisions, deployments, revisions, utcnow
 
 __all__ = [
     "BUILT_IMAGE_REGISTRY",
@@ -87,30 +88,23 @@ async def _own_deployment(
 ) -> Any:
     """The deployment row, locked for the write; 404 unknown, 403 another listener's."""
     await check_listener(conn, workspace, listener_id)
-    query = select(deployments).where(
-        deployments.c.id == deployment_id, deployments.c.workspace_id == workspace.id
-    )
+    query = select(deployments).where(*owned(deployments, deployment_id, workspace.id))
     if conn.concurrent:
         query = query.with_for_update()
-    row = (await conn.execute(query)).first()
-    if row is None:
-        raise NotFoundError(f"Deployment ID {deployment_id} not found.")
+    row = await first_or_404(conn, query, deployment_not_found, deployment_id)
     if listener_of(row.source_config) != listener_id:
         raise _forbidden(deployment_id, listener_id)
     return row
 
 
+# A revision with the agent's last report on it.
+_REVISION_WITH_REPORT = select(revisions, dataplane_revisions.c.message).outerjoin(
+    dataplane_revisions, dataplane_revisions.c.revision_id == revisions.c.id
+)
+
+
 async def _revision_row(conn: DbConn, deployment_id: uuid.UUID, revision_id: uuid.UUID) -> Any:
-    row = (
-        await conn.execute(
-            select(revisions, dataplane_revisions.c.message)
-            .outerjoin(dataplane_revisions, dataplane_revisions.c.revision_id == revisions.c.id)
-            .where(revisions.c.id == revision_id, revisions.c.deployment_id == deployment_id)
-        )
-    ).first()
-    if row is None:
-        raise NotFoundError(f"Revision ID {revision_id} not found.")
-    return row
+    return await find_revision(conn, deployment_id, revision_id, _REVISION_WITH_REPORT)
 
 
 async def revision_work(

@@ -1,8 +1,4 @@
-"""Tables and the database handle.
-
-SQLAlchemy Core tables rather than ORM classes: every request is one or two small
-statements, and skipping the identity map and unit of work keeps the request path
-short (see bench/controlplane.py).
+"""The database handle: engines, transactions, and the server-side digest key.
 
 SQLite allows one writer at a time. A deferred transaction that reads and then writes
 can fail with SQLITE_BUSY at once, without honouring busy_timeout, when another
@@ -10,7 +6,7 @@ connection wrote in between; so within the process, write transactions are seria
 by an asyncio lock. PostgreSQL needs no such lock and gets none: there requests and
 the pipeline write concurrently, and row locks order them (see `store` and `pipeline`);
 several emulator processes may even share one database. See `DbConn` for why SQLite
-statements run on the event loop itself.
+statements run on the event loop itself. The tables are in `tables.py`.
 """
 
 from __future__ import annotations
@@ -22,40 +18,16 @@ import os
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import (
-    JSON,
-    Boolean,
-    Column,
-    DateTime,
-    Dialect,
-    Float,
-    ForeignKey,
-    Index,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    TypeDecorator,
-    UniqueConstraint,
-    Uuid,
-    event,
-    false,
-    insert,
-    inspect,
-    select,
-    text,
-)
+from sqlalchemy import event, insert, select, text
 from sqlalchemy.engine import URL, Connection, CursorResult, Engine, create_engine, make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
-from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import Executable
-from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.functions import FunctionElement
+
+from deployplane.controlplane.tables import add_missing_columns, emulator_keys, metadata
 
 __all__ = [
     "KEY_FILE_SUFFIX",
@@ -63,198 +35,9 @@ __all__ = [
     "DatabaseUnavailable",
     "DbConn",
     "check_database",
-    "dataplane_revisions",
-    "deployments",
-    "emulator_keys",
-    "listener_agents",
-    "listeners",
     "masked_url",
-    "metadata",
-    "revisions",
-    "secret_values",
-    "text_position",
-    "tracing_projects",
-    "utcnow",
 ]
 
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """Stores UTC without a zone (SQLite has none) and reads it back zone-aware."""
-
-    impl = DateTime
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.astimezone(UTC).replace(tzinfo=None)
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC)
-
-
-class text_position(FunctionElement[int]):  # lower case: used like a SQL function
-    """`text_position(column, needle)`: where the needle first occurs in the column, from
-    1; 0 if nowhere. Compared literally and with case: `text_position(c, x) > 0` is the
-    substring test LIKE is not (SQLite's LIKE ignores ASCII case and PostgreSQL's does
-    not, so one query answered differently on the two; and LIKE needs its wildcards
-    escaped)."""
-
-    type = Integer()
-    name = "text_position"
-    inherit_cache = True
-
-
-@compiles(text_position)
-def _text_position(element: text_position, compiler: SQLCompiler, **kw: Any) -> str:
-    column, needle = element.clauses
-    return f"strpos({compiler.process(column, **kw)}, {compiler.process(needle, **kw)})"
-
-
-@compiles(text_position, "sqlite")
-def _text_position_sqlite(element: text_position, compiler: SQLCompiler, **kw: Any) -> str:
-    column, needle = element.clauses
-    return f"instr({compiler.process(column, **kw)}, {compiler.process(needle, **kw)})"
-
-
-metadata = MetaData()
-
-deployments = Table(
-    "deployments",
-    metadata,
-    Column("id", Uuid, primary_key=True),
-    Column("workspace_id", Uuid, nullable=False),
-    Column("name", String, nullable=False),
-    Column("source", String, nullable=False),
-    Column("source_config", JSON, nullable=False),
-    # [{"name": ..., "digest": hmac(value)}]: values are never stored, only enough to
-    # tell whether a PATCH changed them.
-    Column("secrets", JSON, nullable=False),
-    # [{"name", "secret_name", "secret_key"}] or null: references, never values
-    Column("secret_references", JSON, nullable=True),
-    Column("status", String, nullable=False),
-    Column("latest_revision_id", Uuid, nullable=True),
-    Column("active_revision_id", Uuid, nullable=True),
-    Column("image_version", String, nullable=True),
-    Column("created_at", UTCDateTime, nullable=False),
-    Column("updated_at", UTCDateTime, nullable=False),
-    # epoch seconds at which an AWAITING_DELETE deployment is removed
-    Column("delete_at", Float, nullable=True),
-    # the DELETE's delete_tracing_project: whether the tracing project goes too
-    Column("delete_tracing_project", Boolean, nullable=False, server_default=false()),
-    # The unique constraint, not a lookup before the insert, is what makes concurrent
-    # creates of one name answer exactly one success and 400 for the rest.
-    UniqueConstraint("workspace_id", "name", name="uq_deployment_workspace_name"),
-    Index("ix_deployments_delete_at", "delete_at"),
-)
-
-tracing_projects = Table(
-    "tracing_projects",
-    metadata,
-    Column("id", Uuid, primary_key=True),
-    Column("workspace_id", Uuid, nullable=False),
-    Column("name", String, nullable=False),
-    Column("deployment_id", Uuid, ForeignKey("deployments.id", ondelete="CASCADE"), nullable=True),
-    Column("created_at", UTCDateTime, nullable=False),
-    UniqueConstraint("workspace_id", "name", name="uq_tracing_project_workspace_name"),
-)
-
-revisions = Table(
-    "revisions",
-    metadata,
-    Column("id", Uuid, primary_key=True),
-    Column(
-        "deployment_id",
-        Uuid,
-        ForeignKey("deployments.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
-    Column("seq", Integer, nullable=False),
-    Column("source", String, nullable=False),
-    Column("status", String, nullable=False),
-    Column("repo_ref", String, nullable=True),
-    Column("graph_config_path", String, nullable=True),
-    Column("image_uri", String, nullable=True),
-    Column("repo_commit_sha", String, nullable=True),
-    Column("created_at", UTCDateTime, nullable=False),
-    Column("updated_at", UTCDateTime, nullable=False),
-    # epoch seconds at which the pipeline moves this revision on; null once terminal
-    Column("next_step_at", Float, nullable=True),
-    # The service's "applied by the data plane": false when created; see
-    # `store.remote_reconciled_condition` for how deployments are filtered by it.
-    Column("remote_reconciled", Boolean, nullable=False, server_default=false()),
-    UniqueConstraint("deployment_id", "seq", name="uq_revision_deployment_seq"),
-    Index("ix_revisions_next_step_at", "next_step_at"),
-)
-
-listeners = Table(
-    "listeners",
-    metadata,
-    Column("id", Uuid, primary_key=True),
-    Column("workspace_id", Uuid, nullable=False),
-    Column("compute_type", String, nullable=False),
-    Column("compute_id", String, nullable=False),
-    Column("compute_config", JSON, nullable=True),
-    Column("version", String, nullable=True),
-    Column("created_at", UTCDateTime, nullable=False),
-    Column("updated_at", UTCDateTime, nullable=False),
-    UniqueConstraint("workspace_id", "compute_id", name="uq_listener_workspace_compute_id"),
-)
-
-# The data-plane extension (docs/dataplane.md). Tables of their own, not columns: an
-# existing database gains them from create_all, which never alters a table.
-listener_agents = Table(
-    "listener_agents",
-    metadata,
-    Column("listener_id", Uuid, ForeignKey("listeners.id", ondelete="CASCADE"), primary_key=True),
-    Column("workspace_id", Uuid, nullable=False),
-    # epoch seconds of the agent's last heartbeat; alive while within AGENT_TTL_SECONDS
-    Column("seen_at", Float, nullable=False),
-)
-
-# A row = the revision's deploy stages belong to the listener's agent, not the timers.
-dataplane_revisions = Table(
-    "dataplane_revisions",
-    metadata,
-    Column("revision_id", Uuid, ForeignKey("revisions.id", ondelete="CASCADE"), primary_key=True),
-    Column("deployment_id", Uuid, nullable=False),
-    Column("listener_id", Uuid, nullable=False),
-    # the agent's last word on the rollout, e.g. why it failed (never secret values)
-    Column("message", String, nullable=True),
-    Column("reported_at", UTCDateTime, nullable=True),
-    Index("ix_dataplane_revisions_deployment", "deployment_id"),
-)
-
-# The values of a deployment's secrets, for the listener agent that must put them in
-# the cluster (the published API returns names only, and `deployments.secrets` keeps
-# digests). Only read by the data-plane extension; never logged or returned elsewhere.
-secret_values = Table(
-    "secret_values",
-    metadata,
-    Column(
-        "deployment_id",
-        Uuid,
-        ForeignKey("deployments.id", ondelete="CASCADE"),
-        primary_key=True,
-    ),
-    Column("values", JSON, nullable=False),
-)
-
-
-# Server-side keys that must not live in the rows they protect (PostgreSQL only; see
-# `Database.load_secret_key`).
-emulator_keys = Table(
-    "emulator_keys",
-    metadata,
-    Column("name", String, primary_key=True),
-    Column("value", String, nullable=False),
-)
 
 _SECRET_KEY_NAME = "secret_digest"
 KEY_FILE_SUFFIX = ".digest-key"
@@ -429,7 +212,7 @@ class Database:
         if self._sync_engine is not None:
             with self._sync_engine.begin() as conn:
                 metadata.create_all(conn)
-                _add_missing_columns(conn)
+                add_missing_columns(conn)
         else:
             assert self._async_engine is not None
             async with self._async_engine.begin() as conn:
@@ -440,7 +223,7 @@ class Database:
                         text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK_KEY}
                     )
                 await conn.run_sync(metadata.create_all)
-                await conn.run_sync(_add_missing_columns)
+                await conn.run_sync(add_missing_columns)
 
     async def dispose(self) -> None:
         if self._sync_engine is not None:
@@ -494,26 +277,6 @@ def masked_url(url: URL) -> tuple[str, list[str]]:
     # rendering quotes query values: *** becomes %2A%2A%2A
     shown = url.set(query=query).render_as_string(hide_password=True).replace("%2A", "*")
     return shown, sorted(hidden, key=len, reverse=True)  # longest first: no partial leaks
-
-
-def _add_missing_columns(conn: Connection) -> None:
-    """Columns added since a database was made (create_all creates only whole tables):
-    each added with its server default, so a database of an earlier version keeps
-    working, its rows intact."""
-    inspector = inspect(conn)
-    for table in metadata.sorted_tables:
-        present = {column["name"] for column in inspector.get_columns(table.name)}
-        for column in table.columns:
-            if column.name in present:
-                continue
-            ddl = f"ALTER TABLE {table.name} ADD COLUMN {column.name} "
-            ddl += column.type.compile(dialect=conn.dialect)
-            if column.server_default is not None:
-                default = column.server_default.arg  # type: ignore[attr-defined]
-                ddl += f" DEFAULT {default.compile(dialect=conn.dialect)}"
-            if not column.nullable:
-                ddl += " NOT NULL"
-            conn.execute(text(ddl))
 
 
 class DatabaseUnavailable(Exception):

@@ -1,7 +1,11 @@
-"""Request-scoped dependencies shared by the route modules."""
+"""What the route modules share: request state, query-parameter checks, and the
+answer helpers that run a storage function on a connection and answer its result (so
+every route reads, writes and serialises the same way: a write's answer is serialised
+inside its transaction)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Annotated, Any
 
 from fastapi import Query, Request
@@ -12,20 +16,24 @@ from deployplane.controlplane.cache import ReadCache
 from deployplane.controlplane.db import Database
 from deployplane.controlplane.errors import InvalidError, invalid
 from deployplane.controlplane.pipeline import Pipeline
-from deployplane.controlplane.validation import NUL_MESSAGE, nul_errors
+from deployplane.controlplane.validation import NUL_MESSAGE
 
 __all__ = [
     "Limit",
     "Offset",
     "Responses",
+    "cached_answer",
     "database_of",
     "extension_param",
     "json_bytes_response",
     "json_response",
     "pipeline_of",
+    "read_answer",
     "read_cache_of",
-    "refuse_nul_in_body",
     "refuse_nul_in_query",
+    "write_answer",
+    "write_no_content",
+    "write_result",
 ]
 
 
@@ -54,21 +62,6 @@ def extension_param(request: Request, name: str) -> str | None:
     if request.app.state.strict:
         return None
     return request.query_params.get(name)
-
-
-async def refuse_nul_in_body(request: Request, body: BaseModel) -> None:
-    """422 when a string of the parsed body holds U+0000 (see `validation.nul_errors`).
-
-    JSON carries U+0000 only as the escape \\u0000, and a body in UTF-16 or UTF-32 is
-    full of zero bytes: two byte scans of the (already read) body clear nearly every
-    request, and only a suspect one is walked, by the fields it was parsed into (so an
-    escaped backslash followed by u0000, or an ignored unknown field, is no error).
-    """
-    raw = await request.body()
-    if b"\\u0000" in raw or b"\x00" in raw:
-        errors = nul_errors(body.model_dump(), ("body",))
-        if errors:
-            raise InvalidError(errors)
 
 
 def refuse_nul_in_query(**params: str | None) -> None:
@@ -100,3 +93,52 @@ def json_response(model: BaseModel, status_code: int = 200) -> Response:
 
 Responses = dict[int | str, dict[str, Any]]
 """Extra documented answers of a route (FastAPI's `responses=`)."""
+
+
+Operation = Callable[..., Awaitable[Any]]
+"""A storage function (`store`, `agents`, `dataplane`): keyword arguments, `conn` among
+them."""
+
+
+async def read_answer(request: Request, operation: Operation, **arguments: Any) -> Response:
+    """200 with the model `operation` reads on a read connection."""
+    async with database_of(request).read() as conn:
+        model = await operation(conn=conn, **arguments)
+    return json_response(model)
+
+
+async def cached_answer(
+    request: Request, key: Hashable, operation: Operation, **arguments: Any
+) -> Response:
+    """As `read_answer`, served from the read cache while nothing was written since."""
+    cache = read_cache_of(request)
+    body = cache.get(key)
+    if body is None:
+        generation = cache.generation  # before the read: a write meanwhile voids it
+        async with database_of(request).read() as conn:
+            model = await operation(conn=conn, **arguments)
+        body = model.model_dump_json().encode()
+        cache.put(key, generation, body)
+    return json_bytes_response(body)
+
+
+async def write_answer(
+    request: Request, operation: Operation, status_code: int = 200, **arguments: Any
+) -> Response:
+    """The model `operation` writes in one transaction, serialised before the commit:
+    an answer that cannot be written rolls the write back."""
+    async with database_of(request).write() as conn:
+        model = await operation(conn=conn, **arguments)
+        return json_response(model, status_code)
+
+
+async def write_result(request: Request, operation: Operation, **arguments: Any) -> Any:
+    """What `operation` returns, once its transaction is committed."""
+    async with database_of(request).write() as conn:
+        return await operation(conn=conn, **arguments)
+
+
+async def write_no_content(request: Request, operation: Operation, **arguments: Any) -> Response:
+    """204 once `operation` (which answers nothing) is committed."""
+    await write_result(request, operation, **arguments)
+    return Response(status_code=204)

@@ -10,6 +10,7 @@ from typing import Any
 
 __all__ = [
     "ConflictError",
+    "DetailError",
     "InvalidError",
     "NotFoundError",
     "RefusedError",
@@ -22,32 +23,28 @@ class StoreError(Exception):
     """Base of the store's refusals."""
 
 
-class NotFoundError(StoreError):
+class DetailError(StoreError):
+    """A refusal answered `{"detail": "<one sentence>"}`."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class NotFoundError(DetailError):
     """The resource does not exist in this workspace (404)."""
 
-    def __init__(self, detail: str) -> None:
-        super().__init__(detail)
-        self.detail = detail
 
-
-class ConflictError(StoreError):
+class ConflictError(DetailError):
     """The request collides with existing state (409)."""
 
-    def __init__(self, detail: str) -> None:
-        super().__init__(detail)
-        self.detail = detail
 
-
-class RefusedError(StoreError):
+class RefusedError(DetailError):
     """The service refuses the request as it stands (400, `{"detail": "<one sentence>"}`):
     the published contract answers 400, not 409, where a deployment create or PATCH
     cannot be done (a name taken, a deployment being deleted, a revision that cannot be
     redeployed) or where a request names something that is not there (a repo_url its
     integration does not list, a listener that does not exist)."""
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(detail)
-        self.detail = detail
 
 
 class InvalidError(StoreError):

@@ -20,9 +20,9 @@ from sqlalchemy import bindparam, case, delete, func, insert, select, update
 
 from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
 from deployplane.controlplane.agents import AGENT_TTL_SECONDS, listener_of, live_listeners
-from deployplane.controlplane.db import (
-    Database,
-    DbConn,
+from deployplane.controlplane.db import Database, DbConn
+from deployplane.controlplane.settings import PipelineConfig
+from deployplane.controlplane.tables import (
     dataplane_revisions,
     deployments,
     revisions,
@@ -30,7 +30,6 @@ from deployplane.controlplane.db import (
     tracing_projects,
     utcnow,
 )
-from deployplane.controlplane.settings import PipelineConfig
 
 __all__ = [
     "BATCH",
@@ -246,34 +245,12 @@ class Pipeline:
         so it never joins a lock cycle with one (requests lock the deployment, then its
         revisions). Another emulator's worker on the same database skips them too.
         """
-        moved = 0
-        step = self._config.step_seconds
         stamp = utcnow()
         async with self._db.write() as conn:
-            due = (
-                await conn.execute(
-                    select(
-                        revisions.c.id,
-                        revisions.c.deployment_id,
-                        revisions.c.source,
-                        revisions.c.status,
-                        revisions.c.image_uri,
-                        revisions.c.repo_ref,
-                        revisions.c.repo_commit_sha,
-                        deployments.c.name,
-                        deployments.c.source_config,
-                    )
-                    .join(deployments, deployments.c.id == revisions.c.deployment_id)
-                    .where(revisions.c.next_step_at <= now)
-                    .order_by(revisions.c.next_step_at)
-                    .limit(BATCH)
-                    .with_for_update(of=(revisions, deployments), skip_locked=True)
-                )
-            ).all()
+            due = await _hand_off(conn, await _due_revisions(conn, now), now)
             # One UPDATE per target state, not per revision: under a stream of creates
             # the worker moves hundreds of revisions a second.
             moves: dict[RevisionStatus, list[Any]] = defaultdict(list)
-            due = await _hand_off(conn, due, now)
             for row in due:
                 source = Source(row.source)
                 failure = self._config.failure_for(
@@ -283,21 +260,27 @@ class Pipeline:
                 moves[new].append(row.id)
                 if new is RevisionStatus.DEPLOYED:
                     await self._deployed(conn, row, source, stamp)
-            for new, ids in moves.items():
-                await conn.execute(
-                    _MOVE_REVISIONS,
-                    {
-                        "ids": ids,
-                        "status": new.value,
-                        "updated_at": stamp,
-                        "next_step_at": None if new.is_terminal else now + step,
-                        "remote_reconciled": reconciled_on_reaching(new),
-                    },
-                )
-                moved += len(ids)
+            moved = await self._move(conn, moves, now=now, stamp=stamp)
             gone = await _due_deletions(conn, now)
             await remove_deployments(conn, gone)
         return moved + len(gone)
+
+    async def _move(
+        self, conn: DbConn, moves: dict[RevisionStatus, list[Any]], *, now: float, stamp: Any
+    ) -> int:
+        """Moves each group of revisions to its new state; returns how many moved."""
+        for new, ids in moves.items():
+            await conn.execute(
+                _MOVE_REVISIONS,
+                {
+                    "ids": ids,
+                    "status": new.value,
+                    "updated_at": stamp,
+                    "next_step_at": None if new.is_terminal else now + self._config.step_seconds,
+                    "remote_reconciled": reconciled_on_reaching(new),
+                },
+            )
+        return sum(len(ids) for ids in moves.values())
 
     @staticmethod
     async def _deployed(conn: DbConn, row: Any, source: Source, stamp: Any) -> None:
@@ -323,6 +306,31 @@ async def remove_deployments(conn: DbConn, ids: list[Any]) -> None:
         await conn.execute(delete(revisions).where(revisions.c.deployment_id.in_(ids)))
         await _settle_tracing_projects(conn, ids)
         await conn.execute(delete(deployments).where(deployments.c.id.in_(ids)))
+
+
+async def _due_revisions(conn: DbConn, now: float) -> Sequence[Any]:
+    """The revisions due to move on, oldest due first, with what deciding their next
+    state needs; locked, skipping rows a request holds (see `Pipeline.advance_due`)."""
+    return (
+        await conn.execute(
+            select(
+                revisions.c.id,
+                revisions.c.deployment_id,
+                revisions.c.source,
+                revisions.c.status,
+                revisions.c.image_uri,
+                revisions.c.repo_ref,
+                revisions.c.repo_commit_sha,
+                deployments.c.name,
+                deployments.c.source_config,
+            )
+            .join(deployments, deployments.c.id == revisions.c.deployment_id)
+            .where(revisions.c.next_step_at <= now)
+            .order_by(revisions.c.next_step_at)
+            .limit(BATCH)
+            .with_for_update(of=(revisions, deployments), skip_locked=True)
+        )
+    ).all()
 
 
 async def _hand_off(conn: DbConn, due: Sequence[Any], now: float) -> list[Any]:

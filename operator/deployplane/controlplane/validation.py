@@ -8,49 +8,41 @@ from __future__ import annotations
 
 from typing import Any
 
-from deployplane.api.models import Source, SourceConfig, SourceRevisionConfig
-from deployplane.controlplane.errors import invalid
+from deployplane.api.models import (
+    Secret,
+    SecretReference,
+    Source,
+    SourceConfig,
+    SourceRevisionConfig,
+)
+from deployplane.controlplane.errors import RefusedError, invalid
 from deployplane.controlplane.settings import WorkspaceConfig
 
 __all__ = [
     "NUL_MESSAGE",
     "TAG_PREFIX",
+    "check_repository",
     "deployment_errors",
-    "nul_errors",
+    "published_rule_errors",
     "ref_format_error",
     "repo_url_error",
+    "secret_errors",
     "source_allowed",
+    "unknown_listener",
 ]
 
 TAG_PREFIX = "refs/tags/"
 
 _GIT_CONFIG_FIELDS = ("integration_id", "repo_url", "build_on_push")
 _GIT_REVISION_FIELDS = ("repo_ref", "graph_config_path")
+_SC = ("body", "source_config")
+_RC = ("body", "source_revision_config")
 
 
+# PostgreSQL's text type cannot hold U+0000, so the emulator refuses it in every request
+# on every database alike (SQLite would store it, and the two would answer differently):
+# in bodies `jsonguard`, in query parameters `deps.refuse_nul_in_query`.
 NUL_MESSAGE = "must not contain the NUL character (U+0000)"
-
-
-def nul_errors(value: Any, loc: tuple[str | int, ...]) -> list[dict[str, Any]]:
-    """One error per string in `value` (plain data: dicts, lists, strings) holding U+0000.
-
-    PostgreSQL's text type cannot hold U+0000 (the insert fails), so the emulator refuses
-    it in every request on every database alike: SQLite would store it, and the two
-    would answer differently. No name, URL, ref or environment value can carry it
-    anyway. The error names the place, never the value (it may be a secret).
-    """
-    if isinstance(value, str):
-        return [invalid(loc, NUL_MESSAGE)] if "\x00" in value else []
-    errors: list[dict[str, Any]] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(key, str) and "\x00" in key:
-                errors.append(invalid(loc, f"keys {NUL_MESSAGE}"))
-            errors += nul_errors(item, (*loc, str(key)))
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            errors += nul_errors(item, (*loc, index))
-    return errors
 
 
 _REF_FORBIDDEN = frozenset(" ~^:?*[\\")
@@ -119,63 +111,125 @@ def deployment_errors(
 ) -> list[dict[str, Any]]:
     """Everything wrong with a deployment's (merged) configuration, [] when valid."""
     errors: list[dict[str, Any]] = []
-    sc = ("body", "source_config")
-    rc = ("body", "source_revision_config")
     if not source_allowed(workspace.mode, source):
         errors.append(
             invalid(("body", "source"), f"source {source.value} is not available in this workspace")
         )
     if source is Source.GIT_HOST:
-        required = (
-            (sc, "integration_id", source_config.integration_id),
-            (sc, "repo_url", source_config.repo_url),
-            (rc, "repo_ref", revision_config.repo_ref),
-            (rc, "graph_config_path", revision_config.graph_config_path),
-        )
-        for prefix, field, value in required:
-            if value is None or value == "":
-                errors.append(
-                    invalid((*prefix, field), "Field required for source git_host", "missing")
-                )
-        if revision_config.image_uri is not None:
-            errors.append(
-                invalid((*rc, "image_uri"), "image_uri is not allowed for source git_host")
-            )
-        integration_id = source_config.integration_id
-        if integration_id is not None and all(
-            integration.id != integration_id for integration in workspace.integrations
-        ):
-            errors.append(
-                invalid((*sc, "integration_id"), "unknown git-host integration in this workspace")
-            )
-        repo_ref = revision_config.repo_ref
-        ref_error = ref_format_error(repo_ref) if repo_ref else None
-        if ref_error is not None:
-            errors.append(invalid((*rc, "repo_ref"), f"not a valid git ref: {ref_error}"))
-        if (
-            source_config.build_on_push is True
-            and repo_ref is not None
-            and repo_ref.startswith(TAG_PREFIX)
-        ):
-            errors.append(
-                invalid(
-                    (*sc, "build_on_push"),
-                    "build_on_push must be false when repo_ref is a tag",
-                )
-            )
+        errors += _git_host_errors(source_config, revision_config, workspace)
     else:
-        if not revision_config.image_uri:
+        errors += _external_docker_errors(source_config, revision_config)
+    return errors
+
+
+def _git_host_errors(
+    source_config: SourceConfig, revision_config: SourceRevisionConfig, workspace: WorkspaceConfig
+) -> list[dict[str, Any]]:
+    errors: list[dict[str, Any]] = []
+    required = (
+        (_SC, "integration_id", source_config.integration_id),
+        (_SC, "repo_url", source_config.repo_url),
+        (_RC, "repo_ref", revision_config.repo_ref),
+        (_RC, "graph_config_path", revision_config.graph_config_path),
+    )
+    for prefix, field, value in required:
+        if value is None or value == "":
             errors.append(
-                invalid((*rc, "image_uri"), "Field required for source external_docker", "missing")
+                invalid((*prefix, field), "Field required for source git_host", "missing")
             )
-        for field in _GIT_CONFIG_FIELDS:
-            if getattr(source_config, field) is not None:
+    if revision_config.image_uri is not None:
+        errors.append(invalid((*_RC, "image_uri"), "image_uri is not allowed for source git_host"))
+    integration_id = source_config.integration_id
+    if integration_id is not None and all(
+        integration.id != integration_id for integration in workspace.integrations
+    ):
+        errors.append(
+            invalid((*_SC, "integration_id"), "unknown git-host integration in this workspace")
+        )
+    repo_ref = revision_config.repo_ref
+    ref_error = ref_format_error(repo_ref) if repo_ref else None
+    if ref_error is not None:
+        errors.append(invalid((*_RC, "repo_ref"), f"not a valid git ref: {ref_error}"))
+    if (
+        source_config.build_on_push is True
+        and repo_ref is not None
+        and repo_ref.startswith(TAG_PREFIX)
+    ):
+        errors.append(
+            invalid((*_SC, "build_on_push"), "build_on_push must be false when repo_ref is a tag")
+        )
+    return errors
+
+
+def _external_docker_errors(
+    source_config: SourceConfig, revision_config: SourceRevisionConfig
+) -> list[dict[str, Any]]:
+    errors: list[dict[str, Any]] = []
+    if not revision_config.image_uri:
+        errors.append(
+            invalid((*_RC, "image_uri"), "Field required for source external_docker", "missing")
+        )
+    for prefix, fields, config in (
+        (_SC, _GIT_CONFIG_FIELDS, source_config),
+        (_RC, _GIT_REVISION_FIELDS, revision_config),
+    ):
+        for field in fields:
+            if getattr(config, field) is not None:
                 errors.append(
-                    invalid((*sc, field), f"{field} is not allowed for source external_docker")
-                )
-        for field in _GIT_REVISION_FIELDS:
-            if getattr(revision_config, field) is not None:
-                errors.append(
-                    invalid((*rc, field), f"{field} is not allowed for source external_docker")
+                    invalid((*prefix, field), f"{field} is not allowed for source external_docker")
                 )
     return errors
+
+
+def secret_errors(given: list[Secret], prefix: tuple[str, ...]) -> list[dict[str, Any]]:
+    """A secret name given twice."""
+    seen: set[str] = set()
+    errors = []
+    for index, secret in enumerate(given):
+        if secret.name in seen:
+            errors.append(invalid((*prefix, index, "name"), "duplicate secret name"))
+        seen.add(secret.name)
+    return errors
+
+
+def published_rule_errors(
+    source: Source,
+    config: SourceConfig | None,
+    references: list[SecretReference] | None,
+    *,
+    current: dict[str, Any] | None,
+) -> list[dict[str, Any]]:
+    """The published rules of deployment_type, custom_url and secret_references, for a
+    create (`current` None) or a PATCH (`current` the stored source_config)."""
+    errors = []
+    given = config.model_fields_set if config is not None else set()
+    if "deployment_type" in given and config is not None:
+        if source is not Source.GIT_HOST and config.deployment_type is not None:
+            errors.append(invalid((*_SC, "deployment_type"), "deployment_type is git_host only"))
+        elif current is not None and _type_of(config) != current.get("deployment_type"):
+            errors.append(invalid((*_SC, "deployment_type"), "deployment_type cannot be changed"))
+    if source is Source.GIT_HOST and config is not None and config.custom_url is not None:
+        errors.append(
+            invalid((*_SC, "custom_url"), "custom_url is set by the service for git_host")
+        )
+    if source is not Source.EXTERNAL_DOCKER and references is not None:
+        errors.append(
+            invalid(("body", "secret_references"), "secret_references is external_docker only")
+        )
+    return errors
+
+
+def _type_of(config: SourceConfig) -> str | None:
+    return None if config.deployment_type is None else config.deployment_type.value
+
+
+def unknown_listener() -> dict[str, Any]:
+    """The error of a listener_id that names no listener of the workspace (POST and PATCH)."""
+    return invalid(("body", "source_config", "listener_id"), "unknown listener in this workspace")
+
+
+def check_repository(source_config: SourceConfig, workspace: WorkspaceConfig) -> None:
+    """400 (`RefusedError`) when a git_host repo_url is not in its integration's listing."""
+    reason = repo_url_error(source_config, workspace)
+    if reason is not None:
+        raise RefusedError(reason)

@@ -19,7 +19,7 @@ from deployplane.api.dataplane import Heartbeat, RevisionReport, RevisionWork
 from deployplane.api.models import NotFoundBody
 from deployplane.controlplane import agents, dataplane
 from deployplane.controlplane.auth import CurrentWorkspace
-from deployplane.controlplane.deps import Responses, database_of, json_response
+from deployplane.controlplane.deps import Responses, read_answer, write_answer, write_no_content
 
 __all__ = ["PREFIX", "router"]
 
@@ -45,11 +45,9 @@ _CONFLICT: Responses = {
 async def heartbeat(
     listener_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
 ) -> Response:
-    async with database_of(request).write() as conn:
-        answer = await agents.heartbeat(
-            conn=conn, workspace=workspace, listener_id=listener_id, now=time.time()
-        )
-        return json_response(answer)  # before the commit, as in the published routes
+    return await write_answer(
+        request, agents.heartbeat, workspace=workspace, listener_id=listener_id, now=time.time()
+    )
 
 
 @router.get(
@@ -65,15 +63,14 @@ async def revision_work(
     workspace: CurrentWorkspace,
     request: Request,
 ) -> Response:
-    async with database_of(request).read() as conn:
-        work = await dataplane.revision_work(
-            conn=conn,
-            workspace=workspace,
-            listener_id=listener_id,
-            deployment_id=deployment_id,
-            revision_id=revision_id,
-        )
-    return json_response(work)
+    return await read_answer(
+        request,
+        dataplane.revision_work,
+        workspace=workspace,
+        listener_id=listener_id,
+        deployment_id=deployment_id,
+        revision_id=revision_id,
+    )
 
 
 @router.put(
@@ -90,16 +87,15 @@ async def report_revision(
     workspace: CurrentWorkspace,
     request: Request,
 ) -> Response:
-    async with database_of(request).write() as conn:
-        answer = await dataplane.report_revision(
-            conn=conn,
-            workspace=workspace,
-            listener_id=listener_id,
-            deployment_id=deployment_id,
-            revision_id=revision_id,
-            report=body,
-        )
-        return json_response(answer)  # before the commit, as in the published routes
+    return await write_answer(
+        request,
+        dataplane.report_revision,
+        workspace=workspace,
+        listener_id=listener_id,
+        deployment_id=deployment_id,
+        revision_id=revision_id,
+        report=body,
+    )
 
 
 @router.post(
@@ -114,8 +110,10 @@ async def deletion_done(
     workspace: CurrentWorkspace,
     request: Request,
 ) -> Response:
-    async with database_of(request).write() as conn:
-        await dataplane.deletion_done(
-            conn=conn, workspace=workspace, listener_id=listener_id, deployment_id=deployment_id
-        )
-    return Response(status_code=status.HTTP_204_NO_CONTENT)
+    return await write_no_content(
+        request,
+        dataplane.deletion_done,
+        workspace=workspace,
+        listener_id=listener_id,
+        deployment_id=deployment_id,
+    )

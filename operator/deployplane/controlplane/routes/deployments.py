@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Query, Request, status
 from fastapi.responses import JSONResponse, Response
@@ -26,22 +28,32 @@ from deployplane.controlplane.deps import (
     Limit,
     Offset,
     Responses,
-    database_of,
+    cached_answer,
     extension_param,
-    json_bytes_response,
     json_response,
     pipeline_of,
-    read_cache_of,
-    refuse_nul_in_body,
+    read_answer,
     refuse_nul_in_query,
+    write_answer,
+    write_no_content,
+    write_result,
 )
+
+T = TypeVar("T")
 
 __all__ = ["router"]
 
 
-def notify_pipeline(request: Request) -> None:
+async def _scheduling(
+    request: Request, write: Callable[..., Awaitable[T]], *args: Any, **arguments: Any
+) -> T:
+    """A write that gives the pipeline work (`write` is `write_answer`, `write_result`
+    or `write_no_content`): done with the pipeline's step_seconds, and the pipeline
+    woken once it is committed (not when it fails)."""
     pipeline = pipeline_of(request)
+    result = await write(request, *args, step_seconds=pipeline.step_seconds, **arguments)
     pipeline.notify(time.time() + pipeline.step_seconds)
+    return result
 
 
 router = APIRouter(prefix="/v2/deployments", tags=["deployments"])
@@ -62,18 +74,14 @@ _REFUSED: Responses = {
 async def create_deployment(
     body: DeploymentCreate, workspace: CurrentWorkspace, request: Request
 ) -> Response:
-    await refuse_nul_in_body(request, body)
-    async with database_of(request).write() as conn:
-        deployment = await store.create_deployment(
-            conn=conn,
-            body=body,
-            workspace=workspace,
-            step_seconds=pipeline_of(request).step_seconds,
-        )
-        # Serialised before the commit: an answer that cannot be written rolls back.
-        response = json_response(deployment, status.HTTP_201_CREATED)
-    notify_pipeline(request)
-    return response
+    return await _scheduling(
+        request,
+        write_answer,
+        store.create_deployment,
+        status.HTTP_201_CREATED,
+        body=body,
+        workspace=workspace,
+    )
 
 
 @router.get("", response_model=Page[Deployment], summary="List deployments")
@@ -110,11 +118,14 @@ async def list_deployments(
         deployment_ids=deployment_ids,
         remote_reconciled=remote_reconciled,
     )
-    async with database_of(request).read() as conn:
-        page = await store.list_deployments(
-            conn=conn, workspace=workspace, filters=filters, limit=limit, offset=offset
-        )
-    return json_response(page)
+    return await read_answer(
+        request,
+        store.list_deployments,
+        workspace=workspace,
+        filters=filters,
+        limit=limit,
+        offset=offset,
+    )
 
 
 @router.get(
@@ -126,18 +137,13 @@ async def list_deployments(
 async def get_deployment(
     deployment_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
 ) -> Response:
-    cache = read_cache_of(request)
-    key = ("deployment", workspace.id, deployment_id)
-    body = cache.get(key)
-    if body is None:
-        generation = cache.generation
-        async with database_of(request).read() as conn:
-            deployment = await store.get_deployment(
-                conn=conn, workspace=workspace, deployment_id=deployment_id
-            )
-        body = deployment.model_dump_json().encode()
-        cache.put(key, generation, body)
-    return json_bytes_response(body)
+    return await cached_answer(
+        request,
+        ("deployment", workspace.id, deployment_id),
+        store.get_deployment,
+        workspace=workspace,
+        deployment_id=deployment_id,
+    )
 
 
 @router.patch(
@@ -152,18 +158,14 @@ async def patch_deployment(
     workspace: CurrentWorkspace,
     request: Request,
 ) -> Response:
-    await refuse_nul_in_body(request, body)
-    async with database_of(request).write() as conn:
-        deployment, _ = await store.patch_deployment(
-            conn=conn,
-            workspace=workspace,
-            deployment_id=deployment_id,
-            body=body,
-            step_seconds=pipeline_of(request).step_seconds,
-        )
-        response = json_response(deployment)  # before the commit, as in create
-    notify_pipeline(request)
-    return response
+    return await _scheduling(
+        request,
+        write_answer,
+        store.patch_deployment,
+        workspace=workspace,
+        deployment_id=deployment_id,
+        body=body,
+    )
 
 
 @router.delete(
@@ -185,16 +187,14 @@ async def delete_deployment(
         False, description="Delete the tracing project made with the deployment too."
     ),
 ) -> Response:
-    async with database_of(request).write() as conn:
-        await store.delete_deployment(
-            conn=conn,
-            workspace=workspace,
-            deployment_id=deployment_id,
-            step_seconds=pipeline_of(request).step_seconds,
-            delete_tracing_project=delete_tracing_project,
-        )
-    notify_pipeline(request)
-    return Response(status_code=status.HTTP_204_NO_CONTENT)
+    return await _scheduling(
+        request,
+        write_no_content,
+        store.delete_deployment,
+        workspace=workspace,
+        deployment_id=deployment_id,
+        delete_tracing_project=delete_tracing_project,
+    )
 
 
 @router.delete(
@@ -213,14 +213,13 @@ async def delete_deployments(
         ..., max_length=100, description="Deployments to delete (at most 100)."
     ),
 ) -> Response:
-    async with database_of(request).write() as conn:
-        outcomes = await store.delete_deployments(
-            conn=conn,
-            workspace=workspace,
-            deployment_ids=deployment_ids,
-            step_seconds=pipeline_of(request).step_seconds,
-        )
-    notify_pipeline(request)
+    outcomes: list[store.BulkOutcome] = await _scheduling(
+        request,
+        write_result,
+        store.delete_deployments,
+        workspace=workspace,
+        deployment_ids=deployment_ids,
+    )
     failed = [o for o in outcomes if o.status != status.HTTP_204_NO_CONTENT]
     if failed and len(failed) == len(outcomes):
         unknown = ", ".join(str(o.deployment_id) for o in failed)
@@ -245,16 +244,14 @@ async def delete_deployments(
 async def redeploy_revision(
     deployment_id: uuid.UUID, revision_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
 ) -> Response:
-    async with database_of(request).write() as conn:
-        deployment = await store.redeploy_revision(
-            conn=conn,
-            workspace=workspace,
-            deployment_id=deployment_id,
-            revision_id=revision_id,
-            step_seconds=pipeline_of(request).step_seconds,
-        )
-    notify_pipeline(request)
-    return json_response(deployment)
+    return await _scheduling(
+        request,
+        write_answer,
+        store.redeploy_revision,
+        workspace=workspace,
+        deployment_id=deployment_id,
+        revision_id=revision_id,
+    )
 
 
 @router.get(
@@ -275,17 +272,16 @@ async def list_revisions(
     ),
 ) -> Response:
     refuse_nul_in_query(status=status)
-    async with database_of(request).read() as conn:
-        page = await store.list_revisions(
-            conn=conn,
-            workspace=workspace,
-            deployment_id=deployment_id,
-            status=status,
-            remote_reconciled=remote_reconciled,
-            limit=limit,
-            offset=offset,
-        )
-    return json_response(page)
+    return await read_answer(
+        request,
+        store.list_revisions,
+        workspace=workspace,
+        deployment_id=deployment_id,
+        status=status,
+        remote_reconciled=remote_reconciled,
+        limit=limit,
+        offset=offset,
+    )
 
 
 @router.get(
@@ -297,18 +293,11 @@ async def list_revisions(
 async def get_revision(
     deployment_id: uuid.UUID, revision_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
 ) -> Response:
-    cache = read_cache_of(request)
-    key = ("revision", workspace.id, deployment_id, revision_id)
-    body = cache.get(key)
-    if body is None:
-        generation = cache.generation
-        async with database_of(request).read() as conn:
-            revision = await store.get_revision(
-                conn=conn,
-                workspace=workspace,
-                deployment_id=deployment_id,
-                revision_id=revision_id,
-            )
-        body = revision.model_dump_json().encode()
-        cache.put(key, generation, body)
-    return json_bytes_response(body)
+    return await cached_answer(
+        request,
+        ("revision", workspace.id, deployment_id, revision_id),
+        store.get_revision,
+        workspace=workspace,
+        deployment_id=deployment_id,
+        revision_id=revision_id,
+    )

@@ -15,7 +15,7 @@ from fastapi.responses import Response
 from deployplane.api.models import Listener, ListenerPut
 from deployplane.controlplane import store
 from deployplane.controlplane.auth import CurrentWorkspace
-from deployplane.controlplane.deps import database_of, json_response, refuse_nul_in_body
+from deployplane.controlplane.deps import write_answer
 
 __all__ = ["router"]
 
@@ -30,9 +30,6 @@ router = APIRouter(include_in_schema=False)
 async def put_listener(
     listener_id: uuid.UUID, body: ListenerPut, workspace: CurrentWorkspace, request: Request
 ) -> Response:
-    await refuse_nul_in_body(request, body)
-    async with database_of(request).write() as conn:
-        listener = await store.put_listener(
-            conn=conn, workspace=workspace, listener_id=listener_id, body=body
-        )
-        return json_response(listener)  # before the commit, as in create
+    return await write_answer(
+        request, store.put_listener, workspace=workspace, listener_id=listener_id, body=body
+    )

@@ -23,11 +23,11 @@ from deployplane.controlplane.deps import (
     Limit,
     Offset,
     Responses,
-    database_of,
     extension_param,
-    json_response,
-    refuse_nul_in_body,
+    read_answer,
     refuse_nul_in_query,
+    write_answer,
+    write_no_content,
 )
 from deployplane.controlplane.settings import WorkspaceConfig
 
@@ -64,11 +64,9 @@ async def create_listener(
     body: ListenerCreate, workspace: CurrentWorkspace, request: Request
 ) -> Response:
     _listeners_allowed(workspace)
-    await refuse_nul_in_body(request, body)
-    async with database_of(request).write() as conn:
-        listener = await store.create_listener(conn=conn, workspace=workspace, body=body)
-        # Serialised before the commit: an answer that cannot be written rolls back.
-        return json_response(listener, status.HTTP_201_CREATED)
+    return await write_answer(
+        request, store.create_listener, status.HTTP_201_CREATED, workspace=workspace, body=body
+    )
 
 
 @router.get("", response_model=Page[Listener], summary="List listeners")
@@ -80,11 +78,14 @@ async def list_listeners(
 ) -> Response:
     compute_id = extension_param(request, "compute_id")  # an emulator extension
     refuse_nul_in_query(compute_id=compute_id)
-    async with database_of(request).read() as conn:
-        page = await store.list_listeners(
-            conn=conn, workspace=workspace, compute_id=compute_id, limit=limit, offset=offset
-        )
-    return json_response(page)
+    return await read_answer(
+        request,
+        store.list_listeners,
+        workspace=workspace,
+        compute_id=compute_id,
+        limit=limit,
+        offset=offset,
+    )
 
 
 @router.get(
@@ -97,9 +98,9 @@ async def get_listener(
     listener_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
 ) -> Response:
     _listeners_allowed(workspace)
-    async with database_of(request).read() as conn:
-        listener = await store.get_listener(conn=conn, workspace=workspace, listener_id=listener_id)
-    return json_response(listener)
+    return await read_answer(
+        request, store.get_listener, workspace=workspace, listener_id=listener_id
+    )
 
 
 def _immutables_given(raw: Any) -> dict[str, Any] | None:
@@ -131,13 +132,15 @@ async def patch_listener(
     workspace: CurrentWorkspace,
 ) -> Response:
     _listeners_allowed(workspace)
-    await refuse_nul_in_body(request, body)
     raw = _immutables_given(await request.json())
-    async with database_of(request).write() as conn:
-        listener = await store.patch_listener(
-            conn=conn, workspace=workspace, listener_id=listener_id, body=body, raw=raw
-        )
-        return json_response(listener)  # before the commit, as in create
+    return await write_answer(
+        request,
+        store.patch_listener,
+        workspace=workspace,
+        listener_id=listener_id,
+        body=body,
+        raw=raw,
+    )
 
 
 _IN_USE: Responses = {409: {"model": NotFoundBody, "description": "Used by deployments."}}
@@ -154,6 +157,6 @@ async def delete_listener(
     listener_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
 ) -> Response:
     _listeners_allowed(workspace)
-    async with database_of(request).write() as conn:
-        await store.delete_listener(conn=conn, workspace=workspace, listener_id=listener_id)
-    return Response(status_code=status.HTTP_204_NO_CONTENT)
+    return await write_no_content(
+        request, store.delete_listener, workspace=workspace, listener_id=listener_id
+    )

@@ -1,0 +1,172 @@
+"""What a PATCH of a deployment does, decided without a database.
+
+`decide_patch(current, body, ...)` says what the PATCH changes, whether it makes a new
+revision and what is refused; `store.patch` reads `current`, looks up the one thing a
+pure function cannot (whether a named listener exists) and writes the decision. Kept
+beside `validation.py` so the rules are unit-tested directly (tests/unit/test_patch_decision.py).
+
+The rules, as the service answers them:
+- name and source cannot change (422); a deployment being deleted cannot be patched (400);
+- `source_config` keys present replace the stored values, an explicit null clears one,
+  nested objects are replaced whole; a change alone makes no revision;
+- a non-null `source_revision_config` field makes a new revision (nulls are ignored);
+- `secrets` replace the stored set; a change of a name or value makes a new revision;
+- `secret_references` replace the stored ones; a change makes a new revision;
+- a git_host PATCH naming `repo_url` or `integration_id` has its repository checked.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from deployplane.api.models import (
+    DeploymentPatch,
+    DeploymentStatus,
+    Source,
+    SourceConfig,
+    SourceRevisionConfig,
+)
+from deployplane.controlplane import secretdigest
+from deployplane.controlplane.errors import InvalidError, RefusedError, invalid
+from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.validation import (
+    deployment_errors,
+    published_rule_errors,
+    secret_errors,
+)
+
+__all__ = ["PatchDecision", "StoredDeployment", "decide_patch"]
+
+
+@dataclass(frozen=True)
+class StoredDeployment:
+    """What a PATCH is decided against: the stored deployment and the source revision
+    config of its latest revision."""
+
+    id: uuid.UUID
+    name: str
+    source: Source
+    status: str
+    source_config: dict[str, Any]
+    secrets: list[dict[str, str]]
+    secret_references: list[dict[str, str]] | None
+    revision_config: SourceRevisionConfig
+
+
+@dataclass(frozen=True)
+class PatchDecision:
+    """The outcome of a PATCH that is not refused outright."""
+
+    values: dict[str, Any]
+    """The deployment's column updates (without `updated_at` and the new revision id)."""
+    source_config: SourceConfig
+    """The merged source_config."""
+    revision_config: SourceRevisionConfig
+    """The source revision config a new revision gets."""
+    new_revision: bool
+    errors: list[dict[str, Any]]
+    """What is wrong (422), besides an unknown listener: that takes a lookup."""
+    listener_to_check: uuid.UUID | None
+    """The listener the PATCH names, which must exist (also when it is the current one,
+    whose listener may be gone: deleted before the in-use check existed)."""
+    check_repository: bool
+    """Whether the git_host repository must be checked against its integration."""
+
+
+def decide_patch(
+    current: StoredDeployment,
+    body: DeploymentPatch,
+    *,
+    workspace: WorkspaceConfig,
+    secret_key: bytes,
+) -> PatchDecision:
+    """Raises `InvalidError` for a name or source change, `RefusedError` for a deployment
+    being deleted; else the decision, whose `errors` the caller raises."""
+    _refuse_outright(current, body)
+    stored_config = merged_source_config(current.source_config, body)
+    source_config = SourceConfig.model_validate(stored_config)
+    revision_config, new_revision = _revision_config(current.revision_config, body)
+    values: dict[str, Any] = {"source_config": stored_config, "secrets": current.secrets}
+    references = references_update(body, current.secret_references)
+    values.update(references)
+    new_revision = new_revision or bool(references)
+    errors: list[dict[str, Any]] = []
+    if body.secrets is not None:
+        errors += secret_errors(body.secrets, ("body", "secrets"))
+        if secretdigest.changed(secret_key, current.id, body.secrets, current.secrets):
+            new_revision = True
+        # rewritten even when unchanged: digests of the old scheme become keyed ones
+        values["secrets"] = secretdigest.records(secret_key, current.id, body.secrets)
+    errors += published_rule_errors(
+        current.source, body.source_config, body.secret_references, current=current.source_config
+    )
+    errors += deployment_errors(
+        source=current.source,
+        source_config=source_config,
+        revision_config=revision_config,
+        workspace=workspace,
+    )
+    named = body.source_config.model_fields_set if body.source_config is not None else set()
+    return PatchDecision(
+        values=values,
+        source_config=source_config,
+        revision_config=revision_config,
+        new_revision=new_revision,
+        errors=errors,
+        listener_to_check=source_config.listener_id if "listener_id" in named else None,
+        check_repository=(
+            current.source is Source.GIT_HOST and bool({"repo_url", "integration_id"} & named)
+        ),
+    )
+
+
+def _refuse_outright(current: StoredDeployment, body: DeploymentPatch) -> None:
+    errors: list[dict[str, Any]] = []
+    if body.name is not None and body.name != current.name:
+        errors.append(invalid(("body", "name"), "name cannot be changed after creation"))
+    if body.source is not None and body.source is not current.source:
+        errors.append(invalid(("body", "source"), "source cannot be changed after creation"))
+    if errors:
+        raise InvalidError(errors)
+    if current.status == DeploymentStatus.AWAITING_DELETE.value:
+        raise RefusedError(f"Deployment ID {current.id} is being deleted.")
+
+
+def merged_source_config(stored: dict[str, Any], body: DeploymentPatch) -> dict[str, Any]:
+    """The stored source_config with the PATCH's keys: present ones replace (nested
+    objects whole), an explicit null clears."""
+    merged = dict(stored)
+    if body.source_config is not None:
+        patch = body.source_config
+        dumped = patch.model_dump(mode="json", exclude_none=True)
+        for key in patch.model_fields_set:
+            if key in dumped:
+                merged[key] = dumped[key]
+            else:
+                merged.pop(key, None)
+    return merged
+
+
+def _revision_config(
+    current: SourceRevisionConfig, body: DeploymentPatch
+) -> tuple[SourceRevisionConfig, bool]:
+    """The new source revision config, and whether the PATCH gave any of it."""
+    values = current.model_dump()
+    given = False
+    if body.source_revision_config is not None:
+        for key, value in body.source_revision_config.model_dump().items():
+            if value is not None:  # nulls are ignored; a non-null value makes a revision
+                values[key] = value
+                given = True
+    return SourceRevisionConfig(**values), given
+
+
+def references_update(body: DeploymentPatch, stored: list[dict[str, str]] | None) -> dict[str, Any]:
+    """The column update of a PATCH's `secret_references`, {} when unchanged; a change
+    changes the environment, so it takes a new revision to apply."""
+    if body.secret_references is None:
+        return {}
+    given = [item.model_dump() for item in body.secret_references]
+    return {} if given == stored else {"secret_references": given}

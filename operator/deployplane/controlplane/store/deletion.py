@@ -1,0 +1,83 @@
+"""Deleting deployments, one or in bulk: marked AWAITING_DELETE, removed by the pipeline."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import update
+
+from deployplane.api.models import DeploymentStatus
+from deployplane.controlplane.db import DbConn
+from deployplane.controlplane.errors import NotFoundError
+from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.revisions import check_deployment, supersede
+from deployplane.controlplane.store.rows import owned
+from deployplane.controlplane.tables import deployments, utcnow
+
+__all__ = ["BulkOutcome", "delete_deployment", "delete_deployments"]
+
+
+async def delete_deployment(
+    *,
+    conn: DbConn,
+    workspace: WorkspaceConfig,
+    deployment_id: uuid.UUID,
+    step_seconds: float,
+    delete_tracing_project: bool = False,
+) -> None:
+    """Marks the deployment AWAITING_DELETE; the pipeline removes it one step later,
+    with its tracing project only when `delete_tracing_project` (else that stays)."""
+    now = utcnow()
+    result = await conn.execute(
+        update(deployments)
+        .where(
+            *owned(deployments, deployment_id, workspace.id),
+            deployments.c.status != DeploymentStatus.AWAITING_DELETE.value,
+        )
+        .values(
+            status=DeploymentStatus.AWAITING_DELETE.value,
+            delete_at=time.time() + step_seconds,
+            delete_tracing_project=delete_tracing_project,
+            updated_at=now,
+        )
+    )
+    if result.rowcount:
+        await supersede(conn, deployment_id=deployment_id, now=now)
+        return
+    # Not marked: unknown here (404), or already being deleted (as good as done).
+    await check_deployment(conn, workspace, deployment_id)
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    """One id's outcome in a bulk delete: HTTP-like `status` and, when failed, why."""
+
+    deployment_id: uuid.UUID
+    status: int
+    detail: str | None = None
+
+
+async def delete_deployments(
+    *,
+    conn: DbConn,
+    workspace: WorkspaceConfig,
+    deployment_ids: list[uuid.UUID],
+    step_seconds: float,
+) -> list[BulkOutcome]:
+    """Bulk delete: each id is deleted as by `delete_deployment`, or reported unknown."""
+    outcomes = []
+    for deployment_id in dict.fromkeys(deployment_ids):  # each id once, in order
+        try:
+            await delete_deployment(
+                conn=conn,
+                workspace=workspace,
+                deployment_id=deployment_id,
+                step_seconds=step_seconds,
+            )
+        except NotFoundError as exc:
+            outcomes.append(BulkOutcome(deployment_id, 404, exc.detail))
+        else:
+            outcomes.append(BulkOutcome(deployment_id, 204))
+    return outcomes

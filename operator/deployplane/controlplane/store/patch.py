@@ -1,0 +1,105 @@
+"""PATCH of a deployment: the database side of `patching.decide_patch`.
+
+Reads the deployment (locked where writers are concurrent), asks the pure decision
+what the PATCH does, checks what only the database can tell (a named listener exists),
+and writes the outcome: the new column values and, when the decision says so, a new
+revision that supersedes the unfinished ones.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import Row, select, update
+
+from deployplane.api.models import Deployment, DeploymentPatch, Source
+from deployplane.controlplane.db import DbConn
+from deployplane.controlplane.errors import InvalidError
+from deployplane.controlplane.patching import StoredDeployment, decide_patch
+from deployplane.controlplane.secretvalues import keep_secret_values
+from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.deployments import get_deployment
+from deployplane.controlplane.store.listeners import listener_exists
+from deployplane.controlplane.store.revisions import replace_latest
+from deployplane.controlplane.store.rows import (
+    LOCK_DEPLOYMENT,
+    deployment_not_found,
+    first_or_404,
+    owned,
+    revision_config,
+)
+from deployplane.controlplane.tables import deployments, revisions, utcnow
+from deployplane.controlplane.validation import check_repository, unknown_listener
+
+__all__ = ["patch_deployment"]
+
+_CURRENT = select(
+    deployments,
+    revisions.c.seq,
+    revisions.c.repo_ref,
+    revisions.c.graph_config_path,
+    revisions.c.image_uri,
+).outerjoin(revisions, revisions.c.id == deployments.c.latest_revision_id)
+
+
+async def _current(conn: DbConn, workspace: WorkspaceConfig, deployment_id: uuid.UUID) -> Row[Any]:
+    if conn.concurrent:
+        # Concurrent PATCHes of one deployment queue here, so each reads what the
+        # previous one wrote: else both merge into the same old source_config and
+        # insert the same revision seq. A statement of its own, before the read: a
+        # locking read that waited would re-check only the locked row, joined to the
+        # revision it saw before the wait.
+        await conn.execute(LOCK_DEPLOYMENT, {"deployment_id": deployment_id})
+    query = _CURRENT.where(*owned(deployments, deployment_id, workspace.id))
+    return await first_or_404(conn, query, deployment_not_found, deployment_id)
+
+
+def _stored(row: Row[Any]) -> StoredDeployment:
+    return StoredDeployment(
+        id=row.id,
+        name=row.name,
+        source=Source(row.source),
+        status=row.status,
+        source_config=row.source_config,
+        secrets=row.secrets,
+        secret_references=row.secret_references,
+        revision_config=revision_config(row),
+    )
+
+
+async def patch_deployment(
+    *,
+    conn: DbConn,
+    workspace: WorkspaceConfig,
+    deployment_id: uuid.UUID,
+    body: DeploymentPatch,
+    step_seconds: float,
+) -> Deployment:
+    """Applies a PATCH (a new revision when `decide_patch` says so)."""
+    current = await _current(conn, workspace, deployment_id)
+    decision = decide_patch(_stored(current), body, workspace=workspace, secret_key=conn.secret_key)
+    errors = decision.errors
+    listener_id = decision.listener_to_check
+    if listener_id is not None and not await listener_exists(conn, workspace.id, listener_id):
+        errors = [*errors, unknown_listener()]
+    if errors:
+        raise InvalidError(errors)
+    if decision.check_repository:
+        check_repository(decision.source_config, workspace)
+    if body.secrets is not None:
+        await keep_secret_values(conn, deployment_id, body.secrets, created=False)
+    now = utcnow()
+    values: dict[str, Any] = {**decision.values, "updated_at": now}
+    if decision.new_revision:
+        values["latest_revision_id"] = await replace_latest(
+            conn,
+            deployment_id=deployment_id,
+            latest_seq=current.seq,
+            source=Source(current.source),
+            config=decision.revision_config,
+            now=now,
+            step_seconds=step_seconds,
+        )
+    await conn.execute(update(deployments).where(deployments.c.id == deployment_id).values(values))
+    return await get_deployment(conn=conn, workspace=workspace, deployment_id=deployment_id)
