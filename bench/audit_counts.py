@@ -66,6 +66,25 @@ def writes_by_resource(
     return Counter(resource for resource, code in writes if not failed_only or code >= 400)
 
 
+def requests_by_verb(
+    events: Iterable[Mapping[str, Any]], *, user: str, since: dt.datetime, until: dt.datetime
+) -> Counter[str]:
+    """Every request by `user` in [since, until], reads too and in any namespace, as
+    `verb resource` (`patch agentdeployments/status`, `watch namespaces`): what a
+    controller costs the apiserver besides its writes."""
+    counts: Counter[str] = Counter()
+    for event in events:
+        if event.get("stage") not in _FINAL_STAGES:
+            continue
+        if (event.get("user") or {}).get("username") != user:
+            continue
+        received = dt.datetime.fromisoformat(event["requestReceivedTimestamp"])
+        ref = event.get("objectRef") or {}
+        if since <= received <= until and ref.get("resource"):
+            counts[f"{event.get('verb')} {_resource(ref)}"] += 1
+    return counts
+
+
 def writes_per_cr(counts: Mapping[str, int], plural: str, n: int) -> float:
     """Writes to the custom resources themselves (`plural` and `plural/status`) per
     resource; Events and anything else are left out."""

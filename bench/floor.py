@@ -27,7 +27,7 @@ import time
 from tests.e2e.operator_harness import operator_env
 
 from bench.audit_counts import writes_per_cr
-from bench.operator import PLURAL, Bench, _exit_on_sigterm, _workdir, parse_args
+from bench.operator import PLURAL, Bench, _exit_on_sigterm, _workdir, parse_args, vm_rss_mb
 
 
 class FloorBench(Bench):
@@ -53,11 +53,13 @@ class FloorBench(Bench):
         self.wait_operator_listening(since)
         time.sleep(1.0)  # let its start-up work finish before the clock starts
         converge_s, _, _, writes = self.timed_apply("floor", "floor")
+        rss = vm_rss_mb(self.pid)
         self.profiles.memory(self.pid, "floor")
         # The same name as the operator's BENCH line: `make bench` pairs the two.
         print(f"FLOOR converge_1000_s {converge_s:.1f} s", flush=True)
         per_cr = writes_per_cr(writes, PLURAL, self.n)
         print(f"FLOOR k8s_writes_per_cr {per_cr:.2f} writes", flush=True)
+        print(f"FLOOR rss_mb_1000 {rss:.1f} MB", flush=True)
 
     def run_floor(self) -> None:
         with self.stack:

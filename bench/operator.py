@@ -72,7 +72,7 @@ from tests.e2e.operator_harness import (
     ready_for_generation,
 )
 
-from bench.audit_counts import writes_by_resource, writes_per_cr
+from bench.audit_counts import requests_by_verb, writes_by_resource, writes_per_cr
 from bench.profiling import Profiles
 from bench.report import Figure
 from deployplane.api.client import ControlPlaneClient
@@ -242,6 +242,7 @@ class Bench:
     # ------------------------------------------------------------------ setup
     def start(self) -> None:
         log("starting the dev cluster (audit log on)")
+        self.profiles.enable_apiserver_profiling()
         self.cluster = self.stack.enter_context(
             DevCluster(
                 self.workdir / "cluster",
@@ -368,7 +369,7 @@ class Bench:
         log(f"{phase}: applying {self.n} AgentDeployments")
         since = dt.datetime.now(dt.UTC)
         began = time.monotonic()
-        with self.profiles.cpu(self.pid, controller):
+        with self.profiles.cpu(self.pid, controller), self.profiles.apiserver(self.api):
             sent = self.apply_all()
             log(f"{phase}: applied in {time.monotonic() - began:.1f} s")
             if not ready.done.wait(self.args.timeout):
@@ -385,6 +386,8 @@ class Bench:
         failed = writes_by_resource(events, **window, until=ready.at_wall, failed_only=True)
         log(f"{phase}: {converge_s:.1f} s; CPU: {spent}; emulator: {stats}")
         log(f"{phase}: {controller} writes until all Ready: {dict(writes)}; failed {dict(failed)}")
+        every = requests_by_verb(events, user=self.user, since=since, until=ready.at_wall)
+        log(f"{phase}: {controller} requests until all Ready: {dict(sorted(every.items()))}")
         return converge_s, sent, stats, dict(writes)
 
     def converge(self) -> None:
@@ -523,6 +526,8 @@ class Bench:
         with self.stack:
             self.start()
             self.converge()
+            if self.args.converge_only:
+                return self.figures
             self.latency()
             self.resume()
             self.steady()
@@ -546,6 +551,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="bound of each phase")
     parser.add_argument("--workdir", type=Path, default=None, help="keep logs here")
+    parser.add_argument(
+        "--converge-only", action="store_true", help="stop after the converge phase (profiling)"
+    )
     return parser.parse_args(argv)
 
 

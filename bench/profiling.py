@@ -8,6 +8,8 @@ operator and for the floor controller alike:
   it with `python -m bench.profiling <file>`) of the converge phase, from the first
   apply until every resource is Ready. `--nonblocking`: the process is not paused to
   be sampled, so its timing is the unprofiled one within a few percent;
+- `apiserver-cpu.pprof`: the kube-apiserver's CPU profile over the first 30 s of the
+  converge (`go tool pprof -top`);
 - `<tag>-memory.txt`: what `bench/profile_hook/sitecustomize.py` writes on SIGUSR1
   once every resource is Ready: live objects by type, asyncio tasks by coroutine, and
   with `BENCH_TRACEMALLOC=<frames>` the top allocation sites (slow: not with a CPU
@@ -22,9 +24,11 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 HOOK = Path(__file__).resolve().parent / "profile_hook"
 
@@ -69,6 +73,40 @@ class Profiles:
             process.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
             process.wait(60)
 
+    @contextlib.contextmanager
+    def apiserver(self, api: Any, seconds: int = 30) -> Iterator[None]:
+        """The kube-apiserver's own CPU profile (Go pprof) over the first `seconds` of the
+        block, through an admin `ApiClient`; read it with `go tool pprof -top <file>`.
+        Needs `DEPLOYPLANE_APISERVER_PROFILING=1` when the cluster starts
+        (`enable_apiserver_profiling`)."""
+        if self.directory is None:
+            yield
+            return
+        out = self.directory / "apiserver-cpu.pprof"
+
+        def fetch() -> None:
+            response = api.call_api(
+                "/debug/pprof/profile",
+                "GET",
+                query_params=[("seconds", seconds)],
+                auth_settings=[],
+                _preload_content=False,
+                _request_timeout=seconds + 30,
+            )
+            out.write_bytes(response[0].data)
+
+        thread = threading.Thread(target=fetch, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            thread.join(seconds + 40)
+
+    def enable_apiserver_profiling(self) -> None:
+        """Ask the dev cluster started next for /debug/pprof (`devcluster/cluster.py`)."""
+        if self.directory is not None:
+            os.environ["DEPLOYPLANE_APISERVER_PROFILING"] = "1"
+
     def memory(self, pid: int, tag: str, within: float = 120.0) -> None:
         """Ask the hook in `pid` for its memory report and wait until it is written."""
         if self.directory is None:
@@ -97,6 +135,28 @@ def package(frame: str) -> str:
     return parts[0].removesuffix(".py") or "?"
 
 
+# Where a sample of the operator goes, first match wins: a needle is matched against the
+# whole stack (outermost first), so a control-plane call made inside a reconcile pass
+# counts as a control-plane call, not as "the rest of the pass".
+BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("pass: control-plane calls (httpx)", ("ControlPlaneClient.",)),
+    ("pass: status patches (aiohttp)", ("KubernetesApi.patch_status", "patch_status (bench/")),
+    ("pass: the rest (reconciler, diff, pydantic, metrics)", ("ResourceLoop.", "converge (bench/")),
+    ("on.event handler", ("_changed (deployplane/",)),
+    ("Kopf: Events posted", ("kopf/_core/engines/posting.py",)),
+    ("Kopf: its own patches (finalizer)", ("kopf/_cogs/clients/patching.py",)),
+    ("Kopf: daemon machinery", ("kopf/_core/engines/daemons.py",)),
+    ("Kopf: per-event processing", ("kopf/_core/reactor/processing.py",)),
+    ("watch streams and queueing", ("watching.py", "queueing.py", "watch_from (bench/")),
+    ("aiohttp/ssl callbacks (responses read)", ("aiohttp/", "ssl.py", "asyncio/sslproto.py")),
+    ("event loop: waiting in select", ("EpollSelector.select",)),
+)
+
+
+def bucket(stack: str) -> str:
+    return next((label for label, needles in BUCKETS if any(n in stack for n in needles)), "other")
+
+
 def summarise(lines: list[str], top: int = 30) -> str:
     """Self and inclusive samples by function, and by package, from py-spy's raw
     (collapsed) output: `frame;frame;...;frame count` per line, outermost frame first."""
@@ -104,6 +164,7 @@ def summarise(lines: list[str], top: int = 30) -> str:
     inclusive: collections.Counter[str] = collections.Counter()
     self_packages: collections.Counter[str] = collections.Counter()
     packages: collections.Counter[str] = collections.Counter()
+    buckets: collections.Counter[str] = collections.Counter()
     total = 0
     for line in lines:
         stack, _, count_text = line.rstrip().rpartition(" ")
@@ -112,6 +173,7 @@ def summarise(lines: list[str], top: int = 30) -> str:
         count = int(count_text)
         total += count
         frames = stack.split(";")
+        buckets[bucket(stack)] += count
         self_samples[frames[-1]] += count
         self_packages[package(frames[-1])] += count
         for frame in set(frames):
@@ -120,7 +182,9 @@ def summarise(lines: list[str], top: int = 30) -> str:
             packages[name] += count
     if total == 0:
         return "no samples"
-    out = [f"{total} samples", "", "## self (top)"]
+    out = [f"{total} samples", "", "## where it goes (bench.profiling.BUCKETS)"]
+    out += [f"{100 * c / total:5.1f}% {label}" for label, c in buckets.most_common()]
+    out += ["", "## self (top)"]
     out += [f"{100 * c / total:5.1f}% {f}" for f, c in self_samples.most_common(top)]
     out += ["", "## inclusive (top)"]
     out += [f"{100 * c / total:5.1f}% {f}" for f, c in inclusive.most_common(top)]

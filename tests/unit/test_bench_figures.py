@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from bench.__main__ import bench_lines
-from bench.audit_counts import writes_by_resource, writes_per_cr
-from bench.profiling import package, summarise
+from bench.audit_counts import requests_by_verb, writes_by_resource, writes_per_cr
+from bench.profiling import bucket, package, summarise
 from bench.report import FLOOR_RATIO_GOAL, floor_ratio, parse, parse_floor, verdict
 
 OPERATOR = "system:serviceaccount:bench:deployplane-bench"
@@ -187,3 +187,25 @@ def test_failed_only_counts_the_refused_writes() -> None:
     assert writes_by_resource([refused, accepted], **window, until=until) == {"agentdeployments": 2}
     failed = writes_by_resource([refused, accepted], **window, until=until, failed_only=True)
     assert failed == {"agentdeployments": 1}
+
+
+def test_requests_by_verb_counts_reads_and_other_namespaces_too() -> None:
+    events = [
+        event("watch", "namespaces", namespace=""),
+        event("patch", "agentdeployments", sub="status"),
+        event("patch", "agentdeployments", sub="status"),
+        event("create", "agentdeployments", user="kubernetes-admin"),
+        event("get", "agentdeployments", at=7.0),
+    ]
+    counts = requests_by_verb(events, user=OPERATOR, since=T0, until=T0 + dt.timedelta(seconds=5))
+    assert counts == {"watch namespaces": 1, "patch agentdeployments/status": 2}
+
+
+def test_bucket_puts_a_control_plane_call_inside_a_pass_with_the_calls() -> None:
+    call = "Handle._run (asyncio/events.py:80);ResourceLoop.run (deployplane/controller/loop.py:1)"
+    call += ";ControlPlaneClient._request (deployplane/api/client.py:9)"
+    assert bucket(call) == "pass: control-plane calls (httpx)"
+    kopf = "Handle._run (asyncio/events.py:80)"
+    kopf += ";process_resource_event (kopf/_core/reactor/processing.py:1)"
+    assert bucket(kopf) == "Kopf: per-event processing"
+    assert bucket("BaseEventLoop._run_once (asyncio/base_events.py:1)") == "other"
