@@ -37,6 +37,11 @@ def _dump(signum: int, frame: object) -> None:
     lines = [f"gc objects: {sum(counts.values())}, shallow bytes {sum(sizes.values())}"]
     lines += ["", "## live objects by type (top 40 by shallow bytes): count, bytes"]
     lines += [f"{sizes[n]:>12} {counts[n]:>9} {n}" for n, _ in sizes.most_common(40)]
+    lines += ["", "## garbage collections: generation, count, total ms, longest ms"]
+    lines += [
+        f"gen{gen} {len(ms):>6} {sum(ms):>9.1f} {max(ms, default=0):>7.1f}"
+        for gen, ms in sorted(_PAUSES.items())
+    ]
     lines += ["", "## asyncio tasks by coroutine"]
     lines += [f"{c:>9} {n}" for n, c in tasks.most_common(20)]
     if tracemalloc.is_tracing():
@@ -53,10 +58,30 @@ def _dump(signum: int, frame: object) -> None:
     os.replace(tmp, _OUT)  # the bench waits for the file: never see half of it
 
 
+# Pause of each garbage collection by generation, in ms: a full collection walks every
+# live container object, and with one daemon per resource that is a pause of the event
+# loop that every request in flight waits out (apply-to-POST p99).
+_PAUSES: dict[int, list[float]] = {}
+_STARTED: list[float] = []
+
+
+def _on_gc(phase: str, info: dict[str, int]) -> None:
+    import time
+
+    if phase == "start":
+        _STARTED[:] = [time.perf_counter()]
+    elif _STARTED:
+        _PAUSES.setdefault(info["generation"], []).append(
+            (time.perf_counter() - _STARTED[0]) * 1000
+        )
+
+
 if _OUT:
+    import gc
     import signal
     import tracemalloc
 
+    gc.callbacks.append(_on_gc)
     _frames = int(os.environ.get("BENCH_TRACEMALLOC") or 0)
     if _frames:
         tracemalloc.start(_frames)
