@@ -85,15 +85,12 @@ class Profiles:
         out = self.directory / "apiserver-cpu.pprof"
 
         def fetch() -> None:
-            response = api.call_api(
-                "/debug/pprof/profile",
-                "GET",
-                query_params=[("seconds", seconds)],
-                auth_settings=[],
-                _preload_content=False,
-                _request_timeout=seconds + 30,
+            method, url, headers, body, _ = api.param_serialize(
+                "GET", "/debug/pprof/profile", query_params=[("seconds", seconds)]
             )
-            out.write_bytes(response[0].data)
+            response = api.call_api(method, url, headers, body, _request_timeout=seconds + 30)
+            response.read()
+            out.write_bytes(response.data)
 
         thread = threading.Thread(target=fetch, daemon=True)
         thread.start()
