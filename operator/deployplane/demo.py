@@ -73,6 +73,22 @@ def _spawn(name: str, args: list[str], env: dict[str, str] | None = None) -> sub
     return proc
 
 
+def _cli(*args: str) -> list[str]:
+    """A `deployplane` command run by this interpreter (the demo's own installation)."""
+    return [sys.executable, "-m", "deployplane.cli", *args]
+
+
+def _control_plane_env(cluster: DevCluster, url: str) -> dict[str, str]:
+    """What the operator and the listener agent need: the cluster and the emulator."""
+    return {
+        "KUBECONFIG": str(cluster.kubeconfig),
+        "DEPLOYPLANE_CONTROL_PLANE_URL": url,
+        "DEPLOYPLANE_API_KEY": DEMO_API_KEY,
+        "DEPLOYPLANE_TENANT_ID": TENANT,
+        "DEPLOYPLANE_POLL_INTERVAL": "1",
+    }
+
+
 def _stop_pidfile(name: str) -> None:
     pidfile = STATE / f"{name}.pid"
     if not pidfile.exists():
@@ -98,10 +114,7 @@ def _start_emulator() -> str:
     config = _repo_file("examples/controlplane.yaml")
     proc = _spawn(
         "emulator",
-        [
-            sys.executable,
-            "-m",
-            "deployplane.cli",
+        _cli(
             "controlplane",
             "serve",
             "--port",
@@ -110,7 +123,7 @@ def _start_emulator() -> str:
             str(config),
             "--database",
             f"sqlite+aiosqlite:///{STATE.resolve()}/controlplane.db",
-        ],
+        ),
     )
     assert proc.stdout is not None
     deadline = time.monotonic() + 60
@@ -246,14 +259,8 @@ def up(
         console.print(f"[green]✓[/green] CRDs and the example Listener applied in {NAMESPACE}")
         _spawn(
             "operator",
-            [sys.executable, "-m", "deployplane.cli", "operator", "run", "--namespace", NAMESPACE],
-            env={
-                "KUBECONFIG": str(cluster.kubeconfig),
-                "DEPLOYPLANE_CONTROL_PLANE_URL": url,
-                "DEPLOYPLANE_API_KEY": DEMO_API_KEY,
-                "DEPLOYPLANE_TENANT_ID": TENANT,
-                "DEPLOYPLANE_POLL_INTERVAL": "1",
-            },
+            _cli("operator", "run", "--namespace", NAMESPACE),
+            env=_control_plane_env(cluster, url),
         )
         console.print(f"[green]✓[/green] operator started (log: {STATE / 'operator.log'})")
         _start_listener_agent(cluster, url)
@@ -288,24 +295,8 @@ def _start_listener_agent(cluster: DevCluster, url: str) -> None:
     Listener's status once the operator has created it."""
     _spawn(
         "listener-agent",
-        [
-            sys.executable,
-            "-m",
-            "deployplane.cli",
-            "listener",
-            "run",
-            "--listener",
-            LISTENER,
-            "--namespace",
-            NAMESPACE,
-        ],
-        env={
-            "KUBECONFIG": str(cluster.kubeconfig),
-            "DEPLOYPLANE_CONTROL_PLANE_URL": url,
-            "DEPLOYPLANE_API_KEY": DEMO_API_KEY,
-            "DEPLOYPLANE_TENANT_ID": TENANT,
-            "DEPLOYPLANE_POLL_INTERVAL": "1",
-        },
+        _cli("listener", "run", "--listener", LISTENER, "--namespace", NAMESPACE),
+        env=_control_plane_env(cluster, url),
     )
     log = STATE / "listener-agent.log"
     with console.status(f"waiting for the listener agent of {LISTENER}..."):

@@ -24,17 +24,11 @@ from kubernetes.client.exceptions import ApiException
 
 from deployplane.crd.schema import OUTPUT_DIRS, rendered_files
 from deployplane.crd.specs import GROUP, VERSION
-from deployplane.crd.status import (
-    TRUE,
-    AgentDeploymentStatus,
-    ConditionType,
-    ListenerStatus,
-    Reason,
-    RevisionStatusView,
-    set_condition,
-    status_dict,
-)
+from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus, RevisionStatusView
 from deployplane.devcluster.manifests import Applier
+from deployplane.externals.agentdeployment import AgentDeploymentReason as ADReason
+from deployplane.reconcile.conditions import TRUE, ConditionType, Reason, set_condition
+from deployplane.reconcile.status import to_kube as status_dict
 
 pytestmark = pytest.mark.e2e
 
@@ -593,7 +587,7 @@ def test_status_written_by_the_operator_is_kept_whole(
 ) -> None:
     """The status schema matches the status models: nothing the operator writes is pruned."""
     created = _create(custom, namespace, DOCKER)
-    ready = set_condition([], ConditionType.READY, TRUE, Reason.DEPLOYED, "Revision DEPLOYED", 1)
+    ready = set_condition([], ConditionType.READY, TRUE, ADReason.DEPLOYED, "Revision DEPLOYED", 1)
     synced = set_condition([], ConditionType.SYNCED, TRUE, Reason.RECONCILE_SUCCESS, "", 1)
     status = status_dict(
         AgentDeploymentStatus(

@@ -89,7 +89,7 @@ def test_fake_nodes_are_ready_with_realistic_capacity(
 ) -> None:
     core = client.CoreV1Api(k8s_api)
     nodes = {n.metadata.name: n for n in core.list_node(label_selector="type=kwok").items}
-    assert sorted(nodes) == node_names(dev_cluster.nodes)
+    assert sorted(nodes) == node_names(dev_cluster.settings.nodes)
     for node in nodes.values():
         assert condition(node, "Ready").status == "True"
         assert not node.spec.taints  # schedulable without tolerations

@@ -197,6 +197,8 @@ def test_kstatus_and_argocd_follow_a_live_agentdeployment_through_every_stage(
         resolved = watch(live, "needs-secret", ready_for_generation)
         show(trail, "dependency created", resolved)
         assert statuses(resolved)[-1] == ("Current", "Healthy"), resolved[-1]
+        tracked = {"kind": "AgentDeployment", "condition": "Ready"}  # one sample per resource
+        _wait_gauge(port, "deployplane_resources", tracked, 2)
 
         # Paused, then edited: a generation the operator has not observed is not Current.
         live.patch(AGD, "bot", {"metadata": {"annotations": {"deployplane.io/paused": "true"}}})
@@ -216,6 +218,8 @@ def test_kstatus_and_argocd_follow_a_live_agentdeployment_through_every_stage(
         assert (deleting.kstatus, deleting.argocd) == ("Terminating", "Progressing"), deleting
         assert deleting.argocd_message == "Pending deletion"
         _release(live, "needs-secret")
+        # Gone, so out of the per-resource gauges: only "bot" is counted.
+        _wait_gauge(port, "deployplane_resources", tracked, 1)
 
     print("\n".join(trail))
     assert runner.exit_code == 0, runner.output[-3000:]

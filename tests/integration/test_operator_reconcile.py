@@ -27,12 +27,15 @@ from _controlplane_harness import (
 from tests.support.fakekube import FakeKube
 
 from deployplane.api.client import ControlPlaneClient
-from deployplane.controller.loop import ResourceLoop, ResourceState
 from deployplane.crd.specs import AgentDeploymentSpec, ListenerSpec
+from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.externals.agentdeployment import AgentDeploymentConnecter
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.listener import ListenerConnecter
-from deployplane.reconcile.reconciler import EventRecord, Reconciler, Timing
+from deployplane.reconcile.loop import ResourceLoop, ResourceState
+from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.reconciler import Reconciler
+from deployplane.reconcile.schedule import Schedule
 
 NS = "team-a"
 SECRET_VALUE = "sk-planted-secret-value-123"
@@ -45,7 +48,7 @@ class Harness:
     transport: httpx.ASGITransport
     calls: list[tuple[str, str, int]] = field(default_factory=list)
     events: list[EventRecord] = field(default_factory=list)
-    timing: Timing = field(default_factory=lambda: Timing(resync=600.0))
+    timing: Schedule = field(default_factory=lambda: Schedule(resync=600.0))
 
     def client_factory(self, conn: Connection) -> ControlPlaneClient:
         return ControlPlaneClient(
@@ -55,7 +58,12 @@ class Harness:
             on_response=lambda m, p, s, _t: self.calls.append((m, p, s)),
         )
 
-    def loops(self) -> tuple[ResourceLoop[AgentDeploymentSpec], ResourceLoop[ListenerSpec]]:
+    def loops(
+        self,
+    ) -> tuple[
+        ResourceLoop[AgentDeploymentSpec, AgentDeploymentStatus],
+        ResourceLoop[ListenerSpec, ListenerStatus],
+    ]:
         connections = Connections(
             Connection("http://emulator", KEY_A), self.kube, factory=self.client_factory
         )
@@ -63,17 +71,19 @@ class Harness:
             Reconciler(
                 AgentDeploymentConnecter(connections, self.kube),
                 kind="deployment",
-                timing=self.timing,
+                schedule=self.timing,
             ),
             AgentDeploymentSpec,
             "agentdeployments",
             self.kube,
+            status_model=AgentDeploymentStatus,
         )
         listeners = ResourceLoop(
-            Reconciler(ListenerConnecter(connections), kind="listener", timing=self.timing),
+            Reconciler(ListenerConnecter(connections), kind="listener", schedule=self.timing),
             ListenerSpec,
             "listeners",
             self.kube,
+            status_model=ListenerStatus,
         )
         return deployments, listeners
 
@@ -129,7 +139,7 @@ def condition(state: ResourceState, type_: str) -> dict[str, Any]:
 
 
 async def settle(
-    loop: ResourceLoop[Any],
+    loop: ResourceLoop[Any, Any],
     body: dict[str, Any],
     state: ResourceState,
     h: Harness,
@@ -140,7 +150,7 @@ async def settle(
 
     for _ in range(passes):
         await loop.one_pass(body, state, post_event=h.events.append)
-        if state.attempt == 0:
+        if state.visit.attempt == 0:
             return
         await asyncio.sleep(0.02)  # let the emulator's pipeline worker move on
     raise AssertionError(f"did not settle: {state.status}")
@@ -182,7 +192,7 @@ async def test_steady_state_pass_writes_nothing_and_resync_costs_one_call(harnes
     await settle(deployments, body, state, harness)
     writes, calls = len(harness.kube.writes), len(harness.calls)
 
-    state.last_full = float("-inf")  # force the resync path
+    state.visit.last_full = float("-inf")  # force the resync path
     await deployments.one_pass(body, state, post_event=harness.events.append)
 
     assert len(harness.kube.writes) == writes
@@ -242,7 +252,7 @@ async def test_secret_rotation_rolls_a_new_revision_and_values_never_reach_statu
     first_revision = state.status["latestRevisionId"]
 
     harness.kube.put_secret(NS, "llm-keys", {"openai": SECRET_VALUE + "-rotated"})
-    state.last_full = float("-inf")  # the resync (or a Secret watch) notices
+    state.visit.last_full = float("-inf")  # the resync (or a Secret watch) notices
     await settle(deployments, body, state, harness)
 
     assert state.status["latestRevisionId"] != first_revision
@@ -374,7 +384,7 @@ async def test_out_of_band_change_is_put_back_at_resync(harness: Harness) -> Non
     )
     assert response.status_code == 200, response.text
 
-    state.last_full = float("-inf")
+    state.visit.last_full = float("-inf")
     await settle(deployments, body, state, harness)
 
     response = await harness.http.get(f"/v2/deployments/{dep_id}")
@@ -392,13 +402,17 @@ async def test_delete_policy_deletes_and_waits_for_404_orphan_releases(harness: 
         await settle(deployments, body, state, harness)
         states[body["metadata"]["name"]] = state
 
-    from deployplane.controller.loop import to_managed
+    from deployplane.reconcile.loop import to_managed
 
-    orphan = to_managed(AgentDeploymentSpec, kept, states["kept"].status or {})
+    orphan = to_managed(
+        AgentDeploymentSpec, AgentDeploymentStatus, kept, states["kept"].status or {}
+    )
     assert await deployments.reconciler.finalize(orphan) is True
     assert len(await harness.deployments_named("kept")) == 1
 
-    mr = to_managed(AgentDeploymentSpec, doomed, states["doomed"].status or {})
+    mr = to_managed(
+        AgentDeploymentSpec, AgentDeploymentStatus, doomed, states["doomed"].status or {}
+    )
     import asyncio
 
     for _ in range(100):

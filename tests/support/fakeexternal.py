@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from deployplane.crd.specs import DeletionPolicy
-from deployplane.crd.status import Reason
+from deployplane.externals.agentdeployment import AgentDeploymentReason as Reason
 from deployplane.reconcile.external import Managed, Observation, Phase
+from deployplane.reconcile.status import ResourceStatus
 
 T = TypeVar("T")
 Call = tuple[Any, ...]
@@ -28,7 +29,28 @@ class FakeSpec(BaseModel):
     deletion_policy: DeletionPolicy = DeletionPolicy.DELETE
 
 
-Mr = Managed[FakeSpec]
+class FakeStatus(ResourceStatus):
+    """The smallest status: the external id, and fields the observations may set."""
+
+    deployment_id: str | None = Field(None, description="Id on the control plane.")
+    latest_revision_id: str | None = Field(None, description="A field an observation sets.")
+    image_version: str | None = Field(None, description="Another one.")
+
+    @property
+    def external_id(self) -> str | None:
+        return self.deployment_id
+
+    def with_external_id(self, external_id: str | None) -> Self:
+        return self.evolve(deployment_id=external_id)
+
+
+@dataclass(frozen=True)
+class FakeDelta:
+    fields: tuple[str, ...]
+
+
+Mr = Managed[FakeSpec, FakeStatus]
+Obs = Observation[FakeStatus, FakeDelta]
 
 
 def observed(
@@ -40,16 +62,15 @@ def observed(
     up_to_date: bool = True,
     drift: tuple[str, ...] = (),
     **status: Any,
-) -> Observation:
-    """An observation of an existing resource."""
+) -> Obs:
+    """An observation of an existing resource (`status`: more camelCase status fields)."""
     return Observation(
         exists=True,
-        up_to_date=up_to_date,
-        status={"deploymentId": external_id, **status},
+        status=FakeStatus.model_validate({"deploymentId": external_id, **status}),
         phase=phase,
         reason=reason,
         message=message,
-        drift=drift,
+        patch=None if up_to_date else FakeDelta(drift),
     )
 
 
@@ -76,8 +97,8 @@ def returns(*values: T) -> Callable[..., T]:
     return next_value
 
 
-def _synced(latest: Observation) -> Observation:
-    return replace(latest, up_to_date=True, drift=())
+def _synced(latest: Obs) -> Obs:
+    return replace(latest, patch=None)
 
 
 @dataclass
@@ -85,26 +106,22 @@ class ExternalFns:
     """ExternalClient[FakeSpec] whose behaviour is plain functions."""
 
     journal: list[Call] = field(default_factory=list)
-    id_field: str = "deploymentId"
-    key: str = "agent"
-    adopt: str | None = None
-    observe_fn: Callable[[str, bool], Observation] = lambda external_id, _full: observed(
-        external_id
-    )
+    natural_key: str = "agent"
+    adopt_id: str | None = None
+    observe_fn: Callable[[str, bool], Obs] = lambda external_id, _full: observed(external_id)
     find_fn: Callable[[], str | None] = lambda: None
-    create_fn: Callable[[], Observation] = lambda: observed(
-        "dep-new", Phase.PROGRESSING, Reason.CREATING
-    )
-    update_fn: Callable[[Observation], Observation] = _synced
+    create_fn: Callable[[], Obs] = lambda: observed("dep-new", Phase.PROGRESSING, Reason.CREATING)
+    update_fn: Callable[[Obs], Obs] = _synced
     delete_fn: Callable[[str], bool] = lambda _external_id: True
+    resolved: int = 0
+    """How many times the references were resolved (at most once a pass)."""
 
-    def adopt_id(self, mr: Mr) -> str | None:
-        return self.adopt
+    async def resolve(self, mr: Mr) -> str:
+        self.resolved += 1
+        return "desired"
 
-    def natural_key(self, mr: Mr) -> str:
-        return self.key
-
-    async def observe(self, mr: Mr, external_id: str, *, full: bool) -> Observation:
+    async def observe(self, mr: Mr, external_id: str, desired: str | None) -> Obs:
+        full = desired is not None
         self.journal.append(("observe", external_id, full))
         return self.observe_fn(external_id, full)
 
@@ -112,11 +129,13 @@ class ExternalFns:
         self.journal.append(("find",))
         return self.find_fn()
 
-    async def create(self, mr: Mr) -> Observation:
+    async def create(self, mr: Mr, desired: str) -> Obs:
+        assert desired == "desired"
         self.journal.append(("create",))
         return self.create_fn()
 
-    async def update(self, mr: Mr, latest: Observation) -> Observation:
+    async def update(self, mr: Mr, latest: Obs, patch: FakeDelta) -> Obs:
+        assert patch is latest.patch
         self.journal.append(("update",))
         return self.update_fn(latest)
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from deployplane.controller.statuspatch import apply_merge_patch
+from deployplane.reconcile.statuspatch import apply_merge_patch
 
 
 @dataclass

@@ -12,9 +12,30 @@ import pytest
 from tests.support.argocd import argocd_health
 
 from deployplane.api import errors
-from deployplane.crd.status import FALSE, TRUE, UNKNOWN, ConditionType, Reason, set_condition
+from deployplane.crd.status import AgentDeploymentStatus
+from deployplane.externals.agentdeployment import AgentDeploymentReason as ADReason
+from deployplane.reconcile.classify import classify
+from deployplane.reconcile.conditions import (
+    FALSE,
+    TRUE,
+    UNKNOWN,
+    ConditionType,
+    Reason,
+    set_condition,
+)
 from deployplane.reconcile.external import Phase
-from deployplane.reconcile.reconciler import Timing, _Verdict, classify, compose_outcome
+from deployplane.reconcile.outcome import Verdict, compose_outcome
+from deployplane.reconcile.schedule import Schedule
+from deployplane.reconcile.status import to_kube
+
+_Verdict = Verdict[AgentDeploymentStatus]
+
+
+def _compose(previous: dict[str, Any], gen: int, verdict: _Verdict) -> dict[str, Any]:
+    """`compose_outcome` over a status as Kubernetes holds it, and back."""
+    status = AgentDeploymentStatus.model_validate(previous)
+    return to_kube(compose_outcome(status, gen, verdict, 0, [], Schedule()).status)
+
 
 DEPLOYMENT_ID = "6f0c2a8e-3a61-4a9b-9d0c-2f3e1b7c9a10"
 REVISION_ID = "0b7d7e0e-5d0a-4a39-8f8c-0c1f5d0e2b44"
@@ -100,9 +121,9 @@ CASES: dict[str, Case] = {
                 1,
                 _conditions(
                     1,
-                    ready=(FALSE, Reason.REVISION_IN_PROGRESS, IN_PROGRESS),
+                    ready=(FALSE, ADReason.REVISION_IN_PROGRESS, IN_PROGRESS),
                     synced=(TRUE, Reason.RECONCILE_SUCCESS, ""),
-                    reconciling=(TRUE, Reason.REVISION_IN_PROGRESS, IN_PROGRESS),
+                    reconciling=(TRUE, ADReason.REVISION_IN_PROGRESS, IN_PROGRESS),
                     stalled=OK,
                 ),
                 "BUILDING",
@@ -118,7 +139,7 @@ CASES: dict[str, Case] = {
                 2,
                 _conditions(
                     2,
-                    ready=(TRUE, Reason.DEPLOYED, "Revision 0b7d7e0e is deployed"),
+                    ready=(TRUE, ADReason.DEPLOYED, "Revision 0b7d7e0e is deployed"),
                     synced=(TRUE, Reason.RECONCILE_SUCCESS, ""),
                     reconciling=OK,
                     stalled=OK,
@@ -137,7 +158,7 @@ CASES: dict[str, Case] = {
                 2,
                 _conditions(
                     2,
-                    ready=(TRUE, Reason.DEPLOYED, "Revision 0b7d7e0e is deployed"),
+                    ready=(TRUE, ADReason.DEPLOYED, "Revision 0b7d7e0e is deployed"),
                     synced=(TRUE, Reason.RECONCILE_SUCCESS, ""),
                     reconciling=OK,
                     stalled=OK,
@@ -157,14 +178,14 @@ CASES: dict[str, Case] = {
                 "conditions": [
                     *_conditions(
                         2,
-                        ready=(TRUE, Reason.DEPLOYED, "deployed"),
+                        ready=(TRUE, ADReason.DEPLOYED, "deployed"),
                         synced=(TRUE, Reason.RECONCILE_SUCCESS, ""),
                         reconciling=OK,
                         stalled=OK,
                     )[:1],
                     *_conditions(
                         3,
-                        ready=(TRUE, Reason.DEPLOYED, "deployed"),
+                        ready=(TRUE, ADReason.DEPLOYED, "deployed"),
                         synced=(TRUE, Reason.RECONCILE_SUCCESS, ""),
                         reconciling=OK,
                         stalled=OK,
@@ -182,10 +203,10 @@ CASES: dict[str, Case] = {
                 1,
                 _conditions(
                     1,
-                    ready=(FALSE, Reason.BUILD_FAILED, "Revision 0b7d7e0e failed: BUILD_FAILED"),
+                    ready=(FALSE, ADReason.BUILD_FAILED, "Revision 0b7d7e0e failed: BUILD_FAILED"),
                     synced=(TRUE, Reason.RECONCILE_SUCCESS, ""),
                     reconciling=OK,
-                    stalled=(TRUE, Reason.BUILD_FAILED, "Revision 0b7d7e0e failed: BUILD_FAILED"),
+                    stalled=(TRUE, ADReason.BUILD_FAILED, "Revision 0b7d7e0e failed: BUILD_FAILED"),
                 ),
                 "BUILD_FAILED",
             ),
@@ -200,7 +221,7 @@ CASES: dict[str, Case] = {
                 1,
                 _conditions(
                     1,
-                    ready=(TRUE, Reason.DEPLOYED, "Revision 0b7d7e0e is deployed"),
+                    ready=(TRUE, ADReason.DEPLOYED, "Revision 0b7d7e0e is deployed"),
                     synced=(FALSE, Reason.CONTROL_PLANE_UNAVAILABLE, "503 Service Unavailable"),
                     reconciling=(TRUE, Reason.CONTROL_PLANE_UNAVAILABLE, "503 Service Unavailable"),
                     stalled=OK,
@@ -236,8 +257,8 @@ CASES: dict[str, Case] = {
                 1,
                 _conditions(
                     1,
-                    ready=(FALSE, Reason.DEPLOY_FAILED, "deploy failed"),
-                    synced=(FALSE, Reason.DEPLOY_FAILED, "deploy failed"),
+                    ready=(FALSE, ADReason.DEPLOY_FAILED, "deploy failed"),
+                    synced=(FALSE, ADReason.DEPLOY_FAILED, "deploy failed"),
                     reconciling=OK,
                     stalled=OK,
                 ),
@@ -316,8 +337,7 @@ def test_listener_ready_is_healthy() -> None:
 def _composed(
     verdict: _Verdict, previous: dict[str, Any] | None = None, gen: int = 4
 ) -> dict[str, Any]:
-    outcome = compose_outcome(previous or {}, gen, verdict, 0, [], Timing())
-    return _agentdeployment(gen, outcome.status)
+    return _agentdeployment(gen, _compose(previous or {}, gen, verdict))
 
 
 def _error_verdict(exc: errors.ControlPlaneError) -> _Verdict:
@@ -326,25 +346,23 @@ def _error_verdict(exc: errors.ControlPlaneError) -> _Verdict:
 
 
 def _ready_status() -> dict[str, Any]:
-    return compose_outcome(
-        {}, 4, _Verdict(Phase.READY, True, Reason.DEPLOYED, "deployed"), 0, [], Timing()
-    ).status
+    return _compose({}, 4, _Verdict(Phase.READY, True, ADReason.DEPLOYED, "deployed"))
 
 
 COMPOSED: dict[str, tuple[_Verdict, dict[str, Any] | None, str]] = {
-    "deployed": (_Verdict(Phase.READY, True, Reason.DEPLOYED, "deployed"), None, "Healthy"),
+    "deployed": (_Verdict(Phase.READY, True, ADReason.DEPLOYED, "deployed"), None, "Healthy"),
     "revision in progress": (
-        _Verdict(Phase.PROGRESSING, True, Reason.REVISION_IN_PROGRESS, "building"),
+        _Verdict(Phase.PROGRESSING, True, ADReason.REVISION_IN_PROGRESS, "building"),
         None,
         "Progressing",
     ),
     "revision failed": (
-        _Verdict(Phase.FAILED, True, Reason.BUILD_FAILED, "failed", terminal=True),
+        _Verdict(Phase.FAILED, True, ADReason.BUILD_FAILED, "failed", terminal=True),
         None,
         "Degraded",
     ),
     "revision skipped": (
-        _Verdict(Phase.FAILED, True, Reason.REVISION_SKIPPED, "skipped", terminal=True),
+        _Verdict(Phase.FAILED, True, ADReason.REVISION_SKIPPED, "skipped", terminal=True),
         None,
         "Degraded",
     ),
@@ -379,10 +397,6 @@ def test_health_of_status_composed_by_the_reconciler(name: str) -> None:
 
 
 def test_recovered_after_outage_is_healthy_again() -> None:
-    outage = compose_outcome(
-        _ready_status(), 4, _error_verdict(errors.Unavailable("503")), 0, [], Timing()
-    ).status
-    recovered = compose_outcome(
-        outage, 4, _Verdict(Phase.READY, True, Reason.DEPLOYED, "deployed"), 0, [], Timing()
-    ).status
+    outage = _compose(_ready_status(), 4, _error_verdict(errors.Unavailable("503")))
+    recovered = _compose(outage, 4, _Verdict(Phase.READY, True, ADReason.DEPLOYED, "deployed"))
     assert argocd_health(_agentdeployment(4, recovered)).status == "Healthy"

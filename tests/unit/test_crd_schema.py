@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel
 
 from deployplane.api.models import camelize
-from deployplane.crd import schema
+from deployplane.crd import cel, openapi, schema
 from deployplane.crd.specs import AgentDeploymentSpec, ListenerSpec
 from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 
@@ -253,7 +253,7 @@ def test_numbers_enums_defaults_and_uuids() -> None:
         listener["properties"]["listenerId"],
     ):
         assert node["format"] == "uuid"
-        assert node["pattern"] == schema.UUID_PATTERN
+        assert node["pattern"] == openapi.UUID_PATTERN
 
 
 @pytest.mark.parametrize(
@@ -271,9 +271,9 @@ def test_numbers_enums_defaults_and_uuids() -> None:
 def test_uuid_pattern(value: str, valid: bool) -> None:
     # The apiserver matches with Go's regexp, where `$` is the end of the text (Python's
     # `$` also matches before a final newline), so fullmatch is the faithful check here.
-    assert schema.UUID_PATTERN.startswith("^")
-    assert schema.UUID_PATTERN.endswith("$")
-    assert (re.fullmatch(schema.UUID_PATTERN[1:-1], value) is not None) is valid
+    assert openapi.UUID_PATTERN.startswith("^")
+    assert openapi.UUID_PATTERN.endswith("$")
+    assert (re.fullmatch(openapi.UUID_PATTERN[1:-1], value) is not None) is valid
 
 
 # --------------------------------------------------------------------- CEL rules
@@ -323,9 +323,9 @@ def test_architecture_rule_is_declared(kind: str, path: str, message_part: str) 
 
 
 def test_a_rule_on_a_missing_path_fails_generation() -> None:
-    spec = schema.object_schema(ListenerSpec)
+    spec = openapi.object_schema(ListenerSpec)
     with pytest.raises(KeyError, match=r"spec\.computeKind"):
-        schema._attach_rules(spec, {"computeKind": [schema.Rule("true", "spec.computeKind")]})
+        cel.attach_rules(spec, {"computeKind": [cel.Rule("true", "spec.computeKind")]})
 
 
 # ---------------------------------------------------------------------- examples

@@ -17,20 +17,24 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.support import apijson
 
 from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import RevisionStatus, Secret
 from deployplane.crd.specs import AgentDeploymentSpec, ListenerSpec, LocalObjectReference
-from deployplane.crd.status import Reason
+from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.externals.agentdeployment import (
     AgentDeploymentConnecter,
     AgentDeploymentExternal,
     secrets_digest,
 )
+from deployplane.externals.agentdeployment import AgentDeploymentReason as ADReason
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.listener import ListenerConnecter, ListenerExternal
-from deployplane.reconcile.external import DependencyNotReady, Managed, Phase
+from deployplane.reconcile.conditions import Reason
+from deployplane.reconcile.external import DependencyNotReady, Managed, Observation, Phase
+from deployplane.reconcile.status import to_kube
 
 NS = "team-a"
 UID = "0b9a4c52-5b1e-4a8e-9d53-1f0c2a3b4c5d"
@@ -195,13 +199,28 @@ def ad(
         uid=UID,
         generation=1,
         spec=AgentDeploymentSpec.model_validate(spec),
-        status=dict(status or {}),
+        status=AgentDeploymentStatus.model_validate(dict(status or {})),
         resource_version="7",
     )
 
 
 def external(api: FakeApi, kube: Kube | None = None) -> AgentDeploymentExternal:
-    return AgentDeploymentExternal(api.client(), kube or Kube())
+    return AgentDeploymentExternal(api.client(), kube or Kube(), natural_key="agent")
+
+
+async def observe(ext: Any, mr: Any, external_id: str, *, full: bool) -> Observation[Any, Any]:
+    """observe() as the reconciler calls it: a full look diffs against the resolved spec."""
+    return await ext.observe(mr, external_id, await ext.resolve(mr) if full else None)
+
+
+async def create(ext: Any, mr: Any) -> Observation[Any, Any]:
+    return await ext.create(mr, await ext.resolve(mr))
+
+
+async def update(ext: Any, mr: Any, obs: Observation[Any, Any]) -> Observation[Any, Any]:
+    """update() as the reconciler calls it: with the patch observe() found."""
+    assert obs.patch is not None
+    return await ext.update(mr, obs, obs.patch)
 
 
 def repo_json(name: str, branch: str = "main") -> dict[str, Any]:
@@ -311,7 +330,7 @@ async def test_desired_resolution(case: DesiredCase) -> None:
         "GET", REPOS_PATH, (200, [repo_json("other", "main"), repo_json("agent", "trunk")])
     )
     mr = ad(case.spec)
-    want = await external(api, case.kube).desired(mr)
+    want = await external(api, case.kube).resolve(mr)
     secrets = None if want.secrets is None else {s.name: s.value for s in want.secrets}
     got = {
         "source_config": want.source_config,
@@ -342,7 +361,7 @@ async def test_create_posts_the_resolved_body_once_and_reports_creating() -> Non
     )
     kube = Kube(secrets={"llm": {"k": "sk-1"}}, listeners={"edge": {"listenerId": LIS}})
     api = FakeApi().on("POST", "/v2/deployments", (201, deployment_json(active_revision_id=None)))
-    obs = await external(api, kube).create(ad(spec, {}))
+    obs = await create(external(api, kube), ad(spec, {}))
     assert api.calls == [("POST", "/v2/deployments")]
     assert api.sent("POST") == [
         {
@@ -353,16 +372,18 @@ async def test_create_posts_the_resolved_body_once_and_reports_creating() -> Non
             "secrets": [{"name": "OPENAI", "value": "sk-1"}],
         }
     ]
-    assert (obs.phase, obs.reason) == (Phase.PROGRESSING, Reason.CREATING)
-    assert obs.status["deploymentId"] == DEP
-    assert obs.status["latestRevisionId"] == REV
-    assert obs.status["secretsHash"] == secrets_digest(UID, [Secret(name="OPENAI", value="sk-1")])
+    assert (obs.phase, obs.reason) == (Phase.PROGRESSING, ADReason.CREATING)
+    assert to_kube(obs.status)["deploymentId"] == DEP
+    assert to_kube(obs.status)["latestRevisionId"] == REV
+    assert to_kube(obs.status)["secretsHash"] == secrets_digest(
+        UID, [Secret(name="OPENAI", value="sk-1")]
+    )
     assert "sk-1" not in repr(obs)
 
 
 async def test_create_uses_spec_name_over_metadata_name() -> None:
     api = FakeApi().on("POST", "/v2/deployments", (201, deployment_json(name="custom")))
-    await external(api).create(ad(docker_spec(name="custom")))
+    await create(external(api), ad(docker_spec(name="custom")))
     assert api.sent("POST")[0]["name"] == "custom"
 
 
@@ -417,7 +438,7 @@ async def test_dependency_not_ready_and_never_half_a_spec_to_the_api(
 ) -> None:
     api = FakeApi()
     with pytest.raises(DependencyNotReady) as info:
-        await external(api, kube).create(ad(spec))
+        await create(external(api, kube), ad(spec))
     assert (str(info.value), api.calls) == (message, [])
 
 
@@ -444,7 +465,7 @@ async def test_repository_that_cannot_resolve_is_terminal(
 ) -> None:
     api = FakeApi().on("GET", REPOS_PATH, (200, [repo_json("agent")]))
     with pytest.raises(error) as info:
-        await external(api).desired(ad(spec))
+        await external(api).resolve(ad(spec))
     assert str(info.value) == message
 
 
@@ -592,11 +613,12 @@ async def test_drift_patches_only_what_differs(case: DriftCase) -> None:
     status = {"deploymentId": DEP, "latestRevisionId": REV, "revision": SETTLED_REVISION}
     mr = ad(case.spec, {**status, **case.status})
     ext = external(api, case.kube)
-    obs = await ext.observe(mr, DEP, full=True)
+    obs = await observe(ext, mr, DEP, full=True)
+    drift = obs.drift  # what observe() found is what update() is handed, and sends
     if not obs.up_to_date:
-        obs = await ext.update(mr, obs)
+        obs = await update(ext, mr, obs)
     patches = api.sent("PATCH")
-    assert {"patches": patches, "drift": obs.drift} == {
+    assert {"patches": patches, "drift": drift} == {
         "patches": [] if case.want_patch is None else [case.want_patch],
         "drift": case.want_drift,
     }
@@ -610,15 +632,15 @@ async def test_drift_names_are_reported_by_observe() -> None:
         (200, deployment_json(source_revision_config=server_revision(image_uri="img:0"))),
     )
     mr = ad(docker_spec(), {"deploymentId": DEP, "revision": SETTLED_REVISION})
-    obs = await external(api).observe(mr, DEP, full=True)
+    obs = await observe(external(api), mr, DEP, full=True)
     assert (obs.up_to_date, obs.drift) == (False, ("sourceRevisionConfig.imageUri",))
 
 
 @pytest.mark.parametrize(
     ("patched_latest", "want_revision", "want_phase"),
     [
-        (REV, SETTLED_REVISION, (Phase.READY, Reason.DEPLOYED)),
-        (REV2, {"id": REV2}, (Phase.PROGRESSING, Reason.CREATING)),
+        (REV, SETTLED_REVISION, (Phase.READY, ADReason.DEPLOYED)),
+        (REV2, {"id": REV2}, (Phase.PROGRESSING, ADReason.CREATING)),
     ],
     ids=["no new revision: what we know of it is kept", "new revision: just created"],
 )
@@ -637,8 +659,8 @@ async def test_update_result_follows_the_revision(
     )
     mr = ad(spec, {"deploymentId": DEP, "latestRevisionId": REV, "revision": SETTLED_REVISION})
     ext = external(api)
-    obs = await ext.update(mr, await ext.observe(mr, DEP, full=True))
-    assert (obs.status["revision"], (obs.phase, obs.reason)) == (want_revision, want_phase)
+    obs = await update(ext, mr, await observe(ext, mr, DEP, full=True))
+    assert (to_kube(obs.status)["revision"], (obs.phase, obs.reason)) == (want_revision, want_phase)
     assert api.calls == [GET_DEP, PATCH_DEP]
 
 
@@ -668,7 +690,7 @@ OBSERVE_CASES: dict[str, ObserveCase] = {
         full=False,
         routes={GET_REV: (200, revision_json("DEPLOYING")), GET_DEP: (200, deployment_json())},
         want_calls=[GET_REV],
-        want_phase=(Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
+        want_phase=(Phase.PROGRESSING, ADReason.REVISION_IN_PROGRESS),
         want_revision_status="DEPLOYING",
     ),
     "poll sees it terminal: one GET of the deployment, revision not re-read": ObserveCase(
@@ -676,7 +698,7 @@ OBSERVE_CASES: dict[str, ObserveCase] = {
         full=False,
         routes={GET_REV: (200, revision_json("DEPLOYED")), GET_DEP: (200, deployment_json())},
         want_calls=[GET_REV, GET_DEP],
-        want_phase=(Phase.READY, Reason.DEPLOYED),
+        want_phase=(Phase.READY, ADReason.DEPLOYED),
         want_revision_status="DEPLOYED",
     ),
     "poll, a newer revision appeared meanwhile: it is read": ObserveCase(
@@ -691,7 +713,7 @@ OBSERVE_CASES: dict[str, ObserveCase] = {
             ),
         },
         want_calls=[GET_REV, GET_DEP, ("GET", f"{DEPLOYMENT_PATH}/revisions/{REV2}")],
-        want_phase=(Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
+        want_phase=(Phase.PROGRESSING, ADReason.REVISION_IN_PROGRESS),
         want_revision_status="QUEUED",
     ),
     "poll, the deployment is gone: absent": ObserveCase(
@@ -706,7 +728,7 @@ OBSERVE_CASES: dict[str, ObserveCase] = {
         full=True,
         routes={GET_DEP: (200, deployment_json())},
         want_calls=[GET_DEP],
-        want_phase=(Phase.READY, Reason.DEPLOYED),
+        want_phase=(Phase.READY, ADReason.DEPLOYED),
         want_revision_status="DEPLOYED",
     ),
     "full, revision known but in progress: read again": ObserveCase(
@@ -714,7 +736,7 @@ OBSERVE_CASES: dict[str, ObserveCase] = {
         full=True,
         routes={GET_REV: (200, revision_json("BUILDING")), GET_DEP: (200, deployment_json())},
         want_calls=[GET_DEP, GET_REV],
-        want_phase=(Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
+        want_phase=(Phase.PROGRESSING, ADReason.REVISION_IN_PROGRESS),
         want_revision_status="BUILDING",
     ),
     "full, deployment gone: absent": ObserveCase(
@@ -729,7 +751,7 @@ OBSERVE_CASES: dict[str, ObserveCase] = {
         full=True,
         routes={GET_DEP: (200, deployment_json(status="AWAITING_DELETE"))},
         want_calls=[GET_DEP],
-        want_phase=(Phase.PROGRESSING, Reason.DELETING),
+        want_phase=(Phase.PROGRESSING, ADReason.DELETING),
         want_revision_status="DEPLOYED",
     ),
 }
@@ -740,9 +762,9 @@ async def test_observe_call_budget(case: ObserveCase) -> None:
     api = FakeApi()
     for (method, path), answer in case.routes.items():
         api.on(method, path, answer)
-    obs = await external(api).observe(ad(docker_spec(), case.status), DEP, full=case.full)
+    obs = await observe(external(api), ad(docker_spec(), case.status), DEP, full=case.full)
     got_phase = (obs.phase, obs.reason) if obs.exists else None
-    revision = (obs.status.get("revision") or {}).get("status") if obs.exists else None
+    revision = (to_kube(obs.status).get("revision") or {}).get("status") if obs.exists else None
     assert {"calls": api.calls, "phase": got_phase, "revision": revision} == {
         "calls": case.want_calls,
         "phase": case.want_phase,
@@ -755,8 +777,8 @@ async def test_observation_status_fields() -> None:
     dep["source_config"] = {**dep["source_config"], "custom_url": "https://agent.example"}
     api = FakeApi().on("GET", DEPLOYMENT_PATH, (200, dep))
     api.on("GET", REVISION_PATH, (200, revision_json("DEPLOYED", repo_commit_sha="abc")))
-    obs = await external(api).observe(ad(docker_spec(), {"secretsHash": "h"}), DEP, full=True)
-    assert obs.status == {
+    obs = await observe(external(api), ad(docker_spec(), {"secretsHash": "h"}), DEP, full=True)
+    assert to_kube(obs.status) == {
         "deploymentId": DEP,
         "latestRevisionId": REV,
         "activeRevisionId": REV,
@@ -777,20 +799,20 @@ async def test_observation_status_fields() -> None:
 
 
 PHASES: dict[tuple[RevisionStatus, bool], tuple[Phase, Reason]] = {
-    (RevisionStatus.DEPLOYED, True): (Phase.READY, Reason.DEPLOYED),
-    (RevisionStatus.DEPLOYED, False): (Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
-    (RevisionStatus.CREATE_FAILED, False): (Phase.FAILED, Reason.CREATE_FAILED),
-    (RevisionStatus.BUILD_FAILED, False): (Phase.FAILED, Reason.BUILD_FAILED),
-    (RevisionStatus.DEPLOY_FAILED, False): (Phase.FAILED, Reason.DEPLOY_FAILED),
-    (RevisionStatus.SKIPPED, False): (Phase.FAILED, Reason.REVISION_SKIPPED),
-    (RevisionStatus.INTERRUPTED, False): (Phase.FAILED, Reason.REVISION_INTERRUPTED),
-    (RevisionStatus.CREATING, False): (Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
-    (RevisionStatus.QUEUED, False): (Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
-    (RevisionStatus.AWAITING_BUILD, False): (Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
-    (RevisionStatus.BUILDING, False): (Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
-    (RevisionStatus.AWAITING_DEPLOY, False): (Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
-    (RevisionStatus.DEPLOYING, False): (Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
-    (RevisionStatus.UNKNOWN, False): (Phase.PROGRESSING, Reason.REVISION_IN_PROGRESS),
+    (RevisionStatus.DEPLOYED, True): (Phase.READY, ADReason.DEPLOYED),
+    (RevisionStatus.DEPLOYED, False): (Phase.PROGRESSING, ADReason.REVISION_IN_PROGRESS),
+    (RevisionStatus.CREATE_FAILED, False): (Phase.FAILED, ADReason.CREATE_FAILED),
+    (RevisionStatus.BUILD_FAILED, False): (Phase.FAILED, ADReason.BUILD_FAILED),
+    (RevisionStatus.DEPLOY_FAILED, False): (Phase.FAILED, ADReason.DEPLOY_FAILED),
+    (RevisionStatus.SKIPPED, False): (Phase.FAILED, ADReason.REVISION_SKIPPED),
+    (RevisionStatus.INTERRUPTED, False): (Phase.FAILED, ADReason.REVISION_INTERRUPTED),
+    (RevisionStatus.CREATING, False): (Phase.PROGRESSING, ADReason.REVISION_IN_PROGRESS),
+    (RevisionStatus.QUEUED, False): (Phase.PROGRESSING, ADReason.REVISION_IN_PROGRESS),
+    (RevisionStatus.AWAITING_BUILD, False): (Phase.PROGRESSING, ADReason.REVISION_IN_PROGRESS),
+    (RevisionStatus.BUILDING, False): (Phase.PROGRESSING, ADReason.REVISION_IN_PROGRESS),
+    (RevisionStatus.AWAITING_DEPLOY, False): (Phase.PROGRESSING, ADReason.REVISION_IN_PROGRESS),
+    (RevisionStatus.DEPLOYING, False): (Phase.PROGRESSING, ADReason.REVISION_IN_PROGRESS),
+    (RevisionStatus.UNKNOWN, False): (Phase.PROGRESSING, ADReason.REVISION_IN_PROGRESS),
 }
 
 
@@ -811,7 +833,7 @@ async def test_phase_of_every_revision_status(
         "GET", DEPLOYMENT_PATH, (200, deployment_json(active_revision_id=REV if active else None))
     )
     api.on("GET", REVISION_PATH, (200, revision_json(status.value)))
-    obs = await external(api).observe(ad(docker_spec()), DEP, full=True)
+    obs = await observe(external(api), ad(docker_spec()), DEP, full=True)
     assert (obs.phase, obs.reason) == want
     if want[0] is Phase.FAILED:
         assert obs.message == (
@@ -906,29 +928,23 @@ async def test_delete_error_propagates() -> None:
 
 
 def test_identity_of_an_agent_deployment() -> None:
-    ext = external(FakeApi())
-    assert ext.id_field == "deploymentId"
-    assert ext.adopt_id(ad(docker_spec())) is None
-    assert ext.adopt_id(ad(docker_spec(deploymentId=DEP))) == DEP
-    assert ext.natural_key(ad(docker_spec())) == "agent"
-    assert ext.natural_key(ad(docker_spec(name="other"))) == "other"
+    client = FakeApi().client()
+
+    def connected(**spec: Any) -> AgentDeploymentExternal:
+        return AgentDeploymentExternal.connected(client, Kube(), ad(docker_spec(**spec)))
+
+    assert AgentDeploymentStatus(deployment_id=DEP).external_id == DEP
+    assert connected().adopt_id is None
+    assert connected(deploymentId=DEP).adopt_id == DEP
+    assert connected().natural_key == "agent"
+    assert connected(name="other").natural_key == "other"
 
 
 # ------------------------------------------------------------------ listener
 
 
 def listener_json(**over: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": LIS,
-        "compute_type": "k8s",
-        "compute_id": "cluster-a",
-        "compute_config": {"k8s_namespaces": ["agents"]},
-        "version": "1",
-        "created_at": NOW,
-        "updated_at": NOW,
-    }
-    body.update(over)
-    return body
+    return apijson.listener_json(**{"id": LIS, "created_at": NOW, "updated_at": NOW, **over})
 
 
 def lis(**spec: Any) -> Managed[ListenerSpec]:
@@ -945,7 +961,7 @@ def lis(**spec: Any) -> Managed[ListenerSpec]:
         uid=UID,
         generation=1,
         spec=ListenerSpec.model_validate(base),
-        status={"listenerId": LIS},
+        status=ListenerStatus(listener_id=LIS),
     )
 
 
@@ -984,19 +1000,23 @@ async def test_listener_drift(
         FakeApi().on("GET", LISTENER_PATH, (200, server)).on("PATCH", LISTENER_PATH, (200, server))
     )
     mr = lis(**spec)
-    ext = ListenerExternal(api.client())
-    obs = await ext.observe(mr, LIS, full=True)
+    ext = ListenerExternal(api.client(), "cluster-a")
+    obs = await observe(ext, mr, LIS, full=True)
     if not obs.up_to_date:
-        obs = await ext.update(mr, obs)
+        obs = await update(ext, mr, obs)
     patches = api.sent("PATCH")
     assert (patches[0] if patches else None) == want_patch
-    assert (obs.phase, obs.reason, obs.status["listenerId"]) == (Phase.READY, "Available", LIS)
+    assert (obs.phase, obs.reason, to_kube(obs.status)["listenerId"]) == (
+        Phase.READY,
+        "Available",
+        LIS,
+    )
 
 
 async def test_listener_immutable_mismatch_is_a_conflict() -> None:
     api = FakeApi().on("GET", LISTENER_PATH, (200, listener_json(compute_id="cluster-b")))
     with pytest.raises(errors.Conflict) as info:
-        await ListenerExternal(api.client()).observe(lis(), LIS, full=True)
+        await observe(ListenerExternal(api.client(), "cluster-a"), lis(), LIS, full=True)
     assert str(info.value) == (
         f"listener {LIS} has computeType/computeId k8s/cluster-b, the spec says "
         "k8s/cluster-a; they cannot change"
@@ -1005,7 +1025,7 @@ async def test_listener_immutable_mismatch_is_a_conflict() -> None:
 
 
 async def test_listener_absent() -> None:
-    obs = await ListenerExternal(FakeApi().client()).observe(lis(), LIS, full=True)
+    obs = await observe(ListenerExternal(FakeApi().client(), "cluster-a"), lis(), LIS, full=True)
     assert not obs.exists
 
 
@@ -1021,8 +1041,8 @@ async def test_listener_create_body_and_find_by_compute_id() -> None:
         ),
         (200, {"resources": [listener_json()], "offset": 101}),
     )
-    ext = ListenerExternal(api.client())
-    obs = await ext.create(lis())
+    ext = ListenerExternal(api.client(), "cluster-a")
+    obs = await create(ext, lis())
     assert api.sent("POST") == [
         {
             "compute_type": "k8s",
@@ -1031,7 +1051,7 @@ async def test_listener_create_body_and_find_by_compute_id() -> None:
             "version": "1",
         }
     ]
-    assert obs.status == {"listenerId": LIS, "version": "1"}
+    assert to_kube(obs.status) == {"listenerId": LIS, "version": "1"}
     assert await ext.find(lis()) == LIS
     # no compute_id filter is published: the listing is matched here, page by page
     assert [p for m, p in zip(api.calls, api.params, strict=True) if m[0] == "GET"] == [
@@ -1039,8 +1059,9 @@ async def test_listener_create_body_and_find_by_compute_id() -> None:
         {"limit": "100", "offset": "100"},
     ]
     empty = FakeApi().on("GET", "/v2/listeners", (200, {"resources": [], "offset": 0}))
-    assert await ListenerExternal(empty.client()).find(lis()) is None
-    assert (ext.natural_key(lis()), ext.adopt_id(lis()), ext.adopt_id(lis(listenerId=LIS))) == (
+    assert await ListenerExternal(empty.client(), "cluster-a").find(lis()) is None
+    identity = [ListenerExternal.connected(api.client(), m) for m in (lis(), lis(listenerId=LIS))]
+    assert (identity[0].natural_key, identity[0].adopt_id, identity[1].adopt_id) == (
         "cluster-a",
         None,
         LIS,
@@ -1062,7 +1083,7 @@ async def test_listener_delete(routes: dict[tuple[str, str], Answer], want: bool
     api = FakeApi()
     for (method, path), answer in routes.items():
         api.on(method, path, answer)
-    assert await ListenerExternal(api.client()).delete(lis(), LIS) is want
+    assert await ListenerExternal(api.client(), "cluster-a").delete(lis(), LIS) is want
     assert api.calls[0] == ("DELETE", LISTENER_PATH)
 
 
@@ -1178,7 +1199,7 @@ REFS_API = [{"name": "OPENAI_API_KEY", "secret_name": "llm", "secret_key": "open
 
 async def test_secret_references_are_sent_on_create_and_patched_on_drift() -> None:
     api = FakeApi().on("POST", "/v2/deployments", (201, deployment_json()))
-    await external(api).create(ad(docker_spec(secretReferences=REFS)))
+    await create(external(api), ad(docker_spec(secretReferences=REFS)))
     assert api.sent("POST")[0]["secret_references"] == REFS_API
     # the service has other references: the drift PATCH sends the spec's
     drifted = deployment_json(
@@ -1186,14 +1207,14 @@ async def test_secret_references_are_sent_on_create_and_patched_on_drift() -> No
     )
     api = FakeApi().on("GET", DEPLOYMENT_PATH, (200, drifted))
     api.on("GET", REVISION_PATH, (200, revision_json("DEPLOYED")))
-    obs = await external(api).observe(ad(docker_spec(secretReferences=REFS)), DEP, full=True)
+    obs = await observe(external(api), ad(docker_spec(secretReferences=REFS)), DEP, full=True)
     assert not obs.up_to_date
     assert "secretReferences" in obs.drift
     in_sync = FakeApi().on(
         "GET", DEPLOYMENT_PATH, (200, deployment_json(secret_references=REFS_API))
     )
     in_sync.on("GET", REVISION_PATH, (200, revision_json("DEPLOYED")))
-    obs = await external(in_sync).observe(ad(docker_spec(secretReferences=REFS)), DEP, full=True)
+    obs = await observe(external(in_sync), ad(docker_spec(secretReferences=REFS)), DEP, full=True)
     assert obs.up_to_date
 
 

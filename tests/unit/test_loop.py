@@ -13,21 +13,33 @@ from tests.support.fakeexternal import (
     ConnecterFns,
     ExternalFns,
     FakeSpec,
+    FakeStatus,
     observed,
+    raises,
     returns,
 )
 
+from deployplane.api import errors
 from deployplane.controller.config import ConfigError, OperatorConfig
-from deployplane.controller.loop import ResourceLoop, ResourceState, is_paused
-from deployplane.controller.statuspatch import apply_merge_patch, merge_patch
 from deployplane.crd.specs import AgentDeploymentSpec
-from deployplane.crd.status import Reason
+from deployplane.externals.agentdeployment import AgentDeploymentReason as Reason
 from deployplane.externals.connections import Connection
-from deployplane.reconcile.external import Phase
-from deployplane.reconcile.reconciler import EventRecord, Reconciler, Timing
+from deployplane.reconcile.external import DependencyNotReady, Phase
+from deployplane.reconcile.loop import (
+    DELETE_POLL_SECONDS,
+    DELETE_RETRY_SECONDS,
+    NotYet,
+    ResourceLoop,
+    ResourceState,
+    is_paused,
+)
+from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.reconciler import Reconciler
+from deployplane.reconcile.schedule import Schedule
+from deployplane.reconcile.statuspatch import apply_merge_patch, merge_patch
 
 NS = "team-a"
-TIMING = Timing()
+TIMING = Schedule()
 PROGRESSING = observed(phase=Phase.PROGRESSING, reason=Reason.REVISION_IN_PROGRESS)
 
 
@@ -69,11 +81,17 @@ class Rig:
     sink: Sink = field(default_factory=Sink)
     events: list[EventRecord] = field(default_factory=list)
     spec_model: type[Any] = FakeSpec
+    gone: list[str] = field(default_factory=list)
 
-    def loop(self) -> ResourceLoop[Any]:
-        reconciler = Reconciler(ConnecterFns(self.ext), kind="deployment", timing=TIMING)
+    def loop(self) -> ResourceLoop[Any, Any]:
+        reconciler = Reconciler(ConnecterFns(self.ext), kind="deployment", schedule=TIMING)
         return ResourceLoop(
-            cast(Reconciler[Any], reconciler), self.spec_model, "agentdeployments", self.sink
+            cast(Reconciler[Any, Any], reconciler),
+            self.spec_model,
+            "agentdeployments",
+            self.sink,
+            status_model=FakeStatus,
+            on_gone=self.gone.append,
         )
 
     async def one_pass(self, state: ResourceState, b: dict[str, Any] | None = None) -> float:
@@ -102,7 +120,7 @@ async def test_paused_annotation_stops_reconciling(value: str | None, paused: bo
     got = {"reconciled": bool(rig.ext.journal), "writes": bool(rig.sink.writes)}
     assert got == {"reconciled": not paused, "writes": not paused}
     if paused:
-        assert (delay, state.seen) == (TIMING.resync, (1, True))
+        assert (delay, state.visit.seen) == (TIMING.resync, (1, True))
 
 
 # ---------------------------------------------------------------- status writes
@@ -227,7 +245,7 @@ async def test_invalid_spec_stalls_with_the_field_named(
         "named": want_in_message in conds["Stalled"]["message"],
         "connected": bool(rig.ext.journal),
         "delay": delay,
-        "attempt": state.attempt,
+        "attempt": state.visit.attempt,
         "events": [(e.type, e.reason) for e in rig.events],
     }
     assert got == {
@@ -287,7 +305,7 @@ async def test_attempt_counts_unsettled_passes_and_resets_when_settled() -> None
     for observation in (PROGRESSING, PROGRESSING, PROGRESSING, observed(), PROGRESSING):
         rig.ext.observe_fn = returns(observation)
         delay = await rig.one_pass(state, body(status={"deploymentId": DEP_ID}))
-        got.append((delay, state.attempt))
+        got.append((delay, state.visit.attempt))
     assert got == [(2.0, 1), (3.0, 2), (4.5, 3), (600.0, 0), (2.0, 1)]
 
 
@@ -297,7 +315,7 @@ async def test_full_observation_when_resync_is_due_polls_otherwise() -> None:
     b = body(status={"deploymentId": DEP_ID})
     await rig.one_pass(state, b)  # first pass: resync due
     await rig.one_pass(state, b)  # polling
-    state.last_full -= TIMING.resync  # time passes
+    state.visit.last_full -= TIMING.resync  # time passes
     await rig.one_pass(state, b)
     assert [full for *_, full in rig.observes()] == [True, False, True]
 
@@ -477,3 +495,53 @@ def test_config_errors_name_the_variable(name: str, value: str, message: str) ->
     with pytest.raises(ConfigError) as info:
         OperatorConfig.from_env({name: value})
     assert str(info.value) == message
+
+
+# ------------------------------------------------------------------ finalize
+
+RATE_LIMITED = errors.RateLimited("429", retry_after=42.0)
+FINALIZE_CASES: dict[str, tuple[Any, NotYet | None]] = {
+    "gone: released, and forgotten": (returns(True), None),
+    "still deleting: poll again soon": (
+        returns(False),
+        NotYet("waiting for the control plane to finish deleting", DELETE_POLL_SECONDS),
+    ),
+    "control plane down: retry after the default": (
+        raises(errors.Unavailable("503")),
+        NotYet("cannot delete on the control plane yet: 503", DELETE_RETRY_SECONDS),
+    ),
+    "rate limited: retry when the service says": (
+        raises(RATE_LIMITED),
+        NotYet("cannot delete on the control plane yet: 429", 42.0),
+    ),
+    "connection Secret missing: retry after the default": (
+        raises(DependencyNotReady("connection Secret c not found")),
+        NotYet(
+            "cannot delete on the control plane yet: connection Secret c not found",
+            DELETE_RETRY_SECONDS,
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize(("delete_fn", "want"), FINALIZE_CASES.values(), ids=FINALIZE_CASES.keys())
+async def test_finalize_says_released_or_when_to_try_again(
+    delete_fn: Any, want: NotYet | None
+) -> None:
+    rig = Rig(ext=ExternalFns(delete_fn=delete_fn))
+    state = ResourceState(status={"deploymentId": DEP_ID})
+    got = await rig.loop().finalize(body(), state)
+    summary = None if got is None else (got.message, got.retry_after)
+    assert summary == (None if want is None else (want.message, want.retry_after))
+    assert rig.ext.journal[-1] == ("delete", DEP_ID)
+    assert rig.gone == ([f"{NS}/agent"] if want is None else [])
+    if got is not None and got.cause is not None:
+        assert isinstance(got.cause, errors.ControlPlaneError | DependencyNotReady)
+
+
+async def test_finalize_trusts_what_the_loop_wrote_over_the_body() -> None:
+    """The id this operator wrote a moment ago counts, though the body has none yet."""
+    rig = Rig()
+    state = ResourceState(status={"deploymentId": "dep-new"})
+    assert await rig.loop().finalize(body(status={}), state) is None
+    assert rig.ext.journal[-1] == ("delete", "dep-new")

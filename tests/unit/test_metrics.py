@@ -6,22 +6,40 @@ import urllib.request
 from typing import Any
 
 from deployplane.controller.metrics import OperatorMetrics, exported_metric_names, result_of
-from deployplane.reconcile.reconciler import Outcome
+from deployplane.crd.status import AgentDeploymentStatus
+from deployplane.reconcile.outcome import Outcome, State
+
+STAMP = "2026-01-01T00:00:00Z"
 
 
 def outcome(
-    ready: str, *, synced: str = "True", stalled: str = "False", revision: str | None = None
-) -> Outcome:
+    ready: str,
+    *,
+    synced: str = "True",
+    stalled: str = "False",
+    revision: str | None = None,
+    since: str = STAMP,
+) -> Outcome[AgentDeploymentStatus]:
+    conditions = [
+        {"type": "Ready", "status": ready},
+        {"type": "Synced", "status": synced},
+        {"type": "Stalled", "status": stalled},
+    ]
     status: dict[str, Any] = {
-        "conditions": [
-            {"type": "Ready", "status": ready},
-            {"type": "Synced", "status": synced},
-            {"type": "Stalled", "status": stalled},
-        ]
+        "conditions": [{**c, "reason": "R", "lastTransitionTime": since} for c in conditions]
     }
     if revision:
         status["revision"] = {"id": "r", "status": revision}
-    return Outcome(status=status, requeue_after=1.0, settled=True)
+    # The state the reconciler gives such conditions (test_reconciler's
+    # test_outcome_state_is_what_the_conditions_say proves it).
+    if stalled == "True":
+        state = State.STALLED
+    elif synced == "False":
+        state = State.RETRYING
+    else:
+        state = State.READY if ready == "True" else State.PROGRESSING
+    model = AgentDeploymentStatus.model_validate(status)
+    return Outcome(status=model, state=state, requeue_after=1.0)
 
 
 def sample(m: OperatorMetrics, name: str, **labels: str) -> float:
@@ -102,10 +120,8 @@ def test_resources_by_condition_move_with_the_resource() -> None:
 def test_not_ready_since_is_the_oldest_ready_transition_and_goes_when_all_are_ready() -> None:
     m = OperatorMetrics()
 
-    def not_ready_since(stamp: str) -> Outcome:
-        out = outcome("False")
-        out.status["conditions"][0]["lastTransitionTime"] = stamp
-        return out
+    def not_ready_since(stamp: str) -> Outcome[AgentDeploymentStatus]:
+        return outcome("False", since=stamp)
 
     m.observe_outcome("AgentDeployment", "ns/a", not_ready_since("2026-01-01T00:10:00Z"))
     m.observe_outcome("AgentDeployment", "ns/b", not_ready_since("2026-01-01T00:00:00Z"))

@@ -18,6 +18,7 @@ from tests.support.fakeexternal import (
     ConnecterFns,
     ExternalFns,
     FakeSpec,
+    FakeStatus,
     observed,
     raises,
     returns,
@@ -25,14 +26,20 @@ from tests.support.fakeexternal import (
 
 from deployplane.api import errors
 from deployplane.crd.specs import DeletionPolicy
-from deployplane.crd.status import Reason
+from deployplane.externals.agentdeployment import AgentDeploymentReason as ADReason
+from deployplane.reconcile.classify import classify
+from deployplane.reconcile.conditions import Reason
 from deployplane.reconcile.external import ABSENT, DependencyNotReady, Managed, Phase
-from deployplane.reconcile.reconciler import CREATE_PENDING, Outcome, Reconciler, Timing, classify
+from deployplane.reconcile.outcome import Outcome
+from deployplane.reconcile.reconciler import Reconciler
+from deployplane.reconcile.schedule import Schedule
+from deployplane.reconcile.status import to_kube
 
 OLD = "2020-01-01T00:00:00Z"
 ABSENT_FIELD = "<absent>"
 ALL = ["Ready", "Reconciling", "Stalled", "Synced"]
-TIMING = Timing()  # poll 2 s -> 30 s, retry 2 s -> 120 s, resync 600 s
+CREATE_PENDING = "createPending"  # the status field of the marker, as Kubernetes stores it
+TIMING = Schedule()  # poll 2 s -> 30 s, retry 2 s -> 120 s, resync 600 s
 
 MARKER_VALUE = {"key": "agent", "resourceVersion": "7"}
 MARKER = {CREATE_PENDING: MARKER_VALUE}
@@ -82,7 +89,7 @@ JUST_CREATED: dict[str, Any] = {
     "conditions": conditions("False/Creating", reconciling="True/Creating"),
 }
 
-PROGRESSING = observed(phase=Phase.PROGRESSING, reason=Reason.REVISION_IN_PROGRESS)
+PROGRESSING = observed(phase=Phase.PROGRESSING, reason=ADReason.REVISION_IN_PROGRESS)
 BUILD_FAILED_MSG = "Revision rev-1 ended BUILD_FAILED; change the spec to roll a new one"
 
 UNAVAILABLE = errors.Unavailable("GET /v2/deployments/{deployment_id}: 503 Service Unavailable")
@@ -135,20 +142,23 @@ class Case:
     resync_due: bool = False
 
 
-def managed(status: dict[str, Any], generation: int = 1, **spec: Any) -> Managed[FakeSpec]:
+def managed(
+    status: dict[str, Any], generation: int = 1, **spec: Any
+) -> Managed[FakeSpec, FakeStatus]:
     return Managed(
         namespace="team-a",
         name="agent",
         uid="uid-1",
         generation=generation,
         spec=FakeSpec(**spec),
-        status=status,
+        status=FakeStatus.model_validate(status),
         resource_version="7",
     )
 
 
-def summary(outcome: Outcome, journal: list[Call], want: Want) -> dict[str, Any]:
-    conds = {c["type"]: c for c in outcome.status["conditions"]}
+def summary(outcome: Outcome[FakeStatus], journal: list[Call], want: Want) -> dict[str, Any]:
+    status = to_kube(outcome.status)
+    conds = {c["type"]: c for c in status["conditions"]}
     return {
         "conditions": {t: f"{c['status']}/{c['reason']}" for t, c in conds.items()},
         "moved": sorted(t for t, c in conds.items() if c["lastTransitionTime"] != OLD),
@@ -156,7 +166,7 @@ def summary(outcome: Outcome, journal: list[Call], want: Want) -> dict[str, Any]
         "requeue_after": outcome.requeue_after,
         "settled": outcome.settled,
         "events": [(e.type, e.reason, e.message) for e in outcome.events],
-        "status": {k: outcome.status.get(k, ABSENT_FIELD) for k in want.status},
+        "status": {k: status.get(k, ABSENT_FIELD) for k in want.status},
         "messages": {t: conds[t]["message"] for t in want.messages},
     }
 
@@ -257,7 +267,7 @@ CASES: dict[str, Case] = {
         fns={
             "observe_fn": returns(
                 observed(
-                    phase=Phase.PROGRESSING, reason=Reason.REVISION_IN_PROGRESS, up_to_date=False
+                    phase=Phase.PROGRESSING, reason=ADReason.REVISION_IN_PROGRESS, up_to_date=False
                 )
             )
         },
@@ -314,7 +324,7 @@ CASES: dict[str, Case] = {
             "update_fn": returns(
                 observed(
                     phase=Phase.PROGRESSING,
-                    reason=Reason.REVISION_IN_PROGRESS,
+                    reason=ADReason.REVISION_IN_PROGRESS,
                     latestRevisionId="rev-2",
                 )
             ),
@@ -350,7 +360,7 @@ CASES: dict[str, Case] = {
         status=POLLING,
         fns={
             "observe_fn": returns(
-                observed(phase=Phase.FAILED, reason=Reason.BUILD_FAILED, message=BUILD_FAILED_MSG)
+                observed(phase=Phase.FAILED, reason=ADReason.BUILD_FAILED, message=BUILD_FAILED_MSG)
             )
         },
         want=Want(
@@ -366,7 +376,7 @@ CASES: dict[str, Case] = {
     # ------------------------------------------------------------------- adopt
     "adopt id from spec, exists: Adopted, no create, no write": Case(
         status={},
-        fns={"adopt": "dep-adopt"},
+        fns={"adopt_id": "dep-adopt"},
         want=Want(
             conditions=conds("True/Deployed"),
             moved=ALL,
@@ -382,7 +392,7 @@ CASES: dict[str, Case] = {
     ),
     "adopt id from spec, absent: Stalled NotFound, never created": Case(
         status={},
-        fns={"adopt": "dep-adopt", "observe_fn": returns(ABSENT)},
+        fns={"adopt_id": "dep-adopt", "observe_fn": returns(ABSENT)},
         want=Want(
             conditions=conds("False/NotFound", "False/NotFound", IDLE, "True/NotFound"),
             moved=ALL,
@@ -706,7 +716,7 @@ CASES: dict[str, Case] = {
 async def test_reconcile(case: Case) -> None:
     ext = ExternalFns(**case.fns)
     reconciler = Reconciler(
-        ConnecterFns(ext, connect_error=case.connect_error), kind="deployment", timing=TIMING
+        ConnecterFns(ext, connect_error=case.connect_error), kind="deployment", schedule=TIMING
     )
     outcome = await reconciler.reconcile(
         managed(case.status, case.generation),
@@ -715,6 +725,38 @@ async def test_reconcile(case: Case) -> None:
         resync_due=case.resync_due,
     )
     assert summary(outcome, ext.journal, case.want) == wanted(case.want)
+
+
+def state_by_conditions(status: dict[str, Any]) -> str:
+    """The state as the conditions tell it (how metrics derived it before `Outcome.state`)."""
+    conds = {c["type"]: c["status"] for c in status["conditions"]}
+    if conds["Stalled"] == "True":
+        return "stalled"
+    if conds["Synced"] == "False":
+        return "retrying"
+    return "ready" if conds["Ready"] == "True" else "progressing"
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+async def test_outcome_state_is_what_the_conditions_say(case: Case) -> None:
+    ext = ExternalFns(**case.fns)
+    reconciler = Reconciler(
+        ConnecterFns(ext, connect_error=case.connect_error), kind="deployment", schedule=TIMING
+    )
+    outcome = await reconciler.reconcile(
+        managed(case.status, case.generation), write_status=ext.write_status
+    )
+    want = state_by_conditions(to_kube(outcome.status))
+    assert (outcome.state.value, outcome.settled) == (want, want in ("ready", "stalled"))
+
+
+async def test_references_are_resolved_at_most_once_a_pass_and_not_for_a_poll() -> None:
+    for status, want in ((POLLING, 0), (SETTLED, 1), ({}, 1)):
+        ext = ExternalFns(observe_fn=returns(PROGRESSING))
+        await Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING).reconcile(
+            managed(status), write_status=ext.write_status
+        )
+        assert ext.resolved == want
 
 
 # ------------------------------------------------------------------- backoff
@@ -726,7 +768,7 @@ async def test_reconcile(case: Case) -> None:
 )
 async def test_poll_delay_grows_from_2_to_a_30_second_cap(attempt: int, want: float) -> None:
     ext = ExternalFns(observe_fn=returns(PROGRESSING))
-    outcome = await Reconciler(ConnecterFns(ext), kind="deployment", timing=TIMING).reconcile(
+    outcome = await Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING).reconcile(
         managed(POLLING), write_status=ext.write_status, attempt=attempt
     )
     assert (outcome.requeue_after, outcome.settled) == (want, False)
@@ -754,7 +796,7 @@ async def test_retry_backoff_grows_with_attempt_and_honours_retry_after(
     exc: Exception, attempt: int, want: float
 ) -> None:
     ext = ExternalFns(observe_fn=raises(exc))
-    outcome = await Reconciler(ConnecterFns(ext), kind="deployment", timing=TIMING).reconcile(
+    outcome = await Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING).reconcile(
         managed(SETTLED), write_status=ext.write_status, attempt=attempt
     )
     assert (outcome.requeue_after, outcome.settled) == (want, False)
@@ -784,10 +826,10 @@ async def test_steady_state_outcome_is_the_current_status_exactly() -> None:
     """Nothing new -> the very same status (lastTransitionTime included): no write."""
     for status, observation in ((SETTLED, observed()), (POLLING, PROGRESSING)):
         ext = ExternalFns(observe_fn=returns(observation))
-        outcome = await Reconciler(ConnecterFns(ext), kind="deployment", timing=TIMING).reconcile(
+        outcome = await Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING).reconcile(
             managed(status), write_status=ext.write_status
         )
-        assert outcome.status == status
+        assert to_kube(outcome.status) == status
         assert outcome.events == ()
         assert [c for c in ext.journal if c[0] == "write"] == []
 
@@ -809,14 +851,14 @@ async def test_events_only_on_transitions() -> None:
         ("steady again", returns(observed()), []),
     ]
     ext = ExternalFns()
-    reconciler = Reconciler(ConnecterFns(ext), kind="deployment", timing=TIMING)
+    reconciler = Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING)
     status: dict[str, Any] = {}
     got, want = {}, {}
     for name, behaviour, events in script:
         if behaviour is not None:
             ext.observe_fn = behaviour
         outcome = await reconciler.reconcile(managed(status), write_status=ext.write_status)
-        status = outcome.status
+        status = to_kube(outcome.status)
         got[name] = [(e.type, e.reason) for e in outcome.events]
         want[name] = events
     assert got == want
@@ -824,10 +866,10 @@ async def test_events_only_on_transitions() -> None:
 
 async def test_a_flip_moves_lastTransitionTime_and_only_the_flipped_ones() -> None:
     ext = ExternalFns(observe_fn=returns(PROGRESSING))
-    outcome = await Reconciler(ConnecterFns(ext), kind="deployment", timing=TIMING).reconcile(
+    outcome = await Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING).reconcile(
         managed(SETTLED), write_status=ext.write_status
     )
-    times = {c["type"]: c["lastTransitionTime"] for c in outcome.status["conditions"]}
+    times = {c["type"]: c["lastTransitionTime"] for c in to_kube(outcome.status)["conditions"]}
     assert times["Synced"] == times["Stalled"] == OLD
     assert times["Ready"] != OLD
     assert times["Reconciling"] != OLD
@@ -839,8 +881,8 @@ async def test_a_flip_moves_lastTransitionTime_and_only_the_flipped_ones() -> No
 
 def test_invalid_spec_stalls_until_the_spec_changes() -> None:
     message = "spec.source: Input should be 'git_host' or 'external_docker'"
-    reconciler = Reconciler(ConnecterFns(ExternalFns()), kind="deployment", timing=TIMING)
-    outcome = reconciler.invalid_spec(SETTLED, 2, message)
+    reconciler = Reconciler(ConnecterFns(ExternalFns()), kind="deployment", schedule=TIMING)
+    outcome = reconciler.invalid_spec(FakeStatus.model_validate(SETTLED), 2, message)
     want = Want(
         conditions=conds("False/InvalidSpec", "False/InvalidSpec", IDLE, "True/InvalidSpec"),
         moved=["Ready", "Stalled", "Synced"],
@@ -884,7 +926,10 @@ FINALIZE_CASES: dict[str, FinalizeCase] = {
         status=SETTLED, want=True, calls=[CONNECT, ("delete", DEP_ID)]
     ),
     "adopted id (spec only): deleted too": FinalizeCase(
-        status={}, fns={"adopt": "dep-adopt"}, want=True, calls=[CONNECT, ("delete", "dep-adopt")]
+        status={},
+        fns={"adopt_id": "dep-adopt"},
+        want=True,
+        calls=[CONNECT, ("delete", "dep-adopt")],
     ),
     "create pending: found by name, then deleted": FinalizeCase(
         status=MARKER,
@@ -901,13 +946,13 @@ FINALIZE_CASES: dict[str, FinalizeCase] = {
 @pytest.mark.parametrize("case", FINALIZE_CASES.values(), ids=FINALIZE_CASES.keys())
 async def test_finalize(case: FinalizeCase) -> None:
     ext = ExternalFns(**case.fns)
-    reconciler = Reconciler(ConnecterFns(ext), kind="deployment", timing=TIMING)
+    reconciler = Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING)
     gone = await reconciler.finalize(managed(case.status, deletion_policy=case.policy))
     assert {"released": gone, "calls": ext.journal} == {"released": case.want, "calls": case.calls}
 
 
 async def test_finalize_propagates_control_plane_errors_for_the_handler_to_retry() -> None:
     ext = ExternalFns(delete_fn=raises(UNAVAILABLE))
-    reconciler = Reconciler(ConnecterFns(ext), kind="deployment", timing=TIMING)
+    reconciler = Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING)
     with pytest.raises(errors.Unavailable):
         await reconciler.finalize(managed(SETTLED))

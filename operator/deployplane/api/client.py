@@ -32,7 +32,7 @@ import httpx
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from deployplane import __version__
-from deployplane.api.errors import ControlPlaneError, error_from
+from deployplane.api.errors import ControlPlaneError
 from deployplane.api.models import (
     BulkDeleteResult,
     Deployment,
@@ -47,6 +47,7 @@ from deployplane.api.models import (
     Revision,
     RevisionStatus,
 )
+from deployplane.api.responses import error_from
 
 __all__ = ["MAX_BULK_DELETE", "MAX_FIND_PAGES", "MAX_HONOURED_RETRY_AFTER", "ControlPlaneClient"]
 

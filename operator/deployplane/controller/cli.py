@@ -48,14 +48,36 @@ def run(
     Configured by DEPLOYPLANE_CONTROL_PLANE_URL, DEPLOYPLANE_API_KEY, DEPLOYPLANE_TENANT_ID,
     DEPLOYPLANE_NAMESPACES, DEPLOYPLANE_POLL_INTERVAL, DEPLOYPLANE_RESYNC_INTERVAL.
     """
-    import kopf
-
     try:
         config = OperatorConfig.from_env()
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    namespaces = list(namespace) or list(config.namespaces)
+    _run_kopf(
+        namespaces=list(namespace) or list(config.namespaces),
+        peering=peering,
+        priority=secrets.randbelow(2**31 - 1) + 1 if priority is None else priority,
+        peering_lifetime=peering_lifetime,
+        liveness=liveness,
+        verbose=verbose,
+        json_logs=json_logs,
+    )
+
+
+def _run_kopf(
+    *,
+    namespaces: list[str],
+    peering: str | None,
+    priority: int,
+    peering_lifetime: int,
+    liveness: str | None,
+    verbose: bool,
+    json_logs: bool,
+) -> None:
+    # Kopf and the handlers are imported here, not with the CLI: `deployplane --help`
+    # and the other commands need neither.
+    import kopf
+
     import deployplane.controller.handlers  # noqa: F401  (registers the handlers)
 
     kopf.configure(
@@ -63,8 +85,6 @@ def run(
     )
     settings = kopf.OperatorSettings()
     settings.peering.lifetime = peering_lifetime
-    if priority is None:
-        priority = secrets.randbelow(2**31 - 1) + 1
     kopf.run(
         settings=settings,
         priority=priority,

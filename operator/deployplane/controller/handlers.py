@@ -1,5 +1,10 @@
 """Kopf handlers: thin. They turn bodies into calls on the reconciler and back.
 
+Every kind of the registry (`deployplane.kinds`) gets the same three handlers, registered
+in one loop at import: a daemon per resource that runs its reconcile loop, an event
+handler that wakes that loop when the spec changes, and a delete handler that finalizes
+on the control plane (it and the daemon are why Kopf puts its finalizer on each object).
+
 Run with `deployplane operator run`, or `kopf run -m deployplane.controller.handlers`.
 """
 
@@ -7,28 +12,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import kopf
 
-from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.kubeapi import KubernetesApi
-from deployplane.controller.loop import ResourceLoop, ResourceState, to_managed
 from deployplane.controller.metrics import OperatorMetrics
 from deployplane.controller.storage import NoDiffBaseStorage
-from deployplane.crd.specs import GROUP, VERSION, AgentDeploymentSpec, ListenerSpec
-from deployplane.externals.agentdeployment import AgentDeploymentConnecter
+from deployplane.crd.specs import GROUP, VERSION
 from deployplane.externals.connections import Connection, Connections
-from deployplane.externals.listener import ListenerConnecter
-from deployplane.reconcile.external import DependencyNotReady
-from deployplane.reconcile.reconciler import EventRecord, Reconciler, Timing
+from deployplane.kinds import KINDS, KindDef, KindRegistry
+from deployplane.reconcile.loop import ResourceLoop, ResourceState
+from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.reconciler import Reconciler
+from deployplane.reconcile.schedule import Schedule
 
 FINALIZER = "deployplane.io/finalizer"
-DELETE_POLL_SECONDS = 2.0
+DAEMON_CANCELLATION_TIMEOUT = 10.0
 
 
 @dataclass
@@ -39,12 +44,14 @@ class Runtime:
     kube: KubernetesApi
     connections: Connections
     metrics: OperatorMetrics
-    agentdeployments: ResourceLoop[AgentDeploymentSpec]
-    listeners: ResourceLoop[ListenerSpec]
+    loops: dict[str, ResourceLoop[Any, Any]]
+    """One reconcile loop per kind, keyed by `KindDef.kind`."""
 
 
-def build_runtime(config: OperatorConfig, kube: KubernetesApi) -> Runtime:
-    timing = Timing(
+def build_runtime(
+    config: OperatorConfig, kube: KubernetesApi, kinds: KindRegistry = KINDS
+) -> Runtime:
+    schedule = Schedule(
         poll_initial=config.poll_interval,
         poll_max=max(config.poll_max_interval, config.poll_interval),
         resync=config.resync_interval,
@@ -60,28 +67,19 @@ def build_runtime(config: OperatorConfig, kube: KubernetesApi) -> Runtime:
         )
 
     connections = Connections(config.default_connection(), kube, factory=client_factory)
-    return Runtime(
-        config=config,
-        kube=kube,
-        connections=connections,
-        metrics=metrics,
-        agentdeployments=ResourceLoop(
-            Reconciler(
-                AgentDeploymentConnecter(connections, kube), kind="deployment", timing=timing
-            ),
-            AgentDeploymentSpec,
-            "agentdeployments",
+    loops: dict[str, ResourceLoop[Any, Any]] = {
+        kind.kind: ResourceLoop(
+            Reconciler(kind.connecter(connections, kube), kind=kind.noun, schedule=schedule),
+            kind.spec_model,
+            kind.plural,
             kube,
-            on_outcome=partial(metrics.observe_outcome, "AgentDeployment"),
-        ),
-        listeners=ResourceLoop(
-            Reconciler(ListenerConnecter(connections), kind="listener", timing=timing),
-            ListenerSpec,
-            "listeners",
-            kube,
-            on_outcome=partial(metrics.observe_outcome, "Listener"),
-        ),
-    )
+            on_outcome=partial(metrics.observe_outcome, kind.kind),
+            status_model=kind.status_model,
+            on_gone=partial(metrics.forget, kind.kind),
+        )
+        for kind in kinds
+    }
+    return Runtime(config=config, kube=kube, connections=connections, metrics=metrics, loops=loops)
 
 
 @kopf.on.login()
@@ -126,7 +124,13 @@ def _state(memo: kopf.Memo) -> ResourceState:
     return state
 
 
-async def _run(loop: ResourceLoop[Any], body: kopf.Body, memo: kopf.Memo, stopped: Any) -> None:
+def _key(body: kopf.Body) -> str:
+    """The resource as the metrics know it (the key `ResourceLoop` reports outcomes under)."""
+    return f"{body.metadata.namespace}/{body.metadata.name}"
+
+
+async def _run(kind: KindDef[Any], body: kopf.Body, memo: kopf.Memo, stopped: Any) -> None:
+    runtime: Runtime = memo.runtime
     state = _state(memo)
 
     async def wake_on_stop() -> None:
@@ -138,59 +142,72 @@ async def _run(loop: ResourceLoop[Any], body: kopf.Body, memo: kopf.Memo, stoppe
 
     watcher = asyncio.create_task(wake_on_stop())
     try:
-        await loop.run(body, state, should_stop=lambda: bool(stopped), post_event=post)
+        await runtime.loops[kind.kind].run(
+            body, state, should_stop=lambda: bool(stopped), post_event=post
+        )
     finally:
         watcher.cancel()
+        reason = stopped.reason
+        if reason is not None and kopf.DaemonStoppingReason.RESOURCE_DELETED in reason:
+            # The object is going: it must leave the per-resource gauges with it, or a
+            # deleted resource counts as not Ready forever.
+            runtime.metrics.forget(kind.kind, _key(body))
 
 
-async def _finalize(loop: ResourceLoop[Any], kind: str, body: kopf.Body, memo: kopf.Memo) -> None:
-    state = _state(memo)
-    status = state.status if state.status is not None else dict(body.get("status") or {})
-    mr = to_managed(loop.spec_model, body, status)
-    try:
-        gone = await loop.reconciler.finalize(mr)
-    except (errors.ControlPlaneError, DependencyNotReady) as exc:
-        delay = getattr(exc, "retry_after", None) or 10.0
-        raise kopf.TemporaryError(
-            f"cannot delete on the control plane yet: {exc}", delay=delay
-        ) from exc
-    if not gone:
-        raise kopf.TemporaryError(
-            "waiting for the control plane to finish deleting", delay=DELETE_POLL_SECONDS
-        )
+async def _finalize(kind: KindDef[Any], body: kopf.Body, memo: kopf.Memo) -> None:
+    """Released (the loop's `on_gone` then drops the resource from the metrics), or
+    retried by Kopf when the loop says when."""
+    runtime: Runtime = memo.runtime
+    not_yet = await runtime.loops[kind.kind].finalize(body, _state(memo))
+    if not_yet is not None:
+        raise kopf.TemporaryError(not_yet.message, delay=not_yet.retry_after) from not_yet.cause
 
 
-# ---------------------------------------------------------------- AgentDeployment
+Handler = Callable[..., Awaitable[None]]
 
 
-@kopf.daemon(GROUP, VERSION, "agentdeployments", cancellation_timeout=10.0)
-async def agentdeployment_daemon(body: kopf.Body, memo: kopf.Memo, stopped: Any, **_: Any) -> None:
-    await _run(memo.runtime.agentdeployments, body, memo, stopped)
+@dataclass(frozen=True)
+class KindHandlers:
+    """The three handlers of one kind, before (or without) registration."""
+
+    daemon: Handler
+    changed: Handler
+    deleted: Handler
 
 
-@kopf.on.event(GROUP, VERSION, "agentdeployments")
-async def agentdeployment_changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    _state(memo).poke_if_changed(body)
+def handlers_for(kind: KindDef[Any]) -> KindHandlers:
+    async def daemon(body: kopf.Body, memo: kopf.Memo, stopped: Any, **_: Any) -> None:
+        await _run(kind, body, memo, stopped)
+
+    async def changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+        _state(memo).poke_if_changed(body)
+
+    async def deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+        await _finalize(kind, body, memo)
+
+    return KindHandlers(daemon=daemon, changed=changed, deleted=deleted)
 
 
-@kopf.on.delete(GROUP, VERSION, "agentdeployments")
-async def agentdeployment_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    await _finalize(memo.runtime.agentdeployments, "AgentDeployment", body, memo)
+def register_handlers(
+    kinds: KindRegistry = KINDS, registry: kopf.OperatorRegistry | None = None
+) -> None:
+    """Register every kind's handlers with Kopf (its default registry unless given).
+
+    The ids are spelled as the decorated functions were named before ("listener_deleted"):
+    Kopf keys a delete handler's retry progress by id in an annotation of the object, so
+    an upgrade in the middle of a deletion picks up where the old operator left off.
+    """
+    for kind in kinds:
+        fns = handlers_for(kind)
+        resource = (GROUP, VERSION, kind.plural)
+        kopf.daemon(
+            *resource,
+            id=f"{kind.singular}_daemon",
+            cancellation_timeout=DAEMON_CANCELLATION_TIMEOUT,
+            registry=registry,
+        )(fns.daemon)
+        kopf.on.event(*resource, id=f"{kind.singular}_changed", registry=registry)(fns.changed)
+        kopf.on.delete(*resource, id=f"{kind.singular}_deleted", registry=registry)(fns.deleted)
 
 
-# ----------------------------------------------------------------------- Listener
-
-
-@kopf.daemon(GROUP, VERSION, "listeners", cancellation_timeout=10.0)
-async def listener_daemon(body: kopf.Body, memo: kopf.Memo, stopped: Any, **_: Any) -> None:
-    await _run(memo.runtime.listeners, body, memo, stopped)
-
-
-@kopf.on.event(GROUP, VERSION, "listeners")
-async def listener_changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    _state(memo).poke_if_changed(body)
-
-
-@kopf.on.delete(GROUP, VERSION, "listeners")
-async def listener_deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    await _finalize(memo.runtime.listeners, "Listener", body, memo)
+register_handlers()

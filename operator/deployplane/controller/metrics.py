@@ -15,15 +15,16 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from deployplane.reconcile.reconciler import Outcome
+from deployplane.reconcile.conditions import TRUE, UNKNOWN, Condition, ConditionType, find_condition
+from deployplane.reconcile.outcome import Outcome
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-CONDITIONS = ("Ready", "Synced", "Reconciling", "Stalled")
+CONDITIONS = tuple(ConditionType)
 # Sample suffixes prometheus_client writes per family type.
 _SUFFIXES = {
     "counter": ("_total", "_created"),
@@ -32,32 +33,18 @@ _SUFFIXES = {
 }
 
 
-def _condition(status: Mapping[str, Any], type_: str) -> Mapping[str, Any]:
-    for cond in status.get("conditions", []):
-        if cond.get("type") == type_:
-            return dict(cond)
-    return {}
-
-
-def result_of(outcome: Outcome) -> str:
+def result_of(outcome: Outcome[Any]) -> str:
     """One word for a reconcile's result: ready, progressing, retrying or stalled."""
-    status = outcome.status
-    if _condition(status, "Stalled").get("status") == "True":
-        return "stalled"
-    if _condition(status, "Synced").get("status") == "False":
-        return "retrying"
-    if _condition(status, "Ready").get("status") == "True":
-        return "ready"
-    return "progressing"
+    return outcome.state.value
 
 
-def _since(ready: Mapping[str, Any], now: float) -> float:
+def _since(ready: Condition | None, now: float) -> float:
     """When the resource stopped being Ready: the condition's lastTransitionTime (kept in
     the resource, so it survives an operator restart), else now."""
-    stamp = ready.get("lastTransitionTime")
-    if isinstance(stamp, str):
+    if ready is not None:
         try:
-            return dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+            stamp = ready.last_transition_time.replace("Z", "+00:00")
+            return dt.datetime.fromisoformat(stamp).timestamp()
         except ValueError:
             pass
     return now
@@ -87,35 +74,37 @@ class OperatorMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
-        self.revisions = Gauge(
+        self.revisions = self._gauge(
             "deployplane_revisions",
             "Resources by the status of their latest revision.",
-            ["kind", "status"],
-            registry=self.registry,
+            "kind",
+            "status",
         )
-        self.not_ready = Gauge(
+        self.not_ready = self._gauge(
             "deployplane_resources_not_ready",
             "Resources whose Ready condition is not True.",
-            ["kind"],
-            registry=self.registry,
+            "kind",
         )
-        self.conditions = Gauge(
+        self.conditions = self._gauge(
             "deployplane_resources",
             "Resources by condition type and status (Ready, Synced, Reconciling, Stalled).",
-            ["kind", "condition", "status"],
-            registry=self.registry,
+            "kind",
+            "condition",
+            "status",
         )
-        self.not_ready_since = Gauge(
+        self.not_ready_since = self._gauge(
             "deployplane_resources_not_ready_since_timestamp_seconds",
             "Unix time since which the longest not-Ready resource of the kind is not Ready "
             "(its Ready condition's lastTransitionTime); absent when all are Ready.",
-            ["kind"],
-            registry=self.registry,
+            "kind",
         )
         self._revision_of: dict[tuple[str, str], str] = {}
         self._conditions_of: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {}
         self._not_ready: dict[str, dict[str, float]] = {}
         self._clock = time.time
+
+    def _gauge(self, name: str, documentation: str, *labels: str) -> Gauge:
+        return Gauge(name, documentation, labels, registry=self.registry)
 
     def serve(self, port: int, addr: str) -> None:
         start_http_server(port, addr=addr, registry=self.registry)
@@ -124,20 +113,21 @@ class OperatorMetrics:
         self.api_requests.labels(endpoint, method, str(code)).inc()
         self.api_latency.labels(endpoint, method).observe(seconds)
 
-    def observe_outcome(self, kind: str, key: str, outcome: Outcome) -> None:
+    def observe_outcome(self, kind: str, key: str, outcome: Outcome[Any]) -> None:
         self.reconciles.labels(kind, result_of(outcome)).inc()
-        revision = (outcome.status.get("revision") or {}).get("status")
-        self._set_revision(kind, key, revision)
+        status = outcome.status
+        self._set_revision(kind, key, status.revision_status)
         conditions = tuple(
-            (type_, str(_condition(outcome.status, type_).get("status", "Unknown")))
+            (str(type_), found.status if found else UNKNOWN)
             for type_ in CONDITIONS
+            for found in (find_condition(status.conditions, type_),)
         )
         self._set_conditions(kind, key, conditions)
-        ready = _condition(outcome.status, "Ready")
+        ready = find_condition(status.conditions, ConditionType.READY)
         keys = self._not_ready.setdefault(kind, {})
-        if ready.get("status") == "True":
+        if ready is not None and ready.status == TRUE:
             keys.pop(key, None)
-        elif key not in keys or "lastTransitionTime" in ready:
+        elif key not in keys or ready is not None:
             keys[key] = _since(ready, self._clock())
         self._publish_not_ready(kind)
 

@@ -8,13 +8,15 @@ package runs them the way envtest does. Public API:
         cluster.kubeconfig                      # admin kubeconfig path
         cluster.service_account_kubeconfig("ns", "sa", path)
         cluster.count_writes(since=t0)          # {"configmaps": 1, ...}
+        cluster.settings                        # ClusterSettings: what it runs
 """
 
-from deployplane.devcluster.cluster import DevCluster, DevClusterError, attach
+from deployplane.devcluster.cluster import ClusterSettings, DevCluster, DevClusterError, attach
 from deployplane.devcluster.serviceaccounts import service_account_username
 from deployplane.devcluster.tools import Tools, ToolsNotFound, find_tools
 
 __all__ = [
+    "ClusterSettings",
     "DevCluster",
     "DevClusterError",
     "Tools",

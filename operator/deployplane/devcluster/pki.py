@@ -175,19 +175,37 @@ def write_pki(directory: Path) -> PkiFiles:
     sa_pub = sa_key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
+    files = pki_files(directory)
+    _write(files.ca_cert, ca.cert_pem, secret=False)
+    for cert, key, pem in (
+        (files.serving_cert, files.serving_key, serving),
+        (files.admin_cert, files.admin_key, admin),
+        (files.controller_manager_cert, files.controller_manager_key, kcm),
+        (files.scheduler_cert, files.scheduler_key, scheduler),
+        (files.kwok_cert, files.kwok_key, kwok),
+    ):
+        _write(cert, pem.cert, secret=False)
+        _write(key, pem.key, secret=True)
+    _write(files.service_account_key, _key_pem(sa_key), secret=True)
+    _write(files.service_account_pub, sa_pub, secret=False)
+    return files
+
+
+def pki_files(directory: Path) -> PkiFiles:
+    """Where `write_pki(directory)` puts each file (also for a cluster started earlier)."""
     d = directory
+
+    def pair(name: str) -> tuple[Path, Path]:
+        return d / f"{name}.crt", d / f"{name}.key"
+
+    # In PkiFiles' field order: CA, then certificate and key per identity, then SA keys.
     return PkiFiles(
-        ca_cert=_write(d / "ca.crt", ca.cert_pem, secret=False),
-        serving_cert=_write(d / "apiserver.crt", serving.cert, secret=False),
-        serving_key=_write(d / "apiserver.key", serving.key, secret=True),
-        admin_cert=_write(d / "admin.crt", admin.cert, secret=False),
-        admin_key=_write(d / "admin.key", admin.key, secret=True),
-        controller_manager_cert=_write(d / "kcm.crt", kcm.cert, secret=False),
-        controller_manager_key=_write(d / "kcm.key", kcm.key, secret=True),
-        scheduler_cert=_write(d / "scheduler.crt", scheduler.cert, secret=False),
-        scheduler_key=_write(d / "scheduler.key", scheduler.key, secret=True),
-        kwok_cert=_write(d / "kwok.crt", kwok.cert, secret=False),
-        kwok_key=_write(d / "kwok.key", kwok.key, secret=True),
-        service_account_key=_write(d / "sa.key", _key_pem(sa_key), secret=True),
-        service_account_pub=_write(d / "sa.pub", sa_pub, secret=False),
+        d / "ca.crt",
+        *pair("apiserver"),
+        *pair("admin"),
+        *pair("kcm"),
+        *pair("scheduler"),
+        *pair("kwok"),
+        d / "sa.key",
+        d / "sa.pub",
     )

@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from deployplane.reconcile.status import StatusT
+
 SpecT = TypeVar("SpecT", bound=BaseModel)
+DesiredT = TypeVar("DesiredT")
+
+
+class Delta(Protocol):
+    """What a pure diff found: the request that brings the resource to the spec."""
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Which fields differ (for events and logs); never values, which may be secret."""
+        ...
+
+
+PatchT = TypeVar("PatchT", bound=Delta)
 
 
 @dataclass(frozen=True)
-class Managed(Generic[SpecT]):
+class Managed(Generic[SpecT, StatusT]):
     """A snapshot of one custom resource, as the reconciler sees it."""
 
     namespace: str
@@ -21,7 +35,7 @@ class Managed(Generic[SpecT]):
     uid: str
     generation: int
     spec: SpecT
-    status: Mapping[str, Any] = field(default_factory=dict)
+    status: StatusT
     resource_version: str | None = None
 
     @property
@@ -38,68 +52,89 @@ class Phase(Enum):
 
 
 @dataclass(frozen=True)
-class Observation:
-    """What observe() saw. `status` holds the kind's own status fields (camelCase)."""
+class Observation(Generic[StatusT, PatchT]):
+    """What observe() saw. `status` holds the kind's observed fields: those it sets
+    (None included) replace what the resource's status knew, the others stay."""
 
     exists: bool
-    up_to_date: bool = True
-    status: Mapping[str, Any] = field(default_factory=dict)
+    status: StatusT | None = None
     phase: Phase = Phase.READY
     reason: str = ""
     message: str = ""
-    # Which fields differ (for events and logs); never values, which may be secret.
-    drift: tuple[str, ...] = ()
+    patch: PatchT | None = None
+    """The diff between the resolved spec and the resource; None when in sync (or not
+    compared: a poll of what is in progress)."""
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.patch is None
+
+    @property
+    def drift(self) -> tuple[str, ...]:
+        return () if self.patch is None else self.patch.fields
+
+    @property
+    def external_id(self) -> str | None:
+        return None if self.status is None else self.status.external_id
 
 
-ABSENT = Observation(exists=False)
+ABSENT: Observation[Any, Any] = Observation(exists=False)
 
 
 class DependencyNotReady(Exception):
     """A referenced object (Secret, Listener, repository) is not there yet; retry later."""
 
 
-class ExternalClient(Protocol[SpecT]):
-    """One kind of external resource, connected for one reconcile.
+class ExternalClient(Protocol[SpecT, StatusT, DesiredT, PatchT]):
+    """One kind of external resource, connected for one reconcile of one resource.
 
     The contract, as in crossplane-runtime: every method is idempotent; observe() never
     mutates; create() raises `Conflict` if the natural key is taken (the reconciler then
     adopts via find() when it knows a create of its own was in flight); delete() treats
     "absent" as done. Control-plane errors propagate as `deployplane.api.errors` classes.
+    The client keeps no state between calls: update() is handed the patch it sends.
     """
 
-    id_field: str
-    """Status field holding the external id (`deploymentId`, `listenerId`)."""
+    natural_key: str
+    """What identifies the resource on the control plane besides its id."""
+    adopt_id: str | None
+    """The id the spec asks to adopt, if any."""
 
-    def adopt_id(self, mr: Managed[SpecT]) -> str | None:
-        """The id the spec asks to adopt, if any."""
+    async def resolve(self, mr: Managed[SpecT, StatusT]) -> DesiredT:
+        """The spec with every reference (Secrets, Listeners, repositories) resolved."""
         ...
 
-    def natural_key(self, mr: Managed[SpecT]) -> str:
-        """What identifies the resource on the control plane besides its id."""
+    async def observe(
+        self, mr: Managed[SpecT, StatusT], external_id: str, desired: DesiredT | None
+    ) -> Observation[StatusT, PatchT]:
+        """Read the resource and diff it against `desired`. Without `desired` only what
+        is in progress is refreshed (a poll), and nothing is compared."""
         ...
 
-    async def observe(self, mr: Managed[SpecT], external_id: str, *, full: bool) -> Observation:
-        """Read the resource. `full=False` may only refresh what is in progress."""
-        ...
-
-    async def find(self, mr: Managed[SpecT]) -> str | None:
+    async def find(self, mr: Managed[SpecT, StatusT]) -> str | None:
         """Look the resource up by its natural key; None when there is none."""
         ...
 
-    async def create(self, mr: Managed[SpecT]) -> Observation:
-        """Create the resource; the observation carries its id in `status`."""
+    async def create(
+        self, mr: Managed[SpecT, StatusT], desired: DesiredT
+    ) -> Observation[StatusT, PatchT]:
+        """Create the resource; the observation's status carries its id."""
         ...
 
-    async def update(self, mr: Managed[SpecT], latest: Observation) -> Observation:
-        """Bring the resource to the spec; return the observation after the change."""
+    async def update(
+        self, mr: Managed[SpecT, StatusT], latest: Observation[StatusT, PatchT], patch: PatchT
+    ) -> Observation[StatusT, PatchT]:
+        """Send `patch` to the resource `latest` saw; the observation after the change."""
         ...
 
-    async def delete(self, mr: Managed[SpecT], external_id: str) -> bool:
+    async def delete(self, mr: Managed[SpecT, StatusT], external_id: str) -> bool:
         """Ask for deletion; True once the resource is gone."""
         ...
 
 
-class Connecter(Protocol[SpecT]):
-    """Builds an ExternalClient for one resource: credentials, resolved references."""
+class Connecter(Protocol[SpecT, StatusT, DesiredT, PatchT]):
+    """Builds an ExternalClient for one resource: credentials, identity."""
 
-    async def connect(self, mr: Managed[SpecT]) -> ExternalClient[SpecT]: ...
+    async def connect(
+        self, mr: Managed[SpecT, StatusT]
+    ) -> ExternalClient[SpecT, StatusT, DesiredT, PatchT]: ...

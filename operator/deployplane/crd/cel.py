@@ -1,0 +1,93 @@
+"""CEL validation rules (`x-kubernetes-validations`) and the helpers that spell them.
+
+The rules implement the rules of ARCHITECTURE.md ("Custom resources") so that
+`kubectl apply` itself refuses a bad spec, with a message that names the field. Each
+kind declares its rules by JSON path under `spec` (in its module in `deployplane.kinds`);
+`attach_rules` puts them on the generated schema, and a path that no longer exists in
+the models fails generation instead of silently dropping a rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from deployplane.crd.openapi import Schema
+
+__all__ = [
+    "FORBIDDEN",
+    "REQUIRED",
+    "Rule",
+    "Rules",
+    "attach_rules",
+    "forbidden_for",
+    "has",
+    "immutable",
+    "required_for",
+]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One `x-kubernetes-validations` entry."""
+
+    rule: str
+    message: str
+    field_path: str | None = None
+    reason: str | None = None
+
+    def as_dict(self) -> Schema:
+        out: Schema = {"rule": self.rule, "message": self.message}
+        if self.field_path is not None:
+            out["fieldPath"] = self.field_path
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+
+Rules = Mapping[str, Sequence[Rule]]
+"""JSON path under `spec` ("" for the spec itself, "a.b" for a nested field) -> rules."""
+
+REQUIRED: Final = "FieldValueRequired"
+FORBIDDEN: Final = "FieldValueForbidden"
+
+
+def immutable(field_name: str) -> Rule:
+    return Rule("self == oldSelf", f"spec.{field_name} is immutable")
+
+
+def has(path: str) -> str:
+    """`has()` guarded on each parent: `has(a.b.c)` errors when `a.b` is absent."""
+    parts = path.split(".")
+    return " && ".join(f"has(self.{'.'.join(parts[: i + 1])})" for i in range(len(parts)))
+
+
+def required_for(source: str, path: str) -> Rule:
+    return Rule(
+        f"self.source != '{source}' || ({has(path)})",
+        f"spec.{path} is required when spec.source is {source}",
+        field_path=f".{path}",
+        reason=REQUIRED,
+    )
+
+
+def forbidden_for(source: str, path: str, why: str) -> Rule:
+    return Rule(
+        f"self.source != '{source}' || !({has(path)})",
+        f"spec.{path} is not allowed when spec.source is {source} ({why})",
+        field_path=f".{path}",
+        reason=FORBIDDEN,
+    )
+
+
+def attach_rules(spec: Schema, rules: Rules) -> None:
+    """Put each path's rules on its node of the spec schema (in place)."""
+    for path, entries in rules.items():
+        node = spec
+        for part in filter(None, path.split(".")):
+            try:
+                node = node["properties"][part]
+            except KeyError:
+                raise KeyError(f"CEL rule path spec.{path} is not in the schema") from None
+        node["x-kubernetes-validations"] = [r.as_dict() for r in entries]

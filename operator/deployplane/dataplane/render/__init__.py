@@ -1,0 +1,107 @@
+"""Deployment + revision + listener -> the Kubernetes objects of one agent server.
+
+A pure function: no I/O, no clock, no randomness. The same input gives equal objects,
+so a second server-side apply of the same revision changes nothing. Values the API
+never returns (secret values, the database password) are explicit arguments: the agent
+gets them from its own private source and the renderer stays a function of its input.
+
+Every object but the owner carries an ownerReference to the owner ConfigMap whose uid
+is a placeholder: the uid exists only once the owner has been applied, so the agent
+applies `Rendered.owner` first and then `with_owner(rendered.objects, uid)`. Deleting
+the owner then garbage-collects everything else (StatefulSet PVCs included, through
+the StatefulSet's `whenDeleted: Delete` retention policy).
+
+This module is the entry point (`render`) and the public names; the parts are split by
+what they render: context.py (names, labels, the owner ConfigMap), secrets.py (Secrets
+and environment), workload.py (agent server and queue), service.py, backing.py (Redis
+and PostgreSQL), quantities.py (CPU, memory, counts), model.py (`Rendered`), and
+fieldmap.py (`FIELD_MAP`: what each ResourceSpec field becomes; docs/dataplane.md
+prints it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from deployplane.api.models import Deployment, Listener, Revision
+from deployplane.dataplane.render import backing, secrets, workload
+from deployplane.dataplane.render.context import (
+    ANNOTATION_REVISION_ID,
+    DATABASE,
+    LABEL_COMPONENT,
+    LABEL_DEPLOYMENT_ID,
+    LABEL_LISTENER_ID,
+    QUEUE,
+    REDIS,
+    SERVER,
+    Context,
+    base_name,
+    database_secret_name,
+    namespace_for,
+    owner,
+)
+from deployplane.dataplane.render.fieldmap import FIELD_MAP
+from deployplane.dataplane.render.model import (
+    OWNER_UID_PLACEHOLDER,
+    Obj,
+    Rendered,
+    RenderError,
+    with_owner,
+)
+from deployplane.dataplane.render.quantities import cpu_quantity, memory_quantity
+
+__all__ = [
+    "ANNOTATION_REVISION_ID",
+    "DATABASE",
+    "FIELD_MAP",
+    "LABEL_COMPONENT",
+    "LABEL_DEPLOYMENT_ID",
+    "LABEL_LISTENER_ID",
+    "OWNER_UID_PLACEHOLDER",
+    "QUEUE",
+    "REDIS",
+    "SERVER",
+    "RenderError",
+    "Rendered",
+    "base_name",
+    "cpu_quantity",
+    "database_secret_name",
+    "memory_quantity",
+    "namespace_for",
+    "render",
+    "with_owner",
+]
+
+DEFAULT_PROGRESS_DEADLINE_SECONDS = 600
+
+
+def render(
+    deployment: Deployment,
+    revision: Revision,
+    listener: Listener,
+    image: str,
+    *,
+    secret_values: Mapping[str, str],
+    database_password: str,
+    progress_deadline_seconds: int = DEFAULT_PROGRESS_DEADLINE_SECONDS,
+) -> Rendered:
+    """Every object of `deployment` at `revision`, in the namespace it must run in.
+
+    `image` is what the agent deploys (the revision's `image_uri`, or the build output
+    for `git_host`). `secret_values` holds the value of each secret the deployment
+    names (the API returns names only); `database_password` is the PostgreSQL
+    password. Raises `RenderError` when the input cannot make valid objects.
+    """
+    if not image:
+        raise RenderError(f"revision {revision.id} has no image to deploy")
+    ctx = Context.of(deployment, revision, listener, image, progress_deadline_seconds)
+    env = secrets.app_env(deployment, ctx)
+    objects: list[Obj] = [
+        secrets.user_secrets(ctx, deployment, secret_values),
+        secrets.db_secret(ctx, database_password),
+        *workload.server(ctx, env),
+        *workload.queue(ctx, env),
+        *backing.redis(ctx),
+        *backing.database(ctx),
+    ]
+    return Rendered(namespace=ctx.namespace, owner=owner(ctx), objects=objects)

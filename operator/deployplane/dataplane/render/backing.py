@@ -1,0 +1,114 @@
+"""The deployment's own Redis (a Deployment) and PostgreSQL (a StatefulSet with a
+volume claim), each with its Service."""
+
+from __future__ import annotations
+
+from deployplane.dataplane.render.context import (
+    DATABASE,
+    POSTGRES_PORT,
+    REDIS,
+    REDIS_PORT,
+    Context,
+)
+from deployplane.dataplane.render.model import Obj
+from deployplane.dataplane.render.quantities import count, memory_quantity, number, resources
+from deployplane.dataplane.render.secrets import secret_env
+from deployplane.dataplane.render.service import service
+from deployplane.dataplane.render.workload import REVISION_HISTORY_LIMIT
+
+REDIS_IMAGE = "redis:7.4-alpine"
+POSTGRES_IMAGE = "postgres:16-alpine"
+DEFAULT_DB_STORAGE_GI = 1
+REDIS_MAXMEMORY_BYTES_PER_MB = 900_000  # 90 % of a megabyte
+
+
+def redis(ctx: Context) -> list[Obj]:
+    spec = ctx.spec
+    memory = number(spec.redis_memory_mb, "redis_memory_mb")
+    container: Obj = {
+        "name": REDIS,
+        "image": REDIS_IMAGE,
+        "ports": [{"name": "tcp", "containerPort": REDIS_PORT, "protocol": "TCP"}],
+    }
+    container_resources = resources(spec, "redis_")
+    if memory is not None:
+        # Redis must evict before the kernel kills it: maxmemory bounds the data only,
+        # so it leaves 10 % of the memory for the process itself. In bytes: Redis reads
+        # "mb" as MiB, the spec's _mb is megabytes.
+        maxmemory = str(round(memory * REDIS_MAXMEMORY_BYTES_PER_MB))
+        container["args"] = ["--maxmemory", maxmemory, "--maxmemory-policy", "allkeys-lru"]
+        container_resources.setdefault("limits", {}).setdefault("memory", memory_quantity(memory))
+    if container_resources:
+        container["resources"] = container_resources
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": ctx.metadata(ctx.name(REDIS), REDIS),
+        "spec": {
+            "replicas": 1,
+            "revisionHistoryLimit": REVISION_HISTORY_LIMIT,
+            "selector": {"matchLabels": ctx.selector(REDIS)},
+            "template": {
+                "metadata": {"labels": ctx.labels(REDIS)},
+                "spec": {"containers": [container]},
+            },
+        },
+    }
+    return [deployment, service(ctx, REDIS, REDIS_PORT)]
+
+
+def _postgres_container(ctx: Context) -> Obj:
+    spec = ctx.spec
+    container: Obj = {
+        "name": "postgres",
+        "image": POSTGRES_IMAGE,
+        "ports": [{"name": "tcp", "containerPort": POSTGRES_PORT, "protocol": "TCP"}],
+        "env": [
+            secret_env("POSTGRES_PASSWORD", f"{ctx.base}-db", "password"),
+            # A subdirectory: the volume's root may hold lost+found, which initdb refuses.
+            {"name": "PGDATA", "value": "/var/lib/postgresql/data/pgdata"},
+        ],
+        "volumeMounts": [{"name": "data", "mountPath": "/var/lib/postgresql/data"}],
+        "readinessProbe": {"exec": {"command": ["pg_isready", "-U", "postgres"]}},
+    }
+    connections = spec.db_max_connections
+    if connections is not None:
+        container["args"] = ["-c", f"max_connections={count(connections, 'db_max_connections', 0)}"]
+    container_resources = resources(spec, "db_")
+    if container_resources:
+        container["resources"] = container_resources
+    return container
+
+
+def database(ctx: Context) -> list[Obj]:
+    storage = count(ctx.spec.db_storage_gi, "db_storage_gi", DEFAULT_DB_STORAGE_GI)
+    name = ctx.name(DATABASE)
+    statefulset = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": ctx.metadata(name, DATABASE),
+        "spec": {
+            "replicas": 1,
+            "serviceName": name,
+            "selector": {"matchLabels": ctx.selector(DATABASE)},
+            # PVCs are owned by the StatefulSet, so deleting the owner removes the data too.
+            "persistentVolumeClaimRetentionPolicy": {
+                "whenDeleted": "Delete",
+                "whenScaled": "Retain",
+            },
+            "template": {
+                "metadata": {"labels": ctx.labels(DATABASE)},
+                "spec": {"containers": [_postgres_container(ctx)]},
+            },
+            "volumeClaimTemplates": [
+                {
+                    "metadata": {"name": "data", "labels": ctx.labels(DATABASE)},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "resources": {"requests": {"storage": f"{storage}Gi"}},
+                    },
+                }
+            ],
+        },
+    }
+    return [statefulset, service(ctx, DATABASE, POSTGRES_PORT, headless=True)]

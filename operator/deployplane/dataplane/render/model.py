@@ -1,0 +1,49 @@
+"""What a render produces: `Rendered`, `RenderError`, and filling in the owner's uid."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Obj = dict[str, Any]
+
+# Filled in by `with_owner`; an empty uid is refused by the apiserver, so an object
+# applied without it fails loudly instead of being orphaned.
+OWNER_UID_PLACEHOLDER = ""
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What the agent applies: `owner` first, then `with_owner(objects, owner_uid)`."""
+
+    namespace: str
+    owner: Obj
+    objects: list[Obj]
+
+    def __repr__(self) -> str:
+        # Secrets are among the objects: name them, never print them.
+        names = ", ".join(f"{o['kind']}/{o['metadata']['name']}" for o in self.objects)
+        owner = self.owner["metadata"]["name"]
+        return f"Rendered(namespace={self.namespace!r}, owner={owner!r}, objects=[{names}])"
+
+    __str__ = __repr__
+
+
+class RenderError(ValueError):
+    """The deployment cannot be rendered; the message is one sentence, never a value."""
+
+
+def with_owner(objects: Sequence[Obj], owner_uid: str) -> list[Obj]:
+    """Copies of `objects` whose owner placeholder carries the owner's uid."""
+    if not owner_uid:
+        raise ValueError("owner_uid is empty: apply the owner first and pass its metadata.uid")
+    result = []
+    for obj in objects:
+        filled = copy.deepcopy(obj)
+        for ref in filled["metadata"].get("ownerReferences", []):
+            if ref.get("uid") == OWNER_UID_PLACEHOLDER:
+                ref["uid"] = owner_uid
+        result.append(filled)
+    return result

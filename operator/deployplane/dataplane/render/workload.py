@@ -1,0 +1,157 @@
+"""The agent server and the queue workers: their Deployments, pods and autoscalers.
+
+Both run the deployment's image with the same pod shape and environment; the server
+also gets a port, a readiness probe and a Service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from deployplane.api.models import Container
+from deployplane.dataplane.render.context import (
+    ANNOTATION_REVISION_ID,
+    QUEUE,
+    SERVER,
+    SERVER_PORT,
+    Context,
+)
+from deployplane.dataplane.render.model import Obj, RenderError
+from deployplane.dataplane.render.quantities import count, resources
+from deployplane.dataplane.render.service import service
+
+HPA_CPU_UTILIZATION = 80
+REVISION_HISTORY_LIMIT = 3
+
+
+def server(ctx: Context, env: list[Obj]) -> list[Obj]:
+    replicas = count(ctx.spec.min_scale, "min_scale", 1)
+    maximum = ctx.spec.max_scale
+    return [
+        _app_deployment(ctx, SERVER, replicas, env),
+        service(ctx, SERVER, SERVER_PORT),
+        *_hpa(ctx, SERVER, replicas, None if maximum is None else count(maximum, "max_scale", 0)),
+    ]
+
+
+def queue(ctx: Context, env: list[Obj]) -> list[Obj]:
+    replicas = count(ctx.spec.queue_min_scale, "queue_min_scale", 1)
+    maximum = ctx.spec.queue_max_scale
+    return [
+        _app_deployment(ctx, QUEUE, replicas, env),
+        *_hpa(
+            ctx, QUEUE, replicas, None if maximum is None else count(maximum, "queue_max_scale", 0)
+        ),
+    ]
+
+
+def _string_map(value: Mapping[str, Any] | None, field: str) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for key, item in (value or {}).items():
+        if not isinstance(item, str):
+            raise RenderError(f"resource_spec.{field}.{key} must be a string")
+        result[key] = item
+    return result
+
+
+def _containers(items: Sequence[Container] | None, field: str) -> list[Obj]:
+    dumped = []
+    for index, container in enumerate(items or []):
+        if not container.name or not container.image:
+            raise RenderError(f"resource_spec.{field}[{index}] needs a name and an image")
+        dumped.append(container.model_dump(exclude_none=True))
+    return dumped
+
+
+def _pod_spec(ctx: Context, main: Obj) -> Obj:
+    spec = ctx.spec
+    pod: Obj = {}
+    if spec.service_account_name:
+        pod["serviceAccountName"] = spec.service_account_name
+    if spec.image_pull_secrets:
+        pod["imagePullSecrets"] = [{"name": s.name} for s in spec.image_pull_secrets]
+    init = _containers(spec.init_containers, "init_containers")
+    if init:
+        pod["initContainers"] = init
+    if spec.volume_mounts:
+        main["volumeMounts"] = [m.model_dump(exclude_none=True) for m in spec.volume_mounts]
+    pod["containers"] = [main, *_containers(spec.sidecars, "sidecars")]
+    if spec.volumes:
+        pod["volumes"] = [v.model_dump(exclude_none=True) for v in spec.volumes]
+    return pod
+
+
+def _app_container(ctx: Context, component: str, env: list[Obj], prefix: str) -> Obj:
+    container: Obj = {
+        "name": component,
+        "image": ctx.image,
+        "env": [*env, {"name": "DEPLOYPLANE_COMPONENT", "value": component}],
+    }
+    if component == SERVER:
+        container["ports"] = [{"name": "http", "containerPort": SERVER_PORT, "protocol": "TCP"}]
+        container["readinessProbe"] = {"httpGet": {"path": "/ok", "port": "http"}}
+    container_resources = resources(ctx.spec, prefix)
+    if container_resources:
+        container["resources"] = container_resources
+    return container
+
+
+def _app_deployment(ctx: Context, component: str, replicas: int, env: list[Obj]) -> Obj:
+    """The agent server or the queue workers: same image, pod shape and environment."""
+    prefix = "" if component == SERVER else "queue_"
+    labels = {**_string_map(ctx.spec.labels, "labels"), **ctx.labels(component)}
+    annotations = _string_map(ctx.spec.annotations, "annotations")
+    metadata = ctx.metadata(ctx.name(component), component)
+    metadata["labels"] = labels
+    if annotations:
+        metadata["annotations"] = annotations
+    pod_annotations = {**annotations, ANNOTATION_REVISION_ID: ctx.revision_id}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata,
+        "spec": {
+            "replicas": replicas,
+            "revisionHistoryLimit": REVISION_HISTORY_LIMIT,
+            "progressDeadlineSeconds": ctx.progress_deadline_seconds,
+            "selector": {"matchLabels": ctx.selector(component)},
+            "template": {
+                "metadata": {"labels": labels, "annotations": pod_annotations},
+                "spec": _pod_spec(ctx, _app_container(ctx, component, env, prefix)),
+            },
+        },
+    }
+
+
+def _hpa(ctx: Context, component: str, minimum: int, maximum: int | None) -> list[Obj]:
+    if maximum is None or minimum == 0:
+        return []
+    field = "max_scale" if component == SERVER else "queue_max_scale"
+    if maximum < minimum:
+        raise RenderError(f"resource_spec.{field} {maximum} is below the minimum {minimum}")
+    name = ctx.name(component)
+    return [
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": ctx.metadata(name, component),
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                "minReplicas": minimum,
+                "maxReplicas": maximum,
+                "metrics": [
+                    {
+                        "type": "Resource",
+                        "resource": {
+                            "name": "cpu",
+                            "target": {
+                                "type": "Utilization",
+                                "averageUtilization": HPA_CPU_UTILIZATION,
+                            },
+                        },
+                    }
+                ],
+            },
+        }
+    ]

@@ -1,0 +1,18 @@
+"""`ClusterSettings`: what a `DevCluster` runs, as `state.json` records it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from deployplane.devcluster.workloads import DEFAULT_NODES
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    controller_manager: bool = True
+    # Scheduler + workload controllers + kwok with `nodes` fake nodes.
+    workloads: bool = False
+    nodes: int = DEFAULT_NODES
+    audit_log: bool = False
+    detached: bool = False
+    ready_timeout: float = 60.0

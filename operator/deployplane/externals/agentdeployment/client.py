@@ -1,0 +1,144 @@
+"""AgentDeployment <-> a deployment on the control plane: the calls, and nothing kept
+between them (update() is handed the patch it sends).
+
+Call budget (it matters at 1,000 resources): creating costs one POST; while a revision
+is in progress only the revision is polled; when it settles one GET of the deployment
+refreshes the status; a resync of a settled resource is one GET of the deployment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from deployplane.api import errors
+from deployplane.api.client import ControlPlaneClient
+from deployplane.api.models import Deployment, DeploymentStatus, Revision
+from deployplane.crd.specs import AgentDeploymentSpec
+from deployplane.crd.status import AgentDeploymentStatus
+from deployplane.externals.agentdeployment.diff import DeploymentDelta, diff
+from deployplane.externals.agentdeployment.resolve import Desired, Mr, Resolver
+from deployplane.externals.agentdeployment.status import (
+    deployment_status,
+    in_progress,
+    revision_view,
+    settled_revision,
+)
+from deployplane.externals.connections import Connections
+from deployplane.externals.kube import KubeReader
+from deployplane.reconcile.external import ABSENT, Observation
+
+Obs = Observation[AgentDeploymentStatus, DeploymentDelta]
+
+
+class AgentDeploymentConnecter:
+    """Connects an AgentDeployment: picks its control-plane client."""
+
+    def __init__(self, connections: Connections, kube: KubeReader) -> None:
+        self._connections = connections
+        self._kube = kube
+
+    async def connect(self, mr: Mr) -> AgentDeploymentExternal:
+        client = await self._connections.client_for(mr.namespace, mr.spec.connection_ref)
+        return AgentDeploymentExternal.connected(client, self._kube, mr)
+
+
+@dataclass
+class AgentDeploymentExternal:
+    """ExternalClient for one AgentDeployment, for one reconcile."""
+
+    client: ControlPlaneClient
+    kube: KubeReader
+    natural_key: str
+    """The deployment's name (the published contract has no other unique key)."""
+    adopt_id: str | None = None
+
+    @classmethod
+    def connected(
+        cls, client: ControlPlaneClient, kube: KubeReader, mr: Mr
+    ) -> AgentDeploymentExternal:
+        adopt = str(mr.spec.deployment_id) if mr.spec.deployment_id else None
+        return cls(client, kube, _name(mr.spec, mr.name), adopt)
+
+    async def resolve(self, mr: Mr) -> Desired:
+        return await Resolver(self.client, self.kube).resolve(mr)
+
+    async def observe(self, mr: Mr, external_id: str, desired: Desired | None) -> Obs:
+        revision: Revision | None = None
+        if desired is None:
+            revision = await self._poll_revision(mr, external_id)
+            if revision is not None and not revision.status.is_terminal:
+                phase, reason, message = in_progress(revision)
+                status = mr.status.evolve(revision=revision_view(revision))
+                return Observation(True, status, phase, reason, message)
+        try:
+            dep = await self.client.get_deployment(external_id)
+        except errors.NotFound:
+            return ABSENT
+        if revision is None or revision.id != dep.latest_revision_id:
+            revision = await self._latest_revision(mr, dep)
+        patch = None if desired is None else diff(desired, dep, mr.status.secrets_hash)
+        return _observation(mr.status, dep, revision, None, patch)
+
+    async def _poll_revision(self, mr: Mr, external_id: str) -> Revision | None:
+        revision_id = mr.status.latest_revision_id
+        if not revision_id:
+            return None
+        try:
+            return await self.client.get_revision(external_id, revision_id)
+        except errors.NotFound:
+            return None  # the deployment itself may be gone: a full read will tell
+
+    async def _latest_revision(self, mr: Mr, dep: Deployment) -> Revision | None:
+        if dep.latest_revision_id is None or settled_revision(mr.status, dep):
+            return None  # none yet, or settled and unchanged: no need to ask again
+        try:
+            return await self.client.get_revision(dep.id, dep.latest_revision_id)
+        except errors.NotFound:
+            return None
+
+    async def find(self, mr: Mr) -> str | None:
+        # The published contract has no exact-name filter: name_contains + exact match,
+        # through every page (bounded; beyond it the error says so).
+        found = await self.client.find_deployment_by_name(_name(mr.spec, mr.name))
+        return None if found is None else str(found.id)
+
+    async def create(self, mr: Mr, desired: Desired) -> Obs:
+        dep = await self.client.create_deployment(desired.body)
+        # The first revision has only just been created: it is in progress by definition,
+        # so it is not read back now (one call saved per resource).
+        return _observation(mr.status, dep, None, desired.secrets_hash)
+
+    async def update(self, mr: Mr, latest: Obs, patch: DeploymentDelta) -> Obs:
+        known = latest.status
+        assert known is not None  # an observation of an existing deployment
+        dep = await self.client.update_deployment(str(known.deployment_id), patch.body)
+        if str(dep.latest_revision_id) != known.latest_revision_id:
+            # A new revision: nothing is known of it yet.
+            known = mr.status
+        return _observation(known, dep, None, patch.secrets_hash)
+
+    async def delete(self, mr: Mr, external_id: str) -> bool:
+        try:
+            dep = await self.client.get_deployment(external_id)
+            if dep.status is not DeploymentStatus.AWAITING_DELETE:
+                await self.client.delete_deployment(
+                    external_id, delete_tracing_project=mr.spec.delete_tracing_project
+                )
+        except errors.NotFound:
+            return True
+        return False
+
+
+def _name(spec: AgentDeploymentSpec, metadata_name: str) -> str:
+    return spec.deployment_name(metadata_name)
+
+
+def _observation(
+    known: AgentDeploymentStatus,
+    dep: Deployment,
+    revision: Revision | None,
+    secrets_hash: str | None,
+    patch: DeploymentDelta | None = None,
+) -> Obs:
+    status, (phase, reason, message) = deployment_status(known, dep, revision, secrets_hash)
+    return Observation(True, status, phase, reason, message, patch)

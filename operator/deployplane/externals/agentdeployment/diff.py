@@ -1,0 +1,69 @@
+"""Desired vs latest for a deployment: a pure function, the PATCH body (ACK's `delta`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from deployplane.api.models import Deployment, DeploymentPatch, camelize
+from deployplane.externals.agentdeployment.resolve import Desired
+from deployplane.externals.diffing import differing, dump
+
+# The revision fields a PATCH may change (repo_commit_sha is the service's to report).
+_REVISION_FIELDS = ("repo_ref", "graph_config_path", "image_uri")
+
+
+@dataclass(frozen=True)
+class DeploymentDelta:
+    """The PATCH that brings a deployment to the spec, and what applying it records."""
+
+    body: DeploymentPatch
+    fields: tuple[str, ...]
+    """The camelCase names of what differs (never values: secrets are among them)."""
+    secrets_hash: str | None
+    """The digest of the secret values the PATCH sends (or that were already there)."""
+
+
+def diff(desired: Desired, latest: Deployment, known_hash: str | None) -> DeploymentDelta | None:
+    """What differs between `desired` and `latest` (None when in sync). Fields the spec
+    leaves out are not ours to manage; secret values are never read back, so they count
+    as changed when their salted digest differs from `known_hash`, the one last applied."""
+    patch: dict[str, Any] = {}
+    source_config = differing(desired.source_config, dump(latest.source_config))
+    if source_config:
+        patch["source_config"] = source_config
+    latest_rev = dump(latest.source_revision_config)
+    revision = {
+        k: v
+        for k, v in desired.revision_config.items()
+        if k in _REVISION_FIELDS and latest_rev.get(k) != v
+    }
+    if revision:
+        patch["source_revision_config"] = revision
+    if desired.secret_references is not None and _refs(desired.secret_references) != _refs(
+        latest.secret_references or []
+    ):
+        patch["secret_references"] = desired.secret_references
+    if desired.secrets is not None:
+        names_now = sorted(s.name for s in latest.secrets or [])
+        names_want = sorted(s.name for s in desired.secrets)
+        if desired.secrets_hash != known_hash or names_now != names_want:
+            patch["secrets"] = desired.secrets
+    if not patch:
+        return None
+    body = DeploymentPatch.model_validate(patch, by_alias=False, by_name=True)
+    return DeploymentDelta(body, tuple(_names(patch)), desired.secrets_hash)
+
+
+def _refs(references: list[Any]) -> list[dict[str, Any]]:
+    return [r.model_dump(mode="json") for r in references]
+
+
+def _names(patch: dict[str, Any]) -> list[str]:
+    names: list[str] = []
+    for section in ("source_config", "source_revision_config"):
+        names += [f"{camelize(section)}.{camelize(k)}" for k in patch.get(section, {})]
+    for key in ("secrets", "secret_references"):
+        if key in patch:
+            names.append(camelize(key))
+    return names

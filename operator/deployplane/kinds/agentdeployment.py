@@ -1,0 +1,141 @@
+"""The AgentDeployment kind: an agent-server deployment on the control plane.
+
+Its CEL rules (what `kubectl apply` refuses) and `kubectl get` columns live here with
+its names; the generic parts (schema walking, CRD assembly) are in `deployplane.crd`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from deployplane.crd.cel import REQUIRED, Rule, Rules, forbidden_for, immutable, required_for
+from deployplane.crd.columns import column, printer_columns
+from deployplane.crd.specs import AgentDeploymentSpec
+from deployplane.crd.status import AgentDeploymentStatus
+from deployplane.kinds.registry import KindDef
+from deployplane.reconcile.external import Connecter
+
+if TYPE_CHECKING:
+    from deployplane.externals.connections import Connections
+    from deployplane.externals.kube import KubeReader
+
+_GIT_ONLY_FIELDS: Final = (
+    "sourceConfig.integrationId",
+    "sourceConfig.deploymentType",
+    "sourceConfig.repoUrl",
+    "sourceConfig.repository",
+    "sourceConfig.buildOnPush",
+    "sourceRevisionConfig.repoRef",
+    "sourceRevisionConfig.graphConfigPath",
+)
+
+RULES: Final[Rules] = {
+    "": [
+        Rule(
+            "has(self.name) == has(oldSelf.name)",
+            "spec.name cannot be added or removed after creation (it defaults to "
+            "metadata.name and names the deployment for good)",
+            field_path=".name",
+        ),
+        Rule(
+            "!has(oldSelf.deploymentId) || has(self.deploymentId)",
+            "spec.deploymentId cannot be removed once set",
+            field_path=".deploymentId",
+        ),
+        required_for("git_host", "sourceConfig.integrationId"),
+        Rule(
+            "self.source != 'git_host' || (has(self.sourceConfig) && "
+            "(has(self.sourceConfig.repoUrl) || has(self.sourceConfig.repository)))",
+            "spec.sourceConfig.repoUrl or spec.sourceConfig.repository is required when "
+            "spec.source is git_host",
+            field_path=".sourceConfig",
+            reason=REQUIRED,
+        ),
+        required_for("git_host", "sourceRevisionConfig.graphConfigPath"),
+        forbidden_for(
+            "git_host",
+            "sourceRevisionConfig.imageUri",
+            "git_host builds the image from the repository",
+        ),
+        required_for("external_docker", "sourceRevisionConfig.imageUri"),
+        forbidden_for("git_host", "secretReferences", "external_docker only"),
+        forbidden_for(
+            "git_host",
+            "sourceConfig.customUrl",
+            "the service sets a git_host deployment's URL itself; see status.url",
+        ),
+        Rule(
+            "(has(self.sourceConfig) && has(self.sourceConfig.deploymentType)) == "
+            "(has(oldSelf.sourceConfig) && has(oldSelf.sourceConfig.deploymentType))",
+            "spec.sourceConfig.deploymentType cannot be added or removed after creation",
+            field_path=".sourceConfig.deploymentType",
+        ),
+        *(forbidden_for("external_docker", path, "git_host only") for path in _GIT_ONLY_FIELDS),
+        Rule(
+            "!(has(self.sourceConfig) && has(self.sourceConfig.buildOnPush) && "
+            "self.sourceConfig.buildOnPush && has(self.sourceRevisionConfig) && "
+            "has(self.sourceRevisionConfig.repoRef) && "
+            "self.sourceRevisionConfig.repoRef.startsWith('refs/tags/'))",
+            "spec.sourceConfig.buildOnPush must be false when spec.sourceRevisionConfig.repoRef "
+            "is a tag (refs/tags/...): a tag never moves",
+            field_path=".sourceConfig.buildOnPush",
+        ),
+    ],
+    "name": [immutable("name")],
+    "source": [immutable("source")],
+    "deploymentId": [
+        Rule("self == oldSelf", "spec.deploymentId is immutable once set"),
+    ],
+    "sourceConfig.deploymentType": [immutable("sourceConfig.deploymentType")],
+    "sourceConfig": [
+        Rule(
+            "!(has(self.listenerRef) && has(self.listenerId))",
+            "spec.sourceConfig.listenerRef and spec.sourceConfig.listenerId are mutually "
+            "exclusive: set one of them",
+            field_path=".listenerRef",
+        ),
+        Rule(
+            "!has(self.repository) || has(self.integrationId)",
+            "spec.sourceConfig.integrationId is required when spec.sourceConfig.repository is "
+            "set (the repository is looked up in that integration)",
+            field_path=".integrationId",
+            reason=REQUIRED,
+        ),
+    ],
+}
+
+
+def connecter(
+    connections: Connections, kube: KubeReader
+) -> Connecter[AgentDeploymentSpec, AgentDeploymentStatus, Any, Any]:
+    # Imported when the operator starts, not with the kind: the CRD generator reads the
+    # registry and needs no HTTP client.
+    from deployplane.externals.agentdeployment import AgentDeploymentConnecter
+
+    return AgentDeploymentConnecter(connections, kube)
+
+
+KIND: Final = KindDef(
+    kind="AgentDeployment",
+    plural="agentdeployments",
+    short_names=("agd", "agentdep"),
+    description=(
+        "An agent-server deployment on the control plane, kept in sync with this spec "
+        "(created, updated with new revisions, deleted per deletionPolicy)."
+    ),
+    spec_model=AgentDeploymentSpec,
+    status_model=AgentDeploymentStatus,
+    noun="deployment",
+    connecter=connecter,
+    rules=RULES,
+    printer_columns=printer_columns(
+        column("Revision", ".status.revision.status", "Status of the latest revision."),
+        column("URL", ".status.url", "URL of the deployment."),
+        column(
+            "Deployment ID",
+            ".status.deploymentId",
+            "Deployment id on the control plane.",
+            priority=1,
+        ),
+    ),
+)

@@ -1,0 +1,97 @@
+"""`KindDef`, everything that names and shapes one custom resource kind, and the registry.
+
+Why one record per kind: the CRD generator, the Kopf handlers and the runtime that
+builds one reconcile loop per kind all read the same `KindDef`, so a kind is named in
+one place (kind, plural, singular, short names, the noun of its messages) and adding a
+kind is one module in this package plus its externals, with no edit anywhere else.
+
+A registry is a value, not a module global that callers mutate: code takes the
+registry it works on (`deployplane.kinds.KINDS` by default), and a test builds its own
+(`KINDS.with_kinds(fake)`) without touching the operator's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic
+
+from deployplane.crd.cel import Rules
+from deployplane.crd.openapi import Schema
+from deployplane.crd.specs import GROUP
+from deployplane.reconcile.external import Connecter, SpecT
+from deployplane.reconcile.status import ResourceStatus
+
+if TYPE_CHECKING:
+    from deployplane.externals.connections import Connections
+    from deployplane.externals.kube import KubeReader
+
+__all__ = ["ConnecterFactory", "KindDef", "KindRegistry"]
+
+ConnecterFactory = Callable[["Connections", "KubeReader"], Connecter[SpecT, Any, Any, Any]]
+"""Builds the kind's external connecter from the operator's shared clients."""
+
+
+@dataclass(frozen=True)
+class KindDef(Generic[SpecT]):
+    """One custom resource kind: its names, models, external side and CRD extras."""
+
+    kind: str
+    """The Kubernetes kind, e.g. "AgentDeployment"; also the metrics' `kind` label."""
+    plural: str
+    """The resource's plural ("agentdeployments"): URLs, RBAC, Kopf's selectors."""
+    short_names: tuple[str, ...]
+    description: str
+    """The CRD's description: what `kubectl explain <kind>` says first."""
+    spec_model: type[SpecT]
+    status_model: type[ResourceStatus]
+    noun: str
+    """What the reconciler's events and messages call one of them ("deployment")."""
+    connecter: ConnecterFactory[SpecT]
+    rules: Rules = field(default_factory=dict)
+    printer_columns: Sequence[Schema] = ()
+    singular: str = ""
+    """Default: the kind in lower case. Also the prefix of the Kopf handler ids."""
+
+    def __post_init__(self) -> None:
+        if not self.singular:
+            object.__setattr__(self, "singular", self.kind.lower())
+
+    @property
+    def crd_name(self) -> str:
+        return f"{self.plural}.{GROUP}"
+
+
+class KindRegistry:
+    """The kinds one operator serves, in a fixed order (CRDs and handlers follow it)."""
+
+    def __init__(self, kinds: Iterable[KindDef[Any]] = ()) -> None:
+        self._kinds: dict[str, KindDef[Any]] = {}
+        for kind in kinds:
+            self._add(kind)
+
+    def _add(self, kind: KindDef[Any]) -> None:
+        # Two kinds sharing a name would share CRD files, Kopf handler ids or `kubectl`
+        # abbreviations: refused here rather than discovered on a cluster.
+        taken = {
+            name: other.kind
+            for other in self._kinds.values()
+            for name in (other.kind, other.plural, other.singular, *other.short_names)
+        }
+        for name in (kind.kind, kind.plural, kind.singular, *kind.short_names):
+            if name in taken:
+                raise ValueError(f"kind {kind.kind}: name {name!r} is taken by {taken[name]}")
+        self._kinds[kind.kind] = kind
+
+    def with_kinds(self, *kinds: KindDef[Any]) -> KindRegistry:
+        """A new registry with these kinds after this one's; this one is unchanged."""
+        return KindRegistry([*self, *kinds])
+
+    def __iter__(self) -> Iterator[KindDef[Any]]:
+        return iter(self._kinds.values())
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    def __getitem__(self, kind: str) -> KindDef[Any]:
+        return self._kinds[kind]

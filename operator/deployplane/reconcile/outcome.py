@@ -1,0 +1,148 @@
+"""A verdict on one pass -> the Outcome: the whole next status (conditions included),
+the state of the resource, when to come back, and the events worth posting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, Literal
+
+from deployplane.reconcile.conditions import (
+    FALSE,
+    TRUE,
+    UNKNOWN,
+    Condition,
+    ConditionType,
+    Reason,
+    find_condition,
+    set_condition,
+)
+from deployplane.reconcile.external import Phase
+from deployplane.reconcile.schedule import Schedule, State
+from deployplane.reconcile.status import StatusT
+
+__all__ = ["EventRecord", "EventType", "Outcome", "State", "Verdict", "compose_outcome"]
+
+
+EventType = Literal["Normal", "Warning"]
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """A Kubernetes Event to post: only on meaningful transitions, never per poll."""
+
+    type: EventType
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Outcome(Generic[StatusT]):
+    """What a reconcile decided: the whole status to publish, the state, when to come back."""
+
+    status: StatusT
+    state: State
+    requeue_after: float
+    events: tuple[EventRecord, ...] = ()
+
+    @property
+    def settled(self) -> bool:
+        return self.state.settled
+
+
+@dataclass
+class Verdict(Generic[StatusT]):
+    """What one pass found, before it becomes conditions."""
+
+    phase: Phase | None  # None: the call failed, readiness unknown
+    synced: bool
+    reason: str
+    message: str
+    terminal: bool = False
+    retry_after: float | None = None
+    observed: StatusT | None = None
+    """The kind's observed fields, laid over the status."""
+
+    @property
+    def state(self) -> State:
+        if self.terminal:
+            return State.STALLED
+        if self.phase is None:
+            return State.RETRYING
+        return State.PROGRESSING if self.phase is Phase.PROGRESSING else State.READY
+
+
+def compose_outcome(
+    current: StatusT,
+    gen: int,
+    verdict: Verdict[StatusT],
+    attempt: int,
+    events: list[EventRecord],
+    schedule: Schedule,
+) -> Outcome[StatusT]:
+    """The whole next status (conditions included) and the requeue, from a verdict."""
+    conditions = _conditions(current.conditions, gen, verdict)
+    events.extend(_transition_events(current.conditions, conditions))
+    status = current if verdict.observed is None else current.overlay(verdict.observed)
+    status = status.evolve(
+        observed_generation=gen,
+        conditions=conditions,
+        create_pending=None if verdict.synced else status.create_pending,
+    )
+    state = verdict.state
+    requeue = schedule.requeue_after(state, attempt, verdict.retry_after)
+    return Outcome(status=status, state=state, requeue_after=requeue, events=tuple(events))
+
+
+def _conditions(previous: list[Condition], gen: int, verdict: Verdict[StatusT]) -> list[Condition]:
+    """Ready, Synced, Reconciling and Stalled for a verdict (kstatus conventions)."""
+
+    def cond(type_: ConditionType, status: str, reason: str, message: str = "") -> Condition:
+        return set_condition(previous, type_, status, reason, message, gen)
+
+    def flag(type_: ConditionType, on: bool) -> Condition:
+        """True with the verdict's reason while it holds, else False/ReconcileSuccess."""
+        if on:
+            return cond(type_, TRUE, verdict.reason, verdict.message)
+        return cond(type_, FALSE, Reason.RECONCILE_SUCCESS)
+
+    phase = verdict.phase
+    if verdict.synced:
+        synced = cond(ConditionType.SYNCED, TRUE, Reason.RECONCILE_SUCCESS)
+    else:
+        synced = cond(ConditionType.SYNCED, FALSE, verdict.reason, verdict.message)
+    if phase is Phase.READY:
+        ready = cond(ConditionType.READY, TRUE, verdict.reason or Reason.AVAILABLE, verdict.message)
+    elif phase is None:
+        # The call failed: readiness of the external resource is not known anew.
+        old = find_condition(previous, ConditionType.READY)
+        ready = old or cond(ConditionType.READY, UNKNOWN, verdict.reason, verdict.message)
+    else:
+        ready = cond(ConditionType.READY, FALSE, verdict.reason, verdict.message)
+    in_progress = phase is Phase.PROGRESSING or (phase is None and not verdict.terminal)
+    reconciling = flag(ConditionType.RECONCILING, in_progress)
+    stalled = flag(ConditionType.STALLED, verdict.terminal)
+    return [ready, synced, reconciling, stalled]
+
+
+_WARNING_TRANSITIONS = {(ConditionType.STALLED, TRUE), (ConditionType.SYNCED, FALSE)}
+
+
+def _transition_events(previous: list[Condition], current: list[Condition]) -> list[EventRecord]:
+    """Events for the transitions a person cares about: became Ready, stalled, lost sync."""
+    before = {c.type: c for c in previous}
+    out: list[EventRecord] = []
+    for c in current:
+        old = before.get(c.type)
+        flipped = old is None or old.status != c.status or old.reason != c.reason
+        if not flipped:
+            continue
+        if c.type == ConditionType.READY and c.status == TRUE:
+            event = EventRecord("Normal", c.reason, c.message or "Ready")
+        elif (c.type, c.status) in _WARNING_TRANSITIONS:
+            event = EventRecord("Warning", c.reason, c.message)
+        else:
+            continue
+        # A terminal error flips Synced and Stalled together: one event says it.
+        if event not in out:
+            out.append(event)
+    return out

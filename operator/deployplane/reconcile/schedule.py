@@ -1,0 +1,95 @@
+"""When a resource is looked at next, and how closely: decided here and nowhere else.
+
+Polls back off while something is in progress (2 s -> 30 s); errors back off on their
+own (2 s -> 120 s, or longer if the service said Retry-After); a settled resource is
+looked at again every `resync` seconds, and that visit is always a full observation.
+Between resyncs, a pass over an unchanged spec whose revision is rolling only polls the
+revision. A change of spec (or of the pause annotation) wakes the resource at once
+(`Visit.changed`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+from deployplane.reconcile.conditions import ConditionType, is_true
+from deployplane.reconcile.status import ResourceStatus
+
+
+class State(Enum):
+    """One word for where a resource stands after a pass (the metrics' `result`)."""
+
+    READY = "ready"
+    PROGRESSING = "progressing"
+    RETRYING = "retrying"
+    STALLED = "stalled"
+
+    @property
+    def settled(self) -> bool:
+        """Nothing in progress or being retried: the next visit is a resync."""
+        return self in (State.READY, State.STALLED)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The requeue policy of an operator (one per process, read-only)."""
+
+    poll_initial: float = 2.0
+    poll_max: float = 30.0
+    retry_initial: float = 2.0
+    retry_max: float = 120.0
+    resync: float = 600.0
+
+    def poll_delay(self, attempt: int) -> float:
+        return min(self.poll_max, self.poll_initial * 1.5**attempt)
+
+    def retry_delay(self, attempt: int) -> float:
+        return min(self.retry_max, self.retry_initial * 2.0**attempt)
+
+    def requeue_after(self, state: State, attempt: int, retry_after: float | None) -> float:
+        """Seconds until the next pass, for the state a pass ended in."""
+        if state is State.PROGRESSING:
+            return self.poll_delay(attempt)
+        if state is State.RETRYING:
+            return max(self.retry_delay(attempt), retry_after or 0.0)
+        return self.resync
+
+    @staticmethod
+    def wants_full(status: ResourceStatus, generation: int, resync_due: bool) -> bool:
+        """Only a revision in progress for an unchanged, synced spec may be merely polled."""
+        if resync_due or status.observed_generation != generation:
+            return True
+        polling = is_true(status.conditions, ConditionType.RECONCILING)
+        synced = is_true(status.conditions, ConditionType.SYNCED)
+        return not (polling and synced)
+
+    def begin(self, visit: Visit, now: float) -> bool:
+        """A pass starts (`now`: a monotonic clock): True when a resync is due, which
+        forces a full observation whatever the status says."""
+        due = now - visit.last_full >= self.resync
+        if due:
+            visit.last_full = now
+        return due
+
+    @staticmethod
+    def end(visit: Visit, state: State) -> None:
+        """A pass ended in `state`: unsettled passes count up for the backoffs."""
+        visit.attempt = 0 if state.settled else visit.attempt + 1
+
+
+@dataclass
+class Visit:
+    """What the schedule remembers of one resource between passes (in its loop state)."""
+
+    attempt: int = 0
+    """Consecutive unsettled passes, for the poll and error backoffs."""
+    last_full: float = -math.inf
+    """When this process last forced a full observation (monotonic clock)."""
+    seen: tuple[int, bool] | None = None
+    """(generation, paused) at the start of the last pass."""
+
+    def changed(self, fingerprint: tuple[int, bool]) -> bool:
+        """Whether a watch event brings what the last pass has not seen: wake now."""
+        return self.seen is not None and fingerprint != self.seen

@@ -1,0 +1,342 @@
+"""The kind registry: one `KindDef` per kind feeds the CRD generator, the Kopf handlers and
+the runtime, so a third kind needs its own definition and nothing else; and the handlers
+take a deleted resource out of the per-resource gauges."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import kopf
+import pytest
+import yaml
+from pydantic import Field
+from tests.support import chart
+from tests.support.fakeexternal import ConnecterFns, ExternalFns, FakeSpec, returns
+from tests.support.fakeexternal import FakeStatus as CoreFakeStatus
+from tests.support.fakekube import FakeKube
+
+from deployplane.controller import handlers
+from deployplane.controller.config import OperatorConfig
+from deployplane.crd import schema
+from deployplane.crd.cel import immutable
+from deployplane.crd.columns import column, printer_columns
+from deployplane.crd.specs import GROUP, VERSION
+from deployplane.kinds import KINDS, KindDef, KindRegistry, discover
+
+NS = "team-a"
+
+
+class FakeStatus(CoreFakeStatus):
+    """What the operator knows of a fake (the generic core's statuses derive from
+    ResourceStatus: the fake external's id field, conditions, observedGeneration)."""
+
+    fake_id: str | None = Field(default=None, alias="fakeId", description="Id of the fake.")
+
+
+def fake_kind(ext: ExternalFns | None = None, **names: Any) -> KindDef[FakeSpec]:
+    connecter = ConnecterFns(ext or ExternalFns())
+    return KindDef(
+        kind=names.pop("kind", "Fake"),
+        plural=names.pop("plural", "fakes"),
+        short_names=names.pop("short_names", ("fk",)),
+        description="A kind that exists only in this test.",
+        spec_model=FakeSpec,
+        status_model=FakeStatus,
+        noun="fake",
+        connecter=lambda connections, kube: connecter,
+        rules={"deletionPolicy": [immutable("deletionPolicy")]},
+        printer_columns=printer_columns(column("Fake ID", ".status.fakeId", "Id of the fake.")),
+        **names,
+    )
+
+
+def kopf_handlers(registry: kopf.OperatorRegistry) -> list[Any]:
+    return [
+        *registry._spawning.get_all_handlers(),
+        *registry._changing.get_all_handlers(),
+        *registry._watching.get_all_handlers(),
+    ]
+
+
+# ---------------------------------------------------------------------- registry
+
+
+def test_the_operator_serves_the_two_kinds_each_named_once() -> None:
+    assert [(k.kind, k.plural, k.singular, k.noun) for k in KINDS] == [
+        ("AgentDeployment", "agentdeployments", "agentdeployment", "deployment"),
+        ("Listener", "listeners", "listener", "listener"),
+    ]
+    assert KINDS["Listener"].crd_name == "listeners.deployplane.io"
+
+
+@pytest.mark.parametrize(
+    "clash",
+    [{"kind": "Listener"}, {"plural": "listeners"}, {"short_names": ("agd",)}],
+)
+def test_a_kind_whose_names_are_taken_is_refused(clash: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="is taken by"):
+        KINDS.with_kinds(fake_kind(**clash))
+
+
+def test_discovery_finds_every_kind_module_of_a_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "morekinds"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "widget.py").write_text(
+        textwrap.dedent(
+            """
+            from tests.support.fakeexternal import FakeSpec
+
+            from deployplane.kinds import KindDef
+
+            KIND = KindDef(
+                kind="Widget",
+                plural="widgets",
+                short_names=("wdg",),
+                description="A widget.",
+                spec_model=FakeSpec,
+                status_model=FakeSpec,
+                noun="widget",
+                connecter=lambda connections, kube: None,
+            )
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert [k.kind for k in discover("morekinds")] == ["Widget"]
+        (package / "broken.py").write_text("X = 1\n")
+        with pytest.raises(TypeError, match=r"morekinds\.broken defines no KIND"):
+            discover("morekinds")
+    finally:
+        for name in [m for m in sys.modules if m.startswith("morekinds")]:
+            del sys.modules[name]
+
+
+def test_the_registry_and_the_crd_generator_load_no_external_client() -> None:
+    """The kind modules build their connecters lazily: generating CRDs needs no HTTP
+    client, Kopf or externals package (and so cannot be broken by one)."""
+    code = (
+        "import sys, deployplane.crd.schema; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'kopf') "
+        "or m.startswith('deployplane.externals')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------- a third kind, end to end
+
+
+def test_a_third_kind_is_picked_up_by_the_crd_generator() -> None:
+    kinds = KINDS.with_kinds(fake_kind())
+    files = schema.rendered_files(kinds)
+    assert sorted(files) == sorted(
+        f"{d}/{n}.deployplane.io.yaml"
+        for d in ("crds", "charts/deployplane/crds")
+        for n in ("agentdeployments", "fakes", "listeners")
+    )
+    crd = yaml.safe_load(files["crds/fakes.deployplane.io.yaml"])
+    assert crd["metadata"]["name"] == "fakes.deployplane.io"
+    assert crd["spec"]["names"] == {
+        "kind": "Fake",
+        "listKind": "FakeList",
+        "plural": "fakes",
+        "singular": "fake",
+        "shortNames": ["fk"],
+        "categories": ["deployplane"],
+    }
+    (version,) = crd["spec"]["versions"]
+    root = version["schema"]["openAPIV3Schema"]
+    assert root["description"] == "A kind that exists only in this test."
+    policy = root["properties"]["spec"]["properties"]["deletionPolicy"]
+    assert policy["x-kubernetes-validations"] == [
+        {"rule": "self == oldSelf", "message": "spec.deletionPolicy is immutable"}
+    ]
+    assert "fakeId" in root["properties"]["status"]["properties"]
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == [
+        "Ready",
+        "Synced",
+        "Fake ID",
+        "Age",
+    ]
+    # The operator's own registry is untouched: the CRDs it ships are still two.
+    assert len(schema.custom_resource_definitions()) == 2
+
+
+def test_a_third_kind_gets_the_three_handlers_and_a_loop() -> None:
+    kinds = KINDS.with_kinds(fake_kind())
+    registry = kopf.OperatorRegistry()
+    handlers.register_handlers(kinds, registry)
+
+    by_id = {h.id: h for h in kopf_handlers(registry)}
+    assert {i for i in by_id if i.startswith("fake_")} == {
+        "fake_daemon",
+        "fake_changed",
+        "fake_deleted",
+    }
+    assert {
+        by_id[i].selector.any_name for i in ("fake_daemon", "fake_changed", "fake_deleted")
+    } == {"fakes"}
+    runtime = handlers.build_runtime(OperatorConfig(), FakeKube(), kinds)  # type: ignore[arg-type]
+    assert list(runtime.loops) == ["AgentDeployment", "Listener", "Fake"]
+    loop = runtime.loops["Fake"]
+    assert (loop.plural, loop.spec_model, loop.reconciler.kind) == ("fakes", FakeSpec, "fake")
+
+
+def test_a_third_kind_is_granted_by_the_charts_rbac_from_its_crd_file(tmp_path: Path) -> None:
+    copy = tmp_path / "deployplane"
+    shutil.copytree(chart.CHART, copy)
+    for relative, text in schema.rendered_files(KINDS.with_kinds(fake_kind())).items():
+        if relative.startswith("charts/deployplane/crds/"):
+            (copy / "crds" / Path(relative).name).write_text(text)
+    out = subprocess.run(
+        [str(chart.helm_binary()), "template", "x", str(copy)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    role = chart.find(chart.parse_documents(out), "ClusterRole")
+    (kinds_rule, status_rule) = (r for r in role["rules"] if r["apiGroups"] == ["deployplane.io"])
+    assert kinds_rule["resources"] == ["agentdeployments", "fakes", "listeners"]
+    assert status_rule["resources"] == [
+        "agentdeployments/status",
+        "fakes/status",
+        "listeners/status",
+    ]
+
+
+def test_handler_ids_are_unique_and_the_handlers_are_the_decorated_ones_they_replace() -> None:
+    """Same ids, selectors, finalizer requirement and cancellation as the per-kind
+    decorated functions before the loop: Kopf keeps the same finalizer and progress
+    annotations on existing objects."""
+    before = kopf.OperatorRegistry()
+    for singular, plural in (("agentdeployment", "agentdeployments"), ("listener", "listeners")):
+
+        async def fn(**_: Any) -> None: ...
+
+        fn.__qualname__ = f"{singular}_daemon"
+        kopf.daemon(GROUP, VERSION, plural, cancellation_timeout=10.0, registry=before)(fn)
+        fn.__qualname__ = f"{singular}_changed"
+        kopf.on.event(GROUP, VERSION, plural, registry=before)(fn)
+        fn.__qualname__ = f"{singular}_deleted"
+        kopf.on.delete(GROUP, VERSION, plural, registry=before)(fn)
+    after = kopf.OperatorRegistry()
+    handlers.register_handlers(KINDS, after)
+
+    def described(registry: kopf.OperatorRegistry) -> list[tuple[type, dict[str, Any]]]:
+        return [
+            (type(h), {f.name: getattr(h, f.name) for f in dataclasses.fields(h) if f.name != "fn"})
+            for h in kopf_handlers(registry)
+        ]
+
+    ids = [h.id for h in kopf_handlers(after)]
+    assert len(ids) == len(set(ids)) == 6
+    assert described(after) == described(before)
+
+
+# --------------------------------------------------------- deleted resources leave gauges
+
+
+class Stopped:
+    """Kopf's `stopped` flag of a daemon: not set for the first pass, then set."""
+
+    def __init__(self, reason: kopf.DaemonStoppingReason) -> None:
+        self._checks = 0
+        self._reason = reason
+
+    def __bool__(self) -> bool:
+        self._checks += 1
+        return self._checks > 1
+
+    @property
+    def reason(self) -> kopf.DaemonStoppingReason | None:
+        return self._reason if self._checks > 1 else None
+
+    async def wait(self) -> None:
+        await kopf.sleep(3600)  # cancelled when the daemon returns
+
+
+@pytest.fixture
+def posted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Events the handlers post (Kopf's own poster needs a running operator)."""
+    reasons: list[str] = []
+    monkeypatch.setattr(kopf, "event", lambda _body, **event: reasons.append(event["reason"]))
+    return reasons
+
+
+def rig(ext: ExternalFns) -> tuple[handlers.KindHandlers, handlers.Runtime, kopf.Body]:
+    kind = fake_kind(ext)
+    runtime = handlers.build_runtime(
+        OperatorConfig(),
+        FakeKube(),  # type: ignore[arg-type]
+        KindRegistry([kind]),
+    )
+    body = kopf.Body(
+        {"metadata": {"namespace": NS, "name": "f1", "uid": "u1", "generation": 1}, "spec": {}}
+    )
+    return handlers.handlers_for(kind), runtime, body
+
+
+def tracked(runtime: handlers.Runtime) -> dict[str, float]:
+    """The gauges that hold one resource: how many each counts for the fake kind."""
+    registry = runtime.metrics.registry
+    counts = {
+        f"{s.labels['condition']}={s.labels['status']}": s.value
+        for family in registry.collect()
+        if family.name == "deployplane_resources"
+        for s in family.samples
+        if s.labels["kind"] == "Fake" and s.value
+    }
+    not_ready = registry.get_sample_value("deployplane_resources_not_ready", {"kind": "Fake"})
+    since = registry.get_sample_value(
+        "deployplane_resources_not_ready_since_timestamp_seconds", {"kind": "Fake"}
+    )
+    return {**counts, "not_ready": not_ready or 0.0, "since_set": float(since is not None)}
+
+
+async def test_a_finished_deletion_takes_the_resource_out_of_the_gauges(
+    posted: list[str],
+) -> None:
+    ext = ExternalFns(delete_fn=returns(False, True))
+    fns, runtime, body = rig(ext)
+    memo = kopf.Memo(runtime=runtime)
+    # The daemon makes one pass (the fake is created, not Ready yet), then the operator stops.
+    await fns.daemon(
+        body=body, memo=memo, stopped=Stopped(kopf.DaemonStoppingReason.OPERATOR_EXITING)
+    )
+    assert ("create",) in ext.journal
+    assert "Created" in posted
+    counted = tracked(runtime)
+    assert counted["not_ready"] == 1
+    assert counted["since_set"] == 1
+    assert counted["Ready=False"] == 1
+
+    with pytest.raises(kopf.TemporaryError):  # the control plane is still deleting
+        await fns.deleted(body=body, memo=memo)
+    assert tracked(runtime) == counted
+
+    await fns.deleted(body=body, memo=memo)
+    assert ("delete", "dep-new") in ext.journal
+    assert tracked(runtime) == {"not_ready": 0.0, "since_set": 0.0}
+
+
+async def test_a_daemon_stopped_by_the_deletion_takes_the_resource_out_of_the_gauges(
+    posted: list[str],
+) -> None:
+    fns, runtime, body = rig(ExternalFns())
+    await fns.daemon(
+        body=body,
+        memo=kopf.Memo(runtime=runtime),
+        stopped=Stopped(kopf.DaemonStoppingReason.RESOURCE_DELETED),
+    )
+    assert "Created" in posted  # it made its pass, counted in the gauges until stopped
+    assert tracked(runtime) == {"not_ready": 0.0, "since_set": 0.0}

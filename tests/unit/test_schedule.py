@@ -1,0 +1,75 @@
+"""The schedule as pure decisions: requeue per state, resync due, full vs poll, wake."""
+
+from __future__ import annotations
+
+import pytest
+
+from deployplane.reconcile.conditions import Condition
+from deployplane.reconcile.schedule import Schedule, State, Visit
+from deployplane.reconcile.status import ResourceStatus
+
+SCHEDULE = Schedule()  # poll 2 s -> 30 s, retry 2 s -> 120 s, resync 600 s
+
+
+@pytest.mark.parametrize(
+    ("state", "attempt", "retry_after", "want"),
+    [
+        (State.READY, 5, None, 600.0),
+        (State.STALLED, 5, 90.0, 600.0),
+        (State.PROGRESSING, 0, None, 2.0),
+        (State.PROGRESSING, 50, None, 30.0),
+        (State.RETRYING, 1, None, 4.0),
+        (State.RETRYING, 1, 90.0, 90.0),
+        (State.RETRYING, 50, None, 120.0),
+    ],
+)
+def test_requeue_after_by_state(
+    state: State, attempt: int, retry_after: float | None, want: float
+) -> None:
+    assert SCHEDULE.requeue_after(state, attempt, retry_after) == want
+
+
+def test_resync_is_due_once_per_period_and_unsettled_passes_count_up() -> None:
+    visit = Visit()
+    assert SCHEDULE.begin(visit, 1000.0) is True  # never fully observed by this process
+    assert SCHEDULE.begin(visit, 1599.0) is False
+    assert SCHEDULE.begin(visit, 1600.0) is True
+    for state, want in ((State.PROGRESSING, 1), (State.RETRYING, 2), (State.READY, 0)):
+        SCHEDULE.end(visit, state)
+        assert visit.attempt == want
+
+
+def status(generation: int, **conditions: str) -> ResourceStatus:
+    return ResourceStatus(
+        observed_generation=generation,
+        conditions=[
+            Condition(type=t, status=s, reason="R", last_transition_time="2026-01-01T00:00:00Z")
+            for t, s in conditions.items()
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    ("current", "resync_due", "want"),
+    [
+        (status(1, Reconciling="True", Synced="True"), False, False),  # a revision rolls
+        (status(1, Reconciling="True", Synced="True"), True, True),  # resync due
+        (status(0, Reconciling="True", Synced="True"), False, True),  # the spec changed
+        (status(1, Reconciling="True", Synced="False"), False, True),  # retrying an error
+        (status(1, Reconciling="False", Synced="True"), False, True),  # settled
+        (status(1), False, True),  # no conditions yet
+    ],
+)
+def test_only_a_revision_in_progress_for_an_unchanged_spec_is_merely_polled(
+    current: ResourceStatus, resync_due: bool, want: bool
+) -> None:
+    assert Schedule.wants_full(current, 1, resync_due) is want
+
+
+def test_a_change_wakes_only_once_a_pass_has_seen_the_resource() -> None:
+    visit = Visit()
+    assert not visit.changed((1, False))
+    visit.seen = (1, False)
+    assert not visit.changed((1, False))
+    assert visit.changed((2, False))
+    assert visit.changed((1, True))
