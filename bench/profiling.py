@@ -104,6 +104,12 @@ class Profiles:
         if self.directory is not None:
             os.environ["DEPLOYPLANE_APISERVER_PROFILING"] = "1"
 
+    def converge_starts(self, pid: int) -> None:
+        """Tell the hook in `pid` the converge starts: it clears its pause table, and with
+        `BENCH_GC_FREEZE=1` calls `gc.freeze()` (a what-if for the operator's start-up)."""
+        if self.directory is not None:
+            os.kill(pid, signal.SIGUSR2)
+
     def memory(self, pid: int, tag: str, within: float = 120.0) -> None:
         """Ask the hook in `pid` for its memory report and wait until it is written."""
         if self.directory is None:
