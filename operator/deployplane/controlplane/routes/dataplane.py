@@ -12,14 +12,13 @@ from __future__ import annotations
 import time
 import uuid
 
-from fastapi import APIRouter, Request, status
+from fastapi import APIRouter, status
 from fastapi.responses import Response
 
 from deployplane.api.dataplane import Heartbeat, RevisionReport, RevisionWork
 from deployplane.api.models import NotFoundBody
 from deployplane.controlplane import agents, dataplane
-from deployplane.controlplane.auth import CurrentWorkspace
-from deployplane.controlplane.deps import Responses, read_answer, write_answer, write_no_content
+from deployplane.controlplane.deps import InWorkspace, Responses
 
 __all__ = ["PREFIX", "router"]
 
@@ -42,12 +41,8 @@ _CONFLICT: Responses = {
     responses=_ERRORS,
     summary="The listener's agent is alive",
 )
-async def heartbeat(
-    listener_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
-) -> Response:
-    return await write_answer(
-        request, agents.heartbeat, workspace=workspace, listener_id=listener_id, now=time.time()
-    )
+async def heartbeat(listener_id: uuid.UUID, call: InWorkspace) -> Response:
+    return await call.write(agents.heartbeat, listener_id=listener_id, now=time.time())
 
 
 @router.get(
@@ -57,16 +52,10 @@ async def heartbeat(
     summary="What to run for a revision (its image) and the last report on it",
 )
 async def revision_work(
-    listener_id: uuid.UUID,
-    deployment_id: uuid.UUID,
-    revision_id: uuid.UUID,
-    workspace: CurrentWorkspace,
-    request: Request,
+    listener_id: uuid.UUID, deployment_id: uuid.UUID, revision_id: uuid.UUID, call: InWorkspace
 ) -> Response:
-    return await read_answer(
-        request,
+    return await call.read(
         dataplane.revision_work,
-        workspace=workspace,
         listener_id=listener_id,
         deployment_id=deployment_id,
         revision_id=revision_id,
@@ -84,13 +73,10 @@ async def report_revision(
     deployment_id: uuid.UUID,
     revision_id: uuid.UUID,
     body: RevisionReport,
-    workspace: CurrentWorkspace,
-    request: Request,
+    call: InWorkspace,
 ) -> Response:
-    return await write_answer(
-        request,
+    return await call.write(
         dataplane.report_revision,
-        workspace=workspace,
         listener_id=listener_id,
         deployment_id=deployment_id,
         revision_id=revision_id,
@@ -105,15 +91,8 @@ async def report_revision(
     summary="The deployment's objects are gone from the cluster: remove the record",
 )
 async def deletion_done(
-    listener_id: uuid.UUID,
-    deployment_id: uuid.UUID,
-    workspace: CurrentWorkspace,
-    request: Request,
+    listener_id: uuid.UUID, deployment_id: uuid.UUID, call: InWorkspace
 ) -> Response:
-    return await write_no_content(
-        request,
-        dataplane.deletion_done,
-        workspace=workspace,
-        listener_id=listener_id,
-        deployment_id=deployment_id,
+    return await call.write_no_content(
+        dataplane.deletion_done, listener_id=listener_id, deployment_id=deployment_id
     )

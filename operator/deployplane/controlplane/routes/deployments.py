@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from fastapi import APIRouter, Query, Request, status
+from fastapi import APIRouter, Query, status
 from fastapi.responses import JSONResponse, Response
 
 from deployplane.api.models import (
@@ -23,20 +23,16 @@ from deployplane.api.models import (
     Revision,
 )
 from deployplane.controlplane import store
-from deployplane.controlplane.auth import CurrentWorkspace
 from deployplane.controlplane.deps import (
+    InWorkspace,
     Limit,
     Offset,
     Responses,
-    cached_answer,
+    WorkspaceCall,
     extension_param,
     json_response,
     pipeline_of,
-    read_answer,
     refuse_nul_in_query,
-    write_answer,
-    write_no_content,
-    write_result,
 )
 
 T = TypeVar("T")
@@ -45,13 +41,13 @@ __all__ = ["router"]
 
 
 async def _scheduling(
-    request: Request, write: Callable[..., Awaitable[T]], *args: Any, **arguments: Any
+    call: WorkspaceCall, write: Callable[..., Awaitable[T]], *args: Any, **arguments: Any
 ) -> T:
-    """A write that gives the pipeline work (`write` is `write_answer`, `write_result`
-    or `write_no_content`): done with the pipeline's step_seconds, and the pipeline
+    """A write that gives the pipeline work (`write` is `call.write`, `call.write_result`
+    or `call.write_no_content`): done with the pipeline's step_seconds, and the pipeline
     woken once it is committed (not when it fails)."""
-    pipeline = pipeline_of(request)
-    result = await write(request, *args, step_seconds=pipeline.step_seconds, **arguments)
+    pipeline = pipeline_of(call.request)
+    result = await write(*args, step_seconds=pipeline.step_seconds, **arguments)
     pipeline.notify(time.time() + pipeline.step_seconds)
     return result
 
@@ -71,23 +67,15 @@ _REFUSED: Responses = {
     responses=_REFUSED,
     summary="Create a deployment",
 )
-async def create_deployment(
-    body: DeploymentCreate, workspace: CurrentWorkspace, request: Request
-) -> Response:
+async def create_deployment(body: DeploymentCreate, call: InWorkspace) -> Response:
     return await _scheduling(
-        request,
-        write_answer,
-        store.create_deployment,
-        status.HTTP_201_CREATED,
-        body=body,
-        workspace=workspace,
+        call, call.write, store.create_deployment, status.HTTP_201_CREATED, body=body
     )
 
 
 @router.get("", response_model=Page[Deployment], summary="List deployments")
 async def list_deployments(
-    workspace: CurrentWorkspace,
-    request: Request,
+    call: InWorkspace,
     limit: Limit = 20,
     offset: Offset = 0,
     name_contains: str | None = Query(None, description="Substring of the name."),
@@ -100,7 +88,7 @@ async def list_deployments(
     deployment_type: DeploymentType | None = Query(None, description="git_host deployment type."),
     deployment_ids: str | None = Query(None, description="Comma-separated deployment ids."),
 ) -> Response:
-    name = extension_param(request, "name")  # exact name: an emulator extension
+    name = extension_param(call.request, "name")  # exact name: an emulator extension
     refuse_nul_in_query(
         name=name,
         name_contains=name_contains,
@@ -118,14 +106,7 @@ async def list_deployments(
         deployment_ids=deployment_ids,
         remote_reconciled=remote_reconciled,
     )
-    return await read_answer(
-        request,
-        store.list_deployments,
-        workspace=workspace,
-        filters=filters,
-        limit=limit,
-        offset=offset,
-    )
+    return await call.read(store.list_deployments, filters=filters, limit=limit, offset=offset)
 
 
 @router.get(
@@ -134,14 +115,10 @@ async def list_deployments(
     responses=_NOT_FOUND,
     summary="Get a deployment",
 )
-async def get_deployment(
-    deployment_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
-) -> Response:
-    return await cached_answer(
-        request,
-        ("deployment", workspace.id, deployment_id),
+async def get_deployment(deployment_id: uuid.UUID, call: InWorkspace) -> Response:
+    return await call.cached(
+        ("deployment", call.workspace.id, deployment_id),
         store.get_deployment,
-        workspace=workspace,
         deployment_id=deployment_id,
     )
 
@@ -153,18 +130,10 @@ async def get_deployment(
     summary="Update a deployment",
 )
 async def patch_deployment(
-    deployment_id: uuid.UUID,
-    body: DeploymentPatch,
-    workspace: CurrentWorkspace,
-    request: Request,
+    deployment_id: uuid.UUID, body: DeploymentPatch, call: InWorkspace
 ) -> Response:
     return await _scheduling(
-        request,
-        write_answer,
-        store.patch_deployment,
-        workspace=workspace,
-        deployment_id=deployment_id,
-        body=body,
+        call, call.write, store.patch_deployment, deployment_id=deployment_id, body=body
     )
 
 
@@ -181,17 +150,15 @@ async def patch_deployment(
 )
 async def delete_deployment(
     deployment_id: uuid.UUID,
-    workspace: CurrentWorkspace,
-    request: Request,
+    call: InWorkspace,
     delete_tracing_project: bool = Query(
         False, description="Delete the tracing project made with the deployment too."
     ),
 ) -> Response:
     return await _scheduling(
-        request,
-        write_no_content,
+        call,
+        call.write_no_content,
         store.delete_deployment,
-        workspace=workspace,
         deployment_id=deployment_id,
         delete_tracing_project=delete_tracing_project,
     )
@@ -207,18 +174,13 @@ async def delete_deployment(
     summary="Delete several deployments",
 )
 async def delete_deployments(
-    workspace: CurrentWorkspace,
-    request: Request,
+    call: InWorkspace,
     deployment_ids: list[uuid.UUID] = Query(
         ..., max_length=100, description="Deployments to delete (at most 100)."
     ),
 ) -> Response:
     outcomes: list[store.BulkOutcome] = await _scheduling(
-        request,
-        write_result,
-        store.delete_deployments,
-        workspace=workspace,
-        deployment_ids=deployment_ids,
+        call, call.write_result, store.delete_deployments, deployment_ids=deployment_ids
     )
     failed = [o for o in outcomes if o.status != status.HTTP_204_NO_CONTENT]
     if failed and len(failed) == len(outcomes):
@@ -242,13 +204,12 @@ async def delete_deployments(
     description="A new revision with that revision's source revision config.",
 )
 async def redeploy_revision(
-    deployment_id: uuid.UUID, revision_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
+    deployment_id: uuid.UUID, revision_id: uuid.UUID, call: InWorkspace
 ) -> Response:
     return await _scheduling(
-        request,
-        write_answer,
+        call,
+        call.write,
         store.redeploy_revision,
-        workspace=workspace,
         deployment_id=deployment_id,
         revision_id=revision_id,
     )
@@ -262,8 +223,7 @@ async def redeploy_revision(
 )
 async def list_revisions(
     deployment_id: uuid.UUID,
-    workspace: CurrentWorkspace,
-    request: Request,
+    call: InWorkspace,
     limit: Limit = 20,
     offset: Offset = 0,
     status: str | None = Query(None, description="Comma-separated revision statuses."),
@@ -272,10 +232,8 @@ async def list_revisions(
     ),
 ) -> Response:
     refuse_nul_in_query(status=status)
-    return await read_answer(
-        request,
+    return await call.read(
         store.list_revisions,
-        workspace=workspace,
         deployment_id=deployment_id,
         status=status,
         remote_reconciled=remote_reconciled,
@@ -291,13 +249,11 @@ async def list_revisions(
     summary="Get a revision",
 )
 async def get_revision(
-    deployment_id: uuid.UUID, revision_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
+    deployment_id: uuid.UUID, revision_id: uuid.UUID, call: InWorkspace
 ) -> Response:
-    return await cached_answer(
-        request,
-        ("revision", workspace.id, deployment_id, revision_id),
+    return await call.cached(
+        ("revision", call.workspace.id, deployment_id, revision_id),
         store.get_revision,
-        workspace=workspace,
         deployment_id=deployment_id,
         revision_id=revision_id,
     )
