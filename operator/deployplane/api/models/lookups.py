@@ -19,8 +19,9 @@ class GitRepository(ApiModel):
     default_branch: str
 
 
-class OAuthProvider(ApiModel):
-    """GET /v2/auth/providers/{provider_id}."""
+class OAuthProviderFields(ApiModel):
+    """What an OAuth provider is, without its timestamps: the API model below adds
+    them, and the emulator's settings (`OAuthProviderConfig`) configure these."""
 
     id: str
     organization_id: str
@@ -31,6 +32,11 @@ class OAuthProvider(ApiModel):
     token_url: str
     uses_pkce: bool
     code_challenge_method: str | None
+
+
+class OAuthProvider(OAuthProviderFields):
+    """GET /v2/auth/providers/{provider_id}."""
+
     created_at: datetime
     updated_at: datetime
     provider_type: str | None = None
