@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Annotated, TypedDict
 
-from fastapi import APIRouter, status
+from fastapi import APIRouter, Depends, status
 from fastapi.responses import Response
 
 from deployplane.api.dataplane import Heartbeat, RevisionReport, RevisionWork
@@ -35,6 +36,23 @@ _CONFLICT: Responses = {
 }
 
 
+class _RevisionIds(TypedDict):
+    """The ids in the path of a revision call, as the `dataplane` functions take them."""
+
+    listener_id: uuid.UUID
+    deployment_id: uuid.UUID
+    revision_id: uuid.UUID
+
+
+def _revision_path(
+    listener_id: uuid.UUID, deployment_id: uuid.UUID, revision_id: uuid.UUID
+) -> _RevisionIds:
+    return {"listener_id": listener_id, "deployment_id": deployment_id, "revision_id": revision_id}
+
+
+RevisionPath = Annotated[_RevisionIds, Depends(_revision_path)]
+
+
 @router.put(
     "/heartbeat",
     response_model=Heartbeat,
@@ -51,15 +69,8 @@ async def heartbeat(listener_id: uuid.UUID, call: InWorkspace) -> Response:
     responses=_ERRORS,
     summary="What to run for a revision (its image) and the last report on it",
 )
-async def revision_work(
-    listener_id: uuid.UUID, deployment_id: uuid.UUID, revision_id: uuid.UUID, call: InWorkspace
-) -> Response:
-    return await call.read(
-        dataplane.revision_work,
-        listener_id=listener_id,
-        deployment_id=deployment_id,
-        revision_id=revision_id,
-    )
+async def revision_work(revision: RevisionPath, call: InWorkspace) -> Response:
+    return await call.read(dataplane.revision_work, **revision)
 
 
 @router.put(
@@ -69,19 +80,9 @@ async def revision_work(
     summary="Report a revision's rollout: DEPLOYING, DEPLOYED or DEPLOY_FAILED",
 )
 async def report_revision(
-    listener_id: uuid.UUID,
-    deployment_id: uuid.UUID,
-    revision_id: uuid.UUID,
-    body: RevisionReport,
-    call: InWorkspace,
+    revision: RevisionPath, body: RevisionReport, call: InWorkspace
 ) -> Response:
-    return await call.write(
-        dataplane.report_revision,
-        listener_id=listener_id,
-        deployment_id=deployment_id,
-        revision_id=revision_id,
-        report=body,
-    )
+    return await call.write(dataplane.report_revision, **revision, report=body)
 
 
 @router.post(
