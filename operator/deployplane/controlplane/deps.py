@@ -69,12 +69,13 @@ def extension_param(request: Request, name: str) -> str | None:
     return request.query_params.get(name)
 
 
-def refuse_nul_in_query(**params: str | None) -> None:
-    """422 when a text query parameter holds U+0000 (no stored string can)."""
+def refuse_nul_in_query(**params: object) -> None:
+    """422 when a text query parameter holds U+0000 (no stored string can); parameters
+    that are not text are passed over."""
     errors = [
         invalid(("query", name), NUL_MESSAGE)
         for name, value in params.items()
-        if value is not None and "\x00" in value
+        if isinstance(value, str) and "\x00" in value
     ]
     if errors:
         raise InvalidError(errors)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import asdict
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, Query, status
@@ -88,24 +89,17 @@ async def list_deployments(
     deployment_type: DeploymentType | None = Query(None, description="git_host deployment type."),
     deployment_ids: str | None = Query(None, description="Comma-separated deployment ids."),
 ) -> Response:
-    name = extension_param(call.request, "name")  # exact name: an emulator extension
-    refuse_nul_in_query(
-        name=name,
+    filters = store.DeploymentFilters(
+        name=extension_param(call.request, "name"),  # exact name: an emulator extension
         name_contains=name_contains,
         status=status,
         image_version=image_version,
         tag_value_ids=tag_value_ids,
-        deployment_ids=deployment_ids,
-    )
-    filters = store.DeploymentFilters(
-        name=name,
-        name_contains=name_contains,
-        status=status,
-        image_version=image_version,
         deployment_type=deployment_type.value if deployment_type is not None else None,
         deployment_ids=deployment_ids,
         remote_reconciled=remote_reconciled,
     )
+    refuse_nul_in_query(**asdict(filters))
     return await call.read(store.list_deployments, filters=filters, limit=limit, offset=offset)
 
 
