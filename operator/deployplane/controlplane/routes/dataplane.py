@@ -25,12 +25,14 @@ __all__ = ["PREFIX", "router"]
 
 PREFIX = "/_dataplane/v1/listeners/{listener_id}"
 
-router = APIRouter(prefix=PREFIX, tags=["data plane (extension)"])
-
+# Every call answers these: each is scoped to one listener of the workspace.
 _ERRORS: Responses = {
     403: {"model": NotFoundBody, "description": "The deployment runs on another listener."},
     404: {"model": NotFoundBody, "description": "Not found in this workspace."},
 }
+
+router = APIRouter(prefix=PREFIX, tags=["data plane (extension)"], responses=_ERRORS)
+
 _CONFLICT: Responses = {
     409: {"model": NotFoundBody, "description": "Not in a state the call applies to."},
 }
@@ -56,7 +58,6 @@ RevisionPath = Annotated[_RevisionIds, Depends(_revision_path)]
 @router.put(
     "/heartbeat",
     response_model=Heartbeat,
-    responses=_ERRORS,
     summary="The listener's agent is alive",
 )
 async def heartbeat(listener_id: uuid.UUID, call: InWorkspace) -> Response:
@@ -66,7 +67,6 @@ async def heartbeat(listener_id: uuid.UUID, call: InWorkspace) -> Response:
 @router.get(
     "/deployments/{deployment_id}/revisions/{revision_id}",
     response_model=RevisionWork,
-    responses=_ERRORS,
     summary="What to run for a revision (its image) and the last report on it",
 )
 async def revision_work(revision: RevisionPath, call: InWorkspace) -> Response:
@@ -76,7 +76,7 @@ async def revision_work(revision: RevisionPath, call: InWorkspace) -> Response:
 @router.put(
     "/deployments/{deployment_id}/revisions/{revision_id}/status",
     response_model=RevisionWork,
-    responses={**_ERRORS, **_CONFLICT},
+    responses=_CONFLICT,
     summary="Report a revision's rollout: DEPLOYING, DEPLOYED or DEPLOY_FAILED",
 )
 async def report_revision(
@@ -88,7 +88,7 @@ async def report_revision(
 @router.post(
     "/deployments/{deployment_id}/deleted",
     status_code=status.HTTP_204_NO_CONTENT,
-    responses={**_ERRORS, **_CONFLICT},
+    responses=_CONFLICT,
     summary="The deployment's objects are gone from the cluster: remove the record",
 )
 async def deletion_done(
