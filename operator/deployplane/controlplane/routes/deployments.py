@@ -56,6 +56,9 @@ async def _scheduling(
 router = APIRouter(prefix="/v2/deployments", tags=["deployments"])
 
 _NOT_FOUND: Responses = {404: {"model": NotFoundBody, "description": "Not found."}}
+# The calls on one deployment (included in `router` at the end): each answers 404 when
+# the deployment is not in the workspace.
+_one = APIRouter(prefix="/{deployment_id}", responses=_NOT_FOUND)
 _REFUSED: Responses = {
     400: {"model": ErrorBody, "description": "Refused; the detail says why in one sentence."}
 }
@@ -103,10 +106,9 @@ async def list_deployments(
     return await call.read(store.list_deployments, filters=filters, limit=limit, offset=offset)
 
 
-@router.get(
-    "/{deployment_id}",
+@_one.get(
+    "",
     response_model=Deployment,
-    responses=_NOT_FOUND,
     summary="Get a deployment",
 )
 async def get_deployment(deployment_id: uuid.UUID, call: InWorkspace) -> Response:
@@ -117,10 +119,10 @@ async def get_deployment(deployment_id: uuid.UUID, call: InWorkspace) -> Respons
     )
 
 
-@router.patch(
-    "/{deployment_id}",
+@_one.patch(
+    "",
     response_model=Deployment,
-    responses={**_NOT_FOUND, **_REFUSED},
+    responses=_REFUSED,
     summary="Update a deployment",
 )
 async def patch_deployment(
@@ -131,11 +133,10 @@ async def patch_deployment(
     )
 
 
-@router.delete(
-    "/{deployment_id}",
+@_one.delete(
+    "",
     status_code=status.HTTP_204_NO_CONTENT,
     response_class=Response,
-    responses=_NOT_FOUND,
     summary="Delete a deployment",
     description=(
         "Marks the deployment AWAITING_DELETE; it is removed shortly after. Its tracing "
@@ -190,10 +191,10 @@ async def delete_deployments(
     return json_response(body, status.HTTP_207_MULTI_STATUS if failed else status.HTTP_200_OK)
 
 
-@router.post(
-    "/{deployment_id}/revisions/{revision_id}/redeploy",
+@_one.post(
+    "/revisions/{revision_id}/redeploy",
     response_model=Deployment,
-    responses={**_NOT_FOUND, **_REFUSED},
+    responses=_REFUSED,
     summary="Redeploy (roll back to) an earlier revision",
     description="A new revision with that revision's source revision config.",
 )
@@ -209,10 +210,9 @@ async def redeploy_revision(
     )
 
 
-@router.get(
-    "/{deployment_id}/revisions",
+@_one.get(
+    "/revisions",
     response_model=Page[Revision],
-    responses=_NOT_FOUND,
     summary="List revisions, newest first",
 )
 async def list_revisions(
@@ -236,10 +236,9 @@ async def list_revisions(
     )
 
 
-@router.get(
-    "/{deployment_id}/revisions/{revision_id}",
+@_one.get(
+    "/revisions/{revision_id}",
     response_model=Revision,
-    responses=_NOT_FOUND,
     summary="Get a revision",
 )
 async def get_revision(
@@ -251,3 +250,6 @@ async def get_revision(
         deployment_id=deployment_id,
         revision_id=revision_id,
     )
+
+
+router.include_router(_one)
