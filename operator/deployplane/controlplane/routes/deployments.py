@@ -38,7 +38,7 @@ from deployplane.controlplane.deps import (
 
 T = TypeVar("T")
 
-__all__ = ["router"]
+__all__ = ["one_router", "router"]
 
 
 async def _scheduling(
@@ -56,9 +56,13 @@ async def _scheduling(
 router = APIRouter(prefix="/v2/deployments", tags=["deployments"])
 
 _NOT_FOUND: Responses = {404: {"model": NotFoundBody, "description": "Not found."}}
-# The calls on one deployment (included in `router` at the end): each answers 404 when
-# the deployment is not in the workspace.
-_one = APIRouter(prefix="/{deployment_id}", responses=_NOT_FOUND)
+# The calls on one deployment: each answers 404 when the deployment is not in the
+# workspace. A router of its own, included in the app after `router`, rather than
+# included in it: a nested router's routes know only their own part of the path, and
+# requests are counted by the route's path (middleware.RequestStats).
+one_router = APIRouter(
+    prefix="/v2/deployments/{deployment_id}", tags=["deployments"], responses=_NOT_FOUND
+)
 _REFUSED: Responses = {
     400: {"model": ErrorBody, "description": "Refused; the detail says why in one sentence."}
 }
@@ -106,7 +110,7 @@ async def list_deployments(
     return await call.read(store.list_deployments, filters=filters, limit=limit, offset=offset)
 
 
-@_one.get(
+@one_router.get(
     "",
     response_model=Deployment,
     summary="Get a deployment",
@@ -119,7 +123,7 @@ async def get_deployment(deployment_id: uuid.UUID, call: InWorkspace) -> Respons
     )
 
 
-@_one.patch(
+@one_router.patch(
     "",
     response_model=Deployment,
     responses=_REFUSED,
@@ -133,7 +137,7 @@ async def patch_deployment(
     )
 
 
-@_one.delete(
+@one_router.delete(
     "",
     status_code=status.HTTP_204_NO_CONTENT,
     response_class=Response,
@@ -191,7 +195,7 @@ async def delete_deployments(
     return json_response(body, status.HTTP_207_MULTI_STATUS if failed else status.HTTP_200_OK)
 
 
-@_one.post(
+@one_router.post(
     "/revisions/{revision_id}/redeploy",
     response_model=Deployment,
     responses=_REFUSED,
@@ -210,7 +214,7 @@ async def redeploy_revision(
     )
 
 
-@_one.get(
+@one_router.get(
     "/revisions",
     response_model=Page[Revision],
     summary="List revisions, newest first",
@@ -236,7 +240,7 @@ async def list_revisions(
     )
 
 
-@_one.get(
+@one_router.get(
     "/revisions/{revision_id}",
     response_model=Revision,
     summary="Get a revision",
@@ -250,6 +254,3 @@ async def get_revision(
         deployment_id=deployment_id,
         revision_id=revision_id,
     )
-
-
-router.include_router(_one)
