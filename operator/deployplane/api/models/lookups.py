@@ -20,8 +20,9 @@ class GitRepository(ApiModel):
 
 
 class OAuthProviderFields(ApiModel):
-    """What an OAuth provider is, without its timestamps: the API model below adds
-    them, and the emulator's settings (`OAuthProviderConfig`) configure these."""
+    """The fields of an OAuth provider up to its timestamps: the API model below adds
+    the rest (in the published order), and the emulator's settings
+    (`OAuthProviderConfig`) configure these with their own defaults."""
 
     id: str
     organization_id: str
