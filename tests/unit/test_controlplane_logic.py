@@ -239,3 +239,28 @@ def test_repo_url_must_be_listed_by_its_integration() -> None:
     assert "repo_url" in reason
     assert str(INTEGRATION) in reason
     assert "https://g/o/b" not in reason
+
+
+_PROVIDER = {
+    "id": "p",
+    "organization_id": "o",
+    "provider_id": "sso",
+    "name": "SSO",
+    "client_id": "c",
+    "auth_url": "https://sso.example.com/auth",
+    "token_url": "https://sso.example.com/token",
+    "uses_pkce": True,
+}
+
+
+def test_oauth_provider_settings_take_snake_case_keys_only() -> None:
+    """The setting shares its fields with the API model, not the API's camelCase."""
+    workspace = {"id": str(uuid.uuid4()), "name": "w"}
+    config = parse_config({"workspaces": [{**workspace, "oauth_providers": [_PROVIDER]}]})
+    provider = config.workspaces[0].oauth_providers[0]
+    assert provider.client_id == "c"
+    assert provider.code_challenge_method is None
+    assert provider.created_at is None
+    camel = {**{k: v for k, v in _PROVIDER.items() if k != "client_id"}, "clientId": "c"}
+    with pytest.raises(ConfigError, match="clientId: unknown key"):
+        parse_config({"workspaces": [{**workspace, "oauth_providers": [camel]}]})

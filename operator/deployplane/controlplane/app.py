@@ -123,6 +123,7 @@ def create_app(settings: Settings) -> FastAPI:
         # The data-plane protocol (docs/dataplane.md): the service keeps its own private.
         app.include_router(dataplane.router)
     app.include_router(deployments.router)
+    app.include_router(deployments.one_router)
     app.include_router(listeners.router)
     app.include_router(lookups.router)
 

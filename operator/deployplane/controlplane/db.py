@@ -17,7 +17,7 @@ import hashlib
 import os
 import secrets
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -232,27 +232,30 @@ class Database:
             await self._async_engine.dispose()
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[DbConn]:
+    async def _connect(self, *, transaction: bool) -> AsyncIterator[DbConn]:
+        """A connection of whichever engine this database has; with `transaction`, in
+        one transaction, committed on success and rolled back on error."""
         if self._sync_engine is not None:
-            with self._sync_engine.connect() as conn:
+            engine = self._sync_engine
+            with engine.begin() if transaction else engine.connect() as conn:
                 yield DbConn(sync=conn, secret_key=self._secret_key)
         else:
             assert self._async_engine is not None
-            async with self._async_engine.connect() as aconn:
+            aengine = self._async_engine
+            async with aengine.begin() if transaction else aengine.connect() as aconn:
                 yield DbConn(async_=aconn, secret_key=self._secret_key)
+
+    def read(self) -> AbstractAsyncContextManager[DbConn]:
+        return self._connect(transaction=False)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[DbConn]:
         """A transaction, committed on success and rolled back on error."""
+        # Only SQLite (the sync engine) serialises its writes; see the module docstring.
+        lock = self._write_lock if self._sync_engine is not None else contextlib.nullcontext()
         try:
-            if self._sync_engine is not None:
-                async with self._write_lock:
-                    with self._sync_engine.begin() as conn:
-                        yield DbConn(sync=conn, secret_key=self._secret_key)
-            else:
-                assert self._async_engine is not None
-                async with self._async_engine.begin() as aconn:
-                    yield DbConn(async_=aconn, secret_key=self._secret_key)
+            async with lock, self._connect(transaction=True) as conn:
+                yield conn
         finally:
             self.generation += 1
 

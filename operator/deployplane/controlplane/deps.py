@@ -6,22 +6,27 @@ inside its transaction)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Query, Request
+from fastapi import Depends, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
+from deployplane.controlplane.auth import current_workspace
 from deployplane.controlplane.cache import ReadCache
 from deployplane.controlplane.db import Database
 from deployplane.controlplane.errors import InvalidError, invalid
 from deployplane.controlplane.pipeline import Pipeline
+from deployplane.controlplane.settings import WorkspaceConfig
 from deployplane.controlplane.validation import NUL_MESSAGE
 
 __all__ = [
+    "InWorkspace",
     "Limit",
     "Offset",
     "Responses",
+    "WorkspaceCall",
     "cached_answer",
     "database_of",
     "extension_param",
@@ -64,12 +69,13 @@ def extension_param(request: Request, name: str) -> str | None:
     return request.query_params.get(name)
 
 
-def refuse_nul_in_query(**params: str | None) -> None:
-    """422 when a text query parameter holds U+0000 (no stored string can)."""
+def refuse_nul_in_query(**params: object) -> None:
+    """422 when a text query parameter holds U+0000 (no stored string can); parameters
+    that are not text are passed over."""
     errors = [
         invalid(("query", name), NUL_MESSAGE)
         for name, value in params.items()
-        if value is not None and "\x00" in value
+        if isinstance(value, str) and "\x00" in value
     ]
     if errors:
         raise InvalidError(errors)
@@ -142,3 +148,45 @@ async def write_no_content(request: Request, operation: Operation, **arguments: 
     """204 once `operation` (which answers nothing) is committed."""
     await write_result(request, operation, **arguments)
     return Response(status_code=204)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceCall:
+    """A request and the workspace it acts in: the answer helpers above, each given the
+    request and `workspace=` so that a route names only what is its own."""
+
+    request: Request
+    workspace: WorkspaceConfig
+
+    async def read(self, operation: Operation, **arguments: Any) -> Response:
+        return await read_answer(self.request, operation, workspace=self.workspace, **arguments)
+
+    async def cached(self, key: Hashable, operation: Operation, **arguments: Any) -> Response:
+        return await cached_answer(
+            self.request, key, operation, workspace=self.workspace, **arguments
+        )
+
+    async def write(
+        self, operation: Operation, status_code: int = 200, **arguments: Any
+    ) -> Response:
+        return await write_answer(
+            self.request, operation, status_code, workspace=self.workspace, **arguments
+        )
+
+    async def write_result(self, operation: Operation, **arguments: Any) -> Any:
+        return await write_result(self.request, operation, workspace=self.workspace, **arguments)
+
+    async def write_no_content(self, operation: Operation, **arguments: Any) -> Response:
+        return await write_no_content(
+            self.request, operation, workspace=self.workspace, **arguments
+        )
+
+
+async def workspace_call(request: Request) -> WorkspaceCall:
+    # `current_workspace` called, not depended on: one dependency per request, as a
+    # route taking `CurrentWorkspace` and `Request` had (see `database_of`).
+    return WorkspaceCall(request, await current_workspace(request))
+
+
+InWorkspace = Annotated[WorkspaceCall, Depends(workspace_call)]
+"""A route's request with its workspace (401/403 as `auth.current_workspace`)."""

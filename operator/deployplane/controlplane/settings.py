@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import (
+    AliasGenerator,
     BaseModel,
     ConfigDict,
     Field,
@@ -25,6 +26,7 @@ from pydantic import (
 )
 
 from deployplane.api.models import RevisionStatus
+from deployplane.api.models.lookups import OAuthProviderFields
 
 __all__ = [
     "DEFAULT_DATABASE_URL",
@@ -78,15 +80,15 @@ class IntegrationConfig(_Strict):
     repositories: list[RepositoryConfig] = Field(default_factory=list)
 
 
-class OAuthProviderConfig(_Strict):
-    id: str
-    organization_id: str
-    provider_id: str
-    name: str
-    client_id: str
-    auth_url: str
-    token_url: str
-    uses_pkce: bool
+class OAuthProviderConfig(OAuthProviderFields):
+    """The API model's fields, read as every setting is (`_Strict`, snake_case keys
+    only: each field's alias is its name). Unset timestamps are answered as the
+    emulator's start (`routes/lookups.py`)."""
+
+    model_config = ConfigDict(
+        **_Strict.model_config, alias_generator=AliasGenerator(validation_alias=lambda name: name)
+    )
+
     code_challenge_method: str | None = None
     provider_type: str | None = None
     created_at: datetime | None = None

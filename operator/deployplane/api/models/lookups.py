@@ -19,8 +19,10 @@ class GitRepository(ApiModel):
     default_branch: str
 
 
-class OAuthProvider(ApiModel):
-    """GET /v2/auth/providers/{provider_id}."""
+class OAuthProviderFields(ApiModel):
+    """The fields of an OAuth provider up to its timestamps: the API model below adds
+    the rest (in the published order), and the emulator's settings
+    (`OAuthProviderConfig`) configure these with their own defaults."""
 
     id: str
     organization_id: str
@@ -31,6 +33,11 @@ class OAuthProvider(ApiModel):
     token_url: str
     uses_pkce: bool
     code_challenge_method: str | None
+
+
+class OAuthProvider(OAuthProviderFields):
+    """GET /v2/auth/providers/{provider_id}."""
+
     created_at: datetime
     updated_at: datetime
     provider_type: str | None = None

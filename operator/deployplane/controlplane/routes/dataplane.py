@@ -11,109 +11,89 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Annotated, TypedDict
 
-from fastapi import APIRouter, Request, status
+from fastapi import APIRouter, Depends, status
 from fastapi.responses import Response
 
 from deployplane.api.dataplane import Heartbeat, RevisionReport, RevisionWork
 from deployplane.api.models import NotFoundBody
 from deployplane.controlplane import agents, dataplane
-from deployplane.controlplane.auth import CurrentWorkspace
-from deployplane.controlplane.deps import Responses, read_answer, write_answer, write_no_content
+from deployplane.controlplane.deps import InWorkspace, Responses
 
 __all__ = ["PREFIX", "router"]
 
 PREFIX = "/_dataplane/v1/listeners/{listener_id}"
 
-router = APIRouter(prefix=PREFIX, tags=["data plane (extension)"])
-
+# Every call answers these: each is scoped to one listener of the workspace.
 _ERRORS: Responses = {
     403: {"model": NotFoundBody, "description": "The deployment runs on another listener."},
     404: {"model": NotFoundBody, "description": "Not found in this workspace."},
 }
+
+router = APIRouter(prefix=PREFIX, tags=["data plane (extension)"], responses=_ERRORS)
+
 _CONFLICT: Responses = {
     409: {"model": NotFoundBody, "description": "Not in a state the call applies to."},
 }
 
 
+class _RevisionIds(TypedDict):
+    """The ids in the path of a revision call, as the `dataplane` functions take them."""
+
+    listener_id: uuid.UUID
+    deployment_id: uuid.UUID
+    revision_id: uuid.UUID
+
+
+def _revision_path(
+    listener_id: uuid.UUID, deployment_id: uuid.UUID, revision_id: uuid.UUID
+) -> _RevisionIds:
+    return {"listener_id": listener_id, "deployment_id": deployment_id, "revision_id": revision_id}
+
+
+RevisionPath = Annotated[_RevisionIds, Depends(_revision_path)]
+
+
 @router.put(
     "/heartbeat",
     response_model=Heartbeat,
-    responses=_ERRORS,
     summary="The listener's agent is alive",
 )
-async def heartbeat(
-    listener_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
-) -> Response:
-    return await write_answer(
-        request, agents.heartbeat, workspace=workspace, listener_id=listener_id, now=time.time()
-    )
+async def heartbeat(listener_id: uuid.UUID, call: InWorkspace) -> Response:
+    return await call.write(agents.heartbeat, listener_id=listener_id, now=time.time())
 
 
 @router.get(
     "/deployments/{deployment_id}/revisions/{revision_id}",
     response_model=RevisionWork,
-    responses=_ERRORS,
     summary="What to run for a revision (its image) and the last report on it",
 )
-async def revision_work(
-    listener_id: uuid.UUID,
-    deployment_id: uuid.UUID,
-    revision_id: uuid.UUID,
-    workspace: CurrentWorkspace,
-    request: Request,
-) -> Response:
-    return await read_answer(
-        request,
-        dataplane.revision_work,
-        workspace=workspace,
-        listener_id=listener_id,
-        deployment_id=deployment_id,
-        revision_id=revision_id,
-    )
+async def revision_work(revision: RevisionPath, call: InWorkspace) -> Response:
+    return await call.read(dataplane.revision_work, **revision)
 
 
 @router.put(
     "/deployments/{deployment_id}/revisions/{revision_id}/status",
     response_model=RevisionWork,
-    responses={**_ERRORS, **_CONFLICT},
+    responses=_CONFLICT,
     summary="Report a revision's rollout: DEPLOYING, DEPLOYED or DEPLOY_FAILED",
 )
 async def report_revision(
-    listener_id: uuid.UUID,
-    deployment_id: uuid.UUID,
-    revision_id: uuid.UUID,
-    body: RevisionReport,
-    workspace: CurrentWorkspace,
-    request: Request,
+    revision: RevisionPath, body: RevisionReport, call: InWorkspace
 ) -> Response:
-    return await write_answer(
-        request,
-        dataplane.report_revision,
-        workspace=workspace,
-        listener_id=listener_id,
-        deployment_id=deployment_id,
-        revision_id=revision_id,
-        report=body,
-    )
+    return await call.write(dataplane.report_revision, **revision, report=body)
 
 
 @router.post(
     "/deployments/{deployment_id}/deleted",
     status_code=status.HTTP_204_NO_CONTENT,
-    responses={**_ERRORS, **_CONFLICT},
+    responses=_CONFLICT,
     summary="The deployment's objects are gone from the cluster: remove the record",
 )
 async def deletion_done(
-    listener_id: uuid.UUID,
-    deployment_id: uuid.UUID,
-    workspace: CurrentWorkspace,
-    request: Request,
+    listener_id: uuid.UUID, deployment_id: uuid.UUID, call: InWorkspace
 ) -> Response:
-    return await write_no_content(
-        request,
-        dataplane.deletion_done,
-        workspace=workspace,
-        listener_id=listener_id,
-        deployment_id=deployment_id,
+    return await call.write_no_content(
+        dataplane.deletion_done, listener_id=listener_id, deployment_id=deployment_id
     )

@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import asdict
 from typing import Any, TypeVar
 
-from fastapi import APIRouter, Query, Request, status
+from fastapi import APIRouter, Query, status
 from fastapi.responses import JSONResponse, Response
 
 from deployplane.api.models import (
@@ -23,35 +24,31 @@ from deployplane.api.models import (
     Revision,
 )
 from deployplane.controlplane import store
-from deployplane.controlplane.auth import CurrentWorkspace
 from deployplane.controlplane.deps import (
+    InWorkspace,
     Limit,
     Offset,
     Responses,
-    cached_answer,
+    WorkspaceCall,
     extension_param,
     json_response,
     pipeline_of,
-    read_answer,
     refuse_nul_in_query,
-    write_answer,
-    write_no_content,
-    write_result,
 )
 
 T = TypeVar("T")
 
-__all__ = ["router"]
+__all__ = ["one_router", "router"]
 
 
 async def _scheduling(
-    request: Request, write: Callable[..., Awaitable[T]], *args: Any, **arguments: Any
+    call: WorkspaceCall, write: Callable[..., Awaitable[T]], *args: Any, **arguments: Any
 ) -> T:
-    """A write that gives the pipeline work (`write` is `write_answer`, `write_result`
-    or `write_no_content`): done with the pipeline's step_seconds, and the pipeline
+    """A write that gives the pipeline work (`write` is `call.write`, `call.write_result`
+    or `call.write_no_content`): done with the pipeline's step_seconds, and the pipeline
     woken once it is committed (not when it fails)."""
-    pipeline = pipeline_of(request)
-    result = await write(request, *args, step_seconds=pipeline.step_seconds, **arguments)
+    pipeline = pipeline_of(call.request)
+    result = await write(*args, step_seconds=pipeline.step_seconds, **arguments)
     pipeline.notify(time.time() + pipeline.step_seconds)
     return result
 
@@ -59,6 +56,13 @@ async def _scheduling(
 router = APIRouter(prefix="/v2/deployments", tags=["deployments"])
 
 _NOT_FOUND: Responses = {404: {"model": NotFoundBody, "description": "Not found."}}
+# The calls on one deployment: each answers 404 when the deployment is not in the
+# workspace. A router of its own, included in the app after `router`, rather than
+# included in it: a nested router's routes know only their own part of the path, and
+# requests are counted by the route's path (middleware.RequestStats).
+one_router = APIRouter(
+    prefix="/v2/deployments/{deployment_id}", tags=["deployments"], responses=_NOT_FOUND
+)
 _REFUSED: Responses = {
     400: {"model": ErrorBody, "description": "Refused; the detail says why in one sentence."}
 }
@@ -71,23 +75,15 @@ _REFUSED: Responses = {
     responses=_REFUSED,
     summary="Create a deployment",
 )
-async def create_deployment(
-    body: DeploymentCreate, workspace: CurrentWorkspace, request: Request
-) -> Response:
+async def create_deployment(body: DeploymentCreate, call: InWorkspace) -> Response:
     return await _scheduling(
-        request,
-        write_answer,
-        store.create_deployment,
-        status.HTTP_201_CREATED,
-        body=body,
-        workspace=workspace,
+        call, call.write, store.create_deployment, status.HTTP_201_CREATED, body=body
     )
 
 
 @router.get("", response_model=Page[Deployment], summary="List deployments")
 async def list_deployments(
-    workspace: CurrentWorkspace,
-    request: Request,
+    call: InWorkspace,
     limit: Limit = 20,
     offset: Offset = 0,
     name_contains: str | None = Query(None, description="Substring of the name."),
@@ -100,79 +96,51 @@ async def list_deployments(
     deployment_type: DeploymentType | None = Query(None, description="git_host deployment type."),
     deployment_ids: str | None = Query(None, description="Comma-separated deployment ids."),
 ) -> Response:
-    name = extension_param(request, "name")  # exact name: an emulator extension
-    refuse_nul_in_query(
-        name=name,
+    filters = store.DeploymentFilters(
+        name=extension_param(call.request, "name"),  # exact name: an emulator extension
         name_contains=name_contains,
         status=status,
         image_version=image_version,
         tag_value_ids=tag_value_ids,
-        deployment_ids=deployment_ids,
-    )
-    filters = store.DeploymentFilters(
-        name=name,
-        name_contains=name_contains,
-        status=status,
-        image_version=image_version,
         deployment_type=deployment_type.value if deployment_type is not None else None,
         deployment_ids=deployment_ids,
         remote_reconciled=remote_reconciled,
     )
-    return await read_answer(
-        request,
-        store.list_deployments,
-        workspace=workspace,
-        filters=filters,
-        limit=limit,
-        offset=offset,
-    )
+    refuse_nul_in_query(**asdict(filters))
+    return await call.read(store.list_deployments, filters=filters, limit=limit, offset=offset)
 
 
-@router.get(
-    "/{deployment_id}",
+@one_router.get(
+    "",
     response_model=Deployment,
-    responses=_NOT_FOUND,
     summary="Get a deployment",
 )
-async def get_deployment(
-    deployment_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
-) -> Response:
-    return await cached_answer(
-        request,
-        ("deployment", workspace.id, deployment_id),
+async def get_deployment(deployment_id: uuid.UUID, call: InWorkspace) -> Response:
+    return await call.cached(
+        ("deployment", call.workspace.id, deployment_id),
         store.get_deployment,
-        workspace=workspace,
         deployment_id=deployment_id,
     )
 
 
-@router.patch(
-    "/{deployment_id}",
+@one_router.patch(
+    "",
     response_model=Deployment,
-    responses={**_NOT_FOUND, **_REFUSED},
+    responses=_REFUSED,
     summary="Update a deployment",
 )
 async def patch_deployment(
-    deployment_id: uuid.UUID,
-    body: DeploymentPatch,
-    workspace: CurrentWorkspace,
-    request: Request,
+    deployment_id: uuid.UUID, body: DeploymentPatch, call: InWorkspace
 ) -> Response:
     return await _scheduling(
-        request,
-        write_answer,
-        store.patch_deployment,
-        workspace=workspace,
-        deployment_id=deployment_id,
-        body=body,
+        call, call.write, store.patch_deployment, deployment_id=deployment_id, body=body
     )
 
 
-@router.delete(
-    "/{deployment_id}",
+@one_router.delete(
+    "",
     status_code=status.HTTP_204_NO_CONTENT,
     response_class=Response,
-    responses=_NOT_FOUND,
     summary="Delete a deployment",
     description=(
         "Marks the deployment AWAITING_DELETE; it is removed shortly after. Its tracing "
@@ -181,17 +149,15 @@ async def patch_deployment(
 )
 async def delete_deployment(
     deployment_id: uuid.UUID,
-    workspace: CurrentWorkspace,
-    request: Request,
+    call: InWorkspace,
     delete_tracing_project: bool = Query(
         False, description="Delete the tracing project made with the deployment too."
     ),
 ) -> Response:
     return await _scheduling(
-        request,
-        write_no_content,
+        call,
+        call.write_no_content,
         store.delete_deployment,
-        workspace=workspace,
         deployment_id=deployment_id,
         delete_tracing_project=delete_tracing_project,
     )
@@ -207,18 +173,13 @@ async def delete_deployment(
     summary="Delete several deployments",
 )
 async def delete_deployments(
-    workspace: CurrentWorkspace,
-    request: Request,
+    call: InWorkspace,
     deployment_ids: list[uuid.UUID] = Query(
         ..., max_length=100, description="Deployments to delete (at most 100)."
     ),
 ) -> Response:
     outcomes: list[store.BulkOutcome] = await _scheduling(
-        request,
-        write_result,
-        store.delete_deployments,
-        workspace=workspace,
-        deployment_ids=deployment_ids,
+        call, call.write_result, store.delete_deployments, deployment_ids=deployment_ids
     )
     failed = [o for o in outcomes if o.status != status.HTTP_204_NO_CONTENT]
     if failed and len(failed) == len(outcomes):
@@ -234,36 +195,33 @@ async def delete_deployments(
     return json_response(body, status.HTTP_207_MULTI_STATUS if failed else status.HTTP_200_OK)
 
 
-@router.post(
-    "/{deployment_id}/revisions/{revision_id}/redeploy",
+@one_router.post(
+    "/revisions/{revision_id}/redeploy",
     response_model=Deployment,
-    responses={**_NOT_FOUND, **_REFUSED},
+    responses=_REFUSED,
     summary="Redeploy (roll back to) an earlier revision",
     description="A new revision with that revision's source revision config.",
 )
 async def redeploy_revision(
-    deployment_id: uuid.UUID, revision_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
+    deployment_id: uuid.UUID, revision_id: uuid.UUID, call: InWorkspace
 ) -> Response:
     return await _scheduling(
-        request,
-        write_answer,
+        call,
+        call.write,
         store.redeploy_revision,
-        workspace=workspace,
         deployment_id=deployment_id,
         revision_id=revision_id,
     )
 
 
-@router.get(
-    "/{deployment_id}/revisions",
+@one_router.get(
+    "/revisions",
     response_model=Page[Revision],
-    responses=_NOT_FOUND,
     summary="List revisions, newest first",
 )
 async def list_revisions(
     deployment_id: uuid.UUID,
-    workspace: CurrentWorkspace,
-    request: Request,
+    call: InWorkspace,
     limit: Limit = 20,
     offset: Offset = 0,
     status: str | None = Query(None, description="Comma-separated revision statuses."),
@@ -272,10 +230,8 @@ async def list_revisions(
     ),
 ) -> Response:
     refuse_nul_in_query(status=status)
-    return await read_answer(
-        request,
+    return await call.read(
         store.list_revisions,
-        workspace=workspace,
         deployment_id=deployment_id,
         status=status,
         remote_reconciled=remote_reconciled,
@@ -284,20 +240,17 @@ async def list_revisions(
     )
 
 
-@router.get(
-    "/{deployment_id}/revisions/{revision_id}",
+@one_router.get(
+    "/revisions/{revision_id}",
     response_model=Revision,
-    responses=_NOT_FOUND,
     summary="Get a revision",
 )
 async def get_revision(
-    deployment_id: uuid.UUID, revision_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
+    deployment_id: uuid.UUID, revision_id: uuid.UUID, call: InWorkspace
 ) -> Response:
-    return await cached_answer(
-        request,
-        ("revision", workspace.id, deployment_id, revision_id),
+    return await call.cached(
+        ("revision", call.workspace.id, deployment_id, revision_id),
         store.get_revision,
-        workspace=workspace,
         deployment_id=deployment_id,
         revision_id=revision_id,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request, status
+from fastapi import APIRouter, HTTPException, status
 from fastapi.responses import Response
 
 from deployplane.api.models import (
@@ -18,16 +18,13 @@ from deployplane.api.models import (
     camelize,
 )
 from deployplane.controlplane import store
-from deployplane.controlplane.auth import CurrentWorkspace
 from deployplane.controlplane.deps import (
+    InWorkspace,
     Limit,
     Offset,
     Responses,
     extension_param,
-    read_answer,
     refuse_nul_in_query,
-    write_answer,
-    write_no_content,
 )
 from deployplane.controlplane.settings import WorkspaceConfig
 
@@ -60,32 +57,16 @@ def _listeners_allowed(workspace: WorkspaceConfig) -> None:
     responses={**_CONFLICT, **_FORBIDDEN},
     summary="Create a listener",
 )
-async def create_listener(
-    body: ListenerCreate, workspace: CurrentWorkspace, request: Request
-) -> Response:
-    _listeners_allowed(workspace)
-    return await write_answer(
-        request, store.create_listener, status.HTTP_201_CREATED, workspace=workspace, body=body
-    )
+async def create_listener(body: ListenerCreate, call: InWorkspace) -> Response:
+    _listeners_allowed(call.workspace)
+    return await call.write(store.create_listener, status.HTTP_201_CREATED, body=body)
 
 
 @router.get("", response_model=Page[Listener], summary="List listeners")
-async def list_listeners(
-    workspace: CurrentWorkspace,
-    request: Request,
-    limit: Limit = 20,
-    offset: Offset = 0,
-) -> Response:
-    compute_id = extension_param(request, "compute_id")  # an emulator extension
+async def list_listeners(call: InWorkspace, limit: Limit = 20, offset: Offset = 0) -> Response:
+    compute_id = extension_param(call.request, "compute_id")  # an emulator extension
     refuse_nul_in_query(compute_id=compute_id)
-    return await read_answer(
-        request,
-        store.list_listeners,
-        workspace=workspace,
-        compute_id=compute_id,
-        limit=limit,
-        offset=offset,
-    )
+    return await call.read(store.list_listeners, compute_id=compute_id, limit=limit, offset=offset)
 
 
 @router.get(
@@ -94,13 +75,9 @@ async def list_listeners(
     responses={**_NOT_FOUND, **_FORBIDDEN},
     summary="Get a listener",
 )
-async def get_listener(
-    listener_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
-) -> Response:
-    _listeners_allowed(workspace)
-    return await read_answer(
-        request, store.get_listener, workspace=workspace, listener_id=listener_id
-    )
+async def get_listener(listener_id: uuid.UUID, call: InWorkspace) -> Response:
+    _listeners_allowed(call.workspace)
+    return await call.read(store.get_listener, listener_id=listener_id)
 
 
 def _immutables_given(raw: Any) -> dict[str, Any] | None:
@@ -126,21 +103,11 @@ def _immutables_given(raw: Any) -> dict[str, Any] | None:
     summary="Update a listener's version and compute_config",
 )
 async def patch_listener(
-    listener_id: uuid.UUID,
-    body: ListenerPatch,
-    request: Request,
-    workspace: CurrentWorkspace,
+    listener_id: uuid.UUID, body: ListenerPatch, call: InWorkspace
 ) -> Response:
-    _listeners_allowed(workspace)
-    raw = _immutables_given(await request.json())
-    return await write_answer(
-        request,
-        store.patch_listener,
-        workspace=workspace,
-        listener_id=listener_id,
-        body=body,
-        raw=raw,
-    )
+    _listeners_allowed(call.workspace)
+    raw = _immutables_given(await call.request.json())
+    return await call.write(store.patch_listener, listener_id=listener_id, body=body, raw=raw)
 
 
 _IN_USE: Responses = {409: {"model": NotFoundBody, "description": "Used by deployments."}}
@@ -153,10 +120,6 @@ _IN_USE: Responses = {409: {"model": NotFoundBody, "description": "Used by deplo
     responses={**_NOT_FOUND, **_FORBIDDEN, **_IN_USE},
     summary="Delete a listener",
 )
-async def delete_listener(
-    listener_id: uuid.UUID, workspace: CurrentWorkspace, request: Request
-) -> Response:
-    _listeners_allowed(workspace)
-    return await write_no_content(
-        request, store.delete_listener, workspace=workspace, listener_id=listener_id
-    )
+async def delete_listener(listener_id: uuid.UUID, call: InWorkspace) -> Response:
+    _listeners_allowed(call.workspace)
+    return await call.write_no_content(store.delete_listener, listener_id=listener_id)

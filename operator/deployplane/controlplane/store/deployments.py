@@ -227,6 +227,7 @@ class DeploymentFilters:
     name_contains: str | None = None
     status: str | None = None
     image_version: str | None = None
+    tag_value_ids: str | None = None
     deployment_type: str | None = None
     deployment_ids: str | None = None
     remote_reconciled: bool | None = None

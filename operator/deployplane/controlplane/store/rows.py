@@ -18,11 +18,8 @@ from deployplane.api.models import (
     DeploymentStatus,
     Listener,
     Revision,
-    RevisionStatus,
     SecretName,
     SecretReference,
-    Source,
-    SourceConfig,
     SourceRevisionConfig,
     SourceRevisionConfigStatus,
 )
@@ -150,33 +147,25 @@ def _revision_config(row: Row[Any]) -> SourceRevisionConfigStatus:
     )
 
 
+# The models take the columns they share names with from the row as they are (the
+# enums and source_config are validated from the stored text and JSON); what is stored
+# under another name or shape is given on top.
 def deployment_model(row: Row[Any]) -> Deployment:
-    return Deployment(
-        id=row.id,
-        tenant_id=row.workspace_id,
-        name=row.name,
-        source=Source(row.source),
-        source_config=SourceConfig.model_validate(row.source_config),
-        source_revision_config=_revision_config(row),
-        secrets=[SecretName(name=s["name"]) for s in row.secrets],
-        secret_references=secret_references(row.secret_references),
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        status=DeploymentStatus(row.status),
-        latest_revision_id=row.latest_revision_id,
-        active_revision_id=row.active_revision_id,
-        image_version=row.image_version,
+    return Deployment.model_validate(
+        {
+            **row._mapping,
+            "tenant_id": row.workspace_id,
+            "source_revision_config": _revision_config(row),
+            # stored with their digests: the names alone leave the store
+            "secrets": [SecretName(name=s["name"]) for s in row.secrets],
+            "secret_references": secret_references(row.secret_references),
+        }
     )
 
 
 def revision_model(row: Row[Any]) -> Revision:
-    return Revision(
-        id=row.id,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        status=RevisionStatus(row.status),
-        source=Source(row.source),
-        source_revision_config=_revision_config(row),
+    return Revision.model_validate(
+        {**row._mapping, "source_revision_config": _revision_config(row)}
     )
 
 
