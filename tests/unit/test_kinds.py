@@ -172,6 +172,28 @@ def test_a_third_kind_is_picked_up_by_the_crd_generator() -> None:
     assert len(schema.custom_resource_definitions()) == 2
 
 
+def test_a_third_kind_is_in_the_generated_kustomization_and_operator_rbac() -> None:
+    files = schema.generated_files(KINDS.with_kinds(fake_kind()))
+    base = yaml.safe_load(files["crds/kustomization.yaml"])
+    assert base["resources"] == [
+        "agentdeployments.deployplane.io.yaml",
+        "listeners.deployplane.io.yaml",
+        "fakes.deployplane.io.yaml",
+    ]
+    role = next(
+        doc
+        for doc in yaml.safe_load_all(files["manifests/rbac.yaml"])
+        if doc["kind"] == "ClusterRole"
+    )
+    granted = [rule["resources"] for rule in role["rules"] if rule["apiGroups"] == [GROUP]]
+    assert granted == [
+        ["agentdeployments", "listeners", "fakes"],
+        ["agentdeployments/status", "listeners/status", "fakes/status"],
+    ]
+    # What the operator ships lists its two kinds, and is committed as generated.
+    assert schema.main(["--check"]) == 0
+
+
 def test_a_third_kind_gets_the_three_handlers_and_a_loop() -> None:
     kinds = KINDS.with_kinds(fake_kind())
     registry = kopf.OperatorRegistry()

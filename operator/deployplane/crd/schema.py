@@ -7,7 +7,8 @@ and the envelope every kind shares (group, version, status subresource, categori
 
 Run `python -m deployplane.crd.schema [--check] [OUT_DIR]` to (re)write, or verify,
 `crds/*.yaml` and `charts/deployplane/crds/*.yaml` under OUT_DIR (default: this
-checkout's root).
+checkout's root), with `crds/kustomization.yaml` and `manifests/rbac.yaml`, which list
+every kind.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, Final
 
 import yaml
 
+from deployplane.crd import manifests
 from deployplane.crd.cel import attach_rules
 from deployplane.crd.openapi import Schema, object_schema
 from deployplane.crd.specs import GROUP, VERSION
@@ -30,6 +32,7 @@ __all__ = [
     "OUTPUT_DIRS",
     "crd",
     "custom_resource_definitions",
+    "generated_files",
     "main",
     "rendered_files",
 ]
@@ -115,13 +118,23 @@ def _render(crd: Schema) -> str:
 
 
 def rendered_files(kinds: KindRegistry = KINDS) -> dict[str, str]:
-    """Relative path (POSIX) -> file content, for every file the generator owns."""
+    """Relative path (POSIX) -> file content, for every CRD file."""
     out: dict[str, str] = {}
     for definition in custom_resource_definitions(kinds):
         text = _render(definition)
         for directory in OUTPUT_DIRS:
             out[f"{directory}/{definition['metadata']['name']}.yaml"] = text
     return out
+
+
+def generated_files(kinds: KindRegistry = KINDS) -> dict[str, str]:
+    """Every file `main` writes: the CRDs, and the two manifests that list every kind
+    (`deployplane.crd.manifests`)."""
+    return {
+        **rendered_files(kinds),
+        manifests.KUSTOMIZATION: manifests.kustomization(kinds),
+        manifests.OPERATOR_RBAC: manifests.operator_rbac(kinds),
+    }
 
 
 def _default_root() -> Path:
@@ -148,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root: Path = args.out_dir or _default_root()
     stale = 0
-    for relative, text in rendered_files().items():
+    for relative, text in generated_files(KINDS).items():
         target = root / relative
         if args.check:
             current = target.read_text() if target.is_file() else ""
@@ -168,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"wrote {target}")
     if stale:
         print(
-            f"{stale} CRD file(s) out of date: run `python -m deployplane.crd.schema`",
+            f"{stale} generated file(s) out of date: run `python -m deployplane.crd.schema`",
             file=sys.stderr,
         )
         return 1
