@@ -37,7 +37,23 @@ def operator_rbac(kinds: KindRegistry) -> str:
     least privilege, the same rules as the chart's ClusterRole."""
     plurals = ", ".join(kind.plural for kind in kinds)
     statuses = ", ".join(f"{kind.plural}/status" for kind in kinds)
-    return _RBAC.format(generated=_GENERATED, group=GROUP, plurals=plurals, statuses=statuses)
+    return _RBAC.format(
+        generated=_GENERATED,
+        metadata=_METADATA,
+        group=GROUP,
+        plurals=plurals,
+        statuses=statuses,
+    )
+
+
+# The name and labels all three objects share.
+_METADATA: Final = """\
+metadata:
+  name: deployplane
+  labels:
+    app.kubernetes.io/name: deployplane
+    app.kubernetes.io/component: operator
+"""
 
 
 _RBAC: Final = """\
@@ -46,21 +62,11 @@ _RBAC: Final = """\
 # (see the comment in charts/deployplane/templates/rbac.yaml for why each is needed).
 apiVersion: v1
 kind: ServiceAccount
-metadata:
-  name: deployplane
-  labels:
-    app.kubernetes.io/name: deployplane
-    app.kubernetes.io/component: operator
-automountServiceAccountToken: true
+{metadata}automountServiceAccountToken: true
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
-metadata:
-  name: deployplane
-  labels:
-    app.kubernetes.io/name: deployplane
-    app.kubernetes.io/component: operator
-rules:
+{metadata}rules:
   - apiGroups: [{group}]
     resources: [{plurals}]
     verbs: [get, list, watch, patch]
@@ -82,12 +88,7 @@ rules:
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
-metadata:
-  name: deployplane
-  labels:
-    app.kubernetes.io/name: deployplane
-    app.kubernetes.io/component: operator
-roleRef:
+{metadata}roleRef:
   apiGroup: rbac.authorization.k8s.io
   kind: ClusterRole
   name: deployplane
