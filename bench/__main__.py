@@ -3,9 +3,12 @@
     DEPLOYPLANE_TOOLS_BIN=$(bash tools/k8s/build.sh path) .venv/bin/python -m bench [--quick]
 
 Each benchmark runs as its own process (`python -m bench.controlplane`,
-`python -m bench.operator`, `python -m bench.dataplane`) and its output streams
-through. The emulator benchmark prints its own table; when it prints no BENCH lines,
-they are derived from that table (`emulator_get_rps`, `emulator_post_rps`, and
+`python -m bench.floor`, `python -m bench.operator`, `python -m bench.dataplane`) and
+its output streams through. The floor and the operator run back to back on the same
+set-up, and `operator_floor_ratio` is the operator's `converge_1000_s` over the
+floor's. `BENCH_PROFILE=dir` records profiles of both (`bench/profiling.py`).
+The emulator benchmark prints its own table; when it prints no BENCH lines, they are
+derived from that table (`emulator_get_rps`, `emulator_post_rps`, and
 `emulator_p99_ms`, the worse of the two p99 latencies).
 """
 
@@ -16,7 +19,7 @@ import re
 import subprocess
 import sys
 
-from bench.report import Figure, parse
+from bench.report import Figure, floor_ratio, parse, verdict
 
 _ROW = re.compile(
     r"^(GET|POST) /v2/deployments\S*\s+(\d+) req/s\s+p50\s+([\d.]+) ms\s+p99\s+([\d.]+) ms"
@@ -85,9 +88,20 @@ def main() -> int:
     found = bench_lines(lines)
     summary += found or [figure.line() for figure in emulator_figures(lines)]
 
+    # The floor right before the operator: the machine's load drifts, the two should
+    # see the same.
+    code, floor_lines = run(["-m", "bench.floor", *operator_args])
+    failures += code != 0
     code, lines = run(["-m", "bench.operator", *operator_args])
     failures += code != 0
     summary += bench_lines(lines)
+    ratio = floor_ratio(lines, floor_lines)
+    if ratio is None:
+        failures += 1
+        print("no operator_floor_ratio: a converge_1000_s line is missing", flush=True)
+    else:
+        summary.append(ratio.line())
+    summary += [line for line in floor_lines if line.startswith("FLOOR ")]
 
     # The listener agent: 100 deployments rolled out on kwok nodes (bench/dataplane.py).
     code, lines = run(["-m", "bench.dataplane", *(["--steady-window", "20"] if args.quick else [])])
@@ -97,6 +111,7 @@ def main() -> int:
     print("== BENCH summary", flush=True)
     for line in summary:
         print(line, flush=True)
+    print(verdict(summary), flush=True)
     return 1 if failures else 0
 
 

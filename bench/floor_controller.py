@@ -27,13 +27,25 @@ from typing import Any
 
 import aiohttp
 
-from bench.direct import deployment_body
 from deployplane.api.client import ControlPlaneClient
+from deployplane.api.models import DeploymentCreate
 from deployplane.controller.kubeapi import KubernetesApi
 from deployplane.crd.specs import GROUP, VERSION
 
 PLURAL = "agentdeployments"
 FINALIZER = "deployplane.io/finalizer"
+
+
+def deployment_body(name: str) -> DeploymentCreate:
+    """What the operator POSTs for the bench's AgentDeployment (`agent_deployment`)."""
+    return DeploymentCreate.model_validate(
+        {
+            "name": name,
+            "source": "external_docker",
+            "source_config": {"resource_spec": {"min_scale": 1}},
+            "source_revision_config": {"image_uri": "registry.example.com/agent:1"},
+        }
+    )
 
 
 def _now() -> str:
@@ -70,11 +82,19 @@ class FloorController:
         self.path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{PLURAL}"
         self.tasks: set[asyncio.Task[None]] = set()
 
+    def headers(self, **extra: str) -> dict[str, str]:
+        """The bearer token of a ServiceAccount kubeconfig, as the operator's status
+        patches send it (`KubernetesApi.patch_status`); a client certificate, if any,
+        is in the session's SSL context instead."""
+        bearer = self.kube._configuration.auth_settings().get("BearerToken") or {}
+        token = {"Authorization": bearer["value"]} if bearer.get("value") else {}
+        return {**token, **extra}
+
     async def add_finalizer(self, name: str) -> None:
         http = self.kube._session()
         path = f"/apis/{GROUP}/{VERSION}/namespaces/{self.namespace}/{PLURAL}/{name}"
         body = json.dumps({"metadata": {"finalizers": [FINALIZER]}})
-        headers = {"Content-Type": "application/merge-patch+json"}
+        headers = self.headers(**{"Content-Type": "application/merge-patch+json"})
         async with http.patch(path, data=body, headers=headers) as response:
             response.raise_for_status()
             await response.read()
@@ -133,7 +153,7 @@ class FloorController:
     async def list(self) -> str:
         http = self.kube._session()
         while True:  # a CRD just applied answers 429 until its storage is ready
-            async with http.get(self.path) as response:
+            async with http.get(self.path, headers=self.headers()) as response:
                 if response.status == 429:
                     await asyncio.sleep(0.5)
                     continue
@@ -149,7 +169,8 @@ class FloorController:
         http = self.kube._session()
         params = {"watch": "1", "resourceVersion": version, "timeoutSeconds": "600"}
         timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
-        async with http.get(self.path, params=params, timeout=timeout) as response:
+        get = http.get(self.path, params=params, timeout=timeout, headers=self.headers())
+        async with get as response:
             # One JSON document per line; an object may be longer than the default
             # 64 KiB line limit of `response.content`, so split the chunks ourselves.
             buffer = b""

@@ -44,3 +44,44 @@ def parse(line: str) -> Figure | None:
         return None
     name, value, unit, op, goal = match.groups()
     return Figure(name, float(value), unit, op, float(goal))
+
+
+# The floor controller's figures (bench/floor.py): evidence about the operator's
+# figures, not targets of their own, so they carry no goal.
+FLOOR_LINE = re.compile(r"^FLOOR (\S+) (\S+) (\S+)$")
+FLOOR_RATIO_GOAL = 1.15
+
+
+def parse_floor(line: str) -> tuple[str, float] | None:
+    match = FLOOR_LINE.match(line.strip())
+    if match is None:
+        return None
+    name, value, _unit = match.groups()
+    return name, float(value)
+
+
+def floor_ratio(operator_lines: list[str], floor_lines: list[str]) -> Figure | None:
+    """`operator_floor_ratio`: the operator's `converge_1000_s` (its BENCH line) over the
+    floor controller's (its FLOOR line) from the same run; None if either is missing."""
+    operator_s = next(
+        (f.value for f in map(parse, operator_lines) if f and f.name == "converge_1000_s"),
+        None,
+    )
+    floor_s = next(
+        (v for name, v in filter(None, map(parse_floor, floor_lines)) if name == "converge_1000_s"),
+        None,
+    )
+    if operator_s is None or floor_s is None:
+        return None
+    if floor_s <= 0:
+        raise ValueError(f"floor converge time must be positive, got {floor_s}")
+    return Figure("operator_floor_ratio", operator_s / floor_s, "x", "<=", FLOOR_RATIO_GOAL, 2)
+
+
+def verdict(lines: list[str]) -> str:
+    """One line under the summary: how many targets are met, and which are not."""
+    figures = [f for f in map(parse, lines) if f is not None]
+    missed = [f.name for f in figures if not f.met]
+    met = len(figures) - len(missed)
+    tail = f"; missed: {', '.join(missed)}" if missed else ""
+    return f"targets met: {met}/{len(figures)}{tail}"

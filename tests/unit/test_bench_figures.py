@@ -1,0 +1,211 @@
+"""The pure parts of `make bench`: the operator/floor ratio, the target verdict, the
+audit-log count of a controller's own writes and the profile summary."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+from bench.__main__ import bench_lines
+from bench.audit_counts import requests_by_verb, writes_by_resource, writes_per_cr
+from bench.profiling import bucket, package, summarise
+from bench.report import FLOOR_RATIO_GOAL, floor_ratio, parse, parse_floor, verdict
+
+OPERATOR = "system:serviceaccount:bench:deployplane-bench"
+T0 = dt.datetime(2026, 11, 23, 3, 0, 0, tzinfo=dt.UTC)
+
+
+def event(
+    verb: str,
+    resource: str,
+    *,
+    user: str = OPERATOR,
+    namespace: str = "bench",
+    at: float = 1.0,
+    sub: str | None = None,
+    stage: str = "ResponseComplete",
+) -> dict[str, Any]:
+    ref: dict[str, Any] = {"resource": resource, "namespace": namespace, "name": "agent-00000"}
+    if sub:
+        ref["subresource"] = sub
+    return {
+        "stage": stage,
+        "verb": verb,
+        "user": {"username": user},
+        "objectRef": ref,
+        "requestReceivedTimestamp": (T0 + dt.timedelta(seconds=at)).isoformat(),
+    }
+
+
+# ---------------------------------------------------------------- the ratio
+
+
+def test_floor_ratio_is_operator_converge_over_floor_converge() -> None:
+    operator = ["[03:00:00] progress", "BENCH converge_1000_s 23.0 s goal <= 60"]
+    floor = ["FLOOR converge_1000_s 20.0 s", "FLOOR k8s_writes_per_cr 3.00 writes"]
+    ratio = floor_ratio(operator, floor)
+    assert ratio is not None
+    assert ratio.name == "operator_floor_ratio"
+    assert ratio.value == pytest.approx(1.15)
+    assert ratio.line() == "BENCH operator_floor_ratio 1.15 x goal <= 1.15"
+    assert ratio.met
+    assert FLOOR_RATIO_GOAL == 1.15
+
+
+def test_floor_ratio_above_the_goal_is_missed() -> None:
+    ratio = floor_ratio(
+        ["BENCH converge_1000_s 31.6 s goal <= 60"], ["FLOOR converge_1000_s 20.4 s"]
+    )
+    assert ratio is not None
+    assert ratio.line() == "BENCH operator_floor_ratio 1.55 x goal <= 1.15"
+    assert not ratio.met
+
+
+def test_floor_ratio_needs_both_lines() -> None:
+    assert floor_ratio(["BENCH converge_1000_s 31.6 s goal <= 60"], ["FLOOR other 1 s"]) is None
+    assert (
+        floor_ratio(["BENCH api_calls_per_cr 3 calls goal <= 4"], ["FLOOR converge_1000_s 2 s"])
+        is None
+    )
+    with pytest.raises(ValueError, match="positive"):
+        floor_ratio(["BENCH converge_1000_s 3.0 s goal <= 60"], ["FLOOR converge_1000_s 0.0 s"])
+
+
+def test_parse_floor_reads_name_and_value_only_from_floor_lines() -> None:
+    assert parse_floor("FLOOR k8s_writes_per_cr 3.00 writes") == ("k8s_writes_per_cr", 3.0)
+    assert parse_floor("BENCH converge_1000_s 3.0 s goal <= 60") is None
+
+
+def test_verdict_names_every_missed_target() -> None:
+    lines = [
+        "BENCH k8s_writes_per_cr 4.00 writes goal <= 3",
+        "BENCH steady_k8s_writes_per_min 0.0 writes goal = 0",
+        "BENCH emulator_get_rps 3473 req/s goal >= 1000",
+        "BENCH operator_rss_mb_1000 210.0 MB goal <= 150",
+        "FLOOR converge_1000_s 20.0 s",
+    ]
+    assert verdict(lines) == "targets met: 2/4; missed: k8s_writes_per_cr, operator_rss_mb_1000"
+    assert verdict(lines[1:3]) == "targets met: 2/2"
+
+
+def test_bench_lines_keep_the_last_of_each_and_skip_progress_logs() -> None:
+    lines = [
+        "[03:00:00] BENCH converge_1000_s 30.0 s goal <= 60",  # a progress log of it
+        "BENCH converge_1000_s 31.0 s goal <= 60",
+        "BENCH converge_1000_s 32.0 s goal <= 60",
+    ]
+    assert bench_lines(lines) == ["BENCH converge_1000_s 32.0 s goal <= 60"]
+    fig = parse(bench_lines(lines)[0])
+    assert fig is not None
+    assert fig.value == 32.0
+
+
+# ---------------------------------------------------------------- the audit log
+
+
+def test_writes_by_resource_counts_only_the_controllers_writes_in_the_window() -> None:
+    events = [
+        event("create", "agentdeployments", user="kubernetes-admin"),  # the bench's apply
+        event("patch", "agentdeployments"),  # finalizer (+ marker)
+        event("patch", "agentdeployments", sub="status"),  # id with the first conditions
+        event("patch", "agentdeployments", sub="status", at=2.0),  # Ready
+        event("create", "events", at=2.0),
+        event("get", "agentdeployments"),  # a read
+        event("watch", "agentdeployments"),
+        event("patch", "agentdeployments", at=-1.0),  # before the window
+        event("patch", "agentdeployments", at=9.0),  # after it
+        event("patch", "agentdeployments", namespace="other"),
+        event("patch", "agentdeployments", stage="ResponseStarted"),  # not a final stage
+        event("patch", "", sub=None),  # a non-resource request
+    ]
+    counts = writes_by_resource(
+        events,
+        user=OPERATOR,
+        namespace="bench",
+        since=T0,
+        until=T0 + dt.timedelta(seconds=5),
+    )
+    assert counts == {"agentdeployments": 1, "agentdeployments/status": 2, "events": 1}
+
+
+def test_failed_writes_count_and_the_window_bounds_are_inclusive() -> None:
+    events = [
+        event("patch", "agentdeployments", at=0.0),
+        event("update", "agentdeployments", at=5.0),
+    ]
+    counts = writes_by_resource(
+        events, user=OPERATOR, namespace="bench", since=T0, until=T0 + dt.timedelta(seconds=5)
+    )
+    assert counts == {"agentdeployments": 2}
+
+
+def test_writes_per_cr_leaves_events_and_other_resources_out() -> None:
+    counts = {"agentdeployments": 2000, "agentdeployments/status": 2000, "events": 2000}
+    assert writes_per_cr(counts, "agentdeployments", 1000) == 4.0
+    assert writes_per_cr({"listeners": 5}, "agentdeployments", 5) == 0.0
+    with pytest.raises(ValueError, match="positive"):
+        writes_per_cr(counts, "agentdeployments", 0)
+
+
+# ---------------------------------------------------------------- profiles
+
+
+def test_summarise_ranks_self_and_inclusive_samples() -> None:
+    raw = [
+        "main (a.py:1);loop (b.py:2);parse (c.py:3) 6",
+        "main (a.py:1);loop (b.py:2) 3",
+        "main (a.py:1);send (d.py:4) 1",
+        "garbage line",
+    ]
+    text = summarise(raw)
+    assert text.startswith("10 samples")
+    self_part, inclusive_part = text.split("## inclusive (top)")
+    assert self_part.index("60.0% parse (c.py:3)") < self_part.index("30.0% loop (b.py:2)")
+    assert "100.0% main (a.py:1)" in inclusive_part
+    assert "90.0% loop (b.py:2)" in inclusive_part
+    assert summarise([]) == "no samples"
+
+
+def test_package_of_a_frame() -> None:
+    assert package("handle (kopf/_core/reactor/processing.py:42)") == "kopf"
+    assert package("f (/x/.venv/lib/python3.11/site-packages/httpx/_client.py:7)") == "httpx"
+    assert package("run (deployplane/reconcile/reconciler.py:80)") == "deployplane/reconcile"
+    assert package("loads (json/__init__.py:346)") == "json"
+    assert package("do_handshake (ssl.py:979)") == "ssl"
+    assert package("__instancecheck__ (<frozen abc>:119)") == "abc"
+    assert package("_find_spec (<frozen importlib._bootstrap>:1070)") == "importlib"
+
+
+def test_failed_only_counts_the_refused_writes() -> None:
+    refused = event("patch", "agentdeployments")
+    refused["responseStatus"] = {"code": 422}
+    accepted = event("patch", "agentdeployments")
+    accepted["responseStatus"] = {"code": 200}
+    window = {"user": OPERATOR, "namespace": "bench", "since": T0}
+    until = T0 + dt.timedelta(seconds=5)
+    assert writes_by_resource([refused, accepted], **window, until=until) == {"agentdeployments": 2}
+    failed = writes_by_resource([refused, accepted], **window, until=until, failed_only=True)
+    assert failed == {"agentdeployments": 1}
+
+
+def test_requests_by_verb_counts_reads_and_other_namespaces_too() -> None:
+    events = [
+        event("watch", "namespaces", namespace=""),
+        event("patch", "agentdeployments", sub="status"),
+        event("patch", "agentdeployments", sub="status"),
+        event("create", "agentdeployments", user="kubernetes-admin"),
+        event("get", "agentdeployments", at=7.0),
+    ]
+    counts = requests_by_verb(events, user=OPERATOR, since=T0, until=T0 + dt.timedelta(seconds=5))
+    assert counts == {"watch namespaces": 1, "patch agentdeployments/status": 2}
+
+
+def test_bucket_puts_a_control_plane_call_inside_a_pass_with_the_calls() -> None:
+    call = "Handle._run (asyncio/events.py:80);ResourceLoop.run (deployplane/controller/loop.py:1)"
+    call += ";ControlPlaneClient._request (deployplane/api/client.py:9)"
+    assert bucket(call) == "pass: control-plane calls (httpx)"
+    kopf = "Handle._run (asyncio/events.py:80)"
+    kopf += ";process_resource_event (kopf/_core/reactor/processing.py:1)"
+    assert bucket(kopf) == "Kopf: per-event processing"
+    assert bucket("BaseEventLoop._run_once (asyncio/base_events.py:1)") == "other"
