@@ -99,23 +99,83 @@ class KubernetesApi:
         status: Mapping[str, Any] = obj.get("status") or {}
         return status
 
-    async def patch_status(
-        self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
-    ) -> bool:
-        """JSON-merge-patch the status subresource (None deletes a key). False if gone."""
-        http = self._session()
-        headers = {"Content-Type": "application/merge-patch+json", "Accept": "application/json"}
+    def _headers(self, content_type: str | None = None) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
         # Asked per request: the configuration refreshes expiring (in-cluster) tokens.
         # auth_settings() knows where the client keeps a token ("BearerToken", with its
         # "Bearer " prefix); a client certificate, if any, is in the SSL context instead.
         bearer = self._configuration.auth_settings().get("BearerToken") or {}
         if bearer.get("value"):
             headers["Authorization"] = bearer["value"]
-        path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{plural}/{name}/status"
-        async with http.patch(path, data=json.dumps({"status": dict(patch)}), headers=headers) as r:
-            if r.status == 404:
-                return False
-            if r.status >= 400:
+        return headers
+
+    async def _patch(self, path: str, body: Any, content_type: str) -> int:
+        """PATCH `path`; the HTTP status (404 and 409/422 are the caller's to judge)."""
+        http = self._session()
+        data = json.dumps(body)
+        async with http.patch(path, data=data, headers=self._headers(content_type)) as r:
+            if r.status >= 400 and r.status not in (404, 409, 422):
                 raise ApiException(status=r.status, reason=(await r.text())[:500])
             await r.read()
-        return True
+            return r.status
+
+    async def patch_status(
+        self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> bool:
+        """JSON-merge-patch the status subresource (None deletes a key). False if gone."""
+        path = f"{_path(plural, namespace, name)}/status"
+        return await self._merge(path, {"status": dict(patch)})
+
+    async def patch_object(
+        self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> bool:
+        """JSON-merge-patch the object itself (metadata: finalizers, annotations). False
+        if gone."""
+        return await self._merge(_path(plural, namespace, name), dict(patch))
+
+    async def _merge(self, path: str, body: Mapping[str, Any]) -> bool:
+        code = await self._patch(path, body, "application/merge-patch+json")
+        if code in (409, 422):
+            raise ApiException(status=code, reason=f"merge patch refused ({code})")
+        return code != 404
+
+    async def remove_finalizer(
+        self, plural: str, namespace: str, name: str, finalizer: str
+    ) -> bool:
+        """Take `finalizer` off the object, leaving any other's. A JSON patch guarded by a
+        test of the list as just read, so a finalizer somebody adds meanwhile is never
+        lost: on a refusal (the list changed) read again and retry. False if gone."""
+        path = _path(plural, namespace, name)
+        http = self._session()
+        for _ in range(_FINALIZER_RETRIES):
+            async with http.get(path, headers=self._headers()) as r:
+                if r.status == 404:
+                    return False
+                if r.status >= 400:
+                    raise ApiException(status=r.status, reason=(await r.text())[:500])
+                current = list((await r.json()).get("metadata", {}).get("finalizers") or [])
+            if finalizer not in current:
+                return True
+            ops = [
+                {"op": "test", "path": "/metadata/finalizers", "value": current},
+                {
+                    "op": "replace",
+                    "path": "/metadata/finalizers",
+                    "value": [f for f in current if f != finalizer],
+                },
+            ]
+            code = await self._patch(path, ops, "application/json-patch+json")
+            if code == 404:
+                return False
+            if code < 400:
+                return True
+        raise ApiException(status=409, reason=f"finalizers of {namespace}/{name} keep changing")
+
+
+_FINALIZER_RETRIES = 5
+
+
+def _path(plural: str, namespace: str, name: str) -> str:
+    return f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{plural}/{name}"
