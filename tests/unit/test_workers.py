@@ -130,3 +130,51 @@ def test_a_deleted_resource_leaves_the_queue_and_the_store() -> None:
     workers.observe("Fake", "DELETED", copy.deepcopy(body()))
     assert KEY not in workers.resources
     assert workers.queue.due_now() == 0
+
+
+async def test_kopfs_peering_pause_and_resume_pause_and_resume_the_workers() -> None:
+    """Kopf's own peering code, fed a peer of a higher priority, then that peer gone."""
+    import datetime as dt
+    import logging
+
+    import kopf
+    from kopf._cogs.aiokits.aiotoggles import Toggle
+    from kopf._core.engines import peering
+
+    from deployplane.controller.handlers import PEERING_LOGGER, watch_peering
+
+    workers, _, _ = rig()
+    hook = watch_peering(workers)
+    try:
+        settings = kopf.OperatorSettings()
+        settings.peering.name = "deployplane"
+        settings.peering.priority = 10
+        now = dt.datetime.now(dt.UTC).isoformat()
+        resource = kopf.Resource("kopf.dev", "v1", "kopfpeerings", namespaced=True)
+
+        async def event(status: dict[str, Any], toggle: Toggle) -> None:
+            raw = {
+                "type": "MODIFIED",
+                "object": {"metadata": {"name": "deployplane"}, "status": status},
+            }
+            await peering.process_peering_event(
+                raw_event=raw,  # type: ignore[arg-type]
+                namespace="ns",  # type: ignore[arg-type]
+                resource=resource,
+                identity=peering.Identity("us"),
+                settings=settings,
+                autoclean=False,
+                conflicts_found=toggle,
+                stream_pressure=pressed,  # return at once instead of waiting for the peer
+            )
+
+        pressed = asyncio.Event()
+        pressed.set()
+        toggle = Toggle()
+        higher = {"them": {"priority": 20, "lifetime": 60, "lastseen": now}}
+        await asyncio.wait_for(event(higher, toggle), 5)
+        assert workers.queue.paused
+        await asyncio.wait_for(event({}, toggle), 5)
+        assert not workers.queue.paused
+    finally:
+        logging.getLogger(PEERING_LOGGER).removeFilter(hook)

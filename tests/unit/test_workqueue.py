@@ -129,3 +129,15 @@ async def test_length_counts_keys_due_now_and_later() -> None:
     q.add_after("b", 5.0)
     q.add_after("a", 5.0)  # due now already: not counted twice
     assert len(q) == 2
+
+
+async def test_a_paused_queue_hands_out_nothing_until_resumed() -> None:
+    q, _ = queue()
+    q.pause()
+    q.add("a")
+    waiting = asyncio.create_task(q.get())
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not waiting.done()
+    q.pause(False)
+    assert await waiting == "a"

@@ -121,8 +121,44 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per API call otherwise
     config = OperatorConfig.from_env()
     memo.runtime = runtime = build_runtime(config, KubernetesApi.from_environment())
+    watch_peering(runtime.workers)
     if config.metrics_port is not None:
         runtime.metrics.serve(config.metrics_port, config.metrics_addr)
+
+
+class PeeringPause(logging.Filter):
+    """Pauses the workers while Kopf's peering pauses this operator (a peer of a higher
+    priority is alive) and resumes them with it, as Kopf stopped its daemons before.
+
+    Kopf tells handlers nothing of it; it stops its watch streams and logs the change
+    (`kopf._core.engines.peering`, "Pausing operations ..." / "Resuming operations
+    ..."), which this filter reads. A unit test drives Kopf's own peering code through
+    it, so a Kopf that says it differently fails that test, not production."""
+
+    def __init__(self, workers: Workers) -> None:
+        super().__init__()
+        self.workers = workers
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith(("Pausing operations", "Pausing all operators")):
+            self.workers.queue.pause()
+        elif message.startswith("Resuming operations"):
+            self.workers.queue.pause(False)
+        return True
+
+
+PEERING_LOGGER = "kopf._core.engines.peering"
+
+
+def watch_peering(workers: Workers) -> PeeringPause:
+    hook = PeeringPause(workers)
+    peering_log = logging.getLogger(PEERING_LOGGER)
+    # Its INFO lines must be made whatever the log level (a rare line, printed or not as
+    # the handlers decide).
+    peering_log.setLevel(logging.INFO)
+    peering_log.addFilter(hook)
+    return hook
 
 
 @kopf.on.cleanup()

@@ -14,6 +14,7 @@ The rules (the delays themselves are the schedule's, `deployplane.reconcile.sche
   a poll or resync wait short); `add_after` keeps the earlier of two due times;
 - keys are taken in the order they became due (first in, first out), so a resource
   re-queued at once by its own pass waits behind everything already due;
+- `pause` holds every key back (a pass already running finishes) until `resume`;
 - `stop` wakes every waiting worker with None.
 """
 
@@ -46,6 +47,7 @@ class WorkQueue(Generic[K]):
         self._seq = itertools.count()
         self._wakeup = asyncio.Event()
         self._stopped = False
+        self._paused = False
 
     def __len__(self) -> int:
         """Keys due now or later (not those being processed)."""
@@ -102,17 +104,26 @@ class WorkQueue(Generic[K]):
         self._stopped = True
         self._wakeup.set()
 
+    def pause(self, paused: bool = True) -> None:
+        """Hand out no key while paused (another operator has the lead); keys still queue."""
+        self._paused = paused
+        self._wakeup.set()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
     async def get(self) -> K | None:
         """The next due key (the caller must call `done` with it); None once stopped."""
         while not self._stopped:
             self._promote()
-            while self._ready:
+            while self._ready and not self._paused:
                 key = self._ready.popleft()
                 if key in self._queued:
                     self._queued.discard(key)
                     self._active.add(key)
                     return key
-            timeout = self._heap[0][0] - self._clock() if self._heap else None
+            timeout = self._heap[0][0] - self._clock() if self._heap and not self._paused else None
             self._wakeup.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), timeout)
