@@ -22,6 +22,8 @@ class FakeKube:
     """What object merge patches (metadata) made of each object: (namespace, plural, name)."""
     object_writes: list[tuple[str, str, str, dict[str, Any]]] = field(default_factory=list)
     finalizers_removed: list[tuple[str, str, str, str]] = field(default_factory=list)
+    events: list[tuple[str, str, str]] = field(default_factory=list)
+    """(object name, type, reason) of every Event posted."""
     fail_write_when: Any = None  # callable(patch) -> bool: simulate a crash on that write
 
     def put_secret(self, namespace: str, name: str, data: Mapping[str, str]) -> None:
@@ -64,3 +66,8 @@ class FakeKube:
     ) -> bool:
         self.finalizers_removed.append((plural, namespace, name, finalizer))
         return True
+
+    async def post_event(
+        self, involved: Mapping[str, Any], type_: str, reason: str, message: str
+    ) -> None:
+        self.events.append(((involved.get("metadata") or {}).get("name", ""), type_, reason))

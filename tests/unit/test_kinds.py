@@ -4,6 +4,7 @@ take a deleted resource out of the per-resource gauges."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import shutil
 import subprocess
@@ -225,14 +226,6 @@ def test_each_kind_has_one_watch_handler_and_kopf_needs_no_finalizer() -> None:
 # --------------------------------------------------------- deleted resources leave gauges
 
 
-@pytest.fixture
-def posted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Events the handlers post (Kopf's own poster needs a running operator)."""
-    reasons: list[str] = []
-    monkeypatch.setattr(kopf, "event", lambda _body, **event: reasons.append(event["reason"]))
-    return reasons
-
-
 def rig(ext: ExternalFns) -> tuple[handlers.Runtime, FakeKube, dict[str, Any]]:
     kind = fake_kind(ext)
     kube = FakeKube()
@@ -265,17 +258,22 @@ def tracked(runtime: handlers.Runtime) -> dict[str, float]:
     return {**counts, "not_ready": not_ready or 0.0, "since_set": float(since is not None)}
 
 
-async def test_a_finished_deletion_takes_the_resource_out_of_the_gauges(
-    posted: list[str],
-) -> None:
+async def settled() -> None:
+    """Let the Events posted in the background land."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_a_finished_deletion_takes_the_resource_out_of_the_gauges() -> None:
     ext = ExternalFns(delete_fn=returns(False, True))
     runtime, kube, body = rig(ext)
     workers = runtime.workers
     # One pass (the fake is created, not Ready yet, our finalizer put on).
     workers.observe("Fake", "ADDED", body)
     await workers.visit(KEY)
+    await settled()
     assert ("create",) in ext.journal
-    assert "Created" in posted
+    assert ("f1", "Normal", "Created") in kube.events
     counted = tracked(runtime)
     assert counted["not_ready"] == 1
     assert counted["since_set"] == 1
@@ -294,14 +292,17 @@ async def test_a_finished_deletion_takes_the_resource_out_of_the_gauges(
     assert kube.finalizers_removed == [("fakes", NS, "f1", FINALIZER)]
 
 
-async def test_a_resource_deleted_from_the_watch_takes_itself_out_of_the_gauges(
-    posted: list[str],
-) -> None:
-    runtime, _, body = rig(ExternalFns())
+async def test_a_resource_deleted_from_the_watch_takes_itself_out_of_the_gauges() -> None:
+    runtime, kube, body = rig(ExternalFns())
     workers = runtime.workers
     workers.observe("Fake", "ADDED", body)
     await workers.visit(KEY)
-    assert "Created" in posted  # it made its pass, counted in the gauges until deleted
+    await settled()
+    assert (
+        "f1",
+        "Normal",
+        "Created",
+    ) in kube.events  # it made its pass, counted in the gauges until deleted
     assert tracked(runtime)["not_ready"] == 1
     workers.observe("Fake", "DELETED", body)
     assert tracked(runtime) == {"not_ready": 0.0, "since_set": 0.0}

@@ -36,7 +36,11 @@ def rig(
         status_model=FakeStatus,
     )
     posted: list[EventRecord] = []
-    workers = Workers({"Fake": loop}, kube, lambda _body, event: posted.append(event), size=2)
+
+    async def post(_body: Any, event: EventRecord) -> None:
+        posted.append(event)
+
+    workers = Workers({"Fake": loop}, kube, post, size=2)
     return workers, kube, posted
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime as dt
 import json
 import os
 import ssl
@@ -173,8 +174,48 @@ class KubernetesApi:
                 return True
         raise ApiException(status=409, reason=f"finalizers of {namespace}/{name} keep changing")
 
+    async def post_event(
+        self, involved: Mapping[str, Any], type_: str, reason: str, message: str
+    ) -> None:
+        """Create a core/v1 Event about `involved` (a watched body), with the fields and the
+        component name Kopf's poster used, over this session: the operator's writes share
+        one connection pool (Kopf's poster kept a pool of its own, and its own task)."""
+        meta = involved.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        if len(message) > _EVENT_MESSAGE_MAX:
+            half = _EVENT_MESSAGE_MAX // 2
+            message = f"{message[: half - 1]}...{message[-(half - 2) :]}"
+        now = dt.datetime.now(dt.UTC).isoformat()
+        body = {
+            "metadata": {"namespace": namespace, "generateName": "kopf-event-"},
+            "action": "Action?",
+            "type": type_,
+            "reason": reason,
+            "message": message,
+            "reportingComponent": "kopf",
+            "reportingInstance": "dev",
+            "source": {"component": "kopf"},
+            "involvedObject": {
+                "apiVersion": involved.get("apiVersion"),
+                "kind": involved.get("kind"),
+                "name": meta.get("name"),
+                "uid": meta.get("uid"),
+                "namespace": namespace,
+            },
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "eventTime": now,
+        }
+        path = f"/api/v1/namespaces/{namespace}/events"
+        headers = self._headers("application/json")
+        async with self._session().post(path, data=json.dumps(body), headers=headers) as r:
+            if r.status >= 400:
+                raise ApiException(status=r.status, reason=(await r.text())[:500])
+            await r.read()
+
 
 _FINALIZER_RETRIES = 5
+_EVENT_MESSAGE_MAX = 1024
 
 
 def _path(plural: str, namespace: str, name: str) -> str:

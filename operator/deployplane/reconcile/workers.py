@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -26,7 +26,7 @@ log = logging.getLogger("deployplane.workers")
 Key = tuple[str, str, str]
 """(kind, namespace, name)."""
 
-EventSink = Callable[[Mapping[str, Any], EventRecord], None]
+EventSink = Callable[[Mapping[str, Any], EventRecord], Awaitable[None]]
 """Posts an Event about the object (the body as `observe` kept it)."""
 
 _METADATA: Final = (
@@ -88,15 +88,16 @@ class Workers:
         self.queue: WorkQueue[Key] = WorkQueue()
         self.resources: dict[Key, Tracked] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._posting: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
-        """Start the workers (in the caller's context: Kopf's Event poster lives there)."""
+        """Start the workers (once; later calls do nothing)."""
         if not self._tasks:
             self._tasks = [asyncio.create_task(self._work()) for _ in range(self.size)]
 
     async def stop(self) -> None:
         self.queue.stop()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*self._tasks, *self._posting, return_exceptions=True)
         self._tasks = []
 
     def observe(self, kind: str, event_type: str | None, body: Mapping[str, Any]) -> None:
@@ -139,6 +140,19 @@ class Workers:
             finally:
                 self.queue.done(key, delay if key in self.resources else None)
 
+    async def _post(self, body: Mapping[str, Any], event: EventRecord) -> None:
+        try:
+            await self.post_event(body, event)
+        except Exception as exc:  # an Event lost is no reason to fail anything
+            meta = body.get("metadata") or {}
+            log.warning(
+                "%s/%s: event %s not posted: %s",
+                meta.get("namespace"),
+                meta.get("name"),
+                event.reason,
+                exc,
+            )
+
     async def visit(self, key: Key) -> float | None:
         """One pass over the resource, or its finalization; the delay before the next."""
         tracked = self.resources.get(key)
@@ -148,7 +162,10 @@ class Workers:
         if not is_deleting(body):
 
             def post(event: EventRecord) -> None:
-                self.post_event(body, event)
+                # Not awaited: an Event never holds up the pass, nor fails it.
+                task = asyncio.create_task(self._post(body, event))
+                self._posting.add(task)
+                task.add_done_callback(self._posting.discard)
 
             return await loop.one_pass(body, state, post_event=post)
         if not has_finalizer(body):
