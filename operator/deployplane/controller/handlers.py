@@ -175,6 +175,8 @@ PEERING_LOGGER = "kopf._core.engines.peering"
 def watch_peering(workers: Workers) -> PeeringPause:
     hook = PeeringPause(workers)
     peering_log = logging.getLogger(PEERING_LOGGER)
+    for old in [f for f in peering_log.filters if isinstance(f, PeeringPause)]:
+        peering_log.removeFilter(old)  # an operator run again in one process (embedded)
     # Its INFO lines must be made whatever the log level (a rare line, printed or not as
     # the handlers decide).
     peering_log.setLevel(logging.INFO)
