@@ -363,6 +363,7 @@ class Bench:
         the controller's Kubernetes writes meanwhile by resource (audit log).
         Logs the CPU seconds each process spent meanwhile."""
         self.emu.reset()
+        self.profiles.converge_starts(self.pid)
         cpu0 = self.cpu_by_process(controller)
         ready = ReadyWatch(self.custom, self.namespace, self.n)
         ready.start()

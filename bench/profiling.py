@@ -104,6 +104,12 @@ class Profiles:
         if self.directory is not None:
             os.environ["DEPLOYPLANE_APISERVER_PROFILING"] = "1"
 
+    def converge_starts(self, pid: int) -> None:
+        """Tell the hook in `pid` the converge starts: it clears its pause table, and with
+        `BENCH_GC_FREEZE=1` calls `gc.freeze()` (a what-if for the operator's start-up)."""
+        if self.directory is not None:
+            os.kill(pid, signal.SIGUSR2)
+
     def memory(self, pid: int, tag: str, within: float = 120.0) -> None:
         """Ask the hook in `pid` for its memory report and wait until it is written."""
         if self.directory is None:
@@ -139,7 +145,7 @@ BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pass: control-plane calls (httpx)", ("ControlPlaneClient.",)),
     ("pass: status patches (aiohttp)", ("KubernetesApi.patch_status", "patch_status (bench/")),
     ("pass: the rest (reconciler, diff, pydantic, metrics)", ("ResourceLoop.", "converge (bench/")),
-    ("on.event handler", ("_changed (deployplane/",)),
+    ("on.event handler", ("changed (deployplane/controller/",)),
     ("Kopf: Events posted", ("kopf/_core/engines/posting.py",)),
     ("Kopf: its own patches (finalizer)", ("kopf/_cogs/clients/patching.py",)),
     ("Kopf: daemon machinery", ("kopf/_core/engines/daemons.py",)),

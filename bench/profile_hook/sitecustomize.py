@@ -6,7 +6,9 @@ being measured.
 What it writes: live objects by type (count and shallow bytes, from `gc`), asyncio
 tasks by coroutine name (one daemon per resource shows up here), and, only when
 `BENCH_TRACEMALLOC=N` (N frames; it slows the process several times over, so never
-with a CPU profile), the top allocation sites by line and by file.
+with a CPU profile), the top allocation sites by line and by file. On SIGUSR2 (the
+converge starts) it clears the pause table, and with `BENCH_GC_FREEZE=1` also freezes
+the garbage collector's generations.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ def _dump(signum: int, frame: object) -> None:
     lines = [f"gc objects: {sum(counts.values())}, shallow bytes {sum(sizes.values())}"]
     lines += ["", "## live objects by type (top 40 by shallow bytes): count, bytes"]
     lines += [f"{sizes[n]:>12} {counts[n]:>9} {n}" for n, _ in sizes.most_common(40)]
-    lines += ["", "## garbage collections: generation, count, total ms, longest ms"]
+    lines += ["", "## garbage collections since the converge began"]
+    lines += ["generation, count, total ms, longest ms"]
     lines += [
         f"gen{gen} {len(ms):>6} {sum(ms):>9.1f} {max(ms, default=0):>7.1f}"
         for gen, ms in sorted(_PAUSES.items())
@@ -82,6 +85,17 @@ if _OUT:
     import tracemalloc
 
     gc.callbacks.append(_on_gc)
+
+    def _converge_starts(signum: int, frame: object) -> None:
+        """SIGUSR2, sent by the bench right before the apply: the pause table covers the
+        converge from here on. With `BENCH_GC_FREEZE=1`, a what-if rather than a figure:
+        every object alive now leaves the collected generations, as a `gc.freeze()`
+        after start-up in the operator would do."""
+        _PAUSES.clear()
+        if os.environ.get("BENCH_GC_FREEZE") == "1":
+            gc.freeze()
+
+    signal.signal(signal.SIGUSR2, _converge_starts)
     _frames = int(os.environ.get("BENCH_TRACEMALLOC") or 0)
     if _frames:
         tracemalloc.start(_frames)
