@@ -82,6 +82,9 @@ async def test_our_own_status_echo_queues_nothing_but_a_spec_change_does() -> No
     echo["status"] = {"deploymentId": "dep-new"}
     workers.observe("Fake", "MODIFIED", echo)
     assert workers.queue.due_now() == 0
+    # Once its state holds the status, the watch's copy is not kept (nor ever read).
+    assert "status" not in workers.resources[KEY].body
+    assert (workers.resources[KEY].state.status or {})["deploymentId"] == "dep-new"
     workers.observe("Fake", "MODIFIED", body(generation=2))
     assert workers.queue.due_now() == 1
 

@@ -54,16 +54,20 @@ class Tracked:
     state: ResourceState
 
 
-def lean(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a watched object a pass reads; the rest is not kept in memory."""
+def lean(body: Mapping[str, Any], *, status: bool = True) -> dict[str, Any]:
+    """The part of a watched object a pass reads; the rest is not kept in memory. The
+    status only until the resource's state has read it: then the state holds the status
+    the operator wrote, and the watch's copy (which may lag behind it) is never read."""
     meta = body.get("metadata") or {}
-    return {
+    kept = {
         "apiVersion": body.get("apiVersion"),
         "kind": body.get("kind"),
         "metadata": {k: meta[k] for k in _METADATA if k in meta},
         "spec": body.get("spec") or {},
-        "status": body.get("status") or {},
     }
+    if status:
+        kept["status"] = body.get("status") or {}
+    return kept
 
 
 def is_deleting(body: Mapping[str, Any]) -> bool:
@@ -107,11 +111,11 @@ class Workers:
             self._gone(key)
             return
         tracked = self.resources.get(key)
-        kept = lean(body)
         if tracked is None:
-            self.resources[key] = Tracked(kept, ResourceState())
+            self.resources[key] = Tracked(lean(body), ResourceState())
             self.queue.add(key)
             return
+        kept = lean(body, status=tracked.state.status is None)
         tracked.body = kept
         if (is_deleting(kept) and has_finalizer(kept)) or tracked.state.changed(kept):
             self.queue.add(key)
