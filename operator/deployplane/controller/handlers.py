@@ -3,9 +3,9 @@
 Every kind of the registry (`deployplane.kinds`) gets one handler, registered in one
 loop at import: a watch-event handler that hands each event to the pool of workers
 (`deployplane.reconcile.workers`), which reconciles, finalizes and takes our finalizer
-off. Kopf is the watcher and the Event poster only: with no daemons and no delete
-handler it puts no finalizer of its own on the objects (the operator puts its own on
-with the create-pending marker, in one write) and keeps no per-object state.
+off. Kopf is the watcher only (the operator posts its own Events): with no daemons and
+no delete handler it puts no finalizer of its own on the objects (the operator puts its
+own on with the create-pending marker, in one write) and keeps no per-object state.
 
 Run with `deployplane operator run`, or `kopf run -m deployplane.controller.handlers`.
 """

@@ -1,10 +1,12 @@
-"""Kubernetes reads and status writes.
+"""Kubernetes reads, and every write of the operator: status patches, the object patch
+of the finalizer and create-pending marker, the finalizer's removal, Events.
 
-Why not through Kopf: a daemon's `patch` is applied only when an attempt ends, while the
-reconciler must make the create-pending marker durable *during* a pass, before the create.
+Why not through Kopf: Kopf applies a handler's `patch` only when the handler returns,
+while the reconciler must make the create-pending marker durable *during* a pass, before
+the create; and the workers that run the passes are not Kopf handlers at all.
 
-Status patches, the hot path (several per new resource), go over aiohttp (Kopf's own HTTP
-client, so no new dependency) on the event loop, authenticated from the official client's
+The writes, the hot path (three per new resource, and two Events), go over one aiohttp
+session (Kopf's own HTTP client, so no new dependency) on the event loop, authenticated from the official client's
 configuration. They used to go
 through the official (blocking) client in `asyncio.to_thread`, and with 1,000 new
 resources the default executor's six threads became the queue every pass waited in: the
