@@ -6,9 +6,9 @@ while the reconciler must make the create-pending marker durable *during* a pass
 the create; and the workers that run the passes are not Kopf handlers at all.
 
 The writes, the hot path (three per new resource, and two Events), go over one aiohttp
-session (Kopf's own HTTP client, so no new dependency) on the event loop, authenticated from the official client's
-configuration. They used to go
-through the official (blocking) client in `asyncio.to_thread`, and with 1,000 new
+session (Kopf's own HTTP client, so no new dependency) on the event loop, authenticated
+from the official client's configuration. Status patches used to go through the
+official (blocking) client in `asyncio.to_thread`, and with 1,000 new
 resources the default executor's six threads became the queue every pass waited in: the
 create-pending marker of the median resource was written 17 s after it was applied
 (bench/operator.py). The rare reads (Secrets, a Listener's status) stay on threads.
