@@ -30,6 +30,8 @@ from tests.e2e.operator_harness import (
     operator_env,
 )
 
+from deployplane.reconcile.loop import CREATE_PENDING_ANNOTATION
+
 AGD = "agentdeployments"
 SECRET_VALUE = "sk-reliability-planted-7d41e9"
 RETRYING_REASONS = frozenset({"ControlPlaneUnavailable", "RateLimited"})
@@ -170,7 +172,13 @@ def check_converged(
     missing = sorted(set(names) - {o["metadata"]["name"] for o in items})
     stuck = not_ready + missing
     pending = sorted(
-        o["metadata"]["name"] for o in items if (o.get("status") or {}).get("createPending")
+        o["metadata"]["name"]
+        for o in items
+        if (o.get("status") or {}).get("createPending")
+        or (
+            CREATE_PENDING_ANNOTATION in (o["metadata"].get("annotations") or {})
+            and not (o.get("status") or {}).get("deploymentId")
+        )
     )
     report.figures["stuck CRs"] = len(stuck)
     report.check(not stuck, f"CRs not Ready: {stuck[:10]}")

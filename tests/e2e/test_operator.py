@@ -32,6 +32,7 @@ from tests.e2e.operator_harness import (
 
 from deployplane.devcluster import DevCluster
 from deployplane.devcluster.manifests import Applier
+from deployplane.reconcile.loop import CREATE_PENDING_ANNOTATION, FINALIZER
 
 SECRET_VALUE = "sk-e2e-planted-secret-4f9a2c"
 AGD, LST = "agentdeployments", "listeners"
@@ -92,6 +93,14 @@ def listener(name: str, compute_id: str) -> dict[str, Any]:
 def events_for(k8s_api: client.ApiClient, namespace: str, name: str) -> list[client.CoreV1Event]:
     items = client.CoreV1Api(k8s_api).list_namespaced_event(namespace).items
     return [e for e in items if e.involved_object.name == name]
+
+
+def create_pending(obj: dict[str, Any] | None) -> str | None:
+    """The create-pending marker on the object (the operator writes it, with its
+    finalizer, before the create call)."""
+    annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
+    marker: str | None = annotations.get(CREATE_PENDING_ANNOTATION)
+    return marker
 
 
 def test_external_docker_with_listener_ref_reaches_ready_and_kubectl_wait_works(
@@ -366,7 +375,7 @@ def test_operator_killed_between_post_and_status_write_creates_exactly_one(
         obj = resources.wait(
             AGD,
             "crashy",
-            lambda o: bool(((o or {}).get("status") or {}).get("createPending")),
+            lambda o: bool(create_pending(o)),
             what="create-pending marker",
         )
         assert obj is not None
@@ -374,7 +383,7 @@ def test_operator_killed_between_post_and_status_write_creates_exactly_one(
     finally:
         first.kill9()
         emulator.set_faults(latency_ms=0)
-    assert "deploymentId" not in obj["status"]
+    assert "deploymentId" not in (obj.get("status") or {})
 
     second = OperatorProcess(namespace, env, tmp_path / "operator-2.log").start()
     try:
@@ -431,8 +440,9 @@ def test_killed_after_the_post_among_150_namesakes_adopts_its_own_deployment(
         emulator.proxy.clear_holds()
     obj = resources.get(AGD, name)
     assert obj is not None
-    assert obj["status"].get("createPending")
-    assert "deploymentId" not in obj["status"]
+    assert create_pending(obj)
+    assert FINALIZER in obj["metadata"]["finalizers"]
+    assert "deploymentId" not in (obj.get("status") or {})
 
     second = OperatorProcess(namespace, env, tmp_path / "operator-2.log").start()
     try:
@@ -443,5 +453,6 @@ def test_killed_after_the_post_among_150_namesakes_adopts_its_own_deployment(
     (dep,) = emulator.deployments_named(name)
     assert ready["status"]["deploymentId"] == dep["id"]
     assert "createPending" not in ready["status"]
+    assert "deploymentId" in ready["status"]  # the id supersedes the marker on the object
     # exactly one POST by the operator, the one killed: the restart adopted, never created
     assert emulator.stats()["arrived"]["POST /v2/deployments"] == posts_before + 1

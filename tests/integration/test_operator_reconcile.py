@@ -32,10 +32,16 @@ from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.externals.agentdeployment import AgentDeploymentConnecter
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.listener import ListenerConnecter
-from deployplane.reconcile.loop import ResourceLoop, ResourceState
+from deployplane.reconcile.loop import (
+    CREATE_PENDING_ANNOTATION,
+    FINALIZER,
+    ResourceLoop,
+    ResourceState,
+)
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
+from deployplane.reconcile.statuspatch import apply_merge_patch
 
 NS = "team-a"
 SECRET_VALUE = "sk-planted-secret-value-123"
@@ -292,13 +298,16 @@ async def test_crash_between_post_and_id_write_adopts_instead_of_creating_twice(
     with pytest.raises(RuntimeError, match="simulated crash"):
         await deployments.one_pass(body, state, post_event=harness.events.append)
 
-    # The operator restarts: its memory is gone, the stored status has only the marker.
+    # The operator restarts: its memory is gone; the stored object has only the marker
+    # (with our finalizer), its status no id.
     harness.kube.fail_write_when = None
-    stored = copy.deepcopy(harness.kube.statuses[(NS, "agentdeployments", "crashy")])
-    assert "createPending" in stored
-    assert "deploymentId" not in stored
+    stored = copy.deepcopy(harness.kube.objects[(NS, "agentdeployments", "crashy")])
+    assert CREATE_PENDING_ANNOTATION in stored["metadata"]["annotations"]
+    assert stored["metadata"]["finalizers"] == [FINALIZER]
+    assert "deploymentId" not in harness.kube.statuses.get((NS, "agentdeployments", "crashy"), {})
+    body = apply_merge_patch(body, stored)
     restarted = ResourceState()
-    restarted.status = stored
+    restarted.seed(body)
     await settle(deployments, body, restarted, harness)
 
     assert len(await harness.deployments_named("crashy")) == 1

@@ -17,6 +17,13 @@ class FakeKube:
     secrets: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     statuses: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     writes: list[tuple[str, str, str, dict[str, Any]]] = field(default_factory=list)
+    """Status patches."""
+    objects: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    """What object merge patches (metadata) made of each object: (namespace, plural, name)."""
+    object_writes: list[tuple[str, str, str, dict[str, Any]]] = field(default_factory=list)
+    finalizers_removed: list[tuple[str, str, str, str]] = field(default_factory=list)
+    events: list[tuple[str, str, str]] = field(default_factory=list)
+    """(object name, type, reason) of every Event posted."""
     fail_write_when: Any = None  # callable(patch) -> bool: simulate a crash on that write
 
     def put_secret(self, namespace: str, name: str, data: Mapping[str, str]) -> None:
@@ -43,3 +50,24 @@ class FakeKube:
         key = (namespace, plural, name)
         self.statuses[key] = apply_merge_patch(self.statuses.get(key, {}), patch)
         return True
+
+    async def patch_object(
+        self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> bool:
+        if self.fail_write_when is not None and self.fail_write_when(patch):
+            raise RuntimeError("simulated crash while writing the object")
+        self.object_writes.append((plural, namespace, name, dict(patch)))
+        key = (namespace, plural, name)
+        self.objects[key] = apply_merge_patch(self.objects.get(key, {}), patch)
+        return True
+
+    async def remove_finalizer(
+        self, plural: str, namespace: str, name: str, finalizer: str
+    ) -> bool:
+        self.finalizers_removed.append((plural, namespace, name, finalizer))
+        return True
+
+    async def post_event(
+        self, involved: Mapping[str, Any], type_: str, reason: str, message: str
+    ) -> None:
+        self.events.append(((involved.get("metadata") or {}).get("name", ""), type_, reason))

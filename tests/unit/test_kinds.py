@@ -4,7 +4,8 @@ take a deleted resource out of the per-resource gauges."""
 
 from __future__ import annotations
 
-import dataclasses
+import asyncio
+import copy
 import shutil
 import subprocess
 import sys
@@ -26,8 +27,9 @@ from deployplane.controller.config import OperatorConfig
 from deployplane.crd import schema
 from deployplane.crd.cel import immutable
 from deployplane.crd.columns import column, printer_columns
-from deployplane.crd.specs import GROUP, VERSION
+from deployplane.crd.specs import GROUP
 from deployplane.kinds import KINDS, KindDef, KindRegistry, discover
+from deployplane.reconcile.loop import DELETE_POLL_SECONDS, FINALIZER
 
 NS = "team-a"
 
@@ -194,20 +196,14 @@ def test_a_third_kind_is_in_the_generated_kustomization_and_operator_rbac() -> N
     assert schema.main(["--check"]) == 0
 
 
-def test_a_third_kind_gets_the_three_handlers_and_a_loop() -> None:
+def test_a_third_kind_gets_its_handler_and_a_loop() -> None:
     kinds = KINDS.with_kinds(fake_kind())
     registry = kopf.OperatorRegistry()
     handlers.register_handlers(kinds, registry)
 
     by_id = {h.id: h for h in kopf_handlers(registry)}
-    assert {i for i in by_id if i.startswith("fake_")} == {
-        "fake_daemon",
-        "fake_changed",
-        "fake_deleted",
-    }
-    assert {
-        by_id[i].selector.any_name for i in ("fake_daemon", "fake_changed", "fake_deleted")
-    } == {"fakes"}
+    assert {i for i in by_id if i.startswith("fake_")} == {"fake_changed"}
+    assert by_id["fake_changed"].selector.any_name == "fakes"
     runtime = handlers.build_runtime(OperatorConfig(), FakeKube(), kinds)  # type: ignore[arg-type]
     assert list(runtime.loops) == ["AgentDeployment", "Listener", "Fake"]
     loop = runtime.loops["Fake"]
@@ -236,76 +232,36 @@ def test_a_third_kind_is_granted_by_the_charts_rbac_from_its_crd_file(tmp_path: 
     ]
 
 
-def test_handler_ids_are_unique_and_the_handlers_are_the_decorated_ones_they_replace() -> None:
-    """Same ids, selectors, finalizer requirement and cancellation as the per-kind
-    decorated functions before the loop: Kopf keeps the same finalizer and progress
-    annotations on existing objects."""
-    before = kopf.OperatorRegistry()
-    for singular, plural in (("agentdeployment", "agentdeployments"), ("listener", "listeners")):
-
-        async def fn(**_: Any) -> None: ...
-
-        fn.__qualname__ = f"{singular}_daemon"
-        kopf.daemon(GROUP, VERSION, plural, cancellation_timeout=10.0, registry=before)(fn)
-        fn.__qualname__ = f"{singular}_changed"
-        kopf.on.event(GROUP, VERSION, plural, registry=before)(fn)
-        fn.__qualname__ = f"{singular}_deleted"
-        kopf.on.delete(GROUP, VERSION, plural, registry=before)(fn)
-    after = kopf.OperatorRegistry()
-    handlers.register_handlers(KINDS, after)
-
-    def described(registry: kopf.OperatorRegistry) -> list[tuple[type, dict[str, Any]]]:
-        return [
-            (type(h), {f.name: getattr(h, f.name) for f in dataclasses.fields(h) if f.name != "fn"})
-            for h in kopf_handlers(registry)
-        ]
-
-    ids = [h.id for h in kopf_handlers(after)]
-    assert len(ids) == len(set(ids)) == 6
-    assert described(after) == described(before)
+def test_each_kind_has_one_watch_handler_and_kopf_needs_no_finalizer() -> None:
+    """The workers do the reconciling and finalizing: Kopf only watches. With no daemon
+    and no delete handler, Kopf puts no finalizer of its own on any object (and takes
+    none off: its finalizer is not named as ours)."""
+    registry = kopf.OperatorRegistry()
+    handlers.register_handlers(KINDS, registry)
+    assert [(type(h).__name__, h.id) for h in kopf_handlers(registry)] == [
+        ("WatchingHandler", "agentdeployment_changed"),
+        ("WatchingHandler", "listener_changed"),
+    ]
+    assert not any(getattr(h, "requires_finalizer", False) for h in kopf_handlers(registry))
+    assert handlers.KOPF_FINALIZER != FINALIZER
 
 
 # --------------------------------------------------------- deleted resources leave gauges
 
 
-class Stopped:
-    """Kopf's `stopped` flag of a daemon: not set for the first pass, then set."""
-
-    def __init__(self, reason: kopf.DaemonStoppingReason) -> None:
-        self._checks = 0
-        self._reason = reason
-
-    def __bool__(self) -> bool:
-        self._checks += 1
-        return self._checks > 1
-
-    @property
-    def reason(self) -> kopf.DaemonStoppingReason | None:
-        return self._reason if self._checks > 1 else None
-
-    async def wait(self) -> None:
-        await kopf.sleep(3600)  # cancelled when the daemon returns
-
-
-@pytest.fixture
-def posted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Events the handlers post (Kopf's own poster needs a running operator)."""
-    reasons: list[str] = []
-    monkeypatch.setattr(kopf, "event", lambda _body, **event: reasons.append(event["reason"]))
-    return reasons
-
-
-def rig(ext: ExternalFns) -> tuple[handlers.KindHandlers, handlers.Runtime, kopf.Body]:
+def rig(ext: ExternalFns) -> tuple[handlers.Runtime, FakeKube, dict[str, Any]]:
     kind = fake_kind(ext)
+    kube = FakeKube()
     runtime = handlers.build_runtime(
         OperatorConfig(),
-        FakeKube(),  # type: ignore[arg-type]
+        kube,  # type: ignore[arg-type]
         KindRegistry([kind]),
     )
-    body = kopf.Body(
-        {"metadata": {"namespace": NS, "name": "f1", "uid": "u1", "generation": 1}, "spec": {}}
-    )
-    return handlers.handlers_for(kind), runtime, body
+    body = {"metadata": {"namespace": NS, "name": "f1", "uid": "u1", "generation": 1}, "spec": {}}
+    return runtime, kube, body
+
+
+KEY = ("Fake", NS, "f1")
 
 
 def tracked(runtime: handlers.Runtime) -> dict[str, float]:
@@ -325,40 +281,52 @@ def tracked(runtime: handlers.Runtime) -> dict[str, float]:
     return {**counts, "not_ready": not_ready or 0.0, "since_set": float(since is not None)}
 
 
-async def test_a_finished_deletion_takes_the_resource_out_of_the_gauges(
-    posted: list[str],
-) -> None:
+async def settled() -> None:
+    """Let the Events posted in the background land."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_a_finished_deletion_takes_the_resource_out_of_the_gauges() -> None:
     ext = ExternalFns(delete_fn=returns(False, True))
-    fns, runtime, body = rig(ext)
-    memo = kopf.Memo(runtime=runtime)
-    # The daemon makes one pass (the fake is created, not Ready yet), then the operator stops.
-    await fns.daemon(
-        body=body, memo=memo, stopped=Stopped(kopf.DaemonStoppingReason.OPERATOR_EXITING)
-    )
+    runtime, kube, body = rig(ext)
+    workers = runtime.workers
+    # One pass (the fake is created, not Ready yet, our finalizer put on).
+    workers.observe("Fake", "ADDED", body)
+    await workers.visit(KEY)
+    await settled()
     assert ("create",) in ext.journal
-    assert "Created" in posted
+    assert ("f1", "Normal", "Created") in kube.events
     counted = tracked(runtime)
     assert counted["not_ready"] == 1
     assert counted["since_set"] == 1
     assert counted["Ready=False"] == 1
 
-    with pytest.raises(kopf.TemporaryError):  # the control plane is still deleting
-        await fns.deleted(body=body, memo=memo)
+    deleting = copy.deepcopy(body)
+    deleting["metadata"].update(deletionTimestamp="now", finalizers=[FINALIZER])
+    workers.observe("Fake", "MODIFIED", deleting)
+    # The control plane is still deleting: looked at again soon, finalizer kept.
+    assert await workers.visit(KEY) == DELETE_POLL_SECONDS
     assert tracked(runtime) == counted
 
-    await fns.deleted(body=body, memo=memo)
+    assert await workers.visit(KEY) is None
     assert ("delete", "dep-new") in ext.journal
     assert tracked(runtime) == {"not_ready": 0.0, "since_set": 0.0}
+    assert kube.finalizers_removed == [("fakes", NS, "f1", FINALIZER)]
 
 
-async def test_a_daemon_stopped_by_the_deletion_takes_the_resource_out_of_the_gauges(
-    posted: list[str],
-) -> None:
-    fns, runtime, body = rig(ExternalFns())
-    await fns.daemon(
-        body=body,
-        memo=kopf.Memo(runtime=runtime),
-        stopped=Stopped(kopf.DaemonStoppingReason.RESOURCE_DELETED),
-    )
-    assert "Created" in posted  # it made its pass, counted in the gauges until stopped
+async def test_a_resource_deleted_from_the_watch_takes_itself_out_of_the_gauges() -> None:
+    runtime, kube, body = rig(ExternalFns())
+    workers = runtime.workers
+    workers.observe("Fake", "ADDED", body)
+    await workers.visit(KEY)
+    await settled()
+    assert (
+        "f1",
+        "Normal",
+        "Created",
+    ) in kube.events  # it made its pass, counted in the gauges until deleted
+    assert tracked(runtime)["not_ready"] == 1
+    workers.observe("Fake", "DELETED", body)
     assert tracked(runtime) == {"not_ready": 0.0, "since_set": 0.0}
+    assert KEY not in workers.resources

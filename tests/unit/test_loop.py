@@ -26,8 +26,10 @@ from deployplane.externals.agentdeployment import AgentDeploymentReason as Reaso
 from deployplane.externals.connections import Connection
 from deployplane.reconcile.external import DependencyNotReady, Phase
 from deployplane.reconcile.loop import (
+    CREATE_PENDING_ANNOTATION,
     DELETE_POLL_SECONDS,
     DELETE_RETRY_SECONDS,
+    FINALIZER,
     NotYet,
     ResourceLoop,
     ResourceState,
@@ -45,14 +47,21 @@ PROGRESSING = observed(phase=Phase.PROGRESSING, reason=Reason.REVISION_IN_PROGRE
 
 @dataclass
 class Sink:
-    """A StatusSink that records every status patch."""
+    """A StatusSink that records every status patch and every patch of the object."""
 
     writes: list[dict[str, Any]] = field(default_factory=list)
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    gone: bool = False
 
     async def patch_status(self, plural: str, namespace: str, name: str, patch: Any) -> bool:
         assert (plural, namespace, name) == ("agentdeployments", NS, "agent")
         self.writes.append(copy.deepcopy(dict(patch)))
         return True
+
+    async def patch_object(self, plural: str, namespace: str, name: str, patch: Any) -> bool:
+        assert (plural, namespace, name) == ("agentdeployments", NS, "agent")
+        self.objects.append(copy.deepcopy(dict(patch)))
+        return not self.gone
 
 
 def body(
@@ -126,20 +135,84 @@ async def test_paused_annotation_stops_reconciling(value: str | None, paused: bo
 # ---------------------------------------------------------------- status writes
 
 
-async def test_create_pass_writes_the_marker_then_the_id_with_the_conditions() -> None:
-    """Two writes for a create: the marker before the call (crash safety), then the id,
-    the cleared marker and the first conditions together (one write, one watch event)."""
+async def test_create_pass_writes_marker_with_finalizer_then_id_with_conditions() -> None:
+    """Two writes for a create: our finalizer and the marker in one patch of the object
+    before the call (crash safety), then the id and the first conditions together in the
+    status (one write, one watch event). The id supersedes the marker: no clearing write."""
     rig = Rig()
     state = ResourceState()
     await rig.one_pass(state)
-    marker, final = rig.sink.writes
-    assert marker == {"createPending": {"key": "agent", "resourceVersion": "7"}}
+    (marker,) = rig.sink.objects
+    assert marker == {
+        "metadata": {
+            "annotations": {CREATE_PENDING_ANNOTATION: '{"key":"agent","resourceVersion":"7"}'},
+            "finalizers": [FINALIZER],
+        }
+    }
+    assert rig.ext.journal.index(("create",)) > 0
+    (final,) = rig.sink.writes
     assert final["deploymentId"] == "dep-new"
-    assert final["createPending"] is None
+    assert "createPending" not in final
     assert {"observedGeneration", "conditions"} <= set(final)
     assert state.status is not None
     assert state.status["deploymentId"] == "dep-new"
     assert "createPending" not in state.status
+
+
+async def test_the_marker_is_written_before_the_create_call() -> None:
+    rig = Rig()
+    order: list[str] = []
+    create = rig.ext.create_fn
+    rig.ext.create_fn = lambda: (order.append(f"create after {len(rig.sink.objects)}"), create())[1]
+    await rig.one_pass(ResourceState())
+    assert order == ["create after 1"]
+
+
+async def test_a_marker_on_the_object_without_an_id_looks_up_before_creating() -> None:
+    """Written by a pass that died before recording the id: the next process finds and
+    adopts instead of creating twice, and writes nothing to the object."""
+    rig = Rig(ext=ExternalFns(find_fn=returns(DEP_ID)))
+    marked = body(annotations={CREATE_PENDING_ANNOTATION: '{"key":"agent"}'})
+    marked["metadata"]["finalizers"] = [FINALIZER]
+    state = ResourceState()
+    state.seed(marked)
+    await rig.one_pass(state, marked)
+    assert ("create",) not in rig.ext.journal
+    assert ("find",) in rig.ext.journal
+    assert rig.sink.objects == []
+    assert state.status is not None
+    assert state.status["deploymentId"] == DEP_ID
+
+
+async def test_an_earlier_versions_status_marker_still_looks_up_and_is_cleared() -> None:
+    rig = Rig(ext=ExternalFns(find_fn=returns(DEP_ID)))
+    old = body(status={"createPending": {"key": "agent"}})
+    old["metadata"]["finalizers"] = [FINALIZER]
+    state = ResourceState()
+    await rig.one_pass(state, old)
+    assert ("create",) not in rig.ext.journal
+    (final,) = rig.sink.writes
+    assert final["createPending"] is None
+    assert final["deploymentId"] == DEP_ID
+
+
+async def test_a_refused_create_takes_the_marker_off_the_object() -> None:
+    """The name is someone else's: the marker must not make a later pass adopt theirs."""
+    conflict = errors.Conflict("taken", method="POST", path="/v2/deployments", status_code=409)
+    rig = Rig(ext=ExternalFns(create_fn=raises(conflict)))
+    state = ResourceState()
+    await rig.one_pass(state)
+    marked, cleared = rig.sink.objects
+    assert CREATE_PENDING_ANNOTATION in marked["metadata"]["annotations"]
+    assert cleared == {"metadata": {"annotations": {CREATE_PENDING_ANNOTATION: None}}}
+    assert state.marker is None
+
+
+async def test_a_resource_deleted_before_the_marker_is_never_created() -> None:
+    rig = Rig()
+    rig.sink.gone = True
+    await rig.one_pass(ResourceState())
+    assert ("create",) not in rig.ext.journal
 
 
 async def test_steady_state_writes_nothing() -> None:
@@ -275,24 +348,21 @@ POKES: dict[str, tuple[dict[str, Any], bool]] = {
 
 
 @pytest.mark.parametrize(("new_body", "woken"), POKES.values(), ids=POKES.keys())
-async def test_poke_if_changed_wakes_only_on_generation_or_pause(
+async def test_changed_wakes_only_on_generation_or_pause(
     new_body: dict[str, Any], woken: bool
 ) -> None:
     rig = Rig()
     state = ResourceState()
-    state.poke_if_changed(new_body)
-    assert not state.wake.is_set(), "never woken before the first pass"
+    assert not state.changed(new_body), "never woken before the first pass"
     await rig.one_pass(state)
-    state.poke_if_changed(new_body)
-    assert state.wake.is_set() is woken
+    assert state.changed(new_body) is woken
 
 
 async def test_unpausing_wakes_too() -> None:
     rig = Rig()
     state = ResourceState()
     await rig.one_pass(state, body(annotations={"deployplane.io/paused": "true"}))
-    state.poke_if_changed(body())
-    assert state.wake.is_set()
+    assert state.changed(body())
 
 
 # ----------------------------------------------------------- attempt, resync

@@ -1,18 +1,20 @@
-"""Kopf handlers: thin. They turn bodies into calls on the reconciler and back.
+"""Kopf handlers: thin. They turn bodies into calls on the core and back.
 
-Every kind of the registry (`deployplane.kinds`) gets the same three handlers, registered
-in one loop at import: a daemon per resource that runs its reconcile loop, an event
-handler that wakes that loop when the spec changes, and a delete handler that finalizes
-on the control plane (it and the daemon are why Kopf puts its finalizer on each object).
+Every kind of the registry (`deployplane.kinds`) gets one handler, registered in one
+loop at import: a watch-event handler that hands each event to the pool of workers
+(`deployplane.reconcile.workers`), which reconciles, finalizes and takes our finalizer
+off. Kopf is the watcher only (the operator posts its own Events): with no daemons and
+no delete handler it puts no finalizer of its own on the objects (the operator puts its
+own on with the create-pending marker, in one write) and keeps no per-object state.
 
 Run with `deployplane operator run`, or `kopf run -m deployplane.controller.handlers`.
 """
 
 from __future__ import annotations
 
-import asyncio
+import gc
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -27,13 +29,18 @@ from deployplane.controller.storage import NoDiffBaseStorage
 from deployplane.crd.specs import GROUP, VERSION
 from deployplane.externals.connections import Connection, Connections
 from deployplane.kinds import KINDS, KindDef, KindRegistry
-from deployplane.reconcile.loop import ResourceLoop, ResourceState
+from deployplane.reconcile.loop import ResourceLoop
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
+from deployplane.reconcile.workers import Workers
 
-FINALIZER = "deployplane.io/finalizer"
-DAEMON_CANCELLATION_TIMEOUT = 10.0
+KOPF_FINALIZER = "deployplane.io/kopf-finalizer"
+"""Kopf's own, never put on (nothing here asks Kopf for one). It must not be named as
+ours (`deployplane.reconcile.loop.FINALIZER`, which earlier versions let Kopf manage):
+Kopf takes its finalizer off any object no handler of its needs it for."""
+WORKERS = 64
+"""Passes at a time: about the control-plane client's requests in flight."""
 
 
 @dataclass
@@ -46,6 +53,7 @@ class Runtime:
     metrics: OperatorMetrics
     loops: dict[str, ResourceLoop[Any, Any]]
     """One reconcile loop per kind, keyed by `KindDef.kind`."""
+    workers: Workers
 
 
 def build_runtime(
@@ -74,7 +82,19 @@ def build_runtime(
         )
         for kind in kinds
     }
-    return Runtime(config=config, kube=kube, connections=connections, metrics=metrics, loops=loops)
+
+    async def post(body: Mapping[str, Any], event: EventRecord) -> None:
+        await kube.post_event(body, event.type, event.reason, event.message)
+
+    workers = Workers(loops, kube, post, size=WORKERS)
+    return Runtime(
+        config=config,
+        kube=kube,
+        connections=connections,
+        metrics=metrics,
+        loops=loops,
+        workers=workers,
+    )
 
 
 @kopf.on.login()
@@ -89,10 +109,10 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
 
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    settings.persistence.finalizer = FINALIZER
+    settings.persistence.finalizer = KOPF_FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="deployplane.io")
     settings.persistence.diffbase_storage = NoDiffBaseStorage()
-    settings.posting.level = logging.WARNING  # our own events only, on transitions
+    settings.posting.enabled = False  # the operator posts its own (kubeapi, one pool)
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
     settings.networking.request_timeout = 60
@@ -101,108 +121,88 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per API call otherwise
     config = OperatorConfig.from_env()
     memo.runtime = runtime = build_runtime(config, KubernetesApi.from_environment())
+    watch_peering(runtime.workers)
+    runtime.workers.start()
+    tune_gc()
     if config.metrics_port is not None:
         runtime.metrics.serve(config.metrics_port, config.metrics_addr)
 
 
+GC_THRESHOLDS = (10_000, 20, 20)
+"""Python's are (700, 10, 10): with ~150,000 objects from the imports and a few hundred
+per resource, a full collection walked all of them every few seconds of a converge
+(up to 940 ms each, every request in flight waiting it out)."""
+
+
+def tune_gc() -> None:
+    """Once start-up is done: the objects of the imports and of start-up leave the
+    collected generations for good (`gc.freeze`), and collections come less often."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
+class PeeringPause(logging.Filter):
+    """Pauses the workers while Kopf's peering pauses this operator (a peer of a higher
+    priority is alive) and resumes them with it, as Kopf stopped its daemons before.
+
+    Kopf tells handlers nothing of it; it stops its watch streams and logs the change
+    (`kopf._core.engines.peering`, "Pausing operations ..." / "Resuming operations
+    ..."), which this filter reads. A unit test drives Kopf's own peering code through
+    it, so a Kopf that says it differently fails that test, not production."""
+
+    def __init__(self, workers: Workers) -> None:
+        super().__init__()
+        self.workers = workers
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith(("Pausing operations", "Pausing all operators")):
+            self.workers.queue.pause()
+        elif message.startswith("Resuming operations"):
+            self.workers.queue.pause(False)
+        return True
+
+
+PEERING_LOGGER = "kopf._core.engines.peering"
+
+
+def watch_peering(workers: Workers) -> PeeringPause:
+    hook = PeeringPause(workers)
+    peering_log = logging.getLogger(PEERING_LOGGER)
+    for old in [f for f in peering_log.filters if isinstance(f, PeeringPause)]:
+        peering_log.removeFilter(old)  # an operator run again in one process (embedded)
+    # Its INFO lines must be made whatever the log level (a rare line, printed or not as
+    # the handlers decide).
+    peering_log.setLevel(logging.INFO)
+    peering_log.addFilter(hook)
+    return hook
+
+
 @kopf.on.cleanup()
 async def close_clients(memo: kopf.Memo, **_: Any) -> None:
+    await memo.runtime.workers.stop()
     await memo.runtime.connections.aclose()
     await memo.runtime.kube.aclose()
 
 
-def _state(memo: kopf.Memo) -> ResourceState:
-    state = memo.get("resource_state")
-    if state is None:
-        state = memo["resource_state"] = ResourceState()
-    assert isinstance(state, ResourceState)
-    return state
+def handler_for(kind: KindDef[Any]) -> Callable[..., Awaitable[None]]:
+    async def changed(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+        memo.runtime.workers.observe(kind.kind, type, body)
 
-
-def _key(body: kopf.Body) -> str:
-    """The resource as the metrics know it (the key `ResourceLoop` reports outcomes under)."""
-    return f"{body.metadata.namespace}/{body.metadata.name}"
-
-
-async def _run(kind: KindDef[Any], body: kopf.Body, memo: kopf.Memo, stopped: Any) -> None:
-    runtime: Runtime = memo.runtime
-    state = _state(memo)
-
-    async def wake_on_stop() -> None:
-        await stopped.wait()
-        state.wake.set()
-
-    def post(event: EventRecord) -> None:
-        kopf.event(body, type=event.type, reason=event.reason, message=event.message)
-
-    watcher = asyncio.create_task(wake_on_stop())
-    try:
-        await runtime.loops[kind.kind].run(
-            body, state, should_stop=lambda: bool(stopped), post_event=post
-        )
-    finally:
-        watcher.cancel()
-        reason = stopped.reason
-        if reason is not None and kopf.DaemonStoppingReason.RESOURCE_DELETED in reason:
-            # The object is going: it must leave the per-resource gauges with it, or a
-            # deleted resource counts as not Ready forever.
-            runtime.metrics.forget(kind.kind, _key(body))
-
-
-async def _finalize(kind: KindDef[Any], body: kopf.Body, memo: kopf.Memo) -> None:
-    """Released (the loop's `on_gone` then drops the resource from the metrics), or
-    retried by Kopf when the loop says when."""
-    runtime: Runtime = memo.runtime
-    not_yet = await runtime.loops[kind.kind].finalize(body, _state(memo))
-    if not_yet is not None:
-        raise kopf.TemporaryError(not_yet.message, delay=not_yet.retry_after) from not_yet.cause
-
-
-Handler = Callable[..., Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class KindHandlers:
-    """The three handlers of one kind, before (or without) registration."""
-
-    daemon: Handler
-    changed: Handler
-    deleted: Handler
-
-
-def handlers_for(kind: KindDef[Any]) -> KindHandlers:
-    async def daemon(body: kopf.Body, memo: kopf.Memo, stopped: Any, **_: Any) -> None:
-        await _run(kind, body, memo, stopped)
-
-    async def changed(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-        _state(memo).poke_if_changed(body)
-
-    async def deleted(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-        await _finalize(kind, body, memo)
-
-    return KindHandlers(daemon=daemon, changed=changed, deleted=deleted)
+    return changed
 
 
 def register_handlers(
     kinds: KindRegistry = KINDS, registry: kopf.OperatorRegistry | None = None
 ) -> None:
-    """Register every kind's handlers with Kopf (its default registry unless given).
-
-    The ids are spelled as the decorated functions were named before ("listener_deleted"):
-    Kopf keys a delete handler's retry progress by id in an annotation of the object, so
-    an upgrade in the middle of a deletion picks up where the old operator left off.
-    """
+    """Register every kind's watch-event handler with Kopf (its default registry unless
+    given)."""
     for kind in kinds:
-        fns = handlers_for(kind)
         resource = (GROUP, VERSION, kind.plural)
-        kopf.daemon(
-            *resource,
-            id=f"{kind.singular}_daemon",
-            cancellation_timeout=DAEMON_CANCELLATION_TIMEOUT,
-            registry=registry,
-        )(fns.daemon)
-        kopf.on.event(*resource, id=f"{kind.singular}_changed", registry=registry)(fns.changed)
-        kopf.on.delete(*resource, id=f"{kind.singular}_deleted", registry=registry)(fns.deleted)
+        kopf.on.event(*resource, id=f"{kind.singular}_changed", registry=registry)(
+            handler_for(kind)
+        )
 
 
 register_handlers()

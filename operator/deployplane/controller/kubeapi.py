@@ -1,12 +1,14 @@
-"""Kubernetes reads and status writes.
+"""Kubernetes reads, and every write of the operator: status patches, the object patch
+of the finalizer and create-pending marker, the finalizer's removal, Events.
 
-Why not through Kopf: a daemon's `patch` is applied only when an attempt ends, while the
-reconciler must make the create-pending marker durable *during* a pass, before the create.
+Why not through Kopf: Kopf applies a handler's `patch` only when the handler returns,
+while the reconciler must make the create-pending marker durable *during* a pass, before
+the create; and the workers that run the passes are not Kopf handlers at all.
 
-Status patches, the hot path (several per new resource), go over aiohttp (Kopf's own HTTP
-client, so no new dependency) on the event loop, authenticated from the official client's
-configuration. They used to go
-through the official (blocking) client in `asyncio.to_thread`, and with 1,000 new
+The writes, the hot path (three per new resource, and two Events), go over one aiohttp
+session (Kopf's own HTTP client, so no new dependency) on the event loop, authenticated
+from the official client's configuration. Status patches used to go through the
+official (blocking) client in `asyncio.to_thread`, and with 1,000 new
 resources the default executor's six threads became the queue every pass waited in: the
 create-pending marker of the median resource was written 17 s after it was applied
 (bench/operator.py). The rare reads (Secrets, a Listener's status) stay on threads.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime as dt
 import json
 import os
 import ssl
@@ -99,23 +102,123 @@ class KubernetesApi:
         status: Mapping[str, Any] = obj.get("status") or {}
         return status
 
-    async def patch_status(
-        self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
-    ) -> bool:
-        """JSON-merge-patch the status subresource (None deletes a key). False if gone."""
-        http = self._session()
-        headers = {"Content-Type": "application/merge-patch+json", "Accept": "application/json"}
+    def _headers(self, content_type: str | None = None) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
         # Asked per request: the configuration refreshes expiring (in-cluster) tokens.
         # auth_settings() knows where the client keeps a token ("BearerToken", with its
         # "Bearer " prefix); a client certificate, if any, is in the SSL context instead.
         bearer = self._configuration.auth_settings().get("BearerToken") or {}
         if bearer.get("value"):
             headers["Authorization"] = bearer["value"]
-        path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{plural}/{name}/status"
-        async with http.patch(path, data=json.dumps({"status": dict(patch)}), headers=headers) as r:
-            if r.status == 404:
+        return headers
+
+    async def _patch(self, path: str, body: Any, content_type: str) -> int:
+        """PATCH `path`; the HTTP status (404 and 409/422 are the caller's to judge)."""
+        http = self._session()
+        data = json.dumps(body)
+        async with http.patch(path, data=data, headers=self._headers(content_type)) as r:
+            if r.status >= 400 and r.status not in (404, 409, 422):
+                raise ApiException(status=r.status, reason=(await r.text())[:500])
+            await r.read()
+            return r.status
+
+    async def patch_status(
+        self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> bool:
+        """JSON-merge-patch the status subresource (None deletes a key). False if gone."""
+        path = f"{_path(plural, namespace, name)}/status"
+        return await self._merge(path, {"status": dict(patch)})
+
+    async def patch_object(
+        self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> bool:
+        """JSON-merge-patch the object itself (metadata: finalizers, annotations). False
+        if gone."""
+        return await self._merge(_path(plural, namespace, name), dict(patch))
+
+    async def _merge(self, path: str, body: Mapping[str, Any]) -> bool:
+        code = await self._patch(path, body, "application/merge-patch+json")
+        if code in (409, 422):
+            raise ApiException(status=code, reason=f"merge patch refused ({code})")
+        return code != 404
+
+    async def remove_finalizer(
+        self, plural: str, namespace: str, name: str, finalizer: str
+    ) -> bool:
+        """Take `finalizer` off the object, leaving any other's. A JSON patch guarded by a
+        test of the list as just read, so a finalizer somebody adds meanwhile is never
+        lost: on a refusal (the list changed) read again and retry. False if gone."""
+        path = _path(plural, namespace, name)
+        http = self._session()
+        for _ in range(_FINALIZER_RETRIES):
+            async with http.get(path, headers=self._headers()) as r:
+                if r.status == 404:
+                    return False
+                if r.status >= 400:
+                    raise ApiException(status=r.status, reason=(await r.text())[:500])
+                current = list((await r.json()).get("metadata", {}).get("finalizers") or [])
+            if finalizer not in current:
+                return True
+            ops = [
+                {"op": "test", "path": "/metadata/finalizers", "value": current},
+                {
+                    "op": "replace",
+                    "path": "/metadata/finalizers",
+                    "value": [f for f in current if f != finalizer],
+                },
+            ]
+            code = await self._patch(path, ops, "application/json-patch+json")
+            if code == 404:
                 return False
+            if code < 400:
+                return True
+        raise ApiException(status=409, reason=f"finalizers of {namespace}/{name} keep changing")
+
+    async def post_event(
+        self, involved: Mapping[str, Any], type_: str, reason: str, message: str
+    ) -> None:
+        """Create a core/v1 Event about `involved` (a watched body), with the fields and the
+        component name Kopf's poster used, over this session: the operator's writes share
+        one connection pool (Kopf's poster kept a pool of its own, and its own task)."""
+        meta = involved.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        if len(message) > _EVENT_MESSAGE_MAX:
+            half = _EVENT_MESSAGE_MAX // 2
+            message = f"{message[: half - 1]}...{message[-(half - 2) :]}"
+        now = dt.datetime.now(dt.UTC).isoformat()
+        body = {
+            "metadata": {"namespace": namespace, "generateName": "kopf-event-"},
+            "action": "Action?",
+            "type": type_,
+            "reason": reason,
+            "message": message,
+            "reportingComponent": "kopf",
+            "reportingInstance": "dev",
+            "source": {"component": "kopf"},
+            "involvedObject": {
+                "apiVersion": involved.get("apiVersion"),
+                "kind": involved.get("kind"),
+                "name": meta.get("name"),
+                "uid": meta.get("uid"),
+                "namespace": namespace,
+            },
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "eventTime": now,
+        }
+        path = f"/api/v1/namespaces/{namespace}/events"
+        headers = self._headers("application/json")
+        async with self._session().post(path, data=json.dumps(body), headers=headers) as r:
             if r.status >= 400:
                 raise ApiException(status=r.status, reason=(await r.text())[:500])
             await r.read()
-        return True
+
+
+_FINALIZER_RETRIES = 5
+_EVENT_MESSAGE_MAX = 1024
+
+
+def _path(plural: str, namespace: str, name: str) -> str:
+    return f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{plural}/{name}"

@@ -1,16 +1,23 @@
-"""One resource's reconcile loop, run by a daemon of the Kopf layer: reconcile, publish,
-wait, repeat. Holds no Kopf code: the layer above hands it bodies and an event poster.
+"""One resource's pass: reconcile, publish, say when to look again. Holds no Kopf code:
+the layer above hands it bodies and an event poster, and a work queue
+(`deployplane.reconcile.workqueue`) brings each resource back when the pass asked.
 
-Why a loop per resource rather than handler retries: the wait between passes is the
-schedule's decision (revision polls back off 2 s -> 30 s, errors back off on their own,
-a settled resource resyncs every 10 min), a spec change must cut any wait short, and a
-pass that changes nothing must write nothing to Kubernetes.
+Why passes rather than handler retries: the wait between passes is the schedule's
+decision (revision polls back off 2 s -> 30 s, errors back off on their own, a settled
+resource resyncs every 10 min), a spec change must cut any wait short, and a pass that
+changes nothing must write nothing to Kubernetes.
+
+The create-pending marker lives on the object, not in its status: the operator's
+finalizer and the marker (annotation `deployplane.io/create-pending`) go in one merge
+patch of the object before the create call, so the marker costs no write of its own. A
+recorded id in the status supersedes it (no clearing write); "marker and no id" means a
+create may have happened (look it up by natural key first), exactly as the status
+marker of earlier versions, which is still read.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -29,6 +36,11 @@ from deployplane.reconcile.status import StatusT, to_kube
 from deployplane.reconcile.statuspatch import apply_merge_patch, merge_patch
 
 PAUSED_ANNOTATION: Final = "deployplane.io/paused"
+CREATE_PENDING_ANNOTATION: Final = "deployplane.io/create-pending"
+FINALIZER: Final = "deployplane.io/finalizer"
+"""Ours, put on by the first write of the operator; Kopf's own (the same name in
+earlier versions) is released the same way."""
+_MARKER_FIELD: Final = "createPending"
 DELETE_POLL_SECONDS: Final = 2.0
 """How soon to look again while the control plane is still deleting."""
 DELETE_RETRY_SECONDS: Final = 10.0
@@ -40,24 +52,58 @@ class StatusSink(Protocol):
         self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
     ) -> bool: ...
 
+    async def patch_object(
+        self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> bool: ...
+
+
+class ResourceGone(DependencyNotReady):
+    """The custom resource was deleted before the create call: nothing is created."""
+
 
 EventPoster = Callable[[EventRecord], None]
 
 
 @dataclass
 class ResourceState:
-    """Per-resource memory, kept in the resource's Kopf memo (never module globals)."""
+    """Per-resource memory, kept by the controller per key (never module globals)."""
 
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
     status: dict[str, Any] | None = None
     """What this operator last wrote: the watch stream may lag behind our own writes, and
     a stale status (say, without the new deployment id) must never drive a decision."""
     visit: Visit = field(default_factory=Visit)
+    marker: dict[str, Any] | None = None
+    """The create-pending marker on the object, as last read or written."""
+    finalizer: bool = False
+    """Whether the object carries our finalizer (read, or written by this process)."""
 
-    def poke_if_changed(self, body: Mapping[str, Any]) -> None:
-        """Wake the loop when the spec or the pause annotation changed."""
-        if self.visit.changed(_fingerprint(body)):
-            self.wake.set()
+    def seed(self, body: Mapping[str, Any]) -> None:
+        """First sight of the object in this process: start from what it stores."""
+        if self.status is None:
+            self.status = dict(body.get("status") or {})
+        self.marker = read_marker(body)
+
+    def changed(self, body: Mapping[str, Any]) -> bool:
+        """Whether a watch event brings a spec or pause annotation the last pass has not
+        seen (then the resource is looked at now, whatever its delay)."""
+        return self.visit.changed(_fingerprint(body))
+
+
+def read_marker(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    raw = annotations.get(CREATE_PENDING_ANNOTATION)
+    if not raw:
+        return None
+    try:
+        marker = json.loads(raw)
+    except ValueError:
+        marker = None
+    # A hand-written or damaged value still says "a create may have happened".
+    return marker if isinstance(marker, dict) and marker.get("key") else {"key": str(raw)}
+
+
+def has_finalizer(body: Mapping[str, Any]) -> bool:
+    return FINALIZER in ((body.get("metadata") or {}).get("finalizers") or ())
 
 
 @dataclass(frozen=True)
@@ -126,34 +172,36 @@ class ResourceLoop(Generic[SpecT, StatusT]):
         self.log = self.logger or logging.getLogger(f"deployplane.{self.plural}")
 
     def managed(
-        self, body: Mapping[str, Any], status: Mapping[str, Any]
-    ) -> Managed[SpecT, StatusT]:
-        return to_managed(self.spec_model, self.status_model, body, status)
-
-    async def run(
         self,
         body: Mapping[str, Any],
-        state: ResourceState,
-        *,
-        should_stop: Callable[[], bool],
-        post_event: EventPoster,
-    ) -> None:
-        if state.status is None:
-            state.status = dict(body.get("status") or {})
-        while not should_stop():
-            delay = await self.one_pass(body, state, post_event=post_event)
-            if should_stop():
-                return
-            state.wake.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(state.wake.wait(), timeout=delay)
+        status: Mapping[str, Any],
+        marker: Mapping[str, Any] | None = None,
+    ) -> Managed[SpecT, StatusT]:
+        """The snapshot the reconciler sees; the object's marker shows in its status
+        (as `create_pending`) while no id is recorded there."""
+        return to_managed(self.spec_model, self.status_model, body, self.marked(status, marker))
+
+    def marked(
+        self, status: Mapping[str, Any], marker: Mapping[str, Any] | None
+    ) -> Mapping[str, Any]:
+        """`status` with the object's marker in it, unless an id (or an earlier version's
+        status marker) is recorded there."""
+        if marker is None or _MARKER_FIELD in status or self.has_id(status):
+            return status
+        return {**status, _MARKER_FIELD: dict(marker)}
+
+    def has_id(self, status: Mapping[str, Any]) -> bool:
+        return bool(self.status_model.model_validate(dict(status)).external_id)
 
     async def one_pass(
         self, body: Mapping[str, Any], state: ResourceState, *, post_event: EventPoster
     ) -> float:
         """Reconcile once and publish; return how long to wait before the next pass."""
+        if state.status is None:
+            state.seed(body)
         assert state.status is not None
         state.visit.seen = _fingerprint(body)
+        state.finalizer = state.finalizer or has_finalizer(body)
         meta = body.get("metadata") or {}
         namespace, name = meta["namespace"], meta["name"]
         schedule = self.reconciler.schedule
@@ -161,25 +209,21 @@ class ResourceLoop(Generic[SpecT, StatusT]):
             self.log.info("%s/%s is paused; not reconciling", namespace, name)
             return schedule.resync
 
-        async def write_status(patch: dict[str, Any]) -> None:
-            assert state.status is not None
-            await self.sink.patch_status(self.plural, namespace, name, patch)
-            state.status = apply_merge_patch(state.status, patch)
-
+        write = _Writer(self, body, state)
         resync_due = schedule.begin(state.visit, time.monotonic())
         try:
-            mr = self.managed(body, state.status)
+            mr = self.managed(body, state.status, state.marker)
         except ValidationError as exc:
             generation = int(meta.get("generation") or 0)
             current = self.status_model.model_validate(state.status)
             outcome = self.reconciler.invalid_spec(current, generation, spec_error_message(exc))
         else:
             outcome = await self.reconciler.reconcile(
-                mr, write_status=write_status, attempt=state.visit.attempt, resync_due=resync_due
+                mr, write_status=write, attempt=state.visit.attempt, resync_due=resync_due
             )
-        patch = merge_patch(state.status, to_kube(outcome.status))
+        patch = merge_patch(write.baseline(), to_kube(outcome.status))
         if patch:
-            await write_status(patch)
+            await write(patch)
         for event in outcome.events:
             post_event(event)
         if self.on_outcome is not None:
@@ -197,8 +241,10 @@ class ResourceLoop(Generic[SpecT, StatusT]):
     async def finalize(self, body: Mapping[str, Any], state: ResourceState) -> NotYet | None:
         """The custom resource is being deleted: delete (or orphan) the external resource.
         None once the finalizer may be released; else when to try again, and why."""
-        status = state.status if state.status is not None else dict(body.get("status") or {})
-        mr = self.managed(body, status)
+        if state.status is None:
+            state.seed(body)
+        assert state.status is not None
+        mr = self.managed(body, state.status, state.marker)
         try:
             gone = await self.reconciler.finalize(mr)
         except (errors.ControlPlaneError, DependencyNotReady) as exc:
@@ -209,3 +255,68 @@ class ResourceLoop(Generic[SpecT, StatusT]):
         if self.on_gone is not None:
             self.on_gone(mr.key)
         return None
+
+
+class _Writer:
+    """The reconciler's durable writes and the pass's publishing write, for one pass.
+
+    A status patch carrying the create-pending marker becomes a merge patch of the object
+    (our finalizer and the annotation in one write, before the create call); a cleared
+    marker is dropped from the object only when no id supersedes it (a refused create).
+    The finalizer goes on with the first write of the operator to the object's status,
+    so every resource the operator acted on is finalized on deletion."""
+
+    def __init__(self, loop: ResourceLoop[Any, Any], body: Mapping[str, Any], state: ResourceState):
+        self.loop, self.body, self.state = loop, body, state
+        meta = body.get("metadata") or {}
+        self.namespace, self.name = meta["namespace"], meta["name"]
+
+    def baseline(self) -> dict[str, Any]:
+        """The status as the reconciler saw it (marker included), to diff the outcome to."""
+        assert self.state.status is not None
+        return dict(self.loop.marked(self.state.status, self.state.marker))
+
+    async def __call__(self, patch: dict[str, Any]) -> None:
+        state = self.state
+        assert state.status is not None
+        status_patch = dict(patch)
+        marker = status_patch.pop(_MARKER_FIELD, _ABSENT)
+        annotations: dict[str, Any] = {}
+        if isinstance(marker, dict) and (state.marker or {}).get("key") != marker.get("key"):
+            annotations[CREATE_PENDING_ANNOTATION] = json.dumps(marker, separators=(",", ":"))
+        elif marker is None:
+            if _MARKER_FIELD in state.status:  # an earlier version's status marker
+                status_patch[_MARKER_FIELD] = None
+            if state.marker and not self.loop.has_id(apply_merge_patch(state.status, status_patch)):
+                annotations[CREATE_PENDING_ANNOTATION] = None
+        needs_object = bool(annotations) or bool(status_patch and not state.finalizer)
+        if needs_object and not await self._patch_object(annotations):
+            if isinstance(marker, dict):
+                raise ResourceGone(f"{self.namespace}/{self.name} was deleted")
+            return  # nothing to publish on a deleted object
+        if isinstance(marker, dict):
+            state.marker = marker
+        elif CREATE_PENDING_ANNOTATION in annotations:
+            state.marker = None
+        if status_patch:
+            await self.loop.sink.patch_status(
+                self.loop.plural, self.namespace, self.name, status_patch
+            )
+            state.status = apply_merge_patch(state.status, status_patch)
+
+    async def _patch_object(self, annotations: dict[str, Any]) -> bool:
+        meta: dict[str, Any] = {}
+        if annotations:
+            meta["annotations"] = annotations
+        if not self.state.finalizer:
+            # A merge patch replaces the list: keep whatever else the object carries.
+            current = list((self.body.get("metadata") or {}).get("finalizers") or [])
+            meta["finalizers"] = [*current, FINALIZER]
+        patched = await self.loop.sink.patch_object(
+            self.loop.plural, self.namespace, self.name, {"metadata": meta}
+        )
+        self.state.finalizer = self.state.finalizer or patched
+        return patched
+
+
+_ABSENT: Final = object()

@@ -1,0 +1,184 @@
+"""The resources a controller watches, and a bounded pool of workers over its queue.
+
+The Kopf layer hands every watch event to `Workers.observe` (kind, event type, body);
+`observe` keeps the latest lean body of each resource and queues its key when there is
+something to do: a resource never seen, a spec or pause annotation the last pass has not
+seen, or a deletion with our finalizer on. A worker takes a key, runs one pass (or, for
+an object being deleted, finalizes and then takes our finalizer off), and puts the key
+back after the delay the pass asked for. Status writes of our own come back as watch
+events too, and queue nothing: a pass is asked for by the schedule, not by our echoes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from deployplane.reconcile.loop import FINALIZER, ResourceLoop, ResourceState, has_finalizer
+from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.workqueue import WorkQueue
+
+log = logging.getLogger("deployplane.workers")
+
+Key = tuple[str, str, str]
+"""(kind, namespace, name)."""
+
+EventSink = Callable[[Mapping[str, Any], EventRecord], Awaitable[None]]
+"""Posts an Event about the object (the body as `observe` kept it)."""
+
+_METADATA: Final = (
+    "namespace",
+    "name",
+    "uid",
+    "generation",
+    "resourceVersion",
+    "annotations",
+    "finalizers",
+    "deletionTimestamp",
+)
+"""What a pass, a finalizer or an Event needs of the metadata (not managedFields)."""
+
+
+class FinalizerSink(Protocol):
+    async def remove_finalizer(
+        self, plural: str, namespace: str, name: str, finalizer: str
+    ) -> bool: ...
+
+
+@dataclass
+class Tracked:
+    body: Mapping[str, Any]
+    state: ResourceState
+
+
+def lean(body: Mapping[str, Any], *, status: bool = True) -> dict[str, Any]:
+    """The part of a watched object a pass reads; the rest is not kept in memory. The
+    status only until the resource's state has read it: then the state holds the status
+    the operator wrote, and the watch's copy (which may lag behind it) is never read."""
+    meta = body.get("metadata") or {}
+    kept = {
+        "apiVersion": body.get("apiVersion"),
+        "kind": body.get("kind"),
+        "metadata": {k: meta[k] for k in _METADATA if k in meta},
+        "spec": body.get("spec") or {},
+    }
+    if status:
+        kept["status"] = body.get("status") or {}
+    return kept
+
+
+def is_deleting(body: Mapping[str, Any]) -> bool:
+    return bool((body.get("metadata") or {}).get("deletionTimestamp"))
+
+
+class Workers:
+    """Every resource of every kind the operator runs, and the workers that visit them."""
+
+    def __init__(
+        self,
+        loops: Mapping[str, ResourceLoop[Any, Any]],
+        kube: FinalizerSink,
+        post_event: EventSink,
+        *,
+        size: int = 16,
+    ) -> None:
+        self.loops = loops
+        self.kube = kube
+        self.post_event = post_event
+        self.size = size
+        self.queue: WorkQueue[Key] = WorkQueue()
+        self.resources: dict[Key, Tracked] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._posting: set[asyncio.Task[None]] = set()
+
+    def start(self) -> None:
+        """Start the workers (once; later calls do nothing)."""
+        if not self._tasks:
+            self._tasks = [asyncio.create_task(self._work()) for _ in range(self.size)]
+
+    async def stop(self) -> None:
+        self.queue.stop()
+        await asyncio.gather(*self._tasks, *self._posting, return_exceptions=True)
+        self._tasks = []
+
+    def observe(self, kind: str, event_type: str | None, body: Mapping[str, Any]) -> None:
+        meta = body.get("metadata") or {}
+        key = (kind, meta["namespace"], meta["name"])
+        if event_type == "DELETED":
+            self._gone(key)
+            return
+        tracked = self.resources.get(key)
+        if tracked is None:
+            self.resources[key] = Tracked(lean(body), ResourceState())
+            self.queue.add(key)
+            return
+        kept = lean(body, status=tracked.state.status is None)
+        tracked.body = kept
+        if (is_deleting(kept) and has_finalizer(kept)) or tracked.state.changed(kept):
+            self.queue.add(key)
+
+    def _gone(self, key: Key) -> None:
+        self.resources.pop(key, None)
+        self.queue.forget(key)
+        on_gone = self.loops[key[0]].on_gone
+        if on_gone is not None:
+            # It must leave the per-resource gauges with it, or a deleted resource
+            # counts as not Ready forever.
+            on_gone(f"{key[1]}/{key[2]}")
+
+    async def _work(self) -> None:
+        while (key := await self.queue.get()) is not None:
+            delay: float | None = None
+            try:
+                delay = await self.visit(key)
+            except Exception:
+                tracked = self.resources.get(key)
+                attempt = tracked.state.visit.attempt if tracked else 0
+                delay = self.loops[key[0]].reconciler.schedule.retry_delay(attempt)
+                if tracked is not None:
+                    tracked.state.visit.attempt += 1
+                log.exception("%s/%s: pass failed; again in %.0fs", key[1], key[2], delay)
+            finally:
+                self.queue.done(key, delay if key in self.resources else None)
+
+    async def _post(self, body: Mapping[str, Any], event: EventRecord) -> None:
+        try:
+            await self.post_event(body, event)
+        except Exception as exc:  # an Event lost is no reason to fail anything
+            meta = body.get("metadata") or {}
+            log.warning(
+                "%s/%s: event %s not posted: %s",
+                meta.get("namespace"),
+                meta.get("name"),
+                event.reason,
+                exc,
+            )
+
+    async def visit(self, key: Key) -> float | None:
+        """One pass over the resource, or its finalization; the delay before the next."""
+        tracked = self.resources.get(key)
+        if tracked is None:
+            return None
+        body, state, loop = tracked.body, tracked.state, self.loops[key[0]]
+        if not is_deleting(body):
+
+            def post(event: EventRecord) -> None:
+                # Not awaited: an Event never holds up the pass, nor fails it.
+                task = asyncio.create_task(self._post(body, event))
+                self._posting.add(task)
+                task.add_done_callback(self._posting.discard)
+
+            return await loop.one_pass(body, state, post_event=post)
+        if not has_finalizer(body):
+            return None  # not ours to hold: the object goes
+        not_yet = await loop.finalize(body, state)
+        if not_yet is not None:
+            log.warning(
+                "%s/%s: %s; again in %.0fs", key[1], key[2], not_yet.message, not_yet.retry_after
+            )
+            return not_yet.retry_after
+        await self.kube.remove_finalizer(loop.plural, key[1], key[2], FINALIZER)
+        return None
