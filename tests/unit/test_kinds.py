@@ -205,8 +205,8 @@ def test_a_third_kind_gets_its_handler_and_a_loop() -> None:
     assert {i for i in by_id if i.startswith("fake_")} == {"fake_changed"}
     assert by_id["fake_changed"].selector.any_name == "fakes"
     runtime = handlers.build_runtime(OperatorConfig(), FakeKube(), kinds)  # type: ignore[arg-type]
-    assert list(runtime.loops) == ["AgentDeployment", "Listener", "Fake"]
-    loop = runtime.loops["Fake"]
+    assert list(runtime.workers.loops) == ["AgentDeployment", "Listener", "Fake"]
+    loop = runtime.workers.loops["Fake"]
     assert (loop.plural, loop.spec_model, loop.reconciler.kind) == ("fakes", FakeSpec, "fake")
 
 

@@ -51,9 +51,9 @@ class Runtime:
     kube: KubernetesApi
     connections: Connections
     metrics: OperatorMetrics
-    loops: dict[str, ResourceLoop[Any, Any]]
-    """One reconcile loop per kind, keyed by `KindDef.kind`."""
     workers: Workers
+    """The bounded pool that runs every kind's passes; `workers.loops` holds one
+    reconcile loop per kind, keyed by `KindDef.kind`."""
 
 
 def build_runtime(
@@ -87,14 +87,7 @@ def build_runtime(
         await kube.post_event(body, event.type, event.reason, event.message)
 
     workers = Workers(loops, kube, post, size=WORKERS)
-    return Runtime(
-        config=config,
-        kube=kube,
-        connections=connections,
-        metrics=metrics,
-        loops=loops,
-        workers=workers,
-    )
+    return Runtime(config, kube, connections, metrics, workers)
 
 
 @kopf.on.login()
