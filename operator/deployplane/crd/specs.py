@@ -27,7 +27,6 @@ from deployplane.api.models import (
 
 GROUP: Final = "deployplane.io"
 VERSION: Final = "v1alpha1"
-PAUSED_ANNOTATION: Final = "deployplane.io/paused"
 
 
 class DeletionPolicy(StrEnum):
