@@ -12,6 +12,7 @@ cache, PATH).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from deployplane.devcluster import ToolsNotFound, find_tools
@@ -72,6 +74,17 @@ def helm_binary() -> Path:
     if on_path:
         return Path(on_path)
     raise HelmNotFound("helm not found: build it with `make tools` (tools/k8s/build.sh helm)")
+
+
+def require_helm() -> None:
+    """Skip the calling test without helm, except in CI, where a missing tool is a
+    failure (a skip there would hide that the chart went untested)."""
+    try:
+        helm_binary()
+    except HelmNotFound as e:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(str(e), pytrace=False)
+        pytest.skip(str(e))
 
 
 def kubectl_binary() -> Path | None:

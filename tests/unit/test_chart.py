@@ -8,7 +8,6 @@ apiserver in tests/e2e/test_install.py.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,12 +45,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 @pytest.fixture(scope="module", autouse=True)
 def _helm() -> None:
-    try:
-        chart.helm_binary()
-    except chart.HelmNotFound as e:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(str(e), pytrace=False)
-        pytest.skip(str(e))
+    chart.require_helm()
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ That these grants are enough on a real apiserver is proven in tests/e2e/test_dat
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
@@ -35,12 +34,7 @@ NAMED = {"enabled": True, "listenerName": "x", "namespaces": ["a"]}
 
 @pytest.fixture(scope="module", autouse=True)
 def _helm() -> None:
-    try:
-        chart.helm_binary()
-    except chart.HelmNotFound as e:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(str(e), pytrace=False)
-        pytest.skip(str(e))
+    chart.require_helm()
 
 
 def agent_docs(docs: list[Doc]) -> list[Doc]:
