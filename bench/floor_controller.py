@@ -83,12 +83,9 @@ class FloorController:
         self.tasks: set[asyncio.Task[None]] = set()
 
     def headers(self, **extra: str) -> dict[str, str]:
-        """The bearer token of a ServiceAccount kubeconfig, as the operator's status
-        patches send it (`KubernetesApi.patch_status`); a client certificate, if any,
-        is in the session's SSL context instead."""
-        bearer = self.kube._configuration.auth_settings().get("BearerToken") or {}
-        token = {"Authorization": bearer["value"]} if bearer.get("value") else {}
-        return {**token, **extra}
+        """The operator's own request headers (`KubernetesApi._headers`: the bearer token
+        of a ServiceAccount kubeconfig, asked of the configuration every 10 s)."""
+        return {**self.kube._headers(), **extra}
 
     async def add_finalizer(self, name: str) -> None:
         http = self.kube._session()

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from deployplane.reconcile.eventrecorder import PendingEvent
 from deployplane.reconcile.statuspatch import apply_merge_patch
 
 
@@ -67,7 +68,6 @@ class FakeKube:
         self.finalizers_removed.append((plural, namespace, name, finalizer))
         return True
 
-    async def post_event(
-        self, involved: Mapping[str, Any], type_: str, reason: str, message: str
-    ) -> None:
-        self.events.append(((involved.get("metadata") or {}).get("name", ""), type_, reason))
+    async def post_event(self, pending: PendingEvent) -> None:
+        name = (pending.involved.get("metadata") or {}).get("name", "")
+        self.events.append((name, pending.event.type, pending.event.reason))

@@ -281,10 +281,12 @@ def tracked(runtime: handlers.Runtime) -> dict[str, float]:
     return {**counts, "not_ready": not_ready or 0.0, "since_set": float(since is not None)}
 
 
-async def settled() -> None:
-    """Let the Events posted in the background land."""
-    for _ in range(5):
+async def settled(runtime: handlers.Runtime) -> None:
+    """Let the Events recorded land (the recorder posts them in the background)."""
+    runtime.events.start()
+    for _ in range(10):
         await asyncio.sleep(0)
+    await runtime.events.stop()
 
 
 async def test_a_finished_deletion_takes_the_resource_out_of_the_gauges() -> None:
@@ -294,7 +296,7 @@ async def test_a_finished_deletion_takes_the_resource_out_of_the_gauges() -> Non
     # One pass (the fake is created, not Ready yet, our finalizer put on).
     workers.observe("Fake", "ADDED", body)
     await workers.visit(KEY)
-    await settled()
+    await settled(runtime)
     assert ("create",) in ext.journal
     assert ("f1", "Normal", "Created") in kube.events
     counted = tracked(runtime)
@@ -320,7 +322,7 @@ async def test_a_resource_deleted_from_the_watch_takes_itself_out_of_the_gauges(
     workers = runtime.workers
     workers.observe("Fake", "ADDED", body)
     await workers.visit(KEY)
-    await settled()
+    await settled(runtime)
     assert (
         "f1",
         "Normal",

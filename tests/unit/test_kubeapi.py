@@ -3,6 +3,7 @@ token (kubeconfig or in-cluster) goes out as `Authorization: Bearer ...`."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
@@ -10,6 +11,8 @@ from aiohttp import web
 from kubernetes import client
 
 from deployplane.controller.kubeapi import KubernetesApi
+from deployplane.reconcile.eventrecorder import PendingEvent, involved_object
+from deployplane.reconcile.outcome import EventRecord
 
 
 async def test_status_patch_sends_the_bearer_token_and_a_merge_patch() -> None:
@@ -83,9 +86,12 @@ async def test_events_are_posted_as_kopf_posted_them_with_long_messages_cut() ->
         "metadata": {"namespace": "ns", "name": "a", "uid": "u-1", "annotations": {"x": "y"}},
         "spec": {"big": "spec"},
     }
+    recorded_at = dt.datetime(2026, 11, 23, 5, 30, 1, tzinfo=dt.UTC)
+    first_event = EventRecord("Normal", "Created", "Created deployment d-1")
     try:
-        await api.post_event(involved, "Normal", "Created", "Created deployment d-1")
-        await api.post_event(involved, "Warning", "Stalled", "x" * 5000)
+        await api.post_event(PendingEvent(involved_object(involved), first_event, recorded_at))
+        long = EventRecord("Warning", "Stalled", "x" * 5000)
+        await api.post_event(PendingEvent(involved_object(involved), long, recorded_at))
     finally:
         await api.aclose()
         await runner.cleanup()
@@ -105,6 +111,9 @@ async def test_events_are_posted_as_kopf_posted_them_with_long_messages_cut() ->
         "Created deployment d-1",
     )
     assert event["source"] == {"component": "kopf"}
+    # Stamped when the pass recorded it, not when the recorder got to post it.
+    stamps = {event[k] for k in ("firstTimestamp", "lastTimestamp", "eventTime")}
+    assert stamps == {"2026-11-23T05:30:01+00:00"}
     assert event["metadata"] == {"namespace": "ns", "generateName": "kopf-event-"}
     assert len(second["body"]["message"]) <= 1024
     assert "..." in second["body"]["message"]

@@ -22,9 +22,16 @@ NS = "team-a"
 KEY = ("Fake", NS, "w1")
 
 
+class RecordedEvents(list[EventRecord]):
+    """The Events the workers hand to their recorder."""
+
+    def record(self, _body: Any, event: EventRecord) -> None:
+        self.append(event)
+
+
 def rig(
     ext: ExternalFns | None = None, connect_error: BaseException | None = None
-) -> tuple[Workers, FakeKube, list[EventRecord]]:
+) -> tuple[Workers, FakeKube, RecordedEvents]:
     kube = FakeKube()
     connecter = ConnecterFns(ext or ExternalFns(), connect_error)
     reconciler = Reconciler(connecter, kind="fake", schedule=Schedule())
@@ -35,13 +42,9 @@ def rig(
         kube,
         status_model=FakeStatus,
     )
-    posted: list[EventRecord] = []
-
-    async def post(_body: Any, event: EventRecord) -> None:
-        posted.append(event)
-
-    workers = Workers({"Fake": loop}, kube, post, size=2)
-    return workers, kube, posted
+    recorded = RecordedEvents()
+    workers = Workers({"Fake": loop}, kube, recorded, size=2)
+    return workers, kube, recorded
 
 
 def body(generation: int = 1, **meta: Any) -> dict[str, Any]:

@@ -14,19 +14,30 @@ class ConfigError(ValueError):
     """An environment variable has a value the operator cannot use."""
 
 
-def _number(env: Mapping[str, str], name: str, default: float) -> float:
+def _number(
+    env: Mapping[str, str], name: str, default: float, what: str = "a number of seconds"
+) -> float:
     raw = env.get(name)
     if raw is None or raw == "":
         return default
     try:
         value = float(raw)
     except ValueError:
-        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+        raise ConfigError(f"{name} must be {what}, got {raw!r}") from None
     if not math.isfinite(value):  # float() accepts "nan" and "inf"; no timer can use them
-        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}")
+        raise ConfigError(f"{name} must be {what}, got {raw!r}")
     if value <= 0:
         raise ConfigError(f"{name} must be positive, got {raw!r}")
     return value
+
+
+def _count(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    if not (raw.isascii() and raw.isdigit() and int(raw) > 0):
+        raise ConfigError(f"{name} must be a whole number above 0, got {raw!r}")
+    return int(raw)
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,9 @@ class OperatorConfig:
     poll_interval: float = 2.0
     poll_max_interval: float = 30.0
     resync_interval: float = 600.0
+    event_qps: float = 10.0
+    """Events posted per second once `event_burst` are spent (`EventRecorder`)."""
+    event_burst: int = 50
     metrics_port: int | None = None
     metrics_addr: str = "0.0.0.0"  # the pod network; tests set 127.0.0.1
 
@@ -58,6 +72,8 @@ class OperatorConfig:
             poll_interval=_number(env, "DEPLOYPLANE_POLL_INTERVAL", 2.0),
             poll_max_interval=_number(env, "DEPLOYPLANE_POLL_MAX_INTERVAL", 30.0),
             resync_interval=_number(env, "DEPLOYPLANE_RESYNC_INTERVAL", 600.0),
+            event_qps=_number(env, "DEPLOYPLANE_EVENT_QPS", 10.0, "a number of Events a second"),
+            event_burst=_count(env, "DEPLOYPLANE_EVENT_BURST", 50),
             metrics_port=int(port) if port else None,
             metrics_addr=env.get("DEPLOYPLANE_METRICS_ADDR") or "0.0.0.0",
         )

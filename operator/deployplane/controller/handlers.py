@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -29,8 +29,8 @@ from deployplane.controller.storage import NoDiffBaseStorage
 from deployplane.crd.specs import GROUP, VERSION
 from deployplane.externals.connections import Connection, Connections
 from deployplane.kinds import KINDS, KindDef, KindRegistry
+from deployplane.reconcile.eventrecorder import EventRecorder
 from deployplane.reconcile.loop import ResourceLoop
-from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.workers import Workers
@@ -54,6 +54,8 @@ class Runtime:
     workers: Workers
     """The bounded pool that runs every kind's passes; `workers.loops` holds one
     reconcile loop per kind, keyed by `KindDef.kind`."""
+    events: EventRecorder
+    """Posts the passes' Events in the background, at `config.event_qps`."""
 
 
 def build_runtime(
@@ -83,11 +85,14 @@ def build_runtime(
         for kind in kinds
     }
 
-    async def post(body: Mapping[str, Any], event: EventRecord) -> None:
-        await kube.post_event(body, event.type, event.reason, event.message)
-
-    workers = Workers(loops, kube, post, size=WORKERS)
-    return Runtime(config, kube, connections, metrics, workers)
+    events = EventRecorder(
+        kube.post_event,
+        qps=config.event_qps,
+        burst=config.event_burst,
+        on_drop=metrics.events_dropped.inc,
+    )
+    workers = Workers(loops, kube, events, size=WORKERS)
+    return Runtime(config, kube, connections, metrics, workers, events)
 
 
 @kopf.on.login()
@@ -116,6 +121,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     memo.runtime = runtime = build_runtime(config, KubernetesApi.from_environment())
     watch_peering(runtime.workers)
     runtime.workers.start()
+    runtime.events.start()
     tune_gc()
     if config.metrics_port is not None:
         runtime.metrics.serve(config.metrics_port, config.metrics_addr)
@@ -175,6 +181,7 @@ def watch_peering(workers: Workers) -> PeeringPause:
 @kopf.on.cleanup()
 async def close_clients(memo: kopf.Memo, **_: Any) -> None:
     await memo.runtime.workers.stop()
+    await memo.runtime.events.stop()
     await memo.runtime.connections.aclose()
     await memo.runtime.kube.aclose()
 

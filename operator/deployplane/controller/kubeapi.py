@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import datetime as dt
 import json
+import math
 import os
 import ssl
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -30,6 +31,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from deployplane.crd.specs import GROUP, VERSION
+from deployplane.reconcile.eventrecorder import PendingEvent
 
 
 class KubernetesApi:
@@ -41,6 +43,8 @@ class KubernetesApi:
         self._custom = client.CustomObjectsApi(api_client)
         self._max_in_flight = max_in_flight
         self._http: aiohttp.ClientSession | None = None
+        self._token: str | None = None
+        self._token_checked = -math.inf
 
     def _session(self) -> aiohttp.ClientSession:
         """Built on first use, inside the running loop, from the same configuration."""
@@ -106,13 +110,23 @@ class KubernetesApi:
         headers = {"Accept": "application/json"}
         if content_type is not None:
             headers["Content-Type"] = content_type
-        # Asked per request: the configuration refreshes expiring (in-cluster) tokens.
-        # auth_settings() knows where the client keeps a token ("BearerToken", with its
-        # "Bearer " prefix); a client certificate, if any, is in the SSL context instead.
-        bearer = self._configuration.auth_settings().get("BearerToken") or {}
-        if bearer.get("value"):
-            headers["Authorization"] = bearer["value"]
+        if authorization := self._authorization():
+            headers["Authorization"] = authorization
         return headers
+
+    def _authorization(self) -> str | None:
+        """The bearer token's header value, asked of the configuration at most every
+        `_TOKEN_RECHECK_SECONDS`: it refreshes expiring (in-cluster, exec-plugin) tokens
+        when asked, and asking re-reads the kubeconfig and scans the environment for
+        proxies, which was ~4% of the operator's CPU when asked per request.
+        auth_settings() knows where the client keeps a token ("BearerToken", with its
+        "Bearer " prefix); a client certificate, if any, is in the SSL context instead."""
+        now = time.monotonic()
+        if now >= self._token_checked + _TOKEN_RECHECK_SECONDS:
+            bearer = self._configuration.auth_settings().get("BearerToken") or {}
+            self._token = bearer.get("value") or None
+            self._token_checked = now
+        return self._token
 
     async def _patch(self, path: str, body: Any, content_type: str) -> int:
         """PATCH `path`; the HTTP status (404 and 409/422 are the caller's to judge)."""
@@ -176,23 +190,23 @@ class KubernetesApi:
                 return True
         raise ApiException(status=409, reason=f"finalizers of {namespace}/{name} keep changing")
 
-    async def post_event(
-        self, involved: Mapping[str, Any], type_: str, reason: str, message: str
-    ) -> None:
-        """Create a core/v1 Event about `involved` (a watched body), with the fields and the
-        component name Kopf's poster used, over this session: the operator's writes share
-        one connection pool (Kopf's poster kept a pool of its own, and its own task)."""
+    async def post_event(self, pending: PendingEvent) -> None:
+        """Create a core/v1 Event (the recorder's, `deployplane.reconcile.eventrecorder`),
+        with the fields and the component name Kopf's poster used, over this session:
+        the operator's writes share one connection pool."""
+        involved, event = pending.involved, pending.event
         meta = involved.get("metadata") or {}
         namespace = meta.get("namespace") or "default"
+        message = event.message
         if len(message) > _EVENT_MESSAGE_MAX:
             half = _EVENT_MESSAGE_MAX // 2
             message = f"{message[: half - 1]}...{message[-(half - 2) :]}"
-        now = dt.datetime.now(dt.UTC).isoformat()
+        when = pending.recorded_at.isoformat()
         body = {
             "metadata": {"namespace": namespace, "generateName": "kopf-event-"},
             "action": "Action?",
-            "type": type_,
-            "reason": reason,
+            "type": event.type,
+            "reason": event.reason,
             "message": message,
             "reportingComponent": "kopf",
             "reportingInstance": "dev",
@@ -204,9 +218,9 @@ class KubernetesApi:
                 "uid": meta.get("uid"),
                 "namespace": namespace,
             },
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "eventTime": now,
+            "firstTimestamp": when,
+            "lastTimestamp": when,
+            "eventTime": when,
         }
         path = f"/api/v1/namespaces/{namespace}/events"
         headers = self._headers("application/json")
@@ -217,6 +231,9 @@ class KubernetesApi:
 
 
 _FINALIZER_RETRIES = 5
+_TOKEN_RECHECK_SECONDS = 10.0
+"""The kubernetes client re-reads an in-cluster token file once a minute; asking it
+every 10 s keeps a rotated token in use within seconds of the client having it."""
 _EVENT_MESSAGE_MAX = 1024
 
 

@@ -74,6 +74,12 @@ class OperatorMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.events_dropped = Counter(
+            "deployplane_events_dropped",
+            "Kubernetes Events not posted: the recorder's queue was full, or the operator "
+            "stopped before posting them (DEPLOYPLANE_EVENT_QPS, DEPLOYPLANE_EVENT_BURST).",
+            registry=self.registry,
+        )
         self.revisions = self._gauge(
             "deployplane_revisions",
             "Resources by the status of their latest revision.",

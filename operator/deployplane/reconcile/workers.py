@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -26,9 +26,6 @@ log = logging.getLogger("deployplane.workers")
 Key = tuple[str, str, str]
 """(kind, namespace, name)."""
 
-EventSink = Callable[[Mapping[str, Any], EventRecord], Awaitable[None]]
-"""Posts an Event about the object (the body as `observe` kept it)."""
-
 _METADATA: Final = (
     "namespace",
     "name",
@@ -40,6 +37,12 @@ _METADATA: Final = (
     "deletionTimestamp",
 )
 """What a pass, a finalizer or an Event needs of the metadata (not managedFields)."""
+
+
+class EventSink(Protocol):
+    def record(self, body: Mapping[str, Any], event: EventRecord) -> None:
+        """Queue an Event about the object (the body as `observe` kept it); never blocks
+        (`deployplane.reconcile.eventrecorder.EventRecorder`)."""
 
 
 class FinalizerSink(Protocol):
@@ -81,18 +84,17 @@ class Workers:
         self,
         loops: Mapping[str, ResourceLoop[Any, Any]],
         kube: FinalizerSink,
-        post_event: EventSink,
+        events: EventSink,
         *,
         size: int = 16,
     ) -> None:
         self.loops = loops
         self.kube = kube
-        self.post_event = post_event
+        self.events = events
         self.size = size
         self.queue: WorkQueue[Key] = WorkQueue()
         self.resources: dict[Key, Tracked] = {}
         self._tasks: list[asyncio.Task[None]] = []
-        self._posting: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
         """Start the workers (once; later calls do nothing)."""
@@ -101,7 +103,7 @@ class Workers:
 
     async def stop(self) -> None:
         self.queue.stop()
-        await asyncio.gather(*self._tasks, *self._posting, return_exceptions=True)
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
     def observe(self, kind: str, event_type: str | None, body: Mapping[str, Any]) -> None:
@@ -144,19 +146,6 @@ class Workers:
             finally:
                 self.queue.done(key, delay if key in self.resources else None)
 
-    async def _post(self, body: Mapping[str, Any], event: EventRecord) -> None:
-        try:
-            await self.post_event(body, event)
-        except Exception as exc:  # an Event lost is no reason to fail anything
-            meta = body.get("metadata") or {}
-            log.warning(
-                "%s/%s: event %s not posted: %s",
-                meta.get("namespace"),
-                meta.get("name"),
-                event.reason,
-                exc,
-            )
-
     async def visit(self, key: Key) -> float | None:
         """One pass over the resource, or its finalization; the delay before the next."""
         tracked = self.resources.get(key)
@@ -164,14 +153,10 @@ class Workers:
             return None
         body, state, loop = tracked.body, tracked.state, self.loops[key[0]]
         if not is_deleting(body):
-
-            def post(event: EventRecord) -> None:
-                # Not awaited: an Event never holds up the pass, nor fails it.
-                task = asyncio.create_task(self._post(body, event))
-                self._posting.add(task)
-                task.add_done_callback(self._posting.discard)
-
-            return await loop.one_pass(body, state, post_event=post)
+            # Queued, not awaited: an Event never holds up the pass, nor fails it.
+            return await loop.one_pass(
+                body, state, post_event=lambda event: self.events.record(body, event)
+            )
         if not has_finalizer(body):
             return None  # not ours to hold: the object goes
         not_yet = await loop.finalize(body, state)
