@@ -87,6 +87,9 @@ def _run_kopf(
     settings.peering.lifetime = peering_lifetime
     kopf.run(
         settings=settings,
+        # The informers watch these (`handlers.namespaces_of`); Kopf's own copy scopes
+        # only its peering.
+        memo=kopf.Memo(namespaces=tuple(namespaces)),
         priority=priority,
         clusterwide=not namespaces,
         namespaces=namespaces,

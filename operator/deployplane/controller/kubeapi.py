@@ -23,7 +23,7 @@ import math
 import os
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import aiohttp
@@ -32,6 +32,7 @@ from kubernetes.client.exceptions import ApiException
 
 from deployplane.crd.specs import GROUP, VERSION
 from deployplane.reconcile.eventrecorder import PendingEvent
+from deployplane.reconcile.informer import Page, WatchExpired
 
 
 class KubernetesApi:
@@ -43,29 +44,43 @@ class KubernetesApi:
         self._custom = client.CustomObjectsApi(api_client)
         self._max_in_flight = max_in_flight
         self._http: aiohttp.ClientSession | None = None
+        self._watch_http: aiohttp.ClientSession | None = None
         self._token: str | None = None
         self._token_checked = -math.inf
 
     def _session(self) -> aiohttp.ClientSession:
-        """Built on first use, inside the running loop, from the same configuration."""
+        """Requests: built on first use, inside the running loop, at most
+        `max_in_flight` connections."""
         if self._http is None:
-            cfg = self._configuration
-            verify: ssl.SSLContext | bool = False
-            if cfg.verify_ssl:
-                verify = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
-                if cfg.cert_file:
-                    verify.load_cert_chain(cfg.cert_file, cfg.key_file)
-            self._http = aiohttp.ClientSession(
-                base_url=cfg.host,
-                connector=aiohttp.TCPConnector(limit=self._max_in_flight, ssl=verify),
-                timeout=aiohttp.ClientTimeout(total=60.0),
-            )
+            self._http = self._new_session(self._max_in_flight)
         return self._http
 
+    def _watch_session(self) -> aiohttp.ClientSession:
+        """Watch streams: a pool of their own, without a limit, as each holds its
+        connection open for minutes (one per kind and namespace watched); in the
+        requests' pool, many namespaces would take every connection the writes need."""
+        if self._watch_http is None:
+            self._watch_http = self._new_session(0)
+        return self._watch_http
+
+    def _new_session(self, limit: int) -> aiohttp.ClientSession:
+        cfg = self._configuration
+        verify: ssl.SSLContext | bool = False
+        if cfg.verify_ssl:
+            verify = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
+            if cfg.cert_file:
+                verify.load_cert_chain(cfg.cert_file, cfg.key_file)
+        return aiohttp.ClientSession(
+            base_url=cfg.host,
+            connector=aiohttp.TCPConnector(limit=limit, ssl=verify),
+            timeout=aiohttp.ClientTimeout(total=60.0),
+        )
+
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.close()
-            self._http = None
+        for session in (self._http, self._watch_http):
+            if session is not None:
+                await session.close()
+        self._http = self._watch_http = None
 
     @classmethod
     def from_environment(cls) -> KubernetesApi:
@@ -81,6 +96,59 @@ class KubernetesApi:
         # Many resources reconcile at once; the default pool of 4 would serialize them.
         configuration.connection_pool_maxsize = 32
         return cls(client.ApiClient(configuration))
+
+    async def list_page(
+        self, plural: str, namespace: str | None, *, limit: int, continue_token: str | None
+    ) -> Page:
+        """One page of a listing of our kind (`deployplane.reconcile.informer`)."""
+        params = {"limit": str(limit)}
+        if continue_token:
+            params["continue"] = continue_token
+        async with self._session().get(
+            _collection(plural, namespace), params=params, headers=self._headers()
+        ) as r:
+            if r.status == 410:
+                raise WatchExpired("the listing's continue token expired")
+            if r.status >= 400:
+                raise ApiException(status=r.status, reason=(await r.text())[:500])
+            listing = await r.json()
+        meta = listing.get("metadata") or {}
+        return Page(
+            list(listing.get("items") or []),
+            str(meta.get("resourceVersion") or ""),
+            meta.get("continue") or None,
+        )
+
+    async def watch_events(
+        self, plural: str, namespace: str | None, *, resource_version: str, timeout_seconds: int
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The watch events of our kind from `resource_version`, until the server ends
+        the stream (after `timeout_seconds`) or the connection drops."""
+        params = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": resource_version,
+            "timeoutSeconds": str(timeout_seconds),
+        }
+        # No total timeout: the stream is meant to stay open; a silent one is cut after
+        # the server's own timeout plus a margin.
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=timeout_seconds + 30)
+        async with self._watch_session().get(
+            _collection(plural, namespace), params=params, headers=self._headers(), timeout=timeout
+        ) as r:
+            if r.status == 410:
+                raise WatchExpired(f"resourceVersion {resource_version} is too old")
+            if r.status >= 400:
+                raise ApiException(status=r.status, reason=(await r.text())[:500])
+            # One JSON document per line; an object may be longer than the 64 KiB line
+            # limit of `r.content.readline`, so the chunks are split here.
+            buffer = b""
+            async for chunk in r.content.iter_any():
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
 
     async def read_secret(self, namespace: str, name: str) -> Mapping[str, str] | None:
         try:
@@ -235,6 +303,12 @@ _TOKEN_RECHECK_SECONDS = 10.0
 """The kubernetes client re-reads an in-cluster token file once a minute; asking it
 every 10 s keeps a rotated token in use within seconds of the client having it."""
 _EVENT_MESSAGE_MAX = 1024
+
+
+def _collection(plural: str, namespace: str | None) -> str:
+    if namespace is None:
+        return f"/apis/{GROUP}/{VERSION}/{plural}"
+    return f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{plural}"
 
 
 def _path(plural: str, namespace: str, name: str) -> str:
