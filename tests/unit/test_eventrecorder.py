@@ -229,3 +229,19 @@ def test_bad_settings_are_refused() -> None:
 
 def test_the_involved_object_of_a_body_without_metadata_is_empty_not_an_error() -> None:
     assert involved_object({}) == {"apiVersion": None, "kind": None, "metadata": {}}
+
+
+def test_the_metrics_show_what_waits_and_what_was_dropped() -> None:
+    from deployplane.controller.metrics import OperatorMetrics
+
+    metrics = OperatorMetrics()
+
+    async def sink(_: PendingEvent) -> None: ...
+
+    recorder = EventRecorder(sink, capacity=2, on_drop=metrics.events_dropped.inc)
+    metrics.watch_events(recorder)
+    for i in range(3):
+        recorder.record(body(f"r{i}"), CREATED)
+    sample = metrics.registry.get_sample_value
+    assert sample("deployplane_events_pending") == 2
+    assert sample("deployplane_events_dropped_total") == 1

@@ -196,18 +196,27 @@ def test_a_third_kind_is_in_the_generated_kustomization_and_operator_rbac() -> N
     assert schema.main(["--check"]) == 0
 
 
-def test_a_third_kind_gets_its_handler_and_a_loop() -> None:
+async def test_a_third_kind_gets_an_informer_per_namespace_and_a_loop() -> None:
     kinds = KINDS.with_kinds(fake_kind())
-    registry = kopf.OperatorRegistry()
-    handlers.register_handlers(kinds, registry)
-
-    by_id = {h.id: h for h in kopf_handlers(registry)}
-    assert {i for i in by_id if i.startswith("fake_")} == {"fake_changed"}
-    assert by_id["fake_changed"].selector.any_name == "fakes"
     runtime = handlers.build_runtime(OperatorConfig(), FakeKube(), kinds)  # type: ignore[arg-type]
     assert list(runtime.workers.loops) == ["AgentDeployment", "Listener", "Fake"]
     loop = runtime.workers.loops["Fake"]
     assert (loop.plural, loop.spec_model, loop.reconciler.kind) == ("fakes", FakeSpec, "fake")
+    handlers.start_informers(runtime, ("ns-1", "ns-2"), kinds)
+    try:
+        watched = [(i.plural, i.namespace) for i in runtime.informers]
+        assert watched == [
+            (plural, ns)
+            for plural in ("agentdeployments", "listeners", "fakes")
+            for ns in ("ns-1", "ns-2")
+        ]
+        fake = next(i for i in runtime.informers if i.plural == "fakes")
+        fake.observe(None, {"metadata": {"namespace": "ns-1", "name": "f1"}, "spec": {}})
+        assert ("Fake", "ns-1", "f1") in runtime.workers.resources, "fed to the workers"
+    finally:
+        for task in runtime.tasks:
+            task.cancel()
+        await asyncio.gather(*runtime.tasks, return_exceptions=True)
 
 
 def test_a_third_kind_is_granted_by_the_charts_rbac_from_its_crd_file(tmp_path: Path) -> None:
@@ -232,18 +241,33 @@ def test_a_third_kind_is_granted_by_the_charts_rbac_from_its_crd_file(tmp_path: 
     ]
 
 
-def test_each_kind_has_one_watch_handler_and_kopf_needs_no_finalizer() -> None:
-    """The workers do the reconciling and finalizing: Kopf only watches. With no daemon
-    and no delete handler, Kopf puts no finalizer of its own on any object (and takes
-    none off: its finalizer is not named as ours)."""
-    registry = kopf.OperatorRegistry()
-    handlers.register_handlers(KINDS, registry)
-    assert [(type(h).__name__, h.id) for h in kopf_handlers(registry)] == [
-        ("WatchingHandler", "agentdeployment_changed"),
-        ("WatchingHandler", "listener_changed"),
-    ]
-    assert not any(getattr(h, "requires_finalizer", False) for h in kopf_handlers(registry))
-    assert handlers.KOPF_FINALIZER != FINALIZER
+async def test_no_namespace_given_watches_each_kind_cluster_wide() -> None:
+    runtime = handlers.build_runtime(OperatorConfig(), FakeKube())  # type: ignore[arg-type]
+    handlers.start_informers(runtime, ())
+    try:
+        assert [(i.plural, i.namespace) for i in runtime.informers] == [
+            ("agentdeployments", None),
+            ("listeners", None),
+        ]
+    finally:
+        for task in runtime.tasks:
+            task.cancel()
+        await asyncio.gather(*runtime.tasks, return_exceptions=True)
+
+
+def test_the_cli_namespaces_win_over_the_environment() -> None:
+    config = OperatorConfig(namespaces=("from-env",))
+    assert handlers.namespaces_of(kopf.Memo(namespaces=("a", "b")), config) == ("a", "b")
+    assert handlers.namespaces_of(kopf.Memo(namespaces=()), config) == ("from-env",)
+    assert handlers.namespaces_of(kopf.Memo(), config) == ("from-env",)
+
+
+def test_kopf_has_no_resource_handlers_so_it_never_touches_an_object() -> None:
+    """The informers and the workers do the watching, reconciling and finalizing: Kopf
+    runs the process only, so it puts no finalizer of its own on any object, writes no
+    annotation, and keeps no per-object state."""
+    # `handlers` is imported (above): what it registered is in Kopf's default registry.
+    assert kopf_handlers(kopf.get_default_registry()) == []
 
 
 # --------------------------------------------------------- deleted resources leave gauges

@@ -188,11 +188,3 @@ async def test_kopfs_peering_pause_and_resume_pause_and_resume_the_workers() -> 
         assert not workers.queue.paused
     finally:
         logging.getLogger(PEERING_LOGGER).removeFilter(hook)
-
-
-def test_kopf_builds_no_diff_essence_for_the_events_it_only_forwards() -> None:
-    from deployplane.controller.storage import NoDiffBaseStorage
-
-    big = body()
-    big["spec"] = {"many": list(range(1000))}
-    assert NoDiffBaseStorage().build(body=big) == {}

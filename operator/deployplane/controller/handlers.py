@@ -93,6 +93,7 @@ def build_runtime(
         burst=config.event_burst,
         on_drop=metrics.events_dropped.inc,
     )
+    metrics.watch_events(events)
     workers = Workers(loops, kube, events, size=WORKERS)
     return Runtime(config, kube, connections, metrics, workers, events)
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sized
+from functools import partial
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
@@ -78,6 +79,11 @@ class OperatorMetrics:
             "deployplane_events_dropped",
             "Kubernetes Events not posted: the recorder's queue was full, or the operator "
             "stopped before posting them (DEPLOYPLANE_EVENT_QPS, DEPLOYPLANE_EVENT_BURST).",
+            registry=self.registry,
+        )
+        self.events_pending = Gauge(
+            "deployplane_events_pending",
+            "Kubernetes Events recorded and not yet posted (posted at DEPLOYPLANE_EVENT_QPS).",
             registry=self.registry,
         )
         self.revisions = self._gauge(
@@ -148,10 +154,19 @@ class OperatorMetrics:
         keys = self._not_ready.get(kind, {})
         self.not_ready.labels(kind).set(len(keys))
         if keys:
-            self.not_ready_since.labels(kind).set(min(keys.values()))
+            # The oldest is found when Prometheus scrapes, not on every pass: a minimum
+            # over every not-Ready resource per pass was quadratic in a burst.
+            self.not_ready_since.labels(kind).set_function(partial(self._oldest, kind))
         else:
             with contextlib.suppress(KeyError):  # never set
                 self.not_ready_since.remove(kind)
+
+    def _oldest(self, kind: str) -> float:
+        return min(self._not_ready.get(kind, {}).values(), default=self._clock())
+
+    def watch_events(self, recorder: Sized) -> None:
+        """Report the Events waiting in `recorder` (read when Prometheus scrapes)."""
+        self.events_pending.set_function(lambda: float(len(recorder)))
 
     def _set_conditions(self, kind: str, key: str, conditions: tuple[tuple[str, str], ...]) -> None:
         for type_, status in self._conditions_of.pop((kind, key), ()):

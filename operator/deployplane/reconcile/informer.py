@@ -13,13 +13,14 @@ The rules:
 - list in pages, hand every object over (event type None, as Kopf's initial listing),
   then watch from the list's resourceVersion, with bookmarks, so a reconnect resumes
   where the last event (or bookmark) left off and misses nothing;
-- a watch ending (the server's timeout, a dropped connection) is resumed from the last
-  resourceVersion; "410 Gone" (that version is compacted away) or any other error
-  event lists again;
+- a watch ending (the server's timeout) is resumed from the last resourceVersion at
+  once, a broken one (a dropped connection) after a backoff; "410 Gone" (that version
+  is compacted away) or any other error event lists again;
 - a new listing reports what vanished since the last one as DELETED (a delete missed
   while the watch was down), so nothing is held for an object that is gone;
-- a failed list (the CRD not installed yet, RBAC, the apiserver down) is logged and
-  tried again after a backoff that doubles up to `backoff_max`; it never ends the loop.
+- a failure (the CRD not installed yet, RBAC, the apiserver down) is logged and tried
+  again after a backoff that doubles up to `backoff_max`; nothing ends the loop but
+  cancelling it.
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ class Informer:
         """The identity (apiVersion, kind, namespace, name) of every object seen alive."""
         self.listed = asyncio.Event()
         """Set once the first listing has been handed over."""
+        self.version: str | None = None
+        """Where the watch resumes; None: list (again) first."""
 
     @property
     def where(self) -> str:
@@ -99,19 +102,24 @@ class Informer:
         failures = 0
         while True:
             try:
-                resume: str | None = await self.list()
+                if self.version is None:
+                    self.version = await self.list()
+                await self.watch(self.version)
                 failures = 0
-                while resume is not None:
-                    resume = await self.watch(resume)
             except asyncio.CancelledError:
                 raise
+            except WatchExpired:
+                self.version = None
             except Exception as exc:
+                # A list that failed lists again; a stream that broke resumes from the
+                # last version it delivered.
                 delay = min(self.backoff_max, self.backoff_initial * 2**failures)
                 failures += 1
                 log.warning(
-                    "%s %s: list or watch failed (%s); again in %.0fs",
+                    "%s %s: %s failed (%s); again in %.0fs",
                     self.plural,
                     self.where,
+                    "list" if self.version is None else "watch",
                     exc,
                     delay,
                 )
@@ -137,28 +145,24 @@ class Informer:
         self.listed.set()
         return page.resource_version
 
-    async def watch(self, version: str) -> str | None:
-        """Stream from `version`; the version to resume from when the stream ends, or
-        None when it must list again."""
-        try:
-            async for event in self.source.watch_events(
-                self.plural,
-                self.namespace,
-                resource_version=version,
-                timeout_seconds=self.timeout_seconds,
-            ):
-                kind, obj = event.get("type"), event.get("object") or {}
-                if kind == "ERROR":
-                    code = obj.get("code")
-                    if code != 410:
-                        log.warning("%s %s: watch error %s", self.plural, self.where, obj)
-                    return None
-                version = (obj.get("metadata") or {}).get("resourceVersion") or version
-                if kind in ("ADDED", "MODIFIED", "DELETED"):
-                    self._see(kind, obj)
-        except WatchExpired:
-            return None
-        return version
+    async def watch(self, version: str) -> None:
+        """Stream from `version`, keeping `self.version` at the last one delivered (None
+        when the stream says to list again)."""
+        async for event in self.source.watch_events(
+            self.plural,
+            self.namespace,
+            resource_version=version,
+            timeout_seconds=self.timeout_seconds,
+        ):
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":
+                if obj.get("code") != 410:
+                    log.warning("%s %s: watch error %s", self.plural, self.where, obj)
+                self.version = None
+                return
+            self.version = (obj.get("metadata") or {}).get("resourceVersion") or self.version
+            if kind in ("ADDED", "MODIFIED", "DELETED"):
+                self._see(kind, obj)
 
     def _see(self, kind: str | None, obj: Mapping[str, Any]) -> None:
         key = _key(obj)
