@@ -10,7 +10,15 @@ import pytest
 from bench.__main__ import bench_lines
 from bench.audit_counts import requests_by_verb, writes_by_resource, writes_per_cr
 from bench.profiling import bucket, package, summarise
-from bench.report import FLOOR_RATIO_GOAL, floor_ratio, parse, parse_floor, verdict
+from bench.report import (
+    FLOOR_RATIO_GOAL,
+    Figure,
+    floor_ratio,
+    median_ratio,
+    parse,
+    parse_floor,
+    verdict,
+)
 
 OPERATOR = "system:serviceaccount:bench:deployplane-bench"
 T0 = dt.datetime(2026, 11, 23, 3, 0, 0, tzinfo=dt.UTC)
@@ -209,3 +217,15 @@ def test_bucket_puts_a_control_plane_call_inside_a_pass_with_the_calls() -> None
     kopf += ";process_resource_event (kopf/_core/reactor/processing.py:1)"
     assert bucket(kopf) == "Kopf: per-event processing"
     assert bucket("BaseEventLoop._run_once (asyncio/base_events.py:1)") == "other"
+
+
+def test_the_ratio_of_several_pairs_is_the_median_pairs() -> None:
+    def ratio(value: float) -> Figure:
+        return Figure("operator_floor_ratio", value, "x", "<=", FLOOR_RATIO_GOAL, 2)
+
+    assert median_ratio([ratio(1.4), ratio(1.1), ratio(1.2)]).value == 1.2
+    assert median_ratio([ratio(1.3)]).value == 1.3
+    # An even count takes the upper of the middle two: never the kinder one.
+    assert median_ratio([ratio(1.1), ratio(1.2)]).value == 1.2
+    with pytest.raises(ValueError, match="no floor/operator pair"):
+        median_ratio([])
