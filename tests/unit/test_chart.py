@@ -106,6 +106,7 @@ def test_defaults_install_the_operator_cluster_wide(rendered: dict[str, list[Doc
     assert env["DEPLOYPLANE_METRICS_PORT"] == "9090"
     assert env["DEPLOYPLANE_POLL_INTERVAL"] == "2"
     assert env["DEPLOYPLANE_RESYNC_INTERVAL"] == "600"
+    assert (env["DEPLOYPLANE_EVENT_QPS"], env["DEPLOYPLANE_EVENT_BURST"]) == ("10", "50")
     assert {p["name"]: p["containerPort"] for p in container["ports"]} == {
         "health": 8080,
         "metrics": 9090,
@@ -372,6 +373,8 @@ REFUSED: dict[str, dict[str, Any]] = {
     "unknown nested value": {"controlPlane": {"apikey": "plaintext"}},
     "metrics port out of range": {"metrics": {"port": 70000}},
     "bad pull policy": {"image": {"pullPolicy": "Sometimes"}},
+    "zero event rate": {"events": {"qps": 0}},
+    "event burst as a fraction": {"events": {"burst": 2.5}},
 }
 
 

@@ -472,7 +472,9 @@ def test_config_defaults() -> None:
         config.resync_interval,
         config.metrics_port,
         config.default_connection(),
-    ) == (None, None, None, (), 2.0, 30.0, 600.0, None, None)
+        config.event_qps,
+        config.event_burst,
+    ) == (None, None, None, (), 2.0, 30.0, 600.0, None, None, 10.0, 50)
 
 
 def test_config_from_env() -> None:
@@ -486,8 +488,11 @@ def test_config_from_env() -> None:
             "DEPLOYPLANE_POLL_MAX_INTERVAL": "10",
             "DEPLOYPLANE_RESYNC_INTERVAL": "300",
             "DEPLOYPLANE_METRICS_PORT": "9090",
+            "DEPLOYPLANE_EVENT_QPS": "2.5",
+            "DEPLOYPLANE_EVENT_BURST": "5",
         }
     )
+    assert (config.event_qps, config.event_burst) == (2.5, 5)
     assert (
         config.namespaces,
         config.poll_interval,
@@ -549,6 +554,21 @@ CONFIG_ERRORS: dict[str, tuple[str, str, str]] = {
         "DEPLOYPLANE_METRICS_PORT",
         "http",
         "DEPLOYPLANE_METRICS_PORT must be a port number, got 'http'",
+    ),
+    "event rate not a number": (
+        "DEPLOYPLANE_EVENT_QPS",
+        "fast",
+        "DEPLOYPLANE_EVENT_QPS must be a number of Events a second, got 'fast'",
+    ),
+    "event burst a fraction": (
+        "DEPLOYPLANE_EVENT_BURST",
+        "2.5",
+        "DEPLOYPLANE_EVENT_BURST must be a whole number above 0, got '2.5'",
+    ),
+    "event burst zero": (
+        "DEPLOYPLANE_EVENT_BURST",
+        "0",
+        "DEPLOYPLANE_EVENT_BURST must be a whole number above 0, got '0'",
     ),
     "port out of range": (
         "DEPLOYPLANE_METRICS_PORT",
