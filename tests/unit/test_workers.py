@@ -9,6 +9,7 @@ import asyncio
 import copy
 from typing import Any, cast
 
+import pytest
 from tests.support.fakeexternal import ConnecterFns, ExternalFns, FakeSpec, FakeStatus
 from tests.support.fakekube import FakeKube
 
@@ -185,6 +186,58 @@ async def test_kopfs_peering_pause_and_resume_pause_and_resume_the_workers() -> 
         await asyncio.wait_for(event(higher, toggle), 5)
         assert workers.queue.paused
         await asyncio.wait_for(event({}, toggle), 5)
+        assert not workers.queue.paused
+    finally:
+        logging.getLogger(PEERING_LOGGER).removeFilter(hook)
+
+
+@pytest.mark.parametrize("mandatory", [True, False], ids=["peering", "standalone"])
+async def test_a_standby_that_first_sees_a_higher_peer_never_runs_a_pass(mandatory: bool) -> None:
+    """With peering on, Kopf starts paused and, finding a peer of a higher priority at its
+    first look, stays paused without logging "Pausing": the workers must start held and
+    run only once Kopf resumes (when that peer is gone). Kopf's own peering code."""
+    import datetime as dt
+    import logging
+
+    import kopf
+    from kopf._cogs.aiokits.aiotoggles import Toggle
+    from kopf._core.engines import peering
+
+    from deployplane.controller.handlers import PEERING_LOGGER, watch_peering
+
+    workers, _, _ = rig()
+    hook = watch_peering(workers, paused=mandatory)
+    try:
+        assert workers.queue.paused is mandatory
+        settings = kopf.OperatorSettings()
+        settings.peering.name = "deployplane"
+        settings.peering.priority = 10
+        now = dt.datetime.now(dt.UTC).isoformat()
+        resource = kopf.Resource("kopf.dev", "v1", "kopfpeerings", namespaced=True)
+        pressed = asyncio.Event()
+        pressed.set()
+        toggle = Toggle(mandatory)  # Kopf pre-activates it when peering is mandatory
+
+        async def event(status: dict[str, Any]) -> None:
+            raw = {
+                "type": "MODIFIED",
+                "object": {"metadata": {"name": "deployplane"}, "status": status},
+            }
+            await peering.process_peering_event(
+                raw_event=raw,  # type: ignore[arg-type]
+                namespace="ns",  # type: ignore[arg-type]
+                resource=resource,
+                identity=peering.Identity("us"),
+                settings=settings,
+                autoclean=False,
+                conflicts_found=toggle,
+                stream_pressure=pressed,
+            )
+
+        higher = {"them": {"priority": 20, "lifetime": 60, "lastseen": now}}
+        await asyncio.wait_for(event(higher), 5)
+        assert workers.queue.paused, "held while the higher peer lives"
+        await asyncio.wait_for(event({}), 5)
         assert not workers.queue.paused
     finally:
         logging.getLogger(PEERING_LOGGER).removeFilter(hook)

@@ -117,7 +117,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per API call otherwise
     config = OperatorConfig.from_env()
     memo.runtime = runtime = build_runtime(config, KubernetesApi.from_environment())
-    watch_peering(runtime.workers)
+    watch_peering(runtime.workers, paused=settings.peering.mandatory)
     runtime.workers.start()
     runtime.events.start()
     start_informers(runtime, namespaces_of(memo, config))
@@ -165,7 +165,15 @@ class PeeringPause(logging.Filter):
 PEERING_LOGGER = "kopf._core.engines.peering"
 
 
-def watch_peering(workers: Workers) -> PeeringPause:
+def watch_peering(workers: Workers, *, paused: bool = False) -> PeeringPause:
+    """Pause and resume `workers` with Kopf's peering. `paused`: start paused, as Kopf
+    does with peering on (`--peering NAME`): it holds everything until the first look
+    at the peers, and a replica that finds a higher-priority peer there stays paused
+    without saying so (it logs "Pausing" only when it was running); the informers feed
+    the workers whatever Kopf does, so they must start held too, or a standby would
+    reconcile beside the active replica until that replica died."""
+    if paused:
+        workers.queue.pause()
     hook = PeeringPause(workers)
     peering_log = logging.getLogger(PEERING_LOGGER)
     for old in [f for f in peering_log.filters if isinstance(f, PeeringPause)]:
