@@ -20,6 +20,9 @@ Phases, each bounded by `--timeout`:
    latency is the deployment's `created_at` (emulator clock, set when it handles the
    POST) minus the moment this script sent that resource's create request (same
    machine, same wall clock). `operator_rss_mb_1000` is the operator's VmRSS then.
+   Then the run waits until the operator's event recorder has posted the 2N Events of
+   the burst (`Created`, `Deployed`; they go out at DEPLOYPLANE_EVENT_QPS behind the
+   writes): `events_posted_1000_s`, from the first create.
 2. latency: single applies, one at a time, into the operator holding the N Ready.
 3. resume: the operator is stopped (SIGTERM) and started again (default resync);
    `resume_1000_s` is the time from its spawn until the emulator has answered N
@@ -233,6 +236,8 @@ class Bench:
         self.figures: list[Figure] = []
         self.stack = contextlib.ExitStack()
         self.profiles = Profiles.from_environment()
+        self.apply_began = 0.0
+        """When the converge's first create was sent (monotonic)."""
 
     def figure(self, *args: Any, **kwargs: Any) -> None:
         fig = Figure(*args, **kwargs)
@@ -369,7 +374,7 @@ class Bench:
         ready.start()
         log(f"{phase}: applying {self.n} AgentDeployments")
         since = dt.datetime.now(dt.UTC)
-        began = time.monotonic()
+        began = self.apply_began = time.monotonic()
         with self.profiles.cpu(self.pid, controller), self.profiles.apiserver(self.api):
             sent = self.apply_all()
             log(f"{phase}: applied in {time.monotonic() - began:.1f} s")
@@ -419,6 +424,26 @@ class Bench:
         # After the RSS figure: the memory report itself costs memory.
         self.profiles.memory(self.pid, "operator-converge")
         self.converge_proc = proc
+
+    def events_posted(self) -> None:
+        """Wait until the recorder has posted the burst's Events (Created and Deployed of
+        every resource: it posts them at DEPLOYPLANE_EVENT_QPS behind the writes that make
+        the resources Ready); seconds from the first create until the last is there."""
+        core = client.CoreV1Api(self.api)
+        want = 2 * self.n
+
+        def posted() -> int:
+            listing = core.list_namespaced_event(
+                self.namespace, field_selector="involvedObject.kind=AgentDeployment"
+            )
+            return sum(e.reason in ("Created", "Deployed") for e in listing.items)
+
+        wait_until(
+            lambda: posted() >= want, within=self.args.timeout * 2, what="the Events", every=2.0
+        )
+        seconds = time.monotonic() - self.apply_began
+        log(f"converge: all {want} Events posted {seconds:.0f} s after the first create")
+        self.figure("events_posted_1000_s", seconds, "s", "<=", 300, digits=0)
 
     def latency(self) -> None:
         """apply -> POST for single applies, one at a time, into the operator that holds
@@ -529,6 +554,7 @@ class Bench:
             self.converge()
             if self.args.converge_only:
                 return self.figures
+            self.events_posted()
             self.latency()
             self.resume()
             self.steady()
