@@ -79,6 +79,15 @@ async def settle(recorder: EventRecorder, rounds: int = 2000) -> None:
 CREATED = EventRecord("Normal", "Created", "Created deployment d-1")
 
 
+def recording(sink: Sink, count: int, **settings: Any) -> EventRecorder:
+    """A started recorder on the sink's fake clock, `count` Events (r0, r1, ...) recorded."""
+    recorder = EventRecorder(sink, clock=sink.clock, sleep=sink.clock.sleep, **settings)
+    recorder.start()
+    for i in range(count):
+        recorder.record(body(f"r{i}"), CREATED)
+    return recorder
+
+
 def test_a_token_bucket_gives_a_burst_then_its_rate() -> None:
     clock = Clock()
     bucket = TokenBucket(rate=4.0, burst=2, clock=clock)
@@ -92,12 +101,8 @@ def test_a_token_bucket_gives_a_burst_then_its_rate() -> None:
 
 
 async def test_a_burst_goes_out_at_once_and_the_rest_at_the_rate_in_order() -> None:
-    clock = Clock()
-    sink = Sink(clock)
-    recorder = EventRecorder(sink, qps=2.0, burst=3, clock=clock, sleep=clock.sleep)
-    recorder.start()
-    for i in range(7):
-        recorder.record(body(f"r{i}"), CREATED)
+    sink = Sink(Clock())
+    recorder = recording(sink, 7, qps=2.0, burst=3)
     await settle(recorder)
     assert [name for _, name, _ in sink.posted] == [f"r{i}" for i in range(7)]
     times = [at for at, _, _ in sink.posted]
@@ -166,12 +171,8 @@ async def test_a_failed_post_is_logged_and_the_next_events_still_go_out(
 
 
 async def test_stop_posts_what_waits_and_later_records_are_dropped() -> None:
-    clock = Clock()
-    sink = Sink(clock)
-    recorder = EventRecorder(sink, qps=100.0, burst=1, clock=clock, sleep=clock.sleep)
-    recorder.start()
-    for i in range(3):
-        recorder.record(body(f"r{i}"), CREATED)
+    sink = Sink(Clock())
+    recorder = recording(sink, 3, qps=100.0, burst=1)
     await recorder.stop()
     assert [name for _, name, _ in sink.posted] == ["r0", "r1", "r2"]
     recorder.record(body("late"), CREATED)

@@ -143,65 +143,41 @@ def test_a_deleted_resource_leaves_the_queue_and_the_store() -> None:
     assert workers.queue.due_now() == 0
 
 
-async def test_kopfs_peering_pause_and_resume_pause_and_resume_the_workers() -> None:
-    """Kopf's own peering code, fed a peer of a higher priority, then that peer gone."""
-    import datetime as dt
-    import logging
-
+async def kopf_peering_event(status: dict[str, Any], conflicts_found: Any) -> None:
+    """Kopf's own peering code (the identity "us", priority 10) handling one look at the
+    peers: `status` is the peering object's, `conflicts_found` Kopf's pause toggle."""
     import kopf
-    from kopf._cogs.aiokits.aiotoggles import Toggle
     from kopf._core.engines import peering
 
-    from deployplane.controller.handlers import PEERING_LOGGER, watch_peering
-
-    workers, _, _ = rig()
-    hook = watch_peering(workers)
-    try:
-        settings = kopf.OperatorSettings()
-        settings.peering.name = "deployplane"
-        settings.peering.priority = 10
-        now = dt.datetime.now(dt.UTC).isoformat()
-        resource = kopf.Resource("kopf.dev", "v1", "kopfpeerings", namespaced=True)
-
-        async def event(status: dict[str, Any], toggle: Toggle) -> None:
-            raw = {
-                "type": "MODIFIED",
-                "object": {"metadata": {"name": "deployplane"}, "status": status},
-            }
-            await peering.process_peering_event(
-                raw_event=raw,  # type: ignore[arg-type]
-                namespace="ns",  # type: ignore[arg-type]
-                resource=resource,
-                identity=peering.Identity("us"),
-                settings=settings,
-                autoclean=False,
-                conflicts_found=toggle,
-                stream_pressure=pressed,  # return at once instead of waiting for the peer
-            )
-
-        pressed = asyncio.Event()
-        pressed.set()
-        toggle = Toggle()
-        higher = {"them": {"priority": 20, "lifetime": 60, "lastseen": now}}
-        await asyncio.wait_for(event(higher, toggle), 5)
-        assert workers.queue.paused
-        await asyncio.wait_for(event({}, toggle), 5)
-        assert not workers.queue.paused
-    finally:
-        logging.getLogger(PEERING_LOGGER).removeFilter(hook)
+    settings = kopf.OperatorSettings()
+    settings.peering.name = "deployplane"
+    settings.peering.priority = 10
+    pressed = asyncio.Event()
+    pressed.set()  # return at once instead of waiting for the peer to expire
+    raw = {"type": "MODIFIED", "object": {"metadata": {"name": "deployplane"}, "status": status}}
+    await peering.process_peering_event(
+        raw_event=raw,  # type: ignore[arg-type]
+        namespace="ns",  # type: ignore[arg-type]
+        resource=kopf.Resource("kopf.dev", "v1", "kopfpeerings", namespaced=True),
+        identity=peering.Identity("us"),
+        settings=settings,
+        autoclean=False,
+        conflicts_found=conflicts_found,
+        stream_pressure=pressed,
+    )
 
 
 @pytest.mark.parametrize("mandatory", [True, False], ids=["peering", "standalone"])
-async def test_a_standby_that_first_sees_a_higher_peer_never_runs_a_pass(mandatory: bool) -> None:
-    """With peering on, Kopf starts paused and, finding a peer of a higher priority at its
-    first look, stays paused without logging "Pausing": the workers must start held and
-    run only once Kopf resumes (when that peer is gone). Kopf's own peering code."""
+async def test_the_workers_run_only_while_kopfs_peering_lets_this_replica(mandatory: bool) -> None:
+    """A peer of a higher priority, then that peer gone. Running (auto-detected peering),
+    Kopf logs "Pausing" and "Resuming", which pause and resume the workers. With peering
+    on (`--peering NAME`) Kopf starts paused and, finding the higher peer at its first
+    look, stays paused without logging "Pausing": the workers must start held and run
+    only once Kopf resumes."""
     import datetime as dt
     import logging
 
-    import kopf
     from kopf._cogs.aiokits.aiotoggles import Toggle
-    from kopf._core.engines import peering
 
     from deployplane.controller.handlers import PEERING_LOGGER, watch_peering
 
@@ -209,35 +185,12 @@ async def test_a_standby_that_first_sees_a_higher_peer_never_runs_a_pass(mandato
     hook = watch_peering(workers, paused=mandatory)
     try:
         assert workers.queue.paused is mandatory
-        settings = kopf.OperatorSettings()
-        settings.peering.name = "deployplane"
-        settings.peering.priority = 10
-        now = dt.datetime.now(dt.UTC).isoformat()
-        resource = kopf.Resource("kopf.dev", "v1", "kopfpeerings", namespaced=True)
-        pressed = asyncio.Event()
-        pressed.set()
         toggle = Toggle(mandatory)  # Kopf pre-activates it when peering is mandatory
-
-        async def event(status: dict[str, Any]) -> None:
-            raw = {
-                "type": "MODIFIED",
-                "object": {"metadata": {"name": "deployplane"}, "status": status},
-            }
-            await peering.process_peering_event(
-                raw_event=raw,  # type: ignore[arg-type]
-                namespace="ns",  # type: ignore[arg-type]
-                resource=resource,
-                identity=peering.Identity("us"),
-                settings=settings,
-                autoclean=False,
-                conflicts_found=toggle,
-                stream_pressure=pressed,
-            )
-
+        now = dt.datetime.now(dt.UTC).isoformat()
         higher = {"them": {"priority": 20, "lifetime": 60, "lastseen": now}}
-        await asyncio.wait_for(event(higher), 5)
+        await asyncio.wait_for(kopf_peering_event(higher, toggle), 5)
         assert workers.queue.paused, "held while the higher peer lives"
-        await asyncio.wait_for(event({}), 5)
+        await asyncio.wait_for(kopf_peering_event({}, toggle), 5)
         assert not workers.queue.paused
     finally:
         logging.getLogger(PEERING_LOGGER).removeFilter(hook)
