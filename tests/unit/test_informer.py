@@ -196,3 +196,18 @@ async def test_an_object_the_consumer_cannot_take_does_not_stop_the_stream() -> 
     assert informer.where == "cluster-wide"
     await run_until_exhausted(informer, script)
     assert seen == ["good"]
+
+
+async def test_an_error_event_other_than_gone_lists_again_after_a_backoff(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    script = Script()
+    script.lists = [Page([obj("a", "1")], "1", None), Page([obj("a", "1")], "5", None)]
+    error = {"type": "ERROR", "object": {"code": 500, "message": "etcd is unhappy"}}
+    script.watches = [[error]]
+    informer, seen, slept = rig(script)
+    await run_until_exhausted(informer, script)
+    assert slept == [1.0], "never a tight list-watch loop on a failing server"
+    assert [c[0] for c in script.calls] == ["list", "watch", "list", "watch"]
+    assert seen == [(None, "a"), (None, "a")]
+    assert "watch failed (watch error 500: etcd is unhappy)" in caplog.text

@@ -15,7 +15,7 @@ The rules:
   where the last event (or bookmark) left off and misses nothing;
 - a watch ending (the server's timeout) is resumed from the last resourceVersion at
   once, a broken one (a dropped connection) after a backoff; "410 Gone" (that version
-  is compacted away) or any other error event lists again;
+  is compacted away) lists again at once, any other error event after a backoff;
 - a new listing reports what vanished since the last one as DELETED (a delete missed
   while the watch was down), so nothing is held for an object that is gone;
 - a failure (the CRD not installed yet, RBAC, the apiserver down) is logged and tried
@@ -39,6 +39,10 @@ Observe = Callable[[str | None, Mapping[str, Any]], None]
 
 class WatchExpired(Exception):
     """The resourceVersion to resume from is too old (410 Gone): list again."""
+
+
+class WatchError(Exception):
+    """The stream carried an error event other than 410: list again, after a backoff."""
 
 
 @dataclass(frozen=True)
@@ -101,9 +105,11 @@ class Informer:
         """List and watch until cancelled."""
         failures = 0
         while True:
+            doing = "list"
             try:
                 if self.version is None:
                     self.version = await self.list()
+                doing = "watch"
                 await self.watch(self.version)
                 failures = 0
             except asyncio.CancelledError:
@@ -119,7 +125,7 @@ class Informer:
                     "%s %s: %s failed (%s); again in %.0fs",
                     self.plural,
                     self.where,
-                    "list" if self.version is None else "watch",
+                    doing,
                     exc,
                     delay,
                 )
@@ -156,10 +162,11 @@ class Informer:
         ):
             kind, obj = event.get("type"), event.get("object") or {}
             if kind == "ERROR":
-                if obj.get("code") != 410:
-                    log.warning("%s %s: watch error %s", self.plural, self.where, obj)
-                self.version = None
-                return
+                self.version = None  # list again
+                if obj.get("code") == 410:
+                    return  # routine: the version was compacted away
+                # Anything else lists again after the backoff, never in a tight loop.
+                raise WatchError(f"watch error {obj.get('code')}: {obj.get('message')}")
             self.version = (obj.get("metadata") or {}).get("resourceVersion") or self.version
             if kind in ("ADDED", "MODIFIED", "DELETED"):
                 self._see(kind, obj)
