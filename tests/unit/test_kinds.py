@@ -214,9 +214,7 @@ async def test_a_third_kind_gets_an_informer_per_namespace_and_a_loop() -> None:
         fake.observe(None, {"metadata": {"namespace": "ns-1", "name": "f1"}, "spec": {}})
         assert ("Fake", "ns-1", "f1") in runtime.workers.resources, "fed to the workers"
     finally:
-        for task in runtime.tasks:
-            task.cancel()
-        await asyncio.gather(*runtime.tasks, return_exceptions=True)
+        await handlers.stop_informers(runtime)
 
 
 def test_a_third_kind_is_granted_by_the_charts_rbac_from_its_crd_file(tmp_path: Path) -> None:
@@ -250,9 +248,7 @@ async def test_no_namespace_given_watches_each_kind_cluster_wide() -> None:
             ("listeners", None),
         ]
     finally:
-        for task in runtime.tasks:
-            task.cancel()
-        await asyncio.gather(*runtime.tasks, return_exceptions=True)
+        await handlers.stop_informers(runtime)
 
 
 def test_the_cli_namespaces_win_over_the_environment() -> None:

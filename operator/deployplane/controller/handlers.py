@@ -187,9 +187,7 @@ def watch_peering(workers: Workers, *, paused: bool = False) -> PeeringPause:
 
 @kopf.on.cleanup()
 async def close_clients(memo: kopf.Memo, **_: Any) -> None:
-    for task in memo.runtime.tasks:
-        task.cancel()
-    await asyncio.gather(*memo.runtime.tasks, return_exceptions=True)
+    await stop_informers(memo.runtime)
     await memo.runtime.workers.stop()
     await memo.runtime.events.stop()
     await memo.runtime.connections.aclose()
@@ -217,3 +215,9 @@ def start_informers(
             runtime.tasks.append(
                 asyncio.create_task(informer.run(), name=f"informer {kind.plural} {namespace}")
             )
+
+
+async def stop_informers(runtime: Runtime) -> None:
+    for task in runtime.tasks:
+        task.cancel()
+    await asyncio.gather(*runtime.tasks, return_exceptions=True)

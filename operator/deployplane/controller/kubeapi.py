@@ -23,7 +23,7 @@ import math
 import os
 import ssl
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Container, Mapping
 from typing import Any
 
 import aiohttp
@@ -107,10 +107,7 @@ class KubernetesApi:
         async with self._session().get(
             _collection(plural, namespace), params=params, headers=self._headers()
         ) as r:
-            if r.status == 410:
-                raise WatchExpired("the listing's continue token expired")
-            if r.status >= 400:
-                raise ApiException(status=r.status, reason=(await r.text())[:500])
+            await _raise_for_status(r, expired="the listing's continue token expired")
             listing = await r.json()
         meta = listing.get("metadata") or {}
         return Page(
@@ -136,10 +133,7 @@ class KubernetesApi:
         async with self._watch_session().get(
             _collection(plural, namespace), params=params, headers=self._headers(), timeout=timeout
         ) as r:
-            if r.status == 410:
-                raise WatchExpired(f"resourceVersion {resource_version} is too old")
-            if r.status >= 400:
-                raise ApiException(status=r.status, reason=(await r.text())[:500])
+            await _raise_for_status(r, expired=f"resourceVersion {resource_version} is too old")
             # One JSON document per line; an object may be longer than the 64 KiB line
             # limit of `r.content.readline`, so the chunks are split here.
             buffer = b""
@@ -201,8 +195,7 @@ class KubernetesApi:
         http = self._session()
         data = json.dumps(body)
         async with http.patch(path, data=data, headers=self._headers(content_type)) as r:
-            if r.status >= 400 and r.status not in (404, 409, 422):
-                raise ApiException(status=r.status, reason=(await r.text())[:500])
+            await _raise_for_status(r, allowed=(404, 409, 422))
             await r.read()
             return r.status
 
@@ -238,8 +231,7 @@ class KubernetesApi:
             async with http.get(path, headers=self._headers()) as r:
                 if r.status == 404:
                     return False
-                if r.status >= 400:
-                    raise ApiException(status=r.status, reason=(await r.text())[:500])
+                await _raise_for_status(r)
                 current = list((await r.json()).get("metadata", {}).get("finalizers") or [])
             if finalizer not in current:
                 return True
@@ -293,8 +285,7 @@ class KubernetesApi:
         path = f"/api/v1/namespaces/{namespace}/events"
         headers = self._headers("application/json")
         async with self._session().post(path, data=json.dumps(body), headers=headers) as r:
-            if r.status >= 400:
-                raise ApiException(status=r.status, reason=(await r.text())[:500])
+            await _raise_for_status(r)
             await r.read()
 
 
@@ -303,6 +294,17 @@ _TOKEN_RECHECK_SECONDS = 10.0
 """The kubernetes client re-reads an in-cluster token file once a minute; asking it
 every 10 s keeps a rotated token in use within seconds of the client having it."""
 _EVENT_MESSAGE_MAX = 1024
+
+
+async def _raise_for_status(
+    r: aiohttp.ClientResponse, *, expired: str | None = None, allowed: Container[int] = ()
+) -> None:
+    """An error answer as an ApiException; with `expired` (what expired), 410 Gone as
+    `WatchExpired`; the statuses in `allowed` are the caller's to judge."""
+    if r.status == 410 and expired is not None:
+        raise WatchExpired(expired)
+    if r.status >= 400 and r.status not in allowed:
+        raise ApiException(status=r.status, reason=(await r.text())[:500])
 
 
 def _collection(plural: str, namespace: str | None) -> str:

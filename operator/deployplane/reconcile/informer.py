@@ -90,8 +90,8 @@ class Informer:
         self.page_size, self.timeout_seconds = page_size, timeout_seconds
         self.backoff_initial, self.backoff_max = backoff_initial, backoff_max
         self._sleep = sleep
-        self.known: dict[Key, Mapping[str, Any]] = {}
-        """The identity (apiVersion, kind, namespace, name) of every object seen alive."""
+        self.known: set[Key] = set()
+        """Every object seen alive."""
         self.listed = asyncio.Event()
         """Set once the first listing has been handed over."""
         self.version: str | None = None
@@ -146,8 +146,8 @@ class Informer:
             token = page.continue_token
             if not token:
                 break
-        for key in [k for k in self.known if k not in seen]:
-            self._see("DELETED", self.known[key])
+        for namespace, name in self.known - seen:
+            self._see("DELETED", {"metadata": {"namespace": namespace, "name": name}})
         self.listed.set()
         return page.resource_version
 
@@ -174,14 +174,9 @@ class Informer:
     def _see(self, kind: str | None, obj: Mapping[str, Any]) -> None:
         key = _key(obj)
         if kind == "DELETED":
-            self.known.pop(key, None)
+            self.known.discard(key)
         else:
-            meta = obj.get("metadata") or {}
-            self.known[key] = {
-                "apiVersion": obj.get("apiVersion"),
-                "kind": obj.get("kind"),
-                "metadata": {"namespace": meta.get("namespace"), "name": meta.get("name")},
-            }
+            self.known.add(key)
         try:
             self.observe(kind, obj)
         except Exception:  # one object the consumer cannot take must not stop the stream
