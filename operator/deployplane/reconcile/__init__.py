@@ -2,12 +2,16 @@
 
 It imports no kind, no HTTP library and no kopf (tests/unit/test_core_imports.py):
 per-kind code plugs in through `external.ExternalClient` and a `status.ResourceStatus`
-subclass; the Kopf layer only hands `loop.ResourceLoop` bodies and posts its events.
+subclass; the Kopf layer (`deployplane.controller`) only builds these pieces, hands them
+the Kubernetes requests (list, watch, writes, Events) and starts them.
 
 - status.py, conditions.py: the typed status every kind shares, kstatus conditions
 - external.py: Managed, Observation, the ExternalClient/Connecter protocols
 - reconciler.py: resolve -> observe -> diff -> create | update, crash-safe creation
 - classify.py, outcome.py: errors -> reasons; a verdict -> status, state, events
 - schedule.py: when a resource is looked at next, and how closely
-- loop.py, statuspatch.py: one resource's loop; the minimal status merge patch
+- loop.py, statuspatch.py: one resource's pass; the minimal status merge patch
+- informer.py: list, then watch, one kind in one namespace (client-go's reflector)
+- workqueue.py, workers.py: the rate-limited queue of keys and the pool of workers
+- eventrecorder.py: Events posted in the background at a bounded rate
 """
