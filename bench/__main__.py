@@ -5,8 +5,9 @@
 Each benchmark runs as its own process (`python -m bench.controlplane`,
 `python -m bench.floor`, `python -m bench.operator`, `python -m bench.dataplane`) and
 its output streams through. The floor and the operator run back to back on the same
-set-up, and `operator_floor_ratio` is the operator's `converge_1000_s` over the
-floor's. `BENCH_PROFILE=dir` records profiles of both (`bench/profiling.py`).
+set-up, in pairs whose order alternates, and `operator_floor_ratio` is the median
+pair's operator `converge_1000_s` over its floor's. `BENCH_PROFILE=dir` records
+profiles of both (`bench/profiling.py`).
 The emulator benchmark prints its own table; when it prints no BENCH lines, they are
 derived from that table (`emulator_get_rps`, `emulator_post_rps`, and
 `emulator_p99_ms`, the worse of the two p99 latencies).
@@ -68,6 +69,15 @@ def bench_lines(lines: list[str]) -> list[str]:
     return list(seen.values())
 
 
+def pair_order(
+    pair: int, floor_run: list[str], operator_run: list[str]
+) -> list[tuple[str, list[str]]]:
+    """The two runs of pair `pair` (from 0) in the order they run: the floor first in
+    even pairs, the operator first in odd ones."""
+    runs = [("floor", floor_run), ("operator", operator_run)]
+    return runs if pair % 2 == 0 else runs[::-1]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -77,10 +87,10 @@ def main() -> int:
         "--pairs",
         type=int,
         default=None,
-        help="floor/operator pairs for operator_floor_ratio (default 3; 1 with --quick)",
+        help="floor/operator pairs for operator_floor_ratio (default 4; 1 with --quick)",
     )
     args = parser.parse_args()
-    args.pairs = args.pairs or (1 if args.quick else 3)
+    args.pairs = args.pairs or (1 if args.quick else 4)
     operator_args = ["--n", "100", "--steady-window", "20", "--resync", "10"] if args.quick else []
     # The raw driver: a minimal HTTP/1.1 load generator. httpx, on the same 2 cores, spends
     # more CPU per request than the server and caps even /healthz near 400 req/s, so it
@@ -95,16 +105,22 @@ def main() -> int:
     found = bench_lines(lines)
     summary += found or [figure.line() for figure in emulator_figures(lines)]
 
-    # The floor right before the operator: the machine's load drifts, the two should
-    # see the same. The first operator run measures everything; the further pairs
-    # only converge, for a median ratio (`bench.report.median_ratio`).
+    # The pairs alternate which of the two runs first (floor, operator; then operator,
+    # floor; ...). On this machine every run of a long sequence tends to be slower than
+    # the one before (sustained load on shared cores), so always running the floor first
+    # would charge that drift to the operator; alternating cancels it out of the median
+    # (`docs/benchmarks.md`, "Which runs first"). The first operator run measures
+    # everything; the others only converge.
     ratios: list[Figure] = []
     for pair in range(args.pairs):
-        code, floor_lines = run(["-m", "bench.floor", *operator_args])
-        failures += code != 0
         extra = [] if pair == 0 else ["--converge-only"]
-        code, lines = run(["-m", "bench.operator", *operator_args, *extra])
-        failures += code != 0
+        floor_run = ["-m", "bench.floor", *operator_args]
+        operator_run = ["-m", "bench.operator", *operator_args, *extra]
+        outputs: dict[str, list[str]] = {}
+        for label, argv in pair_order(pair, floor_run, operator_run):
+            code, outputs[label] = run(argv)
+            failures += code != 0
+        floor_lines, lines = outputs["floor"], outputs["operator"]
         if pair == 0:
             summary += bench_lines(lines)
             summary += [line for line in floor_lines if line.startswith("FLOOR ")]
@@ -114,8 +130,10 @@ def main() -> int:
             print("no operator_floor_ratio: a converge_1000_s line is missing", flush=True)
             continue
         ratios.append(ratio)
+        order = "floor first" if pair % 2 == 0 else "operator first"
         print(
-            f"== pair {pair + 1}/{args.pairs}: operator_floor_ratio {ratio.value:.2f}", flush=True
+            f"== pair {pair + 1}/{args.pairs} ({order}): operator_floor_ratio {ratio.value:.2f}",
+            flush=True,
         )
     if ratios:
         listed = ", ".join(f"{r.value:.2f}" for r in ratios)

@@ -7,7 +7,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from bench.__main__ import bench_lines
+from bench.__main__ import bench_lines, pair_order
 from bench.audit_counts import requests_by_verb, writes_by_resource, writes_per_cr
 from bench.profiling import bucket, package, summarise
 from bench.report import (
@@ -229,3 +229,11 @@ def test_the_ratio_of_several_pairs_is_the_median_pairs() -> None:
     assert median_ratio([ratio(1.1), ratio(1.2)]).value == 1.2
     with pytest.raises(ValueError, match="no floor/operator pair"):
         median_ratio([])
+
+
+def test_pairs_alternate_which_controller_runs_first() -> None:
+    """Drift over a sequence of runs must not always land on the operator's side."""
+    floor, operator = ["-m", "bench.floor"], ["-m", "bench.operator"]
+    firsts = [pair_order(pair, floor, operator)[0][0] for pair in range(4)]
+    assert firsts == ["floor", "operator", "floor", "operator"]
+    assert pair_order(1, floor, operator) == [("operator", operator), ("floor", floor)]
