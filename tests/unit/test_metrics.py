@@ -105,8 +105,10 @@ def test_resources_by_condition_move_with_the_resource() -> None:
     by = {"kind": "AgentDeployment"}
     assert sample(m, "deployplane_resources", condition="Ready", status="False", **by) == 2
     assert sample(m, "deployplane_resources", condition="Stalled", status="True", **by) == 1
-    # No Reconciling condition in these statuses: counted as Unknown, never missing.
-    assert sample(m, "deployplane_resources", condition="Reconciling", status="Unknown", **by) == 2
+    # No Reconciling condition in these statuses: an abnormal-true condition that is
+    # absent is False (kstatus), counted as such, never missing.
+    assert sample(m, "deployplane_resources", condition="Reconciling", status="False", **by) == 2
+    assert sample(m, "deployplane_resources", condition="Stalled", status="False", **by) == 1
 
     m.observe_outcome("AgentDeployment", "ns/b", outcome("True"))
     assert sample(m, "deployplane_resources", condition="Stalled", status="True", **by) == 0

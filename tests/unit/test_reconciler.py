@@ -45,7 +45,11 @@ MARKER_VALUE = {"key": "agent", "resourceVersion": "7"}
 MARKER = {CREATE_PENDING: MARKER_VALUE}
 
 OK = "True/ReconcileSuccess"
-IDLE = "False/ReconcileSuccess"
+IDLE = "absent"
+"""Reconciling or Stalled when all is normal: kstatus's abnormal-true conditions are
+absent then, not False."""
+EARLIER_IDLE = "False/ReconcileSuccess"
+"""How versions before the abnormal-true change wrote an idle Reconciling or Stalled."""
 
 
 def conditions(
@@ -59,6 +63,8 @@ def conditions(
         ("Reconciling", reconciling),
         ("Stalled", stalled),
     ):
+        if value == IDLE:
+            continue
         status, reason = value.split("/")
         out.append(
             {
@@ -174,7 +180,8 @@ def summary(outcome: Outcome[FakeStatus], journal: list[Call], want: Want) -> di
 def wanted(want: Want) -> dict[str, Any]:
     return {
         "conditions": want.conditions,
-        "moved": sorted(want.moved),
+        # Only a condition that is there has a lastTransitionTime that can move.
+        "moved": sorted(t for t in want.moved if t in want.conditions),
         "calls": want.calls,
         "requeue_after": want.requeue_after,
         "settled": want.settled,
@@ -187,7 +194,8 @@ def wanted(want: Want) -> dict[str, Any]:
 def conds(
     ready: str, synced: str = OK, reconciling: str = IDLE, stalled: str = IDLE
 ) -> dict[str, str]:
-    return {"Ready": ready, "Synced": synced, "Reconciling": reconciling, "Stalled": stalled}
+    every = {"Ready": ready, "Synced": synced, "Reconciling": reconciling, "Stalled": stalled}
+    return {type_: value for type_, value in every.items() if value != IDLE}
 
 
 def stalled_by(reason: str, message: str, *, moved: list[str], calls: list[Call]) -> Want:
@@ -730,7 +738,7 @@ async def test_reconcile(case: Case) -> None:
 def state_by_conditions(status: dict[str, Any]) -> str:
     """The state as the conditions tell it (how metrics derived it before `Outcome.state`)."""
     conds = {c["type"]: c["status"] for c in status["conditions"]}
-    if conds["Stalled"] == "True":
+    if conds.get("Stalled") == "True":
         return "stalled"
     if conds["Synced"] == "False":
         return "retrying"
@@ -870,10 +878,49 @@ async def test_a_flip_moves_lastTransitionTime_and_only_the_flipped_ones() -> No
         managed(SETTLED), write_status=ext.write_status
     )
     times = {c["type"]: c["lastTransitionTime"] for c in to_kube(outcome.status)["conditions"]}
-    assert times["Synced"] == times["Stalled"] == OLD
+    assert times["Synced"] == OLD
     assert times["Ready"] != OLD
-    assert times["Reconciling"] != OLD
+    assert times["Reconciling"] != OLD  # appears: a transition of its own
     assert times["Ready"].endswith("Z")
+    assert "Stalled" not in times
+
+
+async def test_abnormal_true_conditions_are_there_only_while_true() -> None:
+    """kstatus: Reconciling and Stalled are present while True and absent otherwise;
+    Ready and Synced are always there."""
+    life: list[tuple[Any, list[str]]] = [
+        (returns(PROGRESSING), ["Ready", "Synced", "Reconciling"]),
+        (returns(observed()), ["Ready", "Synced"]),
+        (raises(errors.Unauthorized("401")), ["Ready", "Synced", "Stalled"]),
+        (returns(observed()), ["Ready", "Synced"]),
+        (raises(UNAVAILABLE), ["Ready", "Synced", "Reconciling"]),
+        (returns(observed()), ["Ready", "Synced"]),
+    ]
+    status: dict[str, Any] = SETTLED
+    for observe_fn, types in life:
+        ext = ExternalFns(observe_fn=observe_fn)
+        reconciler = Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING)
+        outcome = await reconciler.reconcile(managed(status), write_status=ext.write_status)
+        status = to_kube(outcome.status)
+        assert [c["type"] for c in status["conditions"]] == types
+        assert all(c["status"] == "True" for c in status["conditions"][2:])
+
+
+async def test_a_status_of_an_earlier_version_loses_its_idle_conditions_once() -> None:
+    """Versions before the abnormal-true change wrote Reconciling and Stalled False: the
+    first pass drops them (one write, no Event, Ready and Synced keep their times), and
+    the pass after that writes nothing."""
+    earlier = {
+        **SETTLED,
+        "conditions": conditions("True/Deployed", reconciling=EARLIER_IDLE, stalled=EARLIER_IDLE),
+    }
+    ext = ExternalFns(observe_fn=returns(observed()))
+    reconciler = Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING)
+    outcome = await reconciler.reconcile(managed(earlier), write_status=ext.write_status)
+    assert to_kube(outcome.status) == SETTLED
+    assert outcome.events == ()
+    again = await reconciler.reconcile(managed(SETTLED), write_status=ext.write_status)
+    assert to_kube(again.status) == SETTLED
 
 
 # ---------------------------------------------------------------- invalid spec

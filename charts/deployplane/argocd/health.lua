@@ -4,8 +4,9 @@
 -- and resource.customizations.health.deployplane.io_Listener (docs/install.md).
 -- Written for Lua 5.1 (Argo CD runs gopher-lua); `obj` is the live object.
 --
--- It reads the kstatus conditions the operator writes (Ready, Synced, Reconciling,
--- Stalled, each with reason, message and observedGeneration):
+-- It reads the kstatus conditions the operator writes (Ready and Synced always,
+-- Reconciling and Stalled only while True; each with reason, message and
+-- observedGeneration):
 --   Degraded     Stalled=True, or Synced=False for a terminal reason (InvalidSpec,
 --                Conflict, NotFound, Unauthorized, Forbidden, *Failed)
 --   Progressing  status not yet observed for the current generation, Reconciling=True,

@@ -21,7 +21,13 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from deployplane.reconcile.conditions import TRUE, UNKNOWN, Condition, ConditionType, find_condition
+from deployplane.reconcile.conditions import (
+    TRUE,
+    Condition,
+    ConditionType,
+    condition_status,
+    find_condition,
+)
 from deployplane.reconcile.outcome import Outcome
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -130,9 +136,7 @@ class OperatorMetrics:
         status = outcome.status
         self._set_revision(kind, key, status.revision_status)
         conditions = tuple(
-            (str(type_), found.status if found else UNKNOWN)
-            for type_ in CONDITIONS
-            for found in (find_condition(status.conditions, type_),)
+            (str(type_), condition_status(status.conditions, type_)) for type_ in CONDITIONS
         )
         self._set_conditions(kind, key, conditions)
         ready = find_condition(status.conditions, ConditionType.READY)

@@ -8,6 +8,9 @@ Flux and Argo CD (the chart's Lua health check) understand the resources without
 - `Reconciling`: something is in progress (a revision rolling out, a retry pending).
 - `Stalled`: a terminal failure that only a change of spec (or of the world) can fix.
 
+Reconciling and Stalled are kstatus's abnormal-true conditions: present (True) while
+something unusual happens, absent when all is normal (never written False).
+
 `lastTransitionTime` moves only when a condition's status flips, so a reconcile that
 finds nothing new produces an identical status and therefore no write. Reasons that only
 one kind gives (a revision's BuildFailed, say) live with that kind's externals.
@@ -97,6 +100,19 @@ def set_condition(
         else old.last_transition_time,
         observed_generation=generation,
     )
+
+
+ABNORMAL_TRUE: Final = frozenset({ConditionType.RECONCILING, ConditionType.STALLED})
+"""Present only while True; their absence means False."""
+
+
+def condition_status(conditions: list[Condition], type_: ConditionType) -> str:
+    """True, False or Unknown: an absent abnormal-true condition is False, any other
+    absent condition Unknown."""
+    found = find_condition(conditions, type_)
+    if found is not None:
+        return found.status
+    return FALSE if type_ in ABNORMAL_TRUE else UNKNOWN
 
 
 def find_condition(conditions: list[Condition], type_: ConditionType) -> Condition | None:

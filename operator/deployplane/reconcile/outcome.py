@@ -94,16 +94,16 @@ def compose_outcome(
 
 
 def _conditions(previous: list[Condition], gen: int, verdict: Verdict[StatusT]) -> list[Condition]:
-    """Ready, Synced, Reconciling and Stalled for a verdict (kstatus conventions)."""
+    """Ready and Synced always; Reconciling and Stalled only while True.
+
+    kstatus defines Reconciling and Stalled as abnormal-true conditions: present (True)
+    while something unusual happens, absent when all is normal, and Flux's controllers
+    remove them rather than set them False. Absent, they cost nothing: every write of
+    the status, and every read of it (the apiserver's, each watcher's), handles two
+    conditions instead of four once a resource is Ready (`docs/benchmarks.md`)."""
 
     def cond(type_: ConditionType, status: str, reason: str, message: str = "") -> Condition:
         return set_condition(previous, type_, status, reason, message, gen)
-
-    def flag(type_: ConditionType, on: bool) -> Condition:
-        """True with the verdict's reason while it holds, else False/ReconcileSuccess."""
-        if on:
-            return cond(type_, TRUE, verdict.reason, verdict.message)
-        return cond(type_, FALSE, Reason.RECONCILE_SUCCESS)
 
     phase = verdict.phase
     if verdict.synced:
@@ -118,10 +118,12 @@ def _conditions(previous: list[Condition], gen: int, verdict: Verdict[StatusT]) 
         ready = old or cond(ConditionType.READY, UNKNOWN, verdict.reason, verdict.message)
     else:
         ready = cond(ConditionType.READY, FALSE, verdict.reason, verdict.message)
-    in_progress = phase is Phase.PROGRESSING or (phase is None and not verdict.terminal)
-    reconciling = flag(ConditionType.RECONCILING, in_progress)
-    stalled = flag(ConditionType.STALLED, verdict.terminal)
-    return [ready, synced, reconciling, stalled]
+    conditions = [ready, synced]
+    if phase is Phase.PROGRESSING or (phase is None and not verdict.terminal):
+        conditions.append(cond(ConditionType.RECONCILING, TRUE, verdict.reason, verdict.message))
+    if verdict.terminal:
+        conditions.append(cond(ConditionType.STALLED, TRUE, verdict.reason, verdict.message))
+    return conditions
 
 
 _WARNING_TRANSITIONS = {(ConditionType.STALLED, TRUE), (ConditionType.SYNCED, FALSE)}
