@@ -56,7 +56,7 @@ test: venv tools postgres lint ## the whole suite: lint, unit, integration, e2e 
 demo: venv tools ## the local demo: Kubernetes API + emulator + operator; examples reach DEPLOYED
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(VENV)/bin/deployplane demo up
 
-bench: venv tools ## benchmarks (emulator; floor, then operator, on 1,000 AgentDeployments; data plane); ends with the BENCH lines. BENCH_PROFILE=dir: profiles
+bench: venv tools ## benchmarks (emulator; four floor and operator pairs in alternating order, on 1,000 AgentDeployments; data plane); ends with the BENCH lines. BENCH_PROFILE=dir: profiles
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m bench
 
 demo-down: venv ## stop everything the demo started
