@@ -52,14 +52,40 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def _condition(type_: str, status: str, reason: str, generation: int) -> dict[str, Any]:
+def condition(
+    type_: str, status: str, reason: str, generation: int, message: str = ""
+) -> dict[str, Any]:
+    """A metav1.Condition as written now."""
     return {
         "type": type_,
         "status": status,
         "reason": reason,
-        "message": "",
+        "message": message,
         "lastTransitionTime": _now(),
         "observedGeneration": generation,
+    }
+
+
+def first_status(deployment_id: str, generation: int) -> dict[str, Any]:
+    """The floor's first status write: the new id and Reconciling=True."""
+    return {
+        "deploymentId": deployment_id,
+        "observedGeneration": generation,
+        "conditions": [
+            condition("Ready", "False", "Progressing", generation),
+            condition("Reconciling", "True", "Progressing", generation),
+        ],
+    }
+
+
+def ready_status(generation: int) -> dict[str, Any]:
+    """The floor's second status write: Ready=True for the generation."""
+    return {
+        "observedGeneration": generation,
+        "conditions": [
+            condition("Ready", "True", "Available", generation),
+            condition("Reconciling", "False", "ReconcileSuccess", generation),
+        ],
     }
 
 
@@ -102,19 +128,8 @@ class FloorController:
         await self.add_finalizer(name)
         created = await self.cp.create_deployment(deployment_body(name))
         assert created.latest_revision_id is not None
-        progressing = [
-            _condition("Ready", "False", "Progressing", generation),
-            _condition("Reconciling", "True", "Progressing", generation),
-        ]
         await self.kube.patch_status(
-            PLURAL,
-            self.namespace,
-            name,
-            {
-                "deploymentId": str(created.id),
-                "observedGeneration": generation,
-                "conditions": progressing,
-            },
+            PLURAL, self.namespace, name, first_status(str(created.id), generation)
         )
         delay = self.poll
         while True:
@@ -124,13 +139,7 @@ class FloorController:
                 break
             delay = min(self.poll_max, delay * 1.5)
         await self.cp.get_deployment(created.id)
-        ready = [
-            _condition("Ready", "True", "Available", generation),
-            _condition("Reconciling", "False", "ReconcileSuccess", generation),
-        ]
-        await self.kube.patch_status(
-            PLURAL, self.namespace, name, {"observedGeneration": generation, "conditions": ready}
-        )
+        await self.kube.patch_status(PLURAL, self.namespace, name, ready_status(generation))
 
     def see(self, obj: dict[str, Any]) -> None:
         name = obj["metadata"]["name"]

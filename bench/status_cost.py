@@ -19,11 +19,11 @@ import argparse
 import asyncio
 import os
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from bench.floor_controller import condition, first_status, ready_status
 from bench.operator import PLURAL, Bench, _workdir, agent_deployment, cpu_seconds, parse_args
 from deployplane.controller.kubeapi import KubernetesApi
 
@@ -31,40 +31,14 @@ Shape = Callable[[bool], dict[str, Any]]
 """The status patch of a write: the first one (False) or the Ready one (True)."""
 
 
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
 def _condition(type_: str, value: str, message: str = "") -> dict[str, Any]:
     status, reason = value.split("/")
-    return {
-        "type": type_,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": _now(),
-        "observedGeneration": 1,
-    }
+    return condition(type_, status, reason, 1, message)
 
 
 def floor(ready: bool) -> dict[str, Any]:
-    """`bench/floor_controller.py`: the id and two conditions, then Ready."""
-    if not ready:
-        return {
-            "deploymentId": str(uuid.uuid4()),
-            "observedGeneration": 1,
-            "conditions": [
-                _condition("Ready", "False/Progressing"),
-                _condition("Reconciling", "True/Progressing"),
-            ],
-        }
-    return {
-        "observedGeneration": 1,
-        "conditions": [
-            _condition("Ready", "True/Available"),
-            _condition("Reconciling", "False/ReconcileSuccess"),
-        ],
-    }
+    """`bench/floor_controller.py`'s own two writes."""
+    return ready_status(1) if ready else first_status(str(uuid.uuid4()), 1)
 
 
 def operator(*, idle_conditions: bool) -> Shape:
