@@ -17,6 +17,7 @@ from typing import Any
 from deployplane.dataplane.kube import ClusterError
 
 Obj = dict[str, Any]
+Objs = list[Obj]  # an alias: inside FakeCluster, `list` names its method
 Key = tuple[str, str, str]  # kind, namespace, name
 
 
@@ -93,7 +94,7 @@ class FakeCluster:
 
     # ------------------------------------------------------------------ the world
 
-    def of_kind(self, kind: str) -> list[Obj]:
+    def of_kind(self, kind: str) -> Objs:
         return [obj for (k, _, _), obj in sorted(self.objects.items()) if k == kind]
 
     def roll_out(self, *, ready_database: bool = True) -> None:
