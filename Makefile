@@ -52,8 +52,16 @@ endif
 
 # The e2e suite's existing-cluster path (`make e2e KUBECONFIG=...`) against a dev cluster
 # with kwok nodes started as a separate process and stopped by a trap (tools/e2e-existing.sh).
-# E2E_EXISTING: a pytest -k selection; empty runs the whole suite.
-E2E_EXISTING ?=
+# E2E_EXISTING: a pytest -k selection (E2E_EXISTING= runs the whole suite, about 4.5 min).
+# The default takes the tests that use what differs between the two kinds of cluster
+# (tests/support/e2ecluster.py): the whole data plane and workloads modules (nodes and
+# kwok detected, ServiceAccount kubeconfigs from the kubeconfig's CA), the CRDs the
+# session installs, kubectl/helm from ClientTools, ServiceAccount tokens, kstatus, the
+# audit-log and dev-cluster-only skips, and the session's leftover check.
+E2E_EXISTING ?= test_dataplane or test_devcluster or test_demo or test_examples_are_accepted \
+  or test_argocd_health_follows or test_kstatus_and_argocd or test_steady_state_makes_no \
+  or test_kubectl_apply_k or test_chart_service_account or test_operator_with_only_the_chart \
+  or test_external_docker_with_listener_ref or test_helm_install_creates
 e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a dev cluster with kwok nodes, stopped afterwards)
 	@echo "== e2e on an existing cluster: a dev cluster with kwok nodes started as another process"
 	@bash tools/e2e-existing.sh "$(E2E_EXISTING)"
