@@ -73,11 +73,17 @@ class Workloads:
     failing_image = FAILING_IMAGE
 
 
-def workloads(api: client.ApiClient) -> Workloads:
-    nodes = [n for n in client.CoreV1Api(api).list_node().items if accepts_pods(n)]
+def workloads_of(all_nodes: list[Any], agent_image: str | None) -> Workloads:
+    """`agent_image`: the repository real nodes run (DEPLOYPLANE_E2E_AGENT_IMAGE)."""
+    nodes = [n for n in all_nodes if accepts_pods(n)]
     simulated = bool(nodes) and all(is_kwok(n) for n in nodes)
-    repository = SIMULATED_IMAGE if simulated else os.environ.get(ENV_AGENT_IMAGE) or None
+    repository = SIMULATED_IMAGE if simulated else agent_image or None
     return Workloads(tuple(sorted(n.metadata.name for n in nodes)), simulated, repository)
+
+
+def workloads(api: client.ApiClient) -> Workloads:
+    nodes = client.CoreV1Api(api).list_node().items
+    return workloads_of(nodes, os.environ.get(ENV_AGENT_IMAGE))
 
 
 def kwok_node_names(api: client.ApiClient) -> list[str]:
