@@ -2,21 +2,22 @@
 
 Each command is thin: parse options, make one or a few client calls through
 `connection.call` (which owns error handling and exit codes), print with `output`.
+Wherever a deployment or listener is taken, its name works as well as its id
+(`resolve`); files go through `editing` (checked locally, only what differs is sent).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic import BaseModel
 from rich.console import Console
 
 from deployplane.api import models
 from deployplane.api.client import ControlPlaneClient
-from deployplane.commands.bodies import FileOption, load_body
+from deployplane.commands import editing, resolve
+from deployplane.commands.bodies import FileOption
 from deployplane.commands.connection import (
     EXIT_CODES_HELP,
     ConnectedCommand,
@@ -26,10 +27,17 @@ from deployplane.commands.connection import (
     read_connection,
 )
 from deployplane.commands.deleting import delete_many
-from deployplane.commands.output import Output, OutputOption, print_many, print_one
-from deployplane.commands.waiting import follow_revision
+from deployplane.commands.output import (
+    HeadersOption,
+    Output,
+    OutputOption,
+    print_many,
+    print_one,
+    resource_name,
+)
+from deployplane.commands.waiting import follow_revision, wait_deleted
 
-__all__ = ["register"]
+__all__ = ["command", "register"]
 
 T = TypeVar("T")
 
@@ -37,6 +45,18 @@ LimitOption = Annotated[
     int | None,
     typer.Option("--limit", min=1, help="Show at most this many (default: all, page by page)."),
 ]
+WaitOption = Annotated[
+    bool,
+    typer.Option(
+        "--wait",
+        help="Follow the new revision until it is terminal (exit 0 DEPLOYED, 3 otherwise).",
+    ),
+]
+TimeoutOption = Annotated[
+    float | None, typer.Option("--timeout", min=0, help="With --wait: give up after S seconds.")
+]
+DEPLOYMENT_REF = "Deployment name or id (or deployment/NAME)."
+LISTENER_REF = "Listener compute_id or id (or listener/NAME)."
 
 
 def _group(help_text: str) -> typer.Typer:
@@ -52,9 +72,10 @@ repos = _group("Git-host repositories available through an integration.")
 providers = _group("OAuth providers.")
 
 
-def _command(
+def command(
     group: typer.Typer, name: str, help: str | None = None
 ) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Register a command that takes the connection options (and prints exit codes)."""
     return group.command(name, cls=ConnectedCommand, epilog=EXIT_CODES_HELP, help=help)
 
 
@@ -78,90 +99,173 @@ def _print_final(final: models.Revision, output: Output) -> None:
         fail(f"revision {final.id} ended {final.status.value}", ExitCode.REVISION_FAILED)
 
 
-@dataclass(frozen=True)
-class _Editable:
-    """What the get, create and update commands of a resource differ by."""
-
-    group: typer.Typer
-    noun: str
-    create_body: type[BaseModel]
-    patch_body: type[BaseModel]
-    get: Callable[[ControlPlaneClient, str], Awaitable[BaseModel]]
-    create: Callable[[ControlPlaneClient, Any], Awaitable[BaseModel]]
-    update: Callable[[ControlPlaneClient, str, Any], Awaitable[BaseModel]]
-    create_help: str
-    update_help: str
+def _stderr() -> Console:
+    return Console(stderr=True, highlight=False)
 
 
-def _add_get_create_update(kind: _Editable) -> None:
-    """Register `get ID`, `create -f FILE` and `update ID -f FILE` for one resource."""
-    id_help, id_name = f"{kind.noun.capitalize()} id.", f"{kind.noun}_id"
+def follow_new_revision(
+    deployment: models.Deployment,
+    before: str | None,
+    output: Output,
+    *,
+    timeout: float | None = None,
+) -> None:
+    """With --wait: follow the deployment's latest revision if it is new (else there is
+    nothing to wait for), then print as `deployments wait` does."""
+    latest = deployment.latest_revision_id
+    if latest is None or str(latest) == before:
+        print_one(deployment, output)
+        typer.echo(f"{resource_name(deployment)}: no new revision to wait for", err=True)
+        return
+    deployment_id, revision_id, console = str(deployment.id), str(latest), _stderr()
+    final = call(
+        lambda c: follow_revision(
+            c, deployment_id, revision_id, timeout=timeout, poll_interval=2.0, console=console
+        )
+    )
+    _print_final(final, output)
 
-    @_command(kind.group, "get", help=f"Show one {kind.noun}.")
+
+# -------------------------------------------------------------------- get/create/update
+
+
+def _add_editing(group: typer.Typer, kind: editing.Kind[Any], ref_help: str) -> None:
+    """`get REF`, `create -f FILE`, `update REF -f FILE` for one kind; deployments also
+    take --wait on create and update."""
+    waits = kind is editing.DEPLOYMENT
+
+    @command(group, "get", help=f"Show one {kind.noun}.")
     def get(
-        resource_id: str = typer.Argument(help=id_help, metavar=id_name),
+        ref: str = typer.Argument(help=ref_help, metavar=kind.noun.upper()),
         output: OutputOption = Output.table,
     ) -> None:
-        print_one(call(lambda c: kind.get(c, resource_id)), output)
+        async def action(client: ControlPlaneClient) -> Any:
+            return await kind.get(client, await kind.resolve(client, ref))
 
-    @_command(kind.group, "create", help=kind.create_help)
-    def create(file: FileOption, output: OutputOption = Output.table) -> None:
-        body = load_body(file, kind.create_body)
-        print_one(call(lambda c: kind.create(c, body)), output)
+        print_one(call(action), output)
 
-    @_command(kind.group, "update", help=kind.update_help)
+    @command(
+        group,
+        "create",
+        help=f"Create a {kind.noun} from a file (the API's create body; `get -o yaml` "
+        "output works: read-only fields are ignored).",
+    )
+    def create(
+        file: FileOption,
+        output: OutputOption = Output.table,
+        wait: WaitOption = False,
+        timeout: TimeoutOption = None,
+    ) -> None:
+        (desired,) = _one_document(kind, file)
+        created = call(lambda c: editing.create(c, kind, desired))
+        if waits and wait:
+            follow_new_revision(created, None, output, timeout=timeout)
+        else:
+            print_one(created, output)
+
+    @command(
+        group,
+        "update",
+        help=f"Change a {kind.noun} to the file (PATCH): only the fields in the file that "
+        "differ from it are sent, and nothing when none does, so the output of `get -o "
+        "yaml` is a valid file. A new repo_ref, graph_config_path or image_uri of a "
+        "deployment makes a new revision.",
+    )
     def update(
         file: FileOption,
-        resource_id: str = typer.Argument(help=id_help, metavar=id_name),
+        ref: str = typer.Argument(help=ref_help, metavar=kind.noun.upper()),
         output: OutputOption = Output.table,
+        wait: WaitOption = False,
+        timeout: TimeoutOption = None,
     ) -> None:
-        body = load_body(file, kind.patch_body)
-        print_one(call(lambda c: kind.update(c, resource_id, body)), output)
+        (desired,) = _one_document(kind, file)
+        before: dict[str, str | None] = {}
+
+        async def action(client: ControlPlaneClient) -> tuple[Any, bool]:
+            resource_id = await kind.resolve(client, ref)
+            if waits:
+                current = await kind.get(client, resource_id)
+                latest = current.latest_revision_id
+                before["latest"] = None if latest is None else str(latest)
+            return await editing.update(client, kind, resource_id, desired)
+
+        resource, changed = call(action)
+        if not changed:
+            typer.echo(f"{resource_name(resource)} unchanged: nothing differs", err=True)
+        if waits and wait and changed:
+            follow_new_revision(resource, before.get("latest"), output, timeout=timeout)
+        else:
+            print_one(resource, output)
+
+
+def _one_document(kind: editing.Kind[Any], file: str) -> list[Any]:
+    documents = _read(kind, file)
+    if len(documents) != 1:
+        fail(f"{file} holds {len(documents)} documents; use apply -f for several", ExitCode.USAGE)
+    return documents
+
+
+def _read(kind: editing.Kind[Any], file: str) -> list[Any]:
+    from deployplane.commands.connection import UsageError
+
+    try:
+        return editing.read_desired(kind, file)
+    except UsageError as exc:
+        fail(str(exc), ExitCode.USAGE)
 
 
 # -------------------------------------------------------------------- deployments
 
 
-@_command(deployments, "list")
+@command(deployments, "list")
 def list_deployments(
     name: Annotated[str | None, typer.Option(help="Only the deployment with this name.")] = None,
     name_contains: Annotated[
         str | None, typer.Option(help="Only deployments whose name contains this.")
     ] = None,
+    status: Annotated[
+        models.DeploymentStatus | None,
+        typer.Option(help="Only deployments in this status.", case_sensitive=False),
+    ] = None,
+    deployment_type: Annotated[
+        models.DeploymentType | None,
+        typer.Option(help="Only git_host deployments of this type.", case_sensitive=False),
+    ] = None,
+    image_version: Annotated[
+        str | None, typer.Option(help="Only deployments running this image version.")
+    ] = None,
     limit: LimitOption = None,
     output: OutputOption = Output.table,
+    no_headers: HeadersOption = False,
 ) -> None:
-    """List deployments."""
+    """List deployments (the filters are the service's own query parameters)."""
+    filters = {
+        "status": status.value if status else None,
+        "deployment_type": deployment_type.value if deployment_type else None,
+        "image_version": image_version,
+    }
+    filters = {k: v for k, v in filters.items() if v is not None}
 
     async def action(client: ControlPlaneClient) -> list[models.Deployment]:
         if name is not None:  # no exact-name filter is published: name_contains + match
-            found = await client.find_deployment_by_name(name)
-            return [found] if found is not None else []
-        items = client.iter_deployments(name_contains=name_contains, page_size=_page_size(limit))
+            items = client.iter_deployments(name_contains=name, **filters)
+            return [d async for d in items if d.name == name]
+        items = client.iter_deployments(
+            name_contains=name_contains, page_size=_page_size(limit), **filters
+        )
         return await _take(items, limit)
 
-    print_many(call(action), models.Deployment, output)
+    print_many(call(action), models.Deployment, output, headers=not no_headers)
 
 
-_add_get_create_update(
-    _Editable(
-        deployments,
-        "deployment",
-        models.DeploymentCreate,
-        models.DeploymentPatch,
-        ControlPlaneClient.get_deployment,
-        ControlPlaneClient.create_deployment,
-        ControlPlaneClient.update_deployment,
-        create_help="Create a deployment from a file (name, source, source_config, ...).",
-        update_help="Change a deployment (PATCH): only the fields in the file are sent.\n\n"
-        "A new repo_ref, graph_config_path or image_uri creates a new revision.",
-    )
-)
+_add_editing(deployments, editing.DEPLOYMENT, DEPLOYMENT_REF)
 
 
-@_command(deployments, "delete")
+@command(deployments, "delete")
 def delete_deployment(
-    deployment_ids: Annotated[list[str], typer.Argument(help="Deployment ids (one or more).")],
+    refs: Annotated[
+        list[str], typer.Argument(help="Deployment names or ids (one or more).", metavar="REF...")
+    ],
     delete_tracing_project: Annotated[
         bool,
         typer.Option(
@@ -170,23 +274,48 @@ def delete_deployment(
             "Deletes one by one: the bulk operation has no such option.",
         ),
     ] = False,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Wait until each deployment is gone (404).")
+    ] = False,
+    timeout: TimeoutOption = None,
 ) -> None:
     """Delete deployments: one DELETE per id, or bulk (100 per call) when several.
 
-    Exits 1 naming every id that could not be deleted (e.g. unknown ids).
+    Prints one line per deployment: `deployment REF deleted` on stdout, or
+    `error: deployment REF: why` on stderr; exits 1 if any was not deleted.
     """
-    failed = call(lambda c: delete_many(c, deployment_ids, delete_tracing_project))
-    for deployment_id in deployment_ids:
-        if deployment_id not in failed:
-            typer.echo(f"deployment {deployment_id} deleted")
+
+    async def action(client: ControlPlaneClient) -> tuple[dict[str, str], dict[str, str]]:
+        ids: dict[str, str] = {}
+        failed: dict[str, str] = {}
+        for ref in refs:
+            try:
+                ids[ref] = await resolve.deployment_id(client, ref)
+            except resolve.NotResolved as exc:
+                failed[ref] = str(exc)
+        refused = await delete_many(client, list(dict.fromkeys(ids.values())), delete_tracing_project)
+        for ref, deployment_id in ids.items():
+            if deployment_id in refused:
+                failed[ref] = refused[deployment_id]
+            elif wait:
+                await wait_deleted(client, deployment_id, timeout=timeout)
+        return ids, failed
+
+    ids, failed = call(action)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    for ref in refs:
+        if ref in failed:
+            err.print(f"error: deployment {ref}: {' '.join(failed[ref].split())}", markup=False)
+        else:
+            shown = ref if ref == ids[ref] else f"{ref} ({ids[ref]})"
+            typer.echo(f"deployment {shown} deleted")
     if failed:
-        reasons = "; ".join(f"{i}: {why}" for i, why in failed.items())
-        fail(f"not deleted: {reasons}", ExitCode.API_ERROR)
+        raise typer.Exit(int(ExitCode.API_ERROR))
 
 
-@_command(deployments, "wait")
+@command(deployments, "wait")
 def wait_deployment(
-    deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
+    ref: Annotated[str, typer.Argument(help=DEPLOYMENT_REF, metavar="DEPLOYMENT")],
     revision: Annotated[
         str | None,
         typer.Option("--revision", help="Revision id (default: the latest revision)."),
@@ -204,19 +333,20 @@ def wait_deployment(
     Exits 0 when it is DEPLOYED, 3 when it ended any other way (CREATE_FAILED,
     BUILD_FAILED, DEPLOY_FAILED, SKIPPED, INTERRUPTED), 4 on --timeout.
     """
-    console = Console(stderr=True, highlight=False)
+    console = _stderr()
 
     async def action(client: ControlPlaneClient) -> models.Revision:
+        deployment_id = await resolve.deployment_id(client, ref)
         revision_id = revision
         if revision_id is None:
             deployment = await client.get_deployment(deployment_id)
             if deployment.latest_revision_id is None:
-                fail(f"deployment {deployment_id} has no revision yet", ExitCode.API_ERROR)
+                fail(f"deployment {ref} has no revision yet", ExitCode.API_ERROR)
             revision_id = str(deployment.latest_revision_id)
         return await follow_revision(
             client,
             deployment_id,
-            revision_id,
+            resolve.split_kind(revision_id, "revision"),
             timeout=timeout,
             poll_interval=poll_interval,
             console=console,
@@ -228,38 +358,54 @@ def wait_deployment(
 # ---------------------------------------------------------------------- revisions
 
 
-@_command(revisions, "list")
+@command(revisions, "list")
 def list_revisions(
-    deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
+    ref: Annotated[str, typer.Argument(help=DEPLOYMENT_REF, metavar="DEPLOYMENT")],
+    status: Annotated[
+        models.RevisionStatus | None,
+        typer.Option(help="Only revisions in this status.", case_sensitive=False),
+    ] = None,
     limit: LimitOption = None,
     output: OutputOption = Output.table,
+    no_headers: HeadersOption = False,
 ) -> None:
-    """List the revisions of a deployment."""
+    """List the revisions of a deployment; ACTIVE marks the one serving (*)."""
 
-    async def action(client: ControlPlaneClient) -> list[models.Revision]:
-        items = client.iter_revisions(deployment_id, page_size=_page_size(limit))
-        return await _take(items, limit)
+    async def action(client: ControlPlaneClient) -> tuple[list[models.Revision], str | None]:
+        deployment = await client.get_deployment(await resolve.deployment_id(client, ref))
+        items = client.iter_revisions(
+            str(deployment.id),
+            page_size=_page_size(limit),
+            status=[status.value] if status else None,
+        )
+        active = deployment.active_revision_id
+        return await _take(items, limit), None if active is None else str(active)
 
-    print_many(call(action), models.Revision, output)
+    found, active = call(action)
+    print_many(found, models.Revision, output, headers=not no_headers, active=active)
 
 
-@_command(revisions, "get")
+@command(revisions, "get")
 def get_revision(
-    deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
+    ref: Annotated[str, typer.Argument(help=DEPLOYMENT_REF, metavar="DEPLOYMENT")],
     revision_id: Annotated[str, typer.Argument(help="Revision id.")],
     output: OutputOption = Output.table,
 ) -> None:
     """Show one revision."""
-    print_one(call(lambda c: c.get_revision(deployment_id, revision_id)), output)
+    rev = resolve.split_kind(revision_id, "revision")
+
+    async def action(client: ControlPlaneClient) -> models.Revision:
+        return await client.get_revision(await resolve.deployment_id(client, ref), rev)
+
+    print_one(call(action), output)
 
 
-@_command(revisions, "redeploy")
+@command(revisions, "redeploy")
 def redeploy_revision(
-    deployment_id: Annotated[str, typer.Argument(help="Deployment id.")],
+    ref: Annotated[str, typer.Argument(help=DEPLOYMENT_REF, metavar="DEPLOYMENT")],
     revision_id: Annotated[str, typer.Argument(help="The earlier revision to roll back to.")],
-    wait: Annotated[
-        bool, typer.Option("--wait", help="Follow the new revision until it is terminal.")
-    ] = False,
+    wait: WaitOption = False,
+    timeout: TimeoutOption = None,
     output: OutputOption = Output.table,
 ) -> None:
     """Roll back: a new revision with that revision's source revision config.
@@ -267,75 +413,69 @@ def redeploy_revision(
     Prints the deployment; with --wait, follows the new revision and exits as
     `deployments wait` does (0 DEPLOYED, 3 ended otherwise).
     """
-    deployment = call(lambda c: c.redeploy_revision(deployment_id, revision_id))
-    if not wait or deployment.latest_revision_id is None:
+    rev = resolve.split_kind(revision_id, "revision")
+
+    async def action(client: ControlPlaneClient) -> models.Deployment:
+        return await client.redeploy_revision(await resolve.deployment_id(client, ref), rev)
+
+    deployment = call(action)
+    if not wait:
         print_one(deployment, output)
         return
-    console = Console(stderr=True, highlight=False)
-    new_revision = str(deployment.latest_revision_id)
-    final = call(
-        lambda c: follow_revision(
-            c, deployment_id, new_revision, timeout=None, poll_interval=2.0, console=console
-        ),
-    )
-    _print_final(final, output)
+    follow_new_revision(deployment, None, output, timeout=timeout)
 
 
 # ---------------------------------------------------------------------- listeners
 
 
-@_command(listeners, "list")
+@command(listeners, "list")
 def list_listeners(
     limit: LimitOption = None,
     output: OutputOption = Output.table,
+    no_headers: HeadersOption = False,
 ) -> None:
     """List listeners."""
 
     async def action(client: ControlPlaneClient) -> list[models.Listener]:
         return await _take(client.iter_listeners(page_size=_page_size(limit)), limit)
 
-    print_many(call(action), models.Listener, output)
+    print_many(call(action), models.Listener, output, headers=not no_headers)
 
 
-_add_get_create_update(
-    _Editable(
-        listeners,
-        "listener",
-        models.ListenerCreate,
-        models.ListenerPatch,
-        ControlPlaneClient.get_listener,
-        ControlPlaneClient.create_listener,
-        ControlPlaneClient.update_listener,
-        create_help="Create a listener from a file "
-        "(compute_type, compute_id, compute_config, version).",
-        update_help="Change a listener (PATCH): version and compute_config, "
-        "the fields in the file.",
-    )
-)
+_add_editing(listeners, editing.LISTENER, LISTENER_REF)
 
 
-@_command(listeners, "delete")
+@command(listeners, "delete")
 def delete_listener(
-    listener_id: Annotated[str, typer.Argument(help="Listener id.")],
+    ref: Annotated[str, typer.Argument(help=LISTENER_REF, metavar="LISTENER")],
 ) -> None:
     """Delete a listener."""
-    call(lambda c: c.delete_listener(listener_id))
-    typer.echo(f"listener {listener_id} deleted")
+
+    async def action(client: ControlPlaneClient) -> str:
+        listener_id = await resolve.listener_id(client, ref)
+        await client.delete_listener(listener_id)
+        return listener_id
+
+    listener_id = call(action)
+    shown = ref if ref == listener_id else f"{ref} ({listener_id})"
+    typer.echo(f"listener {shown} deleted")
 
 
 # -------------------------------------------------------------- read-only lookups
 
 
-@_command(repos, "list")
+@command(repos, "list")
 def list_repositories(
     integration_id: Annotated[str, typer.Argument(help="Git-host integration id.")],
     output: OutputOption = Output.table,
+    no_headers: HeadersOption = False,
 ) -> None:
     """List the repositories an integration can deploy from."""
-    print_many(call(lambda c: c.list_repositories(integration_id)), models.GitRepository, output)
+    found = call(lambda c: c.list_repositories(integration_id))
+    print_many(found, models.GitRepository, output, headers=not no_headers)
 
 
-@_command(providers, "get")
+@command(providers, "get")
 def get_provider(
     provider_id: Annotated[str, typer.Argument(help="OAuth provider id.")],
     output: OutputOption = Output.table,
