@@ -37,6 +37,7 @@ __all__ = [
     "UsageError",
     "call",
     "connection_settings",
+    "current_settings",
     "fail",
     "make_client",
     "read_connection",
@@ -223,6 +224,11 @@ def connection_settings(options: ConnectionOptions | None) -> ConnectionSettings
             ExitCode.USAGE,
         )
     return ConnectionSettings(_checked_url(url), api_key, tenant_id)
+
+
+def current_settings() -> ConnectionSettings:
+    """The connection of the command being run (exits 2 if incomplete)."""
+    return connection_settings(_current.get())
 
 
 def call(action: Callable[[ControlPlaneClient], Awaitable[T]]) -> T:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -125,7 +126,7 @@ def api_key_of(context: Context) -> str | None:
             raise UsageError(f"{where}: cannot read api_key_file {path}: {exc.strerror}") from None
     if context.api_key_command:
         try:
-            done = subprocess.run(  # noqa: S603  (the user's own command, no shell)
+            done = subprocess.run(
                 shlex.split(context.api_key_command),
                 capture_output=True,
                 text=True,
@@ -163,9 +164,10 @@ app = typer.Typer(
 )
 
 
-def _usage(action: object) -> None:
+def _usage(action: Callable[[], None]) -> None:
+    """Run a command's body; its `UsageError` is one line, exit 2."""
     try:
-        action() if callable(action) else None
+        action()
     except UsageError as exc:
         fail(str(exc), ExitCode.USAGE)
 
@@ -244,10 +246,8 @@ def set_context(
     def change() -> None:
         config = load_config()
         current = config.find(name) or Context(name=name)
-        updates = {
-            k: v
-            for k, v in {"url": url, "tenant_id": tenant_id}.items()
-            if v is not None
+        updates: dict[str, str | None] = {
+            k: v for k, v in {"url": url, "tenant_id": tenant_id}.items() if v is not None
         }
         sources = {
             "api_key_file": api_key_file,

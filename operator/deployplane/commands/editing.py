@@ -19,10 +19,22 @@ from pydantic import BaseModel, ValidationError
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Deployment, Listener
 from deployplane.commands import planning, resolve
-from deployplane.commands.bodies import check_fields, field_errors, read_documents, validate
+from deployplane.commands.bodies import check_fields, field_errors, read_documents
 from deployplane.commands.connection import UsageError
 
-__all__ = ["DEPLOYMENT", "LISTENER", "Kind", "Outcome", "apply", "create", "read_desired", "update"]
+__all__ = [
+    "DEPLOYMENT",
+    "LISTENER",
+    "Applied",
+    "Kind",
+    "Outcome",
+    "apply",
+    "create",
+    "desired_of",
+    "kind_of",
+    "read_desired",
+    "update",
+]
 
 DesiredT = TypeVar("DesiredT", bound=BaseModel)
 Client = ControlPlaneClient
@@ -51,21 +63,32 @@ class Kind(Generic[DesiredT]):
     check: Callable[[DesiredT], None] = lambda desired: None
 
 
+def desired_of(kind: Kind[DesiredT], document: dict[str, Any], name: str) -> DesiredT:
+    """One document as the kind's file model, checked strictly; `UsageError` if not."""
+    unknown = check_fields(document, [kind.file_model, kind.read_model])
+    if unknown:
+        raise UsageError(f"{name}: {'; '.join(unknown)}")
+    try:
+        desired = kind.file_model.model_validate(document)
+    except ValidationError as exc:
+        raise UsageError(f"{name}: {'; '.join(field_errors(exc, kind.file_model))}") from None
+    try:
+        kind.check(desired)
+    except planning.PlanError as exc:
+        raise UsageError(f"{name}: {exc}") from None
+    return desired
+
+
 def read_desired(kind: Kind[DesiredT], source: str) -> list[DesiredT]:
     """Every document of the file as the kind's file model, checked strictly."""
     name = "stdin" if source == "-" else source
-    desired: list[DesiredT] = []
-    for document in read_documents(source):
-        unknown = check_fields(document, [kind.file_model, kind.read_model])
-        if unknown:
-            raise UsageError(f"{name}: {'; '.join(unknown)}")
-        one = validate(document, kind.file_model, name)
-        try:
-            kind.check(one)
-        except planning.PlanError as exc:
-            raise UsageError(f"{name}: {exc}") from None
-        desired.append(one)
-    return desired
+    return [desired_of(kind, document, name) for document in read_documents(source)]
+
+
+def kind_of(document: dict[str, Any]) -> Kind[Any]:
+    """A listener file names its compute; anything else is a deployment file."""
+    listener_keys = {"compute_id", "computeId", "compute_type", "computeType"}
+    return LISTENER if listener_keys & set(document) else DEPLOYMENT
 
 
 def _planned(kind: Kind[DesiredT], plan: Callable[[], Any], what: str) -> Any:
@@ -83,18 +106,28 @@ async def create(client: Client, kind: Kind[DesiredT], desired: DesiredT) -> Any
     return await kind.post(client, body)
 
 
+@dataclass(frozen=True)
+class Applied:
+    """What a file did to one resource."""
+
+    resource: Any
+    outcome: Outcome
+    previous: Any | None
+    """The resource before (None when created)."""
+
+
 async def update(
     client: Client, kind: Kind[DesiredT], resource_id: str, desired: DesiredT
-) -> tuple[Any, bool]:
-    """The resource after the PATCH of what differs, and whether one was sent."""
+) -> Applied:
+    """PATCH what differs between the resource and `desired` (nothing when nothing does)."""
     current = await kind.get(client, resource_id)
     body = _planned(kind, lambda: kind.to_patch(current, desired), "update")
     if body is None:
-        return current, False
-    return await kind.patch(client, resource_id, body), True
+        return Applied(current, Outcome.unchanged, current)
+    return Applied(await kind.patch(client, resource_id, body), Outcome.configured, current)
 
 
-async def apply(client: Client, kind: Kind[DesiredT], desired: DesiredT) -> tuple[Any, Outcome]:
+async def apply(client: Client, kind: Kind[DesiredT], desired: DesiredT) -> Applied:
     """Create the resource the file names, or update it to the file."""
     name = kind.name_of(desired)
     if not name:
@@ -103,9 +136,8 @@ async def apply(client: Client, kind: Kind[DesiredT], desired: DesiredT) -> tupl
     try:
         resource_id = await kind.resolve(client, name)
     except resolve.NameNotFound:
-        return await create(client, kind, desired), Outcome.created
-    resource, changed = await update(client, kind, resource_id, desired)
-    return resource, Outcome.configured if changed else Outcome.unchanged
+        return Applied(await create(client, kind, desired), Outcome.created, None)
+    return await update(client, kind, resource_id, desired)
 
 
 def _check_deployment(desired: planning.DeploymentFile) -> None:

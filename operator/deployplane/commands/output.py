@@ -81,11 +81,6 @@ class FitColumn:
     fold: bool = False
 
 
-@dataclass(frozen=True)
-class Column(FitColumn):
-    get: Callable[[Any], object] = str
-
-
 _GAP = 2  # spaces between columns (box=None, no edge padding)
 _MIN_FOLD = 8  # a folded column keeps at least this many characters a line
 
@@ -150,8 +145,6 @@ def fitted_table(
         style = row_styles[n] if n < len(row_styles) else None
         result.add_row(*(row[i] for i in keep), style=style)
     return result, dropped
-
-
 
 
 # --------------------------------------------------------------------- list tables

@@ -86,9 +86,7 @@ async def deployment_id(client: ControlPlaneClient, ref: str) -> str:
     as_id = _as_uuid(name)
     if as_id is not None:
         return as_id
-    found = await _matches(
-        client.iter_deployments(name_contains=name), lambda d: d.name, name
-    )
+    found = await _matches(client.iter_deployments(name_contains=name), lambda d: d.name, name)
 
     def id_of(deployment: Deployment) -> object:
         return deployment.id

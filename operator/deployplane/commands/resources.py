@@ -37,7 +37,7 @@ from deployplane.commands.output import (
 )
 from deployplane.commands.waiting import follow_revision, wait_deleted
 
-__all__ = ["command", "register"]
+__all__ = ["TimeoutOption", "command", "follow_new_revision", "latest_revision", "register"]
 
 T = TypeVar("T")
 
@@ -101,6 +101,12 @@ def _print_final(final: models.Revision, output: Output) -> None:
 
 def _stderr() -> Console:
     return Console(stderr=True, highlight=False)
+
+
+def latest_revision(deployment: models.Deployment | None) -> str | None:
+    """The id of a deployment's latest revision, if any."""
+    latest = None if deployment is None else deployment.latest_revision_id
+    return None if latest is None else str(latest)
 
 
 def follow_new_revision(
@@ -179,21 +185,17 @@ def _add_editing(group: typer.Typer, kind: editing.Kind[Any], ref_help: str) -> 
         timeout: TimeoutOption = None,
     ) -> None:
         (desired,) = _one_document(kind, file)
-        before: dict[str, str | None] = {}
 
-        async def action(client: ControlPlaneClient) -> tuple[Any, bool]:
-            resource_id = await kind.resolve(client, ref)
-            if waits:
-                current = await kind.get(client, resource_id)
-                latest = current.latest_revision_id
-                before["latest"] = None if latest is None else str(latest)
-            return await editing.update(client, kind, resource_id, desired)
+        async def action(client: ControlPlaneClient) -> editing.Applied:
+            return await editing.update(client, kind, await kind.resolve(client, ref), desired)
 
-        resource, changed = call(action)
-        if not changed:
+        applied = call(action)
+        resource = applied.resource
+        if applied.outcome is editing.Outcome.unchanged:
             typer.echo(f"{resource_name(resource)} unchanged: nothing differs", err=True)
-        if waits and wait and changed:
-            follow_new_revision(resource, before.get("latest"), output, timeout=timeout)
+        if waits and wait and applied.outcome is not editing.Outcome.unchanged:
+            previous = latest_revision(applied.previous)
+            follow_new_revision(resource, previous, output, timeout=timeout)
         else:
             print_one(resource, output)
 
@@ -239,12 +241,12 @@ def list_deployments(
     no_headers: HeadersOption = False,
 ) -> None:
     """List deployments (the filters are the service's own query parameters)."""
-    filters = {
+    given = {
         "status": status.value if status else None,
         "deployment_type": deployment_type.value if deployment_type else None,
         "image_version": image_version,
     }
-    filters = {k: v for k, v in filters.items() if v is not None}
+    filters: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
 
     async def action(client: ControlPlaneClient) -> list[models.Deployment]:
         if name is not None:  # no exact-name filter is published: name_contains + match
@@ -293,7 +295,8 @@ def delete_deployment(
                 ids[ref] = await resolve.deployment_id(client, ref)
             except resolve.NotResolved as exc:
                 failed[ref] = str(exc)
-        refused = await delete_many(client, list(dict.fromkeys(ids.values())), delete_tracing_project)
+        unique = list(dict.fromkeys(ids.values()))
+        refused = await delete_many(client, unique, delete_tracing_project)
         for ref, deployment_id in ids.items():
             if deployment_id in refused:
                 failed[ref] = refused[deployment_id]

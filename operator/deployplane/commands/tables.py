@@ -79,9 +79,7 @@ def render(
             shown.remove(gone)
             hidden.append(columns[gone].title)
     table = ([[c.title for c in columns]] if headers else []) + [list(r) for r in rows]
-    lines = [
-        "".join(_pad(row[i], widths[i] + GAP) for i in shown).rstrip() for row in table
-    ]
+    lines = ["".join(_pad(row[i], widths[i] + GAP) for i in shown).rstrip() for row in table]
     return Rendered(lines, hidden)
 
 
