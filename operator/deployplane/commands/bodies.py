@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import sys
 import types
 from collections.abc import Iterable
@@ -64,17 +65,20 @@ def _read(source: str) -> str:
         fail(f"cannot read {source}: {exc.strerror or exc}", ExitCode.USAGE)
 
 
+_QUOTED_KEY = re.compile(r'"\s*:')
+
+
 def _parse(text: str) -> list[Any]:
     """The documents of `text`; `BadFile` with the line and column of a syntax error."""
     if text.lstrip().startswith(("{", "[")):
         try:  # JSON's own error is the precise one for a JSON file
             return [json.loads(text)]
         except json.JSONDecodeError as exc:
-            json_error = f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        try:  # ...unless it is YAML's flow style, {a: 1}
-            return [doc for doc in yaml.safe_load_all(text) if doc is not None]
-        except yaml.YAMLError:
-            raise BadFile(f"is not valid JSON: {json_error}") from None
+            json_error = f"is not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            # YAML's flow style ({a: 1}) starts alike, but quoted keys say JSON: YAML
+            # would read `{"a": }` as a null rather than refuse it.
+            if _QUOTED_KEY.search(text):
+                raise BadFile(json_error) from None
     try:
         return [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as exc:

@@ -179,8 +179,8 @@ _COLUMNS: dict[type[BaseModel], list[Column]] = {
     Deployment: [
         Column("NAME", get=lambda d, _: d.name),
         Column("STATUS", get=lambda d, _: d.status.value),
-        Column("SOURCE", drop=2, get=lambda d, _: d.source),
-        Column("AGE", drop=1, get=lambda d, _: _age(d.created_at)),
+        Column("SOURCE", drop=1, get=lambda d, _: d.source),
+        Column("AGE", drop=2, get=lambda d, _: _age(d.created_at)),
         Column("ID", wide=True, get=lambda d, _: d.id),
         Column("IMAGE / REF", wide=True, get=lambda d, _: _deployment_ref(d)),
         Column("LATEST REVISION", wide=True, get=lambda d, _: d.latest_revision_id),
@@ -197,9 +197,9 @@ _COLUMNS: dict[type[BaseModel], list[Column]] = {
     ],
     Listener: [
         Column("COMPUTE ID", get=lambda x, _: x.compute_id),
-        Column("TYPE", drop=2, get=lambda x, _: x.compute_type.value),
-        Column("NAMESPACES", drop=3, get=lambda x, _: _namespaces(x)),
-        Column("AGE", drop=1, get=lambda x, _: _age(x.created_at)),
+        Column("TYPE", drop=1, get=lambda x, _: x.compute_type.value),
+        Column("NAMESPACES", drop=2, get=lambda x, _: _namespaces(x)),
+        Column("AGE", drop=3, get=lambda x, _: _age(x.created_at)),
         Column("ID", wide=True, get=lambda x, _: x.id),
         Column("VERSION", wide=True, get=lambda x, _: x.version),
     ],
@@ -255,8 +255,13 @@ def _dump_text(data: Any, fmt: Output) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip("\n")
 
 
-def _bold(line: str) -> str:
-    return f"\x1b[1m{line}\x1b[0m" if tables.use_color(sys.stdout) else line
+def _echo_table(header: str | None, lines: list[str]) -> None:
+    """Print a table; its header bold for a person at a terminal (click would strip
+    the escape codes on its own when not, and keeps them when told `color`)."""
+    color = tables.use_color(sys.stdout)
+    if header is not None:
+        lines = [f"\x1b[1m{header}\x1b[0m" if color else header, *lines]
+    typer.echo("\n".join(lines), color=color)
 
 
 def print_one(model: BaseModel, fmt: Output) -> None:
@@ -269,12 +274,12 @@ def print_one(model: BaseModel, fmt: Output) -> None:
         typer.echo(_dump_text(data, fmt))
         return
     key_width = max(map(len, ["FIELD", *data])) + tables.GAP
-    lines = [_bold("FIELD".ljust(key_width) + "VALUE")]
+    lines: list[str] = []
     for key, value in data.items():
         first, *rest = _cell(value).split("\n")
         lines.append((key.ljust(key_width) + first).rstrip())
         lines += [(" " * key_width + line).rstrip() for line in rest]
-    typer.echo("\n".join(lines))
+    _echo_table("FIELD".ljust(key_width) + "VALUE", lines)
 
 
 def print_many(
@@ -300,10 +305,10 @@ def print_many(
     rows = [[_cell(col.get(model, active)) for col in columns] for model in models]
     width = tables.terminal_width()
     table = tables.render(columns, rows, width, wide=fmt is Output.wide, headers=headers)
-    lines = table.lines
     if headers:
-        lines = [_bold(lines[0]), *lines[1:]]
-    typer.echo("\n".join(lines))
+        _echo_table(table.lines[0], table.lines[1:])
+    else:
+        _echo_table(None, table.lines)
     if table.hidden and width is not None:
         note = f"({', '.join(table.hidden)} hidden at {width} columns; -o wide shows all)"
         if len(note) > width:

@@ -294,12 +294,12 @@ def delete_deployment(
             try:
                 ids[ref] = await resolve.deployment_id(client, ref)
             except resolve.NotResolved as exc:
-                failed[ref] = str(exc)
+                failed[ref] = str(exc)  # says which deployment itself
         unique = list(dict.fromkeys(ids.values()))
         refused = await delete_many(client, unique, delete_tracing_project)
         for ref, deployment_id in ids.items():
             if deployment_id in refused:
-                failed[ref] = refused[deployment_id]
+                failed[ref] = f"deployment {ref}: {refused[deployment_id]}"
             elif wait:
                 await wait_deleted(client, deployment_id, timeout=timeout)
         return ids, failed
@@ -308,7 +308,7 @@ def delete_deployment(
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     for ref in refs:
         if ref in failed:
-            err.print(f"error: deployment {ref}: {' '.join(failed[ref].split())}", markup=False)
+            err.print(f"error: {' '.join(failed[ref].split())}", markup=False)
         else:
             shown = ref if ref == ids[ref] else f"{ref} ({ids[ref]})"
             typer.echo(f"deployment {shown} deleted")
