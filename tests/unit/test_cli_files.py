@@ -228,7 +228,7 @@ def test_name_and_source_cannot_change() -> None:
 
 def test_create_ignores_a_git_host_custom_url_and_needs_secret_values() -> None:
     body = as_get_yaml(deployment(**GIT))
-    with pytest.raises(planning.PlanError, match="secrets.0.value: required to create"):
+    with pytest.raises(planning.PlanError, match=r"secrets\.0\.value: required to create"):
         planning.deployment_create(desired(body))
     body["secrets"] = [{"name": "A", "value": "v"}]
     created = planning.deployment_create(desired(body))
