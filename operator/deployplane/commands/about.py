@@ -12,7 +12,8 @@ import typer
 from deployplane import __version__
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.errors import ControlPlaneError
-from deployplane.commands.connection import ExitCode, current_settings, make_client
+from deployplane.commands import connection
+from deployplane.commands.connection import ExitCode, current_settings
 
 __all__ = ["print_version", "version"]
 
@@ -32,7 +33,8 @@ def version() -> None:
     settings = current_settings()
 
     async def probe() -> tuple[bool, str]:
-        async with make_client(settings) as client:
+        # looked up at call time, as in connection.call, so tests can pass a transport
+        async with connection.make_client(settings) as client:
             return await _reachable(client)
 
     reachable, said = asyncio.run(probe())
