@@ -266,7 +266,7 @@ _add_editing(deployments, editing.DEPLOYMENT, DEPLOYMENT_REF)
 @command(deployments, "delete")
 def delete_deployment(
     refs: Annotated[
-        list[str], typer.Argument(help="Deployment names or ids (one or more).", metavar="REF...")
+        list[str], typer.Argument(help="Deployment names or ids (one or more).", metavar="REF")
     ],
     delete_tracing_project: Annotated[
         bool,
