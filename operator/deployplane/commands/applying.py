@@ -18,9 +18,9 @@ from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Deployment
 from deployplane.commands import editing
 from deployplane.commands.bodies import FileOption, read_documents
+from deployplane.commands.common import TimeoutOption, follow_new_revision, latest_revision
 from deployplane.commands.connection import ExitCode, UsageError, call, fail
 from deployplane.commands.output import Output, print_one, resource_name
-from deployplane.commands.resources import TimeoutOption, follow_new_revision, latest_revision
 
 __all__ = ["apply"]
 

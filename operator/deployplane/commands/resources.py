@@ -1,6 +1,8 @@
 """`deployplane deployments|revisions|listeners|repos|providers ...`: the API from a shell.
 
-Each command is thin: parse options, make one or a few client calls through
+This module holds the `deployments` commands and registers every group; the others
+are in `othercommands` and `editcommands`, what they share in `common`. Each command
+is thin: parse options, make one or a few client calls through
 `connection.call` (which owns error handling and exit codes), print with `output`.
 Wherever a deployment or listener is taken, its name works as well as its id
 (`resolve`); files go through `editing` (checked locally, only what differs is sent).
@@ -8,8 +10,7 @@ Wherever a deployment or listener is taken, its name works as well as its id
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -17,203 +18,29 @@ from rich.console import Console
 from deployplane.api import models
 from deployplane.api.client import ControlPlaneClient
 from deployplane.commands import editing, resolve
-from deployplane.commands.bodies import FileOption
-from deployplane.commands.connection import (
-    EXIT_CODES_HELP,
-    ConnectedCommand,
-    ExitCode,
-    call,
-    fail,
-    read_connection,
+from deployplane.commands import othercommands as othercommands  # registers its commands
+from deployplane.commands.common import (
+    DEPLOYMENT_REF,
+    LimitOption,
+    TimeoutOption,
+    command,
+    deployments,
+    listeners,
+    page_size,
+    print_final,
+    providers,
+    repos,
+    revisions,
+    stderr_console,
+    take,
 )
+from deployplane.commands.connection import ExitCode, call, fail
 from deployplane.commands.deleting import delete_many
-from deployplane.commands.output import (
-    HeadersOption,
-    Output,
-    OutputOption,
-    print_many,
-    print_one,
-    resource_name,
-)
+from deployplane.commands.editcommands import add_editing
+from deployplane.commands.output import HeadersOption, Output, OutputOption, print_many
 from deployplane.commands.waiting import follow_revision, wait_deleted
 
-__all__ = ["TimeoutOption", "command", "follow_new_revision", "latest_revision", "register"]
-
-T = TypeVar("T")
-
-LimitOption = Annotated[
-    int | None,
-    typer.Option("--limit", min=1, help="Show at most this many (default: all, page by page)."),
-]
-WaitOption = Annotated[
-    bool,
-    typer.Option(
-        "--wait",
-        help="Follow the new revision until it is terminal (exit 0 DEPLOYED, 3 otherwise).",
-    ),
-]
-TimeoutOption = Annotated[
-    float | None, typer.Option("--timeout", min=0, help="With --wait: give up after S seconds.")
-]
-DEPLOYMENT_REF = "Deployment name or id (or deployment/NAME)."
-LISTENER_REF = "Listener compute_id or id (or listener/NAME)."
-
-
-def _group(help_text: str) -> typer.Typer:
-    return typer.Typer(
-        no_args_is_help=True, help=f"{help_text}\n\n{EXIT_CODES_HELP}", callback=read_connection
-    )
-
-
-deployments = _group("Deployments of agent servers.")
-revisions = _group("Revisions of a deployment.")
-listeners = _group("Listeners: the compute infrastructure deployments run on.")
-repos = _group("Git-host repositories available through an integration.")
-providers = _group("OAuth providers.")
-
-
-def command(
-    group: typer.Typer, name: str, help: str | None = None
-) -> Callable[[Callable[..., T]], Callable[..., T]]:
-    """Register a command that takes the connection options (and prints exit codes)."""
-    return group.command(name, cls=ConnectedCommand, epilog=EXIT_CODES_HELP, help=help)
-
-
-async def _take(items: AsyncIterator[T], limit: int | None) -> list[T]:
-    taken: list[T] = []
-    async for item in items:
-        taken.append(item)
-        if limit is not None and len(taken) >= limit:
-            break
-    return taken
-
-
-def _page_size(limit: int | None) -> int:
-    return min(limit, 100) if limit else 100
-
-
-def _print_final(final: models.Revision, output: Output) -> None:
-    """Print a followed revision; exit 3 unless it ended DEPLOYED."""
-    print_one(final, output)
-    if final.status is not models.RevisionStatus.DEPLOYED:
-        fail(f"revision {final.id} ended {final.status.value}", ExitCode.REVISION_FAILED)
-
-
-def _stderr() -> Console:
-    return Console(stderr=True, highlight=False)
-
-
-def latest_revision(deployment: models.Deployment | None) -> str | None:
-    """The id of a deployment's latest revision, if any."""
-    latest = None if deployment is None else deployment.latest_revision_id
-    return None if latest is None else str(latest)
-
-
-def follow_new_revision(
-    deployment: models.Deployment,
-    before: str | None,
-    output: Output,
-    *,
-    timeout: float | None = None,
-) -> None:
-    """With --wait: follow the deployment's latest revision if it is new (else there is
-    nothing to wait for), then print as `deployments wait` does."""
-    latest = deployment.latest_revision_id
-    if latest is None or str(latest) == before:
-        print_one(deployment, output)
-        typer.echo(f"{resource_name(deployment)}: no new revision to wait for", err=True)
-        return
-    deployment_id, revision_id, console = str(deployment.id), str(latest), _stderr()
-    final = call(
-        lambda c: follow_revision(
-            c, deployment_id, revision_id, timeout=timeout, poll_interval=2.0, console=console
-        )
-    )
-    _print_final(final, output)
-
-
-# -------------------------------------------------------------------- get/create/update
-
-
-def _add_editing(group: typer.Typer, kind: editing.Kind[Any], ref_help: str) -> None:
-    """`get REF`, `create -f FILE`, `update REF -f FILE` for one kind; deployments also
-    take --wait on create and update."""
-    waits = kind is editing.DEPLOYMENT
-
-    @command(group, "get", help=f"Show one {kind.noun}.")
-    def get(
-        ref: str = typer.Argument(help=ref_help, metavar=kind.noun.upper()),
-        output: OutputOption = Output.table,
-    ) -> None:
-        async def action(client: ControlPlaneClient) -> Any:
-            return await kind.get(client, await kind.resolve(client, ref))
-
-        print_one(call(action), output)
-
-    @command(
-        group,
-        "create",
-        help=f"Create a {kind.noun} from a file (the API's create body; `get -o yaml` "
-        "output works: read-only fields are ignored).",
-    )
-    def create(
-        file: FileOption,
-        output: OutputOption = Output.table,
-        wait: WaitOption = False,
-        timeout: TimeoutOption = None,
-    ) -> None:
-        (desired,) = _one_document(kind, file)
-        created = call(lambda c: editing.create(c, kind, desired))
-        if waits and wait:
-            follow_new_revision(created, None, output, timeout=timeout)
-        else:
-            print_one(created, output)
-
-    @command(
-        group,
-        "update",
-        help=f"Change a {kind.noun} to the file (PATCH): only the fields in the file that "
-        "differ from it are sent, and nothing when none does, so the output of `get -o "
-        "yaml` is a valid file. A new repo_ref, graph_config_path or image_uri of a "
-        "deployment makes a new revision.",
-    )
-    def update(
-        file: FileOption,
-        ref: str = typer.Argument(help=ref_help, metavar=kind.noun.upper()),
-        output: OutputOption = Output.table,
-        wait: WaitOption = False,
-        timeout: TimeoutOption = None,
-    ) -> None:
-        (desired,) = _one_document(kind, file)
-
-        async def action(client: ControlPlaneClient) -> editing.Applied:
-            return await editing.update(client, kind, await kind.resolve(client, ref), desired)
-
-        applied = call(action)
-        resource = applied.resource
-        if applied.outcome is editing.Outcome.unchanged:
-            typer.echo(f"{resource_name(resource)} unchanged: nothing differs", err=True)
-        if waits and wait and applied.outcome is not editing.Outcome.unchanged:
-            previous = latest_revision(applied.previous)
-            follow_new_revision(resource, previous, output, timeout=timeout)
-        else:
-            print_one(resource, output)
-
-
-def _one_document(kind: editing.Kind[Any], file: str) -> list[Any]:
-    documents = _read(kind, file)
-    if len(documents) != 1:
-        fail(f"{file} holds {len(documents)} documents; use apply -f for several", ExitCode.USAGE)
-    return documents
-
-
-def _read(kind: editing.Kind[Any], file: str) -> list[Any]:
-    from deployplane.commands.connection import UsageError
-
-    try:
-        return editing.read_desired(kind, file)
-    except UsageError as exc:
-        fail(str(exc), ExitCode.USAGE)
+__all__ = ["deployments", "listeners", "providers", "register", "repos", "revisions"]
 
 
 # -------------------------------------------------------------------- deployments
@@ -253,14 +80,14 @@ def list_deployments(
             items = client.iter_deployments(name_contains=name, **filters)
             return [d async for d in items if d.name == name]
         items = client.iter_deployments(
-            name_contains=name_contains, page_size=_page_size(limit), **filters
+            name_contains=name_contains, page_size=page_size(limit), **filters
         )
-        return await _take(items, limit)
+        return await take(items, limit)
 
     print_many(call(action), models.Deployment, output, headers=not no_headers)
 
 
-_add_editing(deployments, editing.DEPLOYMENT, DEPLOYMENT_REF)
+add_editing(deployments, editing.DEPLOYMENT, DEPLOYMENT_REF)
 
 
 @command(deployments, "delete")
@@ -336,7 +163,7 @@ def wait_deployment(
     Exits 0 when it is DEPLOYED, 3 when it ended any other way (CREATE_FAILED,
     BUILD_FAILED, DEPLOY_FAILED, SKIPPED, INTERRUPTED), 4 on --timeout.
     """
-    console = _stderr()
+    console = stderr_console()
 
     async def action(client: ControlPlaneClient) -> models.Revision:
         deployment_id = await resolve.deployment_id(client, ref)
@@ -355,136 +182,7 @@ def wait_deployment(
             console=console,
         )
 
-    _print_final(call(action), output)
-
-
-# ---------------------------------------------------------------------- revisions
-
-
-@command(revisions, "list")
-def list_revisions(
-    ref: Annotated[str, typer.Argument(help=DEPLOYMENT_REF, metavar="DEPLOYMENT")],
-    status: Annotated[
-        models.RevisionStatus | None,
-        typer.Option(help="Only revisions in this status.", case_sensitive=False),
-    ] = None,
-    limit: LimitOption = None,
-    output: OutputOption = Output.table,
-    no_headers: HeadersOption = False,
-) -> None:
-    """List the revisions of a deployment; ACTIVE marks the one serving (*)."""
-
-    async def action(client: ControlPlaneClient) -> tuple[list[models.Revision], str | None]:
-        deployment = await client.get_deployment(await resolve.deployment_id(client, ref))
-        items = client.iter_revisions(
-            str(deployment.id),
-            page_size=_page_size(limit),
-            status=[status.value] if status else None,
-        )
-        active = deployment.active_revision_id
-        return await _take(items, limit), None if active is None else str(active)
-
-    found, active = call(action)
-    print_many(found, models.Revision, output, headers=not no_headers, active=active)
-
-
-@command(revisions, "get")
-def get_revision(
-    ref: Annotated[str, typer.Argument(help=DEPLOYMENT_REF, metavar="DEPLOYMENT")],
-    revision_id: Annotated[str, typer.Argument(help="Revision id.")],
-    output: OutputOption = Output.table,
-) -> None:
-    """Show one revision."""
-    rev = resolve.split_kind(revision_id, "revision")
-
-    async def action(client: ControlPlaneClient) -> models.Revision:
-        return await client.get_revision(await resolve.deployment_id(client, ref), rev)
-
-    print_one(call(action), output)
-
-
-@command(revisions, "redeploy")
-def redeploy_revision(
-    ref: Annotated[str, typer.Argument(help=DEPLOYMENT_REF, metavar="DEPLOYMENT")],
-    revision_id: Annotated[str, typer.Argument(help="The earlier revision to roll back to.")],
-    wait: WaitOption = False,
-    timeout: TimeoutOption = None,
-    output: OutputOption = Output.table,
-) -> None:
-    """Roll back: a new revision with that revision's source revision config.
-
-    Prints the deployment; with --wait, follows the new revision and exits as
-    `deployments wait` does (0 DEPLOYED, 3 ended otherwise).
-    """
-    rev = resolve.split_kind(revision_id, "revision")
-
-    async def action(client: ControlPlaneClient) -> models.Deployment:
-        return await client.redeploy_revision(await resolve.deployment_id(client, ref), rev)
-
-    deployment = call(action)
-    if not wait:
-        print_one(deployment, output)
-        return
-    follow_new_revision(deployment, None, output, timeout=timeout)
-
-
-# ---------------------------------------------------------------------- listeners
-
-
-@command(listeners, "list")
-def list_listeners(
-    limit: LimitOption = None,
-    output: OutputOption = Output.table,
-    no_headers: HeadersOption = False,
-) -> None:
-    """List listeners."""
-
-    async def action(client: ControlPlaneClient) -> list[models.Listener]:
-        return await _take(client.iter_listeners(page_size=_page_size(limit)), limit)
-
-    print_many(call(action), models.Listener, output, headers=not no_headers)
-
-
-_add_editing(listeners, editing.LISTENER, LISTENER_REF)
-
-
-@command(listeners, "delete")
-def delete_listener(
-    ref: Annotated[str, typer.Argument(help=LISTENER_REF, metavar="LISTENER")],
-) -> None:
-    """Delete a listener."""
-
-    async def action(client: ControlPlaneClient) -> str:
-        listener_id = await resolve.listener_id(client, ref)
-        await client.delete_listener(listener_id)
-        return listener_id
-
-    listener_id = call(action)
-    shown = ref if ref == listener_id else f"{ref} ({listener_id})"
-    typer.echo(f"listener {shown} deleted")
-
-
-# -------------------------------------------------------------- read-only lookups
-
-
-@command(repos, "list")
-def list_repositories(
-    integration_id: Annotated[str, typer.Argument(help="Git-host integration id.")],
-    output: OutputOption = Output.table,
-    no_headers: HeadersOption = False,
-) -> None:
-    """List the repositories an integration can deploy from."""
-    found = call(lambda c: c.list_repositories(integration_id))
-    print_many(found, models.GitRepository, output, headers=not no_headers)
-
-
-@command(providers, "get")
-def get_provider(
-    provider_id: Annotated[str, typer.Argument(help="OAuth provider id.")],
-    output: OutputOption = Output.table,
-) -> None:
-    """Show one OAuth provider."""
-    print_one(call(lambda c: c.get_oauth_provider(provider_id)), output)
+    print_final(call(action), output)
 
 
 def register(app: typer.Typer) -> None:

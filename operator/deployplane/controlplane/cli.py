@@ -122,6 +122,30 @@ def _emulator_config(
     return emulator_config
 
 
+def _prepared(
+    database: str,
+    config: Path | None,
+    api_key: str | None,
+    admin_key: str | None,
+    *,
+    strict: bool,
+) -> tuple[EmulatorConfig, list[str]]:
+    """The emulator's config and the lines to print before the listening one, after
+    the database is opened once (`ConfigError`, `DatabaseUnavailable`)."""
+    from deployplane.controlplane.db import check_database  # as in serve_forever
+
+    banner: list[str] = []
+    if config is None and api_key is None:
+        # The dev key lives with the database: the same one at every restart.
+        api_key = asyncio.run(check_database(database, dev_api_key=new_dev_key()))
+        banner.append(f"deployplane dev API key: {api_key}")
+    emulator_config = _emulator_config(config, api_key, admin_key, banner)
+    if strict:
+        emulator_config = emulator_config.model_copy(update={"strict": True})
+    asyncio.run(check_database(database, secret_digest_key=emulator_config.secret_digest_key))
+    return emulator_config, banner
+
+
 @app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
@@ -160,19 +184,10 @@ def serve(
     ),
 ) -> None:
     """Run the control-plane emulator."""
-    # Imported here for the reason given in serve_forever.
-    from deployplane.controlplane.db import DatabaseUnavailable, check_database
+    from deployplane.controlplane.db import DatabaseUnavailable  # as in serve_forever
 
-    banner: list[str] = []
     try:
-        if config is None and api_key is None:
-            # The dev key lives with the database: the same one at every restart.
-            api_key = asyncio.run(check_database(database, dev_api_key=new_dev_key()))
-            banner.append(f"deployplane dev API key: {api_key}")
-        emulator_config = _emulator_config(config, api_key, admin_key, banner)
-        if strict:
-            emulator_config = emulator_config.model_copy(update={"strict": True})
-        asyncio.run(check_database(database, secret_digest_key=emulator_config.secret_digest_key))
+        emulator_config, banner = _prepared(database, config, api_key, admin_key, strict=strict)
     except (ConfigError, DatabaseUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
