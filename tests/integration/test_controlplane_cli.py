@@ -322,3 +322,16 @@ def test_a_port_in_use_is_one_line_and_exit_1(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stderr == f"error: cannot listen on 127.0.0.1:{port}: address already in use\n"
     assert result.stdout == ""
+
+
+def test_the_dev_key_is_kept_in_a_postgresql_database_too(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    env = {"DEPLOYPLANE_DATABASE_URL": postgres_server.fresh_database()}
+    with serve(cwd=tmp_path, env=env) as (lines, _):
+        first = lines[0]
+    with serve(cwd=tmp_path, env=env) as (lines, url):
+        assert lines[0] == first
+        key = first.removeprefix(KEY_LINE)
+        assert httpx.get(f"{url}/v2/listeners", headers={"X-Api-Key": key}).status_code == 200
+    assert not (tmp_path / ".deployplane").exists()
