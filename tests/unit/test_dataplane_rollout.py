@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-Obj = dict[str, Any]
-
 import pytest
 
 from deployplane.api.dataplane import ReportedStatus
 from deployplane.dataplane.rollout import Verdict, database_ready, rollout_verdict, route_waiting
 
+Obj = dict[str, Any]
 REV = "rev-2"
 
 
