@@ -116,7 +116,7 @@ build_crds() {
   # them, so their k8s.io versions are theirs, not controller-gen's. Only the API
   # packages are compiled (type-checked), never KEDA's scalers: seconds, once the
   # modules are downloaded.
-  local want="cgen-v$CONTROLLER_TOOLS_VERSION-gateway-v$GATEWAY_API_VERSION-keda-v$KEDA_VERSION"
+  local want="cgen-v$CONTROLLER_TOOLS_VERSION-gateway-v$GATEWAY_API_VERSION-keda-v$KEDA_VERSION-2"
   if have controller-gen "v$CONTROLLER_TOOLS_VERSION" \
     && [ "$(cat "$bin/crds/.stamp" 2>/dev/null)" = "$want" ]; then
     log "CRDs $want: cached in $bin/crds"; return
@@ -146,6 +146,15 @@ GO
   log "generating CRDs: gateway-api v$GATEWAY_API_VERSION, keda v$KEDA_VERSION"
   (cd "$mod" && "$bin/controller-gen" crd paths=sigs.k8s.io/gateway-api/apis/v1 \
     paths=github.com/kedacore/keda/v2/apis/keda/v1alpha1 output:crd:dir="$out")
+  # The apiserver refuses a CRD of a *.k8s.io group without the API-review annotation;
+  # the Gateway API's own generator (a wrapper of controller-tools) adds it and the
+  # bundle version, with the values the module itself declares (pkg/consts).
+  local consts link
+  consts="$(cd "$mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)/pkg/consts/consts.go"
+  link=$(sed -n 's/.*ApprovalLink = "\(.*\)".*/\1/p' "$consts")
+  [ -n "$link" ] || { echo "no ApprovalLink in $consts" >&2; exit 1; }
+  sed -i "s#^  annotations:\$#  annotations:\n    api-approved.kubernetes.io: $link\n    gateway.networking.k8s.io/bundle-version: v$GATEWAY_API_VERSION#" \
+    "$out"/gateway.networking.k8s.io_*.yaml
   rm -rf "$bin/crds"; mkdir -p "$bin/crds"
   # What the data plane uses, and what those refer to (an HTTPRoute's parent Gateway).
   for crd in gateway.networking.k8s.io_gatewayclasses gateway.networking.k8s.io_gateways \
