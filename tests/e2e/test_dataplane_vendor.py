@@ -14,6 +14,7 @@ is tests/e2e/test_dataplane.py's
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -330,6 +331,7 @@ def agent_writes(api: client.ApiClient, namespace: str) -> dict[tuple[str, str],
 
 def test_a_base_path_change_rewrites_every_route_and_nothing_else(
     operator: Any,
+    dev_cluster: DevCluster | ExistingCluster,
     vendor_agent: VendorAgent,
     admitter: RouteAdmitter,
     resources: Resources,
@@ -345,6 +347,7 @@ def test_a_base_path_change_rewrites_every_route_and_nothing_else(
     vendor_agent.stop()
     before = agent_writes(k8s_api, agents_namespace)
     time.sleep(1.1)  # managedFields times have a resolution of one second
+    since = dt.datetime.now(dt.UTC)
 
     vendor_agent.start({**settings, "route": {"host": HOST, "basePath": "/two"}}).wait_running()
     networking = client.NetworkingV1Api(k8s_api)
@@ -369,3 +372,6 @@ def test_a_base_path_change_rewrites_every_route_and_nothing_else(
     after = agent_writes(k8s_api, agents_namespace)
     rewritten = sorted(key for key, when in after.items() if before.get(key) != when)
     assert [kind for kind, _ in rewritten] == ["V1Ingress", "V1Ingress"], rewritten
+    if isinstance(dev_cluster, DevCluster):  # the audit log: not even a no-op apply
+        user = f"system:serviceaccount:{namespace}:{AGENT_SA}"
+        assert dev_cluster.count_writes(since, user=user) == {"ingresses": 2}
