@@ -4,6 +4,7 @@ the agent's settings from the environment."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -287,3 +288,48 @@ def test_a_bad_setting_is_one_line_naming_it(env: dict[str, str], message: str) 
     with pytest.raises(SettingsError, match=message) as caught:
         from_env(env)
     assert "\n" not in str(caught.value)
+
+
+# --------------------------------------------------------------------------- docs
+
+
+def _docs_objects() -> dict[tuple[str, str], str]:
+    """docs/dataplane.md's table of rendered objects: (kind, name) -> when."""
+    text = (Path(__file__).parents[2] / "docs" / "dataplane.md").read_text()
+    table = text.split("| Object | When | What it is |", 1)[1].split("\n\n", 1)[0]
+    rows: dict[tuple[str, str], str] = {}
+    for line in table.strip().splitlines()[1:]:
+        obj, when = (cell.strip() for cell in line.strip("|").split("|")[:2])
+        kind, name = obj.split(" ", 1)
+        rows[(kind, name.strip("`"))] = when
+    return rows
+
+
+def test_docs_table_of_objects_is_the_renderer() -> None:
+    rendered: set[tuple[str, str]] = set()
+    every: set[tuple[str, str]] | None = None
+    combinations = [
+        (spec, autoscaler, routing, network_policy)
+        for spec in ({"max_scale": 3, "queue_max_scale": 3}, {})
+        for autoscaler in Autoscaler
+        for routing in Routing
+        for network_policy in (True, False)
+    ]
+    for spec, autoscaler, routing, network_policy in combinations:
+        result = rendered_with(
+            spec,
+            autoscaler=autoscaler,
+            routing=routing,
+            host="a.example.com",
+            network_policy=network_policy,
+            **GATEWAY,
+        )
+        objects = {
+            (o["kind"], o["metadata"]["name"].replace(BASE, "B"))
+            for o in [result.owner, *result.objects]
+        }
+        rendered |= objects
+        every = objects if every is None else every & objects
+    docs = _docs_objects()
+    assert set(docs) == rendered
+    assert {key for key, when in docs.items() if when == "always"} == every
