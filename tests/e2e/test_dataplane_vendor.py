@@ -34,6 +34,7 @@ from tests.e2e.test_dataplane import (
     AgentProcess,
     agents_namespace,
     crds,
+    deployment_body,
     emulator,
     listener_body,
     operator,
@@ -181,26 +182,16 @@ def admitter(k8s_api: client.ApiClient, agents_namespace: str) -> Iterator[Route
         yield fake
 
 
-def deployment_body(name: str, agents: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "deployplane.io/v1alpha1",
-        "kind": "AgentDeployment",
-        "metadata": {"name": name},
-        "spec": {
-            "source": "external_docker",
-            "sourceConfig": {
-                "listenerRef": {"name": LISTENER},
-                "listenerConfig": {"k8sNamespace": agents},
-                "resourceSpec": {
-                    "minScale": 1,
-                    "maxScale": 2,
-                    "queueMinScale": 1,
-                    "queueMaxScale": 4,
-                },
-            },
-            "sourceRevisionConfig": {"imageUri": "registry.example.com/agent:1"},
-        },
+def scaled_body(name: str, agents: str) -> dict[str, Any]:
+    """test_dataplane's AgentDeployment with both autoscalers' maxima set."""
+    body = deployment_body(name, "registry.example.com/agent:1", agents)
+    body["spec"]["sourceConfig"]["resourceSpec"] = {
+        "minScale": 1,
+        "maxScale": 2,
+        "queueMinScale": 1,
+        "queueMaxScale": 4,
     }
+    return body
 
 
 def custom(api: client.ApiClient, group: str, version: str, ns: str, plural: str) -> list[Any]:
@@ -219,11 +210,26 @@ def control_plane_deployment(emulator: Emulator, deployment_id: str) -> dict[str
 
 
 def deploy(resources: Resources, name: str, agents: str) -> dict[str, Any]:
-    resources.create(AGD, deployment_body(name, agents))
+    resources.create(AGD, scaled_body(name, agents))
     obj = resources.wait(AGD, name, ready_for_generation, within=180, what="Ready")
     assert obj is not None
     assert obj["status"]["revision"]["status"] == "DEPLOYED"
     return obj
+
+
+def listen_and_deploy(
+    resources: Resources,
+    agent: VendorAgent,
+    namespace: str,
+    agents: str,
+    settings: dict[str, Any],
+    name: str,
+) -> tuple[dict[str, Any], str]:
+    """The Listener, its agent with `settings`, and one AgentDeployment Ready."""
+    resources.create(LST, listener_body(namespace, agents))
+    agent.start(settings).wait_running()
+    obj = deploy(resources, name, agents)
+    return obj, str(obj["status"]["deploymentId"])
 
 
 def test_keda_and_gateway_reach_deployed_with_a_scaled_object_and_an_http_route(
@@ -235,16 +241,14 @@ def test_keda_and_gateway_reach_deployed_with_a_scaled_object_and_an_http_route(
     agents_namespace: str,
     k8s_api: client.ApiClient,
 ) -> None:
-    resources.create(LST, listener_body(namespace, agents_namespace))
-    vendor_agent.start(
-        {
-            "autoscaler": "keda",
-            "routing": "gateway",
-            "route": {"host": HOST, "basePath": "/lg", "gateway": {"name": "public"}},
-        }
-    ).wait_running()
-    obj = deploy(resources, "keda-bot", agents_namespace)
-    deployment_id = obj["status"]["deploymentId"]
+    settings = {
+        "autoscaler": "keda",
+        "routing": "gateway",
+        "route": {"host": HOST, "basePath": "/lg", "gateway": {"name": "public"}},
+    }
+    obj, deployment_id = listen_and_deploy(
+        resources, vendor_agent, namespace, agents_namespace, settings, "keda-bot"
+    )
 
     (scaled,) = custom(k8s_api, "keda.sh", "v1alpha1", agents_namespace, "scaledobjects")
     assert scaled["spec"]["scaleTargetRef"]["name"].endswith("-queue")
@@ -277,12 +281,10 @@ def test_hpa_and_ingress_reach_deployed_with_an_ingress(
     agents_namespace: str,
     k8s_api: client.ApiClient,
 ) -> None:
-    resources.create(LST, listener_body(namespace, agents_namespace))
-    vendor_agent.start(
-        {"routing": "ingress", "route": {"host": HOST, "ingressClassName": "nginx"}}
-    ).wait_running()
-    obj = deploy(resources, "hpa-bot", agents_namespace)
-    deployment_id = obj["status"]["deploymentId"]
+    settings = {"routing": "ingress", "route": {"host": HOST, "ingressClassName": "nginx"}}
+    obj, deployment_id = listen_and_deploy(
+        resources, vendor_agent, namespace, agents_namespace, settings, "hpa-bot"
+    )
     hpas = client.AutoscalingV2Api(k8s_api).list_namespaced_horizontal_pod_autoscaler(
         agents_namespace
     )

@@ -38,7 +38,6 @@ from deployplane.dataplane.applier import (
 from deployplane.dataplane.kube import Cluster, ClusterError
 from deployplane.dataplane.protocol import DataPlaneClient
 from deployplane.dataplane.render import (
-    ANNOTATION_ROUTE,
     LABEL_COMPONENT,
     LABEL_DEPLOYMENT_ID,
     SERVER,
@@ -49,10 +48,9 @@ from deployplane.dataplane.render import (
     database_secret_name,
     namespace_for,
     render,
-    render_route,
-    with_owner,
 )
 from deployplane.dataplane.rollout import Verdict, database_ready, rollout_verdict, route_waiting
+from deployplane.dataplane.vendorparts import refresh_route, route_of, unserved
 
 __all__ = ["Agent", "AgentSettings"]
 
@@ -73,16 +71,6 @@ class AgentSettings:
     concurrency: int = 32
     progress_deadline_seconds: int = 600
     dataplane: DataPlaneSettings = field(default_factory=DataPlaneSettings)
-
-
-# API groups every cluster serves; the kinds of any other (KEDA's, the Gateway API's)
-# are looked up before an apply, so a missing CRD is the revision's clear failure.
-_BUILT_IN = frozenset({"v1", "apps/v1", "autoscaling/v2", "networking.k8s.io/v1"})
-_MISSING_HINT = {
-    "keda.sh": "install KEDA, or set the agent's autoscaler to hpa",
-    "gateway.networking.k8s.io": "install the Gateway API CRDs, or set the agent's routing "
-    "to ingress or none",
-}
 
 
 class Agent:
@@ -232,7 +220,7 @@ class Agent:
         owner = await get_owner(self.cluster, rendered)
         if applied_revision(owner) == revision_id:
             return None
-        missing = await self._unserved(rendered)
+        missing = await unserved(self.cluster, rendered)
         if missing is not None:
             return Verdict(ReportedStatus.DEPLOY_FAILED, missing)
         try:
@@ -243,26 +231,12 @@ class Agent:
             return Verdict(ReportedStatus.DEPLOY_FAILED, f"the cluster refused the objects: {exc}")
         return None
 
-    async def _unserved(self, rendered: Rendered) -> str | None:
-        """The failure for a rendered kind the cluster does not serve (a CRD absent):
-        never a silent fallback to another autoscaler or no route."""
-        kinds = {(o["apiVersion"], o["kind"]) for o in rendered.objects}
-        for api_version, kind in sorted(kinds):
-            if api_version in _BUILT_IN or await self.cluster.served(api_version, kind):
-                continue
-            group = api_version.split("/")[0]
-            return (
-                f"the cluster does not serve {kind} ({api_version}): "
-                f"{_MISSING_HINT.get(group, 'install its CRD')}"
-            )
-        return None
-
     async def _observe(
         self, rendered: Rendered, revision: Revision
     ) -> tuple[Verdict, ReportedDeploymentStatus]:
         server = _find(rendered.objects, "Deployment", SERVER)
         database = _find(rendered.objects, "StatefulSet", None)
-        route = _route(rendered.objects)
+        route = route_of(rendered.objects)
         current, pods, statefulset, applied_route = await asyncio.gather(
             self._read(server, "apps/v1", "Deployment"),
             self._server_pods(rendered.namespace, server),
@@ -340,21 +314,10 @@ class Agent:
         log.info("deployment %s: applied its deployed revision again", deployment.id)
 
     async def repair_route(self, listener: Listener, deployment: Deployment, owner: Obj) -> None:
-        """The route as the settings say now: a route rendered with other settings (a
-        changed base path or host) is applied again, alone, and its URL reported. One
-        read when it is current; nothing else is rewritten."""
-        route, url = render_route(deployment, listener, self.settings.dataplane)
-        if route is None:
-            return
-        meta = route["metadata"]
-        current = await self.cluster.get(
-            route["apiVersion"], route["kind"], meta["namespace"], meta["name"]
+        """The route brought up to the current settings, and its URL reported."""
+        url = await refresh_route(
+            self.cluster, deployment, listener, self.settings.dataplane, owner
         )
-        annotations = ((current or {}).get("metadata") or {}).get("annotations") or {}
-        if annotations.get(ANNOTATION_ROUTE) != meta["annotations"][ANNOTATION_ROUTE]:
-            (owned,) = with_owner([route], str(owner["metadata"]["uid"]))
-            await self.cluster.apply(owned)
-            log.info("deployment %s: route now at %s", deployment.id, url)
         await self._report_url(deployment, url)
 
     # ------------------------------------------------------------------ removal
@@ -392,10 +355,6 @@ def _listener_of(deployment: Deployment) -> UUID | None:
 def _namespaces(listener: Listener) -> list[str]:
     config = listener.compute_config
     return list((config.k8s_namespaces if config is not None else None) or [])
-
-
-def _route(objects: Sequence[Obj]) -> Obj | None:
-    return next((o for o in objects if o["kind"] in ("Ingress", "HTTPRoute")), None)
 
 
 def _type_of(obj: Obj | None) -> tuple[str, str]:
