@@ -116,7 +116,7 @@ build_crds() {
   # them, so their k8s.io versions are theirs, not controller-gen's. Only the API
   # packages are compiled (type-checked), never KEDA's scalers: seconds, once the
   # modules are downloaded.
-  local want="cgen-v$CONTROLLER_TOOLS_VERSION-gateway-v$GATEWAY_API_VERSION-keda-v$KEDA_VERSION-2"
+  local want="cgen-v$CONTROLLER_TOOLS_VERSION-gateway-v$GATEWAY_API_VERSION-keda-v$KEDA_VERSION-annotated"
   if have controller-gen "v$CONTROLLER_TOOLS_VERSION" \
     && [ "$(cat "$bin/crds/.stamp" 2>/dev/null)" = "$want" ]; then
     log "CRDs $want: cached in $bin/crds"; return
