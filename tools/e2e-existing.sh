@@ -24,7 +24,13 @@ trap stop EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-DEPLOYPLANE_TOOLS_BIN=$(bash tools/k8s/build.sh path) "${cli[@]}" up --workloads --state-dir "$state"
+bin=$(bash tools/k8s/build.sh path)
+DEPLOYPLANE_TOOLS_BIN=$bin "${cli[@]}" up --workloads --state-dir "$state"
+# The Gateway API and KEDA CRDs `make tools` generates, as a kind user would install those
+# projects' CRDs: the vendor data-plane tests need them served (docs/kind.md).
+kubectl=("$bin/kubectl" --kubeconfig "$state/admin.kubeconfig")
+"${kubectl[@]}" apply --server-side -f "$bin/crds" >/dev/null
+"${kubectl[@]}" wait --for condition=Established --timeout=60s -f "$bin/crds" >/dev/null
 args=(-rs)
 [ -n "$selection" ] && args+=(-k "$selection")
 # KUBECONFIG on make's command line: the only way the e2e target picks a cluster.
