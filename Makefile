@@ -55,10 +55,10 @@ endif
 
 # The e2e suite's existing-cluster path (`make e2e KUBECONFIG=...`) against a dev cluster
 # with kwok nodes started as a separate process and stopped by a trap (tools/e2e-existing.sh).
-# E2E_EXISTING: a pytest -k selection (E2E_EXISTING= runs the whole suite, about 4.5 min).
+# E2E_EXISTING: a pytest -k selection (E2E_EXISTING= runs the whole suite, 4.5 min or more).
 # The default takes the tests that use what differs between the two kinds of cluster
-# (tests/support/e2ecluster.py): the whole data plane and workloads modules (nodes and
-# kwok detected, ServiceAccount kubeconfigs from the kubeconfig's CA), the CRDs the
+# (tests/support/e2ecluster.py): the whole data plane (vendor too) and workloads modules
+# (nodes and kwok detected, ServiceAccount kubeconfigs from the kubeconfig's CA), the CRDs the
 # session installs, kubectl/helm from ClientTools, ServiceAccount tokens, kstatus, the
 # audit-log and dev-cluster-only skips, and the session's leftover check.
 E2E_EXISTING ?= test_dataplane or test_devcluster or test_demo or test_examples_are_accepted \
