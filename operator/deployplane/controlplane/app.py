@@ -38,11 +38,13 @@ from deployplane.controlplane.openapi import openapi_for
 from deployplane.controlplane.pipeline import Pipeline
 from deployplane.controlplane.routes import (
     admin,
+    builds,
     dataplane,
     deployments,
     extensions,
     listeners,
     lookups,
+    uploads,
 )
 from deployplane.controlplane.settings import Settings
 
@@ -126,6 +128,10 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(deployments.one_router)
     app.include_router(listeners.router)
     app.include_router(lookups.router)
+    # What the vendor's CLI calls besides the published contract: part of the service.
+    app.include_router(builds.deployment_router)
+    app.include_router(builds.logs_router)
+    app.include_router(uploads.router)
 
     for error in _STATUS_OF:
         app.add_exception_handler(error, _store_error)
