@@ -81,6 +81,19 @@ async def _request_invalid(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=422)
 
 
+# The service's operations: the published contract's, then what the vendor's CLI calls
+# besides (part of the service, so on in strict mode too).
+_SERVICE_ROUTERS = (
+    deployments.router,
+    deployments.one_router,
+    listeners.router,
+    lookups.router,
+    builds.deployment_router,
+    builds.logs_router,
+    uploads.router,
+)
+
+
 def create_app(settings: Settings) -> FastAPI:
     """A complete emulator; its lifespan creates the schema and runs the pipeline."""
     db = Database(settings.database_url)
@@ -124,14 +137,8 @@ def create_app(settings: Settings) -> FastAPI:
         app.include_router(extensions.router)
         # The data-plane protocol (docs/dataplane.md): the service keeps its own private.
         app.include_router(dataplane.router)
-    app.include_router(deployments.router)
-    app.include_router(deployments.one_router)
-    app.include_router(listeners.router)
-    app.include_router(lookups.router)
-    # What the vendor's CLI calls besides the published contract: part of the service.
-    app.include_router(builds.deployment_router)
-    app.include_router(builds.logs_router)
-    app.include_router(uploads.router)
+    for router in _SERVICE_ROUTERS:
+        app.include_router(router)
 
     for error in _STATUS_OF:
         app.add_exception_handler(error, _store_error)
