@@ -195,7 +195,8 @@ def revision_model(row: Row[Any]) -> Revision:
 
 
 def listener_model(row: Row[Any]) -> Listener:
-    return Listener.model_validate(row._mapping)
+    # an older database may hold a null compute_config: answered as an empty object
+    return Listener.model_validate({**row._mapping, "compute_config": row.compute_config or {}})
 
 
 def page_offset(offset: int, returned: int) -> int:
