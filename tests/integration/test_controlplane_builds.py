@@ -4,12 +4,12 @@ the internal_* validation rules. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import hashlib
 import io
 import json
 import tarfile
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -163,7 +163,7 @@ async def test_an_expired_upload_url_is_refused(database_url: str) -> None:
     async with running_app(settings) as (_, api):
         dep = await internal(api, "late")
         url = await upload_url(api, dep)
-        time.sleep(1.1)
+        await asyncio.sleep(1.1)
         expired = await put(api, url, tarball(GOOD))
         assert expired.status_code == 403
         assert "expired" in expired.json()["detail"]
