@@ -152,8 +152,7 @@ async def test_an_image_that_cannot_be_pulled_fails_the_revision_with_the_reason
     assert work.message == "ImagePullBackOff: registry.example.com/app:1 cannot be pulled"
     # the agent ships what it saw as deploy log lines (langgraph deploy logs reads them)
     logs = await world.api.post(
-        f"/v1/projects/{deployment['id']}/revisions/{deployment['latest_revision_id']}"
-        "/deploy_logs",
+        f"/v1/projects/{deployment['id']}/revisions/{deployment['latest_revision_id']}/deploy_logs",
         json={"order": "asc", "level": "ERROR"},
     )
     assert [line["message"] for line in logs.json()["logs"]] == [
