@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import typer
 
-from deployplane.commands import resources
+from deployplane.commands import logs, resources
 from deployplane.controller.cli import app as operator_app
 from deployplane.controlplane.cli import app as controlplane_app
 from deployplane.dataplane.cli import app as listener_app
@@ -30,6 +30,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 resources.register(app)
+logs.register(resources.deployments)  # `deployplane deployments logs`
 app.add_typer(controlplane_app, name="controlplane", help="Run the control-plane emulator.")
 app.add_typer(dev_app, name="dev", help="Local development cluster (kube-apiserver + etcd).")
 app.add_typer(operator_app, name="operator", help="Run the deployplane operator.")

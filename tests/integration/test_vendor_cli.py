@@ -215,3 +215,60 @@ def test_image_uri_through_a_listener_created_then_updated(emulator: str, tmp_pa
     assert json.loads(listed.stdout) == [{"id": dep, "name": "img"}]
     deleted = langgraph(emulator, app, "deploy", "delete", "--force", dep)
     assert deleted.returncode == 0
+
+
+def deployplane(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("DEPLOYPLANE_")},
+        "DEPLOYPLANE_CONTROL_PLANE_URL": url,
+        "DEPLOYPLANE_API_KEY": KEY,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "deployplane.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_deployplane_logs_follows_a_remote_build_until_it_is_done(
+    emulator: str, tmp_path: Path
+) -> None:
+    """`deployplane deployments logs NAME --type build -f` on a build started by the
+    vendor's CLI (--no-wait): every build line once, in order, then it ends by itself
+    when the revision is done, as `kubectl logs -f` does with its container."""
+    app = project(tmp_path / "followed")
+    started = langgraph(
+        emulator, app, "deploy", "--remote", "--no-wait", "--no-input", "--name", "followed"
+    )
+    assert started.returncode == 0, started.stdout + started.stderr
+    followed = deployplane(
+        emulator,
+        "deployments",
+        "logs",
+        "followed",
+        "--type",
+        "build",
+        "-f",
+        "--poll-interval",
+        "0.5",
+    )
+    assert followed.returncode == 0, followed.stderr
+    messages = [line.split(maxsplit=2)[2] for line in followed.stdout.splitlines()]
+    assert messages[0] == "Build queued"
+    assert "Build checks passed" in messages
+    assert messages[-1].startswith("Build succeeded: images.deployplane.example/followed@sha256:")
+    assert len(messages) == len(set(messages))  # no line twice
+    deploy = deployplane(
+        emulator, "deployments", "logs", "followed", "-f", "--poll-interval", "0.5"
+    )
+    assert deploy.stdout.splitlines()[-1].split(maxsplit=2)[2].startswith("Revision deployed")
+    later = deployplane(
+        emulator, "deployments", "logs", "followed", "--since", "2999-01-01T00:00:00Z"
+    )
+    assert later.stdout == ""
+    unknown = deployplane(emulator, "deployments", "logs", "nowhere")
+    assert unknown.returncode != 0
+    assert unknown.stderr.strip().count("\n") == 0  # one line, no traceback
+    assert "not found" in unknown.stderr
