@@ -242,7 +242,8 @@ def test_failing_revision_goes_stalled_with_the_reason(
     # kubectl describe says why: the deploy log's last lines, read from the control plane
     tail = "Last log lines:\n"
     why = "Deploy failed (a configured failure rule of the emulator)"
-    assert tail in stalled["message"] and why in stalled["message"]
+    assert tail in stalled["message"]
+    assert why in stalled["message"]
     assert condition(obj, "Ready")["status"] == "False"
     warnings = [
         e
