@@ -78,6 +78,18 @@ async def push_token_route(
     return await call.read(push_token, deployment_id=deployment_id)
 
 
+async def _logs(
+    call: InWorkspace,
+    kind: LogKind,
+    body: LogsQuery,
+    project: uuid.UUID,
+    revision: uuid.UUID | None,
+) -> Response:
+    return await call.read(
+        read_logs, deployment_id=project, revision_id=revision, kind=kind, query=body
+    )
+
+
 @logs_router.post(
     "/revisions/{revision_id}/build_logs",
     response_model=LogsPage,
@@ -86,13 +98,7 @@ async def push_token_route(
 async def build_logs(
     project_id: uuid.UUID, revision_id: uuid.UUID, body: LogsQuery, call: InWorkspace
 ) -> Response:
-    return await call.read(
-        read_logs,
-        deployment_id=project_id,
-        revision_id=revision_id,
-        kind=LogKind.BUILD,
-        query=body,
-    )
+    return await _logs(call, LogKind.BUILD, body, project_id, revision_id)
 
 
 @logs_router.post(
@@ -103,13 +109,7 @@ async def build_logs(
 async def revision_deploy_logs(
     project_id: uuid.UUID, revision_id: uuid.UUID, body: LogsQuery, call: InWorkspace
 ) -> Response:
-    return await call.read(
-        read_logs,
-        deployment_id=project_id,
-        revision_id=revision_id,
-        kind=LogKind.DEPLOY,
-        query=body,
-    )
+    return await _logs(call, LogKind.DEPLOY, body, project_id, revision_id)
 
 
 @logs_router.post(
@@ -118,6 +118,4 @@ async def revision_deploy_logs(
     summary="Deploy logs of a deployment (every revision)",
 )
 async def deploy_logs(project_id: uuid.UUID, body: LogsQuery, call: InWorkspace) -> Response:
-    return await call.read(
-        read_logs, deployment_id=project_id, revision_id=None, kind=LogKind.DEPLOY, query=body
-    )
+    return await _logs(call, LogKind.DEPLOY, body, project_id, None)
