@@ -43,6 +43,8 @@ from deployplane.api.models import (
     ListenerCreate,
     ListenerPatch,
     ListenerPut,
+    LogsQuery,
+    UploadUrlRequest,
 )
 from deployplane.controlplane.jsonguard import MAX_DEPTH
 
@@ -117,6 +119,9 @@ OPERATIONS = [
     Operation("create_listener", "POST", ListenerCreate),
     Operation("patch_listener", "PATCH", ListenerPatch),
     Operation("put_listener", "PUT", ListenerPut, extension=True),
+    # what the vendor's CLI calls (docs/emulator.md): documented like the published ones
+    Operation("deploy_logs", "POST", LogsQuery),
+    Operation("upload_url", "POST", UploadUrlRequest),
 ]
 PATHS = {op.name: field_paths(op.model) for op in OPERATIONS}
 
@@ -345,6 +350,10 @@ def base_body(operation: Operation, index: int) -> tuple[str, dict[str, Any]]:
         return "/v2/listeners", {**K8S_LISTENER, "compute_id": f"c{index}"}
     if operation.name == "patch_listener":
         return "/v2/listeners/{listener}", {"version": "2"}
+    if operation.name == "deploy_logs":
+        return "/v1/projects/{deployment}/deploy_logs", {"order": "asc", "limit": 10}
+    if operation.name == "upload_url":  # the seed is external_docker: refused, nothing made
+        return "/v2/deployments/{deployment}/upload-url", {"supports_upload_headers": True}
     return "/v2/listeners/{listener}", dict(K8S_LISTENER)
 
 
