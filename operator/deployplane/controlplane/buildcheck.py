@@ -59,7 +59,7 @@ def image_for(deployment_name: str, digest: str) -> str:
     return f"{IMAGE_REGISTRY}/{deployment_name}@sha256:{digest}"
 
 
-def _unpack(data: bytes, result: BuildResult) -> dict[str, bytes | None] | None:
+def _unpack(data: bytes | bytearray, result: BuildResult) -> dict[str, bytes | None] | None:
     """Archive path -> content (read for small files a build reads, else None); None
     (with the reason in `result`) when the archive cannot be unpacked."""
     files: dict[str, bytes | None] = {}
@@ -90,7 +90,7 @@ def _unpack(data: bytes, result: BuildResult) -> dict[str, bytes | None] | None:
     return files
 
 
-def tarball_error(data: bytes) -> str | None:
+def tarball_error(data: bytes | bytearray) -> str | None:
     """Why `data` is not a gzip tarball a build could unpack; None when it is."""
     result = BuildResult()
     _unpack(data, result)

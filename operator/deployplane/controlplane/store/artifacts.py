@@ -131,7 +131,7 @@ async def find_upload(conn: DbConn, object_path: str) -> StoredUpload | None:
     return None if row is None else StoredUpload(row)
 
 
-async def fill_upload(conn: DbConn, object_path: str, data: bytes, digest: str) -> bool:
+async def fill_upload(conn: DbConn, object_path: str, data: bytes | bytearray, digest: str) -> bool:
     """Stores the body of the URL's one use; False when it was used already (a replay,
     or a concurrent PUT that got there first: the conditional update decides)."""
     result = await conn.execute(
