@@ -8,7 +8,7 @@ import pytest
 import typer
 
 from deployplane.api.models import LogEntry, LogLevel
-from deployplane.commands.logs import format_line, parse_since
+from deployplane.commands.logs import _revision_id, format_line, parse_since
 
 NOW = datetime(2026, 3, 8, 12, 0, tzinfo=UTC)
 
@@ -35,3 +35,9 @@ def test_a_bad_since_is_a_usage_error_naming_the_option() -> None:
 def test_a_line_shows_utc_time_level_and_message() -> None:
     entry = LogEntry(id="1", timestamp=1772971200000, level=LogLevel.ERROR, message="Build failed")
     assert format_line(entry) == "2026-03-08T12:00:00Z ERROR   Build failed"
+
+
+def test_a_revision_that_is_not_an_id_is_a_usage_error() -> None:
+    with pytest.raises(typer.BadParameter, match="UUID"):
+        _revision_id("latest")
+    assert _revision_id(None) is None

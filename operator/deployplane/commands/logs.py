@@ -57,6 +57,15 @@ def parse_since(value: str | None, now: datetime) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def _revision_id(value: str | None) -> uuid.UUID | None:
+    if value is None:
+        return None
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise typer.BadParameter("a revision id (UUID)", param_hint="--revision") from None
+
+
 def format_line(entry: models.LogEntry) -> str:
     moment = datetime.fromtimestamp(entry.timestamp / 1000, UTC)
     return f"{moment:%Y-%m-%dT%H:%M:%S}Z {entry.level.value:<7} {entry.message}"
@@ -147,10 +156,11 @@ def register(group: typer.Typer) -> None:
         failed), like `kubectl logs -f`; Ctrl-C stops earlier.
         """
         start = parse_since(since, datetime.now(UTC))
+        given_revision = _revision_id(revision)
 
         async def action(client: ControlPlaneClient) -> None:
             found = await _deployment(client, deployment)
-            revision_id = uuid.UUID(revision) if revision else None
+            revision_id = given_revision
             if log_type is LogType.build and revision_id is None:
                 if found.latest_revision_id is None:
                     fail(f"deployment {found.name} has no revision yet", ExitCode.API_ERROR)
