@@ -8,7 +8,7 @@ import pytest
 import typer
 
 from deployplane.api.models import LogEntry, LogLevel
-from deployplane.commands.logs import _revision_id, format_line, parse_since
+from deployplane.commands.logs import format_line, parse_revision, parse_since
 
 NOW = datetime(2026, 3, 8, 12, 0, tzinfo=UTC)
 
@@ -39,5 +39,5 @@ def test_a_line_shows_utc_time_level_and_message() -> None:
 
 def test_a_revision_that_is_not_an_id_is_a_usage_error() -> None:
     with pytest.raises(typer.BadParameter, match="UUID"):
-        _revision_id("latest")
-    assert _revision_id(None) is None
+        parse_revision("latest")
+    assert parse_revision(None) is None

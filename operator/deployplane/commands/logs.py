@@ -57,7 +57,7 @@ def parse_since(value: str | None, now: datetime) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _revision_id(value: str | None) -> uuid.UUID | None:
+def parse_revision(value: str | None) -> uuid.UUID | None:
     if value is None:
         return None
     try:
@@ -156,7 +156,7 @@ def register(group: typer.Typer) -> None:
         failed), like `kubectl logs -f`; Ctrl-C stops earlier.
         """
         start = parse_since(since, datetime.now(UTC))
-        given_revision = _revision_id(revision)
+        given_revision = parse_revision(revision)
 
         async def action(client: ControlPlaneClient) -> None:
             found = await _deployment(client, deployment)
