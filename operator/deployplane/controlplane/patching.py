@@ -103,12 +103,14 @@ def decide_patch(
     revision_config, new_revision = _revision_config(
         current.revision_config, body, whole=current.source in INTERNAL_SOURCES
     )
-    revision_source = body.revision_source or current.revision_source or current.source
+    errors = revision_source_errors(current.source, body.revision_source)
+    # a refused revision_source is not validated against: the one error says it all
+    given_source = None if errors else body.revision_source
+    revision_source = given_source or current.revision_source or current.source
     values: dict[str, Any] = {"source_config": stored_config, "secrets": current.secrets}
     references = references_update(body, current.secret_references)
     values.update(references)
     new_revision = new_revision or bool(references)
-    errors = revision_source_errors(current.source, body.revision_source)
     if body.secrets is not None:
         errors += secret_errors(body.secrets, ("body", "secrets"))
         if secretdigest.changed(secret_key, current.id, body.secrets, current.secrets):
