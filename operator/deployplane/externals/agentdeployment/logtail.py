@@ -21,7 +21,9 @@ from deployplane.reconcile.conditions import Condition, ConditionType
 __all__ = ["LINE_CHARS", "TAIL_LINES", "fetch_tail", "kept_message", "redact", "with_tail"]
 
 TAIL_LINES = 5
-LINE_CHARS = 200
+# So that the whole message (about 110 characters before the tail) fits an Event's
+# 1,024 characters, which the operator's Event poster would otherwise cut in the middle.
+LINE_CHARS = 160
 _HEADER = "Last log lines:"
 _SECRET_WORDS = r"[A-Za-z0-9_.-]*(?:key|token|secret|password|passwd|pwd|credential)[A-Za-z0-9_.-]*"
 
