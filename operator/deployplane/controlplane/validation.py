@@ -39,12 +39,12 @@ _GIT_CONFIG_FIELDS = ("integration_id", "repo_url", "build_on_push")
 _GIT_REVISION_FIELDS = ("repo_ref", "graph_config_path")
 _BUILD_FIELDS = ("source_tarball_path", "langgraph_config_path")
 _SC = ("body", "source_config")
+_RC = ("body", "source_revision_config")
 
 # The vendor CLI's sources (`langgraph deploy`): a tarball the service builds, or an
 # image pushed to the service's registry. Either may follow the other on one
 # deployment (`revision_source` of a PATCH), as the CLI builds locally or remotely.
 INTERNAL_SOURCES = frozenset({Source.INTERNAL_SOURCE, Source.INTERNAL_DOCKER})
-_RC = ("body", "source_revision_config")
 
 
 # PostgreSQL's text type cannot hold U+0000, so the emulator refuses it in every request
