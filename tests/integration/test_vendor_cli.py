@@ -77,12 +77,15 @@ def project(path: Path, graph_file: str = "agent.py") -> Path:
     return path
 
 
-def langgraph(url: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def langgraph(
+    url: str, cwd: Path, *args: str, path: str | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("LANGSMITH", "LANGCHAIN"))},
         "LANGGRAPH_HOST_URL": url,
         "LANGGRAPH_HOST_API_KEY": KEY,
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        **({"PATH": path} if path is not None else {}),
     }
     return subprocess.run(
         [str(LANGGRAPH), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=240
@@ -136,10 +139,15 @@ def test_remote_build_deploys_and_shows_its_build_and_deploy_logs(
     errors = langgraph(emulator, app, "deploy", "logs", "--name", "app", "--level", "ERROR")
     assert "No log entries found." in errors.stdout
 
-    # again, with a changed project: a new revision, the first one replaced
+    # again, with a changed project: a new revision, the first one replaced. Without
+    # --remote: with no `docker` on the PATH the CLI itself chooses the remote build.
     (app / "agent.py").write_text("graph = 'v2'\n")
-    again = langgraph(emulator, app, "deploy", "--remote", "--no-input", "--name", "app")
+    (tmp_path / "no-docker").mkdir()
+    again = langgraph(
+        emulator, app, "deploy", "--no-input", "--name", "app", path=str(tmp_path / "no-docker")
+    )
     assert again.returncode == 0, again.stdout + again.stderr
+    assert "Using remote build instead." in again.stdout
     revisions = langgraph(emulator, app, "deploy", "revisions", "list", dep)
     assert revisions.stdout.count("DEPLOYED") == 1
     assert revisions.stdout.count("REPLACED") == 1
