@@ -219,10 +219,12 @@ class ControlPlaneClient(ApiTransport):
         )
 
     async def iter_revisions(
-        self, deployment_id: Id, *, page_size: int = 100
+        self, deployment_id: Id, *, page_size: int = 100, status: Sequence[str] | None = None
     ) -> AsyncIterator[Revision]:
         async def page(offset: int | None) -> Page[Revision]:
-            return await self.list_revisions(deployment_id, limit=page_size, offset=offset)
+            return await self.list_revisions(
+                deployment_id, status=status, limit=page_size, offset=offset
+            )
 
         async for item in _paginate(page, page_size):
             yield item

@@ -19,6 +19,7 @@ __all__ = [
     "ReportedStatus",
     "RevisionReport",
     "RevisionWork",
+    "RouteReport",
 ]
 
 
@@ -70,3 +71,10 @@ class RevisionWork(ApiModel):
     message: str | None = None
     # The values of the deployment's secrets, which the published API never returns.
     secret_values: dict[str, str] = Field(default_factory=dict, repr=False)
+
+
+class RouteReport(ApiModel):
+    """The URL a deployment's route exposes (an Ingress or HTTPRoute the agent made):
+    the control plane shows it as the deployment's `source_config.custom_url`."""
+
+    url: str = Field(..., min_length=1, max_length=4096, pattern=r"^https?://")

@@ -20,6 +20,8 @@ import typer
 
 from deployplane.api import models
 from deployplane.api.client import ControlPlaneClient
+from deployplane.commands import resolve
+from deployplane.commands.common import DEPLOYMENT_REF
 from deployplane.commands.connection import (
     EXIT_CODES_HELP,
     ConnectedCommand,
@@ -71,14 +73,8 @@ def format_line(entry: models.LogEntry) -> str:
     return f"{moment:%Y-%m-%dT%H:%M:%S}Z {entry.level.value:<7} {entry.message}"
 
 
-async def _deployment(client: ControlPlaneClient, name_or_id: str) -> models.Deployment:
-    try:
-        return await client.get_deployment(uuid.UUID(name_or_id))
-    except ValueError:
-        found = await client.find_deployment_by_name(name_or_id)
-    if found is None:
-        fail(f'deployment "{name_or_id}" not found', ExitCode.API_ERROR)
-    return found
+async def _deployment(client: ControlPlaneClient, ref: str) -> models.Deployment:
+    return await client.get_deployment(await resolve.deployment_id(client, ref))
 
 
 class _Reader:
@@ -131,7 +127,7 @@ def register(group: typer.Typer) -> None:
 
     @group.command("logs", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
     def deployment_logs(
-        deployment: Annotated[str, typer.Argument(help="Deployment name or id.")],
+        deployment: Annotated[str, typer.Argument(help=DEPLOYMENT_REF, metavar="DEPLOYMENT")],
         log_type: Annotated[
             LogType, typer.Option("--type", help="build: a remote build's; deploy: rollouts'.")
         ] = LogType.deploy,

@@ -54,6 +54,7 @@ __all__ = [
     "built_image",
     "deletion_done",
     "report_revision",
+    "report_url",
     "revision_work",
 ]
 
@@ -249,3 +250,26 @@ async def deletion_done(
     if deployment.status != DeploymentStatus.AWAITING_DELETE.value:
         raise ConflictError(f"Deployment ID {deployment_id} is not being deleted.")
     await remove_deployments(conn, [deployment_id])
+
+
+async def report_url(
+    *,
+    conn: DbConn,
+    workspace: WorkspaceConfig,
+    listener_id: uuid.UUID,
+    deployment_id: uuid.UUID,
+    url: str,
+) -> None:
+    """The agent's route exposes `url`: it becomes the deployment's
+    `source_config.custom_url`, over any default the service set (the agent's route is
+    where the deployment is really reached). The same URL again writes nothing."""
+    deployment = await _own_deployment(conn, workspace, listener_id, deployment_id)
+    config = dict(deployment.source_config or {})
+    if config.get("custom_url") == url:
+        return
+    config["custom_url"] = url
+    await conn.execute(
+        update(deployments)
+        .where(deployments.c.id == deployment_id)
+        .values(source_config=config, updated_at=utcnow())
+    )

@@ -237,12 +237,17 @@ class Settings(BaseModel):
         return self.strict or self.config.strict
 
 
+def new_dev_key() -> str:
+    """A fresh dev workspace API key."""
+    return "dpk_" + secrets.token_urlsafe(24)
+
+
 def dev_config(*, api_key: str | None = None) -> tuple[EmulatorConfig, str]:
     """The config used without --config: one `both` workspace with a demo repository.
 
     Returns the config and its API key (generated unless given).
     """
-    key = api_key or "dpk_" + secrets.token_urlsafe(24)
+    key = api_key or new_dev_key()
     now = datetime(2024, 1, 1, tzinfo=UTC)
     workspace = WorkspaceConfig(
         id=DEV_WORKSPACE_ID,

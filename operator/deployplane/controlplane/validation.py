@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from deployplane.api.imageref import image_reference_error
 from deployplane.api.models import (
     Secret,
     SecretReference,
@@ -236,10 +237,14 @@ def _external_docker_errors(
     source_config: SourceConfig, revision_config: SourceRevisionConfig
 ) -> list[dict[str, Any]]:
     errors: list[dict[str, Any]] = []
-    if not revision_config.image_uri:
+    image_uri = revision_config.image_uri
+    if not image_uri:
         errors.append(
             invalid((*_RC, "image_uri"), "Field required for source external_docker", "missing")
         )
+    elif (reason := image_reference_error(image_uri)) is not None:
+        # A registry would never pull it: refused here rather than failing at deploy.
+        errors.append(invalid((*_RC, "image_uri"), f"not a valid image reference: {reason}"))
     for prefix, fields, config in (
         (_SC, _GIT_CONFIG_FIELDS, source_config),
         (_RC, _GIT_REVISION_FIELDS + _BUILD_FIELDS, revision_config),
