@@ -129,7 +129,7 @@ def register(group: typer.Typer) -> None:
     def deployment_logs(
         deployment: Annotated[str, typer.Argument(help=DEPLOYMENT_REF, metavar="DEPLOYMENT")],
         log_type: Annotated[
-            LogType, typer.Option("--type", help="build: a remote build's; deploy: rollouts'.")
+            LogType, typer.Option("--type", help="Which log: build (a remote build's) or deploy.")
         ] = LogType.deploy,
         revision: Annotated[
             str | None,
