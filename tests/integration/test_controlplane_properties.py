@@ -406,7 +406,12 @@ def test_hostile_bodies_never_fail_the_server_nor_half_write(database_url: str) 
                 statuses[status] = statuses.get(status, 0) + 1
 
             run()
-            # the listener in use is still refused, and nothing it holds was lost
+            # A listener in use is still refused. A generated PATCH may have moved the
+            # seed off it (`listener_id: null` is a valid detach), so put one on it now.
+            body = image_body("in-use")
+            body["source_config"]["listener_id"] = ids.used_listener
+            on_it = runner.run(api.post("/v2/deployments", json=body))
+            assert on_it.status_code == 201, on_it.text
             refused = runner.run(api.delete(f"/v2/listeners/{ids.used_listener}"))
             assert refused.status_code == 409
             final = runner.run(snapshot(api))
