@@ -169,6 +169,7 @@ def test_trace(
     assert ("Deployment", "Ready", "2/2 ready") in objects  # the agent server
     assert "StatefulSet" in {kind for kind, _, _ in objects}  # its PostgreSQL
     assert ("Service", "Ready", "ClusterIP") in objects
+    assert ("Service", "Ready", "Headless") in objects  # the database's
     revision_reason = f"revision {revision['id'][:8]}"
     assert ("ConfigMap", "Applied", revision_reason) in objects  # the owner, up to date
 

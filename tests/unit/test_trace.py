@@ -255,6 +255,14 @@ def test_no_listener_and_unreachable_workloads() -> None:
     assert names(empty)[-1] == ("Namespace/team-a", "Missing", "NoWorkloads")
 
 
+def test_a_headless_service_says_so() -> None:
+    db = kube_object("Service", "bot-11111111-db", spec={"type": "ClusterIP", "clusterIP": "None"})
+    tree = build_listener(
+        listener_cr(), Listener.model_validate(listener()), [Workloads("a", [db])]
+    )
+    assert names(tree)[-1] == ("Service/bot-11111111-db", "Ready", "Headless")
+
+
 def test_listener_tree_and_its_data() -> None:
     tree = build_listener(
         listener_cr(),
