@@ -423,3 +423,15 @@ def test_connection_ref_secret_is_the_control_plane(service: FakeService, kube: 
     assert {r.url.host for r in service.requests} == {"other.test"}
     assert service.requests[0].headers["X-Api-Key"] == "k"
     assert "get secret/cp -n team" in kube.calls
+
+
+def test_without_a_control_plane_url_the_kubernetes_side_still_shows(
+    service: FakeService, kube: FakeKube, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    monkeypatch.delenv("DEPLOYPLANE_CONTROL_PLANE_URL")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no config file, no context
+    result = invoke("agd/bot")
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    assert result.stdout.splitlines()[2].split()[:3] == ["└─", "Deployment/-", "Missing"]
+    assert "NoConnection" in result.stdout

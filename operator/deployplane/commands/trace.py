@@ -24,7 +24,6 @@ from deployplane.api.connection import ConnectionSettings
 from deployplane.api.models import Listener
 from deployplane.commands import connection, tables, tracereaders, tracetree
 from deployplane.commands.output import Output, dump_text, print_table
-
 from deployplane.commands.tracereaders import KubeAccess, KubeError
 from deployplane.commands.tracetree import Missing, Node, Workloads
 from deployplane.dataplane.render.context import namespace_for
@@ -76,10 +75,9 @@ def _settings(
         if data is None or not data.get("url"):
             return Missing("ConnectionNotFound", f"connection Secret {ref} has no key url")
         return ConnectionSettings(data["url"], data.get("apiKey"), data.get("tenantId"))
-    try:
-        return connection.current_settings()
-    except typer.Exit:  # it said why on stderr; the tree still shows the Kubernetes side
-        return Missing("NoConnection", "no control-plane connection: --url or --context")
+    if not connection.has_url():  # the tree still shows the Kubernetes side
+        return Missing("NoConnection", "no control-plane URL: pass --url or use a context")
+    return connection.current_settings()  # exits 2 on a bad context or no key
 
 
 def _control_plane(

@@ -14,12 +14,21 @@ Nothing here reads a clock, a file or the network: the golden tests pass `at`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from deployplane.api.models import Deployment, Listener, Revision
 from deployplane.commands.tables import Col, human_age
+from deployplane.commands.tracenodes import (
+    KIND_ORDER,
+    Missing,
+    Node,
+    Workloads,
+    conditions_of,
+    short,
+    timestamp,
+    workload_node,
+)
 
 __all__ = [
     "COLUMNS",
@@ -41,77 +50,21 @@ COLUMNS = [
     Col("MESSAGE", wide=True),
 ]
 
-# The data plane's labels (deployplane.dataplane.render.context), read here to name the
-# owner ConfigMap's revision.
-_REVISION_KEY = "revision-id"
-
-
-@dataclass(frozen=True)
-class Missing:
-    """A piece the readers could not get: `reason` is a CamelCase word as in a
-    condition's, `message` says what to do about it."""
-
-    reason: str
-    message: str = ""
-
-
-@dataclass(frozen=True)
-class Node:
-    """One line of the tree."""
-
-    kind: str
-    name: str
-    status: str
-    reason: str = ""
-    created: datetime | None = None
-    id: str = ""
-    message: str = ""
-    children: tuple[Node, ...] = field(default_factory=tuple)
-
-
-@dataclass(frozen=True)
-class Workloads:
-    """The data plane's objects of a deployment (or listener) in one namespace of the
-    current cluster, or why they could not be read."""
-
-    namespace: str
-    objects: Sequence[Mapping[str, Any]] | Missing
-
-
-def _short(identifier: object) -> str:
-    return str(identifier)[:8]
-
 
 def _value(status: object) -> str:
     """An API status: an enum member, or the string of a value newer than our enum."""
     return str(getattr(status, "value", status))
 
 
-def _timestamp(value: object) -> datetime | None:
-    if isinstance(value, datetime):
-        return value
-    if isinstance(value, str) and value:
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    return None
-
-
 def _missing(kind: str, name: str, missing: Missing) -> Node:
     return Node(kind, name, "Missing", missing.reason, message=missing.message)
-
-
-def _conditions(obj: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    found = (obj.get("status") or {}).get("conditions") or []
-    return {c.get("type", ""): c for c in found if isinstance(c, Mapping)}
 
 
 def custom_resource(kind: str, obj: Mapping[str, Any]) -> Node:
     """A custom resource's line: Ready's verdict, and the reason of the first of
     Synced/Ready that is not True (else Ready's)."""
     metadata = obj.get("metadata") or {}
-    conditions = _conditions(obj)
+    conditions = conditions_of(obj)
     ready = conditions.get("Ready", {})
     status = {"True": "Ready", "False": "NotReady"}.get(str(ready.get("status")), "Unknown")
     failing = next(
@@ -127,7 +80,7 @@ def custom_resource(kind: str, obj: Mapping[str, Any]) -> Node:
         str(metadata.get("name", "")),
         status,
         str(failing.get("reason") or ""),
-        _timestamp(metadata.get("creationTimestamp")),
+        timestamp(metadata.get("creationTimestamp")),
         id=str(metadata.get("uid", "")),
         message=str(failing.get("message") or ""),
     )
@@ -146,7 +99,7 @@ def _revision_nodes(
         return [Node("Revision", "(none)", "Missing", "NoRevision", message="no revision yet")]
     nodes = []
     for revision_id, names in roles.items():
-        label = f"{_short(revision_id)} ({','.join(names)})"
+        label = f"{short(revision_id)} ({','.join(names)})"
         found = revisions.get(revision_id, Missing("NotRead"))
         if isinstance(found, Missing):
             nodes.append(
@@ -173,83 +126,6 @@ def _revision_nodes(
     return nodes
 
 
-def _workload_node(obj: Mapping[str, Any], active: str | None) -> Node:
-    kind = str(obj.get("kind", ""))
-    metadata = obj.get("metadata") or {}
-    status = obj.get("status") or {}
-    spec = obj.get("spec") or {}
-    conditions = _conditions(obj)
-    verdict, reason, message = "Exists", "", ""
-    if kind in ("Deployment", "StatefulSet"):
-        desired = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
-        ready = int(status.get("readyReplicas") or 0)
-        verdict = "Ready" if ready >= desired else "NotReady"
-        reason = f"{ready}/{desired} ready"
-        progressing = conditions.get("Progressing", {})
-        if progressing.get("status") == "False":
-            verdict, reason = "NotReady", str(progressing.get("reason") or reason)
-            message = str(progressing.get("message") or "")
-    elif kind == "ConfigMap":
-        revision = str((obj.get("data") or {}).get(_REVISION_KEY, ""))
-        verdict = "Applied"
-        reason = f"revision {_short(revision)}" if revision else "no revision"
-        if active and revision and revision != active:
-            verdict, message = "Behind", f"revision {revision} applied, {active} active"
-    elif kind == "Service":
-        headless = spec.get("clusterIP") == "None"  # the database's, for its StatefulSet
-        verdict, reason = "Ready", "Headless" if headless else str(spec.get("type") or "ClusterIP")
-    elif kind == "HorizontalPodAutoscaler":
-        active_cond = conditions.get("ScalingActive", {})
-        verdict = {"True": "Active", "False": "Inactive"}.get(
-            str(active_cond.get("status")), "Unknown"
-        )
-        reason = str(active_cond.get("reason") or "")
-        message = (
-            f"{status.get('currentReplicas', 0)} replicas, "
-            f"{spec.get('minReplicas', 1)}..{spec.get('maxReplicas', '?')}"
-        )
-    elif "Ready" in conditions or "Accepted" in conditions:  # ScaledObject, routes
-        cond = conditions.get("Ready") or conditions["Accepted"]
-        verdict = {"True": "Ready", "False": "NotReady"}.get(str(cond.get("status")), "Unknown")
-        reason, message = str(cond.get("reason") or ""), str(cond.get("message") or "")
-    else:
-        parents = status.get("parents") or []  # an HTTPRoute's verdicts, per Gateway
-        accepted = [
-            c for p in parents for c in (p.get("conditions") or []) if c.get("type") == "Accepted"
-        ]
-        if accepted:
-            ok = all(c.get("status") == "True" for c in accepted)
-            verdict = "Ready" if ok else "NotReady"
-            reason = str(accepted[0].get("reason") or "")
-    return Node(
-        kind,
-        str(metadata.get("name", "")),
-        verdict,
-        reason,
-        _timestamp(metadata.get("creationTimestamp")),
-        id=str(metadata.get("uid", "")),
-        message=message,
-    )
-
-
-# Owner first, then the order of docs/dataplane.md's table of objects.
-_KIND_ORDER = {
-    k: i
-    for i, k in enumerate(
-        (
-            "ConfigMap",
-            "Deployment",
-            "StatefulSet",
-            "Service",
-            "HorizontalPodAutoscaler",
-            "ScaledObject",
-            "Ingress",
-            "HTTPRoute",
-        )
-    )
-}
-
-
 def _workloads_node(workloads: Workloads | Missing, active: str | None) -> Node:
     if isinstance(workloads, Missing):
         return _missing("Workloads", "-", workloads)
@@ -273,11 +149,11 @@ def _workloads_node(workloads: Workloads | Missing, active: str | None) -> Node:
     objects = sorted(
         workloads.objects,
         key=lambda o: (
-            _KIND_ORDER.get(str(o.get("kind")), len(_KIND_ORDER)),
+            KIND_ORDER.get(str(o.get("kind")), len(KIND_ORDER)),
             str((o.get("metadata") or {}).get("name", "")),
         ),
     )
-    children = tuple(_workload_node(o, active) for o in objects)
+    children = tuple(workload_node(o, active) for o in objects)
     return Node("Namespace", name, "Found", f"{len(children)} objects", children=children)
 
 
