@@ -435,3 +435,15 @@ def test_without_a_control_plane_url_the_kubernetes_side_still_shows(
     assert result.stderr == ""
     assert result.stdout.splitlines()[2].split()[:3] == ["└─", "Deployment/-", "Missing"]
     assert "NoConnection" in result.stdout
+
+
+def test_a_missing_connection_secret_is_a_line(service: FakeService, kube: FakeKube) -> None:
+    obj = agd()
+    obj["spec"]["connectionRef"] = {"name": "gone"}
+    kube.objects[("agentdeployments", "bot")] = obj
+    result = invoke("agd/bot", "-o", "json")
+    assert result.exit_code == 0, result.output
+    [child] = json.loads(result.stdout)["children"]
+    assert (child["status"], child["reason"]) == ("Missing", "ConnectionNotFound")
+    assert child["message"] == "connection Secret gone not found"
+    assert service.requests == []

@@ -72,8 +72,10 @@ def _settings(
             data = kube.secret_data(namespace, ref)
         except KubeError as exc:
             return Missing("ConnectionUnreadable", str(exc))
-        if data is None or not data.get("url"):
-            return Missing("ConnectionNotFound", f"connection Secret {ref} has no key url")
+        if data is None:
+            return Missing("ConnectionNotFound", f"connection Secret {ref} not found")
+        if not data.get("url"):
+            return Missing("ConnectionInvalid", f"connection Secret {ref} has no key url")
         return ConnectionSettings(data["url"], data.get("apiKey"), data.get("tenantId"))
     if not connection.has_url():  # the tree still shows the Kubernetes side
         return Missing("NoConnection", "no control-plane URL: pass --url or use a context")
@@ -100,10 +102,10 @@ def _trace_agentdeployment(kube: KubeAccess, namespace: str, obj: Mapping[str, A
             listener_cr = kube.custom_resource("listeners", namespace, listener_ref)
         except KubeError:
             listener_cr = None
-    settings = _settings(kube, namespace, obj)
     if not deployment_id:
         missing = Missing("NoId", "the operator has not created or found it yet")
         return tracetree.build_agentdeployment(obj, missing, {}, None, None, missing)
+    settings = _settings(kube, namespace, obj)
     if isinstance(settings, Missing):
         return tracetree.build_agentdeployment(obj, settings, {}, None, None, settings)
     chain = _control_plane(
