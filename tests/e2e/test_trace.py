@@ -1,5 +1,6 @@
 """`deployplane trace` end to end: an AgentDeployment on a Listener, DEPLOYED by the
-listener agent on kwok nodes, traced through every level by a read-only identity.
+listener agent on kwok nodes, traced through every level by a read-only identity; then
+its Listener, down to the same objects.
 
 Reads only, proven twice: the apiserver's audit log shows no write by the identity the
 trace runs as (a ServiceAccount that may only get and list), and the emulator's own
@@ -18,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 from kubernetes import client
 from tests.e2e import test_dataplane as dataplane
 from tests.e2e.operator_harness import (
@@ -139,10 +141,12 @@ def test_trace(
     traced = run_trace(emulator, kubeconfig, "agd/bot", "-n", namespace, "-o", "json")
     table = run_trace(emulator, kubeconfig, "agentdeployment/bot", "-n", namespace, columns=80)
     missing = run_trace(emulator, kubeconfig, "agd", "nope", "-n", namespace)
+    of_listener = run_trace(emulator, kubeconfig, "dpl/edge", "-n", namespace, "-o", "yaml")
 
     after = control_plane_requests(emulator)
     delta = {r: after[r] - before.get(r, 0) for r in after if after[r] != before.get(r, 0)}
     user = service_account_username(namespace, TRACER)
+    print("control-plane requests during the traces:", delta)
     assert traced.returncode == 0, traced.stderr
     assert table.returncode == 0, table.stderr
     # Reads only: not one write to either API, while the reads did happen.
@@ -150,6 +154,7 @@ def test_trace(
     assert delta.get("GET /v2/deployments/{deployment_id}", 0) >= 2
     assert count_writes(dev_cluster.audit_log, since, user=user) == {}
     reads = count_requests(dev_cluster.audit_log, verbs={"get", "list"}, since=since, user=user)
+    print("Kubernetes requests of the tracer:", reads)
     assert reads.get("agentdeployments", 0) >= 2
     assert reads.get("deployments", 0) >= 2
 
@@ -179,6 +184,15 @@ def test_trace(
     assert all(len(line) <= 80 for line in lines)
     assert lines[1].startswith("AgentDeployment/bot")
     assert any(line.startswith("└─ Deployment/bot") for line in lines)
+
+    assert of_listener.returncode == 0, of_listener.stderr
+    listener_tree = yaml.safe_load(of_listener.stdout)
+    assert (listener_tree["kind"], listener_tree["name"]) == ("Listener", "edge")
+    [cp_listener] = listener_tree["children"]
+    assert cp_listener["id"] == listener["id"]
+    [its_namespace] = cp_listener["children"]
+    assert its_namespace["name"] == agents_namespace
+    assert {o["name"] for o in its_namespace["children"]} == {o["name"] for o in where["children"]}
 
     assert missing.returncode == 1
     assert (
