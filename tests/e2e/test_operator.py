@@ -239,11 +239,19 @@ def test_failing_revision_goes_stalled_with_the_reason(
     stalled = condition(obj, "Stalled")
     assert stalled["reason"] == "DeployFailed"
     assert "DEPLOY_FAILED" in stalled["message"]
+    # kubectl describe says why: the deploy log's last lines, read from the control plane
+    tail = "Last log lines:\n"
+    why = "Deploy failed (a configured failure rule of the emulator)"
+    assert tail in stalled["message"]
+    assert why in stalled["message"]
     assert condition(obj, "Ready")["status"] == "False"
-    assert any(
-        e.type == "Warning" and e.reason == "DeployFailed"
+    warnings = [
+        e
         for e in events_for(k8s_api, namespace, "doomed")
-    )
+        if e.type == "Warning" and e.reason == "DeployFailed"
+    ]
+    assert len(warnings) == 1
+    assert why in warnings[0].message
 
 
 def test_secret_rotation_rolls_a_new_revision(

@@ -396,7 +396,11 @@ def test_bad_input_file_exits_2_naming_fields_but_not_secret_values(
     result = run("deployments", "create", "-f", str(spec))
     assert result.exit_code == 2
     line = assert_one_error_line(result)
-    assert "source: must be 'git_host' or 'external_docker'" in line
+    # the published four (internal_*: what the vendor's CLI creates, docs/emulator.md)
+    assert (
+        "source: must be 'git_host', 'external_docker', 'internal_docker' or 'internal_source'"
+        in line
+    )
     assert "secrets.0.value: must be a string" in line
     assert "12345" not in line
     spec.write_text("source: external_docker\nsource_revision_config: {image_uri: 'a:1'}\n")

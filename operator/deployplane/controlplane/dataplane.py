@@ -40,6 +40,7 @@ from deployplane.controlplane.pipeline import (
 )
 from deployplane.controlplane.secretvalues import read_secret_values
 from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.logs import LogKind, write_lines
 from deployplane.controlplane.store.rows import (
     deployment_not_found,
     find_revision,
@@ -179,6 +180,13 @@ async def report_revision(
     )
     await _record(conn, row, listener_id, report.message, now)
     await _update_deployment(conn, deployment, revision_id, report, now)
+    await write_lines(
+        conn,
+        deployment_id=deployment_id,
+        revision_id=revision_id,
+        kind=LogKind.DEPLOY,
+        lines=[(line.level, line.message) for line in report.log_lines],
+    )
     return RevisionWork(
         revision_id=revision_id,
         status=RevisionStatus(report.status.value),

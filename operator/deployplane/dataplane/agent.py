@@ -15,13 +15,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from uuid import UUID
 
 from deployplane.api.dataplane import (
     ReportedDeploymentStatus,
     ReportedStatus,
+    ReportLine,
     RevisionReport,
     RevisionWork,
 )
@@ -49,7 +50,13 @@ from deployplane.dataplane.render import (
     namespace_for,
     render,
 )
-from deployplane.dataplane.rollout import Verdict, database_ready, rollout_verdict, route_waiting
+from deployplane.dataplane.rollout import (
+    Verdict,
+    database_ready,
+    pod_states,
+    rollout_verdict,
+    route_waiting,
+)
 from deployplane.dataplane.vendorparts import refresh_route, route_of, unserved
 
 __all__ = ["Agent", "AgentSettings"]
@@ -252,7 +259,7 @@ class Agent:
             waiting = route_waiting(applied_route)
             if waiting is not None:
                 verdict = Verdict(ReportedStatus.DEPLOYING, waiting)
-        return verdict, db_status
+        return replace(verdict, lines=tuple(pod_states(pods))), db_status
 
     async def _read(self, rendered: Obj | None, api_version: str, kind: str) -> Obj | None:
         """The cluster's copy of a rendered object (None: not rendered, or absent)."""
@@ -284,10 +291,18 @@ class Agent:
         )
         if unchanged:
             return
+        failed = verdict.status is ReportedStatus.DEPLOY_FAILED
+        said = f"rollout {verdict.status.value}" + (
+            f": {verdict.message}" if verdict.message else ""
+        )
         report = RevisionReport(
             status=verdict.status,
-            message=verdict.message if verdict.status is ReportedStatus.DEPLOY_FAILED else None,
+            message=verdict.message if failed else None,
             deployment_status=deployment_status,
+            log_lines=[
+                ReportLine(level="ERROR" if failed else "INFO", message=said[:2000]),
+                *(ReportLine(message=line[:2000]) for line in verdict.lines[:49]),
+            ],
         )
         accepted = await self.client.report(self.listener_id, deployment.id, revision.id, report)
         if not accepted:

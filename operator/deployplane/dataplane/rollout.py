@@ -39,6 +39,7 @@ class Verdict:
 
     status: ReportedStatus
     message: str | None = None
+    lines: tuple[str, ...] = ()  # pod states, shipped as deploy log lines
 
 
 def _get(obj: Obj | None, *path: str) -> Any:
@@ -121,6 +122,26 @@ def rollout_verdict(deployment: Obj | None, pods: Sequence[Obj], revision_id: st
         f"{status.get('updatedReplicas') or 0} of {wanted} replicas updated, "
         f"{status.get('availableReplicas') or 0} available",
     )
+
+
+def pod_states(pods: Sequence[Obj]) -> list[str]:
+    """One line per pod of the rollout (shipped as deploy log lines): its phase, ready
+    containers, and why a waiting container waits."""
+    lines = []
+    for pod in pods:
+        statuses = _get(pod, "status", "containerStatuses") or []
+        ready = sum(1 for status in statuses if status.get("ready"))
+        line = (
+            f"pod {_get(pod, 'metadata', 'name')}: {_get(pod, 'status', 'phase') or 'Pending'}"
+            f", {ready}/{len(statuses)} ready"
+        )
+        waiting = [
+            reason
+            for status in statuses
+            if (reason := (_get(status, "state", "waiting") or {}).get("reason"))
+        ]
+        lines.append(line + (f" (waiting: {', '.join(waiting)})" if waiting else ""))
+    return lines
 
 
 def database_ready(statefulset: Obj | None) -> bool:
