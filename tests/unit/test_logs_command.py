@@ -32,6 +32,12 @@ def test_a_bad_since_is_a_usage_error_naming_the_option() -> None:
         parse_since("yesterday", NOW)
 
 
+@pytest.mark.parametrize("given", ["99999999999d", "999999d"])
+def test_a_since_too_far_back_is_a_usage_error_not_a_traceback(given: str) -> None:
+    with pytest.raises(typer.BadParameter, match="too far back"):
+        parse_since(given, NOW)
+
+
 def test_a_line_shows_utc_time_level_and_message() -> None:
     entry = LogEntry(id="1", timestamp=1772971200000, level=LogLevel.ERROR, message="Build failed")
     assert format_line(entry) == "2026-03-08T12:00:00Z ERROR   Build failed"

@@ -49,7 +49,10 @@ def parse_since(value: str | None, now: datetime) -> datetime | None:
         return None
     match = _DURATION.match(value)
     if match:
-        return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+        try:
+            return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+        except OverflowError:  # more than timedelta holds, or before the year 1
+            raise typer.BadParameter("too far back", param_hint="--since") from None
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
