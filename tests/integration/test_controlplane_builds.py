@@ -9,6 +9,7 @@ import gzip
 import hashlib
 import io
 import json
+import re
 import tarfile
 from collections.abc import AsyncIterator
 from typing import Any
@@ -138,6 +139,10 @@ async def test_refused_uploads_store_nothing(emulator: tuple[FastAPI, httpx.Asyn
     assert wrong_type.status_code == 403  # the content type is signed
     forged = dict(url, upload_url=url["upload_url"].replace("signature=", "signature=0"))
     assert (await put(api, forged, tarball(GOOD))).status_code == 403
+    # an expiry int() refuses (a superscript digit, past int's 4300 digits): 403, not a 500
+    for expires in ("%C2%B2", "9" * 5000):
+        bad = re.sub(r"expires=\d+", f"expires={expires}", url["upload_url"])
+        assert (await put(api, dict(url, upload_url=bad), tarball(GOOD))).status_code == 403
     # none of those stored anything: the object cannot be built
     refused = await build(api, dep, url["object_path"])
     assert refused.status_code == 422
@@ -269,8 +274,11 @@ async def test_log_filters_and_offsets(emulator: tuple[FastAPI, httpx.AsyncClien
     assert earlier["logs"] == []
     deploy = (await api.post(f"/v1/projects/{dep}/deploy_logs", json={})).json()
     assert deploy["logs"][0]["message"].startswith("Revision deployed; serving at https://")
-    bad = await api.post(path, json={"offset": "not-an-offset"})
-    assert bad.status_code == 422
+    # past the seq column (32 bits on PostgreSQL), past int64, an Arabic-Indic digit
+    for offset in ("not-an-offset", str(2**31), "9" * 32, "\u0661"):
+        bad = await api.post(path, json={"offset": offset})
+        assert bad.status_code == 422, (offset, bad.text)
+        assert bad.json()["detail"][0]["loc"] == ["body", "offset"]
     assert (await api.post(path, json={"limit": 0})).status_code == 422
     other = "00000000-0000-4000-8000-000000000000"
     gone = await api.post(f"/v1/projects/{dep}/revisions/{other}/build_logs", json={})

@@ -56,7 +56,9 @@ async def _read_body(request: Request, max_bytes: int) -> bytearray:
 def _signature_ok(key: bytes, object_path: str, request: Request) -> bool:
     expires = request.query_params.get("expires", "")
     signature = request.query_params.get("signature", "")
-    if not expires.isdigit() or not signature:
+    # ASCII digits of a sane length: str.isdigit() also takes "²", which int() refuses,
+    # and int() refuses more than 4300 digits (either was a 500).
+    if not (expires.isascii() and expires.isdigit() and len(expires) <= 20) or not signature:
         return False
     content_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     expected = sign(key, object_path, int(expires), content_type)
@@ -65,7 +67,7 @@ def _signature_ok(key: bytes, object_path: str, request: Request) -> bool:
 
 def _declared_too_large(request: Request, max_bytes: int) -> bool:
     declared = request.headers.get("content-length", "")
-    return declared.isdigit() and int(declared) > max_bytes
+    return declared.isascii() and declared.isdigit() and int(declared) > max_bytes
 
 
 @router.put(UPLOAD_PREFIX + "{object_path:path}", include_in_schema=False)

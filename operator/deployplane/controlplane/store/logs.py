@@ -62,10 +62,15 @@ async def write_lines(
         await conn.execute(insert(revision_logs).values(rows))
 
 
+_MAX_SEQ = 2**31 - 1
+
+
 def _offset(value: str | None) -> int | None:
     if value is None:
         return None
-    if not value.isdigit():
+    # ASCII digits within the seq column's range (Integer: 32 bits on PostgreSQL; a larger
+    # value overflowed the database driver: a 500).
+    if not (value.isascii() and value.isdigit()) or int(value) > _MAX_SEQ:
         raise InvalidError([invalid(("body", "offset"), "must be a next_offset of an answer")])
     return int(value)
 
