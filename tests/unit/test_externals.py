@@ -1300,6 +1300,23 @@ async def test_a_service_without_logs_leaves_the_plain_reason() -> None:
     assert obs.message == f"Revision {REV} ended DEPLOY_FAILED; change the spec to roll a new one"
 
 
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        ("Authorization: Bearer eyJhbGciOi.payload", "Authorization: Bearer ***"),
+        ("curl -H 'Authorization: Basic dXNlcjpwYXNz' x", "curl -H 'Authorization: Basic *** x"),
+        (
+            "pip install git+https://bob:hunter2@git.example.com/x.git",
+            "pip install git+https://***@git.example.com/x.git",
+        ),
+        ("GET https://host.example/path 200", "GET https://host.example/path 200"),
+    ],
+)
+def test_the_tail_hides_authorization_credentials_and_url_user_info(line: str, shown: str) -> None:
+    message = with_tail("Failed", [line], [])
+    assert message.split("\n")[1] == f"  {shown}"
+
+
 def test_the_longest_explained_message_fits_one_event() -> None:
     base = f"Revision {REV} ended DEPLOY_FAILED; change the spec to roll a new one"
     message = with_tail(base, ["z" * 5000] * 9, [])

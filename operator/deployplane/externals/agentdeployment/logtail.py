@@ -4,8 +4,10 @@ condition's message, so that `kubectl describe` says why without another tool. T
 Stalled transition's Warning Event carries the same message (reconcile/outcome.py).
 
 Bounded (TAIL_LINES lines of at most LINE_CHARS characters) and redacted: a value
-after a secret's name or after a word such as `token` or `password` is replaced by
-`***`, so a build tool that printed one leaks nothing into the resource.
+after a secret's name or after a word such as `token` or `password`, the credentials
+of an HTTP authorization scheme (`Bearer ...`) and the user info of a URL
+(`https://user:pass@host`) are replaced by `***`, so a build tool that printed one
+leaks nothing into the resource.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ TAIL_LINES = 5
 LINE_CHARS = 160
 _HEADER = "Last log lines:"
 _SECRET_WORDS = r"[A-Za-z0-9_.-]*(?:key|token|secret|password|passwd|pwd|credential)[A-Za-z0-9_.-]*"
+# Credentials that follow no such word: `Authorization: Bearer abc`, `https://u:p@host`.
+_SCHEME_CREDENTIALS = re.compile(r"(?i)\b(bearer|basic)(\s+)\S+")
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
 
 
 def redact(line: str, secret_names: Iterable[str]) -> str:
@@ -33,6 +38,8 @@ def redact(line: str, secret_names: Iterable[str]) -> str:
     names = [re.escape(name) for name in secret_names if name]
     words = "|".join([*names, _SECRET_WORDS])
     pattern = re.compile(rf"(?i)\b({words})(\s*[=:]\s*|\s+)(\"[^\"]*\"|'[^']*'|\S+)")
+    line = _URL_USERINFO.sub(lambda m: f"{m.group(1)}***@", line)
+    line = _SCHEME_CREDENTIALS.sub(lambda m: f"{m.group(1)}{m.group(2)}***", line)
     return pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}***", line)
 
 
