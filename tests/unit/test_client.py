@@ -569,6 +569,17 @@ async def test_no_error_message_contains_the_api_key_or_token_even_if_echoed() -
         assert TOKEN not in rendered
 
 
+async def test_a_key_with_a_newline_is_not_quoted_by_the_refused_header_message() -> None:
+    # h11 refuses the header quoting it as bytes: the key's escaped form must go too
+    key = API_KEY + "\n"
+    refused = httpx.LocalProtocolError(f"Illegal header value {key.encode()!r}")
+    async with make_client(Recorder(refused), api_key=key, max_retries=0) as client:
+        with pytest.raises(ControlPlaneError) as info:
+            await client.get_deployment(DEP_ID)
+    assert "LocalProtocolError: Illegal header value b'<redacted>'" in str(info.value)
+    assert API_KEY not in f"{info.value} {info.value!r}"
+
+
 # --------------------------------------------------------------------- pagination
 
 

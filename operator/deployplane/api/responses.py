@@ -60,10 +60,18 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
+def _forms(secret: str) -> list[str]:
+    """How `secret` may show in a message: as is, stripped, and escaped as a str or bytes
+    repr shows it (h11 refuses a key with a trailing newline, a common slip of a key
+    file or Secret, quoting it as `Illegal header value b'KEY\\n'`). Longest first."""
+    forms = {secret, secret.strip(), repr(secret)[1:-1], repr(secret.encode())[2:-1]}
+    return sorted((form for form in forms if form), key=len, reverse=True)
+
+
 def _scrub(text: str, secrets: Iterable[str]) -> str:
     for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
+        for form in _forms(secret):
+            text = text.replace(form, REDACTED)
     return text
 
 
