@@ -5,8 +5,10 @@ fake control plane of tests/unit/test_cli.py (GETs only, exit codes, -o json).""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -304,11 +306,31 @@ def test_kubectl_names_of_the_kinds(
     [
         (("pod/x", None), "cannot trace 'pod': give one of agentdeployment, listener"),
         (("agd", None), "give KIND/NAME or KIND NAME, not 'agd'"),
+        (("agd/a/b", None), "a name has no '/': 'a/b'"),
+        (("agd", "a/b"), "a name has no '/': 'a/b'"),
     ],
 )
 def test_bad_references(args: tuple[str, str | None], message: str) -> None:
     with pytest.raises(ValueError, match="^" + message.replace("(", r"\(")):
         trace_command.parse_reference(*args)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("garbage: [\n", "kubeconfig: not valid YAML: while parsing a flow node"),
+        ("contexts: 5\ncurrent-context: a\n", "kubeconfig: not a kubeconfig (TypeError"),
+        ("- a\n- b\n", "kubeconfig: not a kubeconfig (TypeError"),
+    ],
+)
+def test_a_broken_kubeconfig_is_one_line_not_a_traceback(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(text)
+    with pytest.raises(KubeError, match="^" + re.escape(message)) as info:
+        KubeAccess.load(str(path), None)
+    assert "\n" not in str(info.value)
 
 
 # ---------------------------------------------------------------- the command

@@ -54,6 +54,8 @@ def parse_reference(reference: str, name: str | None) -> tuple[str, str]:
         ref_name = name
     elif name:
         raise ValueError(f"give KIND/NAME or KIND NAME, not both ({reference!r} {name!r})")
+    if "/" in ref_name:  # as kubectl: a name has no slash (`agd/a/b` is no resource)
+        raise ValueError(f"a name has no '/': {ref_name!r}")
     word = kind_word.lower().removesuffix(".deployplane.io")
     for kind in KINDS:
         if word in (kind.kind.lower(), kind.plural, kind.singular, *kind.short_names):

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
@@ -80,6 +81,11 @@ class KubeAccess:
             _, active = config.list_kube_config_contexts(config_file=kubeconfig)
         except (ConfigException, OSError) as exc:
             raise KubeError(f"kubeconfig: {exc}") from exc
+        except yaml.YAMLError as exc:
+            raise KubeError(f"kubeconfig: not valid YAML: {' '.join(str(exc).split())}") from exc
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            # the client's loader indexes the file's YAML without checking its shape
+            raise KubeError(f"kubeconfig: not a kubeconfig ({type(exc).__name__}: {exc})") from exc
         if context:
             contexts, _ = config.list_kube_config_contexts(config_file=kubeconfig)
             active = next((c for c in contexts if c.get("name") == context), active)
