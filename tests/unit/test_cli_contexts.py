@@ -65,6 +65,13 @@ def test_a_context_holds_no_key_and_set_context_takes_none(config_home: Path) ->
     assert "give one of api_key_file, api_key_command, api_key_env" in assert_one_error_line(both)
 
 
+def test_an_empty_context_name_is_one_line(config_home: Path) -> None:
+    result = run("config", "set-context", "", "--url", "http://dev.test")
+    assert result.exit_code == 2
+    assert "context '': String should have at least 1 character" in assert_one_error_line(result)
+    assert not config_home.exists()
+
+
 def test_use_of_an_unknown_context_is_one_line(config_home: Path) -> None:
     result = run("config", "use-context", "nope")
     assert result.exit_code == 2

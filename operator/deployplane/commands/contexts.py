@@ -245,7 +245,8 @@ def set_context(
 
     def change() -> None:
         config = load_config()
-        current = config.find(name) or Context(name=name)
+        found = config.find(name)
+        current = found.model_dump() if found else {"name": name}  # validated below
         updates: dict[str, str | None] = {
             k: v for k, v in {"url": url, "tenant_id": tenant_id}.items() if v is not None
         }
@@ -257,11 +258,11 @@ def set_context(
         if any(v is not None for v in sources.values()):
             updates.update(sources)  # a new key source replaces the old one
         try:
-            changed = Context.model_validate({**current.model_dump(), **updates})
+            changed = Context.model_validate({**current, **updates})
         except ValidationError as exc:
             raise UsageError(f"context {name!r}: {exc.errors()[0]['msg']}") from None
         contexts = [changed if c.name == name else c for c in config.contexts]
-        if config.find(name) is None:
+        if found is None:
             contexts.append(changed)
         current_name = name if use or config.current_context is None else config.current_context
         path = _save(CliConfig(current_context=current_name, contexts=contexts))
