@@ -37,6 +37,14 @@ _REQUIREMENT = re.compile(
     r"(?:\s*;.*)?$"  # marker
 )
 
+# The user info of a URL in a requirement (`pkg @ https://user:token@host/...`): masked
+# in the log, as pip masks it, since a build log is no place for a credential.
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+
+
+def _shown(dependency: str) -> str:
+    return _URL_USERINFO.sub(r"\1***@", dependency.strip())
+
 
 @dataclass
 class BuildResult:
@@ -158,9 +166,10 @@ def _check_dependencies(
                 return False
             result.info(f"Installing local package {dependency}")
         elif _REQUIREMENT.match(dependency.strip()):
-            result.info(f"Installing {dependency.strip()}")
+            result.info(f"Installing {_shown(dependency)}")
         else:
-            result.fail(f"dependency {dependency!r} is neither a path nor a package requirement")
+            shown = _shown(dependency)
+            result.fail(f"dependency {shown!r} is neither a path nor a package requirement")
             return False
     return True
 
