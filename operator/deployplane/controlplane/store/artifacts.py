@@ -50,8 +50,9 @@ __all__ = [
 
 UPLOAD_PREFIX = "/_uploads/"
 UPLOAD_CONTENT_TYPE = "application/gzip"
-# The header the signature covers besides the content type: the size range the PUT
-# may have (the same idea as Cloud Storage's X-Goog-Content-Length-Range).
+# A header the client sends back with the PUT: the size range the PUT may have (the
+# same idea as Cloud Storage's X-Goog-Content-Length-Range). Not signed: the PUT
+# enforces the limit itself (`routes/uploads.py`).
 RANGE_HEADER = "X-Deployplane-Content-Length-Range"
 REGISTRY_HOST = "registry.deployplane.example"
 
