@@ -7,10 +7,8 @@ from __future__ import annotations
 import asyncio
 import gzip
 import hashlib
-import io
 import json
 import re
-import tarfile
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,21 +17,11 @@ import pytest
 from fastapi import FastAPI
 from tests.integration._controlplane_harness import make_settings, running_app, wait_for
 from tests.support.published import assert_published
+from tests.support.tarballs import tarball
 
 pytestmark = pytest.mark.postgres
 
 MAX_UPLOAD = 4096
-
-
-def tarball(files: dict[str, str]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 GOOD = {

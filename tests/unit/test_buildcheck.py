@@ -3,30 +3,17 @@ credentials of a requirement's URL."""
 
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 
 import pytest
+from tests.support.tarballs import tarball
 
 from deployplane.controlplane.buildcheck import check_build
 
 
-def tarball(dependencies: list[str]) -> bytes:
-    files = {
-        "langgraph.json": json.dumps(
-            {"graphs": {"agent": "./agent.py:graph"}, "dependencies": dependencies}
-        ),
-        "agent.py": "graph = None\n",
-    }
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
+def project(dependencies: list[str]) -> bytes:
+    config = {"graphs": {"agent": "./agent.py:graph"}, "dependencies": dependencies}
+    return tarball({"langgraph.json": json.dumps(config), "agent.py": "graph = None\n"})
 
 
 @pytest.mark.parametrize(
@@ -45,7 +32,7 @@ def tarball(dependencies: list[str]) -> bytes:
     ],
 )
 def test_a_requirement_url_shows_without_its_credentials(dependency: str, shown: str) -> None:
-    result = check_build(tarball([dependency]), "langgraph.json")
+    result = check_build(project([dependency]), "langgraph.json")
     messages = [message for _, message in result.lines]
     assert shown in messages
     assert not any("ghp_secret123" in m or "hunter2" in m for m in messages)
