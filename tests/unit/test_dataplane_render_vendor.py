@@ -282,12 +282,14 @@ def test_settings_from_the_environment() -> None:
         ({"DEPLOYPLANE_ROUTE_BASE_PATH": "/a?b"}, "is not a URL path"),
         ({"DEPLOYPLANE_KEDA_RUNS_PER_WORKER": "0"}, "at least 1"),
         ({"DEPLOYPLANE_NETWORK_POLICY": "maybe"}, "expected true or false"),
+        ({"DEPLOYPLANE_ROUTE_SCHEME": "ftp"}, "expected http or https"),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_it(env: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message) as caught:
         from_env(env)
     assert "\n" not in str(caught.value)
+    assert "DEPLOYPLANE_" in str(caught.value)  # the variable to fix
 
 
 # --------------------------------------------------------------------------- docs

@@ -66,15 +66,22 @@ class DataPlaneSettings:
         if self.routing is not Routing.NONE and not self.host:
             raise SettingsError(f"routing {self.routing} needs a host (DEPLOYPLANE_ROUTE_HOST)")
         if self.host and not _HOST.fullmatch(self.host.replace("{id}", "x")):
-            raise SettingsError(f"route host {self.host!r} is not a DNS name (template: {{id}})")
+            raise SettingsError(
+                f"DEPLOYPLANE_ROUTE_HOST={self.host!r} is not a DNS name (template: {{id}})"
+            )
         if self.routing is Routing.GATEWAY and not self.gateway_name:
             raise SettingsError("routing gateway needs the Gateway's name (DEPLOYPLANE_GATEWAY)")
         if not _PATH.fullmatch(self.base_path):
-            raise SettingsError(f"base path {self.base_path!r} is not a URL path like /agents")
+            raise SettingsError(
+                f"DEPLOYPLANE_ROUTE_BASE_PATH={self.base_path!r} is not a URL path like /agents"
+            )
         if self.runs_per_worker < 1:
-            raise SettingsError("runs per queue worker must be at least 1 (KEDA's target > 0)")
+            raise SettingsError(
+                f"DEPLOYPLANE_KEDA_RUNS_PER_WORKER={self.runs_per_worker}: runs per queue "
+                "worker must be at least 1 (KEDA's target > 0)"
+            )
         if self.scheme not in ("http", "https"):
-            raise SettingsError(f"route scheme {self.scheme!r} is not http or https")
+            raise SettingsError(f"DEPLOYPLANE_ROUTE_SCHEME={self.scheme!r}: expected http or https")
 
     @property
     def prefix(self) -> str:
