@@ -152,8 +152,10 @@ async def test_the_url_route_is_scoped_to_the_listener(
         json={"url": "https://x.example.com"},
     )
     assert response.status_code == 404
-    response = await api.put(
-        f"/_dataplane/v1/listeners/{world.listener_id}/deployments/{deployment['id']}/url",
-        json={"url": "not a url"},
-    )
-    assert response.status_code == 422
+    for bad in ("not a url", "https://", "https://a.example/x y", "https://a.example/\nx"):
+        response = await api.put(
+            f"/_dataplane/v1/listeners/{world.listener_id}/deployments/{deployment['id']}/url",
+            json={"url": bad},
+        )
+        assert response.status_code == 422, bad
+        assert response.json()["detail"][0]["loc"] == ["body", "url"]

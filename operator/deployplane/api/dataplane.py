@@ -77,4 +77,5 @@ class RouteReport(ApiModel):
     """The URL a deployment's route exposes (an Ingress or HTTPRoute the agent made):
     the control plane shows it as the deployment's `source_config.custom_url`."""
 
-    url: str = Field(..., min_length=1, max_length=4096, pattern=r"^https?://")
+    # a host, then an optional path; no whitespace (it is shown as is by every client)
+    url: str = Field(..., min_length=1, max_length=4096, pattern=r"^https?://[^\s/?#]+(/\S*)?$")
