@@ -37,11 +37,7 @@ class DataPlaneClient(ControlPlaneClient):
     async def revision_work(
         self, listener_id: Id, deployment_id: Id, revision_id: Id
     ) -> RevisionWork:
-        ids = {
-            "listener_id": listener_id,
-            "deployment_id": deployment_id,
-            "revision_id": revision_id,
-        }
+        ids = _ids(listener_id, deployment_id, revision_id)
         response = await self._request("GET", WORK, ids)
         return self._parse(RevisionWork, response, "GET", WORK)
 
@@ -50,11 +46,7 @@ class DataPlaneClient(ControlPlaneClient):
     ) -> bool:
         """Sends a report; False when the revision is no longer being deployed (409:
         superseded or finished), which the agent takes as "stop"."""
-        ids = {
-            "listener_id": listener_id,
-            "deployment_id": deployment_id,
-            "revision_id": revision_id,
-        }
+        ids = _ids(listener_id, deployment_id, revision_id)
         body = report.model_dump(mode="json", exclude_none=True)
         try:
             await self._request("PUT", REPORT, ids, json=body)
