@@ -5,6 +5,7 @@ planned against the resource as it is (`planning`: only what differs is sent).""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -110,6 +111,29 @@ def test_one_message_per_field_instead_of_union_branches(service: FakeService) -
         "source_config.resource_spec.max_scale: must be greater than or equal to 0; "
         "source_config.listener_id: must be a UUID"
     )
+
+
+@pytest.mark.parametrize(
+    "number",
+    ["1e400", ".inf", '"1e400"'],  # a string read as a number too
+)
+def test_an_infinite_number_is_a_field_error_not_a_crash(service: FakeService, number: str) -> None:
+    text = f"source_config: {{resource_spec: {{min_scale: {number}}}}}\n"
+    for command in (["deployments", "update", DEP_ID], ["deployments", "create"]):
+        result = run(*command, "-f", "-", stdin=f"name: bot\n{text}")
+        assert result.exit_code == 2, result.output
+        assert assert_one_error_line(result) == (
+            "error: stdin: source_config.resource_spec.min_scale: must be a finite number"
+        )
+    assert service.requests == []
+
+
+def test_a_file_that_is_not_text_is_one_line(service: FakeService, tmp_path: Path) -> None:
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(b"\x86\xff\x00binary")
+    result = run("deployments", "create", "-f", str(path))
+    assert result.exit_code == 2
+    assert assert_one_error_line(result) == f"error: cannot read {path}: not UTF-8 text"
 
 
 def test_a_kubernetes_manifest_points_to_kubectl(service: FakeService) -> None:

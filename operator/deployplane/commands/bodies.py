@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import re
 import sys
 import types
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import typer
 import yaml
@@ -37,12 +38,9 @@ __all__ = [
     "FileOption",
     "check_fields",
     "field_errors",
-    "load_body",
+    "non_finite",
     "read_documents",
-    "validate",
 ]
-
-ModelT = TypeVar("ModelT", bound=BaseModel)
 
 FileOption = Annotated[
     str,
@@ -57,12 +55,33 @@ class BadFile(Exception):
 
 
 def _read(source: str) -> str:
-    if source == "-":
-        return sys.stdin.read()
     try:
+        if source == "-":
+            return sys.stdin.read()
         return Path(source).read_text(encoding="utf-8")
     except OSError as exc:
         fail(f"cannot read {source}: {exc.strerror or exc}", ExitCode.USAGE)
+    except UnicodeDecodeError:
+        name = "stdin" if source == "-" else source
+        fail(f"cannot read {name}: not UTF-8 text", ExitCode.USAGE)
+
+
+def non_finite(data: Any, path: str = "") -> str | None:
+    """The path of the first infinite or NaN number in `data` (YAML's `.inf`, a JSON
+    `1e400`, a string "1e400" read as a number): no JSON body can carry one."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return path or "<file>"
+    if isinstance(data, dict):
+        items = list(data.items())
+    elif isinstance(data, list):
+        items = list(enumerate(data))
+    else:
+        return None
+    for key, value in items:
+        found = non_finite(value, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 _QUOTED_KEY = re.compile(r'"\s*:')
@@ -228,26 +247,3 @@ def field_errors(exc: ValidationError, model: type[BaseModel]) -> list[str]:
     for error in exc.errors(include_input=False):
         by_path.setdefault(_path(error["loc"], names), []).append(error)
     return [f"{path}: {_message(errors)}" for path, errors in by_path.items()]
-
-
-def validate(data: dict[str, Any], model: type[ModelT], name: str) -> ModelT:
-    """`data` as `model`, or exit 2 naming each bad field."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        fail(f"{name}: {'; '.join(field_errors(exc, model))}", ExitCode.USAGE)
-
-
-def load_body(
-    source: str, model: type[ModelT], *, also_known: Iterable[type[BaseModel]] = ()
-) -> ModelT:
-    """The one object of `source` as `model`, checked strictly (`also_known`: models
-    whose fields are known though ignored, such as the read-only ones of `get`)."""
-    name = "stdin" if source == "-" else source
-    documents = read_documents(source)
-    if len(documents) != 1:
-        fail(f"{name} holds {len(documents)} documents; this command takes one", ExitCode.USAGE)
-    unknown = check_fields(documents[0], [model, *also_known])
-    if unknown:
-        fail(f"{name}: {'; '.join(unknown)}", ExitCode.USAGE)
-    return validate(documents[0], model, name)
