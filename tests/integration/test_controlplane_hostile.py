@@ -184,6 +184,17 @@ async def test_non_finite_and_huge_numbers_are_422(database_url: str, number: st
         assert await state(api) == before
 
 
+@pytest.mark.parametrize("text", ["1e400", "-1e400", "Infinity", "NaN"])
+async def test_a_number_field_refuses_a_non_finite_string(database_url: str, text: str) -> None:
+    # pydantic reads the string "1e400" as a number; it was stored as null (a 201)
+    async with running_app(make_settings(database_url, step_seconds=3600)) as (_, api):
+        before = await state(api)
+        refused = await api.post("/v2/deployments", json=with_spec(min_scale=text))
+        assert refused.status_code == 422, refused.text
+        assert "min_scale" in refused.json()["detail"][0]["loc"]
+        assert await state(api) == before
+
+
 async def test_numbers_in_range_pass(database_url: str) -> None:
     async with running_app(make_settings(database_url, step_seconds=3600)) as (_, api):
         body = with_spec(min_scale=PLACEHOLDER, labels={"big": 2**63 - 1, "small": -(2**63)})

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Deployment, Listener
 from deployplane.commands import planning, resolve
-from deployplane.commands.bodies import check_fields, field_errors, non_finite, read_documents
+from deployplane.commands.bodies import check_fields, field_errors, read_documents
 from deployplane.commands.connection import UsageError
 
 __all__ = [
@@ -72,10 +72,6 @@ def desired_of(kind: Kind[DesiredT], document: dict[str, Any], name: str) -> Des
         desired = kind.file_model.model_validate(document)
     except ValidationError as exc:
         raise UsageError(f"{name}: {'; '.join(field_errors(exc, kind.file_model))}") from None
-    # a string such as "1e400" passes as a number and becomes one no JSON body can carry
-    infinite = non_finite(desired.model_dump(exclude_none=True))
-    if infinite is not None:
-        raise UsageError(f"{name}: {infinite}: must be a finite number")
     try:
         kind.check(desired)
     except planning.PlanError as exc:

@@ -53,6 +53,9 @@ class ApiModel(BaseModel):
         alias_generator=AliasGenerator(validation_alias=_snake_then_camel),
         extra="ignore",
         use_enum_values=False,
+        # No JSON body carries an infinite or NaN number; a string such as "1e400"
+        # would otherwise be read as one (and stored as null): refused at the field.
+        allow_inf_nan=False,
     )
 
 
