@@ -58,10 +58,30 @@ class Sink:
         self.writes.append(copy.deepcopy(dict(patch)))
         return True
 
-    async def patch_object(self, plural: str, namespace: str, name: str, patch: Any) -> bool:
+    async def patch_object(
+        self,
+        plural: str,
+        namespace: str,
+        name: str,
+        patch: Any,
+        *,
+        add_finalizer: str | None = None,
+        finalizers: list[str] | None = None,
+        resource_version: str | None = None,
+    ) -> bool:
+        """Records the merge patch the API would send (the finalizer folded in)."""
         assert (plural, namespace, name) == ("agentdeployments", NS, "agent")
-        self.objects.append(copy.deepcopy(dict(patch)))
+        self.objects.append(with_finalizer(patch, add_finalizer, finalizers))
         return not self.gone
+
+
+def with_finalizer(
+    patch: Any, add_finalizer: str | None, finalizers: list[str] | None
+) -> dict[str, Any]:
+    out = copy.deepcopy(dict(patch))
+    if add_finalizer is not None:
+        out.setdefault("metadata", {})["finalizers"] = [*(finalizers or []), add_finalizer]
+    return out
 
 
 def body(

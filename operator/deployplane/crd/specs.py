@@ -24,9 +24,10 @@ from deployplane.api.models import (
     SourceConfig,
     SourceRevisionConfig,
 )
+from deployplane.kube import paths
 
-GROUP: Final = "deployplane.io"
-VERSION: Final = "v1alpha1"
+GROUP: Final = paths.GROUP
+VERSION: Final = paths.VERSION
 
 
 class DeletionPolicy(StrEnum):

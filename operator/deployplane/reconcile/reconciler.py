@@ -137,7 +137,7 @@ class _Pass(Generic[SpecT, StatusT]):
         return self._desired
 
     def event(self, type_: EventType, reason: str, message: str) -> None:
-        self.events.append(EventRecord(type_, reason, message))
+        self.events.append(EventRecord(type_, reason, message, _ACTIONS.get(reason, "Reconcile")))
 
     async def sync(self, *, full: bool) -> Obs[StatusT]:
         mr, ext = self.mr, self.ext
@@ -241,3 +241,7 @@ class _PassStatus(Generic[StatusT]):
 
     def record(self, status: StatusT) -> None:
         self.current = status
+
+
+_ACTIONS = {"Created": "Create", "Updated": "Update", "Adopted": "Adopt"}
+"""The Event's action for a reason the reconciler records (else Reconcile)."""

@@ -10,7 +10,7 @@ from typing import Any
 from aiohttp import web
 from kubernetes import client
 
-from deployplane.controller.kubeapi import KubernetesApi
+from deployplane.kube.api import KubernetesApi
 from deployplane.reconcile.eventrecorder import PendingEvent, involved_object
 from deployplane.reconcile.outcome import EventRecord
 
