@@ -9,7 +9,6 @@ import asyncio
 import copy
 from typing import Any, cast
 
-import pytest
 from tests.support.fakeexternal import ConnecterFns, ExternalFns, FakeSpec, FakeStatus
 from tests.support.fakekube import FakeKube
 

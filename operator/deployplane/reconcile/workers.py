@@ -108,7 +108,7 @@ class Workers:
 
     async def stop(self, grace: float = 30.0) -> None:
         """Hand out no more work; wait at most `grace` seconds for the passes under
-        way, then cancel what is left (`grace` seconds). A cancelled pass leaves what a crash would: every
+        way, then cancel what is left. A cancelled pass leaves what a crash would: every
         write is one request, and a create is preceded by its create-pending marker, so
         the next operator adopts what this one created instead of creating it twice."""
         self.queue.stop()
