@@ -15,9 +15,12 @@ import datetime as dt
 import itertools
 import os
 import shutil
+import signal
 import stat
 import subprocess
+import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -394,3 +397,65 @@ def test_another_controllers_finalizer_added_meanwhile_is_kept(
     statuses = [s for _, s in proxy.matching("PATCH", object_path)]
     assert statuses[:3] == [429, 409, 200], statuses
     resources.patch(AGD, "shared", {"metadata": {"finalizers": [FINALIZER]}})
+
+
+def test_kopf_run_with_a_namespace_glob_brings_the_examples_to_ready(
+    k8s_api: client.ApiClient,
+    emulator: Emulator,
+    kubeconfig: Path,
+    crds: None,
+    tmp_path: Path,
+) -> None:
+    """`kopf run -m deployplane.controller.handlers --namespace 'glob-*'`, as any Kopf
+    operator is run: a namespace matching the glob, created after the start, is
+    watched, and every example in it reaches Ready."""
+    prefix = f"kopfglob-{uuid.uuid4().hex[:6]}"
+    kopf_cli = Path(sys.executable).with_name("kopf")
+    log = (tmp_path / "kopf.log").open("wb")
+    env = {**os.environ, **operator_env(emulator, kubeconfig)}
+    env.pop("DEPLOYPLANE_NAMESPACES", None)
+    process = subprocess.Popen(
+        [
+            *(str(kopf_cli), "run", "--standalone", "--namespace", f"{prefix}-*"),
+            *("-m", "deployplane.controller.handlers"),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    namespace = f"{prefix}-team"
+    core = client.CoreV1Api(k8s_api)
+    try:
+        time.sleep(3)  # started before the namespace exists
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+        docs = [
+            yaml.safe_load((REPO / "examples" / f).read_text())
+            for f in (
+                "secret.yaml",
+                "listener.yaml",
+                "agentdeployment-docker.yaml",
+                "agentdeployment-git.yaml",
+            )
+        ]
+        Applier(k8s_api).apply(docs, namespace=namespace)
+        res = Resources(k8s_api, namespace)
+        for plural, name in (
+            ("listeners", "dev-cluster"),
+            (AGD, "support-bot-docker"),
+            (AGD, "support-bot"),
+        ):
+            res.wait(plural, name, ready_for_generation, what="Ready", within=120)
+        for plural, name in ((AGD, "support-bot-docker"), (AGD, "support-bot")):
+            res.delete(plural, name)
+        res.delete("listeners", "dev-cluster")
+        for plural, name in ((AGD, "support-bot"), ("listeners", "dev-cluster")):
+            res.wait(plural, name, lambda o: o is None, what="finalized", within=120)
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+        core.delete_namespace(namespace)
+    assert process.returncode == 0, (tmp_path / "kopf.log").read_text()[-3000:]
