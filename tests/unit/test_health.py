@@ -39,7 +39,7 @@ def test_the_probe_fails_past_the_threshold_and_recovers(caplog: pytest.LogCaptu
     assert handlers.health(memo=memo) == {"watch agentdeployments": 30.0}, "not yet"
     clock.now += 31
     with caplog.at_level(logging.WARNING, "deployplane.kube.health"):
-        with pytest.raises(kopf.PermanentError, match="watch agentdeployments .*403"):
+        with pytest.raises(kopf.PermanentError, match=r"watch agentdeployments .*403"):
             handlers.health(memo=memo)
         with pytest.raises(kopf.PermanentError):
             handlers.health(memo=memo)

@@ -24,10 +24,10 @@ from tests.support.fakekube import FakeKube
 
 from deployplane.controller import handlers
 from deployplane.controller.config import OperatorConfig
-from deployplane.crd import schema
 from deployplane.crd.cel import immutable
 from deployplane.crd.columns import column, printer_columns
 from deployplane.crd.specs import GROUP
+from deployplane.crdgen import schema
 from deployplane.kinds import KINDS, KindDef, KindRegistry, discover
 from deployplane.reconcile.loop import DELETE_POLL_SECONDS, FINALIZER
 
@@ -127,7 +127,7 @@ def test_the_registry_and_the_crd_generator_load_no_external_client() -> None:
     """The kind modules build their connecters lazily: generating CRDs needs no HTTP
     client, Kopf or externals package (and so cannot be broken by one)."""
     code = (
-        "import sys, deployplane.crd.schema; "
+        "import sys, deployplane.crdgen.schema; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'kopf') "
         "or m.startswith('deployplane.externals')))"
     )

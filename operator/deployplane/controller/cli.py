@@ -17,7 +17,7 @@ def run(
         [],
         "--namespace",
         "-n",
-        help="Watch this namespace or glob (repeatable). Default: DEPLOYPLANE_NAMESPACES, else all.",
+        help="Watch this namespace or glob (repeatable). Default: DEPLOYPLANE_NAMESPACES, else all",
     ),
     peering: str | None = typer.Option(
         None,
