@@ -32,7 +32,7 @@ from tests.e2e.operator_harness import (
 
 from deployplane.devcluster import DevCluster
 from deployplane.devcluster.manifests import Applier
-from deployplane.reconcile.loop import CREATE_PENDING_ANNOTATION, FINALIZER
+from deployplane.reconcile.passes import CREATE_PENDING_ANNOTATION, FINALIZER
 
 SECRET_VALUE = "sk-e2e-planted-secret-4f9a2c"
 AGD, LST = "agentdeployments", "listeners"

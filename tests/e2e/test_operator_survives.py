@@ -41,7 +41,7 @@ from tests.support.apiproxy import ApiServerProxy
 
 from deployplane.devcluster import DevCluster
 from deployplane.devcluster.manifests import Applier
-from deployplane.reconcile.loop import FINALIZER
+from deployplane.reconcile.passes import FINALIZER
 
 AGD = "agentdeployments"
 OPERATOR_SA = "operator"

@@ -32,13 +32,13 @@ from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.externals.agentdeployment import AgentDeploymentConnecter
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.listener import ListenerConnecter
-from deployplane.reconcile.loop import (
+from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.passes import (
     CREATE_PENDING_ANNOTATION,
     FINALIZER,
-    ResourceLoop,
+    PassRunner,
     ResourceState,
 )
-from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.statuspatch import apply_merge_patch
@@ -67,13 +67,13 @@ class Harness:
     def loops(
         self,
     ) -> tuple[
-        ResourceLoop[AgentDeploymentSpec, AgentDeploymentStatus],
-        ResourceLoop[ListenerSpec, ListenerStatus],
+        PassRunner[AgentDeploymentSpec, AgentDeploymentStatus],
+        PassRunner[ListenerSpec, ListenerStatus],
     ]:
         connections = Connections(
             Connection("http://emulator", KEY_A), self.kube, factory=self.client_factory
         )
-        deployments = ResourceLoop(
+        deployments = PassRunner(
             Reconciler(
                 AgentDeploymentConnecter(connections, self.kube),
                 kind="deployment",
@@ -84,7 +84,7 @@ class Harness:
             self.kube,
             status_model=AgentDeploymentStatus,
         )
-        listeners = ResourceLoop(
+        listeners = PassRunner(
             Reconciler(ListenerConnecter(connections), kind="listener", schedule=self.timing),
             ListenerSpec,
             "listeners",
@@ -145,7 +145,7 @@ def condition(state: ResourceState, type_: str) -> dict[str, Any]:
 
 
 async def settle(
-    loop: ResourceLoop[Any, Any],
+    loop: PassRunner[Any, Any],
     body: dict[str, Any],
     state: ResourceState,
     h: Harness,
@@ -411,7 +411,7 @@ async def test_delete_policy_deletes_and_waits_for_404_orphan_releases(harness: 
         await settle(deployments, body, state, harness)
         states[body["metadata"]["name"]] = state
 
-    from deployplane.reconcile.loop import to_managed
+    from deployplane.reconcile.passes import to_managed
 
     orphan = to_managed(
         AgentDeploymentSpec, AgentDeploymentStatus, kept, states["kept"].status or {}

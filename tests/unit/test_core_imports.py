@@ -28,7 +28,7 @@ def test_reconcile_imports_no_kind_no_http_and_no_kopf() -> None:
     assert done.returncode == 0, done.stderr
     loaded: list[str] = json.loads(done.stdout)
     assert "deployplane.reconcile.reconciler" in loaded
-    assert "deployplane.reconcile.loop" in loaded
+    assert "deployplane.reconcile.passes" in loaded
     assert [m for m in loaded if m.startswith(KIND_MODULES)] == []
     assert "deployplane.api.client" not in loaded
 

@@ -29,7 +29,7 @@ from deployplane.crd.columns import column, printer_columns
 from deployplane.crd.specs import GROUP
 from deployplane.crdgen import schema
 from deployplane.kinds import KINDS, KindDef, KindRegistry, discover
-from deployplane.reconcile.loop import DELETE_POLL_SECONDS, FINALIZER
+from deployplane.reconcile.passes import DELETE_POLL_SECONDS, FINALIZER
 
 NS = "team-a"
 
@@ -200,8 +200,8 @@ async def test_a_third_kind_gets_a_kopf_event_handler_and_a_loop() -> None:
     """Kopf watches every kind of the registry; its events go to the workers."""
     kinds = KINDS.with_kinds(fake_kind())
     runtime = handlers.build_runtime(OperatorConfig(), FakeKube(), kinds)  # type: ignore[arg-type]
-    assert list(runtime.workers.loops) == ["AgentDeployment", "Listener", "Fake"]
-    loop = runtime.workers.loops["Fake"]
+    assert list(runtime.workers.runners) == ["AgentDeployment", "Listener", "Fake"]
+    loop = runtime.workers.runners["Fake"]
     assert (loop.plural, loop.spec_model, loop.reconciler.kind) == ("fakes", FakeSpec, "fake")
     registry = kopf.OperatorRegistry()
     handlers.register(kinds, registry)

@@ -12,8 +12,8 @@ from typing import Any, cast
 from tests.support.fakeexternal import ConnecterFns, ExternalFns, FakeSpec, FakeStatus
 from tests.support.fakekube import FakeKube
 
-from deployplane.reconcile.loop import FINALIZER, ResourceLoop
 from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.passes import FINALIZER, PassRunner
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.workers import Workers, lean
@@ -35,7 +35,7 @@ def rig(
     kube = FakeKube()
     connecter = ConnecterFns(ext or ExternalFns(), connect_error)
     reconciler = Reconciler(connecter, kind="fake", schedule=Schedule())
-    loop = ResourceLoop(
+    loop = PassRunner(
         cast(Reconciler[Any, Any], reconciler),
         FakeSpec,
         "fakes",

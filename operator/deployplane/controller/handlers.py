@@ -44,7 +44,7 @@ from deployplane.kube.credentials import bearer_token, load_configuration
 from deployplane.kube.health import FailureClock
 from deployplane.kube.paths import GROUP, VERSION
 from deployplane.reconcile.eventrecorder import EventRecorder
-from deployplane.reconcile.loop import ResourceLoop
+from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.workers import Workers
@@ -64,7 +64,7 @@ class Runtime:
     connections: Connections
     metrics: OperatorMetrics
     workers: Workers
-    """The bounded pool that runs every kind's passes; `workers.loops` holds one
+    """The bounded pool that runs every kind's passes; `workers.runners` holds one
     reconcile loop per kind, keyed by `KindDef.kind`."""
     events: EventRecorder
     """Posts the passes' Events in the background, at `config.event_qps`."""
@@ -89,8 +89,8 @@ def build_runtime(
         return conn.client(on_response=metrics.observe_api)
 
     connections = Connections(config.default_connection(), kube, factory=client_factory)
-    loops: dict[str, ResourceLoop[Any, Any]] = {
-        kind.kind: ResourceLoop(
+    runners: dict[str, PassRunner[Any, Any]] = {
+        kind.kind: PassRunner(
             Reconciler(kind.connecter(connections, kube), kind=kind.noun, schedule=schedule),
             kind.spec_model,
             kind.plural,
@@ -109,7 +109,7 @@ def build_runtime(
         on_drop=metrics.events_dropped.inc,
     )
     metrics.watch_events(events)
-    workers = Workers(loops, kube, events, size=WORKERS)
+    workers = Workers(runners, kube, events, size=WORKERS)
     health = health or FailureClock()
     metrics.watch_health(health)
     return Runtime(config, kube, connections, metrics, workers, events, health)

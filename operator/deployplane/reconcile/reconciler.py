@@ -39,7 +39,7 @@ from deployplane.reconcile.statuspatch import merge_patch
 StatusWriter = Callable[[dict[str, Any]], Awaitable[None]]
 """Merge-patches the status at once (None deletes a key). Used for the create-pending
 marker, which must be durable before the create call, whatever happens after (the loop
-writes that one to the object, with the finalizer: `deployplane.reconcile.loop`)."""
+writes that one to the object, with the finalizer: `deployplane.reconcile.passes`)."""
 
 Ext = ExternalClient[SpecT, StatusT, Any, Any]
 Obs = Observation[StatusT, Any]

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from deployplane.reconcile.loop import FINALIZER, ResourceLoop, ResourceState, has_finalizer
 from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.passes import FINALIZER, PassRunner, ResourceState, has_finalizer
 from deployplane.reconcile.schedule import State
 from deployplane.reconcile.workqueue import WorkQueue
 
@@ -85,13 +85,13 @@ class Workers:
 
     def __init__(
         self,
-        loops: Mapping[str, ResourceLoop[Any, Any]],
+        runners: Mapping[str, PassRunner[Any, Any]],
         kube: FinalizerSink,
         events: EventSink,
         *,
         size: int = 16,
     ) -> None:
-        self.loops = loops
+        self.runners = runners
         self.kube = kube
         self.events = events
         self.size = size
@@ -150,7 +150,7 @@ class Workers:
         self.resources.pop(key, None)
         self._uids.pop(key[:3], None)
         self.queue.forget(key)
-        on_gone = self.loops[key[0]].on_gone
+        on_gone = self.runners[key[0]].on_gone
         if on_gone is not None:
             # It must leave the per-resource gauges with it, or a deleted resource
             # counts as not Ready forever.
@@ -167,7 +167,7 @@ class Workers:
             except Exception:
                 tracked = self.resources.get(key)
                 attempt = tracked.state.visit.attempt if tracked else 0
-                delay = self.loops[key[0]].reconciler.schedule.retry_delay(attempt)
+                delay = self.runners[key[0]].reconciler.schedule.retry_delay(attempt)
                 if tracked is not None:
                     tracked.state.visit.attempt += 1
                 log.exception("%s/%s: pass failed; again in %.0fs", key[1], key[2], delay)
@@ -179,7 +179,7 @@ class Workers:
         tracked = self.resources.get(key)
         if tracked is None:
             return None
-        body, state, loop = tracked.body, tracked.state, self.loops[key[0]]
+        body, state, loop = tracked.body, tracked.state, self.runners[key[0]]
         if not is_deleting(body):
             # Queued, not awaited: an Event never holds up the pass, nor fails it.
             return await loop.one_pass(

@@ -1,4 +1,4 @@
-"""ResourceLoop.one_pass over the function-adapter fake, the status merge patch, and the
+"""PassRunner.one_pass over the function-adapter fake, the status merge patch, and the
 operator's environment configuration. No emulator, no Kubernetes."""
 
 from __future__ import annotations
@@ -25,17 +25,17 @@ from deployplane.crd.specs import AgentDeploymentSpec
 from deployplane.externals.agentdeployment import AgentDeploymentReason as Reason
 from deployplane.externals.connections import Connection
 from deployplane.reconcile.external import DependencyNotReady, Phase
-from deployplane.reconcile.loop import (
+from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.passes import (
     CREATE_PENDING_ANNOTATION,
     DELETE_POLL_SECONDS,
     DELETE_RETRY_SECONDS,
     FINALIZER,
     NotYet,
-    ResourceLoop,
+    PassRunner,
     ResourceState,
     is_paused,
 )
-from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.statuspatch import apply_merge_patch, merge_patch
@@ -112,9 +112,9 @@ class Rig:
     spec_model: type[Any] = FakeSpec
     gone: list[str] = field(default_factory=list)
 
-    def loop(self) -> ResourceLoop[Any, Any]:
+    def loop(self) -> PassRunner[Any, Any]:
         reconciler = Reconciler(ConnecterFns(self.ext), kind="deployment", schedule=TIMING)
-        return ResourceLoop(
+        return PassRunner(
             cast(Reconciler[Any, Any], reconciler),
             self.spec_model,
             "agentdeployments",

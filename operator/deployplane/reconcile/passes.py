@@ -184,7 +184,7 @@ def spec_error_message(exc: ValidationError) -> str:
 
 
 @dataclass
-class ResourceLoop(Generic[SpecT, StatusT]):
+class PassRunner(Generic[SpecT, StatusT]):
     """Runs `Reconciler` for one kind; one `run()` per live custom resource."""
 
     reconciler: Reconciler[SpecT, StatusT]
@@ -308,7 +308,7 @@ class _Writer:
 
     def __init__(
         self,
-        loop: ResourceLoop[Any, Any],
+        loop: PassRunner[Any, Any],
         body: Mapping[str, Any],
         state: ResourceState,
         observed: Mapping[str, Any],
