@@ -31,6 +31,7 @@ from deployplane.crd.specs import AgentDeploymentSpec, ListenerSpec
 from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.externals.agentdeployment import AgentDeploymentConnecter
 from deployplane.externals.connections import Connection, Connections
+from deployplane.externals.errors import classified
 from deployplane.externals.listener import ListenerConnecter
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import (
@@ -75,7 +76,7 @@ class Harness:
         )
         deployments = PassRunner(
             Reconciler(
-                AgentDeploymentConnecter(connections, self.kube),
+                classified(AgentDeploymentConnecter(connections, self.kube)),
                 kind="deployment",
                 schedule=self.timing,
             ),
@@ -85,7 +86,9 @@ class Harness:
             status_model=AgentDeploymentStatus,
         )
         listeners = PassRunner(
-            Reconciler(ListenerConnecter(connections), kind="listener", schedule=self.timing),
+            Reconciler(
+                classified(ListenerConnecter(connections)), kind="listener", schedule=self.timing
+            ),
             ListenerSpec,
             "listeners",
             self.kube,

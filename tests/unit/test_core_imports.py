@@ -31,6 +31,8 @@ def test_reconcile_imports_no_kind_no_http_and_no_kopf() -> None:
     assert "deployplane.reconcile.passes" in loaded
     assert [m for m in loaded if m.startswith(KIND_MODULES)] == []
     assert "deployplane.api.client" not in loaded
+    # The control plane's exception tree is the kinds' to classify (externals/errors.py).
+    assert "deployplane.api.errors" not in loaded
 
 
 def test_the_probe_would_notice_a_blocked_import() -> None:

@@ -24,6 +24,7 @@ from deployplane.controller.config import ConfigError, OperatorConfig
 from deployplane.crd.specs import AgentDeploymentSpec
 from deployplane.externals.agentdeployment import AgentDeploymentReason as Reason
 from deployplane.externals.connections import Connection
+from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Phase
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import (
@@ -646,7 +647,7 @@ async def test_finalize_says_released_or_when_to_try_again(
     assert rig.ext.journal[-1] == ("delete", DEP_ID)
     assert rig.gone == ([f"{NS}/agent"] if want is None else [])
     if got is not None and got.cause is not None:
-        assert isinstance(got.cause, errors.ControlPlaneError | DependencyNotReady)
+        assert isinstance(got.cause, ExternalError | DependencyNotReady)
 
 
 async def test_finalize_trusts_what_the_loop_wrote_over_the_body() -> None:

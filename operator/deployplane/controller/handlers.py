@@ -38,6 +38,7 @@ from deployplane.controller import kopfwatch
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.metrics import OperatorMetrics
 from deployplane.externals.connections import Connection, Connections
+from deployplane.externals.errors import classified
 from deployplane.kinds import KINDS, KindRegistry
 from deployplane.kube.api import KubernetesApi
 from deployplane.kube.credentials import bearer_token, load_configuration
@@ -91,7 +92,9 @@ def build_runtime(
     connections = Connections(config.default_connection(), kube, factory=client_factory)
     runners: dict[str, PassRunner[Any, Any]] = {
         kind.kind: PassRunner(
-            Reconciler(kind.connecter(connections, kube), kind=kind.noun, schedule=schedule),
+            Reconciler(
+                classified(kind.connecter(connections, kube)), kind=kind.noun, schedule=schedule
+            ),
             kind.spec_model,
             kind.plural,
             kube,

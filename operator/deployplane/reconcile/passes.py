@@ -26,8 +26,8 @@ from typing import Any, Final, Generic, Protocol
 
 from pydantic import ValidationError
 
-from deployplane.api import errors
 from deployplane.api.models import camelize
+from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Managed, SpecT
 from deployplane.reconcile.outcome import EventRecord, Outcome
 from deployplane.reconcile.reconciler import Reconciler
@@ -287,7 +287,7 @@ class PassRunner(Generic[SpecT, StatusT]):
         mr = self.managed(body, state.status, state.marker)
         try:
             gone = await self.reconciler.finalize(mr)
-        except (errors.ControlPlaneError, DependencyNotReady) as exc:
+        except (ExternalError, DependencyNotReady) as exc:
             delay = getattr(exc, "retry_after", None) or DELETE_RETRY_SECONDS
             return NotYet(f"cannot delete on the control plane yet: {exc}", delay, exc)
         if not gone:
