@@ -240,10 +240,18 @@ def test_failing_revision_goes_stalled_with_the_reason(
     assert stalled["reason"] == "DeployFailed"
     assert "DEPLOY_FAILED" in stalled["message"]
     assert condition(obj, "Ready")["status"] == "False"
-    assert any(
-        e.type == "Warning" and e.reason == "DeployFailed"
-        for e in events_for(k8s_api, namespace, "doomed")
-    )
+    # Events are posted in the background after the pass (the recorder): wait for it.
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        events = events_for(k8s_api, namespace, "doomed")
+        if any(e.type == "Warning" and e.reason == "DeployFailed" for e in events):
+            break
+        time.sleep(0.25)
+    else:
+        raise AssertionError(f"no DeployFailed Event: {[e.reason for e in events]}")
+    event = next(e for e in events if e.reason == "DeployFailed")
+    assert event.reporting_component == "deployplane-operator"
+    assert event.action == "Reconcile"
 
 
 def test_secret_rotation_rolls_a_new_revision(
