@@ -152,3 +152,30 @@ async def test_kopfs_peering_pause_pauses_the_queue_and_its_resume_resumes_it(
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_kopfs_own_streams_never_resume_the_queue(
+    guard: kopfwatch.WatchGuard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kopf watches CRDs, namespaces and its peering objects whether paused or not: a
+    stream of those starting must not resume a queue that peering paused."""
+
+    async def closed(url: str, **_: Any) -> AsyncIterator[Any]:
+        return
+        yield
+
+    monkeypatch.setattr(api, "stream", closed)
+    paused: list[bool] = []
+    guard.on_pause = paused.append
+    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def sleep(seconds: float) -> None:
+        waiter.set_result(None)
+
+    guard.sleep = sleep
+    crds = kopf.Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    async for _ in watching.continuous_watch(
+        settings=settings(), resource=crds, namespace=None, operator_pause_waiter=waiter
+    ):
+        pass
+    assert paused == []

@@ -27,6 +27,7 @@ from typing import Any, Final
 from kopf._cogs.clients import fetching, watching
 
 from deployplane.kube.health import FailureClock
+from deployplane.kube.paths import GROUP
 from deployplane.kube.retry import Backoff
 
 log = logging.getLogger("deployplane.watch")
@@ -91,7 +92,10 @@ def install(guard: WatchGuard = GUARD) -> None:
     async def guarded_watch(**kwargs: Any) -> AsyncIterator[Any]:
         what = _what(kwargs.get("resource"), kwargs.get("namespace"))
         waiter = kwargs.get("operator_pause_waiter")
-        if waiter is not None and not waiter.done():
+        ours = getattr(kwargs.get("resource"), "group", None) == GROUP
+        # Only our kinds' streams follow the pause: Kopf's own (peering, namespaces,
+        # CRDs) run paused or not, and their start says nothing about it.
+        if ours and waiter is not None and not waiter.done():
             guard.paused(False)  # Kopf opens a stream only while not paused
             waiter.add_done_callback(guard.pause_waiter_done)
         started, events = guard.clock(), 0
