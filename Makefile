@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: help venv tools postgres lint unit e2e test demo demo-down bench clean
+.PHONY: help venv tools postgres docs-cli lint unit e2e test demo demo-down bench clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk '!seen[$$0]++'
@@ -24,6 +24,9 @@ tools: ## build kube-apiserver, -controller-manager, -scheduler, kubectl, etcd, 
 
 postgres: ## PostgreSQL server binaries for the emulator's tests (apt-get when missing)
 	@bash tools/postgres.sh ensure
+
+docs-cli: venv ## regenerate docs/cli.md's command reference from the commands' --help (a unit test fails when it drifts)
+	@$(PY) -m deployplane.commands.docgen
 
 lint: venv ## ruff and mypy --strict
 	@echo "== ruff"; $(VENV)/bin/ruff check operator tests bench

@@ -14,6 +14,14 @@ ServiceAccount, so the audit log tells its requests apart). Then:
 2. steady: with everything DEPLOYED and READY, the audit log's writes by the agent's
    ServiceAccount are counted over `--steady-window` seconds (which includes at least
    one full round, `--resync`): `agent_steady_k8s_writes_per_min`, target 0.
+
+The agent runs as the vendor's data plane does (`--routing gateway --autoscaler keda`
+by default; `--routing none --autoscaler hpa` for the plain one): every deployment
+also gets a KEDA ScaledObject and TriggerAuthentication, an HTTPRoute and a
+NetworkPolicy, validated by the apiserver against the Gateway API and KEDA CRDs that
+`make tools` generates; DEPLOYED waits for each HTTPRoute to be admitted, which
+`RouteAdmitter` (tests/support/routecontroller.py, a fake Gateway controller: kwok runs
+none) does as one would.
 """
 
 from __future__ import annotations
@@ -28,11 +36,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
+import yaml
 from kubernetes import client
 from tests.e2e.operator_harness import API_KEY, WORKSPACE, Emulator
 from tests.support import chart
+from tests.support.routecontroller import RouteAdmitter
 
 from bench.report import Figure
 from deployplane.devcluster import DevCluster, find_tools
@@ -77,15 +88,50 @@ class PeakRss:
         return max(self.peak, rss_mb(self.pid))
 
 
-def agent_identity(cluster: DevCluster, workdir: Path) -> Path:
-    """The chart's RBAC for the agent, applied; a kubeconfig of its ServiceAccount."""
-    values = {
+def agent_values(args: argparse.Namespace) -> dict[str, Any]:
+    settings: dict[str, Any] = {"autoscaler": args.autoscaler, "routing": args.routing}
+    if args.routing != "none":
+        settings["route"] = {
+            "host": "agents.bench.test",
+            "basePath": "/agents",
+            "gateway": {"name": "bench", "namespace": AGENT_NAMESPACE},
+        }
+    return {
         "listenerAgent": {
             "enabled": True,
             "listenerId": "00000000-0000-4000-8000-000000000000",  # RBAC does not use it
             "namespaces": [AGENTS_NAMESPACE],
+            **settings,
         }
     }
+
+
+def agent_settings_env(values: dict[str, Any]) -> dict[str, str]:
+    """The DEPLOYPLANE_* settings the chart gives the agent (routing, autoscaler...)."""
+    for doc in chart.render(values, namespace=AGENT_NAMESPACE):
+        if doc["kind"] == "Deployment" and doc["metadata"]["name"] == AGENT_SA:
+            env = doc["spec"]["template"]["spec"]["containers"][0]["env"]
+            prefixes = ("DEPLOYPLANE_ROUT", "DEPLOYPLANE_GATEWAY", "DEPLOYPLANE_KEDA")
+            names = ("DEPLOYPLANE_AUTOSCALER", "DEPLOYPLANE_NETWORK_POLICY")
+            return {
+                e["name"]: e["value"]
+                for e in env
+                if "value" in e and (e["name"].startswith(prefixes) or e["name"] in names)
+            }
+    raise SystemExit("the chart rendered no listener agent")
+
+
+def install_vendor_crds(cluster: DevCluster, tools_bin: Path) -> None:
+    """The Gateway API and KEDA CRDs `make tools` generated (tools/k8s/build.sh crds)."""
+    files = sorted((tools_bin / "crds").glob("*.yaml"))
+    if not files:
+        raise SystemExit(f"no CRDs in {tools_bin / 'crds'}: run `make tools`")
+    with cluster.admin() as api:
+        Applier(api).apply([yaml.safe_load(f.read_text()) for f in files])
+
+
+def agent_identity(cluster: DevCluster, workdir: Path, values: dict[str, Any]) -> Path:
+    """The chart's RBAC for the agent, applied; a kubeconfig of its ServiceAccount."""
     docs = [
         d
         for d in chart.render(values, namespace=AGENT_NAMESPACE)
@@ -108,6 +154,7 @@ def start_agent(
 ) -> subprocess.Popen[bytes]:
     env = {
         **os.environ,
+        **agent_settings_env(agent_values(args)),
         "KUBECONFIG": str(kubeconfig),
         "DEPLOYPLANE_CONTROL_PLANE_URL": emulator.url,
         "DEPLOYPLANE_API_KEY": API_KEY,
@@ -124,7 +171,9 @@ def start_agent(
     )
 
 
-async def create_deployments(http: httpx.AsyncClient, listener_id: str, n: int) -> list[str]:
+async def create_deployments(
+    http: httpx.AsyncClient, listener_id: str, n: int, resource_spec: dict[str, Any]
+) -> list[str]:
     async def one(i: int) -> str:
         body = {
             "name": f"bench-{i:04d}",
@@ -132,7 +181,7 @@ async def create_deployments(http: httpx.AsyncClient, listener_id: str, n: int) 
             "source_config": {
                 "listener_id": listener_id,
                 "listener_config": {"k8s_namespace": AGENTS_NAMESPACE},
-                "resource_spec": {"min_scale": 1},
+                "resource_spec": resource_spec,
             },
             "source_revision_config": {"image_uri": f"registry.example.com/bench/agent:{i}"},
         }
@@ -170,7 +219,9 @@ async def deploy_phase(args: argparse.Namespace, emulator: Emulator, listener_id
     headers = {"X-Api-Key": API_KEY, "X-Tenant-Id": WORKSPACE}
     async with httpx.AsyncClient(base_url=emulator.url, headers=headers, timeout=30) as http:
         started = time.monotonic()
-        ids = set(await create_deployments(http, listener_id, args.n))
+        # A queue maximum: with KEDA, each deployment gets its ScaledObject.
+        spec = {"min_scale": 1, "queue_min_scale": 1, "queue_max_scale": 3}
+        ids = set(await create_deployments(http, listener_id, args.n, spec))
         log(f"created {len(ids)} deployments")
         deadline = started + args.timeout
         shown = started
@@ -207,9 +258,15 @@ def main() -> int:
             emulator = Emulator(
                 workdir / "emulator", step_seconds=0.05, strict=False, proxied=False
             ).start()
+            admitter: RouteAdmitter | None = None
             try:
                 listener_id = make_listener(emulator)
-                kubeconfig = agent_identity(cluster, workdir)
+                if args.routing == "gateway" or args.autoscaler == "keda":
+                    install_vendor_crds(cluster, tools.bin_dir)
+                kubeconfig = agent_identity(cluster, workdir, agent_values(args))
+                if args.routing != "none":
+                    admin = cluster.api_client()
+                    admitter = RouteAdmitter(admin, AGENTS_NAMESPACE, every=1.0).__enter__()
                 agent = start_agent(args, emulator, listener_id, kubeconfig, workdir)
                 rss = PeakRss(agent.pid)
                 try:
@@ -217,6 +274,7 @@ def main() -> int:
                     elapsed = asyncio.run(deploy_phase(args, emulator, listener_id))
                     log(f"all {args.n} DEPLOYED in {elapsed:.1f} s")
                     check_rolled_out(cluster, args.n)
+                    check_vendor_objects(cluster, args)
                     figures.append(Figure(f"dataplane_deployed_{args.n}_s", elapsed, "s", "<=", 60))
                     writes = steady_writes(args, cluster)
                     figures.append(Figure("agent_rss_mb", rss.stop(), "MB", "<=", 150))
@@ -227,6 +285,8 @@ def main() -> int:
                     agent.terminate()
                     agent.wait(15)
             finally:
+                if admitter is not None:
+                    admitter.stop()
                 emulator.stop()
     for figure in figures:
         print(figure.line(), flush=True)
@@ -259,6 +319,23 @@ def check_rolled_out(cluster: DevCluster, n: int) -> None:
     log(f"{n} agent servers rolled out on kwok nodes")
 
 
+def check_vendor_objects(cluster: DevCluster, args: argparse.Namespace) -> None:
+    """With routing and KEDA on, every deployment has its HTTPRoute and ScaledObject."""
+    with cluster.admin() as api:
+        custom = client.CustomObjectsApi(api)
+        for wanted, (group, version, plural) in (
+            (args.routing == "gateway", ("gateway.networking.k8s.io", "v1", "httproutes")),
+            (args.autoscaler == "keda", ("keda.sh", "v1alpha1", "scaledobjects")),
+        ):
+            if wanted:
+                items = custom.list_namespaced_custom_object(
+                    group, version, AGENTS_NAMESPACE, plural
+                )["items"]
+                if len(items) != args.n:
+                    raise SystemExit(f"{len(items)} {plural} for {args.n} deployments")
+                log(f"{len(items)} {plural}")
+
+
 def steady_writes(args: argparse.Namespace, cluster: DevCluster) -> float:
     """The agent's Kubernetes writes per minute once everything is DEPLOYED."""
     user = f"system:serviceaccount:{AGENT_NAMESPACE}:{AGENT_SA}"
@@ -283,6 +360,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=600.0, help="bound of the deploy phase")
     parser.add_argument("--steady-window", type=float, default=30.0, help="seconds counted")
     parser.add_argument("--resync", type=float, default=10.0, help="agent full-round period")
+    parser.add_argument("--routing", choices=("none", "ingress", "gateway"), default="gateway")
+    parser.add_argument("--autoscaler", choices=("hpa", "keda"), default="keda")
     return parser.parse_args()
 
 

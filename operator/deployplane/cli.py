@@ -4,7 +4,9 @@ Each command group lives beside the code it drives and is only registered here, 
 this module stays a table of contents:
 
 - API resources (`deployments`, `revisions`, `listeners`, `repos`, `providers`):
-  `deployplane.commands.resources`
+  `deployplane.commands.resources`; `apply -f`: `deployplane.commands.applying`
+- `config get-contexts|use-context|set-context`: `deployplane.commands.contexts`
+- `version`, `--version`: `deployplane.commands.about`
 - `controlplane serve`: the emulator, `deployplane.controlplane.cli`
 - `dev cluster up|down|kubeconfig`: the local Kubernetes API, `deployplane.devcluster.cli`
 - `operator run`: the Kopf operator, `deployplane.controller.cli`
@@ -14,9 +16,12 @@ this module stays a table of contents:
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from deployplane.commands import resources
+from deployplane.commands import about, applying, contexts, logs, resources
+from deployplane.commands.connection import EXIT_CODES_HELP, ConnectedCommand
 from deployplane.controller.cli import app as operator_app
 from deployplane.controlplane.cli import app as controlplane_app
 from deployplane.dataplane.cli import app as listener_app
@@ -29,7 +34,25 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=about.print_version, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """Run agent-server deployments with GitOps."""
+
+
 resources.register(app)
+logs.register(resources.deployments)  # `deployplane deployments logs`
+app.command("apply", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(applying.apply)
+app.command("version", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(about.version)
+app.add_typer(contexts.app, name="config", help="Contexts: named connections to a control plane.")
 app.add_typer(controlplane_app, name="controlplane", help="Run the control-plane emulator.")
 app.add_typer(dev_app, name="dev", help="Local development cluster (kube-apiserver + etcd).")
 app.add_typer(operator_app, name="operator", help="Run the deployplane operator.")

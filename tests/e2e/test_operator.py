@@ -239,19 +239,26 @@ def test_failing_revision_goes_stalled_with_the_reason(
     stalled = condition(obj, "Stalled")
     assert stalled["reason"] == "DeployFailed"
     assert "DEPLOY_FAILED" in stalled["message"]
+    # kubectl describe says why: the deploy log's last lines, read from the control plane
+    tail = "Last log lines:\n"
+    why = "Deploy failed (a configured failure rule of the emulator)"
+    assert tail in stalled["message"]
+    assert why in stalled["message"]
     assert condition(obj, "Ready")["status"] == "False"
     # Events are posted in the background after the pass (the recorder): wait for it.
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         events = events_for(k8s_api, namespace, "doomed")
-        if any(e.type == "Warning" and e.reason == "DeployFailed" for e in events):
+        warnings = [e for e in events if e.type == "Warning" and e.reason == "DeployFailed"]
+        if warnings:
             break
         time.sleep(0.25)
     else:
         raise AssertionError(f"no DeployFailed Event: {[e.reason for e in events]}")
-    event = next(e for e in events if e.reason == "DeployFailed")
-    assert event.reporting_component == "deployplane-operator"
-    assert event.action == "Reconcile"
+    assert len(warnings) == 1
+    assert why in warnings[0].message
+    assert warnings[0].reporting_component == "deployplane-operator"
+    assert warnings[0].action == "Reconcile"
 
 
 def test_secret_rotation_rolls_a_new_revision(

@@ -28,6 +28,15 @@ PUBLISHED = json.loads(
     (Path(__file__).parents[1] / "support" / "published-contract.json").read_text()
 )
 METHODS = {"get", "post", "put", "patch", "delete"}
+# What the service serves besides the published contract (0.1.0), as its current client
+# shows (langgraph-cli 0.4.40, host_backend.py): documented, and on in strict mode.
+VENDOR_CLI_OPERATIONS = {
+    ("POST", "/v2/deployments/{deployment_id}/upload-url"),
+    ("POST", "/v2/deployments/{deployment_id}/push-token"),
+    ("POST", "/v1/projects/{project_id}/revisions/{revision_id}/build_logs"),
+    ("POST", "/v1/projects/{project_id}/revisions/{revision_id}/deploy_logs"),
+    ("POST", "/v1/projects/{project_id}/deploy_logs"),
+}
 
 
 @pytest.fixture
@@ -52,10 +61,11 @@ def parameters(operation: dict[str, Any]) -> set[tuple[str, str]]:
 async def test_the_openapi_document_shows_exactly_the_published_operations(
     strict: tuple[FastAPI, httpx.AsyncClient],
 ) -> None:
+    """The published ones, and the vendor client's, which the contract predates."""
     _, api = strict
     ours = operations((await api.get("/openapi.json")).json())
     published = operations(PUBLISHED)
-    assert sorted(ours) == sorted(published)
+    assert sorted(ours) == sorted({*published, *VENDOR_CLI_OPERATIONS})
     for key, operation in published.items():
         assert parameters(ours[key]) == parameters(operation), key
         assert set(operation["responses"]) <= set(ours[key]["responses"]), key
@@ -95,6 +105,26 @@ async def test_strict_mode_turns_every_extension_off(
     assert len(by_compute["resources"]) == 2
     put = await api.put(f"/v2/listeners/{listener['id']}", json=K8S_LISTENER)
     assert put.status_code == 405  # the path exists (GET, PATCH, DELETE); PUT does not
+
+
+async def test_strict_mode_serves_what_the_vendor_cli_calls(
+    strict: tuple[FastAPI, httpx.AsyncClient],
+) -> None:
+    _, api = strict
+    created = await api.post(
+        "/v2/deployments",
+        json={"name": "built", "source": "internal_source", "source_config": {}},
+    )
+    assert created.status_code == 201, created.text
+    dep = created.json()["id"]
+    upload = await api.post(f"/v2/deployments/{dep}/upload-url", json={})
+    assert upload.status_code == 200
+    assert upload.json()["upload_url"].startswith("http://emulator/_uploads/")
+    push = await api.post(f"/v2/deployments/{dep}/push-token", json={})
+    assert push.status_code == 400  # internal_docker only: the CLI's own message
+    assert "only available for 'internal_docker'" in push.json()["detail"]
+    logs = await api.post(f"/v1/projects/{dep}/deploy_logs", json={"limit": 5})
+    assert logs.json() == {"logs": [], "next_offset": None}
 
 
 async def test_outside_strict_mode_the_extensions_answer(database_url: str) -> None:

@@ -286,3 +286,52 @@ def test_strict_flag_and_config_key_turn_the_extensions_off(tmp_path: Path) -> N
         stats = httpx.get(f"{url}/_emulator/stats", headers={"X-Api-Key": KEY_A})
         assert stats.status_code == 404
         assert httpx.get(f"{url}/v2/listeners", headers={"X-Api-Key": KEY_A}).status_code == 200
+
+
+def test_the_generated_dev_key_is_kept_with_the_database(tmp_path: Path) -> None:
+    with serve(cwd=tmp_path) as (lines, url):
+        key = lines[0].removeprefix(KEY_LINE)
+    with serve(cwd=tmp_path) as (lines, url):
+        assert lines[0] == f"{KEY_LINE}{key}"  # the same key after a restart
+        listed = httpx.get(f"{url}/v2/deployments", headers={"X-Api-Key": key})
+        assert listed.status_code == 200
+    other = f"sqlite+aiosqlite:///{tmp_path / 'other.db'}"
+    with serve("--database", other, cwd=tmp_path) as (lines, _):
+        assert lines[0] != f"{KEY_LINE}{key}"  # another database, another key
+
+
+def test_the_api_key_from_the_environment_stays_out_of_argv(tmp_path: Path) -> None:
+    env = {"DEPLOYPLANE_EMULATOR_API_KEY": "env-key"}
+    with serve(cwd=tmp_path, env=env) as (lines, url):
+        assert lines == [lines[-1]]  # no generated key printed
+        ok = httpx.get(f"{url}/v2/deployments", headers={"X-Api-Key": "env-key"})
+        assert ok.status_code == 200
+
+
+def test_a_port_in_use_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    with serve("--api-key", "k", cwd=tmp_path) as (_, url):
+        port = url.rsplit(":", 1)[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "deployplane.cli", "controlplane", "serve", "--port", port],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**_inherited_env(), "DEPLOYPLANE_EMULATOR_API_KEY": "k"},
+            timeout=60,
+        )
+    assert result.returncode == 1
+    assert result.stderr == f"error: cannot listen on 127.0.0.1:{port}: address already in use\n"
+    assert result.stdout == ""
+
+
+def test_the_dev_key_is_kept_in_a_postgresql_database_too(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    env = {"DEPLOYPLANE_DATABASE_URL": postgres_server.fresh_database()}
+    with serve(cwd=tmp_path, env=env) as (lines, _):
+        first = lines[0]
+    with serve(cwd=tmp_path, env=env) as (lines, url):
+        assert lines[0] == first
+        key = first.removeprefix(KEY_LINE)
+        assert httpx.get(f"{url}/v2/listeners", headers={"X-Api-Key": key}).status_code == 200
+    assert not (tmp_path / ".deployplane").exists()

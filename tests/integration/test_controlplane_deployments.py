@@ -274,7 +274,8 @@ async def test_patch_source_config_replaces_present_keys_and_null_clears(
     config = response.json()["source_config"]
     assert config["resource_spec"]["max_scale"] == 5
     assert config["resource_spec"]["min_scale"] is None  # replaced whole
-    assert config["custom_url"] is None
+    # cleared: the emulator's own URL of the deployment again (every deployment has one)
+    assert config["custom_url"] == f"https://{created['id']}.deployments.deployplane.example"
     assert config["install_command"] == "make"  # absent: kept
     assert config["listener_config"] == {"k8s_namespace": "prod"}
     # source_config alone makes no revision
@@ -371,7 +372,8 @@ async def test_a_repeated_read_never_outlives_a_write(api: httpx.AsyncClient) ->
     created = (await api.post("/v2/deployments", json=image_body())).json()
     path = f"/v2/deployments/{created['id']}"
     revision_path = f"{path}/revisions/{created['latest_revision_id']}"
-    assert (await api.get(path)).json()["source_config"]["custom_url"] is None
+    own_url = f"https://{created['id']}.deployments.deployplane.example"
+    assert (await api.get(path)).json()["source_config"]["custom_url"] == own_url
     assert (await api.get(revision_path)).json()["status"] == "CREATING"
     await api.patch(path, json={"source_config": {"custom_url": "https://b.example.com"}})
     assert (await api.get(path)).json()["source_config"]["custom_url"] == "https://b.example.com"

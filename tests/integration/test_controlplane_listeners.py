@@ -11,6 +11,7 @@ import pytest
 from _controlplane_harness import api, emulator, image_body  # noqa: F401  (fixtures)
 from fastapi import FastAPI
 from sqlalchemy import delete
+from tests.support.published import assert_published
 
 from deployplane.controlplane.tables import listeners
 
@@ -54,10 +55,18 @@ async def test_patch_changes_only_version_and_compute_config(api: httpx.AsyncCli
     patched = await api.patch(path, json={"version": "2"})
     assert patched.status_code == 200
     assert patched.json()["version"] == "2"
-    assert patched.json()["compute_config"] is None
+    # a listener made without one has an empty compute_config: an object, as published
+    assert patched.json()["compute_config"] == {"k8s_namespaces": None}
+    assert_published("Listener", patched.json())
     patched = await api.patch(path, json={"compute_config": {"k8s_namespaces": ["x"]}})
     assert patched.json()["compute_config"]["k8s_namespaces"] == ["x"]
     assert patched.json()["version"] == "2"
+    # null changes nothing: the published Listener never has a null compute_config
+    kept = await api.patch(path, json={"compute_config": None})
+    assert kept.status_code == 200
+    assert kept.json()["compute_config"]["k8s_namespaces"] == ["x"]
+    assert_published("Listener", kept.json())
+    assert (await api.get(path)).json()["compute_config"]["k8s_namespaces"] == ["x"]
     refused = await api.patch(path, json={"compute_id": "other", "version": "3"})
     assert refused.status_code == 422
     assert refused.json()["detail"][0]["loc"] == ["body", "compute_id"]
@@ -74,7 +83,8 @@ async def test_put_replaces_but_keeps_immutables(api: httpx.AsyncClient) -> None
     replaced = await api.put(path, json={"compute_type": "k8s", "compute_id": "cluster-1"})
     assert replaced.status_code == 200
     assert replaced.json()["version"] is None
-    assert replaced.json()["compute_config"] is None
+    assert replaced.json()["compute_config"] == {"k8s_namespaces": None}
+    assert_published("Listener", replaced.json())
     moved = await api.put(path, json={"compute_type": "k8s", "compute_id": "cluster-2"})
     assert moved.status_code == 422
     assert moved.json()["detail"][0]["loc"] == ["body", "compute_id"]

@@ -43,6 +43,8 @@ from deployplane.api.models import (
     ListenerCreate,
     ListenerPatch,
     ListenerPut,
+    LogsQuery,
+    UploadUrlRequest,
 )
 from deployplane.controlplane.jsonguard import MAX_DEPTH
 
@@ -117,6 +119,9 @@ OPERATIONS = [
     Operation("create_listener", "POST", ListenerCreate),
     Operation("patch_listener", "PATCH", ListenerPatch),
     Operation("put_listener", "PUT", ListenerPut, extension=True),
+    # what the vendor's CLI calls (docs/emulator.md): documented like the published ones
+    Operation("deploy_logs", "POST", LogsQuery),
+    Operation("upload_url", "POST", UploadUrlRequest),
 ]
 PATHS = {op.name: field_paths(op.model) for op in OPERATIONS}
 
@@ -345,6 +350,10 @@ def base_body(operation: Operation, index: int) -> tuple[str, dict[str, Any]]:
         return "/v2/listeners", {**K8S_LISTENER, "compute_id": f"c{index}"}
     if operation.name == "patch_listener":
         return "/v2/listeners/{listener}", {"version": "2"}
+    if operation.name == "deploy_logs":
+        return "/v1/projects/{deployment}/deploy_logs", {"order": "asc", "limit": 10}
+    if operation.name == "upload_url":  # the seed is external_docker: refused, nothing made
+        return "/v2/deployments/{deployment}/upload-url", {"supports_upload_headers": True}
     return "/v2/listeners/{listener}", dict(K8S_LISTENER)
 
 
@@ -397,7 +406,12 @@ def test_hostile_bodies_never_fail_the_server_nor_half_write(database_url: str) 
                 statuses[status] = statuses.get(status, 0) + 1
 
             run()
-            # the listener in use is still refused, and nothing it holds was lost
+            # A listener in use is still refused. A generated PATCH may have moved the
+            # seed off it (`listener_id: null` is a valid detach), so put one on it now.
+            body = image_body("in-use")
+            body["source_config"]["listener_id"] = ids.used_listener
+            on_it = runner.run(api.post("/v2/deployments", json=body))
+            assert on_it.status_code == 201, on_it.text
             refused = runner.run(api.delete(f"/v2/listeners/{ids.used_listener}"))
             assert refused.status_code == 409
             final = runner.run(snapshot(api))

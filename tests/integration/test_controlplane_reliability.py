@@ -100,9 +100,13 @@ class Chain:
         return response
 
     def create(self, case: Case, valid: dict[str, Any], key: str) -> None:
-        """The generated body first; if refused, a valid one, so the chain has an id."""
+        """The generated body first; if refused, a valid one, so the chain has an id (and,
+        for a deployment, a revision: an internal_* create, which the generator may now
+        draw, makes none until the vendor CLI's PATCH)."""
         response = self.send(case)
-        if response.status_code != 201:
+        no_revision = key == "deployment_id" and response.status_code == 201
+        no_revision = no_revision and not response.json().get("latest_revision_id")
+        if response.status_code != 201 or no_revision:
             body = dict(valid)
             if key == "deployment_id":
                 body["name"] = f"chain-{self.run}"

@@ -150,6 +150,18 @@ async def test_an_image_that_cannot_be_pulled_fails_the_revision_with_the_reason
         world.listener_id, deployment["id"], deployment["latest_revision_id"]
     )
     assert work.message == "ImagePullBackOff: registry.example.com/app:1 cannot be pulled"
+    # the agent ships what it saw as deploy log lines (langgraph deploy logs reads them)
+    logs = await world.api.post(
+        f"/v1/projects/{deployment['id']}/revisions/{deployment['latest_revision_id']}/deploy_logs",
+        json={"order": "asc", "level": "ERROR"},
+    )
+    assert [line["message"] for line in logs.json()["logs"]] == [
+        "rollout DEPLOY_FAILED: ImagePullBackOff: registry.example.com/app:1 cannot be pulled"
+    ]
+    every = await world.api.post(f"/v1/projects/{deployment['id']}/deploy_logs", json={})
+    assert any(
+        "0/1 ready (waiting: ImagePullBackOff)" in line["message"] for line in every.json()["logs"]
+    )
 
 
 async def test_a_namespace_the_listener_does_not_have_fails_with_that_message(

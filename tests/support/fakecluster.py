@@ -14,6 +14,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from tests.support.routecontroller import admitted_status
+
 from deployplane.dataplane.kube import ClusterError
 
 Obj = dict[str, Any]
@@ -30,6 +32,7 @@ class FakeCluster:
         self.namespaces = set(namespaces)
         self.writes = 0
         self.fail_on_apply: int | None = None  # 1-based index of the apply that dies
+        self.unserved: set[str] = set()  # kinds whose CRD is "not installed"
 
     def _key(self, kind: str, namespace: str, name: str) -> Key:
         return (kind, namespace, name)
@@ -91,13 +94,20 @@ class FakeCluster:
                 del self.objects[other_key]
         return True
 
+    async def served(self, api_version: str, kind: str) -> bool:
+        return kind not in self.unserved
+
     # ------------------------------------------------------------------ the world
 
     def of_kind(self, kind: str) -> list[Obj]:
         return [obj for (k, _, _), obj in sorted(self.objects.items()) if k == kind]
 
-    def roll_out(self, *, ready_database: bool = True) -> None:
-        """What the Deployment and StatefulSet controllers (and kwok) would do."""
+    def roll_out(self, *, ready_database: bool = True, admit_routes: bool = True) -> None:
+        """What the Deployment and StatefulSet controllers (and kwok) would do, and an
+        ingress or Gateway controller (tests/support/routecontroller.py)."""
+        if admit_routes:
+            for obj in [*self.of_kind("Ingress"), *self.of_kind("HTTPRoute")]:
+                obj["status"] = admitted_status(obj)
         for obj in self.of_kind("Deployment"):
             replicas = obj["spec"].get("replicas", 1)
             obj["status"] = {

@@ -235,8 +235,10 @@ def test_422_is_one_stderr_line_listing_each_field_and_message(service: FakeServ
         {"loc": ["body", "name"], "msg": "Field required", "type": "missing"},
         {"loc": ["body", "source"], "msg": "Input should be 'git_host'", "type": "enum"},
     ]
+    service.on("GET", f"/v2/deployments/{DEP_ID}", [httpx.Response(200, json=deployment())])
     service.on("PATCH", f"/v2/deployments/{DEP_ID}", [httpx.Response(422, json={"detail": detail})])
-    result = run("deployments", "update", DEP_ID, "-f", "-", stdin="name: x\n")
+    stdin = "source_revision_config: {image_uri: 'img:2'}\n"
+    result = run("deployments", "update", DEP_ID, "-f", "-", stdin=stdin)
     assert result.exit_code == 1
     line = assert_one_error_line(result)
     assert "body.name: Field required" in line
@@ -309,7 +311,7 @@ def test_deployments_list_table_shows_each_deployment(service: FakeService) -> N
         "/v2/deployments",
         [httpx.Response(200, json={"resources": [deployment()], "offset": 1})],
     )
-    result = run("deployments", "list", "--name-contains", "agent")
+    result = run("deployments", "list", "--name-contains", "agent", "-o", "wide")
     assert result.exit_code == 0, result.output
     assert "agent-one" in result.stdout
     assert DEP_ID in result.stdout
@@ -394,10 +396,17 @@ def test_bad_input_file_exits_2_naming_fields_but_not_secret_values(
     result = run("deployments", "create", "-f", str(spec))
     assert result.exit_code == 2
     line = assert_one_error_line(result)
-    assert "name: Field required" in line
-    assert "source:" in line
-    assert "secrets.0.value" in line
+    # the published four (internal_*: what the vendor's CLI creates, docs/emulator.md)
+    assert (
+        "source: must be 'git_host', 'external_docker', 'internal_docker' or 'internal_source'"
+        in line
+    )
+    assert "secrets.0.value: must be a string" in line
     assert "12345" not in line
+    spec.write_text("source: external_docker\nsource_revision_config: {image_uri: 'a:1'}\n")
+    nameless = run("deployments", "create", "-f", str(spec))
+    assert nameless.exit_code == 2
+    assert "name: required" in assert_one_error_line(nameless)
     assert service.requests == []
 
 
@@ -406,13 +415,14 @@ def test_unparsable_or_missing_file_exits_2(service: FakeService, tmp_path: Path
     broken.write_text("name: [unclosed\n")
     result = run("deployments", "create", "-f", str(broken))
     assert result.exit_code == 2
-    assert "not valid YAML or JSON" in assert_one_error_line(result)
+    assert "is not valid YAML: line 2, column 1" in assert_one_error_line(result)
     missing = run("deployments", "create", "-f", str(tmp_path / "nope.yaml"))
     assert missing.exit_code == 2
     assert "cannot read" in assert_one_error_line(missing)
 
 
 def test_deployments_update_patches_only_the_fields_in_the_file(service: FakeService) -> None:
+    service.on("GET", f"/v2/deployments/{DEP_ID}", [httpx.Response(200, json=deployment())])
     service.on("PATCH", f"/v2/deployments/{DEP_ID}", [httpx.Response(200, json=deployment())])
     result = run(
         "deployments",
@@ -561,6 +571,7 @@ def test_revisions_list_and_get(service: FakeService) -> None:
         f"/v2/deployments/{DEP_ID}/revisions/{REV_ID}",
         [httpx.Response(200, json=revision())],
     )
+    service.on("GET", f"/v2/deployments/{DEP_ID}", [httpx.Response(200, json=deployment())])
     listed = run("revisions", "list", DEP_ID)
     assert listed.exit_code == 0, listed.output
     assert "BUILDING" in listed.stdout
@@ -606,6 +617,7 @@ def test_listeners_create_posts_the_file(service: FakeService) -> None:
 
 def test_listeners_update_patches(service: FakeService) -> None:
     path = f"/v2/listeners/{LIS_ID}"
+    service.on("GET", path, [httpx.Response(200, json=listener())])
     service.on("PATCH", path, [httpx.Response(200, json=listener(version="v2"))])
     patched = run("listeners", "update", LIS_ID, "-f", "-", "-o", "json", stdin="version: v2\n")
     assert patched.exit_code == 0, patched.output
@@ -642,7 +654,7 @@ def test_repos_list_shows_default_branch_and_url(service: FakeService) -> None:
     service.on(
         "GET", f"/v1/integrations/git_host/{INT_ID}/repos", [httpx.Response(200, json=[repo])]
     )
-    result = run("repos", "list", INT_ID)
+    result = run("repos", "list", INT_ID, "-o", "wide")
     assert result.exit_code == 0, result.output
     assert "https://git.example/acme/agent" in result.stdout
     assert "main" in result.stdout

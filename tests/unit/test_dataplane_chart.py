@@ -126,10 +126,14 @@ def test_listener_id_needs_no_listener_role() -> None:
         ({"enabled": True, "listenerId": "nope", "namespaces": ["a"]}, "schema"),
         ({"enabled": True, "listenerName": "x", "namespaces": ["Bad_NS"]}, "schema"),
         ({"enabled": True, "listenerName": "x", "namespaces": ["a"], "pollInterval": 0}, "schema"),
+        ({**NAMED, "autoscaler": "vpa"}, "schema"),
+        ({**NAMED, "routing": "istio"}, "schema"),
+        ({**NAMED, "routing": "ingress"}, "needs listenerAgent.route.host"),
         (
-            {"enabled": True, "listenerName": "x", "namespaces": ["a"], "clusterWide": True},
-            "schema",
+            {**NAMED, "routing": "gateway", "route": {"host": "a.example.com"}},
+            "needs listenerAgent.route.gateway.name",
         ),
+        ({**NAMED, "route": {"basePath": "/a b"}}, "schema"),
     ],
 )
 def test_bad_listener_agent_values_are_refused(values: dict[str, Any], message: str) -> None:
@@ -171,3 +175,77 @@ def test_kustomize_example_grants_what_the_chart_grants() -> None:
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["deployplane", "listener", "run"]
     assert not [d for d in example if d["kind"].startswith("Cluster")]
+
+
+def _rules(values: dict[str, Any]) -> list[Any]:
+    docs = agent_docs(chart.render({"listenerAgent": {**NAMED, **values}}))
+    (role,) = [d for d in find_all(docs, "Role") if not d["metadata"]["name"].endswith("-listener")]
+    return [(tuple(r["apiGroups"]), tuple(r["resources"])) for r in role["rules"]]
+
+
+def test_grants_follow_the_settings() -> None:
+    default = _rules({})
+    assert (("networking.k8s.io",), ("networkpolicies",)) in default
+    assert not [r for r in default if r[0] in (("keda.sh",), ("gateway.networking.k8s.io",))]
+    assert (("networking.k8s.io",), ("networkpolicies",)) not in _rules({"networkPolicy": False})
+    assert (("networking.k8s.io",), ("ingresses",)) in _rules(
+        {"routing": "ingress", "route": {"host": "a.example.com"}}
+    )
+    gateway = _rules(
+        {"routing": "gateway", "route": {"host": "a.example.com", "gateway": {"name": "gw"}}}
+    )
+    assert (("gateway.networking.k8s.io",), ("httproutes",)) in gateway
+    assert (("keda.sh",), ("scaledobjects", "triggerauthentications")) in _rules(
+        {"autoscaler": "keda"}
+    )
+
+
+def test_cluster_wide_is_one_cluster_role_with_the_same_rules() -> None:
+    values = {"listenerAgent": {**NAMED, "clusterWide": True, "autoscaler": "keda"}}
+    docs = agent_docs(chart.render(values))
+    (role,) = find_all(docs, "ClusterRole")
+    (binding,) = find_all(docs, "ClusterRoleBinding")
+    assert binding["roleRef"]["name"] == role["metadata"]["name"] == AGENT
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": AGENT, "namespace": chart.NAMESPACE}
+    ]
+    namespaced = [d for d in find_all(docs, "Role") if d["metadata"]["name"] == AGENT]
+    assert namespaced == []
+    assert [(tuple(r["apiGroups"]), tuple(r["resources"])) for r in role["rules"]] == _rules(
+        {"autoscaler": "keda"}
+    )
+    # Without namespaces too: the listener's own k8s_namespaces still bound the agent.
+    lone = {"listenerAgent": {"enabled": True, "listenerName": "x", "clusterWide": True}}
+    assert find_all(agent_docs(chart.render(lone)), "ClusterRole")
+
+
+def test_agent_settings_reach_the_agent_environment() -> None:
+    values = {
+        "listenerAgent": {
+            **NAMED,
+            "autoscaler": "keda",
+            "routing": "gateway",
+            "route": {
+                "host": "{id}.agents.example.com",
+                "basePath": "/lg",
+                "gateway": {"name": "public", "namespace": "infra", "sectionName": "https"},
+            },
+            "networkPolicy": False,
+        }
+    }
+    (deployment,) = find_all(agent_docs(chart.render(values)), "Deployment")
+    env = env_of(deployment["spec"]["template"]["spec"]["containers"][0])
+    assert env["DEPLOYPLANE_AUTOSCALER"] == "keda"
+    assert env["DEPLOYPLANE_ROUTING"] == "gateway"
+    assert env["DEPLOYPLANE_ROUTE_HOST"] == "{id}.agents.example.com"
+    assert env["DEPLOYPLANE_ROUTE_BASE_PATH"] == "/lg"
+    assert env["DEPLOYPLANE_GATEWAY"] == "infra/public"
+    assert env["DEPLOYPLANE_GATEWAY_SECTION"] == "https"
+    assert env["DEPLOYPLANE_NETWORK_POLICY"] == "false"
+    assert env["DEPLOYPLANE_POSTGRES_IMAGE"] == "pgvector/pgvector:pg16"
+    # What the chart writes is what the agent reads.
+    from deployplane.dataplane.render.settings import from_env
+
+    settings = from_env({k: v for k, v in env.items() if isinstance(v, str)})
+    assert settings.gateway_namespace == "infra"
+    assert settings.network_policy is False

@@ -517,6 +517,7 @@ def test_every_object_refers_to_the_owner_and_with_owner_fills_the_uid() -> None
             ("Secret", f"{BASE}-db"),
             ("Deployment", BASE),
             ("Service", BASE),
+            ("NetworkPolicy", BASE),
             ("Deployment", f"{BASE}-queue"),
             ("Deployment", f"{BASE}-redis"),
             ("Service", f"{BASE}-redis"),

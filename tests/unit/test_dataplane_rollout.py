@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from deployplane.api.dataplane import ReportedStatus
-from deployplane.dataplane.rollout import Verdict, database_ready, rollout_verdict
+from deployplane.dataplane.rollout import Verdict, database_ready, rollout_verdict, route_waiting
 
+Obj = dict[str, Any]
 REV = "rev-2"
 
 
@@ -164,3 +165,43 @@ def statefulset(ready: int, *, observed: int = 1, replicas: int = 1) -> dict[str
 )
 def test_database_ready(case: str, obj: dict[str, Any] | None, want: bool) -> None:
     assert database_ready(obj) is want
+
+
+# --------------------------------------------------------------------------- routes
+
+
+def _route(kind: str, status: dict[str, Any] | None = None, generation: int = 2) -> Obj:
+    return {
+        "kind": kind,
+        "metadata": {"generation": generation},
+        "spec": {"parentRefs": [{"name": "public", "namespace": "infra"}]},
+        "status": status or {},
+    }
+
+
+def _parent(accepted: str = "True", resolved: str = "True", generation: int = 2) -> Obj:
+    conditions = [
+        {"type": "Accepted", "status": accepted, "observedGeneration": generation},
+        {"type": "ResolvedRefs", "status": resolved, "observedGeneration": generation},
+    ]
+    return {"parents": [{"parentRef": {"name": "public"}, "conditions": conditions}]}
+
+
+@pytest.mark.parametrize(
+    ("route", "admitted"),
+    [
+        (None, True),
+        (_route("Ingress"), False),
+        (_route("Ingress", {"loadBalancer": {"ingress": [{}]}}), False),
+        (_route("Ingress", {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}), True),
+        (_route("Ingress", {"loadBalancer": {"ingress": [{"hostname": "lb.example"}]}}), True),
+        (_route("HTTPRoute"), False),
+        (_route("HTTPRoute", _parent()), True),
+        (_route("HTTPRoute", _parent(accepted="False")), False),
+        (_route("HTTPRoute", _parent(resolved="False")), False),
+        # Admitted for an older generation (the path changed since): not yet.
+        (_route("HTTPRoute", _parent(generation=1)), False),
+    ],
+)
+def test_route_waiting(route: Obj | None, admitted: bool) -> None:
+    assert (route_waiting(route) is None) is admitted

@@ -30,6 +30,7 @@ from deployplane.externals.agentdeployment import (
     secrets_digest,
 )
 from deployplane.externals.agentdeployment import AgentDeploymentReason as ADReason
+from deployplane.externals.agentdeployment.logtail import with_tail
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.listener import ListenerConnecter, ListenerExternal
 from deployplane.reconcile.conditions import Reason
@@ -1226,3 +1227,81 @@ async def test_delete_passes_delete_tracing_project(flag: bool, query: dict[str,
     api.on("DELETE", DEPLOYMENT_PATH, (204, None))
     assert await external(api).delete(ad(docker_spec(deleteTracingProject=flag)), DEP) is False
     assert api.params[-1] == query
+
+
+# ------------------------------------------------------- why a revision failed
+
+BUILD_LOGS_PATH = f"/v1/projects/{DEP}/revisions/{REV}/build_logs"
+DEPLOY_LOGS_PATH = f"/v1/projects/{DEP}/revisions/{REV}/deploy_logs"
+
+
+def log_page(*messages: str) -> dict[str, Any]:
+    """Newest first, as the tail is asked for (order desc)."""
+    logs = [
+        {"id": str(i), "timestamp": 1, "level": "INFO", "message": m}
+        for i, m in enumerate(reversed(messages))
+    ]
+    return {"logs": logs, "next_offset": None}
+
+
+@pytest.mark.parametrize(
+    ("status", "path"),
+    [("BUILD_FAILED", BUILD_LOGS_PATH), ("DEPLOY_FAILED", DEPLOY_LOGS_PATH)],
+)
+async def test_a_failed_revision_says_why_with_its_log_tail(status: str, path: str) -> None:
+    dep = deployment_json(active_revision_id=None, secrets=[{"name": "OPENAI_API_KEY"}])
+    api = FakeApi().on("GET", DEPLOYMENT_PATH, (200, dep))
+    api.on("GET", REVISION_PATH, (200, revision_json(status)))
+    lines = [f"line {i}" for i in range(8)]
+    lines[-1] = "line 7" + " y" * 300  # every shown line as long as a line may be
+    lines[-2] = "OPENAI_API_KEY=sk-leaked-value and token: abc123 " + "x" * 400
+    api.on("POST", path, (200, log_page(*lines)))
+    obs = await observe(external(api), ad(docker_spec()), DEP, full=True)
+    assert api.sent("POST") == [{"order": "desc", "limit": 5}]
+    head, *tail = obs.message.split("\n")
+    assert head == (
+        f"Revision {REV} ended {status}; change the spec to roll a new one. Last log lines:"
+    )
+    assert tail[0] == "  line 3"
+    assert tail[-1].startswith("  line 7 y y")  # the last five, oldest first
+    assert tail[-1].endswith("...")
+    assert len(tail) == 5
+    assert "sk-leaked-value" not in obs.message
+    assert "abc123" not in obs.message
+    assert "OPENAI_API_KEY=*** and token: ***" in tail[-2]
+    assert all(len(line) <= 2 + 160 for line in tail)  # each line bounded
+    assert len(obs.message) <= 1024  # whole in the one Event (kubeapi cuts beyond)
+
+    # later passes keep the message from the condition and do not read the log again
+    kept = {
+        "deploymentId": DEP,
+        "latestRevisionId": REV,
+        "revision": {"id": REV, "status": status},
+        "conditions": [
+            {
+                "type": "Stalled",
+                "status": "True",
+                "reason": "x",
+                "message": obs.message,
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            },
+        ],
+    }
+    again = FakeApi().on("GET", DEPLOYMENT_PATH, (200, dep))
+    later = await observe(external(again), ad(docker_spec(), kept), DEP, full=True)
+    assert later.message == obs.message
+    assert again.calls == [("GET", DEPLOYMENT_PATH)]
+
+
+async def test_a_service_without_logs_leaves_the_plain_reason() -> None:
+    api = FakeApi().on("GET", DEPLOYMENT_PATH, (200, deployment_json(active_revision_id=None)))
+    api.on("GET", REVISION_PATH, (200, revision_json("DEPLOY_FAILED")))
+    obs = await observe(external(api), ad(docker_spec()), DEP, full=True)  # logs: 404
+    assert obs.message == f"Revision {REV} ended DEPLOY_FAILED; change the spec to roll a new one"
+
+
+def test_the_longest_explained_message_fits_one_event() -> None:
+    base = f"Revision {REV} ended DEPLOY_FAILED; change the spec to roll a new one"
+    message = with_tail(base, ["z" * 5000] * 9, [])
+    assert message.count("\n") == 5
+    assert len(message) <= 1024  # kube/api.py cuts an Event's message beyond

@@ -32,6 +32,7 @@ from deployplane.api.models import (
     Volume,
     VolumeMount,
 )
+from deployplane.crd.specs import ManagedSource
 
 NOW = "2025-01-02T03:04:05Z"
 LATER = "2025-01-02T04:05:06.123456Z"
@@ -299,7 +300,12 @@ def test_other_enums_have_exactly_the_spec_values() -> None:
     assert {s.value for s in DeploymentStatus} == {
         *("AWAITING_DATABASE", "READY", "UNUSED", "AWAITING_DELETE", "UNKNOWN"),
     }
-    assert {s.value for s in Source} == {"git_host", "external_docker"}
+    # the published contract's four (the internal_* ones are what the vendor's CLI makes)
+    assert {s.value for s in Source} == {
+        *("git_host", "external_docker", "internal_docker", "internal_source"),
+    }
+    # an AgentDeployment manages the two the operator can carry
+    assert {s.value for s in ManagedSource} == {"git_host", "external_docker"}
     assert {c.value for c in ComputeType} == {"k8s"}
 
 

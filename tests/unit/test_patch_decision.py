@@ -206,3 +206,65 @@ def test_a_git_ref_change_makes_a_revision_with_the_merged_config() -> None:
     assert decision.revision_config == RevisionConfig(
         repo_ref="release", graph_config_path="graph.json"
     )
+
+
+# ------------------------------------------- the vendor CLI's internal_* revisions
+
+BUILT = RevisionConfig(
+    image_uri="images.deployplane.example/app@sha256:" + "a" * 64,
+    source_tarball_path="sources/x/1.tar.gz",
+    langgraph_config_path="langgraph.json",
+)
+
+
+def built(**changes: Any) -> StoredDeployment:
+    return docker(
+        source=Source.INTERNAL_SOURCE,
+        source_config={"deployment_type": "dev_zero"},
+        revision_config=BUILT,
+        revision_source=Source.INTERNAL_SOURCE,
+        **changes,
+    )
+
+
+def test_a_pushed_image_after_a_build_replaces_the_whole_revision_config() -> None:
+    image = "registry.deployplane.example/w/app@sha256:" + "b" * 64
+    decision = decide(
+        built(),
+        {"revision_source": "internal_docker", "source_revision_config": {"image_uri": image}},
+    )
+    assert decision.errors == []
+    assert decision.new_revision
+    assert decision.revision_source is Source.INTERNAL_DOCKER
+    # nothing of the build carried over: an image revision, not half of each
+    assert decision.revision_config == RevisionConfig(image_uri=image)
+    assert decision.upload_to_check is None
+
+
+def test_a_new_upload_is_built_and_must_be_checked() -> None:
+    decision = decide(
+        built(),
+        {
+            "revision_source": "internal_source",
+            "source_revision_config": {
+                "source_tarball_path": "sources/x/2.tar.gz",
+                "langgraph_config_path": "sub/langgraph.json",
+            },
+        },
+    )
+    assert decision.errors == []
+    assert decision.upload_to_check == "sources/x/2.tar.gz"
+    assert decision.revision_config.image_uri is None  # the build will set it
+
+
+@pytest.mark.parametrize("revision_source", ["git_host", "external_docker"])
+def test_an_internal_deployment_takes_only_internal_revision_sources(revision_source: str) -> None:
+    decision = decide(built(), {"revision_source": revision_source})
+    assert [e["loc"] for e in decision.errors] == [["body", "revision_source"]]
+
+
+def test_an_image_deployment_takes_no_revision_source_but_its_own() -> None:
+    refused = decide(docker(), {"revision_source": "internal_source"})
+    assert [e["loc"] for e in refused.errors] == [["body", "revision_source"]]
+    own = decide(docker(), {"revision_source": "external_docker"})
+    assert own.errors == []

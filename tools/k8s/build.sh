@@ -107,10 +107,68 @@ build_promql() {
   stamp promql "$want"
 }
 
-# The two test checkers build on their own (`build.sh kstatus`, `build.sh promql`); this
+build_crds() {
+  # The Gateway API's and KEDA's CRDs for the dev cluster (docs/dataplane.md): the
+  # listener agent renders HTTPRoutes and ScaledObjects, which the e2e tests apply to
+  # the real apiserver, validated against these schemas. controller-gen reads the
+  # projects' own API packages (sigs.k8s.io/gateway-api/apis/v1,
+  # github.com/kedacore/keda/v2/apis/keda/v1alpha1) in a module that requires only
+  # them, so their k8s.io versions are theirs, not controller-gen's. Only the API
+  # packages are compiled (type-checked), never KEDA's scalers: seconds, once the
+  # modules are downloaded.
+  local want="cgen-v$CONTROLLER_TOOLS_VERSION-gateway-v$GATEWAY_API_VERSION-keda-v$KEDA_VERSION-annotated"
+  if have controller-gen "v$CONTROLLER_TOOLS_VERSION" \
+    && [ "$(cat "$bin/crds/.stamp" 2>/dev/null)" = "$want" ]; then
+    log "CRDs $want: cached in $bin/crds"; return
+  fi
+  if ! have controller-gen "v$CONTROLLER_TOOLS_VERSION"; then
+    log "building controller-gen v$CONTROLLER_TOOLS_VERSION"
+    GOBIN="$bin" go install -trimpath -ldflags "-s -w" \
+      "sigs.k8s.io/controller-tools/cmd/controller-gen@v$CONTROLLER_TOOLS_VERSION"
+    stamp controller-gen "v$CONTROLLER_TOOLS_VERSION"
+  fi
+  local mod="$work/crds-$want" out="$work/crds-$want/out"
+  rm -rf "$mod"; mkdir -p "$out"
+  cat >"$mod/tools.go" <<'GO'
+//go:build tools
+
+// Package crds only names the API packages controller-gen reads.
+package crds
+
+import (
+	_ "github.com/kedacore/keda/v2/apis/keda/v1alpha1"
+	_ "sigs.k8s.io/gateway-api/apis/v1"
+)
+GO
+  (cd "$mod" && go mod init deployplane.local/crds >/dev/null 2>&1 \
+    && go get "sigs.k8s.io/gateway-api@v$GATEWAY_API_VERSION" \
+      "github.com/kedacore/keda/v2@v$KEDA_VERSION" && go mod tidy)
+  log "generating CRDs: gateway-api v$GATEWAY_API_VERSION, keda v$KEDA_VERSION"
+  (cd "$mod" && "$bin/controller-gen" crd paths=sigs.k8s.io/gateway-api/apis/v1 \
+    paths=github.com/kedacore/keda/v2/apis/keda/v1alpha1 output:crd:dir="$out")
+  # The apiserver refuses a CRD of a *.k8s.io group without the API-review annotation;
+  # the Gateway API's own generator (a wrapper of controller-tools) adds it and the
+  # bundle version, with the values the module itself declares (pkg/consts).
+  local consts link
+  consts="$(cd "$mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api)/pkg/consts/consts.go"
+  link=$(sed -n 's/.*ApprovalLink = "\(.*\)".*/\1/p' "$consts")
+  [ -n "$link" ] || { echo "no ApprovalLink in $consts" >&2; exit 1; }
+  sed -i "s#^  annotations:\$#  annotations:\n    api-approved.kubernetes.io: $link\n    gateway.networking.k8s.io/bundle-version: v$GATEWAY_API_VERSION#" \
+    "$out"/gateway.networking.k8s.io_*.yaml
+  rm -rf "$bin/crds"; mkdir -p "$bin/crds"
+  # What the data plane uses, and what those refer to (an HTTPRoute's parent Gateway).
+  for crd in gateway.networking.k8s.io_gatewayclasses gateway.networking.k8s.io_gateways \
+    gateway.networking.k8s.io_httproutes keda.sh_scaledobjects \
+    keda.sh_triggerauthentications keda.sh_clustertriggerauthentications; do
+    cp "$out/$crd.yaml" "$bin/crds/"
+  done
+  echo "$want" >"$bin/crds/.stamp"
+}
+
+# The two test checkers and the CRDs build on their own (`build.sh kstatus|promql|crds`); this
 # stays apart from the Kubernetes tools' `case` below so additions there merge cleanly.
 case "${1:-all}" in
-  kstatus|promql) "build_$1"; log "$1 ready in $bin"; exit 0 ;;
+  kstatus|promql|crds) "build_$1"; log "$1 ready in $bin"; exit 0 ;;
 esac
 
 build_helm() {
@@ -147,8 +205,8 @@ case "${1:-all}" in
   path) echo "$bin"; exit 0 ;;
   all) build_etcd; build_kube; build_helm; build_kwok ;;
   etcd|kube|helm|kwok) "build_$1" ;;
-  *) echo "usage: $0 [all|etcd|kube|helm|kwok|kstatus|promql|path]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|etcd|kube|helm|kwok|kstatus|promql|crds|path]" >&2; exit 2 ;;
 esac
 # ... and part of `all`.
-if [ "${1:-all}" = all ]; then build_kstatus; build_promql; fi
+if [ "${1:-all}" = all ]; then build_kstatus; build_promql; build_crds; fi
 log "tools ready in $bin ($(du -sh "$bin" | cut -f1))"

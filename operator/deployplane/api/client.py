@@ -26,10 +26,16 @@ from deployplane.api.models import (
     Listener,
     ListenerCreate,
     ListenerPatch,
+    LogsPage,
+    LogsQuery,
     OAuthProvider,
     Page,
+    PushToken,
+    PushTokenRequest,
     Revision,
     RevisionStatus,
+    UploadUrl,
+    UploadUrlRequest,
 )
 from deployplane.api.transport import MAX_HONOURED_RETRY_AFTER, ApiTransport, Id, ModelT
 
@@ -51,6 +57,12 @@ LISTENERS = "/v2/listeners"
 LISTENER = "/v2/listeners/{listener_id}"
 REPOSITORIES = "/v1/integrations/git_host/{integration_id}/repos"
 OAUTH_PROVIDER = "/v2/auth/providers/{provider_id}"
+# What the vendor's CLI calls besides the published contract (docs/emulator.md).
+UPLOAD_URL = "/v2/deployments/{deployment_id}/upload-url"
+PUSH_TOKEN = "/v2/deployments/{deployment_id}/push-token"
+BUILD_LOGS = "/v1/projects/{project_id}/revisions/{revision_id}/build_logs"
+REVISION_DEPLOY_LOGS = "/v1/projects/{project_id}/revisions/{revision_id}/deploy_logs"
+DEPLOY_LOGS = "/v1/projects/{project_id}/deploy_logs"
 
 MAX_BULK_DELETE = 100
 """Most ids one bulk DELETE /v2/deployments takes (the published contract)."""
@@ -63,6 +75,10 @@ _REPOSITORY_LIST = TypeAdapter(list[GitRepository])
 
 def _dump(body: BaseModel) -> dict[str, Any]:
     return body.model_dump(mode="json", exclude_unset=True)
+
+
+def _logs(query: LogsQuery) -> dict[str, Any]:
+    return query.model_dump(mode="json", exclude_none=True)
 
 
 def _query(**params: Any) -> dict[str, Any]:
@@ -203,10 +219,12 @@ class ControlPlaneClient(ApiTransport):
         )
 
     async def iter_revisions(
-        self, deployment_id: Id, *, page_size: int = 100
+        self, deployment_id: Id, *, page_size: int = 100, status: Sequence[str] | None = None
     ) -> AsyncIterator[Revision]:
         async def page(offset: int | None) -> Page[Revision]:
-            return await self.list_revisions(deployment_id, limit=page_size, offset=offset)
+            return await self.list_revisions(
+                deployment_id, status=status, limit=page_size, offset=offset
+            )
 
         async for item in _paginate(page, page_size):
             yield item
@@ -283,6 +301,38 @@ class ControlPlaneClient(ApiTransport):
 
         async for item in _paginate(page, page_size):
             yield item
+
+    # ------------------------------------------------- builds and logs (vendor CLI's)
+
+    async def request_upload_url(self, deployment_id: Id) -> UploadUrl:
+        """A signed single-use URL for an internal_source deployment's source tarball."""
+        body = _dump(UploadUrlRequest(supports_upload_headers=True))
+        return await self._call(
+            UploadUrl, "POST", UPLOAD_URL, {"deployment_id": deployment_id}, json=body
+        )
+
+    async def request_push_token(self, deployment_id: Id) -> PushToken:
+        """Registry credentials for an internal_docker deployment's image."""
+        body = _dump(PushTokenRequest(supports_registry_username=True))
+        return await self._call(
+            PushToken, "POST", PUSH_TOKEN, {"deployment_id": deployment_id}, json=body
+        )
+
+    async def get_build_logs(
+        self, deployment_id: Id, revision_id: Id, query: LogsQuery
+    ) -> LogsPage:
+        ids = {"project_id": deployment_id, "revision_id": revision_id}
+        return await self._call(LogsPage, "POST", BUILD_LOGS, ids, json=_logs(query))
+
+    async def get_deploy_logs(
+        self, deployment_id: Id, query: LogsQuery, revision_id: Id | None = None
+    ) -> LogsPage:
+        """A revision's deploy logs, or the deployment's (every revision) without one."""
+        if revision_id is None:
+            ids: dict[str, Id] = {"project_id": deployment_id}
+            return await self._call(LogsPage, "POST", DEPLOY_LOGS, ids, json=_logs(query))
+        ids = {"project_id": deployment_id, "revision_id": revision_id}
+        return await self._call(LogsPage, "POST", REVISION_DEPLOY_LOGS, ids, json=_logs(query))
 
     # ------------------------------------------------------------- read-only lookups
 

@@ -19,6 +19,7 @@ __all__ = [
     "ReportedStatus",
     "RevisionReport",
     "RevisionWork",
+    "RouteReport",
 ]
 
 
@@ -44,12 +45,21 @@ class ReportedDeploymentStatus(StrEnum):
     READY = "READY"
 
 
+class ReportLine(ApiModel):
+    """A line of the rollout an agent saw (an event, a pod's state): a deploy log line."""
+
+    level: str = Field("INFO", pattern="^(DEBUG|INFO|WARNING|ERROR|CRITICAL)$")
+    message: str = Field(min_length=1, max_length=2000)
+
+
 class RevisionReport(ApiModel):
     """An agent's report on one revision."""
 
     status: ReportedStatus
     message: str | None = Field(None, max_length=2000, description="Why, for a failure.")
     deployment_status: ReportedDeploymentStatus | None = None
+    # what the agent saw of the rollout, shipped as deploy log lines (never secrets)
+    log_lines: list[ReportLine] = Field(default_factory=list, max_length=50)
 
 
 class RevisionWork(ApiModel):
@@ -61,3 +71,10 @@ class RevisionWork(ApiModel):
     message: str | None = None
     # The values of the deployment's secrets, which the published API never returns.
     secret_values: dict[str, str] = Field(default_factory=dict, repr=False)
+
+
+class RouteReport(ApiModel):
+    """The URL a deployment's route exposes (an Ingress or HTTPRoute the agent made):
+    the control plane shows it as the deployment's `source_config.custom_url`."""
+
+    url: str = Field(..., min_length=1, max_length=4096, pattern=r"^https?://")

@@ -34,8 +34,10 @@ __all__ = [
     "ConnectedCommand",
     "ConnectionOptions",
     "ExitCode",
+    "UsageError",
     "call",
     "connection_settings",
+    "current_settings",
     "fail",
     "make_client",
     "read_connection",
@@ -59,18 +61,28 @@ EXIT_CODES_HELP = (
     "3 revision ended without deploying; 4 timed out."
 )
 
-_OPTION_NAMES = ("url", "api_key", "tenant_id")
+_OPTION_NAMES = ("url", "api_key", "tenant_id", "context")
+ENV_CONTEXT = "DEPLOYPLANE_CONTEXT"
+
+
+class UsageError(Exception):
+    """Bad input found by the CLI itself (a file, a config): one line, exit 2."""
 
 
 class ConnectionOptions:
     """The connection options of one invocation, as given (any may be missing)."""
 
     def __init__(
-        self, url: str | None = None, api_key: str | None = None, tenant_id: str | None = None
+        self,
+        url: str | None = None,
+        api_key: str | None = None,
+        tenant_id: str | None = None,
+        context: str | None = None,
     ) -> None:
         self.url = url
         self.api_key = api_key
         self.tenant_id = tenant_id
+        self.context = context
 
     def __repr__(self) -> str:  # never show the key
         return f"ConnectionOptions(url={self.url!r}, tenant_id={self.tenant_id!r})"
@@ -89,7 +101,8 @@ def read_connection(
         typer.Option(
             "--api-key",
             envvar=ENV_API_KEY,
-            help="API key, sent as X-Api-Key (prefer the environment variable).",
+            help=f"API key, sent as X-Api-Key. Prefer {ENV_API_KEY} or a context: the "
+            "command line shows in ps and shell history.",
             show_default=False,
         ),
     ] = None,
@@ -102,9 +115,19 @@ def read_connection(
             show_default=False,
         ),
     ] = None,
+    context: Annotated[
+        str | None,
+        typer.Option(
+            "--context",
+            envvar=ENV_CONTEXT,
+            help="Named context of the config file (deployplane config get-contexts); "
+            "flags and DEPLOYPLANE_* variables win over its values.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """The callback of every API command group: the one definition of the options."""
-    ctx.obj = ConnectionOptions(url, api_key, tenant_id)
+    ctx.obj = ConnectionOptions(url, api_key, tenant_id, context)
 
 
 # The options of the command being run, for `call()`: set by `ConnectedCommand` around
@@ -173,10 +196,39 @@ def _checked_url(url: str) -> str:
 
 
 def connection_settings(options: ConnectionOptions | None) -> ConnectionSettings:
-    """The invocation's connection, or a usage error naming what is missing or wrong."""
-    if options is None or not options.url:
-        fail(f"no control-plane URL: pass --url or set {ENV_URL}", ExitCode.USAGE)
-    return ConnectionSettings(_checked_url(options.url), options.api_key, options.tenant_id)
+    """The invocation's connection, or a usage error naming what is missing or wrong.
+
+    Each value: its flag, else its environment variable (click reads both), else the
+    context's. Checked before any request."""
+    # Imported here: contexts imports this module.
+    from deployplane.commands.contexts import api_key_of, selected_context
+
+    options = options or ConnectionOptions()
+    try:
+        context = selected_context(options.context)
+        url = options.url or (context.url if context else None)
+        tenant_id = options.tenant_id or (context.tenant_id if context else None)
+        if not url:
+            fail(
+                f"no control-plane URL: pass --url, set {ENV_URL} or use a context "
+                "(deployplane config set-context NAME --url URL)",
+                ExitCode.USAGE,
+            )
+        api_key = options.api_key or (api_key_of(context) if context else None)
+    except UsageError as exc:
+        fail(str(exc), ExitCode.USAGE)
+    if not api_key:
+        fail(
+            f"no API key: set {ENV_API_KEY}, pass --api-key, or give a context a key "
+            "source (deployplane config set-context NAME --api-key-file FILE)",
+            ExitCode.USAGE,
+        )
+    return ConnectionSettings(_checked_url(url), api_key, tenant_id)
+
+
+def current_settings() -> ConnectionSettings:
+    """The connection of the command being run (exits 2 if incomplete)."""
+    return connection_settings(_current.get())
 
 
 def call(action: Callable[[ControlPlaneClient], Awaitable[T]]) -> T:
@@ -191,8 +243,13 @@ def call(action: Callable[[ControlPlaneClient], Awaitable[T]]) -> T:
 
     try:
         return asyncio.run(main())
+    except UsageError as exc:
+        fail(str(exc), ExitCode.USAGE)
     except ControlPlaneError as exc:
-        fail(str(exc), ExitCode.API_ERROR)
+        message = str(exc)
+        if exc.status_code is None and exc.method:  # no answer: say where it went
+            message += f" (control plane at {settings.url})"
+        fail(message, ExitCode.API_ERROR)
     except TimeoutError as exc:
         fail(str(exc) or "timed out", ExitCode.TIMED_OUT)
     except typer.Exit:

@@ -1,19 +1,18 @@
-"""Rendering API models for people (rich tables) and for programs (JSON, YAML).
+"""Rendering API models for people (tables) and for programs (JSON, YAML, names).
 
 JSON and YAML are the API's own snake_case shape (`model_dump(mode="json")`), so the
-output of `get -o yaml` can be edited and fed back to `create -f` / `update -f`.
-Tables pick a few columns per kind for lists, and show every top-level field for one
-resource (nested ones as indented YAML without the nulls).
+output of `get -o yaml` can be edited and fed back to `update -f` or `apply -f`.
+List tables have a few columns per kind (`-o wide` adds the rest) and are rendered by
+`tables.render`, which never splits a value; `get` shows every top-level field (nested
+ones as indented YAML without the nulls). `-o name` prints `kind/name`, which every
+command taking an id accepts back (`deployplane.commands.resolve`).
 
-Tables fit the terminal (80 columns is the test) without ever cutting a value with an
-ellipsis: a name cut short is a name that cannot be copied. Columns that matter less are
-dropped first (and named under the table), then ids fold onto a second line.
+`fitted_table` is the rich variant the live `demo up` progress table uses.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,19 +23,27 @@ import typer
 import yaml
 from pydantic import BaseModel
 from rich.cells import cell_len
-from rich.console import Console
 from rich.table import Table
 
-from deployplane.api.models import Deployment, GitRepository, Listener, Revision
+from deployplane.api.models import (
+    Deployment,
+    GitRepository,
+    Listener,
+    OAuthProvider,
+    Revision,
+)
+from deployplane.commands import tables
+from deployplane.commands.tables import Col
 
 __all__ = [
     "FitColumn",
+    "HeadersOption",
     "Output",
     "OutputOption",
     "fitted_table",
     "print_many",
     "print_one",
-    "stdout_console",
+    "resource_name",
 ]
 
 
@@ -44,12 +51,23 @@ class Output(StrEnum):
     """Output formats."""
 
     table = "table"
+    wide = "wide"
     json = "json"
     yaml = "yaml"
+    name = "name"
 
 
 OutputOption = Annotated[
-    Output, typer.Option("--output", "-o", help="Output format.", case_sensitive=False)
+    Output,
+    typer.Option(
+        "--output",
+        "-o",
+        help="table, wide (every column), json, yaml or name (kind/name).",
+        case_sensitive=False,
+    ),
+]
+HeadersOption = Annotated[
+    bool, typer.Option("--no-headers", help="Tables without the header line.")
 ]
 
 
@@ -62,59 +80,6 @@ class FitColumn:
     drop: int = 0
     fold: bool = False
 
-
-@dataclass(frozen=True)
-class Column(FitColumn):
-    get: Callable[[Any], object] = str
-
-
-def _revision_ref(rev: Revision) -> object:
-    cfg = rev.source_revision_config
-    return cfg.image_uri or cfg.repo_ref or cfg.graph_config_path
-
-
-_COLUMNS: dict[type[BaseModel], list[Column]] = {
-    Deployment: [
-        Column("NAME", get=lambda d: d.name),
-        Column("STATUS", get=lambda d: d.status.value),
-        Column("ID", fold=True, get=lambda d: d.id),
-        Column("SOURCE", drop=3, get=lambda d: d.source.value),
-        Column("LATEST REVISION", drop=2, fold=True, get=lambda d: d.latest_revision_id),
-        Column("ACTIVE REVISION", drop=1, fold=True, get=lambda d: d.active_revision_id),
-        Column("UPDATED", drop=4, get=lambda d: d.updated_at.isoformat(timespec="seconds")),
-    ],
-    Revision: [
-        Column("ID", fold=True, get=lambda r: r.id),
-        Column("STATUS", get=lambda r: r.status.value),
-        Column("SOURCE", drop=2, get=lambda r: r.source.value),
-        Column("REF / IMAGE", fold=True, get=_revision_ref),
-        Column("COMMIT", drop=1, fold=True, get=lambda r: r.source_revision_config.repo_commit_sha),
-        Column("CREATED", drop=3, get=lambda r: r.created_at.isoformat(timespec="seconds")),
-    ],
-    Listener: [
-        Column("ID", fold=True, get=lambda x: x.id),
-        Column("COMPUTE TYPE", drop=2, get=lambda x: x.compute_type.value),
-        Column("COMPUTE ID", get=lambda x: x.compute_id),
-        Column(
-            "NAMESPACES",
-            drop=1,
-            fold=True,
-            get=lambda x: (
-                ",".join(x.compute_config.k8s_namespaces or []) if x.compute_config else None
-            ),
-        ),
-        Column("VERSION", drop=3, get=lambda x: x.version),
-        Column("UPDATED", drop=4, get=lambda x: x.updated_at.isoformat(timespec="seconds")),
-    ],
-    GitRepository: [
-        Column("OWNER", get=lambda g: g.owner),
-        Column("NAME", get=lambda g: g.name),
-        Column("DEFAULT BRANCH", drop=2, get=lambda g: g.default_branch),
-        Column("URL", drop=3, fold=True, get=lambda g: g.url),
-        Column("ID", drop=4, get=lambda g: g.id),
-        Column("INTEGRATION", drop=1, fold=True, get=lambda g: g.host_integration_id),
-    ],
-}
 
 _GAP = 2  # spaces between columns (box=None, no edge padding)
 _MIN_FOLD = 8  # a folded column keeps at least this many characters a line
@@ -182,12 +147,86 @@ def fitted_table(
     return result, dropped
 
 
-def stdout_console() -> Console:
-    """A console on the current stdout: the terminal's width (or $COLUMNS), and wide
-    when piped without $COLUMNS so a script sees every column on one line."""
-    if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit():
-        return Console(highlight=False)  # rich reads $COLUMNS, else asks the terminal
-    return Console(width=250, highlight=False)
+# --------------------------------------------------------------------- list tables
+
+
+@dataclass(frozen=True)
+class Column(Col):
+    get: Callable[[Any, str | None], object] = lambda model, active: None
+
+
+def _age(created: Any) -> str:
+    return tables.human_age(created)
+
+
+def _revision_ref(rev: Revision) -> object:
+    cfg = rev.source_revision_config
+    return cfg.image_uri or cfg.repo_ref or cfg.graph_config_path
+
+
+def _deployment_ref(d: Deployment) -> object:
+    cfg = d.source_revision_config
+    return None if cfg is None else cfg.image_uri or cfg.repo_ref
+
+
+def _namespaces(x: Listener) -> object:
+    return ",".join(x.compute_config.k8s_namespaces or []) if x.compute_config else None
+
+
+# Default columns fit 80 with names up to ~45 characters; `drop` says what goes first
+# when they do not. `wide` columns (ids above all: 36 characters each) are -o wide only.
+_COLUMNS: dict[type[BaseModel], list[Column]] = {
+    Deployment: [
+        Column("NAME", get=lambda d, _: d.name),
+        Column("STATUS", get=lambda d, _: d.status.value),
+        Column("SOURCE", drop=1, get=lambda d, _: d.source),
+        Column("AGE", drop=2, get=lambda d, _: _age(d.created_at)),
+        Column("ID", wide=True, get=lambda d, _: d.id),
+        Column("IMAGE / REF", wide=True, get=lambda d, _: _deployment_ref(d)),
+        Column("LATEST REVISION", wide=True, get=lambda d, _: d.latest_revision_id),
+        Column("ACTIVE REVISION", wide=True, get=lambda d, _: d.active_revision_id),
+    ],
+    Revision: [
+        Column("ACTIVE", get=lambda r, active: "*" if str(r.id) == active else ""),
+        Column("ID", get=lambda r, _: r.id),
+        Column("STATUS", get=lambda r, _: r.status.value),
+        Column("AGE", drop=1, get=lambda r, _: _age(r.created_at)),
+        Column("SOURCE", wide=True, get=lambda r, _: r.source),
+        Column("IMAGE / REF", wide=True, get=lambda r, _: _revision_ref(r)),
+        Column("COMMIT", wide=True, get=lambda r, _: r.source_revision_config.repo_commit_sha),
+    ],
+    Listener: [
+        Column("COMPUTE ID", get=lambda x, _: x.compute_id),
+        Column("TYPE", drop=1, get=lambda x, _: x.compute_type.value),
+        Column("NAMESPACES", drop=2, get=lambda x, _: _namespaces(x)),
+        Column("AGE", drop=3, get=lambda x, _: _age(x.created_at)),
+        Column("ID", wide=True, get=lambda x, _: x.id),
+        Column("VERSION", wide=True, get=lambda x, _: x.version),
+    ],
+    GitRepository: [
+        Column("OWNER", get=lambda g, _: g.owner),
+        Column("NAME", get=lambda g, _: g.name),
+        Column("DEFAULT BRANCH", drop=1, get=lambda g, _: g.default_branch),
+        Column("URL", wide=True, get=lambda g, _: g.url),
+        Column("ID", wide=True, get=lambda g, _: g.id),
+        Column("INTEGRATION", wide=True, get=lambda g, _: g.host_integration_id),
+    ],
+}
+
+
+def resource_name(model: BaseModel) -> str:
+    """`kind/name`, as `-o name` prints it and as commands taking an id accept it."""
+    if isinstance(model, Deployment):
+        return f"deployment/{model.name}"
+    if isinstance(model, Listener):
+        return f"listener/{model.compute_id}"
+    if isinstance(model, Revision):
+        return f"revision/{model.id}"
+    if isinstance(model, GitRepository):
+        return f"repository/{model.owner}/{model.name}"
+    if isinstance(model, OAuthProvider):
+        return f"provider/{model.provider_id}"
+    raise TypeError(f"no name for {type(model).__name__}")
 
 
 def _prune(value: Any) -> Any:
@@ -200,8 +239,8 @@ def _prune(value: Any) -> Any:
 
 
 def _cell(value: object) -> str:
-    if value is None:
-        return "-"
+    if value is None or value == "":
+        return "-" if value is None else ""
     if isinstance(value, dict | list):
         pruned = _prune(value)
         if not pruned:
@@ -216,29 +255,62 @@ def _dump_text(data: Any, fmt: Output) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip("\n")
 
 
+def _echo_table(header: str | None, lines: list[str]) -> None:
+    """Print a table; its header bold for a person at a terminal (click would strip
+    the escape codes on its own when not, and keeps them when told `color`)."""
+    color = tables.use_color(sys.stdout)
+    if header is not None:
+        lines = [f"\x1b[1m{header}\x1b[0m" if color else header, *lines]
+    typer.echo("\n".join(lines), color=color)
+
+
 def print_one(model: BaseModel, fmt: Output) -> None:
-    """Print one resource."""
+    """Print one resource: FIELD and VALUE lines, nested values as indented YAML."""
     data = model.model_dump(mode="json")
-    if fmt is not Output.table:
+    if fmt is Output.name:
+        typer.echo(resource_name(model))
+        return
+    if fmt in (Output.json, Output.yaml):
         typer.echo(_dump_text(data, fmt))
         return
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    table.add_column("FIELD", no_wrap=True)
-    table.add_column("VALUE", overflow="fold")
+    key_width = max(map(len, ["FIELD", *data])) + tables.GAP
+    lines: list[str] = []
     for key, value in data.items():
-        table.add_row(key, _cell(value))
-    stdout_console().print(table)
+        first, *rest = _cell(value).split("\n")
+        lines.append((key.ljust(key_width) + first).rstrip())
+        lines += [(" " * key_width + line).rstrip() for line in rest]
+    _echo_table("FIELD".ljust(key_width) + "VALUE", lines)
 
 
-def print_many(models: Sequence[BaseModel], kind: type[BaseModel], fmt: Output) -> None:
-    """Print a list of resources of one kind."""
-    if fmt is not Output.table:
+def print_many(
+    models: Sequence[BaseModel],
+    kind: type[BaseModel],
+    fmt: Output,
+    *,
+    headers: bool = True,
+    active: str | None = None,
+) -> None:
+    """Print a list of resources of one kind. `active`: the id a row is marked for
+    (the active revision)."""
+    if fmt in (Output.json, Output.yaml):
         typer.echo(_dump_text([m.model_dump(mode="json") for m in models], fmt))
         return
-    console = stdout_console()
+    if not models:  # as kubectl: a note for the person, nothing for the pipe
+        typer.echo("No resources found.", err=True)
+        return
+    if fmt is Output.name:
+        typer.echo("\n".join(resource_name(m) for m in models))
+        return
     columns = _COLUMNS[kind]
-    rows = [[_cell(col.get(model)) for col in columns] for model in models]
-    table, dropped = fitted_table(columns, rows, console.width)
-    console.print(table)
-    if dropped:
-        console.print(f"(hidden at this width: {', '.join(dropped)}; -o yaml has all)")
+    rows = [[_cell(col.get(model, active)) for col in columns] for model in models]
+    width = tables.terminal_width()
+    table = tables.render(columns, rows, width, wide=fmt is Output.wide, headers=headers)
+    if headers:
+        _echo_table(table.lines[0], table.lines[1:])
+    else:
+        _echo_table(None, table.lines)
+    if table.hidden and width is not None:
+        note = f"({', '.join(table.hidden)} hidden at {width} columns; -o wide shows all)"
+        if len(note) > width:
+            note = "(columns hidden; -o wide shows all)"
+        typer.echo(note, err=True)

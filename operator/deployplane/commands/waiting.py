@@ -16,10 +16,11 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
+from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Revision, RevisionStatus
 
-__all__ = ["StatusLine", "follow_revision"]
+__all__ = ["StatusLine", "follow_revision", "wait_deleted"]
 
 
 class StatusLine:
@@ -78,3 +79,27 @@ def _style(status: RevisionStatus) -> str:
     if status.is_terminal:
         return "red"
     return "cyan"
+
+
+async def wait_deleted(
+    client: ControlPlaneClient,
+    deployment_id: str,
+    *,
+    timeout: float | None,  # noqa: ASYNC109  (measured on the client's clock)
+    poll_interval: float = 2.0,
+) -> None:
+    """Poll the deployment until the service answers 404 (deletion is asynchronous:
+    AWAITING_DELETE first); `TimeoutError` after `timeout` seconds."""
+    deadline = None if timeout is None else client.clock() + timeout
+    interval = poll_interval
+    while True:
+        try:
+            deployment = await client.get_deployment(deployment_id)
+        except errors.NotFound:
+            return
+        if deadline is not None and client.clock() >= deadline:
+            raise TimeoutError(
+                f"deployment {deployment_id} still {deployment.status.value} after {timeout:g}s"
+            )
+        await client.sleep(interval)
+        interval = min(interval * 2, 30.0)

@@ -38,11 +38,13 @@ from deployplane.controlplane.openapi import openapi_for
 from deployplane.controlplane.pipeline import Pipeline
 from deployplane.controlplane.routes import (
     admin,
+    builds,
     dataplane,
     deployments,
     extensions,
     listeners,
     lookups,
+    uploads,
 )
 from deployplane.controlplane.settings import Settings
 
@@ -77,6 +79,19 @@ async def _request_invalid(_: Request, exc: Exception) -> JSONResponse:
         for error in exc.errors()
     ]
     return JSONResponse({"detail": detail}, status_code=422)
+
+
+# The service's operations: the published contract's, then what the vendor's CLI calls
+# besides (part of the service, so on in strict mode too).
+_SERVICE_ROUTERS = (
+    deployments.router,
+    deployments.one_router,
+    listeners.router,
+    lookups.router,
+    builds.deployment_router,
+    builds.logs_router,
+    uploads.router,
+)
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -122,10 +137,8 @@ def create_app(settings: Settings) -> FastAPI:
         app.include_router(extensions.router)
         # The data-plane protocol (docs/dataplane.md): the service keeps its own private.
         app.include_router(dataplane.router)
-    app.include_router(deployments.router)
-    app.include_router(deployments.one_router)
-    app.include_router(listeners.router)
-    app.include_router(lookups.router)
+    for router in _SERVICE_ROUTERS:
+        app.include_router(router)
 
     for error in _STATUS_OF:
         app.add_exception_handler(error, _store_error)

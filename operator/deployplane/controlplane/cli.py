@@ -2,7 +2,9 @@
 
 Scripts wait for the one line `deployplane control plane listening on http://HOST:PORT`
 on stdout (printed once requests are accepted, so `--port 0` is usable); without
-`--config` the dev API key is printed once just before it, and nowhere else.
+`--config` the dev API key is printed just before it, and nowhere else. The generated
+dev key is kept in the database (`db.check_database`): every restart on the same
+database prints, and accepts, the same key. A port already taken is one line, exit 1.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from deployplane.controlplane.settings import (
     Settings,
     dev_config,
     load_config,
+    new_dev_key,
     parse_config,
 )
 
@@ -30,8 +33,31 @@ __all__ = ["app", "serve_forever"]
 app = typer.Typer(no_args_is_help=True)
 
 
-async def serve_forever(settings: Settings, *, host: str, port: int, banner: list[str]) -> None:
-    """Runs until interrupted; prints `banner` then the listening line once started."""
+class CannotListen(Exception):
+    """The address cannot be bound (a port in use, an address not on this machine)."""
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port, or `CannotListen` with the reason in one line."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit this on Linux. Without it the response body, written
+    # after the headers, waits for the client's delayed ACK: ~40 ms on every request.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        reason = exc.strerror or str(exc)
+        raise CannotListen(f"cannot listen on {host}:{port}: {reason.lower()}") from None
+    return sock
+
+
+async def serve_forever(
+    settings: Settings, *, sock: socket.socket, host: str, banner: list[str]
+) -> None:
+    """Runs until interrupted on the bound `sock`; prints `banner` then the listening
+    line once started."""
     # Imported here: every `deployplane ...` command loads this module, and the web stack
     # (FastAPI, SQLAlchemy, uvicorn) would add seconds to each of them.
     import uvicorn
@@ -39,12 +65,6 @@ async def serve_forever(settings: Settings, *, host: str, port: int, banner: lis
     from deployplane.controlplane.app import create_app
     from deployplane.controlplane.middleware import FaultState
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    # Accepted connections inherit this on Linux. Without it the response body, written
-    # after the headers, waits for the client's delayed ACK: ~40 ms on every request.
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((host, port))
     bound_port = sock.getsockname()[1]
     app = create_app(settings)
     config = uvicorn.Config(
@@ -102,6 +122,30 @@ def _emulator_config(
     return emulator_config
 
 
+def _prepared(
+    database: str,
+    config: Path | None,
+    api_key: str | None,
+    admin_key: str | None,
+    *,
+    strict: bool,
+) -> tuple[EmulatorConfig, list[str]]:
+    """The emulator's config and the lines to print before the listening one, after
+    the database is opened once (`ConfigError`, `DatabaseUnavailable`)."""
+    from deployplane.controlplane.db import check_database  # as in serve_forever
+
+    banner: list[str] = []
+    if config is None and api_key is None:
+        # The dev key lives with the database: the same one at every restart.
+        api_key = asyncio.run(check_database(database, dev_api_key=new_dev_key()))
+        banner.append(f"deployplane dev API key: {api_key}")
+    emulator_config = _emulator_config(config, api_key, admin_key, banner)
+    if strict:
+        emulator_config = emulator_config.model_copy(update={"strict": True})
+    asyncio.run(check_database(database, secret_digest_key=emulator_config.secret_digest_key))
+    return emulator_config, banner
+
+
 @app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
@@ -118,7 +162,11 @@ def serve(
     config: Path | None = typer.Option(None, help="YAML config (workspaces, pipeline, faults)."),
     api_key: str | None = typer.Option(
         None,
-        help="Without --config: the dev workspace's API key instead of a generated one. "
+        # From the environment too: the command line is visible to every user (ps).
+        envvar="DEPLOYPLANE_EMULATOR_API_KEY",
+        show_envvar=True,
+        help="Without --config: the dev workspace's API key instead of the generated one "
+        "(generated once per database). "
         "With --config: also accepted for the first workspace.",
     ),
     admin_key: str | None = typer.Option(
@@ -136,22 +184,18 @@ def serve(
     ),
 ) -> None:
     """Run the control-plane emulator."""
-    banner: list[str] = []
-    try:
-        emulator_config = _emulator_config(config, api_key, admin_key, banner)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise typer.Exit(2) from None
-    if strict:
-        emulator_config = emulator_config.model_copy(update={"strict": True})
-    settings = Settings(database_url=database, config=emulator_config)
-    # Imported here for the reason given in serve_forever.
-    from deployplane.controlplane.db import DatabaseUnavailable, check_database
+    from deployplane.controlplane.db import DatabaseUnavailable  # as in serve_forever
 
     try:
-        asyncio.run(check_database(database, secret_digest_key=emulator_config.secret_digest_key))
-    except DatabaseUnavailable as exc:
+        emulator_config, banner = _prepared(database, config, api_key, admin_key, strict=strict)
+    except (ConfigError, DatabaseUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
+    settings = Settings(database_url=database, config=emulator_config)
+    try:
+        sock = listening_socket(host, port)
+    except CannotListen as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(1) from None
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is the normal way to stop
-        asyncio.run(serve_forever(settings, host=host, port=port, banner=banner))
+        asyncio.run(serve_forever(settings, sock=sock, host=host, banner=banner))

@@ -40,6 +40,7 @@ from deployplane.controlplane.pipeline import (
 )
 from deployplane.controlplane.secretvalues import read_secret_values
 from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.logs import LogKind, write_lines
 from deployplane.controlplane.store.rows import (
     deployment_not_found,
     find_revision,
@@ -53,6 +54,7 @@ __all__ = [
     "built_image",
     "deletion_done",
     "report_revision",
+    "report_url",
     "revision_work",
 ]
 
@@ -178,6 +180,13 @@ async def report_revision(
     )
     await _record(conn, row, listener_id, report.message, now)
     await _update_deployment(conn, deployment, revision_id, report, now)
+    await write_lines(
+        conn,
+        deployment_id=deployment_id,
+        revision_id=revision_id,
+        kind=LogKind.DEPLOY,
+        lines=[(line.level, line.message) for line in report.log_lines],
+    )
     return RevisionWork(
         revision_id=revision_id,
         status=RevisionStatus(report.status.value),
@@ -241,3 +250,26 @@ async def deletion_done(
     if deployment.status != DeploymentStatus.AWAITING_DELETE.value:
         raise ConflictError(f"Deployment ID {deployment_id} is not being deleted.")
     await remove_deployments(conn, [deployment_id])
+
+
+async def report_url(
+    *,
+    conn: DbConn,
+    workspace: WorkspaceConfig,
+    listener_id: uuid.UUID,
+    deployment_id: uuid.UUID,
+    url: str,
+) -> None:
+    """The agent's route exposes `url`: it becomes the deployment's
+    `source_config.custom_url`, over any default the service set (the agent's route is
+    where the deployment is really reached). The same URL again writes nothing."""
+    deployment = await _own_deployment(conn, workspace, listener_id, deployment_id)
+    config = dict(deployment.source_config or {})
+    if config.get("custom_url") == url:
+        return
+    config["custom_url"] = url
+    await conn.execute(
+        update(deployments)
+        .where(deployments.c.id == deployment_id)
+        .values(source_config=config, updated_at=utcnow())
+    )

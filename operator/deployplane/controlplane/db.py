@@ -16,7 +16,7 @@ import contextlib
 import hashlib
 import os
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ __all__ = [
 
 
 _SECRET_KEY_NAME = "secret_digest"
+_DEV_API_KEY_NAME = "dev_api_key"
 KEY_FILE_SUFFIX = ".digest-key"
 
 
@@ -190,23 +191,30 @@ class Database:
             self._secret_key = await self._stored_key()
 
     async def _stored_key(self) -> bytes:
+        return bytes.fromhex(
+            await self.kept_value(_SECRET_KEY_NAME, lambda: secrets.token_bytes(32).hex())
+        )
+
+    async def kept_value(self, name: str, make: Callable[[], str]) -> str:
+        """The value stored under `name` in the emulator's own table, made by `make` and
+        stored the first time; emulators sharing the database agree on the first one."""
+        if self.is_sqlite and self._sqlite_file is None:
+            return make()  # in memory: nothing outlives the process anyway
+        row = insert(emulator_keys).values(name=name, value=make())
+        query = select(emulator_keys.c.value).where(emulator_keys.c.name == name)
+        if self._sync_engine is not None:
+            with contextlib.suppress(IntegrityError), self._sync_engine.begin() as conn:
+                conn.execute(row)
+            with self._sync_engine.connect() as conn:
+                return str(conn.execute(query).scalar_one())
         assert self._async_engine is not None
         try:
             async with self._async_engine.begin() as conn:
-                await conn.execute(
-                    insert(emulator_keys).values(
-                        name=_SECRET_KEY_NAME, value=secrets.token_bytes(32).hex()
-                    )
-                )
+                await conn.execute(row)
         except IntegrityError:
-            pass  # generated before, by this or another emulator
+            pass  # made before, by this or another emulator
         async with self._async_engine.connect() as conn:
-            value = (
-                await conn.execute(
-                    select(emulator_keys.c.value).where(emulator_keys.c.name == _SECRET_KEY_NAME)
-                )
-            ).scalar_one()
-        return bytes.fromhex(value)
+            return str((await conn.execute(query)).scalar_one())
 
     async def create_schema(self) -> None:
         if self._sync_engine is not None:
@@ -286,11 +294,17 @@ class DatabaseUnavailable(Exception):
     """The database cannot be opened; the message is safe to print (no password)."""
 
 
-async def check_database(url: str, *, secret_digest_key: str | None = None) -> None:
+async def check_database(
+    url: str, *, secret_digest_key: str | None = None, dev_api_key: str | None = None
+) -> str | None:
     """Open the database, create the schema and load the digest key once, before the
     server starts, so that a wrong URL, driver or password (or a damaged key file) is one
     clear line, not a traceback from the ASGI lifespan. Raises `DatabaseUnavailable`;
-    its message never holds the password."""
+    its message never holds the password.
+
+    With `dev_api_key` (a newly generated key), returns the dev workspace's key kept in
+    the database: that one the first time, the same one at every later start, so a key
+    exported once keeps working."""
     try:
         parsed = make_url(url)
     except Exception:
@@ -305,6 +319,9 @@ async def check_database(url: str, *, secret_digest_key: str | None = None) -> N
         db = Database(url)
         await db.create_schema()
         await db.load_secret_key(secret_digest_key)
+        if dev_api_key is not None:
+            return await db.kept_value(_DEV_API_KEY_NAME, lambda: dev_api_key)
+        return None
     except Exception as exc:
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         for value in hidden:

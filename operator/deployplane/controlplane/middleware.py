@@ -29,8 +29,10 @@ __all__ = [
     "StatsMiddleware",
 ]
 
-# Faults and statistics concern the API itself, not the emulator's own endpoints.
-_EXEMPT_PREFIXES = ("/healthz", "/_emulator", "/openapi.json", "/docs", "/redoc")
+# Faults and statistics concern the API itself, not the emulator's own endpoints (nor
+# its upload storage, which stands for the service's object store).
+_UPLOADS = "/_uploads/"
+_EXEMPT_PREFIXES = ("/healthz", "/_emulator", "/openapi.json", "/docs", "/redoc", _UPLOADS)
 
 _FAULT_STATUSES = (500, 502, 503, 429)
 
@@ -176,7 +178,8 @@ class BodyLimitMiddleware:
         await send(body)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        # An upload (routes/uploads.py) has a limit of its own, checked as it streams.
+        if scope["type"] != "http" or scope["path"].startswith(_UPLOADS):
             await self.app(scope, receive, send)
             return
         for name, value in scope["headers"]:
@@ -243,7 +246,7 @@ class JsonGuardMiddleware:
         if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
             await self.app(scope, receive, send)
             return
-        if not _json_content(scope):
+        if not _json_content(scope) or scope["path"].startswith(_UPLOADS):
             await self.app(scope, receive, send)
             return
         chunks: list[bytes] = []

@@ -12,7 +12,12 @@ The rules, as the service answers them:
 - a non-null `source_revision_config` field makes a new revision (nulls are ignored);
 - `secrets` replace the stored set; a change of a name or value makes a new revision;
 - `secret_references` replace the stored ones; a change makes a new revision;
-- a git_host PATCH naming `repo_url` or `integration_id` has its repository checked.
+- a git_host PATCH naming `repo_url` or `integration_id` has its repository checked;
+- `revision_source` (the vendor CLI's) says where the new revision comes from: an
+  internal_* deployment's revisions may be built from an upload (internal_source) or
+  run a pushed image (internal_docker); each such revision is whole, so its source
+  revision config is the PATCH's alone (nothing carried over from the previous one),
+  and its `source_tarball_path` must name an upload of the deployment.
 """
 
 from __future__ import annotations
@@ -32,8 +37,10 @@ from deployplane.controlplane import secretdigest
 from deployplane.controlplane.errors import InvalidError, RefusedError, invalid
 from deployplane.controlplane.settings import WorkspaceConfig
 from deployplane.controlplane.validation import (
+    INTERNAL_SOURCES,
     deployment_errors,
     published_rule_errors,
+    revision_source_errors,
     secret_errors,
 )
 
@@ -53,6 +60,8 @@ class StoredDeployment:
     secrets: list[dict[str, str]]
     secret_references: list[dict[str, str]] | None
     revision_config: SourceRevisionConfig
+    revision_source: Source | None = None
+    """The latest revision's source (None: as the deployment's, or no revision yet)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +82,10 @@ class PatchDecision:
     whose listener may be gone: deleted before the in-use check existed)."""
     check_repository: bool
     """Whether the git_host repository must be checked against its integration."""
+    revision_source: Source
+    """Where the new revision (if any) comes from."""
+    upload_to_check: str | None
+    """The source_tarball_path the new revision builds: an upload of this deployment."""
 
 
 def decide_patch(
@@ -87,12 +100,17 @@ def decide_patch(
     _refuse_outright(current, body)
     stored_config = merged_source_config(current.source_config, body)
     source_config = SourceConfig.model_validate(stored_config)
-    revision_config, new_revision = _revision_config(current.revision_config, body)
+    revision_config, new_revision = _revision_config(
+        current.revision_config, body, whole=current.source in INTERNAL_SOURCES
+    )
+    errors = revision_source_errors(current.source, body.revision_source)
+    # a refused revision_source is not validated against: the one error says it all
+    given_source = None if errors else body.revision_source
+    revision_source = given_source or current.revision_source or current.source
     values: dict[str, Any] = {"source_config": stored_config, "secrets": current.secrets}
     references = references_update(body, current.secret_references)
     values.update(references)
     new_revision = new_revision or bool(references)
-    errors: list[dict[str, Any]] = []
     if body.secrets is not None:
         errors += secret_errors(body.secrets, ("body", "secrets"))
         if secretdigest.changed(secret_key, current.id, body.secrets, current.secrets):
@@ -107,6 +125,7 @@ def decide_patch(
         source_config=source_config,
         revision_config=revision_config,
         workspace=workspace,
+        revision_source=revision_source,
     )
     named = body.source_config.model_fields_set if body.source_config is not None else set()
     return PatchDecision(
@@ -118,6 +137,12 @@ def decide_patch(
         listener_to_check=source_config.listener_id if "listener_id" in named else None,
         check_repository=(
             current.source is Source.GIT_HOST and bool({"repo_url", "integration_id"} & named)
+        ),
+        revision_source=revision_source,
+        upload_to_check=(
+            revision_config.source_tarball_path
+            if new_revision and revision_source is Source.INTERNAL_SOURCE
+            else None
         ),
     )
 
@@ -150,17 +175,23 @@ def merged_source_config(stored: dict[str, Any], body: DeploymentPatch) -> dict[
 
 
 def _revision_config(
-    current: SourceRevisionConfig, body: DeploymentPatch
+    current: SourceRevisionConfig, body: DeploymentPatch, *, whole: bool
 ) -> tuple[SourceRevisionConfig, bool]:
-    """The new source revision config, and whether the PATCH gave any of it."""
+    """The new source revision config, and whether the PATCH gave any of it. `whole`:
+    a given config replaces the current one (an internal_* revision is an upload or an
+    image, never half of each)."""
     values = current.model_dump()
-    given = False
-    if body.source_revision_config is not None:
-        for key, value in body.source_revision_config.model_dump().items():
-            if value is not None:  # nulls are ignored; a non-null value makes a revision
-                values[key] = value
-                given = True
-    return SourceRevisionConfig(**values), given
+    given = {
+        key: value
+        for key, value in (
+            body.source_revision_config.model_dump() if body.source_revision_config else {}
+        ).items()
+        if value is not None  # nulls are ignored; a non-null value makes a revision
+    }
+    if whole and given:
+        return SourceRevisionConfig(**given), True
+    values.update(given)
+    return SourceRevisionConfig(**values), bool(given)
 
 
 def references_update(body: DeploymentPatch, stored: list[dict[str, str]] | None) -> dict[str, Any]:

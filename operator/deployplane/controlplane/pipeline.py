@@ -22,12 +22,15 @@ from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
 from deployplane.controlplane.agents import AGENT_TTL_SECONDS, listener_of, live_listeners
 from deployplane.controlplane.db import Database, DbConn
 from deployplane.controlplane.settings import PipelineConfig
+from deployplane.controlplane.stages import entered
 from deployplane.controlplane.tables import (
     dataplane_revisions,
     deployments,
+    revision_logs,
     revisions,
     secret_values,
     tracing_projects,
+    uploads,
     utcnow,
 )
 
@@ -107,26 +110,34 @@ _FAILS_LEAVING = {
 }
 
 
+# The sources the service builds: from a repository, or from an uploaded tarball.
+_BUILT = (Source.GIT_HOST, Source.INTERNAL_SOURCE)
+
+
 def path_of(source: Source) -> tuple[RevisionStatus, ...]:
-    return _GIT_PATH if source is Source.GIT_HOST else _IMAGE_PATH
+    return _GIT_PATH if source in _BUILT else _IMAGE_PATH
 
 
 def next_status(
-    source: Source, status: RevisionStatus, failure: RevisionStatus | None
+    source: Source,
+    status: RevisionStatus,
+    failure: RevisionStatus | None,
+    build_error: str | None = None,
 ) -> RevisionStatus:
     """The state after `status`, or `failure` when this is the step where it fails.
 
-    BUILD_FAILED fails the build: git revisions while BUILDING, image revisions (which
-    have no build) when leaving QUEUED.
+    BUILD_FAILED fails the build: built revisions while BUILDING (also when their real
+    build failed: `build_error`), image revisions (which have no build) when leaving
+    QUEUED.
     """
     path = path_of(source)
     if status not in path or status is RevisionStatus.DEPLOYED:
         return status
+    if build_error is not None and status is RevisionStatus.BUILDING:
+        return RevisionStatus.BUILD_FAILED
     if failure is not None:
         if failure is RevisionStatus.BUILD_FAILED:
-            leaving = (
-                RevisionStatus.BUILDING if source is Source.GIT_HOST else RevisionStatus.QUEUED
-            )
+            leaving = RevisionStatus.BUILDING if source in _BUILT else RevisionStatus.QUEUED
         else:
             leaving = _FAILS_LEAVING[failure]
         if status is leaving:
@@ -136,7 +147,7 @@ def next_status(
 
 def image_version(source: Source, image_uri: str | None, repo_commit_sha: str | None) -> str | None:
     """What a deployed revision reports as the deployment's image version."""
-    if source is Source.EXTERNAL_DOCKER:
+    if source is not Source.GIT_HOST:
         return image_uri
     return repo_commit_sha[:7] if repo_commit_sha else None
 
@@ -256,8 +267,9 @@ class Pipeline:
                 failure = self._config.failure_for(
                     name=row.name, image_uri=row.image_uri, repo_ref=row.repo_ref
                 )
-                new = next_status(source, RevisionStatus(row.status), failure)
+                new = next_status(source, RevisionStatus(row.status), failure, row.build_error)
                 moves[new].append(row.id)
+                await entered(conn, row, source, new)
                 if new is RevisionStatus.DEPLOYED:
                     await self._deployed(conn, row, source, stamp)
             moved = await self._move(conn, moves, now=now, stamp=stamp)
@@ -276,7 +288,7 @@ class Pipeline:
                     "ids": ids,
                     "status": new.value,
                     "updated_at": stamp,
-                    "next_step_at": None if new.is_terminal else now + self._config.step_seconds,
+                    "next_step_at": None if new.is_terminal else now + self._config.seconds_in(new),
                     "remote_reconciled": reconciled_on_reaching(new),
                 },
             )
@@ -303,6 +315,8 @@ async def remove_deployments(conn: DbConn, ids: list[Any]) -> None:
             delete(dataplane_revisions).where(dataplane_revisions.c.deployment_id.in_(ids))
         )
         await conn.execute(delete(secret_values).where(secret_values.c.deployment_id.in_(ids)))
+        await conn.execute(delete(uploads).where(uploads.c.deployment_id.in_(ids)))
+        await conn.execute(delete(revision_logs).where(revision_logs.c.deployment_id.in_(ids)))
         await conn.execute(delete(revisions).where(revisions.c.deployment_id.in_(ids)))
         await _settle_tracing_projects(conn, ids)
         await conn.execute(delete(deployments).where(deployments.c.id.in_(ids)))
@@ -321,6 +335,9 @@ async def _due_revisions(conn: DbConn, now: float) -> Sequence[Any]:
                 revisions.c.image_uri,
                 revisions.c.repo_ref,
                 revisions.c.repo_commit_sha,
+                revisions.c.source_tarball_path,
+                revisions.c.langgraph_config_path,
+                revisions.c.build_error,
                 deployments.c.name,
                 deployments.c.source_config,
             )

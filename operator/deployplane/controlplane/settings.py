@@ -156,6 +156,16 @@ class FailureRule(_Strict):
 
 class PipelineConfig(_Strict):
     step_seconds: float = Field(1.0, ge=0)
+    # Time a revision spends BUILDING (default step_seconds): a remote build's log is
+    # read while it builds (`langgraph deploy --verbose` polls every 3 s).
+    build_seconds: float | None = Field(None, ge=0)
+
+    def seconds_in(self, status: RevisionStatus) -> float:
+        """How long a revision stays in the in-progress state `status`."""
+        if status is RevisionStatus.BUILDING and self.build_seconds is not None:
+            return self.build_seconds
+        return self.step_seconds
+
     failures: list[FailureRule] = Field(default_factory=list)
 
     def failure_for(
@@ -213,6 +223,10 @@ class Settings(BaseModel):
     database_url: str = DEFAULT_DATABASE_URL
     config: EmulatorConfig = Field(default_factory=EmulatorConfig)
     max_body_bytes: int = 1024 * 1024
+    # A source tarball PUT to an upload URL (the vendor CLI's 200 MB archive limit), and
+    # how long such a URL works.
+    max_upload_bytes: int = 200 * 1024 * 1024
+    upload_url_seconds: float = 900.0
     # Only what the real service serves: the emulator's extensions (such as
     # /_emulator/*) are not registered.
     strict: bool = False
@@ -223,12 +237,17 @@ class Settings(BaseModel):
         return self.strict or self.config.strict
 
 
+def new_dev_key() -> str:
+    """A fresh dev workspace API key."""
+    return "dpk_" + secrets.token_urlsafe(24)
+
+
 def dev_config(*, api_key: str | None = None) -> tuple[EmulatorConfig, str]:
     """The config used without --config: one `both` workspace with a demo repository.
 
     Returns the config and its API key (generated unless given).
     """
-    key = api_key or "dpk_" + secrets.token_urlsafe(24)
+    key = api_key or new_dev_key()
     now = datetime(2024, 1, 1, tzinfo=UTC)
     workspace = WorkspaceConfig(
         id=DEV_WORKSPACE_ID,

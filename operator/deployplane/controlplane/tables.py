@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Column,
     DateTime,
@@ -20,6 +21,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -43,10 +45,12 @@ __all__ = [
     "listener_agents",
     "listeners",
     "metadata",
+    "revision_logs",
     "revisions",
     "secret_values",
     "text_position",
     "tracing_projects",
+    "uploads",
     "utcnow",
 ]
 
@@ -166,6 +170,11 @@ revisions = Table(
     Column("graph_config_path", String, nullable=True),
     Column("image_uri", String, nullable=True),
     Column("repo_commit_sha", String, nullable=True),
+    # internal_source (the vendor CLI's remote build): the upload and its config file
+    Column("source_tarball_path", String, nullable=True),
+    Column("langgraph_config_path", String, nullable=True),
+    # why its build failed (set with BUILDING, read on leaving it); null if it did not
+    Column("build_error", String, nullable=True),
     *_timestamps(),
     # epoch seconds at which the pipeline moves this revision on; null once terminal
     Column("next_step_at", Float, nullable=True),
@@ -225,6 +234,40 @@ secret_values = Table(
         primary_key=True,
     ),
     Column("values", JSON, nullable=False),
+)
+
+
+# Source tarballs PUT to the signed upload URLs (controlplane/uploads.py): a row is
+# made by POST upload-url (the URL's one use still open: `data` null) and filled by the
+# PUT; a PATCH's source_tarball_path must name a filled one of the same deployment.
+uploads = Table(
+    "uploads",
+    metadata,
+    Column("object_path", String, primary_key=True),
+    Column("workspace_id", Uuid, nullable=False),
+    Column("deployment_id", Uuid, ForeignKey("deployments.id", ondelete="CASCADE"), nullable=False),
+    Column("expires_at", Float, nullable=False),  # epoch seconds
+    Column("used", Boolean, nullable=False, server_default=false()),
+    Column("data", LargeBinary, nullable=True),
+    Column("size", BigInteger, nullable=True),
+    Column("digest", String, nullable=True),  # sha256 hex of the tarball
+    Index("ix_uploads_deployment", "deployment_id"),
+)
+
+# Build and deploy log lines of revisions (controlplane/buildlogs.py), in the order
+# written (`seq`, which the logs' offsets count in).
+revision_logs = Table(
+    "revision_logs",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("deployment_id", Uuid, ForeignKey("deployments.id", ondelete="CASCADE"), nullable=False),
+    Column("revision_id", Uuid, nullable=False),
+    Column("kind", String, nullable=False),  # build | deploy
+    Column("at_ms", BigInteger, nullable=False),
+    Column("level", String, nullable=False),
+    Column("message", String, nullable=False),
+    Index("ix_revision_logs_revision", "revision_id", "kind"),
+    Index("ix_revision_logs_deployment", "deployment_id", "kind"),
 )
 
 

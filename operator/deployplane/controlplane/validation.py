@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from deployplane.api.imageref import image_reference_error
 from deployplane.api.models import (
     Secret,
     SecretReference,
@@ -19,6 +20,7 @@ from deployplane.controlplane.errors import RefusedError, invalid
 from deployplane.controlplane.settings import WorkspaceConfig
 
 __all__ = [
+    "INTERNAL_SOURCES",
     "NUL_MESSAGE",
     "TAG_PREFIX",
     "check_repository",
@@ -26,6 +28,7 @@ __all__ = [
     "published_rule_errors",
     "ref_format_error",
     "repo_url_error",
+    "revision_source_errors",
     "secret_errors",
     "source_allowed",
     "unknown_listener",
@@ -35,8 +38,14 @@ TAG_PREFIX = "refs/tags/"
 
 _GIT_CONFIG_FIELDS = ("integration_id", "repo_url", "build_on_push")
 _GIT_REVISION_FIELDS = ("repo_ref", "graph_config_path")
+_BUILD_FIELDS = ("source_tarball_path", "langgraph_config_path")
 _SC = ("body", "source_config")
 _RC = ("body", "source_revision_config")
+
+# The vendor CLI's sources (`langgraph deploy`): a tarball the service builds, or an
+# image pushed to the service's registry. Either may follow the other on one
+# deployment (`revision_source` of a PATCH), as the CLI builds locally or remotely.
+INTERNAL_SOURCES = frozenset({Source.INTERNAL_SOURCE, Source.INTERNAL_DOCKER})
 
 
 # PostgreSQL's text type cannot hold U+0000, so the emulator refuses it in every request
@@ -94,9 +103,10 @@ def repo_url_error(source_config: SourceConfig, workspace: WorkspaceConfig) -> s
 
 
 def source_allowed(mode: str, source: Source) -> bool:
-    """`saas` workspaces deploy from git only, `self_hosted` ones from images only."""
+    """`saas` workspaces deploy from git or the vendor CLI's uploads and pushes (the
+    service builds and hosts them), `self_hosted` ones from their own images only."""
     if mode == "saas":
-        return source is Source.GIT_HOST
+        return source is not Source.EXTERNAL_DOCKER
     if mode == "self_hosted":
         return source is Source.EXTERNAL_DOCKER
     return True
@@ -108,8 +118,13 @@ def deployment_errors(
     source_config: SourceConfig,
     revision_config: SourceRevisionConfig,
     workspace: WorkspaceConfig,
+    revision_source: Source | None = None,
+    empty_allowed: bool = False,
 ) -> list[dict[str, Any]]:
-    """Everything wrong with a deployment's (merged) configuration, [] when valid."""
+    """Everything wrong with a deployment's (merged) configuration, [] when valid.
+
+    `revision_source`: where the revision being made comes from (default `source`);
+    `empty_allowed`: an internal_* create, which may come without a revision."""
     errors: list[dict[str, Any]] = []
     if not source_allowed(workspace.mode, source):
         errors.append(
@@ -117,8 +132,64 @@ def deployment_errors(
         )
     if source is Source.GIT_HOST:
         errors += _git_host_errors(source_config, revision_config, workspace)
-    else:
+    elif source is Source.EXTERNAL_DOCKER:
         errors += _external_docker_errors(source_config, revision_config)
+    else:
+        errors += _internal_errors(
+            revision_source or source, source_config, revision_config, empty_allowed
+        )
+    return errors
+
+
+def revision_source_errors(source: Source, revision_source: Source | None) -> list[dict[str, Any]]:
+    """A PATCH's `revision_source` must suit the deployment: internal_source or
+    internal_docker for an internal_* deployment, else its own source."""
+    if revision_source is None or revision_source is source:
+        return []
+    if source in INTERNAL_SOURCES and revision_source in INTERNAL_SOURCES:
+        return []
+    return [
+        invalid(
+            ("body", "revision_source"),
+            f"revision_source {revision_source.value} is not allowed for source {source.value}",
+        )
+    ]
+
+
+def _internal_errors(
+    revision_source: Source,
+    source_config: SourceConfig,
+    revision_config: SourceRevisionConfig,
+    empty_allowed: bool,
+) -> list[dict[str, Any]]:
+    errors = [
+        invalid((*_SC, field), f"{field} is not allowed for source {revision_source.value}")
+        for field in _GIT_CONFIG_FIELDS
+        if getattr(source_config, field) is not None
+    ]
+    errors += [
+        invalid((*_RC, field), f"{field} is not allowed for source {revision_source.value}")
+        for field in _GIT_REVISION_FIELDS
+        if getattr(revision_config, field) is not None
+    ]
+    if empty_allowed and not revision_config.model_dump(exclude_none=True):
+        return errors
+    if revision_source is Source.INTERNAL_SOURCE:
+        required: tuple[str, ...] = _BUILD_FIELDS
+    else:
+        required = ("image_uri",)
+        errors += [
+            invalid((*_RC, field), f"{field} is not allowed for source internal_docker")
+            for field in _BUILD_FIELDS
+            if getattr(revision_config, field) is not None
+        ]
+    for field in required:
+        if not getattr(revision_config, field):
+            errors.append(
+                invalid(
+                    (*_RC, field), f"Field required for source {revision_source.value}", "missing"
+                )
+            )
     return errors
 
 
@@ -137,8 +208,9 @@ def _git_host_errors(
             errors.append(
                 invalid((*prefix, field), "Field required for source git_host", "missing")
             )
-    if revision_config.image_uri is not None:
-        errors.append(invalid((*_RC, "image_uri"), "image_uri is not allowed for source git_host"))
+    for field in ("image_uri", *_BUILD_FIELDS):
+        if getattr(revision_config, field) is not None:
+            errors.append(invalid((*_RC, field), f"{field} is not allowed for source git_host"))
     integration_id = source_config.integration_id
     if integration_id is not None and all(
         integration.id != integration_id for integration in workspace.integrations
@@ -165,13 +237,17 @@ def _external_docker_errors(
     source_config: SourceConfig, revision_config: SourceRevisionConfig
 ) -> list[dict[str, Any]]:
     errors: list[dict[str, Any]] = []
-    if not revision_config.image_uri:
+    image_uri = revision_config.image_uri
+    if not image_uri:
         errors.append(
             invalid((*_RC, "image_uri"), "Field required for source external_docker", "missing")
         )
+    elif (reason := image_reference_error(image_uri)) is not None:
+        # A registry would never pull it: refused here rather than failing at deploy.
+        errors.append(invalid((*_RC, "image_uri"), f"not a valid image reference: {reason}"))
     for prefix, fields, config in (
         (_SC, _GIT_CONFIG_FIELDS, source_config),
-        (_RC, _GIT_REVISION_FIELDS, revision_config),
+        (_RC, _GIT_REVISION_FIELDS + _BUILD_FIELDS, revision_config),
     ):
         for field in fields:
             if getattr(config, field) is not None:
@@ -204,13 +280,19 @@ def published_rule_errors(
     errors = []
     given = config.model_fields_set if config is not None else set()
     if "deployment_type" in given and config is not None:
-        if source is not Source.GIT_HOST and config.deployment_type is not None:
-            errors.append(invalid((*_SC, "deployment_type"), "deployment_type is git_host only"))
+        if source is Source.EXTERNAL_DOCKER and config.deployment_type is not None:
+            errors.append(
+                invalid((*_SC, "deployment_type"), "deployment_type is not for external_docker")
+            )
         elif current is not None and _type_of(config) != current.get("deployment_type"):
             errors.append(invalid((*_SC, "deployment_type"), "deployment_type cannot be changed"))
-    if source is Source.GIT_HOST and config is not None and config.custom_url is not None:
+    if (
+        source is not Source.EXTERNAL_DOCKER
+        and config is not None
+        and config.custom_url is not None
+    ):
         errors.append(
-            invalid((*_SC, "custom_url"), "custom_url is set by the service for git_host")
+            invalid((*_SC, "custom_url"), f"custom_url is set by the service for {source.value}")
         )
     if source is not Source.EXTERNAL_DOCKER and references is not None:
         errors.append(

@@ -19,15 +19,24 @@ from deployplane.api.models import (
     ApiModel,
     ComputeConfig,
     ComputeType,
+    ManagedRevisionConfig,
     SecretReference,
     Source,
     SourceConfig,
-    SourceRevisionConfig,
 )
 from deployplane.kube import paths
 
 GROUP: Final = paths.GROUP
 VERSION: Final = paths.VERSION
+
+
+class ManagedSource(StrEnum):
+    """The sources an AgentDeployment may name: the API's `Source` without the vendor
+    CLI's internal_* ones (an uploaded tarball, a pushed image), which a custom
+    resource cannot carry."""
+
+    GIT_HOST = Source.GIT_HOST.value
+    EXTERNAL_DOCKER = Source.EXTERNAL_DOCKER.value
 
 
 class DeletionPolicy(StrEnum):
@@ -120,13 +129,13 @@ class AgentDeploymentSpec(ConnectionSpec):
         max_length=253,
         description="Deployment and tracing-project name; default metadata.name. Immutable.",
     )
-    source: Source = Field(
+    source: ManagedSource = Field(
         description="git_host (Cloud SaaS) or external_docker (self-hosted). Immutable."
     )
     source_config: AgentDeploymentSourceConfig | None = Field(
         None, description="Fields that need no new revision when changed."
     )
-    source_revision_config: SourceRevisionConfig | None = Field(
+    source_revision_config: ManagedRevisionConfig | None = Field(
         None, description="Fields whose change rolls a new revision."
     )
     secrets: list[DeploymentSecret] | None = Field(

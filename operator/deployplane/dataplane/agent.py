@@ -15,13 +15,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 from uuid import UUID
 
 from deployplane.api.dataplane import (
     ReportedDeploymentStatus,
     ReportedStatus,
+    ReportLine,
     RevisionReport,
     RevisionWork,
 )
@@ -41,6 +42,7 @@ from deployplane.dataplane.render import (
     LABEL_COMPONENT,
     LABEL_DEPLOYMENT_ID,
     SERVER,
+    DataPlaneSettings,
     Rendered,
     RenderError,
     base_name,
@@ -48,7 +50,14 @@ from deployplane.dataplane.render import (
     namespace_for,
     render,
 )
-from deployplane.dataplane.rollout import Verdict, database_ready, rollout_verdict
+from deployplane.dataplane.rollout import (
+    Verdict,
+    database_ready,
+    pod_states,
+    rollout_verdict,
+    route_waiting,
+)
+from deployplane.dataplane.vendorparts import refresh_route, route_of, unserved
 
 __all__ = ["Agent", "AgentSettings"]
 
@@ -68,6 +77,7 @@ class AgentSettings:
     resync_interval: float = 600.0
     concurrency: int = 32
     progress_deadline_seconds: int = 600
+    dataplane: DataPlaneSettings = field(default_factory=DataPlaneSettings)
 
 
 class Agent:
@@ -178,7 +188,17 @@ class Agent:
             if failure is not None:
                 await self._report(deployment, revision, failure)
                 return
-        await self._report(deployment, revision, *await self._observe(rendered, revision))
+        verdict, db_status = await self._observe(rendered, revision)
+        if verdict.status is ReportedStatus.DEPLOYED:
+            # Before DEPLOYED, so whoever sees the deployment deployed sees its URL too.
+            await self._report_url(deployment, rendered.url)
+        await self._report(deployment, revision, verdict, db_status)
+
+    async def _report_url(self, deployment: Deployment, url: str | None) -> None:
+        """The route's URL as the deployment's `custom_url`, when it is not that yet."""
+        config = deployment.source_config
+        if url is not None and (config is None or config.custom_url != url):
+            await self.client.report_url(self.listener_id, deployment.id, url)
 
     async def _render(
         self, deployment: Deployment, revision: Revision, listener: Listener, work: RevisionWork
@@ -194,6 +214,7 @@ class Agent:
                 secret_values=work.secret_values,
                 database_password=password,
                 progress_deadline_seconds=self.settings.progress_deadline_seconds,
+                settings=self.settings.dataplane,
             )
 
         namespace = namespace_for(deployment, listener)
@@ -206,6 +227,9 @@ class Agent:
         owner = await get_owner(self.cluster, rendered)
         if applied_revision(owner) == revision_id:
             return None
+        missing = await unserved(self.cluster, rendered)
+        if missing is not None:
+            return Verdict(ReportedStatus.DEPLOY_FAILED, missing)
         try:
             await apply_rendered(self.cluster, rendered, owner)
         except ClusterError as exc:
@@ -219,16 +243,23 @@ class Agent:
     ) -> tuple[Verdict, ReportedDeploymentStatus]:
         server = _find(rendered.objects, "Deployment", SERVER)
         database = _find(rendered.objects, "StatefulSet", None)
-        current, pods, statefulset = await asyncio.gather(
+        route = route_of(rendered.objects)
+        current, pods, statefulset, applied_route = await asyncio.gather(
             self._read(server, "apps/v1", "Deployment"),
             self._server_pods(rendered.namespace, server),
             self._read(database, "apps/v1", "StatefulSet"),
+            self._read(route, *_type_of(route)),
         )
         ready = database is None or database_ready(statefulset)
         db_status = (
             ReportedDeploymentStatus.READY if ready else ReportedDeploymentStatus.AWAITING_DATABASE
         )
-        return rollout_verdict(current, pods, str(revision.id)), db_status
+        verdict = rollout_verdict(current, pods, str(revision.id))
+        if verdict.status is ReportedStatus.DEPLOYED and route is not None:
+            waiting = route_waiting(applied_route)
+            if waiting is not None:
+                verdict = Verdict(ReportedStatus.DEPLOYING, waiting)
+        return replace(verdict, lines=tuple(pod_states(pods))), db_status
 
     async def _read(self, rendered: Obj | None, api_version: str, kind: str) -> Obj | None:
         """The cluster's copy of a rendered object (None: not rendered, or absent)."""
@@ -260,10 +291,18 @@ class Agent:
         )
         if unchanged:
             return
+        failed = verdict.status is ReportedStatus.DEPLOY_FAILED
+        said = f"rollout {verdict.status.value}" + (
+            f": {verdict.message}" if verdict.message else ""
+        )
         report = RevisionReport(
             status=verdict.status,
-            message=verdict.message if verdict.status is ReportedStatus.DEPLOY_FAILED else None,
+            message=verdict.message if failed else None,
             deployment_status=deployment_status,
+            log_lines=[
+                ReportLine(level="ERROR" if failed else "INFO", message=said[:2000]),
+                *(ReportLine(message=line[:2000]) for line in verdict.lines[:49]),
+            ],
         )
         accepted = await self.client.report(self.listener_id, deployment.id, revision.id, report)
         if not accepted:
@@ -278,7 +317,8 @@ class Agent:
         except RenderError:
             return
         owner = await self.cluster.get("v1", "ConfigMap", namespace, base_name(deployment))
-        if applied_revision(owner) == str(revision_id):
+        if owner is not None and applied_revision(owner) == str(revision_id):
+            await self.repair_route(listener, deployment, owner)
             return
         revision = await self.client.get_revision(deployment.id, revision_id)
         work = await self.client.revision_work(self.listener_id, deployment.id, revision_id)
@@ -287,6 +327,13 @@ class Agent:
         rendered = await self._render(deployment, revision, listener, work)
         await apply_rendered(self.cluster, rendered, owner)
         log.info("deployment %s: applied its deployed revision again", deployment.id)
+
+    async def repair_route(self, listener: Listener, deployment: Deployment, owner: Obj) -> None:
+        """The route brought up to the current settings, and its URL reported."""
+        url = await refresh_route(
+            self.cluster, deployment, listener, self.settings.dataplane, owner
+        )
+        await self._report_url(deployment, url)
 
     # ------------------------------------------------------------------ removal
 
@@ -323,6 +370,10 @@ def _listener_of(deployment: Deployment) -> UUID | None:
 def _namespaces(listener: Listener) -> list[str]:
     config = listener.compute_config
     return list((config.k8s_namespaces if config is not None else None) or [])
+
+
+def _type_of(obj: Obj | None) -> tuple[str, str]:
+    return ("", "") if obj is None else (obj["apiVersion"], obj["kind"])
 
 
 def _find(objects: Sequence[Obj], kind: str, component: str | None) -> Obj | None:

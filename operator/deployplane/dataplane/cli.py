@@ -2,9 +2,11 @@
 
 Configured like the operator: DEPLOYPLANE_CONTROL_PLANE_URL, DEPLOYPLANE_API_KEY (from a
 Secret in the chart), DEPLOYPLANE_TENANT_ID, DEPLOYPLANE_POLL_INTERVAL,
-DEPLOYPLANE_RESYNC_INTERVAL; which listener: `--listener-id` (DEPLOYPLANE_LISTENER_ID)
-or `--listener NAME` (DEPLOYPLANE_LISTENER_NAME) of a Listener resource whose status
-has the id, in `--namespace` (DEPLOYPLANE_LISTENER_NAMESPACE, default `default`).
+DEPLOYPLANE_RESYNC_INTERVAL; what it renders: DEPLOYPLANE_POSTGRES_IMAGE,
+DEPLOYPLANE_AUTOSCALER, DEPLOYPLANE_ROUTING and the others of render/settings.py;
+which listener: `--listener-id` (DEPLOYPLANE_LISTENER_ID) or `--listener NAME`
+(DEPLOYPLANE_LISTENER_NAME) of a Listener resource whose status has the id, in
+`--namespace` (DEPLOYPLANE_LISTENER_NAMESPACE, default `default`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from collections.abc import Coroutine
@@ -25,6 +28,7 @@ from deployplane.controller.config import ConfigError, OperatorConfig
 
 if TYPE_CHECKING:  # imported when run: the kubernetes client is slow to import
     from deployplane.dataplane.protocol import DataPlaneClient
+    from deployplane.dataplane.render.settings import DataPlaneSettings
     from deployplane.kube.api import KubernetesApi
 
 app = typer.Typer(no_args_is_help=True)
@@ -70,8 +74,14 @@ def run(
         _fail(str(exc))
     if not config.control_plane_url:
         _fail("DEPLOYPLANE_CONTROL_PLANE_URL is not set")
+    from deployplane.dataplane.render.settings import SettingsError, from_env
+
     try:
-        asyncio.run(_main(config, listener_id, listener, namespace))
+        dataplane = from_env(os.environ)
+    except SettingsError as exc:
+        _fail(str(exc))
+    try:
+        asyncio.run(_main(config, listener_id, listener, namespace, dataplane))
     except StartupError as exc:
         _fail(str(exc))
 
@@ -82,7 +92,11 @@ def _fail(message: str) -> None:
 
 
 async def _main(
-    config: OperatorConfig, listener_id: str | None, name: str | None, namespace: str
+    config: OperatorConfig,
+    listener_id: str | None,
+    name: str | None,
+    namespace: str,
+    dataplane: DataPlaneSettings,
 ) -> None:
     from kubernetes.config import ConfigException
 
@@ -110,7 +124,9 @@ async def _main(
             cluster=cluster,
             listener_id=lid,
             settings=AgentSettings(
-                poll_interval=config.poll_interval, resync_interval=config.resync_interval
+                poll_interval=config.poll_interval,
+                resync_interval=config.resync_interval,
+                dataplane=dataplane,
             ),
         )
         log.info("listener agent running for listener %s", lid)

@@ -31,6 +31,8 @@ _PLURALS = {
     "Deployment": "deployments",
     "StatefulSet": "statefulsets",
     "HorizontalPodAutoscaler": "horizontalpodautoscalers",
+    "Ingress": "ingresses",
+    "NetworkPolicy": "networkpolicies",
 }
 
 
@@ -59,6 +61,8 @@ class Cluster(Protocol):
     ) -> list[Obj]: ...
 
     async def delete(self, api_version: str, kind: str, namespace: str, name: str) -> bool: ...
+
+    async def served(self, api_version: str, kind: str) -> bool: ...
 
 
 def object_path(api_version: str, kind: str, namespace: str, name: str | None = None) -> str:
@@ -140,6 +144,12 @@ class ClusterApi(KubernetesApi):
         return (
             await self._call("DELETE", path, body=body, content_type="application/json") is not None
         )
+
+    async def served(self, api_version: str, kind: str) -> bool:
+        """Whether the apiserver serves `kind` in `api_version` (discovery, which every
+        authenticated user may read): a CRD that is not installed is not."""
+        answer = await self._call("GET", f"/apis/{api_version}")
+        return any(r.get("kind") == kind for r in (answer or {}).get("resources") or [])
 
 
 def _reason(method: str, path: str, status: int, text: str) -> str:

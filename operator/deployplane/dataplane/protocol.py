@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 
 from deployplane.api.client import ControlPlaneClient, Id
-from deployplane.api.dataplane import Heartbeat, RevisionReport, RevisionWork
+from deployplane.api.dataplane import Heartbeat, RevisionReport, RevisionWork, RouteReport
 from deployplane.api.errors import Conflict, NotFound
 
 __all__ = ["DataPlaneClient"]
@@ -21,6 +21,7 @@ HEARTBEAT = _PREFIX + "/heartbeat"
 WORK = _PREFIX + "/deployments/{deployment_id}/revisions/{revision_id}"
 REPORT = WORK + "/status"
 DELETED = _PREFIX + "/deployments/{deployment_id}/deleted"
+URL = _PREFIX + "/deployments/{deployment_id}/url"
 
 
 class DataPlaneClient(ControlPlaneClient):
@@ -60,6 +61,12 @@ class DataPlaneClient(ControlPlaneClient):
         except Conflict:
             return False
         return True
+
+    async def report_url(self, listener_id: Id, deployment_id: Id, url: str) -> None:
+        """Tells the control plane the URL the deployment's route exposes."""
+        ids = {"listener_id": listener_id, "deployment_id": deployment_id}
+        body = RouteReport(url=url).model_dump(mode="json")
+        await self._request("PUT", URL, ids, json=body)
 
     async def deletion_done(self, listener_id: Id, deployment_id: Id) -> None:
         """Tells the control plane the deployment's objects are gone. Already removed

@@ -19,6 +19,7 @@ __all__ = [
     "Verdict",
     "database_ready",
     "rollout_verdict",
+    "route_waiting",
 ]
 
 Obj = Mapping[str, Any]
@@ -38,6 +39,7 @@ class Verdict:
 
     status: ReportedStatus
     message: str | None = None
+    lines: tuple[str, ...] = ()  # pod states, shipped as deploy log lines
 
 
 def _get(obj: Obj | None, *path: str) -> Any:
@@ -122,6 +124,26 @@ def rollout_verdict(deployment: Obj | None, pods: Sequence[Obj], revision_id: st
     )
 
 
+def pod_states(pods: Sequence[Obj]) -> list[str]:
+    """One line per pod of the rollout (shipped as deploy log lines): its phase, ready
+    containers, and why a waiting container waits."""
+    lines = []
+    for pod in pods:
+        statuses = _get(pod, "status", "containerStatuses") or []
+        ready = sum(1 for status in statuses if status.get("ready"))
+        line = (
+            f"pod {_get(pod, 'metadata', 'name')}: {_get(pod, 'status', 'phase') or 'Pending'}"
+            f", {ready}/{len(statuses)} ready"
+        )
+        waiting = [
+            reason
+            for status in statuses
+            if (reason := (_get(status, "state", "waiting") or {}).get("reason"))
+        ]
+        lines.append(line + (f" (waiting: {', '.join(waiting)})" if waiting else ""))
+    return lines
+
+
 def database_ready(statefulset: Obj | None) -> bool:
     """Whether the deployment's PostgreSQL StatefulSet serves: all replicas ready at the
     current spec. No StatefulSet (nothing rendered one) counts as ready."""
@@ -135,3 +157,39 @@ def database_ready(statefulset: Obj | None) -> bool:
         (status.get("observedGeneration") or 0) >= generation
         and (status.get("readyReplicas") or 0) >= wanted
     )
+
+
+def _true(conditions: Sequence[Obj], kind: str, generation: int) -> bool:
+    return any(
+        c.get("type") == kind
+        and c.get("status") == "True"
+        and (c.get("observedGeneration") or generation) >= generation
+        for c in conditions
+    )
+
+
+def route_waiting(route: Obj | None) -> str | None:
+    """Why the deployment's route does not carry traffic yet, or None once admitted.
+
+    An Ingress is admitted when its controller gave it an address
+    (`status.loadBalancer.ingress`); an HTTPRoute when its Gateway's controller says
+    `Accepted` and `ResolvedRefs` are True for this generation of the route, for the
+    parent the route names. No route (none rendered) waits for nothing.
+    """
+    if route is None:
+        return None
+    kind = route.get("kind")
+    if kind == "Ingress":
+        addresses = _get(route, "status", "loadBalancer", "ingress") or []
+        if any(a.get("ip") or a.get("hostname") for a in addresses):
+            return None
+        return "the Ingress has no address yet (is an ingress controller running?)"
+    generation = _get(route, "metadata", "generation") or 0
+    wanted = [ref.get("name") for ref in _get(route, "spec", "parentRefs") or []]
+    for parent in _get(route, "status", "parents") or []:
+        conditions = parent.get("conditions") or []
+        if (_get(parent, "parentRef", "name") in wanted) and all(
+            _true(conditions, c, generation) for c in ("Accepted", "ResolvedRefs")
+        ):
+            return None
+    return "the HTTPRoute is not Accepted with ResolvedRefs by its Gateway yet"

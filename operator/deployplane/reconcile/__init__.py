@@ -12,7 +12,6 @@ the Kubernetes requests (list, watch, writes, Events) and starts them.
   them (`deployplane.externals.errors`); a verdict -> status, state, events
 - schedule.py: when a resource is looked at next, and how closely
 - passes.py, statuspatch.py: one resource's pass; the minimal status merge patch
-- informer.py: list, then watch, one kind in one namespace (client-go's reflector)
 - workqueue.py, workers.py: the rate-limited queue of keys and the pool of workers
 - eventrecorder.py: Events posted in the background at a bounded rate
 """

@@ -1,13 +1,13 @@
 """The resources a controller watches, and a bounded pool of workers over its queue.
 
-The informers (`deployplane.reconcile.informer`) hand every watch event to
-`Workers.observe` (kind, event type, body); `observe` keeps the latest lean body of each
-resource and queues its key when there is something to do: a resource never seen, a
-spec or pause annotation the last pass has not seen, or a deletion with our finalizer
-on. A worker takes a key, runs one pass (or, for an object being deleted, finalizes and
-then takes our finalizer off), and puts the key back after the delay the pass asked for.
-Status writes of our own come back as watch events too, and queue nothing: a pass is
-asked for by the schedule, not by our echoes.
+Kopf's watch (`deployplane.controller.handlers`, one event handler per kind) hands
+every watch event to `Workers.observe` (kind, event type, body); `observe` keeps the
+latest lean body of each resource and queues its key when there is something to do:
+a resource never seen, a spec or pause annotation the last pass has not seen, or a
+deletion with our finalizer on. A worker takes a key, runs one pass (or, for an object
+being deleted, finalizes and then takes our finalizer off), and puts the key back
+after the delay the pass asked for. Status writes of our own come back as watch events
+too, and queue nothing: a pass is asked for by the schedule, not by our echoes.
 """
 
 from __future__ import annotations

@@ -12,7 +12,20 @@ How one model reads both the API's snake_case and a custom resource's camelCase:
 
 from __future__ import annotations
 
+from deployplane.api.models.builds import (
+    LOG_LIMIT_MAX,
+    LogEntry,
+    LogLevel,
+    LogOrder,
+    LogsPage,
+    LogsQuery,
+    PushToken,
+    PushTokenRequest,
+    UploadUrl,
+    UploadUrlRequest,
+)
 from deployplane.api.models.common import (
+    MANAGED_SOURCES,
     NAME_MAX_LENGTH,
     ApiModel,
     ErrorBody,
@@ -58,6 +71,7 @@ from deployplane.api.models.lookups import (
 )
 from deployplane.api.models.revisions import (
     TERMINAL_REVISION_STATUSES,
+    ManagedRevisionConfig,
     Revision,
     RevisionStatus,
     SourceRevisionConfig,
@@ -65,6 +79,8 @@ from deployplane.api.models.revisions import (
 )
 
 __all__ = [
+    "LOG_LIMIT_MAX",
+    "MANAGED_SOURCES",
     "NAME_MAX_LENGTH",
     "TERMINAL_REVISION_STATUSES",
     "ApiModel",
@@ -89,9 +105,17 @@ __all__ = [
     "ListenerCreate",
     "ListenerPatch",
     "ListenerPut",
+    "LogEntry",
+    "LogLevel",
+    "LogOrder",
+    "LogsPage",
+    "LogsQuery",
+    "ManagedRevisionConfig",
     "NotFoundBody",
     "OAuthProvider",
     "Page",
+    "PushToken",
+    "PushTokenRequest",
     "ResourceSpec",
     "Revision",
     "RevisionStatus",
@@ -102,6 +126,8 @@ __all__ = [
     "SourceConfig",
     "SourceRevisionConfig",
     "SourceRevisionConfigStatus",
+    "UploadUrl",
+    "UploadUrlRequest",
     "ValidationErrorEntry",
     "Volume",
     "VolumeMount",

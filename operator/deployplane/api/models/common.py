@@ -81,15 +81,25 @@ NAME_MAX_LENGTH = 253
 
 
 class Source(StrEnum):
-    """Where a deployment's code comes from."""
+    """Where a deployment's code comes from.
+
+    The two `internal_*` sources are what the vendor's own CLI (`langgraph deploy`)
+    creates: `internal_source` uploads a source tarball the service builds,
+    `internal_docker` pushes a built image to the service's registry. The operator
+    manages only `git_host` and `external_docker` (`MANAGED_SOURCES`)."""
 
     GIT_HOST = "git_host"
     EXTERNAL_DOCKER = "external_docker"
+    INTERNAL_DOCKER = "internal_docker"
+    INTERNAL_SOURCE = "internal_source"
 
 
-# Every source value the published contract names: the service may answer any of them,
-# though deployplane creates only the two of `Source`.
-PUBLISHED_SOURCES = ("git_host", "external_docker", "internal_docker", "internal_source")
+# The sources the operator's AgentDeployment may name (its CRD's enum).
+MANAGED_SOURCES = (Source.GIT_HOST, Source.EXTERNAL_DOCKER)
+
+
+# Every source value the published contract names: the service may answer any of them.
+PUBLISHED_SOURCES = tuple(source.value for source in Source)
 
 
 ReportedSource = Annotated[

@@ -35,10 +35,13 @@ class DeploymentStatus(StrEnum):
 
 
 class DeploymentType(StrEnum):
-    """The published `source_config.deployment_type` of a git_host deployment."""
+    """`source_config.deployment_type`: the published three, and `dev_zero`, which the
+    vendor's CLI sends for its `--deployment-type serverless` (scale to zero); its
+    `dedicated` is sent as `prod`."""
 
     DEV_FREE = "dev_free"
     DEV = "dev"
+    DEV_ZERO = "dev_zero"
     PROD = "prod"
 
 
@@ -201,7 +204,11 @@ class SourceConfig(ApiModel):
         None, description="Build on every push; must be false when repoRef is a tag."
     )
     deployment_type: DeploymentType | None = Field(
-        None, description="Kind of git_host deployment (dev_free, dev, prod); immutable."
+        None,
+        description=(
+            "Kind of deployment (dev_free, dev, dev_zero, prod): git_host, internal_source "
+            "and internal_docker; immutable."
+        ),
     )
     custom_url: str | None = Field(
         None,
@@ -274,6 +281,15 @@ class DeploymentPatch(ApiModel):
     source_revision_config: SourceRevisionConfig | None = None
     secrets: list[Secret] | None = None
     secret_references: list[SecretReference] | None = None
+    # What the vendor's CLI sends (langgraph_cli/host_backend.py): where the new
+    # revision's code comes from (internal_source: an uploaded tarball to build;
+    # internal_docker: a pushed image) and the packages it tracks.
+    revision_source: Source | None = Field(
+        None, description="Source of the new revision (internal_source or internal_docker)."
+    )
+    tracked_packages: (
+        list[Annotated[str, Field(min_length=1, max_length=NAME_MAX_LENGTH)]] | None
+    ) = Field(None, max_length=1000, description="Packages whose versions the revision tracks.")
 
 
 class Deployment(ApiModel):

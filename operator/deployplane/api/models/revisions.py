@@ -56,8 +56,9 @@ _FAILED_REVISION_STATUSES: frozenset[RevisionStatus] = frozenset(
 ReportedRevisionStatus = Annotated[RevisionStatus, or_unknown(RevisionStatus)]
 
 
-class SourceRevisionConfig(ApiModel):
-    """Source fields whose change creates a new revision."""
+class ManagedRevisionConfig(ApiModel):
+    """The source fields whose change creates a new revision that the operator manages
+    (an AgentDeployment's `spec.sourceRevisionConfig`)."""
 
     repo_ref: str | None = Field(
         None,
@@ -66,7 +67,29 @@ class SourceRevisionConfig(ApiModel):
     graph_config_path: str | None = Field(
         None, description="Path of the graph configuration file. git_host only."
     )
-    image_uri: str | None = Field(None, description="Container image URI. external_docker only.")
+    image_uri: str | None = Field(
+        None,
+        description=(
+            "Container image URI: external_docker, internal_docker (the pushed image); set "
+            "by the service once an internal_source revision is built."
+        ),
+    )
+
+
+class SourceRevisionConfig(ManagedRevisionConfig):
+    """Source fields whose change creates a new revision.
+
+    The two build fields are what the vendor's CLI sends for a remote build
+    (`langgraph deploy --remote`): the `object_path` of an upload and the path of the
+    project's config file inside it."""
+
+    source_tarball_path: str | None = Field(
+        None,
+        description="object_path of an uploaded source tarball (upload-url). internal_source.",
+    )
+    langgraph_config_path: str | None = Field(
+        None, description="Path of langgraph.json inside the tarball. internal_source."
+    )
 
 
 class SourceRevisionConfigStatus(SourceRevisionConfig):

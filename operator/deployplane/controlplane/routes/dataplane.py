@@ -16,7 +16,7 @@ from typing import Annotated, TypedDict
 from fastapi import APIRouter, Depends, status
 from fastapi.responses import Response
 
-from deployplane.api.dataplane import Heartbeat, RevisionReport, RevisionWork
+from deployplane.api.dataplane import Heartbeat, RevisionReport, RevisionWork, RouteReport
 from deployplane.api.models import NotFoundBody
 from deployplane.controlplane import agents, dataplane
 from deployplane.controlplane.deps import InWorkspace, Responses
@@ -96,4 +96,17 @@ async def deletion_done(
 ) -> Response:
     return await call.write_no_content(
         dataplane.deletion_done, listener_id=listener_id, deployment_id=deployment_id
+    )
+
+
+@router.put(
+    "/deployments/{deployment_id}/url",
+    status_code=status.HTTP_204_NO_CONTENT,
+    summary="The URL the deployment's route exposes: its source_config.custom_url",
+)
+async def report_url(
+    listener_id: uuid.UUID, deployment_id: uuid.UUID, body: RouteReport, call: InWorkspace
+) -> Response:
+    return await call.write_no_content(
+        dataplane.report_url, listener_id=listener_id, deployment_id=deployment_id, url=body.url
     )

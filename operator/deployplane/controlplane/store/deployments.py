@@ -21,6 +21,7 @@ from deployplane.api.models import (
     Source,
     SourceConfig,
     SourceRevisionConfig,
+    SourceRevisionConfigStatus,
 )
 from deployplane.controlplane import secretdigest
 from deployplane.controlplane.db import DbConn
@@ -41,8 +42,10 @@ from deployplane.controlplane.store.rows import (
     page_offset,
     remote_reconciled_condition,
     revision_config,
+    service_url,
     stored_references,
     uuid_list,
+    with_url,
 )
 from deployplane.controlplane.tables import (
     deployments,
@@ -52,6 +55,7 @@ from deployplane.controlplane.tables import (
     utcnow,
 )
 from deployplane.controlplane.validation import (
+    INTERNAL_SOURCES,
     check_repository,
     deployment_errors,
     published_rule_errors,
@@ -72,10 +76,6 @@ _INSERT_DEPLOYMENT = insert(deployments)
 _INSERT_TRACING_PROJECT = insert(tracing_projects)
 
 
-def _service_url(deployment_id: uuid.UUID) -> str:
-    return f"https://{deployment_id}.deployments.deployplane.example"
-
-
 async def _create_errors(
     conn: DbConn, body: DeploymentCreate, workspace: WorkspaceConfig
 ) -> list[dict[str, Any]]:
@@ -86,6 +86,7 @@ async def _create_errors(
         source_config=source_config,
         revision_config=body.source_revision_config or SourceRevisionConfig(),
         workspace=workspace,
+        empty_allowed=body.source in INTERNAL_SOURCES,
     )
     errors += secret_errors(body.secrets or [], ("body", "secrets"))
     errors += published_rule_errors(
@@ -115,16 +116,25 @@ async def create_deployment(
     now = utcnow()
     stored_config = source_config.model_dump(mode="json", exclude_none=True)
     if body.source is Source.GIT_HOST:  # the service sets a git_host deployment's URL
-        stored_config["custom_url"] = _service_url(deployment_id)
-    revision_id = await _insert_deployment(conn, body, workspace, deployment_id, stored_config, now)
+        stored_config["custom_url"] = service_url(deployment_id)
+    config = body.source_revision_config or SourceRevisionConfig()
+    # The vendor CLI creates an internal_* deployment with an empty source revision
+    # config and gives it its first revision by a PATCH (after uploading or pushing):
+    # a create with nothing to build or run makes no revision.
+    first = not (body.source in INTERNAL_SOURCES and not config.model_dump(exclude_none=True))
+    revision_id = await _insert_deployment(
+        conn, body, workspace, deployment_id, stored_config, now, first=first
+    )
     await keep_secret_values(conn, deployment_id, body.secrets or [], created=True)
+    if revision_id is None:
+        return _created(body, workspace, deployment_id, stored_config, None, now)
     revision = await insert_revision(
         conn,
         revision_id=revision_id,
         deployment_id=deployment_id,
         seq=1,
         source=body.source,
-        config=body.source_revision_config or SourceRevisionConfig(),
+        config=config,
         now=now,
         step_seconds=step_seconds,
     )
@@ -138,11 +148,14 @@ async def _insert_deployment(
     deployment_id: uuid.UUID,
     stored_config: dict[str, Any],
     now: datetime,
-) -> uuid.UUID:
-    """The deployment and its tracing project; returns the id its first revision takes.
+    *,
+    first: bool = True,
+) -> uuid.UUID | None:
+    """The deployment and its tracing project; returns the id its first revision takes
+    (None: it has none yet).
 
     Deployment first: the (workspace, name) unique constraint decides races."""
-    revision_id = uuid.uuid4()
+    revision_id = uuid.uuid4() if first else None
     secret_records = secretdigest.records(conn.secret_key, deployment_id, body.secrets or [])
     try:
         await conn.execute(
@@ -187,7 +200,7 @@ def _created(
     workspace: WorkspaceConfig,
     deployment_id: uuid.UUID,
     stored_config: dict[str, Any],
-    revision: Revision,
+    revision: Revision | None,
     now: datetime,
 ) -> Deployment:
     """The answer to a create, from what was written rather than read back: one
@@ -197,14 +210,16 @@ def _created(
         tenant_id=workspace.id,
         name=body.name,
         source=body.source,
-        source_config=SourceConfig.model_validate(stored_config),
-        source_revision_config=revision.source_revision_config,
+        source_config=SourceConfig.model_validate(with_url(stored_config, deployment_id)),
+        source_revision_config=(
+            revision.source_revision_config if revision else SourceRevisionConfigStatus()
+        ),
         secrets=[SecretName(name=secret.name) for secret in body.secrets or []],
         secret_references=body.secret_references,
         created_at=now,
         updated_at=now,
         status=DeploymentStatus.AWAITING_DATABASE,
-        latest_revision_id=revision.id,
+        latest_revision_id=revision.id if revision else None,
         active_revision_id=None,
         image_version=None,
     )

@@ -67,8 +67,10 @@ async def _listener_users(conn: DbConn, workspace_id: uuid.UUID, listener_id: uu
     return int(found.scalar_one())
 
 
-def _stored_compute_config(config: ComputeConfig | None) -> dict[str, Any] | None:
-    return config.model_dump(mode="json") if config is not None else None
+def _stored_compute_config(config: ComputeConfig | None) -> dict[str, Any]:
+    """A listener always has a compute_config (the published Listener requires an
+    object): none given is an empty one."""
+    return (config or ComputeConfig()).model_dump(mode="json")
 
 
 async def create_listener(
@@ -157,7 +159,9 @@ async def patch_listener(
     values: dict[str, Any] = {}
     if "version" in body.model_fields_set:
         values["version"] = body.version
-    if "compute_config" in body.model_fields_set:
+    # null changes nothing (as a null source_revision_config field of a deployment PATCH):
+    # the published Listener's compute_config is an object, never null
+    if body.compute_config is not None:
         values["compute_config"] = _stored_compute_config(body.compute_config)
     return await _update_listener(conn, workspace, listener_id, values)
 

@@ -19,6 +19,7 @@ from deployplane.controlplane.errors import InvalidError
 from deployplane.controlplane.patching import StoredDeployment, decide_patch
 from deployplane.controlplane.secretvalues import keep_secret_values
 from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.artifacts import unknown_upload, upload_ready
 from deployplane.controlplane.store.deployments import get_deployment
 from deployplane.controlplane.store.listeners import listener_exists
 from deployplane.controlplane.store.revisions import replace_latest
@@ -40,6 +41,9 @@ _CURRENT = select(
     revisions.c.repo_ref,
     revisions.c.graph_config_path,
     revisions.c.image_uri,
+    revisions.c.source_tarball_path,
+    revisions.c.langgraph_config_path,
+    revisions.c.source.label("revision_source"),
 ).outerjoin(revisions, revisions.c.id == deployments.c.latest_revision_id)
 
 
@@ -65,6 +69,7 @@ def _stored(row: Row[Any]) -> StoredDeployment:
         secrets=row.secrets,
         secret_references=row.secret_references,
         revision_config=revision_config(row),
+        revision_source=Source(row.revision_source) if row.revision_source else None,
     )
 
 
@@ -83,6 +88,9 @@ async def patch_deployment(
     listener_id = decision.listener_to_check
     if listener_id is not None and not await listener_exists(conn, workspace.id, listener_id):
         errors = [*errors, unknown_listener()]
+    upload = decision.upload_to_check
+    if upload is not None and not await upload_ready(conn, deployment_id, upload):
+        errors = [*errors, unknown_upload()]
     if errors:
         raise InvalidError(errors)
     if decision.check_repository:
@@ -96,7 +104,7 @@ async def patch_deployment(
             conn,
             deployment_id=deployment_id,
             latest_seq=current.seq,
-            source=Source(current.source),
+            source=decision.revision_source,
             config=decision.revision_config,
             now=now,
             step_seconds=step_seconds,

@@ -83,6 +83,8 @@ async def insert_revision(
             "repo_ref": config.repo_ref,
             "graph_config_path": config.graph_config_path,
             "image_uri": config.image_uri,
+            "source_tarball_path": config.source_tarball_path,
+            "langgraph_config_path": config.langgraph_config_path,
             "repo_commit_sha": revision.source_revision_config.repo_commit_sha,
             "created_at": now,
             "updated_at": now,

@@ -45,8 +45,10 @@ __all__ = [
     "revision_model",
     "revision_not_found",
     "secret_references",
+    "service_url",
     "stored_references",
     "uuid_list",
+    "with_url",
 ]
 
 _DEPLOYMENT_COLUMNS = (
@@ -67,6 +69,8 @@ _DEPLOYMENT_COLUMNS = (
     revisions.c.graph_config_path,
     revisions.c.image_uri,
     revisions.c.repo_commit_sha,
+    revisions.c.source_tarball_path,
+    revisions.c.langgraph_config_path,
 )
 
 
@@ -134,7 +138,11 @@ def revision_config(row: Row[Any]) -> SourceRevisionConfig:
     """The source revision config a revision row was made with (what a new revision
     after it, or a redeploy of it, starts from)."""
     return SourceRevisionConfig(
-        repo_ref=row.repo_ref, graph_config_path=row.graph_config_path, image_uri=row.image_uri
+        repo_ref=row.repo_ref,
+        graph_config_path=row.graph_config_path,
+        image_uri=row.image_uri,
+        source_tarball_path=row.source_tarball_path,
+        langgraph_config_path=row.langgraph_config_path,
     )
 
 
@@ -144,7 +152,23 @@ def _revision_config(row: Row[Any]) -> SourceRevisionConfigStatus:
         graph_config_path=row.graph_config_path,
         image_uri=row.image_uri,
         repo_commit_sha=row.repo_commit_sha,
+        source_tarball_path=row.source_tarball_path,
+        langgraph_config_path=row.langgraph_config_path,
     )
+
+
+def service_url(deployment_id: uuid.UUID) -> str:
+    """The URL the emulator serves a deployment at (`source_config.custom_url`, where the
+    vendor's CLI looks for it)."""
+    return f"https://{deployment_id}.deployments.deployplane.example"
+
+
+def with_url(source_config: dict[str, Any], deployment_id: uuid.UUID) -> dict[str, Any]:
+    """`source_config` with a URL: the stored `custom_url` (set by the client for
+    external_docker, or reported by a listener agent) wins; else the service's own."""
+    if source_config.get("custom_url"):
+        return source_config
+    return {**source_config, "custom_url": service_url(deployment_id)}
 
 
 # The models take the columns they share names with from the row as they are (the
@@ -155,6 +179,7 @@ def deployment_model(row: Row[Any]) -> Deployment:
         {
             **row._mapping,
             "tenant_id": row.workspace_id,
+            "source_config": with_url(row.source_config, row.id),
             "source_revision_config": _revision_config(row),
             # stored with their digests: the names alone leave the store
             "secrets": [SecretName(name=s["name"]) for s in row.secrets],
@@ -170,7 +195,8 @@ def revision_model(row: Row[Any]) -> Revision:
 
 
 def listener_model(row: Row[Any]) -> Listener:
-    return Listener.model_validate(row._mapping)
+    # an older database may hold a null compute_config: answered as an empty object
+    return Listener.model_validate({**row._mapping, "compute_config": row.compute_config or {}})
 
 
 def page_offset(offset: int, returned: int) -> int:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from deployplane.api.models import Deployment, Listener, Revision
-from deployplane.dataplane.render import backing, secrets, workload
+from deployplane.dataplane.render import backing, network, routing, secrets, workload
 from deployplane.dataplane.render.context import (
     ANNOTATION_REVISION_ID,
     DATABASE,
@@ -49,9 +49,18 @@ from deployplane.dataplane.render.model import (
     with_owner,
 )
 from deployplane.dataplane.render.quantities import cpu_quantity, memory_quantity
+from deployplane.dataplane.render.routing import ANNOTATION_ROUTE, ANNOTATION_URL
+from deployplane.dataplane.render.settings import (
+    Autoscaler,
+    DataPlaneSettings,
+    Routing,
+    SettingsError,
+)
 
 __all__ = [
     "ANNOTATION_REVISION_ID",
+    "ANNOTATION_ROUTE",
+    "ANNOTATION_URL",
     "DATABASE",
     "FIELD_MAP",
     "LABEL_COMPONENT",
@@ -61,14 +70,19 @@ __all__ = [
     "QUEUE",
     "REDIS",
     "SERVER",
+    "Autoscaler",
+    "DataPlaneSettings",
     "RenderError",
     "Rendered",
+    "Routing",
+    "SettingsError",
     "base_name",
     "cpu_quantity",
     "database_secret_name",
     "memory_quantity",
     "namespace_for",
     "render",
+    "render_route",
     "with_owner",
 ]
 
@@ -84,17 +98,19 @@ def render(
     secret_values: Mapping[str, str],
     database_password: str,
     progress_deadline_seconds: int = DEFAULT_PROGRESS_DEADLINE_SECONDS,
+    settings: DataPlaneSettings = DataPlaneSettings(),
 ) -> Rendered:
     """Every object of `deployment` at `revision`, in the namespace it must run in.
 
     `image` is what the agent deploys (the revision's `image_uri`, or the build output
     for `git_host`). `secret_values` holds the value of each secret the deployment
     names (the API returns names only); `database_password` is the PostgreSQL
-    password. Raises `RenderError` when the input cannot make valid objects.
+    password; `settings` are the agent's (PostgreSQL image, autoscaler, routing,
+    NetworkPolicy). Raises `RenderError` when the input cannot make valid objects.
     """
     if not image:
         raise RenderError(f"revision {revision.id} has no image to deploy")
-    ctx = Context.of(deployment, revision, listener, image, progress_deadline_seconds)
+    ctx = Context.of(deployment, revision, listener, image, progress_deadline_seconds, settings)
     env = secrets.app_env(deployment, ctx)
     objects: list[Obj] = [
         secrets.user_secrets(ctx, deployment, secret_values),
@@ -103,5 +119,19 @@ def render(
         *workload.queue(ctx, env),
         *backing.redis(ctx),
         *backing.database(ctx),
+        *routing.route(ctx),
+        *network.network_policy(ctx),
     ]
-    return Rendered(namespace=ctx.namespace, owner=owner(ctx), objects=objects)
+    return Rendered(
+        namespace=ctx.namespace, owner=owner(ctx), objects=objects, url=routing.url(ctx)
+    )
+
+
+def render_route(
+    deployment: Deployment, listener: Listener, settings: DataPlaneSettings
+) -> tuple[Obj | None, str | None]:
+    """Only the deployment's route (None without routing) and its URL: what a change of
+    the routing settings re-applies, without the revision's image or secrets."""
+    ctx = Context.of(deployment, None, listener, "", 0, settings)
+    objects = routing.route(ctx)
+    return (objects[0] if objects else None), routing.url(ctx)

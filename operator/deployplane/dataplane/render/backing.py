@@ -17,7 +17,6 @@ from deployplane.dataplane.render.service import service
 from deployplane.dataplane.render.workload import REVISION_HISTORY_LIMIT
 
 REDIS_IMAGE = "redis:7.4-alpine"
-POSTGRES_IMAGE = "postgres:16-alpine"
 DEFAULT_DB_STORAGE_GI = 1
 REDIS_MAXMEMORY_BYTES_PER_MB = 900_000  # 90 % of a megabyte
 
@@ -61,7 +60,9 @@ def _postgres_container(ctx: Context) -> Obj:
     spec = ctx.spec
     container: Obj = {
         "name": "postgres",
-        "image": POSTGRES_IMAGE,
+        # pgvector/pgvector:pg16 by default: the agent server's vector store needs the
+        # extension (the vendor ships pgvector/pgvector:pg15); a setting of the agent.
+        "image": ctx.settings.postgres_image,
         "ports": [{"name": "tcp", "containerPort": POSTGRES_PORT, "protocol": "TCP"}],
         "env": [
             secret_env("POSTGRES_PASSWORD", f"{ctx.base}-db", "password"),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from deployplane.api.models import Deployment, Listener, ResourceSpec, Revision
 from deployplane.dataplane.render.model import OWNER_UID_PLACEHOLDER, Obj, RenderError
+from deployplane.dataplane.render.settings import DataPlaneSettings
 
 LABEL_DEPLOYMENT_ID = "deployplane.io/deployment-id"
 LABEL_LISTENER_ID = "deployplane.io/listener-id"
@@ -44,15 +45,17 @@ class Context:
     image: str
     spec: ResourceSpec
     progress_deadline_seconds: int
+    settings: DataPlaneSettings
 
     @classmethod
     def of(
         cls,
         deployment: Deployment,
-        revision: Revision,
+        revision: Revision | None,
         listener: Listener,
         image: str,
         progress_deadline_seconds: int,
+        settings: DataPlaneSettings,
     ) -> Context:
         source_config = deployment.source_config
         spec = (source_config.resource_spec if source_config else None) or ResourceSpec()
@@ -61,11 +64,12 @@ class Context:
             base=base_name(deployment),
             deployment_id=str(deployment.id),
             listener_id=str(listener.id),
-            revision_id=str(revision.id),
+            revision_id="" if revision is None else str(revision.id),
             deployment_name=deployment.name,
             image=image,
             spec=spec,
             progress_deadline_seconds=progress_deadline_seconds,
+            settings=settings,
         )
 
     def name(self, component: str) -> str:

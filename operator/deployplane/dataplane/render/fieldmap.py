@@ -13,8 +13,10 @@ FIELD_MAP: dict[str, str] = {
     "cpu_limit": "agent-server container `limits.cpu` (cores)",
     "memory_mb": "agent-server container `requests.memory` (megabytes, suffix M)",
     "memory_limit_mb": "agent-server container `limits.memory` (megabytes, suffix M)",
-    "queue_min_scale": "queue Deployment `replicas` (default 1); queue HPA `minReplicas`",
-    "queue_max_scale": "queue HPA `maxReplicas` (no HPA when unset)",
+    "queue_min_scale": "queue Deployment `replicas` (default 1); queue HPA `minReplicas` "
+    "or ScaledObject `minReplicaCount`",
+    "queue_max_scale": "queue HPA `maxReplicas` or ScaledObject `maxReplicaCount` "
+    "(neither when unset)",
     "queue_cpu": "queue container `requests.cpu`",
     "queue_cpu_limit": "queue container `limits.cpu`",
     "queue_memory_mb": "queue container `requests.memory`",

@@ -21,6 +21,7 @@ class Rendered:
     namespace: str
     owner: Obj
     objects: list[Obj]
+    url: str | None = None  # what the route exposes (None without routing)
 
     def __repr__(self) -> str:
         # Secrets are among the objects: name them, never print them.

@@ -17,12 +17,16 @@ from deployplane.dataplane.render.context import (
     SERVER_PORT,
     Context,
 )
+from deployplane.dataplane.render.keda import scaled_object, trigger_authentication
 from deployplane.dataplane.render.model import Obj, RenderError
 from deployplane.dataplane.render.quantities import count, resources
 from deployplane.dataplane.render.service import service
+from deployplane.dataplane.render.settings import Autoscaler
 
 HPA_CPU_UTILIZATION = 80
 REVISION_HISTORY_LIMIT = 3
+HEALTH_PATH = "/ok"
+STARTUP_PERIOD_SECONDS = 5
 
 
 def server(ctx: Context, env: list[Obj]) -> list[Obj]:
@@ -38,12 +42,20 @@ def server(ctx: Context, env: list[Obj]) -> list[Obj]:
 def queue(ctx: Context, env: list[Obj]) -> list[Obj]:
     replicas = count(ctx.spec.queue_min_scale, "queue_min_scale", 1)
     maximum = ctx.spec.queue_max_scale
-    return [
-        _app_deployment(ctx, QUEUE, replicas, env),
-        *_hpa(
-            ctx, QUEUE, replicas, None if maximum is None else count(maximum, "queue_max_scale", 0)
-        ),
-    ]
+    limit = None if maximum is None else count(maximum, "queue_max_scale", 0)
+    deployment = _app_deployment(ctx, QUEUE, replicas, env)
+    if ctx.settings.autoscaler is Autoscaler.KEDA:
+        if limit is None:
+            return [deployment]
+        _check_range(limit, replicas, "queue_max_scale")
+        # KEDA scales from zero too, so a minimum of 0 still gets a ScaledObject.
+        return [deployment, trigger_authentication(ctx), scaled_object(ctx, replicas, limit)]
+    return [deployment, *_hpa(ctx, QUEUE, replicas, limit)]
+
+
+def _check_range(maximum: int, minimum: int, field: str) -> None:
+    if maximum < minimum:
+        raise RenderError(f"resource_spec.{field} {maximum} is below the minimum {minimum}")
 
 
 def _string_map(value: Mapping[str, Any] | None, field: str) -> dict[str, str]:
@@ -88,13 +100,29 @@ def _app_container(ctx: Context, component: str, env: list[Obj], prefix: str) ->
         "image": ctx.image,
         "env": [*env, {"name": "DEPLOYPLANE_COMPONENT", "value": component}],
     }
-    if component == SERVER:
-        container["ports"] = [{"name": "http", "containerPort": SERVER_PORT, "protocol": "TCP"}]
-        container["readinessProbe"] = {"httpGet": {"path": "/ok", "port": "http"}}
+    # The server and the queue workers both serve /ok on the same port (one image).
+    container["ports"] = [{"name": "http", "containerPort": SERVER_PORT, "protocol": "TCP"}]
+    container.update(_probes(ctx))
     container_resources = resources(ctx.spec, prefix)
     if container_resources:
         container["resources"] = container_resources
     return container
+
+
+def _probes(ctx: Context) -> Obj:
+    """Readiness and liveness on `/ok`; a startup probe that gives a slow first start
+    the revision's whole progress deadline before liveness may restart the pod."""
+    get = {"httpGet": {"path": HEALTH_PATH, "port": "http"}}
+    startup_failures = max(1, -(-ctx.progress_deadline_seconds // STARTUP_PERIOD_SECONDS))
+    return {
+        "readinessProbe": {**get, "periodSeconds": 10, "timeoutSeconds": 5},
+        "livenessProbe": {**get, "periodSeconds": 15, "timeoutSeconds": 5, "failureThreshold": 6},
+        "startupProbe": {
+            **get,
+            "periodSeconds": STARTUP_PERIOD_SECONDS,
+            "failureThreshold": startup_failures,
+        },
+    }
 
 
 def _app_deployment(ctx: Context, component: str, replicas: int, env: list[Obj]) -> Obj:
@@ -127,9 +155,7 @@ def _app_deployment(ctx: Context, component: str, replicas: int, env: list[Obj])
 def _hpa(ctx: Context, component: str, minimum: int, maximum: int | None) -> list[Obj]:
     if maximum is None or minimum == 0:
         return []
-    field = "max_scale" if component == SERVER else "queue_max_scale"
-    if maximum < minimum:
-        raise RenderError(f"resource_spec.{field} {maximum} is below the minimum {minimum}")
+    _check_range(maximum, minimum, "max_scale" if component == SERVER else "queue_max_scale")
     name = ctx.name(component)
     return [
         {

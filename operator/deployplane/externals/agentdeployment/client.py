@@ -8,7 +8,7 @@ refreshes the status; a resync of a settled resource is one GET of the deploymen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
@@ -16,8 +16,10 @@ from deployplane.api.models import Deployment, DeploymentStatus, Revision
 from deployplane.crd.specs import AgentDeploymentSpec
 from deployplane.crd.status import AgentDeploymentStatus
 from deployplane.externals.agentdeployment.diff import DeploymentDelta, diff
+from deployplane.externals.agentdeployment.logtail import fetch_tail, kept_message, with_tail
 from deployplane.externals.agentdeployment.resolve import Desired, Mr, Resolver
 from deployplane.externals.agentdeployment.status import (
+    AgentDeploymentReason,
     deployment_status,
     in_progress,
     revision_view,
@@ -28,6 +30,8 @@ from deployplane.externals.kube import KubeReader
 from deployplane.reconcile.external import ABSENT, Observation
 
 Obs = Observation[AgentDeploymentStatus, DeploymentDelta]
+# The failures whose log says why (a create failure or a superseded revision has none).
+_EXPLAINED = (AgentDeploymentReason.BUILD_FAILED, AgentDeploymentReason.DEPLOY_FAILED)
 
 
 class AgentDeploymentConnecter:
@@ -77,7 +81,21 @@ class AgentDeploymentExternal:
         if revision is None or revision.id != dep.latest_revision_id:
             revision = await self._latest_revision(mr, dep)
         patch = None if desired is None else diff(desired, dep, mr.status.secrets_hash)
-        return _observation(mr.status, dep, revision, None, patch)
+        return await self._explained(
+            mr, dep, revision, _observation(mr.status, dep, revision, None, patch)
+        )
+
+    async def _explained(self, mr: Mr, dep: Deployment, revision: Revision | None, obs: Obs) -> Obs:
+        """A failed build or deploy says why: the log's last lines in the message, read
+        once (when the poll finds the revision failed), then kept from the condition."""
+        if obs.reason not in _EXPLAINED:
+            return obs
+        kept = kept_message(mr.status.conditions, obs.message)
+        if kept is not None or revision is None:
+            return replace(obs, message=kept) if kept else obs
+        lines = await fetch_tail(self.client, dep, str(revision.id), revision.status)
+        names = [secret.name for secret in dep.secrets or []]
+        return replace(obs, message=with_tail(obs.message, lines, names))
 
     async def _poll_revision(self, mr: Mr, external_id: str) -> Revision | None:
         revision_id = mr.status.latest_revision_id

@@ -19,7 +19,7 @@ from deployplane.api.models import (
     SecretReference,
     Source,
 )
-from deployplane.crd.specs import AgentDeploymentSpec, RepositoryReference
+from deployplane.crd.specs import AgentDeploymentSpec, ManagedSource, RepositoryReference
 from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.externals.diffing import dump, prune
 from deployplane.externals.kube import KubeReader
@@ -40,7 +40,7 @@ class Desired:
     def of(
         cls,
         name: str,
-        source: Source,
+        source: Source | ManagedSource,
         source_config: dict[str, Any],
         revision_config: dict[str, Any],
         secrets: list[Secret] | None = None,

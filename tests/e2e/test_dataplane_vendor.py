@@ -1,0 +1,379 @@
+"""The data plane as the vendor ships it, end to end on the dev cluster with kwok nodes:
+KEDA and Gateway API routing, HPA and Ingress routing, the NetworkPolicy, and a base
+path change that rewrites every route and nothing else.
+
+The Gateway API and KEDA CRDs are the ones `make tools` generates with controller-gen
+from those projects' own Go API types (tools/k8s/build.sh, `crds`), so every object the
+agent renders is validated by the real apiserver against their schemas. kwok runs no
+ingress controller and no Gateway implementation: `RouteAdmitter`
+(tests/support/routecontroller.py) writes the status such a controller would, and the
+agent reports DEPLOYED only once it is there. A namespace outside the listener's set
+is tests/e2e/test_dataplane.py's
+`test_a_namespace_the_listener_does_not_have_fails_with_that_message`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from tests.e2e.operator_harness import API_KEY, WORKSPACE, Emulator, Resources, ready_for_generation
+from tests.e2e.test_dataplane import (
+    AGD,
+    AGENT_SA,
+    LISTENER,
+    LST,
+    AgentProcess,
+    agents_namespace,
+    crds,
+    deployment_body,
+    emulator,
+    listener_body,
+    operator,
+    resources,
+    wait_until,
+)
+from tests.support import chart
+from tests.support.existing_cluster import ExistingCluster
+from tests.support.routecontroller import RouteAdmitter
+
+from deployplane.devcluster import DevCluster, ToolsNotFound, find_tools
+from deployplane.devcluster.manifests import Applier
+
+__all__ = ["agents_namespace", "crds", "emulator", "operator", "resources"]  # fixtures
+
+HOST = "agents.example.test"
+MANAGER = "deployplane-listener-agent"
+VENDOR_KINDS = {
+    ("gateway.networking.k8s.io", "v1"): "HTTPRoute",
+    ("keda.sh", "v1alpha1"): "ScaledObject",
+}
+
+
+def _served(api: client.ApiClient, group: str, version: str, kind: str) -> bool:
+    try:
+        resources = client.CustomObjectsApi(api).get_api_resources(group, version)
+    except ApiException:
+        return False
+    return any(r.kind == kind for r in (resources.resources if resources else []))
+
+
+@pytest.fixture(scope="module")
+def vendor_crds(dev_cluster: DevCluster | ExistingCluster, k8s_api: client.ApiClient) -> None:
+    """The Gateway API and KEDA CRDs: already served, or installed from `make tools`."""
+    missing = [(g, v, k) for (g, v), k in VENDOR_KINDS.items() if not _served(k8s_api, g, v, k)]
+    if not missing:
+        return
+    if isinstance(dev_cluster, ExistingCluster):
+        pytest.skip("this cluster serves no Gateway API / KEDA CRDs (HTTPRoute, ScaledObject)")
+    try:
+        directory = find_tools().bin_dir / "crds"
+    except ToolsNotFound as exc:
+        pytest.skip(str(exc))
+    files = sorted(directory.glob("*.yaml"))
+    if not files:
+        pytest.skip(f"no Gateway API / KEDA CRDs in {directory}: run `make tools`")
+    # The Applier waits for each CRD to be Established and in discovery.
+    Applier(k8s_api).apply([yaml.safe_load(f.read_text()) for f in files])
+    assert all(_served(k8s_api, *gvk) for gvk in missing)
+
+
+def agent_values(namespace: str, agents: str, settings: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "listenerAgent": {
+            "enabled": True,
+            "listenerName": LISTENER,
+            "listenerNamespace": namespace,
+            "namespaces": [agents],
+            **settings,
+        }
+    }
+
+
+def agent_env(values: dict[str, Any]) -> dict[str, str]:
+    """The DEPLOYPLANE_* settings the chart gives the agent for these values."""
+    for doc in chart.render(values, namespace="x"):
+        if doc["kind"] == "Deployment" and doc["metadata"]["name"] == AGENT_SA:
+            container = doc["spec"]["template"]["spec"]["containers"][0]
+            return {
+                e["name"]: e["value"]
+                for e in container["env"]
+                if "value" in e and e["name"] not in ("HOME", "DEPLOYPLANE_POLL_INTERVAL")
+            }
+    raise AssertionError("the chart rendered no listener agent")
+
+
+class VendorAgent:
+    """The agent with exactly the chart's RBAC and settings for `settings`."""
+
+    def __init__(
+        self,
+        namespace: str,
+        agents: str,
+        dev_cluster: DevCluster,
+        k8s_api: client.ApiClient,
+        emulator: Emulator,
+        tmp_path: Path,
+    ) -> None:
+        self.namespace, self.agents = namespace, agents
+        self.dev_cluster, self.api, self.emulator = dev_cluster, k8s_api, emulator
+        self.tmp_path = tmp_path
+        self.process: AgentProcess | None = None
+
+    def start(self, settings: dict[str, Any]) -> AgentProcess:
+        try:
+            chart.helm_binary()
+        except chart.HelmNotFound as exc:
+            pytest.skip(str(exc))
+        values = agent_values(self.namespace, self.agents, settings)
+        docs = [
+            d
+            for d in chart.render(values, namespace=self.namespace)
+            if d["kind"] in chart.RBAC_KINDS and d["metadata"]["name"].startswith(AGENT_SA)
+        ]
+        Applier(self.api).apply(docs)
+        path = self.dev_cluster.state_dir / "serviceaccounts" / f"{self.namespace}.kubeconfig"
+        kubeconfig = self.dev_cluster.service_account_kubeconfig(self.namespace, AGENT_SA, path)
+        env = {
+            **agent_env(values),
+            "KUBECONFIG": str(kubeconfig),
+            "DEPLOYPLANE_CONTROL_PLANE_URL": self.emulator.url,
+            "DEPLOYPLANE_API_KEY": API_KEY,
+            "DEPLOYPLANE_TENANT_ID": WORKSPACE,
+            "DEPLOYPLANE_POLL_INTERVAL": "0.5",
+        }
+        self.process = AgentProcess(self.namespace, env, self.tmp_path / "agent.log").start()
+        return self.process
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stop()
+            print("agent log (tail):\n" + self.process.log[-6000:])
+            assert API_KEY not in self.process.log
+            self.process = None
+
+
+@pytest.fixture
+def vendor_agent(
+    namespace: str,
+    agents_namespace: str,
+    dev_cluster: DevCluster,
+    k8s_api: client.ApiClient,
+    emulator: Emulator,
+    tmp_path: Path,
+    vendor_crds: None,
+) -> Iterator[VendorAgent]:
+    agent = VendorAgent(namespace, agents_namespace, dev_cluster, k8s_api, emulator, tmp_path)
+    yield agent
+    agent.stop()
+
+
+@pytest.fixture
+def admitter(k8s_api: client.ApiClient, agents_namespace: str) -> Iterator[RouteAdmitter]:
+    with RouteAdmitter(k8s_api, agents_namespace) as fake:
+        yield fake
+
+
+def scaled_body(name: str, agents: str) -> dict[str, Any]:
+    """test_dataplane's AgentDeployment with both autoscalers' maxima set."""
+    body = deployment_body(name, "registry.example.com/agent:1", agents)
+    body["spec"]["sourceConfig"]["resourceSpec"] = {
+        "minScale": 1,
+        "maxScale": 2,
+        "queueMinScale": 1,
+        "queueMaxScale": 4,
+    }
+    return body
+
+
+def custom(api: client.ApiClient, group: str, version: str, ns: str, plural: str) -> list[Any]:
+    items: list[Any] = client.CustomObjectsApi(api).list_namespaced_custom_object(
+        group, version, ns, plural
+    )["items"]
+    return items
+
+
+def control_plane_deployment(emulator: Emulator, deployment_id: str) -> dict[str, Any]:
+    with httpx.Client(
+        base_url=emulator.url, headers={"X-Api-Key": API_KEY, "X-Tenant-Id": WORKSPACE}
+    ) as http:
+        answer: dict[str, Any] = http.get(f"/v2/deployments/{deployment_id}").json()
+        return answer
+
+
+def deploy(resources: Resources, name: str, agents: str) -> dict[str, Any]:
+    resources.create(AGD, scaled_body(name, agents))
+    obj = resources.wait(AGD, name, ready_for_generation, within=180, what="Ready")
+    assert obj is not None
+    assert obj["status"]["revision"]["status"] == "DEPLOYED"
+    return obj
+
+
+def listen_and_deploy(
+    resources: Resources,
+    agent: VendorAgent,
+    namespace: str,
+    agents: str,
+    settings: dict[str, Any],
+    name: str,
+) -> tuple[dict[str, Any], str]:
+    """The Listener, its agent with `settings`, and one AgentDeployment Ready."""
+    resources.create(LST, listener_body(namespace, agents))
+    agent.start(settings).wait_running()
+    obj = deploy(resources, name, agents)
+    return obj, str(obj["status"]["deploymentId"])
+
+
+def test_keda_and_gateway_reach_deployed_with_a_scaled_object_and_an_http_route(
+    operator: Any,
+    vendor_agent: VendorAgent,
+    admitter: RouteAdmitter,
+    resources: Resources,
+    namespace: str,
+    agents_namespace: str,
+    k8s_api: client.ApiClient,
+) -> None:
+    settings = {
+        "autoscaler": "keda",
+        "routing": "gateway",
+        "route": {"host": HOST, "basePath": "/lg", "gateway": {"name": "public"}},
+    }
+    obj, deployment_id = listen_and_deploy(
+        resources, vendor_agent, namespace, agents_namespace, settings, "keda-bot"
+    )
+
+    (scaled,) = custom(k8s_api, "keda.sh", "v1alpha1", agents_namespace, "scaledobjects")
+    assert scaled["spec"]["scaleTargetRef"]["name"].endswith("-queue")
+    assert (scaled["spec"]["minReplicaCount"], scaled["spec"]["maxReplicaCount"]) == (1, 4)
+    (trigger,) = scaled["spec"]["triggers"]
+    assert trigger["type"] == "postgresql"
+    assert int(trigger["metadata"]["targetQueryValue"]) > 0
+    (auth,) = custom(k8s_api, "keda.sh", "v1alpha1", agents_namespace, "triggerauthentications")
+    assert auth["spec"]["secretTargetRef"][0]["name"].endswith("-db")
+    hpas = client.AutoscalingV2Api(k8s_api).list_namespaced_horizontal_pod_autoscaler(
+        agents_namespace
+    )
+    assert [h.metadata.name.endswith("-queue") for h in hpas.items] == [False]  # server only
+
+    (route,) = custom(k8s_api, "gateway.networking.k8s.io", "v1", agents_namespace, "httproutes")
+    assert route["spec"]["hostnames"] == [HOST]
+    assert route["spec"]["rules"][0]["matches"][0]["path"]["value"] == f"/lg/{deployment_id}"
+    conditions = route["status"]["parents"][0]["conditions"]
+    assert {c["type"] for c in conditions if c["status"] == "True"} >= {"Accepted", "ResolvedRefs"}
+    assert obj["status"]["url"] == f"https://{HOST}/lg/{deployment_id}"
+    assert_network_policy(k8s_api, agents_namespace, deployment_id)
+
+
+def test_hpa_and_ingress_reach_deployed_with_an_ingress(
+    operator: Any,
+    vendor_agent: VendorAgent,
+    admitter: RouteAdmitter,
+    resources: Resources,
+    namespace: str,
+    agents_namespace: str,
+    k8s_api: client.ApiClient,
+) -> None:
+    settings = {"routing": "ingress", "route": {"host": HOST, "ingressClassName": "nginx"}}
+    obj, deployment_id = listen_and_deploy(
+        resources, vendor_agent, namespace, agents_namespace, settings, "hpa-bot"
+    )
+    hpas = client.AutoscalingV2Api(k8s_api).list_namespaced_horizontal_pod_autoscaler(
+        agents_namespace
+    )
+    assert sorted(h.metadata.name.endswith("-queue") for h in hpas.items) == [False, True]
+    assert custom(k8s_api, "keda.sh", "v1alpha1", agents_namespace, "scaledobjects") == []
+    (ingress,) = client.NetworkingV1Api(k8s_api).list_namespaced_ingress(agents_namespace).items
+    assert ingress.spec.ingress_class_name == "nginx"
+    assert ingress.spec.rules[0].http.paths[0].path == f"/{deployment_id}"
+    assert ingress.status.load_balancer.ingress  # admitted (by the fake controller)
+    assert obj["status"]["url"] == f"https://{HOST}/{deployment_id}"
+    assert_network_policy(k8s_api, agents_namespace, deployment_id)
+
+
+def assert_network_policy(api: client.ApiClient, namespace: str, deployment_id: str) -> None:
+    (policy,) = client.NetworkingV1Api(api).list_namespaced_network_policy(namespace).items
+    own = {"deployplane.io/deployment-id": deployment_id}
+    assert policy.spec.pod_selector.match_labels == own
+    assert sorted(policy.spec.policy_types) == ["Egress", "Ingress"]
+    (egress,) = policy.spec.egress
+    assert egress.to[0].ip_block.cidr == "0.0.0.0/0"
+    assert egress.to[0].ip_block._except == ["169.254.169.254/32"]
+    assert policy.spec.ingress[0]._from[0].pod_selector.match_labels == own
+
+
+def agent_writes(api: client.ApiClient, namespace: str) -> dict[tuple[str, str], str]:
+    """(kind, name) -> when the agent's field manager last changed that object."""
+    found: dict[tuple[str, str], str] = {}
+    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+    networking = client.NetworkingV1Api(api)
+    listed = [
+        *apps.list_namespaced_deployment(namespace).items,
+        *apps.list_namespaced_stateful_set(namespace).items,
+        *core.list_namespaced_service(namespace).items,
+        *core.list_namespaced_secret(namespace).items,
+        *core.list_namespaced_config_map(namespace).items,
+        *networking.list_namespaced_network_policy(namespace).items,
+        *networking.list_namespaced_ingress(namespace).items,
+        *client.AutoscalingV2Api(api).list_namespaced_horizontal_pod_autoscaler(namespace).items,
+    ]
+    for obj in listed:
+        for entry in obj.metadata.managed_fields or []:
+            if entry.manager == MANAGER and entry.operation == "Apply":
+                found[(type(obj).__name__, obj.metadata.name)] = str(entry.time)
+    return found
+
+
+def test_a_base_path_change_rewrites_every_route_and_nothing_else(
+    operator: Any,
+    dev_cluster: DevCluster | ExistingCluster,
+    vendor_agent: VendorAgent,
+    admitter: RouteAdmitter,
+    resources: Resources,
+    emulator: Emulator,
+    namespace: str,
+    agents_namespace: str,
+    k8s_api: client.ApiClient,
+) -> None:
+    resources.create(LST, listener_body(namespace, agents_namespace))
+    settings: dict[str, Any] = {"routing": "ingress", "route": {"host": HOST, "basePath": "/one"}}
+    vendor_agent.start(settings).wait_running()
+    ids = [deploy(resources, n, agents_namespace)["status"]["deploymentId"] for n in ("a", "b")]
+    vendor_agent.stop()
+    before = agent_writes(k8s_api, agents_namespace)
+    time.sleep(1.1)  # managedFields times have a resolution of one second
+    since = dt.datetime.now(dt.UTC)
+
+    vendor_agent.start({**settings, "route": {"host": HOST, "basePath": "/two"}}).wait_running()
+    networking = client.NetworkingV1Api(k8s_api)
+
+    def moved() -> bool:
+        paths = {
+            i.spec.rules[0].http.paths[0].path
+            for i in networking.list_namespaced_ingress(agents_namespace).items
+        }
+        return paths == {f"/two/{i}" for i in ids}
+
+    wait_until("every route at the new base path", lambda: moved() or None)
+    for deployment_id in ids:
+        url = f"https://{HOST}/two/{deployment_id}"
+        wait_until(
+            "the new URL on the control plane",
+            lambda d=deployment_id, u=url: (
+                control_plane_deployment(emulator, d)["source_config"].get("custom_url") == u
+                or None
+            ),
+        )
+    after = agent_writes(k8s_api, agents_namespace)
+    rewritten = sorted(key for key, when in after.items() if before.get(key) != when)
+    assert [kind for kind, _ in rewritten] == ["V1Ingress", "V1Ingress"], rewritten
+    if isinstance(dev_cluster, DevCluster):  # the audit log: not even a no-op apply
+        user = f"system:serviceaccount:{namespace}:{AGENT_SA}"
+        assert dev_cluster.count_writes(since, user=user) == {"ingresses": 2}
