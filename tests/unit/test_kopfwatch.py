@@ -179,3 +179,38 @@ async def test_kopfs_own_streams_never_resume_the_queue(
     ):
         pass
     assert paused == []
+
+
+async def test_with_a_sink_our_events_go_to_it_and_kopf_gets_bookmarks(
+    guard: kopfwatch.WatchGuard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our kinds' events reach the workers straight from Kopf's stream; Kopf sees a
+    BOOKMARK with each event's resourceVersion (it resumes from there, and skips it)."""
+
+    async def two_events(url: str, **_: Any) -> AsyncIterator[Any]:
+        for version in ("5", "6"):
+            obj = {"metadata": {"name": "a", "namespace": "ns", "resourceVersion": version}}
+            yield {"type": "MODIFIED", "object": obj}
+
+    monkeypatch.setattr(api, "stream", two_events)
+    delivered: list[tuple[str, str | None, str]] = []
+    guard.sink = lambda plural, kind, obj: delivered.append(
+        (plural, kind, obj["metadata"]["resourceVersion"])
+    )
+    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    seen: list[Any] = []
+    async for raw in watching.continuous_watch(
+        settings=settings(), resource=RESOURCE, namespace="ns", operator_pause_waiter=waiter
+    ):
+        if isinstance(raw, dict):  # not Kopf's own LISTED marker
+            seen.append(raw)
+        if len(seen) == 2:
+            waiter.set_result(None)
+    assert delivered == [
+        ("agentdeployments", "MODIFIED", "5"),
+        ("agentdeployments", "MODIFIED", "6"),
+    ]
+    assert [(e["type"], e["object"]["metadata"]["resourceVersion"]) for e in seen] == [
+        ("BOOKMARK", "5"),
+        ("BOOKMARK", "6"),
+    ]

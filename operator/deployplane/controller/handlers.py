@@ -191,6 +191,11 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         # queue waits with it (the adapter resumes it with the first watch).
         runtime.workers.queue.pause()
     kopfwatch.GUARD.on_pause = runtime.workers.queue.pause
+    kinds = {kind.plural: kind.kind for kind in KINDS}
+    # Our kinds' events go to the workers straight from Kopf's stream (kopfwatch).
+    kopfwatch.GUARD.sink = lambda plural, event_type, body: runtime.workers.observe(
+        kinds[plural], event_type, body
+    )
     runtime.workers.start()
     runtime.events.start()
     tune_gc()
@@ -251,6 +256,7 @@ def tune_gc() -> None:
 @kopf.on.cleanup()
 async def close_clients(memo: kopf.Memo, **_: Any) -> None:
     runtime: Runtime = memo.runtime
+    kopfwatch.GUARD.sink = None
     await runtime.workers.stop(runtime.config.shutdown_timeout)
     await runtime.events.stop()
     await runtime.connections.aclose()
