@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: help venv tools postgres docs-cli lint unit e2e test demo demo-down bench clean
+.PHONY: help venv tools postgres docs-cli lint unit e2e e2e-existing test demo demo-down bench clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk '!seen[$$0]++'
@@ -53,8 +53,25 @@ e2e: venv tools postgres ## end-to-end tests; KUBECONFIG=path: on that cluster (
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m pytest -q -p no:cacheprovider tests/e2e $(E2E_ARGS)
 endif
 
-test: venv tools postgres lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver
+# The e2e suite's existing-cluster path (`make e2e KUBECONFIG=...`) against a dev cluster
+# with kwok nodes started as a separate process and stopped by a trap (tools/e2e-existing.sh).
+# E2E_EXISTING: a pytest -k selection (E2E_EXISTING= runs the whole suite, 4.5 min or more).
+# The default takes the tests that use what differs between the two kinds of cluster
+# (tests/support/e2ecluster.py): the whole data plane (vendor too) and workloads modules
+# (nodes and kwok detected, ServiceAccount kubeconfigs from the kubeconfig's CA), the CRDs the
+# session installs, kubectl/helm from ClientTools, ServiceAccount tokens, kstatus, the
+# audit-log and dev-cluster-only skips, and the session's leftover check.
+E2E_EXISTING ?= test_dataplane or test_devcluster or test_demo or test_examples_are_accepted \
+  or test_argocd_health_follows or test_kstatus_and_argocd or test_steady_state_makes_no \
+  or test_kubectl_apply_k or test_chart_service_account or test_operator_with_only_the_chart \
+  or test_external_docker_with_listener_ref or test_helm_install_creates
+e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a dev cluster with kwok nodes, stopped afterwards)
+	@echo "== e2e on an existing cluster: a dev cluster with kwok nodes started as another process"
+	@bash tools/e2e-existing.sh "$(E2E_EXISTING)"
+
+test: venv tools postgres lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then e2e on a cluster it did not start
 	@echo "== pytest"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m pytest -q -p no:cacheprovider
+	@$(MAKE) --no-print-directory e2e-existing
 
 demo: venv tools ## the local demo: Kubernetes API + emulator + operator; examples reach DEPLOYED
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(VENV)/bin/deployplane demo up

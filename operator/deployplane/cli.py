@@ -5,6 +5,8 @@ this module stays a table of contents:
 
 - API resources (`deployments`, `revisions`, `listeners`, `repos`, `providers`):
   `deployplane.commands.resources`; `apply -f`: `deployplane.commands.applying`
+- `trace KIND/NAME`: a resource's tree, Kubernetes to control plane to workloads:
+  `deployplane.commands.trace`
 - `config get-contexts|use-context|set-context`: `deployplane.commands.contexts`
 - `version`, `--version`: `deployplane.commands.about`
 - `controlplane serve`: the emulator, `deployplane.controlplane.cli`
@@ -20,7 +22,7 @@ from typing import Annotated
 
 import typer
 
-from deployplane.commands import about, applying, contexts, logs, resources
+from deployplane.commands import about, applying, contexts, logs, resources, trace
 from deployplane.commands.connection import EXIT_CODES_HELP, ConnectedCommand
 from deployplane.controller.cli import app as operator_app
 from deployplane.controlplane.cli import app as controlplane_app
@@ -52,6 +54,7 @@ resources.register(app)
 logs.register(resources.deployments)  # `deployplane deployments logs`
 app.command("apply", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(applying.apply)
 app.command("version", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(about.version)
+app.command("trace", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(trace.trace)
 app.add_typer(contexts.app, name="config", help="Contexts: named connections to a control plane.")
 app.add_typer(controlplane_app, name="controlplane", help="Run the control-plane emulator.")
 app.add_typer(dev_app, name="dev", help="Local development cluster (kube-apiserver + etcd).")

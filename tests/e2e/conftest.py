@@ -1,7 +1,14 @@
 """Fixtures for tests against a real kube-apiserver (`deployplane.devcluster`).
 
-- `dev_cluster` (session): etcd + kube-apiserver + kube-controller-manager, audit log on.
+- `dev_cluster` (session, an `E2ECluster`, tests/support/e2ecluster.py): etcd +
+  kube-apiserver + kube-controller-manager + scheduler and kwok nodes, audit log on.
   One cluster for the whole run: each test gets its own namespace instead.
+- `started_cluster` (session): the same `DevCluster`, for the tests of the dev cluster
+  itself (its binaries, settings, state directory); skipped on an existing cluster.
+- `workloads` (session, tests/support/nodes.py): the Ready nodes that accept the tests'
+  pods, detected on the cluster (skipped when there are none); `workload_images` also
+  needs images those nodes can run (kwok runs any; real nodes DEPLOYPLANE_E2E_AGENT_IMAGE);
+  `kwok_nodes`: the dev cluster's simulated nodes by name (skipped without them).
 - `kubeconfig` (session): the admin kubeconfig path.
 - `k8s_api` (session): an admin `kubernetes.client.ApiClient`.
 - `namespace`: a fresh namespace per test, deleted afterwards.
@@ -23,9 +30,11 @@ dev cluster is started; `dev_cluster` is a `tests.support.existing_cluster.
 ExistingCluster` on that kubeconfig's current context. The session applies the CRDs
 (deleted again at the end only if it created them), with DEPLOYPLANE_E2E_INSTALL=helm
 also installs the chart in a namespace of its own (`helm_release`), labels every test
-namespace with this run's id and deletes whatever of them is left at the end. What
-such a cluster cannot do is skipped with the reason: the modules that test the dev
-cluster itself (DEV_CLUSTER_ONLY) and audit-log request counts.
+namespace with this run's id, deletes whatever of them is left at the end and fails the
+session if any of them (or a CRD it created) is still there after a bounded wait. What
+such a cluster cannot do is skipped with a one-line reason naming what it lacks: the
+modules that test the dev cluster itself (DEV_CLUSTER_ONLY), audit-log request counts,
+nodes that accept pods, kwok nodes, an image real nodes can run.
 """
 
 from __future__ import annotations
@@ -44,13 +53,16 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from tests.e2e.operator_harness import REPO, Emulator
-from tests.support import chart
+from tests.support import chart, nodes
+from tests.support.e2ecluster import E2ECluster
 from tests.support.existing_cluster import ENV_KUBECONFIG, ExistingCluster
+from tests.support.nodes import Workloads
 
 from deployplane.devcluster import DevCluster, ToolsNotFound, find_tools, service_account_username
 from deployplane.devcluster.fixtures import ApplyManifest, ServiceAccountClient
 from deployplane.devcluster.manifests import Applier, Manifest
 from deployplane.devcluster.serviceaccounts import request_token
+from deployplane.devcluster.workloads import node_names
 
 _HERE = Path(__file__).parent
 E2E_LABEL = "deployplane.io/e2e"
@@ -87,7 +99,9 @@ def _install_mode() -> str:
 
 
 @pytest.fixture(scope="session")
-def dev_cluster() -> Iterator[DevCluster | ExistingCluster]:
+def dev_cluster() -> Iterator[E2ECluster]:
+    # Typed with the Protocol both kinds of cluster satisfy: mypy refuses a test that
+    # uses what only the dev cluster has (use `started_cluster` for that).
     if EXISTING:
         yield from _existing_cluster(Path(EXISTING))
         return
@@ -99,6 +113,45 @@ def dev_cluster() -> Iterator[DevCluster | ExistingCluster]:
         pytest.skip(f"no dev cluster binaries: {e}")
     with DevCluster(audit_log=True, tools=tools, workloads=True) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def started_cluster(dev_cluster: E2ECluster) -> DevCluster:
+    """The dev cluster this session started, for tests of the dev cluster itself."""
+    if not isinstance(dev_cluster, DevCluster):
+        pytest.skip(
+            f"existing cluster ({ENV_KUBECONFIG}): needs the dev cluster the session starts"
+        )
+    return dev_cluster
+
+
+@pytest.fixture(scope="session")
+def kwok_nodes(dev_cluster: E2ECluster, k8s_api: client.ApiClient) -> list[str]:
+    """The kwok nodes' names: those the dev cluster was started with, or on an existing
+    cluster those it has."""
+    if isinstance(dev_cluster, DevCluster):
+        return node_names(dev_cluster.settings.nodes)
+    found = nodes.kwok_node_names(k8s_api)
+    if not found:
+        pytest.skip(nodes.NO_KWOK)
+    return found
+
+
+@pytest.fixture(scope="session")
+def workloads(k8s_api: client.ApiClient) -> Workloads:
+    """The nodes that accept the tests' pods (detected; skipped when there are none)."""
+    found = nodes.workloads(k8s_api)
+    if not found.nodes:
+        pytest.skip(nodes.NO_NODES)
+    return found
+
+
+@pytest.fixture(scope="session")
+def workload_images(workloads: Workloads) -> Workloads:
+    """`workloads` whose `agent_image(tag)` the nodes can run and report Ready."""
+    if workloads.agent_repository is None:
+        pytest.skip(nodes.NO_AGENT_IMAGE)
+    return workloads
 
 
 def _existing_cluster(kubeconfig: Path) -> Iterator[ExistingCluster]:
@@ -115,6 +168,25 @@ def _existing_cluster(kubeconfig: Path) -> Iterator[ExistingCluster]:
             # would hold their namespace (and a CRD being deleted) in Terminating forever.
             _release_finalizers(api, namespaces, everywhere=created)
             _delete_crds(api, created)
+            _assert_nothing_left(api, created)
+
+
+def _assert_nothing_left(api: client.ApiClient, crds: list[str]) -> None:
+    """The run leaves the cluster as it found it: no namespace of this run, none of the
+    CRDs it created. Deletion finishes in the background, hence the bounded wait."""
+    core = client.CoreV1Api(api)
+    extensions = client.ApiextensionsV1Api(api)
+    selector = f"{RUN_LABEL}={RUN_ID}"
+    deadline = time.monotonic() + 180
+    while True:
+        left = [ns.metadata.name for ns in core.list_namespace(label_selector=selector).items]
+        names = {c.metadata.name for c in extensions.list_custom_resource_definition().items}
+        kept = sorted(names & set(crds))
+        if not left and not kept:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"e2e run {RUN_ID} left behind namespaces {left}, CRDs {kept}")
+        time.sleep(0.5)
 
 
 def _crd_documents() -> list[dict[str, Any]]:
@@ -185,12 +257,12 @@ def _release_finalizers(
 
 
 @pytest.fixture(scope="session")
-def kubeconfig(dev_cluster: DevCluster) -> Path:
+def kubeconfig(dev_cluster: E2ECluster) -> Path:
     return dev_cluster.kubeconfig
 
 
 @pytest.fixture(scope="session")
-def k8s_api(dev_cluster: DevCluster) -> Iterator[client.ApiClient]:
+def k8s_api(dev_cluster: E2ECluster) -> Iterator[client.ApiClient]:
     with dev_cluster.admin() as api:
         yield api
 
@@ -261,7 +333,7 @@ def _wait_authorized(
 
 @pytest.fixture
 def service_account_client(
-    dev_cluster: DevCluster, k8s_api: client.ApiClient, applier: Applier, namespace: str
+    dev_cluster: E2ECluster, k8s_api: client.ApiClient, applier: Applier, namespace: str
 ) -> Iterator[ServiceAccountClient]:
     clients = contextlib.ExitStack()
 
@@ -330,7 +402,7 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
 
 
 @pytest.fixture(scope="session")
-def helm_release(dev_cluster: DevCluster | ExistingCluster) -> Iterator[dict[str, str]]:
+def helm_release(dev_cluster: E2ECluster) -> Iterator[dict[str, str]]:
     """With DEPLOYPLANE_E2E_INSTALL=helm on an existing cluster: the chart installed (with
     the in-cluster emulator) in a namespace of its own, watching only that namespace, so
     it never races the operators the other tests run. Image from DEPLOYPLANE_E2E_IMAGE
@@ -339,9 +411,8 @@ def helm_release(dev_cluster: DevCluster | ExistingCluster) -> Iterator[dict[str
         pytest.skip(f"only with {ENV_KUBECONFIG} and {ENV_INSTALL}=helm (make e2e INSTALL=helm)")
     namespace = f"deployplane-e2e-{RUN_ID}"
     name = f"dp-{RUN_ID}"
-    repository, _, tag = os.environ.get("DEPLOYPLANE_E2E_IMAGE") or "deployplane:dev".rpartition(
-        ":"
-    )
+    image = os.environ.get("DEPLOYPLANE_E2E_IMAGE") or "deployplane:dev"
+    repository, _, tag = image.rpartition(":")
     values = [
         f'watchNamespaces=["{namespace}"]',
         'emulator={"enabled": true}',

@@ -185,7 +185,11 @@ class Emulator:
         with self.http() as h:
             offset = 0
             while True:
-                params = {"name_contains": name, "limit": 100, "offset": offset}
+                params: dict[str, str | int] = {
+                    "name_contains": name,
+                    "limit": 100,
+                    "offset": offset,
+                }
                 page = h.get("/v2/deployments", params=params)
                 page.raise_for_status()
                 resources: list[dict[str, Any]] = page.json()["resources"]

@@ -30,8 +30,8 @@ from tests.e2e.operator_harness import (
 )
 from tests.support import chart
 from tests.support.argocd import Health, argocd_health
+from tests.support.e2ecluster import E2ECluster
 
-from deployplane.devcluster import DevCluster
 from deployplane.devcluster.fixtures import ApplyManifest
 from deployplane.devcluster.manifests import Applier
 
@@ -40,7 +40,7 @@ AGD, LST = "agentdeployments", "listeners"
 
 @pytest.fixture
 def chart_kubeconfig(
-    dev_cluster: DevCluster,
+    dev_cluster: E2ECluster,
     k8s_api: client.ApiClient,
     apply_manifest: ApplyManifest,
     namespace: str,

@@ -23,15 +23,15 @@ from tests.e2e.operator_harness import (
     ready_for_generation,
 )
 from tests.support import chart
+from tests.support.e2ecluster import E2ECluster
 
-from deployplane.devcluster import DevCluster
 from deployplane.devcluster.manifests import Applier
 
 AGD, LST = "agentdeployments", "listeners"
 
 
 def _sa_kubeconfig(
-    dev_cluster: DevCluster, k8s_api: client.ApiClient, release_ns: str, tmp: Path
+    dev_cluster: E2ECluster, k8s_api: client.ApiClient, release_ns: str, tmp: Path
 ) -> Path:
     docs = chart.rbac_documents({}, namespace=release_ns)
     kinds = sorted(d["kind"] for d in docs)
@@ -64,7 +64,7 @@ def _sa_kubeconfig(
 
 
 def test_operator_with_only_the_chart_service_account_reconciles_cluster_wide(
-    dev_cluster: DevCluster,
+    dev_cluster: E2ECluster,
     k8s_api: client.ApiClient,
     namespace: str,
     emulator: Emulator,

@@ -1,4 +1,5 @@
-"""The data plane end to end on the dev cluster with kwok nodes.
+"""The data plane end to end on the dev cluster with kwok nodes (or on any cluster whose
+nodes accept the pods: real ones run DEPLOYPLANE_E2E_AGENT_IMAGE, see docs/kind.md).
 
 `kubectl apply` of a Listener and an AgentDeployment with `listenerRef` -> operator ->
 emulator (normal mode: the data-plane extension is an emulator extension) -> the
@@ -34,9 +35,9 @@ from tests.e2e.operator_harness import (
     ready_for_generation,
 )
 from tests.support import chart
+from tests.support.e2ecluster import E2ECluster
+from tests.support.nodes import Workloads
 
-from deployplane.devcluster import DevCluster
-from deployplane.devcluster.kwok import FAIL_PULL_PATTERN
 from deployplane.devcluster.manifests import Applier
 
 AGD, LST = "agentdeployments", "listeners"
@@ -48,7 +49,7 @@ T = TypeVar("T")
 
 def wait_until(what: str, probe: Callable[[], T | None], within: float = 120.0) -> T:
     deadline = time.monotonic() + within
-    last: Any = None
+    last: T | None = None
     while time.monotonic() < deadline:
         last = probe()
         if last:
@@ -110,7 +111,11 @@ def agents_namespace(namespace: str, k8s_api: client.ApiClient) -> Iterator[str]
 
 @pytest.fixture
 def agent_kubeconfig(
-    namespace: str, agents_namespace: str, dev_cluster: DevCluster, k8s_api: client.ApiClient
+    namespace: str,
+    agents_namespace: str,
+    dev_cluster: E2ECluster,
+    k8s_api: client.ApiClient,
+    tmp_path: Path,
 ) -> Path:
     """The agent's identity: exactly the RBAC the chart installs for it."""
     try:
@@ -131,7 +136,7 @@ def agent_kubeconfig(
         if d["kind"] in chart.RBAC_KINDS and d["metadata"]["name"].startswith(AGENT_SA)
     ]
     Applier(k8s_api).apply(docs)
-    path = dev_cluster.state_dir / "serviceaccounts" / f"{namespace}.agent.kubeconfig"
+    path = tmp_path / f"{namespace}.agent.kubeconfig"
     return dev_cluster.service_account_kubeconfig(namespace, AGENT_SA, path)
 
 
@@ -283,11 +288,12 @@ def test_listener_agent_rolls_out_updates_fails_and_deletes(
     namespace: str,
     agents_namespace: str,
     k8s_api: client.ApiClient,
+    workload_images: Workloads,
 ) -> None:
     cluster = Cluster(k8s_api, agents_namespace)
     resources.create(LST, listener_body(namespace, agents_namespace))
     agent.wait_running()
-    first = "registry.example.com/agent:1"
+    first = workload_images.agent_image(1)
     resources.create(AGD, deployment_body("bot", first, agents_namespace))
     obj = resources.wait(AGD, "bot", ready_for_generation, within=180, what="Ready")
     assert obj is not None
@@ -296,9 +302,9 @@ def test_listener_agent_rolls_out_updates_fails_and_deletes(
     assert server.spec.replicas == 2
     pods = cluster.server_pods()
     assert len(pods) == 2
-    assert all((p.spec.node_name or "").startswith("kwok-node-") for p in pods)
+    assert all(p.spec.node_name in workload_images.nodes for p in pods)
 
-    second = "registry.example.com/agent:2"
+    second = workload_images.agent_image(2)
     resources.patch(AGD, "bot", {"spec": {"sourceRevisionConfig": {"imageUri": second}}})
     obj = resources.wait(AGD, "bot", ready_for_generation, within=180, what="Ready again")
     assert obj is not None
@@ -307,7 +313,7 @@ def test_listener_agent_rolls_out_updates_fails_and_deletes(
     assert rolled.metadata.generation >= 2  # the same Deployment, updated in place
     assert len(cluster.servers()) == 1
 
-    failing = f"registry.example.com/agent-{FAIL_PULL_PATTERN}:3"
+    failing = workload_images.failing_image
     resources.patch(AGD, "bot", {"spec": {"sourceRevisionConfig": {"imageUri": failing}}})
     obj = resources.wait(AGD, "bot", stalled, within=180, what="Stalled")
     assert obj is not None
@@ -329,11 +335,12 @@ def test_agent_killed_mid_rollout_carries_on_without_duplicates_or_orphans(
     namespace: str,
     agents_namespace: str,
     k8s_api: client.ApiClient,
+    workload_images: Workloads,
 ) -> None:
     cluster = Cluster(k8s_api, agents_namespace)
     resources.create(LST, listener_body(namespace, agents_namespace))
     agent.wait_running()
-    image = "registry.example.com/agent:7"
+    image = workload_images.agent_image(1)
     resources.create(AGD, deployment_body("survivor", image, agents_namespace))
     wait_until("the rollout to start", lambda: cluster.servers())
     agent.kill9()

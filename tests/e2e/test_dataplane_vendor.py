@@ -42,7 +42,8 @@ from tests.e2e.test_dataplane import (
     wait_until,
 )
 from tests.support import chart
-from tests.support.existing_cluster import ExistingCluster
+from tests.support.e2ecluster import E2ECluster
+from tests.support.nodes import Workloads
 from tests.support.routecontroller import RouteAdmitter
 
 from deployplane.devcluster import DevCluster, ToolsNotFound, find_tools
@@ -67,12 +68,12 @@ def _served(api: client.ApiClient, group: str, version: str, kind: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def vendor_crds(dev_cluster: DevCluster | ExistingCluster, k8s_api: client.ApiClient) -> None:
+def vendor_crds(dev_cluster: E2ECluster, k8s_api: client.ApiClient) -> None:
     """The Gateway API and KEDA CRDs: already served, or installed from `make tools`."""
     missing = [(g, v, k) for (g, v), k in VENDOR_KINDS.items() if not _served(k8s_api, g, v, k)]
     if not missing:
         return
-    if isinstance(dev_cluster, ExistingCluster):
+    if not isinstance(dev_cluster, DevCluster):
         pytest.skip("this cluster serves no Gateway API / KEDA CRDs (HTTPRoute, ScaledObject)")
     try:
         directory = find_tools().bin_dir / "crds"
@@ -118,14 +119,16 @@ class VendorAgent:
         self,
         namespace: str,
         agents: str,
-        dev_cluster: DevCluster,
+        dev_cluster: E2ECluster,
         k8s_api: client.ApiClient,
         emulator: Emulator,
         tmp_path: Path,
+        image: str,
     ) -> None:
         self.namespace, self.agents = namespace, agents
         self.dev_cluster, self.api, self.emulator = dev_cluster, k8s_api, emulator
         self.tmp_path = tmp_path
+        self.image = image  # what the nodes can run (tests/support/nodes.py)
         self.process: AgentProcess | None = None
 
     def start(self, settings: dict[str, Any]) -> AgentProcess:
@@ -140,7 +143,7 @@ class VendorAgent:
             if d["kind"] in chart.RBAC_KINDS and d["metadata"]["name"].startswith(AGENT_SA)
         ]
         Applier(self.api).apply(docs)
-        path = self.dev_cluster.state_dir / "serviceaccounts" / f"{self.namespace}.kubeconfig"
+        path = self.tmp_path / f"{self.namespace}.kubeconfig"
         kubeconfig = self.dev_cluster.service_account_kubeconfig(self.namespace, AGENT_SA, path)
         env = {
             **agent_env(values),
@@ -165,13 +168,17 @@ class VendorAgent:
 def vendor_agent(
     namespace: str,
     agents_namespace: str,
-    dev_cluster: DevCluster,
+    dev_cluster: E2ECluster,
     k8s_api: client.ApiClient,
     emulator: Emulator,
     tmp_path: Path,
     vendor_crds: None,
+    workload_images: Workloads,
 ) -> Iterator[VendorAgent]:
-    agent = VendorAgent(namespace, agents_namespace, dev_cluster, k8s_api, emulator, tmp_path)
+    image = workload_images.agent_image(1)
+    agent = VendorAgent(
+        namespace, agents_namespace, dev_cluster, k8s_api, emulator, tmp_path, image
+    )
     yield agent
     agent.stop()
 
@@ -182,9 +189,9 @@ def admitter(k8s_api: client.ApiClient, agents_namespace: str) -> Iterator[Route
         yield fake
 
 
-def scaled_body(name: str, agents: str) -> dict[str, Any]:
+def scaled_body(name: str, agents: str, image: str) -> dict[str, Any]:
     """test_dataplane's AgentDeployment with both autoscalers' maxima set."""
-    body = deployment_body(name, "registry.example.com/agent:1", agents)
+    body = deployment_body(name, image, agents)
     body["spec"]["sourceConfig"]["resourceSpec"] = {
         "minScale": 1,
         "maxScale": 2,
@@ -209,8 +216,8 @@ def control_plane_deployment(emulator: Emulator, deployment_id: str) -> dict[str
         return answer
 
 
-def deploy(resources: Resources, name: str, agents: str) -> dict[str, Any]:
-    resources.create(AGD, scaled_body(name, agents))
+def deploy(resources: Resources, name: str, agents: str, image: str) -> dict[str, Any]:
+    resources.create(AGD, scaled_body(name, agents, image))
     obj = resources.wait(AGD, name, ready_for_generation, within=180, what="Ready")
     assert obj is not None
     assert obj["status"]["revision"]["status"] == "DEPLOYED"
@@ -228,7 +235,7 @@ def listen_and_deploy(
     """The Listener, its agent with `settings`, and one AgentDeployment Ready."""
     resources.create(LST, listener_body(namespace, agents))
     agent.start(settings).wait_running()
-    obj = deploy(resources, name, agents)
+    obj = deploy(resources, name, agents, agent.image)
     return obj, str(obj["status"]["deploymentId"])
 
 
@@ -333,7 +340,7 @@ def agent_writes(api: client.ApiClient, namespace: str) -> dict[tuple[str, str],
 
 def test_a_base_path_change_rewrites_every_route_and_nothing_else(
     operator: Any,
-    dev_cluster: DevCluster | ExistingCluster,
+    dev_cluster: E2ECluster,
     vendor_agent: VendorAgent,
     admitter: RouteAdmitter,
     resources: Resources,
@@ -345,7 +352,10 @@ def test_a_base_path_change_rewrites_every_route_and_nothing_else(
     resources.create(LST, listener_body(namespace, agents_namespace))
     settings: dict[str, Any] = {"routing": "ingress", "route": {"host": HOST, "basePath": "/one"}}
     vendor_agent.start(settings).wait_running()
-    ids = [deploy(resources, n, agents_namespace)["status"]["deploymentId"] for n in ("a", "b")]
+    ids = [
+        deploy(resources, n, agents_namespace, vendor_agent.image)["status"]["deploymentId"]
+        for n in ("a", "b")
+    ]
     vendor_agent.stop()
     before = agent_writes(k8s_api, agents_namespace)
     time.sleep(1.1)  # managedFields times have a resolution of one second
@@ -364,13 +374,12 @@ def test_a_base_path_change_rewrites_every_route_and_nothing_else(
     wait_until("every route at the new base path", lambda: moved() or None)
     for deployment_id in ids:
         url = f"https://{HOST}/two/{deployment_id}"
-        wait_until(
-            "the new URL on the control plane",
-            lambda d=deployment_id, u=url: (
-                control_plane_deployment(emulator, d)["source_config"].get("custom_url") == u
-                or None
-            ),
-        )
+
+        def stored(d: str = deployment_id, u: str = url) -> bool | None:
+            config = control_plane_deployment(emulator, d)["source_config"]
+            return config.get("custom_url") == u or None
+
+        wait_until("the new URL on the control plane", stored)
     after = agent_writes(k8s_api, agents_namespace)
     rewritten = sorted(key for key, when in after.items() if before.get(key) != when)
     assert [kind for kind, _ in rewritten] == ["V1Ingress", "V1Ingress"], rewritten

@@ -35,7 +35,7 @@ def _processes_using(state: Path) -> list[str]:
 
 
 def test_demo_brings_examples_to_ready_twice_and_down_cleans_up(
-    tmp_path: Path, dev_cluster: DevCluster
+    tmp_path: Path, started_cluster: DevCluster
 ) -> None:
     # dev_cluster only guarantees the binaries exist (skip/fail rules); the demo runs its own.
     state = tmp_path / "demo"

@@ -102,16 +102,18 @@ def _widget(name: str, replicas: int) -> dict[str, Any]:
     return {"kind": "Widget", "metadata": {"name": name}, "spec": {"replicas": replicas}}
 
 
-def test_version_is_the_pinned_release(dev_cluster: DevCluster, k8s_api: client.ApiClient) -> None:
+def test_version_is_the_pinned_release(
+    started_cluster: DevCluster, k8s_api: client.ApiClient
+) -> None:
     want = f"v{_pinned('K8S_VERSION')}"
     assert client.VersionApi(k8s_api).get_code().git_version == want
     apiserver = subprocess.run(
-        [str(dev_cluster.tools.kube_apiserver), "--version"], capture_output=True, text=True
+        [str(started_cluster.tools.kube_apiserver), "--version"], capture_output=True, text=True
     )
     assert apiserver.stdout.strip() == f"Kubernetes {want}"
-    assert dev_cluster.tools.kubectl is not None
+    assert started_cluster.tools.kubectl is not None
     kubectl = subprocess.run(
-        [str(dev_cluster.tools.kubectl), "version", "--client", "-o", "json"],
+        [str(started_cluster.tools.kubectl), "version", "--client", "-o", "json"],
         capture_output=True,
         text=True,
     )
@@ -152,16 +154,24 @@ def test_service_account_needs_rbac_rules(
 
 
 def test_service_account_kubeconfig_authenticates_as_the_account(
-    dev_cluster: DevCluster,
+    started_cluster: DevCluster,
     namespace: str,
     service_account_client: ServiceAccountClient,
     tmp_path: Path,
 ) -> None:
     service_account_client("operator")
-    path = dev_cluster.service_account_kubeconfig(namespace, "operator", tmp_path / "sa.yaml")
-    assert dev_cluster.tools.kubectl is not None
+    path = started_cluster.service_account_kubeconfig(namespace, "operator", tmp_path / "sa.yaml")
+    assert started_cluster.tools.kubectl is not None
     whoami = subprocess.run(
-        [str(dev_cluster.tools.kubectl), "--kubeconfig", str(path), "auth", "whoami", "-o", "json"],
+        [
+            str(started_cluster.tools.kubectl),
+            "--kubeconfig",
+            str(path),
+            "auth",
+            "whoami",
+            "-o",
+            "json",
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -192,23 +202,23 @@ def test_status_update_does_not_change_spec(
 
 
 def test_audit_log_counts_writes(
-    dev_cluster: DevCluster, namespace: str, k8s_api: client.ApiClient
+    started_cluster: DevCluster, namespace: str, k8s_api: client.ApiClient
 ) -> None:
     core = client.CoreV1Api(k8s_api)
     since = dt.datetime.now(dt.UTC)
     cm = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="counted"), data={"a": "1"})
     core.create_namespaced_config_map(namespace, cm)
     core.list_namespaced_config_map(namespace)  # a read: not counted
-    assert dev_cluster.count_writes(since, user=ADMIN_USER, namespace=namespace) == {
+    assert started_cluster.count_writes(since, user=ADMIN_USER, namespace=namespace) == {
         "configmaps": 1
     }
     core.patch_namespaced_config_map("counted", namespace, {"data": {"a": "2"}})
     core.delete_namespaced_config_map("counted", namespace)
-    assert dev_cluster.count_writes(since, user=ADMIN_USER, namespace=namespace) == {
+    assert started_cluster.count_writes(since, user=ADMIN_USER, namespace=namespace) == {
         "configmaps": 3
     }
     later = dt.datetime.now(dt.UTC)
-    assert dev_cluster.count_writes(later, user=ADMIN_USER, namespace=namespace) == {}
+    assert started_cluster.count_writes(later, user=ADMIN_USER, namespace=namespace) == {}
 
 
 def test_controller_manager_deletes_namespaces_and_collects_garbage(
@@ -276,7 +286,7 @@ def _processes_mentioning(text: str) -> list[int]:
 
 
 def test_cli_up_is_idempotent_and_down_leaves_nothing(
-    dev_cluster: DevCluster, tmp_path: Path
+    started_cluster: DevCluster, tmp_path: Path
 ) -> None:
     state_dir = tmp_path / "cluster"
     up = _cli("up", "--state-dir", str(state_dir))
@@ -292,9 +302,9 @@ def test_cli_up_is_idempotent_and_down_leaves_nothing(
         assert "already running" in again.stdout
         assert json.loads((state_dir / "state.json").read_text()) == state
         assert _cli("kubeconfig", "--state-dir", str(state_dir)).stdout.strip() == str(kubeconfig)
-        assert dev_cluster.tools.kubectl is not None
+        assert started_cluster.tools.kubectl is not None
         nodes = subprocess.run(
-            [str(dev_cluster.tools.kubectl), "--kubeconfig", str(kubeconfig), "get", "ns"],
+            [str(started_cluster.tools.kubectl), "--kubeconfig", str(kubeconfig), "get", "ns"],
             capture_output=True,
             text=True,
             check=True,
@@ -323,7 +333,7 @@ _OWNED_CLUSTER = textwrap.dedent(
     "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: str(s.name)
 )
 def test_owned_cluster_dies_with_its_python_process(
-    dev_cluster: DevCluster, tmp_path: Path, sig: signal.Signals
+    started_cluster: DevCluster, tmp_path: Path, sig: signal.Signals
 ) -> None:
     """Ctrl-C, a kill, even SIGKILL of the test process: no server survives it."""
     state_dir = tmp_path / "owned"
@@ -331,7 +341,7 @@ def test_owned_cluster_dies_with_its_python_process(
         [sys.executable, "-c", _OWNED_CLUSTER, str(state_dir)],
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "DEPLOYPLANE_TOOLS_BIN": str(dev_cluster.tools.bin_dir)},
+        env={**os.environ, "DEPLOYPLANE_TOOLS_BIN": str(started_cluster.tools.bin_dir)},
     )
     try:
         assert owner.stdout is not None

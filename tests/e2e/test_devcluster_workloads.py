@@ -1,7 +1,9 @@
 """The dev cluster rolls workloads out: kube-scheduler + workload controllers + kwok nodes.
 
 Each test waits for a state the cluster must reach (bounded waits that fail with what
-was last seen); none asserts on how long it took.
+was last seen); none asserts on how long it took. On an existing cluster the tests that
+run fake images need kwok nodes (`kwok_nodes`), the others nodes that accept pods
+(`workloads`, real ones too); each skips with the reason when the cluster lacks them.
 """
 
 from __future__ import annotations
@@ -12,13 +14,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from kubernetes import client
+from tests.support.nodes import Workloads
 
 from deployplane.api.models import Deployment, Listener, Revision
 from deployplane.dataplane.render import render, with_owner
-from deployplane.devcluster import DevCluster
 from deployplane.devcluster.kwok import FAIL_PULL_PATTERN
 from deployplane.devcluster.manifests import Applier
-from deployplane.devcluster.workloads import node_names
 
 T = TypeVar("T")
 NAME_LABEL = "app.kubernetes.io/name"
@@ -85,11 +86,11 @@ def pods(core: client.CoreV1Api, namespace: str, app: str) -> list[Any]:
 
 
 def test_fake_nodes_are_ready_with_realistic_capacity(
-    dev_cluster: DevCluster, k8s_api: client.ApiClient
+    kwok_nodes: list[str], k8s_api: client.ApiClient
 ) -> None:
     core = client.CoreV1Api(k8s_api)
     nodes = {n.metadata.name: n for n in core.list_node(label_selector="type=kwok").items}
-    assert sorted(nodes) == node_names(dev_cluster.settings.nodes)
+    assert sorted(nodes) == kwok_nodes
     for node in nodes.values():
         assert condition(node, "Ready").status == "True"
         assert not node.spec.taints  # schedulable without tolerations
@@ -97,7 +98,7 @@ def test_fake_nodes_are_ready_with_realistic_capacity(
 
 
 def test_a_deployment_rolls_out_and_rolls_to_a_new_image(
-    k8s_api: client.ApiClient, apply_manifest: Any, namespace: str
+    k8s_api: client.ApiClient, apply_manifest: Any, namespace: str, kwok_nodes: list[str]
 ) -> None:
     apps, core = client.AppsV1Api(k8s_api), client.CoreV1Api(k8s_api)
     apply_manifest(deployment_manifest("web", "registry.example/web:v1"))
@@ -105,7 +106,7 @@ def test_a_deployment_rolls_out_and_rolls_to_a_new_image(
     running = pods(core, namespace, "web")
     assert len(running) == 2
     for pod in running:
-        assert pod.spec.node_name in node_names(3)
+        assert pod.spec.node_name in kwok_nodes
         assert condition(pod, "Ready").status == "True"
         assert pod.status.phase == "Running"
         assert pod.status.pod_ip.startswith("10.244.")
@@ -129,7 +130,7 @@ def test_a_deployment_rolls_out_and_rolls_to_a_new_image(
 
 
 def test_a_fail_pull_image_never_becomes_ready_and_exceeds_the_progress_deadline(
-    k8s_api: client.ApiClient, apply_manifest: Any, namespace: str
+    k8s_api: client.ApiClient, apply_manifest: Any, namespace: str, workloads: Workloads
 ) -> None:
     apps, core = client.AppsV1Api(k8s_api), client.CoreV1Api(k8s_api)
     image = f"registry.example/web:{FAIL_PULL_PATTERN}"
@@ -158,7 +159,7 @@ def test_a_fail_pull_image_never_becomes_ready_and_exceeds_the_progress_deadline
 
 
 def test_requests_beyond_any_node_stay_pending_unschedulable(
-    k8s_api: client.ApiClient, apply_manifest: Any, namespace: str
+    k8s_api: client.ApiClient, apply_manifest: Any, namespace: str, workloads: Workloads
 ) -> None:
     core = client.CoreV1Api(k8s_api)
     too_big = {"cpu": "100"}  # nodes have 4 cores each
@@ -222,7 +223,7 @@ def _models(namespace: str) -> tuple[Deployment, Revision, Listener]:
 
 
 def test_rendered_objects_roll_out_apply_idempotently_and_go_with_their_owner(
-    k8s_api: client.ApiClient, namespace: str
+    k8s_api: client.ApiClient, namespace: str, workload_images: Workloads
 ) -> None:
     """The renderer's output against a real apiserver: valid, ready, stable, collectable."""
     apps, core = client.AppsV1Api(k8s_api), client.CoreV1Api(k8s_api)
@@ -231,7 +232,7 @@ def test_rendered_objects_roll_out_apply_idempotently_and_go_with_their_owner(
         deployment,
         revision,
         listener,
-        "registry.example/agent:1",
+        workload_images.agent_image(1),
         secret_values={"API_KEY": "k"},
         database_password="pw",
     )

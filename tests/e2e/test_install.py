@@ -23,8 +23,8 @@ import yaml
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from tests.support import chart
+from tests.support.e2ecluster import E2ECluster
 
-from deployplane.devcluster import DevCluster
 from deployplane.devcluster.fixtures import ApplyManifest
 from deployplane.devcluster.manifests import Applier
 from deployplane.devcluster.serviceaccounts import request_token
@@ -45,7 +45,7 @@ def helm_bin() -> Path:
 
 
 @pytest.fixture(scope="module")
-def kubectl_bin(dev_cluster: DevCluster) -> Path:
+def kubectl_bin(dev_cluster: E2ECluster) -> Path:
     kubectl = dev_cluster.tools.kubectl
     if kubectl is None:
         pytest.fail("kubectl missing beside the dev cluster binaries", pytrace=False)
@@ -281,7 +281,7 @@ def _agentdeployment(name: str) -> dict[str, Any]:
 
 @pytest.fixture
 def chart_identity(
-    dev_cluster: DevCluster,
+    dev_cluster: E2ECluster,
     k8s_api: client.ApiClient,
     apply_manifest: ApplyManifest,
     namespace: str,

@@ -29,8 +29,8 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
+from tests.support.e2ecluster import E2ECluster
 
-from deployplane.devcluster import DevCluster
 from deployplane.devcluster.manifests import Applier
 from deployplane.reconcile.passes import CREATE_PENDING_ANNOTATION, FINALIZER
 
@@ -107,7 +107,7 @@ def test_external_docker_with_listener_ref_reaches_ready_and_kubectl_wait_works(
     operator: Any,
     resources: Resources,
     emulator: Emulator,
-    dev_cluster: DevCluster,
+    dev_cluster: E2ECluster,
     namespace: str,
     k8s_api: client.ApiClient,
 ) -> None:
@@ -359,7 +359,7 @@ def test_steady_state_makes_no_kubernetes_writes(
     kubeconfig: Path,
     namespace: str,
     crds: None,
-    dev_cluster: DevCluster,
+    dev_cluster: E2ECluster,
 ) -> None:
     env = operator_env(emulator, kubeconfig, DEPLOYPLANE_RESYNC_INTERVAL="1")
     with kopf_operator(namespace, env):

@@ -1,10 +1,11 @@
 """An existing Kubernetes cluster (kind, CI, staging) standing in for the dev cluster.
 
 `make e2e KUBECONFIG=path` sets DEPLOYPLANE_E2E_KUBECONFIG, and tests/e2e/conftest.py
-then yields an `ExistingCluster` where it would start a `DevCluster`. It offers the
-part of DevCluster's interface the tests use: the kubeconfig, admin and token clients,
-ServiceAccount kubeconfigs, and the client binaries. What only a cluster we started can
-do (read its audit log) skips the test with the reason, instead of failing or passing.
+then yields an `ExistingCluster` where it would start a `DevCluster`. Both satisfy
+`tests.support.e2ecluster.E2ECluster` (mypy checks it): the kubeconfig, admin and token
+clients, ServiceAccount kubeconfigs, and the client binaries. What only a cluster we
+started can do (read its audit log) skips the test with the reason, instead of failing
+or passing. What a cluster has (nodes, kwok) is detected by tests/support/nodes.py.
 """
 
 from __future__ import annotations
@@ -115,19 +116,14 @@ class ExistingCluster:
                 lifetime=lifetime,
             )
 
-    def count_writes(self, *args: Any, **kwargs: Any) -> dict[str, int]:
+    def count_writes(
+        self,
+        since: dt.datetime | None = None,
+        *,
+        user: str | None = None,
+        namespace: str | None = None,
+    ) -> dict[str, int]:
         pytest.skip(NO_AUDIT)
 
     def count_requests(self, **filters: Any) -> dict[str, int]:
         pytest.skip(NO_AUDIT)
-
-    def has_schedulable_nodes(self) -> bool:
-        """Nodes that really run containers: kwok's simulated nodes (the dev cluster's)
-        report pods Running without running anything."""
-        with self.admin() as api:
-            nodes = client.CoreV1Api(api).list_node().items
-        return any(
-            not (n.spec and n.spec.unschedulable)
-            and "kwok.x-k8s.io/node" not in (n.metadata.annotations or {})
-            for n in nodes
-        )

@@ -19,6 +19,7 @@ from tests.support.routecontroller import admitted_status
 from deployplane.dataplane.kube import ClusterError
 
 Obj = dict[str, Any]
+Objs = list[Obj]  # an alias: inside FakeCluster, `list` names its method
 Key = tuple[str, str, str]  # kind, namespace, name
 
 
@@ -99,7 +100,7 @@ class FakeCluster:
 
     # ------------------------------------------------------------------ the world
 
-    def of_kind(self, kind: str) -> list[Obj]:
+    def of_kind(self, kind: str) -> Objs:
         return [obj for (k, _, _), obj in sorted(self.objects.items()) if k == kind]
 
     def roll_out(self, *, ready_database: bool = True, admit_routes: bool = True) -> None:

@@ -43,3 +43,13 @@ def _long_functions(path: Path) -> list[str]:
 @pytest.mark.parametrize("path", MODULES, ids=_name)
 def test_no_function_is_over_60_lines(path: Path) -> None:
     assert _long_functions(path) == [], _name(path)
+
+
+def test_test_modules_have_unique_basenames() -> None:
+    """The test folders are not packages, so pytest imports each module by its basename:
+    two `test_x.py` in different folders stop the whole run at collection."""
+    tests_root = SOURCE_ROOT.parents[1] / "tests"
+    seen: dict[str, list[str]] = {}
+    for path in tests_root.rglob("test_*.py"):
+        seen.setdefault(path.name, []).append(str(path.relative_to(tests_root)))
+    assert {name: where for name, where in seen.items() if len(where) > 1} == {}

@@ -39,6 +39,7 @@ __all__ = [
     "connection_settings",
     "current_settings",
     "fail",
+    "has_url",
     "make_client",
     "read_connection",
 ]
@@ -224,6 +225,19 @@ def connection_settings(options: ConnectionOptions | None) -> ConnectionSettings
             ExitCode.USAGE,
         )
     return ConnectionSettings(_checked_url(url), api_key, tenant_id)
+
+
+def has_url() -> bool:
+    """Whether the command being run was given a control-plane URL (flag, variable or
+    context), for a command that carries on without one (`trace`)."""
+    from deployplane.commands.contexts import selected_context
+
+    options = _current.get() or ConnectionOptions()
+    try:
+        context = selected_context(options.context)
+    except UsageError:
+        return True  # a bad context: let current_settings() say so
+    return bool(options.url or (context.url if context else None))
 
 
 def current_settings() -> ConnectionSettings:

@@ -34,6 +34,7 @@ DOCUMENTED = (
     "providers",
     "config",
     "version",
+    "trace",
     "controlplane",
 )
 

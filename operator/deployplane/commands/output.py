@@ -40,9 +40,11 @@ __all__ = [
     "HeadersOption",
     "Output",
     "OutputOption",
+    "dump_text",
     "fitted_table",
     "print_many",
     "print_one",
+    "print_table",
     "resource_name",
 ]
 
@@ -249,7 +251,8 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def _dump_text(data: Any, fmt: Output) -> str:
+def dump_text(data: Any, fmt: Output) -> str:
+    """JSON (indented) or YAML (in the data's order) text of plain data."""
     if fmt is Output.json:
         return json.dumps(data, indent=2)
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip("\n")
@@ -271,7 +274,7 @@ def print_one(model: BaseModel, fmt: Output) -> None:
         typer.echo(resource_name(model))
         return
     if fmt in (Output.json, Output.yaml):
-        typer.echo(_dump_text(data, fmt))
+        typer.echo(dump_text(data, fmt))
         return
     key_width = max(map(len, ["FIELD", *data])) + tables.GAP
     lines: list[str] = []
@@ -293,7 +296,7 @@ def print_many(
     """Print a list of resources of one kind. `active`: the id a row is marked for
     (the active revision)."""
     if fmt in (Output.json, Output.yaml):
-        typer.echo(_dump_text([m.model_dump(mode="json") for m in models], fmt))
+        typer.echo(dump_text([m.model_dump(mode="json") for m in models], fmt))
         return
     if not models:  # as kubectl: a note for the person, nothing for the pipe
         typer.echo("No resources found.", err=True)
@@ -303,6 +306,14 @@ def print_many(
         return
     columns = _COLUMNS[kind]
     rows = [[_cell(col.get(model, active)) for col in columns] for model in models]
+    print_table(columns, rows, fmt, headers=headers)
+
+
+def print_table(
+    columns: Sequence[Col], rows: Sequence[Sequence[str]], fmt: Output, *, headers: bool = True
+) -> None:
+    """Print rows at the terminal's width (`-o wide`: every column), and on stderr which
+    columns were left out to fit."""
     width = tables.terminal_width()
     table = tables.render(columns, rows, width, wide=fmt is Output.wide, headers=headers)
     if headers:
