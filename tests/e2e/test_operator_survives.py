@@ -14,7 +14,6 @@ import contextlib
 import datetime as dt
 import itertools
 import os
-import shutil
 import signal
 import stat
 import subprocess
@@ -38,8 +37,8 @@ from tests.e2e.operator_harness import (
     ready_for_generation,
 )
 from tests.support.apiproxy import ApiServerProxy
+from tests.support.e2ecluster import E2ECluster
 
-from deployplane.devcluster import DevCluster
 from deployplane.devcluster.manifests import Applier
 from deployplane.reconcile.passes import FINALIZER
 
@@ -61,10 +60,17 @@ def resources(k8s_api: client.ApiClient, namespace: str, crds: None) -> Resource
 
 
 @pytest.fixture
-def proxy(dev_cluster: DevCluster) -> Iterator[ApiServerProxy]:
-    p = ApiServerProxy(dev_cluster.server, str(dev_cluster.ca_cert)).start()
+def proxy(dev_cluster: E2ECluster) -> Iterator[ApiServerProxy]:
+    p = ApiServerProxy(dev_cluster.server, ca_file_of(dev_cluster)).start()
     yield p
     p.stop()
+
+
+def ca_file_of(cluster: E2ECluster) -> str:
+    """The apiserver's CA, as the admin kubeconfig names it (a file the client writes
+    when the kubeconfig embeds it)."""
+    with contextlib.closing(cluster.api_client()) as api:
+        return str(api.configuration.ssl_ca_cert)
 
 
 class Tokens:
@@ -208,7 +214,7 @@ def test_a_token_expiring_while_the_operator_runs_is_replaced_without_a_restart(
     namespace: str,
     proxy: ApiServerProxy,
     tokens: Tokens,
-    dev_cluster: DevCluster,
+    dev_cluster: E2ECluster,
 ) -> None:
     with kopf_operator(namespace, operator_env(emulator, operator_kubeconfig)) as runner:
         resources.create(AGD, docker("before"))
@@ -226,7 +232,7 @@ def test_a_token_expiring_while_the_operator_runs_is_replaced_without_a_restart(
     assert refused, "the revoked token was used and refused: the test tested something"
 
 
-def wait_refused(dev_cluster: DevCluster, token: str) -> None:
+def wait_refused(dev_cluster: E2ECluster, token: str) -> None:
     """The apiserver caches a token's successful authentication for 10 s: wait until
     the revoked one is refused."""
     deadline = time.monotonic() + 30
@@ -326,10 +332,9 @@ def test_a_same_name_re_create_during_a_watch_gap_is_a_new_resource_never_the_ol
     assert [d["id"] for d in emulator.deployments_named("phoenix")] == [old_id]
 
 
-def kubectl(dev_cluster: DevCluster, *args: str) -> str:
-    binary = shutil.which("kubectl", path=os.environ.get("DEPLOYPLANE_TOOLS_BIN")) or "kubectl"
+def kubectl(dev_cluster: E2ECluster, *args: str) -> str:
     return subprocess.run(
-        [binary, "--kubeconfig", str(dev_cluster.kubeconfig), *args],
+        [str(dev_cluster.tools.kubectl), "--kubeconfig", str(dev_cluster.kubeconfig), *args],
         check=True,
         capture_output=True,
         text=True,
@@ -341,7 +346,7 @@ def test_a_status_wiped_by_hand_is_repaired_and_an_agreeing_one_never_written(
     emulator: Emulator,
     operator_kubeconfig: Path,
     namespace: str,
-    dev_cluster: DevCluster,
+    dev_cluster: E2ECluster,
 ) -> None:
     env = operator_env(emulator, operator_kubeconfig, DEPLOYPLANE_RESYNC_INTERVAL="1")
     with kopf_operator(namespace, env):
