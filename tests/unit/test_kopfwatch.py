@@ -181,22 +181,21 @@ async def test_kopfs_own_streams_never_resume_the_queue(
     assert paused == []
 
 
-async def test_with_a_sink_our_events_go_to_it_and_kopf_gets_bookmarks(
+async def test_every_event_goes_on_to_kopf_unchanged(
     guard: kopfwatch.WatchGuard, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Our kinds' events reach the workers straight from Kopf's stream; Kopf sees a
-    BOOKMARK with each event's resourceVersion (it resumes from there, and skips it)."""
+    """The adapter only looks: our kinds' events reach Kopf (and so the `kopf.on.event`
+    handlers, the one way into the workers) as the apiserver sent them."""
+    sent = [
+        {"type": kind, "object": {"metadata": {"name": "a", "resourceVersion": version}}}
+        for kind, version in (("ADDED", "5"), ("MODIFIED", "6"), ("DELETED", "7"))
+    ]
 
-    async def two_events(url: str, **_: Any) -> AsyncIterator[Any]:
-        for version in ("5", "6"):
-            obj = {"metadata": {"name": "a", "namespace": "ns", "resourceVersion": version}}
-            yield {"type": "MODIFIED", "object": obj}
+    async def three_events(url: str, **_: Any) -> AsyncIterator[Any]:
+        for event in sent:
+            yield event
 
-    monkeypatch.setattr(api, "stream", two_events)
-    delivered: list[tuple[str, str | None, str]] = []
-    guard.sink = lambda plural, kind, obj: delivered.append(
-        (plural, kind, obj["metadata"]["resourceVersion"])
-    )
+    monkeypatch.setattr(api, "stream", three_events)
     waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     seen: list[Any] = []
     async for raw in watching.continuous_watch(
@@ -204,13 +203,21 @@ async def test_with_a_sink_our_events_go_to_it_and_kopf_gets_bookmarks(
     ):
         if isinstance(raw, dict):  # not Kopf's own LISTED marker
             seen.append(raw)
-        if len(seen) == 2:
+        if len(seen) == len(sent):
             waiter.set_result(None)
-    assert delivered == [
-        ("agentdeployments", "MODIFIED", "5"),
-        ("agentdeployments", "MODIFIED", "6"),
-    ]
-    assert [(e["type"], e["object"]["metadata"]["resourceVersion"]) for e in seen] == [
-        ("BOOKMARK", "5"),
-        ("BOOKMARK", "6"),
-    ]
+    assert seen == sent
+
+
+def test_kopfs_event_handler_hands_each_event_to_the_workers() -> None:
+    """`on_event`, the handler Kopf calls for our kinds, is how events reach the workers."""
+    from types import SimpleNamespace
+
+    from deployplane.controller.handlers import on_event
+
+    observed: list[tuple[str, str | None, Any]] = []
+    workers = SimpleNamespace(observe=lambda *args: observed.append(args))
+    memo = kopf.Memo(runtime=SimpleNamespace(workers=workers))
+    body = {"metadata": {"name": "a"}}
+    on_event("AgentDeployment", {"type": "MODIFIED", "object": body}, memo)
+    on_event("Listener", {"type": None, "object": body}, memo)  # listed at start
+    assert observed == [("AgentDeployment", "MODIFIED", body), ("Listener", None, body)]

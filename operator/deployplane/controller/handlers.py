@@ -1,9 +1,8 @@
 """The Kopf layer: thin. Kopf runs the process (login, start-up and clean-up, peering,
 the probes) and lists and watches every kind of the registry (one `kopf.on.event`
-handler per kind makes it do so); each watch event goes to the pool of workers
-(`deployplane.reconcile.workers`): straight from Kopf's stream once started
-(`kopfwatch`: Kopf's per-event cycle cost ~3.5 CPU-s per 1,000 new resources), else
-through `on_event`. The workers reconcile, finalize and take our finalizer off, and
+handler per kind); each watch event reaches `on_event` through Kopf's handler
+machinery, which hands it to the pool of workers (`deployplane.reconcile.workers`)
+and returns. The workers reconcile, finalize and take our finalizer off, and
 the event recorder posts the Events. The handlers are event handlers only, so Kopf
 puts no finalizer of its own on any object and writes nothing to it.
 
@@ -20,8 +19,8 @@ The Kopf settings chosen (`configure`), and why (docs/architecture.md, "Kopf set
 - Retry-After enforced, error backoffs jittered;
 - per-object workers idle out after 1 s (Kopf keeps one task per object that has
   had an event, 5 s by default: 1,000 tasks after a burst);
-- `kopfwatch.install`: the watch adapter (events straight to the workers; quick empty
-  watches back off; health; pause).
+- `kopfwatch.install`: the watch adapter (quick empty watches back off; health;
+  pause), which looks at Kopf's streams and changes none of their events.
 """
 
 from __future__ import annotations
@@ -194,11 +193,6 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         # queue waits with it (the adapter resumes it with the first watch).
         runtime.workers.queue.pause()
     kopfwatch.GUARD.on_pause = runtime.workers.queue.pause
-    kinds = {kind.plural: kind.kind for kind in KINDS}
-    # Our kinds' events go to the workers straight from Kopf's stream (kopfwatch).
-    kopfwatch.GUARD.sink = lambda plural, event_type, body: runtime.workers.observe(
-        kinds[plural], event_type, body
-    )
     runtime.workers.start()
     runtime.events.start()
     tune_gc()
@@ -259,7 +253,6 @@ def tune_gc() -> None:
 @kopf.on.cleanup()
 async def close_clients(memo: kopf.Memo, **_: Any) -> None:
     runtime: Runtime = memo.runtime
-    kopfwatch.GUARD.sink = None
     await runtime.workers.stop(runtime.config.shutdown_timeout)
     await runtime.events.stop()
     await runtime.connections.aclose()

@@ -13,22 +13,18 @@ production). It adds what Kopf's watch lacks:
   `FailureClock` (`watch <plural>`), which the probes read;
 - Kopf's peering pauses the watch through a future it hands each stream (done when
   the operator is paused); the adapter pauses the work queue with it, and resumes it
-  when Kopf opens a stream again (it only does so unpaused). No log line is read;
-- with a `sink` set (the operator sets the workers' `observe`), the events of our kinds
-  go to it straight from Kopf's stream, and Kopf gets a BOOKMARK carrying the event's
-  resourceVersion in their place (so it resumes the stream from there, and skips it
-  at once). Kopf's per-event cycle (a worker task per object, its memory, three
-  loggers, cause detection, handler invocation) cost ~4 CPU-s per 1,000 new resources
-  over the floor (docs/benchmarks.md, issue 24); it stays the path of the
-  `kopf.on.event` handlers when no sink is set. Listing, watching, reconnecting, logging
-  in again and pausing stay Kopf's.
+  when Kopf opens a stream again (it only does so unpaused). No log line is read.
+
+It only looks: every event it sees goes on to Kopf unchanged, and so to the
+`kopf.on.event` handlers (`handlers.on_event`), the one way events reach the workers.
+Listing, watching, reconnecting, logging in again and pausing stay Kopf's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -40,7 +36,6 @@ from deployplane.kube.retry import Backoff
 
 log = logging.getLogger("deployplane.watch")
 
-_OBJECT_EVENTS: Final = frozenset({"ADDED", "MODIFIED", "DELETED"})
 QUICK_END_SECONDS: Final = 1.0
 """A watch that ends sooner than this with no event is a failure, not a renewal."""
 
@@ -51,8 +46,6 @@ class WatchGuard:
 
     health: FailureClock = field(default_factory=FailureClock)
     backoff: Backoff = field(default_factory=lambda: Backoff(initial=1.0, maximum=30.0))
-    sink: Callable[[str, str | None, Mapping[str, Any]], None] | None = None
-    """Told (plural, event type (None: listed), object) of our kinds' events."""
     on_pause: Callable[[bool], None] | None = None
     """Told True when Kopf pauses the operator (peering), False when it watches again."""
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
@@ -63,17 +56,6 @@ class WatchGuard:
     def paused(self, paused: bool) -> None:
         if self.on_pause is not None:
             self.on_pause(paused)
-
-    def deliver(self, plural: str, event_type: str | None, obj: Mapping[str, Any]) -> bool:
-        """Hand the event to the sink; False when there is none (Kopf's path)."""
-        if self.sink is None:
-            return False
-        try:
-            self.sink(plural, event_type, obj)
-        except Exception:  # one object the workers cannot take must not stop the stream
-            meta = obj.get("metadata") or {}
-            log.exception("%s %s/%s not handled", plural, meta.get("namespace"), meta.get("name"))
-        return True
 
     def pause_waiter_done(self, waiter: asyncio.Future[Any]) -> None:
         """Kopf's pause future for a stream: done when paused, cancelled when the
@@ -113,7 +95,6 @@ def install(guard: WatchGuard = GUARD) -> None:
 
     async def guarded_watch(**kwargs: Any) -> AsyncIterator[Any]:
         what = _what(kwargs.get("resource"), kwargs.get("namespace"))
-        plural = getattr(kwargs.get("resource"), "plural", "")
         waiter = kwargs.get("operator_pause_waiter")
         ours = getattr(kwargs.get("resource"), "group", None) == GROUP
         # Only our kinds' streams follow the pause: Kopf's own (peering, namespaces,
@@ -127,11 +108,6 @@ def install(guard: WatchGuard = GUARD) -> None:
                 events += 1
                 if events == 1:
                     guard.health.succeeded(what)
-                kind = raw.get("type") if isinstance(raw, dict) else None
-                if ours and kind in _OBJECT_EVENTS and guard.deliver(plural, kind, raw["object"]):
-                    version = (raw["object"].get("metadata") or {}).get("resourceVersion")
-                    yield {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": version}}}
-                    continue
                 yield raw
         except Exception as exc:
             guard.health.failed(what, f"{type(exc).__name__}: {exc}")
@@ -141,15 +117,8 @@ def install(guard: WatchGuard = GUARD) -> None:
 
     async def guarded_fetch(**kwargs: Any) -> AsyncIterator[Any]:
         what = _what(kwargs.get("resource"), kwargs.get("namespace"))
-        resource = kwargs.get("resource")
-        ours = getattr(resource, "group", None) == GROUP
-        plural = getattr(resource, "plural", "")
         try:
             async for chunk, version in fetch_objs(**kwargs):
-                if ours and guard.sink is not None:
-                    for obj in chunk:
-                        guard.deliver(plural, None, obj)
-                    chunk = []  # delivered: Kopf keeps only the list's resourceVersion
                 yield chunk, version
         except Exception as exc:
             guard.health.failed(what, f"listing: {type(exc).__name__}: {exc}")
