@@ -29,8 +29,8 @@ import aiohttp
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import DeploymentCreate
-from deployplane.controller.kubeapi import KubernetesApi
 from deployplane.crd.specs import GROUP, VERSION
+from deployplane.kube.api import KubernetesApi
 
 PLURAL = "agentdeployments"
 FINALIZER = "deployplane.io/finalizer"

@@ -144,7 +144,7 @@ def package(frame: str) -> str:
 BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("pass: control-plane calls (httpx)", ("ControlPlaneClient.",)),
     ("pass: status patches (aiohttp)", ("KubernetesApi.patch_status", "patch_status (bench/")),
-    ("pass: the rest (reconciler, diff, pydantic, metrics)", ("ResourceLoop.", "converge (bench/")),
+    ("pass: the rest (reconciler, diff, pydantic, metrics)", ("PassRunner.", "converge (bench/")),
     ("on.event handler", ("changed (deployplane/controller/",)),
     ("Kopf: Events posted", ("kopf/_core/engines/posting.py",)),
     ("Kopf: its own patches (finalizer)", ("kopf/_cogs/clients/patching.py",)),

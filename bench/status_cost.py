@@ -25,7 +25,7 @@ from typing import Any
 
 from bench.floor_controller import condition, first_status, ready_status
 from bench.operator import PLURAL, Bench, _workdir, agent_deployment, cpu_seconds, parse_args
-from deployplane.controller.kubeapi import KubernetesApi
+from deployplane.kube.api import KubernetesApi
 
 Shape = Callable[[bool], dict[str, Any]]
 """The status patch of a write: the first one (False) or the Ready one (True)."""

@@ -230,7 +230,7 @@ def kopf_operator(namespace: str | None, env: Mapping[str, str]) -> Iterator[Any
     from kopf.testing import KopfRunner
 
     scope = ["--namespace", namespace] if namespace else ["--all-namespaces"]
-    # `kopf run` hands its --namespace to Kopf's peering only; the informers read this.
+    # Kopf watches the namespace given to `kopf run`; the environment says the same.
     env = {**env, "DEPLOYPLANE_NAMESPACES": namespace or ""}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)

@@ -22,9 +22,9 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from deployplane.crd.schema import OUTPUT_DIRS, rendered_files
 from deployplane.crd.specs import GROUP, VERSION
 from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus, RevisionStatusView
+from deployplane.crdgen.schema import OUTPUT_DIRS, rendered_files
 from deployplane.devcluster.manifests import Applier
 from deployplane.externals.agentdeployment import AgentDeploymentReason as ADReason
 from deployplane.reconcile.conditions import TRUE, ConditionType, Reason, set_condition

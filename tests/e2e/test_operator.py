@@ -32,7 +32,7 @@ from tests.e2e.operator_harness import (
 from tests.support.e2ecluster import E2ECluster
 
 from deployplane.devcluster.manifests import Applier
-from deployplane.reconcile.loop import CREATE_PENDING_ANNOTATION, FINALIZER
+from deployplane.reconcile.passes import CREATE_PENDING_ANNOTATION, FINALIZER
 
 SECRET_VALUE = "sk-e2e-planted-secret-4f9a2c"
 AGD, LST = "agentdeployments", "listeners"
@@ -245,13 +245,20 @@ def test_failing_revision_goes_stalled_with_the_reason(
     assert tail in stalled["message"]
     assert why in stalled["message"]
     assert condition(obj, "Ready")["status"] == "False"
-    warnings = [
-        e
-        for e in events_for(k8s_api, namespace, "doomed")
-        if e.type == "Warning" and e.reason == "DeployFailed"
-    ]
+    # Events are posted in the background after the pass (the recorder): wait for it.
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        events = events_for(k8s_api, namespace, "doomed")
+        warnings = [e for e in events if e.type == "Warning" and e.reason == "DeployFailed"]
+        if warnings:
+            break
+        time.sleep(0.25)
+    else:
+        raise AssertionError(f"no DeployFailed Event: {[e.reason for e in events]}")
     assert len(warnings) == 1
     assert why in warnings[0].message
+    assert warnings[0].reporting_component == "deployplane-operator"
+    assert warnings[0].action == "Reconcile"
 
 
 def test_secret_rotation_rolls_a_new_revision(

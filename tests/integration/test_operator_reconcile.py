@@ -31,14 +31,15 @@ from deployplane.crd.specs import AgentDeploymentSpec, ListenerSpec
 from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.externals.agentdeployment import AgentDeploymentConnecter
 from deployplane.externals.connections import Connection, Connections
+from deployplane.externals.errors import classified
 from deployplane.externals.listener import ListenerConnecter
-from deployplane.reconcile.loop import (
+from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.passes import (
     CREATE_PENDING_ANNOTATION,
     FINALIZER,
-    ResourceLoop,
+    PassRunner,
     ResourceState,
 )
-from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.statuspatch import apply_merge_patch
@@ -67,15 +68,15 @@ class Harness:
     def loops(
         self,
     ) -> tuple[
-        ResourceLoop[AgentDeploymentSpec, AgentDeploymentStatus],
-        ResourceLoop[ListenerSpec, ListenerStatus],
+        PassRunner[AgentDeploymentSpec, AgentDeploymentStatus],
+        PassRunner[ListenerSpec, ListenerStatus],
     ]:
         connections = Connections(
             Connection("http://emulator", KEY_A), self.kube, factory=self.client_factory
         )
-        deployments = ResourceLoop(
+        deployments = PassRunner(
             Reconciler(
-                AgentDeploymentConnecter(connections, self.kube),
+                classified(AgentDeploymentConnecter(connections, self.kube)),
                 kind="deployment",
                 schedule=self.timing,
             ),
@@ -84,8 +85,10 @@ class Harness:
             self.kube,
             status_model=AgentDeploymentStatus,
         )
-        listeners = ResourceLoop(
-            Reconciler(ListenerConnecter(connections), kind="listener", schedule=self.timing),
+        listeners = PassRunner(
+            Reconciler(
+                classified(ListenerConnecter(connections)), kind="listener", schedule=self.timing
+            ),
             ListenerSpec,
             "listeners",
             self.kube,
@@ -145,7 +148,7 @@ def condition(state: ResourceState, type_: str) -> dict[str, Any]:
 
 
 async def settle(
-    loop: ResourceLoop[Any, Any],
+    loop: PassRunner[Any, Any],
     body: dict[str, Any],
     state: ResourceState,
     h: Harness,
@@ -411,7 +414,7 @@ async def test_delete_policy_deletes_and_waits_for_404_orphan_releases(harness: 
         await settle(deployments, body, state, harness)
         states[body["metadata"]["name"]] = state
 
-    from deployplane.reconcile.loop import to_managed
+    from deployplane.reconcile.passes import to_managed
 
     orphan = to_managed(
         AgentDeploymentSpec, AgentDeploymentStatus, kept, states["kept"].status or {}

@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from deployplane.crd.specs import DeletionPolicy
 from deployplane.externals.agentdeployment import AgentDeploymentReason as Reason
+from deployplane.externals.errors import classified
 from deployplane.reconcile.external import Managed, Observation, Phase
 from deployplane.reconcile.status import ResourceStatus
 
@@ -156,7 +157,17 @@ class ConnecterFns:
     connect_error: BaseException | None = None
 
     async def connect(self, mr: Mr) -> ExternalFns:
-        self.ext.journal.append(("connect",))
-        if self.connect_error is not None:
-            raise self.connect_error
-        return self.ext
+        """The fake client as the real ones reach the core: its control-plane errors
+        classified (`deployplane.externals.errors.classified`)."""
+        return await classified(_Raw(self)).connect(mr)
+
+
+@dataclass
+class _Raw:
+    fns: ConnecterFns
+
+    async def connect(self, mr: Mr) -> ExternalFns:
+        self.fns.ext.journal.append(("connect",))
+        if self.fns.connect_error is not None:
+            raise self.fns.connect_error
+        return self.fns.ext

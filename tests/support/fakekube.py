@@ -53,8 +53,21 @@ class FakeKube:
         return True
 
     async def patch_object(
-        self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
+        self,
+        plural: str,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        add_finalizer: str | None = None,
+        finalizers: list[str] | None = None,
+        resource_version: str | None = None,
     ) -> bool:
+        """Records the merge patch the API would send (the finalizer folded in)."""
+        if add_finalizer is not None:
+            meta = {**(patch.get("metadata") or {})}
+            meta["finalizers"] = [*(finalizers or []), add_finalizer]
+            patch = {**patch, "metadata": meta}
         if self.fail_write_when is not None and self.fail_write_when(patch):
             raise RuntimeError("simulated crash while writing the object")
         self.object_writes.append((plural, namespace, name, dict(patch)))

@@ -14,7 +14,7 @@ from tests.support.argocd import argocd_health
 from deployplane.api import errors
 from deployplane.crd.status import AgentDeploymentStatus
 from deployplane.externals.agentdeployment import AgentDeploymentReason as ADReason
-from deployplane.reconcile.classify import classify
+from deployplane.externals.errors import classify
 from deployplane.reconcile.conditions import (
     FALSE,
     TRUE,

@@ -210,7 +210,7 @@ def test_requests_by_verb_counts_reads_and_other_namespaces_too() -> None:
 
 
 def test_bucket_puts_a_control_plane_call_inside_a_pass_with_the_calls() -> None:
-    call = "Handle._run (asyncio/events.py:80);ResourceLoop.run (deployplane/controller/loop.py:1)"
+    call = "Handle._run (asyncio/events.py:80);PassRunner.run (deployplane/reconcile/passes.py:1)"
     call += ";ControlPlaneClient._request (deployplane/api/client.py:9)"
     assert bucket(call) == "pass: control-plane calls (httpx)"
     kopf = "Handle._run (asyncio/events.py:80)"

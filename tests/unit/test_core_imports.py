@@ -28,9 +28,11 @@ def test_reconcile_imports_no_kind_no_http_and_no_kopf() -> None:
     assert done.returncode == 0, done.stderr
     loaded: list[str] = json.loads(done.stdout)
     assert "deployplane.reconcile.reconciler" in loaded
-    assert "deployplane.reconcile.loop" in loaded
+    assert "deployplane.reconcile.passes" in loaded
     assert [m for m in loaded if m.startswith(KIND_MODULES)] == []
     assert "deployplane.api.client" not in loaded
+    # The control plane's exception tree is the kinds' to classify (externals/errors.py).
+    assert "deployplane.api.errors" not in loaded
 
 
 def test_the_probe_would_notice_a_blocked_import() -> None:
@@ -41,3 +43,27 @@ def test_the_probe_would_notice_a_blocked_import() -> None:
     )
     assert done.returncode != 0
     assert "httpx" in done.stderr
+
+
+def test_no_package_imports_upward_into_the_generator_or_the_kinds() -> None:
+    """`crd/` holds the schema pieces the kinds are built from; `crdgen/` reads the
+    kinds and writes the files. Neither `crd/` nor `kinds/` imports `crdgen`, and `crd/`
+    never imports `kinds` (the arrow points one way)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "operator" / "deployplane"
+    upward = []
+    for package, banned in (
+        ("crd", ("deployplane.kinds", "deployplane.crdgen")),
+        ("kinds", ("deployplane.crdgen",)),
+    ):
+        for path in (root / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = []
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                upward += [f"{path.name}: {n}" for n in names if n.startswith(banned)]
+    assert upward == []

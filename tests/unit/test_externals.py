@@ -1321,4 +1321,4 @@ def test_the_longest_explained_message_fits_one_event() -> None:
     base = f"Revision {REV} ended DEPLOY_FAILED; change the spec to roll a new one"
     message = with_tail(base, ["z" * 5000] * 9, [])
     assert message.count("\n") == 5
-    assert len(message) <= 1024  # controller/kubeapi.py cuts an Event's message beyond
+    assert len(message) <= 1024  # kube/api.py cuts an Event's message beyond

@@ -24,12 +24,12 @@ from tests.support.fakekube import FakeKube
 
 from deployplane.controller import handlers
 from deployplane.controller.config import OperatorConfig
-from deployplane.crd import schema
 from deployplane.crd.cel import immutable
 from deployplane.crd.columns import column, printer_columns
 from deployplane.crd.specs import GROUP
+from deployplane.crdgen import schema
 from deployplane.kinds import KINDS, KindDef, KindRegistry, discover
-from deployplane.reconcile.loop import DELETE_POLL_SECONDS, FINALIZER
+from deployplane.reconcile.passes import DELETE_POLL_SECONDS, FINALIZER
 
 NS = "team-a"
 
@@ -127,7 +127,7 @@ def test_the_registry_and_the_crd_generator_load_no_external_client() -> None:
     """The kind modules build their connecters lazily: generating CRDs needs no HTTP
     client, Kopf or externals package (and so cannot be broken by one)."""
     code = (
-        "import sys, deployplane.crd.schema; "
+        "import sys, deployplane.crdgen.schema; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'kopf') "
         "or m.startswith('deployplane.externals')))"
     )
@@ -196,25 +196,30 @@ def test_a_third_kind_is_in_the_generated_kustomization_and_operator_rbac() -> N
     assert schema.main(["--check"]) == 0
 
 
-async def test_a_third_kind_gets_an_informer_per_namespace_and_a_loop() -> None:
+async def test_a_third_kind_gets_a_kopf_event_handler_and_a_loop() -> None:
+    """Kopf watches every kind of the registry; its events go to the workers."""
     kinds = KINDS.with_kinds(fake_kind())
     runtime = handlers.build_runtime(OperatorConfig(), FakeKube(), kinds)  # type: ignore[arg-type]
-    assert list(runtime.workers.loops) == ["AgentDeployment", "Listener", "Fake"]
-    loop = runtime.workers.loops["Fake"]
+    assert list(runtime.workers.runners) == ["AgentDeployment", "Listener", "Fake"]
+    loop = runtime.workers.runners["Fake"]
     assert (loop.plural, loop.spec_model, loop.reconciler.kind) == ("fakes", FakeSpec, "fake")
-    handlers.start_informers(runtime, ("ns-1", "ns-2"), kinds)
-    try:
-        watched = [(i.plural, i.namespace) for i in runtime.informers]
-        assert watched == [
-            (plural, ns)
-            for plural in ("agentdeployments", "listeners", "fakes")
-            for ns in ("ns-1", "ns-2")
-        ]
-        fake = next(i for i in runtime.informers if i.plural == "fakes")
-        fake.observe(None, {"metadata": {"namespace": "ns-1", "name": "f1"}, "spec": {}})
-        assert ("Fake", "ns-1", "f1") in runtime.workers.resources, "fed to the workers"
-    finally:
-        await handlers.stop_informers(runtime)
+    registry = kopf.OperatorRegistry()
+    handlers.register(kinds, registry)
+    watched = registry._watching.get_all_handlers()
+    assert [h.id for h in watched] == [
+        "watch-agentdeployments",
+        "watch-listeners",
+        "watch-fakes",
+    ]
+    fake = next(h for h in watched if h.id == "watch-fakes")
+    assert (fake.selector.group, fake.selector.version, fake.selector.any_name) == (
+        GROUP,
+        "v1alpha1",
+        "fakes",
+    )
+    body = {"metadata": {"namespace": "ns-1", "name": "f1", "uid": "u1"}, "spec": {}}
+    fake.fn(event={"type": None, "object": body}, memo=kopf.Memo(runtime=runtime))
+    assert ("Fake", "ns-1", "f1", "u1") in runtime.workers.resources, "fed to the workers"
 
 
 def test_a_third_kind_is_granted_by_the_charts_rbac_from_its_crd_file(tmp_path: Path) -> None:
@@ -239,31 +244,17 @@ def test_a_third_kind_is_granted_by_the_charts_rbac_from_its_crd_file(tmp_path: 
     ]
 
 
-async def test_no_namespace_given_watches_each_kind_cluster_wide() -> None:
-    runtime = handlers.build_runtime(OperatorConfig(), FakeKube())  # type: ignore[arg-type]
-    handlers.start_informers(runtime, ())
-    try:
-        assert [(i.plural, i.namespace) for i in runtime.informers] == [
-            ("agentdeployments", None),
-            ("listeners", None),
-        ]
-    finally:
-        await handlers.stop_informers(runtime)
-
-
-def test_the_cli_namespaces_win_over_the_environment() -> None:
-    config = OperatorConfig(namespaces=("from-env",))
-    assert handlers.namespaces_of(kopf.Memo(namespaces=("a", "b")), config) == ("a", "b")
-    assert handlers.namespaces_of(kopf.Memo(namespaces=()), config) == ("from-env",)
-    assert handlers.namespaces_of(kopf.Memo(), config) == ("from-env",)
-
-
-def test_kopf_has_no_resource_handlers_so_it_never_touches_an_object() -> None:
-    """The informers and the workers do the watching, reconciling and finalizing: Kopf
-    runs the process only, so it puts no finalizer of its own on any object, writes no
-    annotation, and keeps no per-object state."""
+def test_kopf_has_event_handlers_only_so_it_never_touches_an_object() -> None:
+    """Kopf watches and hands every event over; the workers reconcile and finalize. With
+    no on.create/update/delete handler and no daemon, Kopf puts no finalizer of its own
+    on any object, writes no annotation (no diff-base, no progress)."""
     # `handlers` is imported (above): what it registered is in Kopf's default registry.
-    assert kopf_handlers(kopf.get_default_registry()) == []
+    registry = kopf.get_default_registry()
+    assert [*registry._spawning.get_all_handlers(), *registry._changing.get_all_handlers()] == []
+    assert {h.id for h in registry._watching.get_all_handlers()} == {
+        "watch-agentdeployments",
+        "watch-listeners",
+    }
 
 
 # --------------------------------------------------------- deleted resources leave gauges
@@ -281,7 +272,7 @@ def rig(ext: ExternalFns) -> tuple[handlers.Runtime, FakeKube, dict[str, Any]]:
     return runtime, kube, body
 
 
-KEY = ("Fake", NS, "f1")
+KEY = ("Fake", NS, "f1", "u1")
 
 
 def tracked(runtime: handlers.Runtime) -> dict[str, float]:

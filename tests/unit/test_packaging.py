@@ -216,3 +216,43 @@ def test_wheel_ships_the_package_data(installed_wheel: Path) -> None:
     serve = _run(installed_wheel, "controlplane", "serve", "--help")
     assert serve.returncode == 0, serve.stderr
     assert "--api-key" in serve.stdout
+
+
+def test_every_third_party_import_of_the_package_is_a_declared_dependency() -> None:
+    """What `operator/deployplane` imports is installed by `pip install deployplane`
+    itself, not by luck through another package (aiohttp was imported, undeclared), and
+    each declared dependency has an upper bound."""
+    import ast
+    import importlib.metadata as md
+    import re
+    import sys
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared_specs = [
+        *project["dependencies"],
+        *project["optional-dependencies"]["postgres"],
+    ]
+
+    def name_of(spec: str) -> str:
+        return re.split(r"[<>=!~;\[ ]", spec, maxsplit=1)[0].lower().replace("_", "-")
+
+    declared = {name_of(spec) for spec in declared_specs}
+    for spec in declared_specs:
+        bound = spec.split(";")[0]
+        assert "<" in bound or name_of(spec) == "pydantic-core", f"{spec}: no upper bound"
+    modules: set[str] = set()
+    for path in (ROOT / "operator" / "deployplane").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules.add(node.module.split(".")[0])
+    third_party = modules - set(sys.stdlib_module_names) - {"deployplane", "__future__"}
+    distributions = md.packages_distributions()
+    undeclared = {
+        module: distributions.get(module)
+        for module in third_party
+        if not {d.lower().replace("_", "-") for d in distributions.get(module, [])} & declared
+    }
+    assert undeclared == {}

@@ -27,8 +27,9 @@ from tests.support.fakeexternal import (
 from deployplane.api import errors
 from deployplane.crd.specs import DeletionPolicy
 from deployplane.externals.agentdeployment import AgentDeploymentReason as ADReason
-from deployplane.reconcile.classify import classify
+from deployplane.externals.errors import classify
 from deployplane.reconcile.conditions import Reason
+from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import ABSENT, DependencyNotReady, Managed, Phase
 from deployplane.reconcile.outcome import Outcome
 from deployplane.reconcile.reconciler import Reconciler
@@ -1001,5 +1002,6 @@ async def test_finalize(case: FinalizeCase) -> None:
 async def test_finalize_propagates_control_plane_errors_for_the_handler_to_retry() -> None:
     ext = ExternalFns(delete_fn=raises(UNAVAILABLE))
     reconciler = Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING)
-    with pytest.raises(errors.Unavailable):
+    with pytest.raises(ExternalError) as failed:
         await reconciler.finalize(managed(SETTLED))
+    assert (failed.value.reason, failed.value.terminal) == (Reason.CONTROL_PLANE_UNAVAILABLE, False)

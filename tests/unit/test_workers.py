@@ -9,18 +9,17 @@ import asyncio
 import copy
 from typing import Any, cast
 
-import pytest
 from tests.support.fakeexternal import ConnecterFns, ExternalFns, FakeSpec, FakeStatus
 from tests.support.fakekube import FakeKube
 
-from deployplane.reconcile.loop import FINALIZER, ResourceLoop
 from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.passes import FINALIZER, PassRunner
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.workers import Workers, lean
 
 NS = "team-a"
-KEY = ("Fake", NS, "w1")
+KEY = ("Fake", NS, "w1", "u1")
 
 
 class RecordedEvents(list[EventRecord]):
@@ -36,7 +35,7 @@ def rig(
     kube = FakeKube()
     connecter = ConnecterFns(ext or ExternalFns(), connect_error)
     reconciler = Reconciler(connecter, kind="fake", schedule=Schedule())
-    loop = ResourceLoop(
+    loop = PassRunner(
         cast(Reconciler[Any, Any], reconciler),
         FakeSpec,
         "fakes",
@@ -86,8 +85,8 @@ async def test_our_own_status_echo_queues_nothing_but_a_spec_change_does() -> No
     echo["status"] = {"deploymentId": "dep-new"}
     workers.observe("Fake", "MODIFIED", echo)
     assert workers.queue.due_now() == 0
-    # Once its state holds the status, the watch's copy is not kept (nor ever read).
-    assert "status" not in workers.resources[KEY].body
+    # The watch's copy is kept: the next pass patches against the status it observes.
+    assert workers.resources[KEY].body["status"] == {"deploymentId": "dep-new"}
     assert (workers.resources[KEY].state.status or {})["deploymentId"] == "dep-new"
     workers.observe("Fake", "MODIFIED", body(generation=2))
     assert workers.queue.due_now() == 1
@@ -143,54 +142,62 @@ def test_a_deleted_resource_leaves_the_queue_and_the_store() -> None:
     assert workers.queue.due_now() == 0
 
 
-async def kopf_peering_event(status: dict[str, Any], conflicts_found: Any) -> None:
-    """Kopf's own peering code (the identity "us", priority 10) handling one look at the
-    peers: `status` is the peering object's, `conflicts_found` Kopf's pause toggle."""
-    import kopf
-    from kopf._core.engines import peering
-
-    settings = kopf.OperatorSettings()
-    settings.peering.name = "deployplane"
-    settings.peering.priority = 10
-    pressed = asyncio.Event()
-    pressed.set()  # return at once instead of waiting for the peer to expire
-    raw = {"type": "MODIFIED", "object": {"metadata": {"name": "deployplane"}, "status": status}}
-    await peering.process_peering_event(
-        raw_event=raw,  # type: ignore[arg-type]
-        namespace="ns",  # type: ignore[arg-type]
-        resource=kopf.Resource("kopf.dev", "v1", "kopfpeerings", namespaced=True),
-        identity=peering.Identity("us"),
-        settings=settings,
-        autoclean=False,
-        conflicts_found=conflicts_found,
-        stream_pressure=pressed,
-    )
-
-
-@pytest.mark.parametrize("mandatory", [True, False], ids=["peering", "standalone"])
-async def test_the_workers_run_only_while_kopfs_peering_lets_this_replica(mandatory: bool) -> None:
-    """A peer of a higher priority, then that peer gone. Running (auto-detected peering),
-    Kopf logs "Pausing" and "Resuming", which pause and resume the workers. With peering
-    on (`--peering NAME`) Kopf starts paused and, finding the higher peer at its first
-    look, stays paused without logging "Pausing": the workers must start held and run
-    only once Kopf resumes."""
-    import datetime as dt
-    import logging
-
-    from kopf._cogs.aiokits.aiotoggles import Toggle
-
-    from deployplane.controller.handlers import PEERING_LOGGER, watch_peering
-
+def test_a_same_name_object_with_another_uid_is_another_resource() -> None:
+    """Deleted and re-created under the same name while the watch was away (its
+    DELETED never came, Kopf lists the new one): the new object starts afresh, its state
+    (the old external id above all) is not inherited, and the old one is forgotten."""
     workers, _, _ = rig()
-    hook = watch_peering(workers, paused=mandatory)
-    try:
-        assert workers.queue.paused is mandatory
-        toggle = Toggle(mandatory)  # Kopf pre-activates it when peering is mandatory
-        now = dt.datetime.now(dt.UTC).isoformat()
-        higher = {"them": {"priority": 20, "lifetime": 60, "lastseen": now}}
-        await asyncio.wait_for(kopf_peering_event(higher, toggle), 5)
-        assert workers.queue.paused, "held while the higher peer lives"
-        await asyncio.wait_for(kopf_peering_event({}, toggle), 5)
-        assert not workers.queue.paused
-    finally:
-        logging.getLogger(PEERING_LOGGER).removeFilter(hook)
+    old = body()
+    workers.observe("Fake", None, old)
+    workers.resources[KEY].state.status = {"deploymentId": "dep-old"}
+    new = body(uid="u2")
+    workers.observe("Fake", None, new)
+    new_key = ("Fake", NS, "w1", "u2")
+    assert list(workers.resources) == [new_key]
+    assert workers.resources[new_key].state.status is None, "nothing inherited"
+    # A late DELETED of the old object leaves the new one alone.
+    workers.observe("Fake", "DELETED", old)
+    assert list(workers.resources) == [new_key]
+
+
+async def test_a_new_resource_wakes_one_worker_not_all() -> None:
+    workers, _, _ = rig()
+    woken: list[int] = []
+    tasks = [asyncio.create_task(_take(workers, i, woken)) for i in range(8)]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert len(workers.queue._waiters) == 8
+    workers.observe("Fake", "ADDED", body())
+    still_asleep = [w for w in workers.queue._waiters if not w.done()]
+    assert len(still_asleep) == 7, "one waiter woken, the others left asleep"
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert woken == [0], "the first waiting worker took it"
+    workers.queue.stop()
+    await asyncio.gather(*tasks)
+
+
+async def _take(workers: Workers, i: int, woken: list[int]) -> None:
+    while (await workers.queue.get()) is not None:
+        woken.append(i)
+
+
+async def test_stop_waits_for_passes_at_most_the_grace_then_cancels() -> None:
+    workers, _, _ = rig()
+    started, finished = asyncio.Event(), asyncio.Event()
+
+    async def slow_visit(key: Any) -> float | None:
+        started.set()
+        await asyncio.sleep(60)
+        finished.set()
+        return None
+
+    workers.visit = slow_visit  # type: ignore[method-assign]
+    workers.start()
+    workers.observe("Fake", "ADDED", body())
+    await asyncio.wait_for(started.wait(), 5)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await workers.stop(grace=0.2)
+    assert loop.time() - began < 5
+    assert not finished.is_set()

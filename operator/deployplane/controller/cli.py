@@ -17,7 +17,7 @@ def run(
         [],
         "--namespace",
         "-n",
-        help="Watch this namespace (repeatable). Default: DEPLOYPLANE_NAMESPACES, else all.",
+        help="Watch this namespace or glob (repeatable). Default: DEPLOYPLANE_NAMESPACES, else all",
     ),
     peering: str | None = typer.Option(
         None,
@@ -87,9 +87,7 @@ def _run_kopf(
     settings.peering.lifetime = peering_lifetime
     kopf.run(
         settings=settings,
-        # The informers watch these (`handlers.namespaces_of`); Kopf's own copy scopes
-        # only its peering.
-        memo=kopf.Memo(namespaces=tuple(namespaces)),
+        # Kopf watches these (globs allowed: Kopf follows namespaces created later).
         priority=priority,
         clusterwide=not namespaces,
         namespaces=namespaces,

@@ -54,6 +54,10 @@ class OperatorConfig:
     event_burst: int = 50
     metrics_port: int | None = None
     metrics_addr: str = "0.0.0.0"  # the pod network; tests set 127.0.0.1
+    unhealthy_after: float = 60.0
+    """The probes fail once the API or a watch has failed for longer than this."""
+    shutdown_timeout: float = 30.0
+    """On shutdown, passes under way get this long to finish before they are cancelled."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:
@@ -76,6 +80,8 @@ class OperatorConfig:
             event_burst=_count(env, "DEPLOYPLANE_EVENT_BURST", 50),
             metrics_port=int(port) if port else None,
             metrics_addr=env.get("DEPLOYPLANE_METRICS_ADDR") or "0.0.0.0",
+            unhealthy_after=_number(env, "DEPLOYPLANE_UNHEALTHY_AFTER", 60.0),
+            shutdown_timeout=_number(env, "DEPLOYPLANE_SHUTDOWN_TIMEOUT", 30.0),
         )
 
     def default_connection(self) -> Connection | None:

@@ -1,42 +1,58 @@
 """The Kopf layer: thin. Kopf runs the process (login, start-up and clean-up, peering,
-the liveness endpoint); it watches nothing. At start-up one informer per kind and
-namespace (`deployplane.reconcile.informer`: list, then watch) hands every object to the
-pool of workers (`deployplane.reconcile.workers`), which reconciles, finalizes and takes
-our finalizer off, and the event recorder posts the Events. With no resource handlers,
-Kopf puts no finalizer of its own on any object and keeps no per-object state.
+the probes) and lists and watches every kind of the registry (one `kopf.on.event`
+handler per kind); each watch event reaches `on_event` through Kopf's handler
+machinery, which hands it to the pool of workers (`deployplane.reconcile.workers`)
+and returns. The workers reconcile, finalize and take our finalizer off, and
+the event recorder posts the Events. The handlers are event handlers only, so Kopf
+puts no finalizer of its own on any object and writes nothing to it.
 
-Why not Kopf's own watch (`kopf.on.event`, as until issue 18): Kopf processed every
-watch event in a cycle of its own before handing it over, ~12% of the operator's CPU
-with 1,000 new resources (docs/benchmarks.md).
+Run with `deployplane operator run`, or as any Kopf operator:
+`kopf run -m deployplane.controller.handlers --namespace 'team-*'` (globs, and
+namespaces created later, are Kopf's own).
 
-Run with `deployplane operator run`, or `kopf run -m deployplane.controller.handlers`
-(then the namespaces watched are DEPLOYPLANE_NAMESPACES, all when unset: Kopf's own
-`--namespace` flags no longer reach the watches).
+The Kopf settings chosen (`configure`), and why (docs/architecture.md, "Kopf settings"):
+- posting off: the event recorder posts ours at a bounded rate;
+- no diff-base: Kopf deep-copies every event's essence to detect changes for
+  on.create/update handlers, and there are none;
+- watch renewed every 5 minutes by the server (`server_timeout`), cut by the client
+  after 6 without an answer, 10 s to connect: a half-open connection is noticed;
+- Retry-After enforced, error backoffs jittered;
+- per-object workers idle out after 1 s (Kopf keeps one task per object that has
+  had an event, 5 s by default: 1,000 tasks after a burst);
+- `kopfwatch.install`: the watch adapter (quick empty watches back off; health;
+  pause), which looks at Kopf's streams and changes none of their events.
 """
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import logging
-from dataclasses import dataclass, field
+import random
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 import kopf
 
 from deployplane.api.client import ControlPlaneClient
+from deployplane.controller import kopfwatch
 from deployplane.controller.config import OperatorConfig
-from deployplane.controller.kubeapi import KubernetesApi
 from deployplane.controller.metrics import OperatorMetrics
 from deployplane.externals.connections import Connection, Connections
+from deployplane.externals.errors import classified
 from deployplane.kinds import KINDS, KindRegistry
+from deployplane.kube.api import KubernetesApi
+from deployplane.kube.credentials import bearer_token, load_configuration
+from deployplane.kube.health import FailureClock
+from deployplane.kube.paths import GROUP, VERSION
 from deployplane.reconcile.eventrecorder import EventRecorder
-from deployplane.reconcile.informer import Informer
-from deployplane.reconcile.loop import ResourceLoop
+from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.workers import Workers
+
+log = logging.getLogger("deployplane.operator")
 
 WORKERS = 64
 """Passes at a time: about the control-plane client's requests in flight."""
@@ -51,17 +67,19 @@ class Runtime:
     connections: Connections
     metrics: OperatorMetrics
     workers: Workers
-    """The bounded pool that runs every kind's passes; `workers.loops` holds one
+    """The bounded pool that runs every kind's passes; `workers.runners` holds one
     reconcile loop per kind, keyed by `KindDef.kind`."""
     events: EventRecorder
     """Posts the passes' Events in the background, at `config.event_qps`."""
-    informers: list[Informer] = field(default_factory=list)
-    """One per kind and namespace watched (`start_informers`)."""
-    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    health: FailureClock
+    """How long the Kubernetes API and each watch have been failing (the probes)."""
 
 
 def build_runtime(
-    config: OperatorConfig, kube: KubernetesApi, kinds: KindRegistry = KINDS
+    config: OperatorConfig,
+    kube: KubernetesApi,
+    kinds: KindRegistry = KINDS,
+    health: FailureClock | None = None,
 ) -> Runtime:
     schedule = Schedule(
         poll_initial=config.poll_interval,
@@ -74,9 +92,11 @@ def build_runtime(
         return conn.client(on_response=metrics.observe_api)
 
     connections = Connections(config.default_connection(), kube, factory=client_factory)
-    loops: dict[str, ResourceLoop[Any, Any]] = {
-        kind.kind: ResourceLoop(
-            Reconciler(kind.connecter(connections, kube), kind=kind.noun, schedule=schedule),
+    runners: dict[str, PassRunner[Any, Any]] = {
+        kind.kind: PassRunner(
+            Reconciler(
+                classified(kind.connecter(connections, kube)), kind=kind.noun, schedule=schedule
+            ),
             kind.spec_model,
             kind.plural,
             kube,
@@ -94,36 +114,126 @@ def build_runtime(
         on_drop=metrics.events_dropped.inc,
     )
     metrics.watch_events(events)
-    workers = Workers(loops, kube, events, size=WORKERS)
-    return Runtime(config, kube, connections, metrics, workers, events)
+    workers = Workers(runners, kube, events, size=WORKERS)
+    health = health or FailureClock()
+    metrics.watch_health(health)
+    return Runtime(config, kube, connections, metrics, workers, events, health)
 
 
 @kopf.on.login()
-def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-    """In-cluster service account, else $KUBECONFIG read at login time (the kubernetes
-    client's own default is frozen when it is imported, which breaks embedded use)."""
-    info: kopf.ConnectionInfo | None = kopf.login_with_service_account(
-        **kwargs
-    ) or kopf.login_with_kubeconfig(**kwargs)
-    return info
+def login(**_: Any) -> kopf.ConnectionInfo:
+    """In-cluster service account, else $KUBECONFIG (exec plugins and OIDC included),
+    read anew at every login: Kopf logs in again when the apiserver answers 401, so an
+    expired or rotated token is replaced without a restart."""
+    cfg = load_configuration()
+    token = bearer_token(cfg)
+    return kopf.ConnectionInfo(
+        server=cfg.host,
+        ca_path=cfg.ssl_ca_cert,
+        insecure=not cfg.verify_ssl,
+        scheme="Bearer" if token else None,
+        token=token,
+        certificate_path=cfg.cert_file,
+        private_key_path=cfg.key_file,
+    )
+
+
+class NoDiffBase(kopf.DiffBaseStorage):
+    """No diff-base: Kopf builds and diffs one for every event to detect changes for
+    on.create/update/delete handlers; with event handlers only it is pure cost."""
+
+    def build(self, *, body: Any, extra_fields: Any = None) -> Any:
+        return None
+
+    def fetch(self, *, body: Any) -> None:
+        return None
+
+    def store(self, *, body: Any, patch: Any, essence: Any) -> None:
+        return None
+
+
+class JitteredBackoffs:
+    """Kopf's API error backoffs, each up to 20% longer at random (re-iterable: Kopf
+    iterates it afresh for every request)."""
+
+    def __init__(self, delays: tuple[float, ...] = (1, 1, 2, 3, 5, 8, 13, 21)) -> None:
+        self.delays = delays
+
+    def __iter__(self) -> Iterator[float]:
+        return (d * (1.0 + 0.2 * random.random()) for d in self.delays)
+
+    def __len__(self) -> int:
+        return len(self.delays)
+
+
+def tune_kopf(settings: kopf.OperatorSettings) -> None:
+    """The Kopf settings of the module docstring."""
+    settings.posting.enabled = False
+    settings.persistence.diffbase_storage = NoDiffBase()
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 360
+    settings.watching.connect_timeout = 10
+    settings.networking.request_timeout = 60
+    settings.networking.enforce_retry_after = True
+    settings.networking.error_backoffs = JitteredBackoffs()
+    settings.queueing.idle_timeout = 1.0
 
 
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    settings.posting.enabled = False  # the operator posts its own (the event recorder)
-    settings.networking.request_timeout = 60
+    tune_kopf(settings)
     # Quiet kopf's per-handler INFO chatter ("Handler ... succeeded") at scale.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per API call otherwise
     config = OperatorConfig.from_env()
-    memo.runtime = runtime = build_runtime(config, KubernetesApi.from_environment())
-    watch_peering(runtime.workers, paused=settings.peering.mandatory)
+    kube = KubernetesApi.from_environment(health=kopfwatch.GUARD.health)
+    memo.runtime = runtime = build_runtime(config, kube, health=kopfwatch.GUARD.health)
+    if settings.peering.mandatory:
+        # Kopf starts paused with peering on, until its first look at the peers; the
+        # queue waits with it (the adapter resumes it with the first watch).
+        runtime.workers.queue.pause()
+    kopfwatch.GUARD.on_pause = runtime.workers.queue.pause
     runtime.workers.start()
     runtime.events.start()
-    start_informers(runtime, namespaces_of(memo, config))
     tune_gc()
     if config.metrics_port is not None:
         runtime.metrics.serve(config.metrics_port, config.metrics_addr)
+
+
+def on_event(kind: str, event: Mapping[str, Any], memo: kopf.Memo, **_: Any) -> None:
+    """Every watch event of `kind` (type None: listed): to the workers, as it came."""
+    runtime: Runtime | None = getattr(memo, "runtime", None)
+    if runtime is not None:
+        runtime.workers.observe(kind, event.get("type"), event["object"])
+
+
+def register(kinds: KindRegistry = KINDS, registry: Any = None) -> None:
+    """One event handler per kind of the registry."""
+    for kind in kinds:
+        handler = partial(on_event, kind.kind)
+        kopf.on.event(GROUP, VERSION, kind.plural, id=f"watch-{kind.plural}", registry=registry)(
+            handler
+        )
+
+
+register()
+kopfwatch.install()
+
+
+@kopf.on.probe(id="kubernetes")
+def health(memo: kopf.Memo, **_: Any) -> dict[str, float]:
+    """Liveness and readiness: fails (HTTP 500) once the Kubernetes API or a watch has
+    been failing for longer than DEPLOYPLANE_UNHEALTHY_AFTER (a log line says which);
+    else how long anything has been failing."""
+    runtime: Runtime = memo.runtime
+    broken = runtime.health.unhealthy(runtime.config.unhealthy_after)
+    if broken:
+        raise kopf.PermanentError(
+            "failing for over "
+            f"{runtime.config.unhealthy_after:.0f}s: "
+            + "; ".join(f"{what} ({error})" for what, error in sorted(broken.items()))
+        )
+    return runtime.health.failing()
 
 
 GC_THRESHOLDS = (10_000, 20, 20)
@@ -140,84 +250,10 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-class PeeringPause(logging.Filter):
-    """Pauses the workers while Kopf's peering pauses this operator (a peer of a higher
-    priority is alive) and resumes them with it, as Kopf stopped its daemons before.
-
-    Kopf tells handlers nothing of it; it stops its watch streams and logs the change
-    (`kopf._core.engines.peering`, "Pausing operations ..." / "Resuming operations
-    ..."), which this filter reads. A unit test drives Kopf's own peering code through
-    it, so a Kopf that says it differently fails that test, not production."""
-
-    def __init__(self, workers: Workers) -> None:
-        super().__init__()
-        self.workers = workers
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if message.startswith(("Pausing operations", "Pausing all operators")):
-            self.workers.queue.pause()
-        elif message.startswith("Resuming operations"):
-            self.workers.queue.pause(False)
-        return True
-
-
-PEERING_LOGGER = "kopf._core.engines.peering"
-
-
-def watch_peering(workers: Workers, *, paused: bool = False) -> PeeringPause:
-    """Pause and resume `workers` with Kopf's peering. `paused`: start paused, as Kopf
-    does with peering on (`--peering NAME`): it holds everything until the first look
-    at the peers, and a replica that finds a higher-priority peer there stays paused
-    without saying so (it logs "Pausing" only when it was running); the informers feed
-    the workers whatever Kopf does, so they must start held too, or a standby would
-    reconcile beside the active replica until that replica died."""
-    if paused:
-        workers.queue.pause()
-    hook = PeeringPause(workers)
-    peering_log = logging.getLogger(PEERING_LOGGER)
-    for old in [f for f in peering_log.filters if isinstance(f, PeeringPause)]:
-        peering_log.removeFilter(old)  # an operator run again in one process (embedded)
-    # Its INFO lines must be made whatever the log level (a rare line, printed or not as
-    # the handlers decide).
-    peering_log.setLevel(logging.INFO)
-    peering_log.addFilter(hook)
-    return hook
-
-
 @kopf.on.cleanup()
 async def close_clients(memo: kopf.Memo, **_: Any) -> None:
-    await stop_informers(memo.runtime)
-    await memo.runtime.workers.stop()
-    await memo.runtime.events.stop()
-    await memo.runtime.connections.aclose()
-    await memo.runtime.kube.aclose()
-
-
-def namespaces_of(memo: kopf.Memo, config: OperatorConfig) -> tuple[str, ...]:
-    """The namespaces to watch: `deployplane operator run --namespace` (handed over in
-    the memo), else DEPLOYPLANE_NAMESPACES; none means all."""
-    given = getattr(memo, "namespaces", None)
-    return tuple(given) if given else config.namespaces
-
-
-def start_informers(
-    runtime: Runtime, namespaces: tuple[str, ...], kinds: KindRegistry = KINDS
-) -> None:
-    """One informer per kind and namespace (one per kind cluster-wide), feeding the
-    workers."""
-    for kind in kinds:
-        for namespace in namespaces or (None,):
-            informer = Informer(
-                runtime.kube, kind.plural, namespace, partial(runtime.workers.observe, kind.kind)
-            )
-            runtime.informers.append(informer)
-            runtime.tasks.append(
-                asyncio.create_task(informer.run(), name=f"informer {kind.plural} {namespace}")
-            )
-
-
-async def stop_informers(runtime: Runtime) -> None:
-    for task in runtime.tasks:
-        task.cancel()
-    await asyncio.gather(*runtime.tasks, return_exceptions=True)
+    runtime: Runtime = memo.runtime
+    await runtime.workers.stop(runtime.config.shutdown_timeout)
+    await runtime.events.stop()
+    await runtime.connections.aclose()
+    await runtime.kube.aclose()

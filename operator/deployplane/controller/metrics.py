@@ -17,9 +17,11 @@ import datetime as dt
 import time
 from collections.abc import Iterable, Sized
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from deployplane.reconcile.conditions import (
     TRUE,
@@ -172,6 +174,12 @@ class OperatorMetrics:
         """Report the Events waiting in `recorder` (read when Prometheus scrapes)."""
         self.events_pending.set_function(lambda: float(len(recorder)))
 
+    def watch_health(self, health: FailingSource) -> None:
+        """Report how long each way of talking to Kubernetes has been failing
+        (`deployplane_kube_failing_seconds{what}`: `api`, `watch <plural> [in <ns>]`;
+        absent while it works), read when Prometheus scrapes."""
+        self.registry.register(_FailingCollector(health))
+
     def _set_conditions(self, kind: str, key: str, conditions: tuple[tuple[str, str], ...]) -> None:
         for type_, status in self._conditions_of.pop((kind, key), ()):
             self.conditions.labels(kind, type_, status).dec()
@@ -187,6 +195,26 @@ class OperatorMetrics:
         if revision is not None:
             self._revision_of[(kind, key)] = revision
             self.revisions.labels(kind, revision).inc()
+
+
+class FailingSource(Protocol):
+    def failing(self) -> dict[str, float]: ...
+
+
+class _FailingCollector(Collector):
+    def __init__(self, health: FailingSource) -> None:
+        self.health = health
+
+    def collect(self) -> Iterable[Metric]:
+        family = GaugeMetricFamily(
+            "deployplane_kube_failing_seconds",
+            "Seconds the Kubernetes API (what=api) or a watch (what=watch <plural>) has been "
+            "failing; the probes fail past DEPLOYPLANE_UNHEALTHY_AFTER.",
+            labels=["what"],
+        )
+        for what, seconds in sorted(self.health.failing().items()):
+            family.add_metric([what], seconds)
+        yield family
 
 
 def exported_metric_names(registry: CollectorRegistry | None = None) -> frozenset[str]:

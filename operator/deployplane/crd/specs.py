@@ -4,7 +4,7 @@ They reuse the API models field for field (one source of truth): a CR spec is th
 body in camelCase, plus what only makes sense in Kubernetes — references to Secrets,
 Listeners and repositories that the operator resolves, a deletion policy, an id to
 adopt, and a per-resource connection. The CRD schemas are generated from these classes
-(`deployplane.crd.schema`), so `kubectl explain` shows the descriptions written here.
+(`deployplane.crdgen.schema`), so `kubectl explain` shows the descriptions written here.
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from deployplane.api.models import (
     Source,
     SourceConfig,
 )
+from deployplane.kube import paths
 
-GROUP: Final = "deployplane.io"
-VERSION: Final = "v1alpha1"
+GROUP: Final = paths.GROUP
+VERSION: Final = paths.VERSION
 
 
 class ManagedSource(StrEnum):

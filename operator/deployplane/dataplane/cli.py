@@ -27,9 +27,9 @@ from deployplane.api.errors import ControlPlaneError, NotFound, Unauthorized
 from deployplane.controller.config import ConfigError, OperatorConfig
 
 if TYPE_CHECKING:  # imported when run: the kubernetes client is slow to import
-    from deployplane.controller.kubeapi import KubernetesApi
     from deployplane.dataplane.protocol import DataPlaneClient
     from deployplane.dataplane.render.settings import DataPlaneSettings
+    from deployplane.kube.api import KubernetesApi
 
 app = typer.Typer(no_args_is_help=True)
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from deployplane.controller.kubeapi import KubernetesApi
+from deployplane.kube.api import KubernetesApi
 
 __all__ = ["FIELD_MANAGER", "Cluster", "ClusterApi", "ClusterError", "object_path"]
 

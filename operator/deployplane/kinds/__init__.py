@@ -13,7 +13,7 @@ here plus its externals package, with no list to keep in step:
 2. `deployplane/externals/<kind>/`: the Connecter and the external client the factory
    builds (`reconcile.external.ExternalClient`: resolve, observe, find, create, update,
    delete; a pure diff gives the patch update() sends).
-3. `python -m deployplane.crd.schema` writes its CRD into `crds/` and the chart (whose
+3. `python -m deployplane.crdgen` writes its CRD into `crds/` and the chart (whose
    RBAC grants every kind it ships a CRD for), and regenerates `crds/kustomization.yaml`
    and the operator's ClusterRole in `manifests/rbac.yaml`; the Kopf handlers, the
    reconcile loop and the metrics follow from the registry.

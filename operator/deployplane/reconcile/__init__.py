@@ -8,10 +8,10 @@ the Kubernetes requests (list, watch, writes, Events) and starts them.
 - status.py, conditions.py: the typed status every kind shares, kstatus conditions
 - external.py: Managed, Observation, the ExternalClient/Connecter protocols
 - reconciler.py: resolve -> observe -> diff -> create | update, crash-safe creation
-- classify.py, outcome.py: errors -> reasons; a verdict -> status, state, events
+- errors.py, outcome.py: the external service's errors as the kind's client classified
+  them (`deployplane.externals.errors`); a verdict -> status, state, events
 - schedule.py: when a resource is looked at next, and how closely
-- loop.py, statuspatch.py: one resource's pass; the minimal status merge patch
-- informer.py: list, then watch, one kind in one namespace (client-go's reflector)
+- passes.py, statuspatch.py: one resource's pass; the minimal status merge patch
 - workqueue.py, workers.py: the rate-limited queue of keys and the pool of workers
 - eventrecorder.py: Events posted in the background at a bounded rate
 """

@@ -91,7 +91,8 @@ class ExternalClient(Protocol[SpecT, StatusT, DesiredT, PatchT]):
     The contract, as in crossplane-runtime: every method is idempotent; observe() never
     mutates; create() raises `Conflict` if the natural key is taken (the reconciler then
     adopts via find() when it knows a create of its own was in flight); delete() treats
-    "absent" as done. Control-plane errors propagate as `deployplane.api.errors` classes.
+    "absent" as done. Errors reach the core as `reconcile.errors.ExternalError`, classified
+    by the kind (`deployplane.externals.errors.classified` wraps its client).
     The client keeps no state between calls: update() is handed the patch it sends.
     """
 

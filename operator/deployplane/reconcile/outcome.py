@@ -33,6 +33,8 @@ class EventRecord:
     type: EventType
     reason: str
     message: str
+    action: str = "Reconcile"
+    """What the operator did (the Event's `action`): Create, Update, Adopt, Reconcile."""
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic
 
-from deployplane.api import errors
-from deployplane.reconcile.classify import classify, error_message
 from deployplane.reconcile.conditions import Reason
+from deployplane.reconcile.errors import ExternalError, Refusal
 from deployplane.reconcile.external import (
     Connecter,
     DependencyNotReady,
@@ -39,7 +38,7 @@ from deployplane.reconcile.statuspatch import merge_patch
 StatusWriter = Callable[[dict[str, Any]], Awaitable[None]]
 """Merge-patches the status at once (None deletes a key). Used for the create-pending
 marker, which must be durable before the create call, whatever happens after (the loop
-writes that one to the object, with the finalizer: `deployplane.reconcile.loop`)."""
+writes that one to the object, with the finalizer: `deployplane.reconcile.passes`)."""
 
 Ext = ExternalClient[SpecT, StatusT, Any, Any]
 Obs = Observation[StatusT, Any]
@@ -82,14 +81,13 @@ class Reconciler(Generic[SpecT, StatusT]):
             )
         except DependencyNotReady as exc:
             verdict = Verdict(None, False, Reason.DEPENDENCY_NOT_READY, str(exc))
-        except errors.ControlPlaneError as exc:
-            reason, terminal = classify(exc)
+        except ExternalError as exc:
             verdict = Verdict(
-                Phase.FAILED if terminal else None,
+                Phase.FAILED if exc.terminal else None,
                 False,
-                reason,
-                error_message(exc),
-                terminal=terminal,
+                exc.reason,
+                str(exc),
+                terminal=exc.terminal,
                 retry_after=exc.retry_after,
             )
         return compose_outcome(
@@ -137,7 +135,7 @@ class _Pass(Generic[SpecT, StatusT]):
         return self._desired
 
     def event(self, type_: EventType, reason: str, message: str) -> None:
-        self.events.append(EventRecord(type_, reason, message))
+        self.events.append(EventRecord(type_, reason, message, _ACTIONS.get(reason, "Reconcile")))
 
     async def sync(self, *, full: bool) -> Obs[StatusT]:
         mr, ext = self.mr, self.ext
@@ -163,8 +161,10 @@ class _Pass(Generic[SpecT, StatusT]):
 
     async def _gone(self, external_id: str, adopting: bool) -> None:
         if adopting:
-            raise errors.NotFound(
-                f"{self.kind} {external_id} to adopt (spec) does not exist on the control plane"
+            raise ExternalError(
+                f"{self.kind} {external_id} to adopt (spec) does not exist on the control plane",
+                reason=Reason.NOT_FOUND,
+                terminal=True,
             )
         self.event(
             "Warning",
@@ -188,7 +188,9 @@ class _Pass(Generic[SpecT, StatusT]):
         await status.write(unmarked.evolve(create_pending=marker), since=unmarked)
         try:
             obs = await ext.create(mr, await self.desired())
-        except (errors.Conflict, errors.Invalid) as exc:
+        except ExternalError as exc:
+            if exc.refusal is None:
+                raise
             obs = await self._create_refused(exc)
         new_id = obs.external_id
         # Published with the outcome, in the same write as the first conditions: until
@@ -197,27 +199,25 @@ class _Pass(Generic[SpecT, StatusT]):
         self.event("Normal", "Created", f"Created {self.kind} {new_id}")
         return obs
 
-    async def _create_refused(self, exc: errors.Conflict | errors.Invalid) -> Obs[StatusT]:
+    async def _create_refused(self, exc: ExternalError) -> Obs[StatusT]:
         """A refused create. A 422 is an invalid spec. A 409, or a 400 (the published
         contract's answer, which also means "invalid"), may be a natural key already
         taken: ours (a create whose answer was lost before a crash: the marker predates
         this pass) is adopted; anybody else's is a conflict the user must solve, told
         in the service's words; a 400 with the key free is an invalid spec."""
         mr, ext = self.mr, self.ext
-        if isinstance(exc, errors.Invalid) and exc.status_code != 400:
+        if exc.refusal is Refusal.INVALID:
             raise exc
         ours = bool(mr.status.create_pending)
-        found = await ext.find(mr) if ours or isinstance(exc, errors.Invalid) else None
+        maybe_taken = exc.refusal is Refusal.BAD_REQUEST
+        found = await ext.find(mr) if ours or maybe_taken else None
         if found and ours:
             return await ext.observe(mr, found, await self.desired())
         await self.status.write(self.status.current.evolve(create_pending=None))
-        if found and isinstance(exc, errors.Invalid):
-            raise errors.Conflict(
+        if found and maybe_taken:
+            raise exc.with_message(
                 f"{exc} ({ext.natural_key!r} is already taken on the control plane)",
-                method=exc.method,
-                path=exc.path,
-                status_code=exc.status_code,
-                detail=exc.detail,
+                reason=Reason.CONFLICT,
             ) from exc
         raise exc
 
@@ -241,3 +241,7 @@ class _PassStatus(Generic[StatusT]):
 
     def record(self, status: StatusT) -> None:
         self.current = status
+
+
+_ACTIONS = {"Created": "Create", "Updated": "Update", "Adopted": "Adopt"}
+"""The Event's action for a reason the reconciler records (else Reconcile)."""

@@ -77,6 +77,7 @@ class Schedule:
     def end(visit: Visit, state: State) -> None:
         """A pass ended in `state`: unsettled passes count up for the backoffs."""
         visit.attempt = 0 if state.settled else visit.attempt + 1
+        visit.last_state = state
 
 
 @dataclass
@@ -89,6 +90,8 @@ class Visit:
     """When this process last forced a full observation (monotonic clock)."""
     seen: tuple[int, bool] | None = None
     """(generation, paused) at the start of the last pass."""
+    last_state: State | None = None
+    """Where the last pass ended (a RETRYING one is requeued under the global rate)."""
 
     def changed(self, fingerprint: tuple[int, bool]) -> bool:
         """Whether a watch event brings what the last pass has not seen: wake now."""

@@ -1,13 +1,13 @@
 """The resources a controller watches, and a bounded pool of workers over its queue.
 
-The informers (`deployplane.reconcile.informer`) hand every watch event to
-`Workers.observe` (kind, event type, body); `observe` keeps the latest lean body of each
-resource and queues its key when there is something to do: a resource never seen, a
-spec or pause annotation the last pass has not seen, or a deletion with our finalizer
-on. A worker takes a key, runs one pass (or, for an object being deleted, finalizes and
-then takes our finalizer off), and puts the key back after the delay the pass asked for.
-Status writes of our own come back as watch events too, and queue nothing: a pass is
-asked for by the schedule, not by our echoes.
+Kopf's watch (`deployplane.controller.handlers`, one event handler per kind) hands
+every watch event to `Workers.observe` (kind, event type, body); `observe` keeps the
+latest lean body of each resource and queues its key when there is something to do:
+a resource never seen, a spec or pause annotation the last pass has not seen, or a
+deletion with our finalizer on. A worker takes a key, runs one pass (or, for an object
+being deleted, finalizes and then takes our finalizer off), and puts the key back
+after the delay the pass asked for. Status writes of our own come back as watch events
+too, and queue nothing: a pass is asked for by the schedule, not by our echoes.
 """
 
 from __future__ import annotations
@@ -18,14 +18,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from deployplane.reconcile.loop import FINALIZER, ResourceLoop, ResourceState, has_finalizer
 from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.passes import FINALIZER, PassRunner, ResourceState, has_finalizer
+from deployplane.reconcile.schedule import State
 from deployplane.reconcile.workqueue import WorkQueue
 
 log = logging.getLogger("deployplane.workers")
 
-Key = tuple[str, str, str]
-"""(kind, namespace, name)."""
+REQUEUE_JITTER: Final = 0.1
+"""Every requeue (poll, retry, resync) waits up to 10% longer, at random."""
+
+Key = tuple[str, str, str, str]
+"""(kind, namespace, name, uid): a resource deleted and re-created under the same name
+is another resource, whose state (its external id above all) starts afresh."""
 
 _METADATA: Final = (
     "namespace",
@@ -58,20 +63,17 @@ class Tracked:
     state: ResourceState
 
 
-def lean(body: Mapping[str, Any], *, status: bool = True) -> dict[str, Any]:
-    """The part of a watched object a pass reads; the rest is not kept in memory. The
-    status only until the resource's state has read it: then the state holds the status
-    the operator wrote, and the watch's copy (which may lag behind it) is never read."""
+def lean(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a watched object a pass reads; the rest (managedFields above all) is
+    not kept in memory. The status stays: a pass patches the status it observes."""
     meta = body.get("metadata") or {}
-    kept = {
+    return {
         "apiVersion": body.get("apiVersion"),
         "kind": body.get("kind"),
         "metadata": {k: meta[k] for k in _METADATA if k in meta},
         "spec": body.get("spec") or {},
+        "status": body.get("status") or {},
     }
-    if status:
-        kept["status"] = body.get("status") or {}
-    return kept
 
 
 def is_deleting(body: Mapping[str, Any]) -> bool:
@@ -83,18 +85,20 @@ class Workers:
 
     def __init__(
         self,
-        loops: Mapping[str, ResourceLoop[Any, Any]],
+        runners: Mapping[str, PassRunner[Any, Any]],
         kube: FinalizerSink,
         events: EventSink,
         *,
         size: int = 16,
     ) -> None:
-        self.loops = loops
+        self.runners = runners
         self.kube = kube
         self.events = events
         self.size = size
-        self.queue: WorkQueue[Key] = WorkQueue()
+        self.queue: WorkQueue[Key] = WorkQueue(jitter=REQUEUE_JITTER)
         self.resources: dict[Key, Tracked] = {}
+        self._uids: dict[tuple[str, str, str], str] = {}
+        """(kind, namespace, name) -> the uid of the object that has the name now."""
         self._tasks: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
@@ -102,31 +106,51 @@ class Workers:
         if not self._tasks:
             self._tasks = [asyncio.create_task(self._work()) for _ in range(self.size)]
 
-    async def stop(self) -> None:
+    async def stop(self, grace: float = 30.0) -> None:
+        """Hand out no more work; wait at most `grace` seconds for the passes under
+        way, then cancel what is left. A cancelled pass leaves what a crash would: every
+        write is one request, and a create is preceded by its create-pending marker, so
+        the next operator adopts what this one created instead of creating it twice."""
         self.queue.stop()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._tasks:
+            _, pending = await asyncio.wait(self._tasks, timeout=grace)
+            if pending:
+                log.warning("%d passes still running after %.0fs; cancelling", len(pending), grace)
+                for task in pending:
+                    task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
     def observe(self, kind: str, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """A watch event (`event_type` None: the object was listed)."""
         meta = body.get("metadata") or {}
-        key = (kind, meta["namespace"], meta["name"])
+        name = (kind, meta["namespace"], meta["name"])
+        key = (*name, meta.get("uid") or "")
         if event_type == "DELETED":
-            self._gone(key)
+            if self._uids.get(name) == key[3]:
+                self._gone(key)
             return
         tracked = self.resources.get(key)
         if tracked is None:
+            old_uid = self._uids.get(name)
+            if old_uid is not None and old_uid != key[3]:
+                # The name now belongs to another object: the one we knew was deleted
+                # while the watch was away (its DELETED never came).
+                self._gone((*name, old_uid))
+            self._uids[name] = key[3]
             self.resources[key] = Tracked(lean(body), ResourceState())
             self.queue.add(key)
             return
-        kept = lean(body, status=tracked.state.status is None)
+        kept = lean(body)
         tracked.body = kept
         if (is_deleting(kept) and has_finalizer(kept)) or tracked.state.changed(kept):
             self.queue.add(key)
 
     def _gone(self, key: Key) -> None:
         self.resources.pop(key, None)
+        self._uids.pop(key[:3], None)
         self.queue.forget(key)
-        on_gone = self.loops[key[0]].on_gone
+        on_gone = self.runners[key[0]].on_gone
         if on_gone is not None:
             # It must leave the per-resource gauges with it, or a deleted resource
             # counts as not Ready forever.
@@ -135,24 +159,27 @@ class Workers:
     async def _work(self) -> None:
         while (key := await self.queue.get()) is not None:
             delay: float | None = None
+            failed = True
             try:
                 delay = await self.visit(key)
+                tracked = self.resources.get(key)
+                failed = tracked is not None and tracked.state.visit.last_state is State.RETRYING
             except Exception:
                 tracked = self.resources.get(key)
                 attempt = tracked.state.visit.attempt if tracked else 0
-                delay = self.loops[key[0]].reconciler.schedule.retry_delay(attempt)
+                delay = self.runners[key[0]].reconciler.schedule.retry_delay(attempt)
                 if tracked is not None:
                     tracked.state.visit.attempt += 1
                 log.exception("%s/%s: pass failed; again in %.0fs", key[1], key[2], delay)
             finally:
-                self.queue.done(key, delay if key in self.resources else None)
+                self.queue.done(key, delay if key in self.resources else None, rate_limited=failed)
 
     async def visit(self, key: Key) -> float | None:
         """One pass over the resource, or its finalization; the delay before the next."""
         tracked = self.resources.get(key)
         if tracked is None:
             return None
-        body, state, loop = tracked.body, tracked.state, self.loops[key[0]]
+        body, state, loop = tracked.body, tracked.state, self.runners[key[0]]
         if not is_deleting(body):
             # Queued, not awaited: an Event never holds up the pass, nor fails it.
             return await loop.one_pass(

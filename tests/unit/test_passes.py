@@ -1,4 +1,4 @@
-"""ResourceLoop.one_pass over the function-adapter fake, the status merge patch, and the
+"""PassRunner.one_pass over the function-adapter fake, the status merge patch, and the
 operator's environment configuration. No emulator, no Kubernetes."""
 
 from __future__ import annotations
@@ -24,18 +24,19 @@ from deployplane.controller.config import ConfigError, OperatorConfig
 from deployplane.crd.specs import AgentDeploymentSpec
 from deployplane.externals.agentdeployment import AgentDeploymentReason as Reason
 from deployplane.externals.connections import Connection
+from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Phase
-from deployplane.reconcile.loop import (
+from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.passes import (
     CREATE_PENDING_ANNOTATION,
     DELETE_POLL_SECONDS,
     DELETE_RETRY_SECONDS,
     FINALIZER,
     NotYet,
-    ResourceLoop,
+    PassRunner,
     ResourceState,
     is_paused,
 )
-from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.statuspatch import apply_merge_patch, merge_patch
@@ -58,10 +59,30 @@ class Sink:
         self.writes.append(copy.deepcopy(dict(patch)))
         return True
 
-    async def patch_object(self, plural: str, namespace: str, name: str, patch: Any) -> bool:
+    async def patch_object(
+        self,
+        plural: str,
+        namespace: str,
+        name: str,
+        patch: Any,
+        *,
+        add_finalizer: str | None = None,
+        finalizers: list[str] | None = None,
+        resource_version: str | None = None,
+    ) -> bool:
+        """Records the merge patch the API would send (the finalizer folded in)."""
         assert (plural, namespace, name) == ("agentdeployments", NS, "agent")
-        self.objects.append(copy.deepcopy(dict(patch)))
+        self.objects.append(with_finalizer(patch, add_finalizer, finalizers))
         return not self.gone
+
+
+def with_finalizer(
+    patch: Any, add_finalizer: str | None, finalizers: list[str] | None
+) -> dict[str, Any]:
+    out = copy.deepcopy(dict(patch))
+    if add_finalizer is not None:
+        out.setdefault("metadata", {})["finalizers"] = [*(finalizers or []), add_finalizer]
+    return out
 
 
 def body(
@@ -92,9 +113,9 @@ class Rig:
     spec_model: type[Any] = FakeSpec
     gone: list[str] = field(default_factory=list)
 
-    def loop(self) -> ResourceLoop[Any, Any]:
+    def loop(self) -> PassRunner[Any, Any]:
         reconciler = Reconciler(ConnecterFns(self.ext), kind="deployment", schedule=TIMING)
-        return ResourceLoop(
+        return PassRunner(
             cast(Reconciler[Any, Any], reconciler),
             self.spec_model,
             "agentdeployments",
@@ -626,7 +647,7 @@ async def test_finalize_says_released_or_when_to_try_again(
     assert rig.ext.journal[-1] == ("delete", DEP_ID)
     assert rig.gone == ([f"{NS}/agent"] if want is None else [])
     if got is not None and got.cause is not None:
-        assert isinstance(got.cause, errors.ControlPlaneError | DependencyNotReady)
+        assert isinstance(got.cause, ExternalError | DependencyNotReady)
 
 
 async def test_finalize_trusts_what_the_loop_wrote_over_the_body() -> None:

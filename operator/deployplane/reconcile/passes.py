@@ -26,8 +26,8 @@ from typing import Any, Final, Generic, Protocol
 
 from pydantic import ValidationError
 
-from deployplane.api import errors
 from deployplane.api.models import camelize
+from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Managed, SpecT
 from deployplane.reconcile.outcome import EventRecord, Outcome
 from deployplane.reconcile.reconciler import Reconciler
@@ -41,6 +41,9 @@ FINALIZER: Final = "deployplane.io/finalizer"
 """Ours, put on by the first write of the operator; Kopf's own (the same name in
 earlier versions) is released the same way."""
 _MARKER_FIELD: Final = "createPending"
+ECHO_WAIT_SECONDS: Final = 30.0
+"""How long a status write waits to be seen on the watch before the watched status is
+believed again (`ResourceState.echo_until`)."""
 DELETE_POLL_SECONDS: Final = 2.0
 """How soon to look again while the control plane is still deleting."""
 DELETE_RETRY_SECONDS: Final = 10.0
@@ -53,8 +56,19 @@ class StatusSink(Protocol):
     ) -> bool: ...
 
     async def patch_object(
-        self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
-    ) -> bool: ...
+        self,
+        plural: str,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        add_finalizer: str | None = None,
+        finalizers: list[str] | None = None,
+        resource_version: str | None = None,
+    ) -> bool:
+        """Merge-patch the object; with `add_finalizer`, add it to `finalizers` (the
+        list at `resource_version`) without ever dropping another's."""
+        ...
 
 
 class ResourceGone(DependencyNotReady):
@@ -69,8 +83,14 @@ class ResourceState:
     """Per-resource memory, kept by the controller per key (never module globals)."""
 
     status: dict[str, Any] | None = None
-    """What this operator last wrote: the watch stream may lag behind our own writes, and
-    a stale status (say, without the new deployment id) must never drive a decision."""
+    """What this operator last wrote (or first read): the watch stream may lag behind
+    our own writes, and a stale status (say, without the new deployment id) must never
+    drive a decision."""
+    echo_until: float | None = None
+    """Set by a status write: until the watch shows the status written (or this
+    monotonic time passes: a status edited meanwhile never shows it), the observed
+    status is older than ours. Kubernetes' own controllers wait for their writes the
+    same way ("expectations", with a timeout)."""
     visit: Visit = field(default_factory=Visit)
     marker: dict[str, Any] | None = None
     """The create-pending marker on the object, as last read or written."""
@@ -82,6 +102,17 @@ class ResourceState:
         if self.status is None:
             self.status = dict(body.get("status") or {})
         self.marker = read_marker(body)
+
+    def observed(self, body: Mapping[str, Any], now: float) -> dict[str, Any]:
+        """The status the apiserver holds, as far as this process knows: the watched
+        body's, unless the watch has not caught up with our last write yet."""
+        assert self.status is not None
+        observed = dict(body.get("status") or {})
+        if self.echo_until is not None:
+            if observed != self.status and now < self.echo_until:
+                return self.status
+            self.echo_until = None
+        return observed
 
     def changed(self, body: Mapping[str, Any]) -> bool:
         """Whether a watch event brings a spec or pause annotation the last pass has not
@@ -153,7 +184,7 @@ def spec_error_message(exc: ValidationError) -> str:
 
 
 @dataclass
-class ResourceLoop(Generic[SpecT, StatusT]):
+class PassRunner(Generic[SpecT, StatusT]):
     """Runs `Reconciler` for one kind; one `run()` per live custom resource."""
 
     reconciler: Reconciler[SpecT, StatusT]
@@ -209,8 +240,17 @@ class ResourceLoop(Generic[SpecT, StatusT]):
             self.log.info("%s/%s is paused; not reconciling", namespace, name)
             return schedule.resync
 
-        write = _Writer(self, body, state)
-        resync_due = schedule.begin(state.visit, time.monotonic())
+        now = time.monotonic()
+        observed = state.observed(body, now)
+        if observed is not state.status and (
+            self.has_id(observed) or not self.has_id(state.status)
+        ):
+            # The observed status is the truth (a second replica's write, say); but an id
+            # this process recorded is never forgotten because a status was wiped by hand:
+            # the pass reasons from what it wrote, and its write restores the rest.
+            state.status = observed
+        write = _Writer(self, body, state, observed)
+        resync_due = schedule.begin(state.visit, now)
         try:
             mr = self.managed(body, state.status, state.marker)
         except ValidationError as exc:
@@ -247,7 +287,7 @@ class ResourceLoop(Generic[SpecT, StatusT]):
         mr = self.managed(body, state.status, state.marker)
         try:
             gone = await self.reconciler.finalize(mr)
-        except (errors.ControlPlaneError, DependencyNotReady) as exc:
+        except (ExternalError, DependencyNotReady) as exc:
             delay = getattr(exc, "retry_after", None) or DELETE_RETRY_SECONDS
             return NotYet(f"cannot delete on the control plane yet: {exc}", delay, exc)
         if not gone:
@@ -266,15 +306,25 @@ class _Writer:
     The finalizer goes on with the first write of the operator to the object's status,
     so every resource the operator acted on is finalized on deletion."""
 
-    def __init__(self, loop: ResourceLoop[Any, Any], body: Mapping[str, Any], state: ResourceState):
+    def __init__(
+        self,
+        loop: PassRunner[Any, Any],
+        body: Mapping[str, Any],
+        state: ResourceState,
+        observed: Mapping[str, Any],
+    ):
         self.loop, self.body, self.state = loop, body, state
+        self.observed = observed
+        """The status the apiserver holds (`ResourceState.observed`): what a patch is
+        computed against, so a status edited or wiped by hand is repaired, and nothing
+        is written when it already says what the pass concluded."""
         meta = body.get("metadata") or {}
         self.namespace, self.name = meta["namespace"], meta["name"]
 
     def baseline(self) -> dict[str, Any]:
-        """The status as the reconciler saw it (marker included), to diff the outcome to."""
-        assert self.state.status is not None
-        return dict(self.loop.marked(self.state.status, self.state.marker))
+        """The status as the apiserver holds it (the object's marker shown in it as
+        the reconciler saw it), to diff the outcome to."""
+        return dict(self.loop.marked(self.observed, self.state.marker))
 
     async def __call__(self, patch: dict[str, Any]) -> None:
         state = self.state
@@ -285,9 +335,10 @@ class _Writer:
         if isinstance(marker, dict) and (state.marker or {}).get("key") != marker.get("key"):
             annotations[CREATE_PENDING_ANNOTATION] = json.dumps(marker, separators=(",", ":"))
         elif marker is None:
-            if _MARKER_FIELD in state.status:  # an earlier version's status marker
+            if _MARKER_FIELD in self.observed:  # an earlier version's status marker
                 status_patch[_MARKER_FIELD] = None
-            if state.marker and not self.loop.has_id(apply_merge_patch(state.status, status_patch)):
+            written = apply_merge_patch(self.observed, status_patch)
+            if state.marker and not self.loop.has_id(written):
                 annotations[CREATE_PENDING_ANNOTATION] = None
         needs_object = bool(annotations) or bool(status_patch and not state.finalizer)
         if needs_object and not await self._patch_object(annotations):
@@ -302,18 +353,26 @@ class _Writer:
             await self.loop.sink.patch_status(
                 self.loop.plural, self.namespace, self.name, status_patch
             )
-            state.status = apply_merge_patch(state.status, status_patch)
+            self.observed = apply_merge_patch(self.observed, status_patch)
+            state.status = dict(self.observed)
+            state.echo_until = time.monotonic() + ECHO_WAIT_SECONDS
 
     async def _patch_object(self, annotations: dict[str, Any]) -> bool:
         meta: dict[str, Any] = {}
         if annotations:
             meta["annotations"] = annotations
-        if not self.state.finalizer:
-            # A merge patch replaces the list: keep whatever else the object carries.
-            current = list((self.body.get("metadata") or {}).get("finalizers") or [])
-            meta["finalizers"] = [*current, FINALIZER]
+        body_meta = self.body.get("metadata") or {}
+        # The finalizer goes on under the watched object's resourceVersion: a merge
+        # patch replaces the whole list, and another controller's finalizer added since
+        # must not be lost (the sink reads the object again on a conflict).
         patched = await self.loop.sink.patch_object(
-            self.loop.plural, self.namespace, self.name, {"metadata": meta}
+            self.loop.plural,
+            self.namespace,
+            self.name,
+            {"metadata": meta},
+            add_finalizer=None if self.state.finalizer else FINALIZER,
+            finalizers=list(body_meta.get("finalizers") or []),
+            resource_version=body_meta.get("resourceVersion"),
         )
         self.state.finalizer = self.state.finalizer or patched
         return patched

@@ -1,0 +1,7 @@
+"""Kubernetes access for every process of deployplane (the operator and the data-plane
+agent): credentials (`credentials`), the retry policy of a request (`retry`), how long
+the API has been failing (`health`) and the client itself (`api.KubernetesApi`).
+
+The ground floor: it imports no Kopf, no kind and nothing of the layers above, so the
+agent loads it without the operator.
+"""

@@ -1,0 +1,368 @@
+"""Kubernetes reads and every write of the operator (status patches, the finalizer and
+create-pending marker, the finalizer's removal, Events), over one aiohttp session on
+the event loop; the data-plane agent's `ClusterApi` builds on it.
+
+Every request goes through `_send`, which holds the policy (`deployplane.kube.retry`):
+a 401 logs in again (`credentials.load_configuration`: the token file, the kubeconfig
+and its exec plugin read anew) and sends once more; a 429 or 5xx, or no answer, waits
+(Retry-After, else exponential, with jitter) and sends again; `health` records how
+long requests have been failing, for the probes.
+
+Why raw aiohttp rather than kubernetes_asyncio or lightkube: measured in
+docs/benchmarks.md ("Kubernetes client"): per status patch it costs the operator less
+CPU than either, and aiohttp is already here as Kopf's own client. Why not through
+Kopf's API: Kopf applies a handler's `patch` only when the handler returns, while the
+create-pending marker must be durable *during* a pass, before the create; and the
+workers that run the passes are not Kopf handlers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import math
+import os
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Container, Mapping
+from typing import Any
+
+import aiohttp
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from deployplane.kube.credentials import bearer_token, load_configuration
+from deployplane.kube.health import FailureClock
+from deployplane.kube.paths import collection as _collection
+from deployplane.kube.paths import object_path as _path
+from deployplane.kube.retry import Backoff, parse_retry_after, retryable
+
+log = logging.getLogger("deployplane.kube")
+
+COMPONENT = "deployplane-operator"
+"""The Events' reportingComponent (and source.component)."""
+
+
+def instance_name() -> str:
+    """The Events' reportingInstance: the pod's name (POD_NAME from the downward API,
+    else the hostname, which is the pod's name in a pod)."""
+    return os.environ.get("POD_NAME") or os.environ.get("HOSTNAME") or os.uname().nodename
+
+
+class KubernetesApi:
+    """Implements `deployplane.externals.kube.KubeReader`, plus the operator's writes."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient | client.Configuration,
+        *,
+        max_in_flight: int = 32,
+        backoff: Backoff | None = None,
+        reload: Callable[[], client.Configuration] | None = None,
+        health: FailureClock | None = None,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
+        if isinstance(api_client, client.ApiClient):
+            api_client = api_client.configuration
+        self._configuration: client.Configuration = api_client
+        self._max_in_flight = max_in_flight
+        self._http: aiohttp.ClientSession | None = None
+        self._token: str | None = None
+        self._token_checked = -math.inf
+        self.backoff = backoff or Backoff()
+        self._reload = reload
+        self.health = health or FailureClock()
+        self._sleep = sleep
+        self.instance = instance_name()
+
+    @classmethod
+    def from_environment(cls, **kwargs: Any) -> KubernetesApi:
+        """In-cluster credentials when running in a pod, else $KUBECONFIG / ~/.kube/config;
+        read again on a 401."""
+        return cls(load_configuration(), reload=load_configuration, **kwargs)
+
+    def _session(self) -> aiohttp.ClientSession:
+        """Built on first use, inside the running loop, at most `max_in_flight`
+        connections."""
+        if self._http is None:
+            cfg = self._configuration
+            verify: ssl.SSLContext | bool = False
+            if cfg.verify_ssl:
+                verify = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
+                if cfg.cert_file:
+                    verify.load_cert_chain(cfg.cert_file, cfg.key_file)
+            self._http = aiohttp.ClientSession(
+                base_url=cfg.host,
+                connector=aiohttp.TCPConnector(limit=self._max_in_flight, ssl=verify),
+                timeout=aiohttp.ClientTimeout(total=60.0),
+            )
+        return self._http
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+        self._http = None
+
+    async def refresh_credentials(self) -> None:
+        """Log in again: a fresh configuration (the token file, the kubeconfig and its
+        exec plugin read anew) and, for a new client certificate, a new session."""
+        self._token_checked = -math.inf
+        if self._reload is None:
+            return
+        fresh = await asyncio.to_thread(self._reload)
+        old = self._configuration
+        self._configuration = fresh
+        if (fresh.host, fresh.cert_file, fresh.key_file, fresh.ssl_ca_cert) != (
+            old.host,
+            old.cert_file,
+            old.key_file,
+            old.ssl_ca_cert,
+        ):
+            await self.aclose()
+
+    def _headers(self, content_type: str | None = None) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        if authorization := self._authorization():
+            headers["Authorization"] = authorization
+        return headers
+
+    def _authorization(self) -> str | None:
+        """The bearer token's header value, asked of the configuration at most every
+        `_TOKEN_RECHECK_SECONDS` (asking re-reads the kubeconfig and scans the
+        environment for proxies: ~4% of the operator's CPU when asked per request); a
+        401 asks again at once (`refresh_credentials`)."""
+        now = time.monotonic()
+        if now >= self._token_checked + _TOKEN_RECHECK_SECONDS:
+            token = bearer_token(self._configuration)
+            self._token = f"Bearer {token}" if token else None
+            self._token_checked = now
+        return self._token
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        content_type: str | None = None,
+        params: Mapping[str, str] | None = None,
+        allowed: Container[int] = (),
+    ) -> tuple[int, bytes]:
+        """The status and body of the answer; ApiException for an error answer not in
+        `allowed` once the retries are spent (status 0: no answer at all)."""
+        data = None if body is None else json.dumps(body)
+        logged_in_again = False
+        attempt = 0
+        while True:
+            retry_after: float | None = None
+            try:
+                async with self._session().request(
+                    method, path, data=data, params=params, headers=self._headers(content_type)
+                ) as r:
+                    status, payload = r.status, await r.read()
+                    retry_after = parse_retry_after(r.headers.get("Retry-After"))
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                status, payload = 0, f"{type(exc).__name__}: {exc}".encode()
+            if status == 401 and not logged_in_again:
+                logged_in_again = True
+                log.info("%s %s: 401, logging in again", method, path)
+                await self.refresh_credentials()
+                continue
+            if retryable(status) and attempt < self.backoff.attempts:
+                delay = self.backoff.delay(attempt, retry_after)
+                attempt += 1
+                self.health.failed("api", f"{method} {path}: {status or payload.decode()}")
+                log.debug("%s %s: %s; again in %.2fs", method, path, status, delay)
+                await self._sleep(delay)
+                continue
+            if retryable(status) or status == 401:
+                self.health.failed("api", f"{method} {path}: {status or payload.decode()}")
+            else:
+                self.health.succeeded("api")
+            if (status >= 400 and status not in allowed) or status == 0:
+                raise ApiException(status=status, reason=_reason(payload))
+            return status, payload
+
+    async def read_secret(self, namespace: str, name: str) -> Mapping[str, str] | None:
+        status, payload = await self._send(
+            "GET", f"/api/v1/namespaces/{namespace}/secrets/{name}", allowed=(404,)
+        )
+        if status == 404:
+            return None
+        data = json.loads(payload).get("data") or {}
+        return {k: base64.b64decode(v).decode() for k, v in data.items()}
+
+    async def read_custom_status(
+        self, namespace: str, plural: str, name: str
+    ) -> Mapping[str, Any] | None:
+        obj = await self.read_object(plural, namespace, name)
+        if obj is None:
+            return None
+        status: Mapping[str, Any] = obj.get("status") or {}
+        return status
+
+    async def read_object(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        status, payload = await self._send("GET", _path(plural, namespace, name), allowed=(404,))
+        if status == 404:
+            return None
+        obj: dict[str, Any] = json.loads(payload)
+        return obj
+
+    async def list_objects(self, plural: str, namespace: str | None, *, limit: int = 1) -> None:
+        """List (a page of) a kind: what the probes ask to know the API and RBAC work."""
+        await self._send("GET", _collection(plural, namespace), params={"limit": str(limit)})
+
+    async def patch_status(
+        self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> bool:
+        """JSON-merge-patch the status subresource (None deletes a key). False if gone."""
+        path = f"{_path(plural, namespace, name)}/status"
+        status, _ = await self._send(
+            "PATCH",
+            path,
+            body={"status": dict(patch)},
+            content_type="application/merge-patch+json",
+            allowed=(404,),
+        )
+        return status != 404
+
+    async def patch_object(
+        self,
+        plural: str,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        add_finalizer: str | None = None,
+        finalizers: list[str] | None = None,
+        resource_version: str | None = None,
+    ) -> bool:
+        """JSON-merge-patch the object itself (annotations); with `add_finalizer`, add
+        that finalizer to the list the object had at `resource_version` (`finalizers`),
+        under that resourceVersion as a precondition: a merge patch replaces the whole
+        list, so if the object changed meanwhile (another controller added its own
+        finalizer) the apiserver answers 409 and the object is read again, never
+        dropping the other's. False if gone."""
+        body = dict(patch)
+        current = list(finalizers or [])
+        for _ in range(_CONFLICT_RETRIES):
+            if add_finalizer is not None and add_finalizer not in current:
+                meta = dict(body.get("metadata") or {})
+                meta["finalizers"] = [*current, add_finalizer]
+                if resource_version:
+                    meta["resourceVersion"] = resource_version
+                body = {**body, "metadata": meta}
+            status, _ = await self._send(
+                "PATCH",
+                _path(plural, namespace, name),
+                body=body,
+                content_type="application/merge-patch+json",
+                allowed=(404, 409),
+            )
+            if status == 404:
+                return False
+            if status != 409:
+                return True
+            fresh = await self.read_object(plural, namespace, name)
+            if fresh is None:
+                return False
+            meta = fresh.get("metadata") or {}
+            current = list(meta.get("finalizers") or [])
+            resource_version = meta.get("resourceVersion")
+            body = dict(patch)
+        raise ApiException(status=409, reason=f"{namespace}/{name} keeps changing")
+
+    async def remove_finalizer(
+        self, plural: str, namespace: str, name: str, finalizer: str
+    ) -> bool:
+        """Take `finalizer` off the object, leaving any other's. A JSON patch guarded by a
+        test of the list as just read, so a finalizer somebody adds meanwhile is never
+        lost: on a refusal (the list changed) read again and retry. False if gone."""
+        path = _path(plural, namespace, name)
+        for _ in range(_CONFLICT_RETRIES):
+            obj = await self.read_object(plural, namespace, name)
+            if obj is None:
+                return False
+            current = list((obj.get("metadata") or {}).get("finalizers") or [])
+            if finalizer not in current:
+                return True
+            ops = [
+                {"op": "test", "path": "/metadata/finalizers", "value": current},
+                {
+                    "op": "replace",
+                    "path": "/metadata/finalizers",
+                    "value": [f for f in current if f != finalizer],
+                },
+            ]
+            status, _ = await self._send(
+                "PATCH",
+                path,
+                body=ops,
+                content_type="application/json-patch+json",
+                allowed=(404, 409, 422),
+            )
+            if status == 404:
+                return False
+            if status < 400:
+                return True
+        raise ApiException(status=409, reason=f"finalizers of {namespace}/{name} keep changing")
+
+    async def post_event(self, pending: Any) -> None:
+        """Create a core/v1 Event (`deployplane.reconcile.eventrecorder.PendingEvent`):
+        reported by `deployplane-operator`, this pod as the instance, the action the
+        event records (`EventRecord.action`)."""
+        involved, event = pending.involved, pending.event
+        meta = involved.get("metadata") or {}
+        namespace = meta.get("namespace") or "default"
+        message = event.message
+        if len(message) > _EVENT_MESSAGE_MAX:
+            half = _EVENT_MESSAGE_MAX // 2
+            message = f"{message[: half - 1]}...{message[-(half - 2) :]}"
+        when = pending.recorded_at.isoformat()
+        body = {
+            "metadata": {"namespace": namespace, "generateName": "deployplane-"},
+            "action": event.action,
+            "type": event.type,
+            "reason": event.reason,
+            "message": message,
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self.instance,
+            "source": {"component": COMPONENT, "host": self.instance},
+            "involvedObject": {
+                "apiVersion": involved.get("apiVersion"),
+                "kind": involved.get("kind"),
+                "name": meta.get("name"),
+                "uid": meta.get("uid"),
+                "namespace": namespace,
+            },
+            "firstTimestamp": when,
+            "lastTimestamp": when,
+            "eventTime": when,
+        }
+        await self._send(
+            "POST",
+            f"/api/v1/namespaces/{namespace}/events",
+            body=body,
+            content_type="application/json",
+        )
+
+
+_CONFLICT_RETRIES = 5
+_TOKEN_RECHECK_SECONDS = 10.0
+"""The kubernetes client re-reads an in-cluster token file once a minute; asking it
+every 10 s keeps a rotated token in use within seconds of the client having it."""
+_EVENT_MESSAGE_MAX = 1024
+
+
+def _reason(payload: bytes) -> str:
+    """The apiserver's own message (a Status object), never the request body."""
+    text = payload.decode(errors="replace")
+    try:
+        message = json.loads(text).get("message") or text
+    except (ValueError, AttributeError):
+        message = text
+    return str(message)[:500]

@@ -1,0 +1,35 @@
+"""Where the credentials to the apiserver come from, read again whenever they stop
+working: in a pod, the service account (its token file is rotated by the kubelet);
+elsewhere $KUBECONFIG (or ~/.kube/config), exec plugins and OIDC included (the official
+client runs the plugin when the kubeconfig is loaded, so loading it again is how a
+token that expired is replaced).
+"""
+
+from __future__ import annotations
+
+import os
+
+from kubernetes import client, config
+
+
+def load_configuration() -> client.Configuration:
+    """A fresh configuration, with fresh credentials."""
+    configuration = client.Configuration()
+    try:
+        config.load_incluster_config(client_configuration=configuration)
+    except config.ConfigException:
+        # Read $KUBECONFIG now: the client's own default was fixed at its import time.
+        config.load_kube_config(
+            config_file=os.environ.get("KUBECONFIG"), client_configuration=configuration
+        )
+    # Many resources reconcile at once; the default pool of 4 would serialize them.
+    configuration.connection_pool_maxsize = 32
+    return configuration
+
+
+def bearer_token(configuration: client.Configuration) -> str | None:
+    """The token, without its "Bearer " prefix (None: a client certificate, or none).
+    `auth_settings` refreshes an expiring token where the client knows how."""
+    bearer = configuration.auth_settings().get("BearerToken") or {}
+    value = str(bearer.get("value") or "")
+    return value.removeprefix("Bearer ").strip() or None

@@ -1,0 +1,19 @@
+"""The API group and version of deployplane's kinds, and their REST paths (no imports:
+the CRD generator reads the group from here without loading an HTTP client)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+GROUP: Final = "deployplane.io"
+VERSION: Final = "v1alpha1"
+
+
+def collection(plural: str, namespace: str | None) -> str:
+    if namespace is None:
+        return f"/apis/{GROUP}/{VERSION}/{plural}"
+    return f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{plural}"
+
+
+def object_path(plural: str, namespace: str, name: str) -> str:
+    return f"{collection(plural, namespace)}/{name}"

@@ -1,0 +1,306 @@
+"""Status patches authenticate the way the official client would: a ServiceAccount
+token (kubeconfig or in-cluster) goes out as `Authorization: Bearer ...`."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import pytest
+from aiohttp import web
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from deployplane.kube.api import KubernetesApi
+from deployplane.kube.retry import Backoff, parse_retry_after
+from deployplane.reconcile.eventrecorder import PendingEvent, involved_object
+from deployplane.reconcile.outcome import EventRecord
+
+
+async def test_status_patch_sends_the_bearer_token_and_a_merge_patch() -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(
+            {
+                "path": request.path,
+                "auth": request.headers.get("Authorization"),
+                "type": request.headers.get("Content-Type"),
+                "body": json.loads(await request.text()),
+            }
+        )
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_patch("/{tail:.*}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        cfg = client.Configuration()
+        cfg.host = f"http://127.0.0.1:{port}"
+        # Exactly what kubernetes.config stores for a token kubeconfig / in-cluster login.
+        cfg.api_key = {"BearerToken": "Bearer sa-token-123"}
+        api = KubernetesApi(client.ApiClient(cfg))
+        try:
+            assert await api.patch_status("agentdeployments", "ns", "a", {"x": 1}) is True
+        finally:
+            await api.aclose()
+    finally:
+        await runner.cleanup()
+
+    assert seen == [
+        {
+            "path": "/apis/deployplane.io/v1alpha1/namespaces/ns/agentdeployments/a/status",
+            "auth": "Bearer sa-token-123",
+            "type": "application/merge-patch+json",
+            "body": {"status": {"x": 1}},
+        }
+    ]
+
+
+async def _serve(handler: Any, method: str = "*") -> tuple[web.AppRunner, KubernetesApi]:
+    app = web.Application()
+    app.router.add_route(method, "/{tail:.*}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    cfg = client.Configuration()
+    cfg.host = f"http://127.0.0.1:{port}"
+    return runner, KubernetesApi(client.ApiClient(cfg))
+
+
+async def test_events_name_the_operator_the_pod_and_the_action_with_long_messages_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("POD_NAME", "deployplane-7c9f-abcde")
+    seen: list[dict[str, Any]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append({"path": request.path, "body": json.loads(await request.text())})
+        return web.json_response({}, status=201)
+
+    runner, api = await _serve(handler)
+    involved = {
+        "apiVersion": "deployplane.io/v1alpha1",
+        "kind": "AgentDeployment",
+        "metadata": {"namespace": "ns", "name": "a", "uid": "u-1", "annotations": {"x": "y"}},
+        "spec": {"big": "spec"},
+    }
+    recorded_at = dt.datetime(2026, 11, 23, 5, 30, 1, tzinfo=dt.UTC)
+    first_event = EventRecord("Normal", "Created", "Created deployment d-1", "Create")
+    try:
+        await api.post_event(PendingEvent(involved_object(involved), first_event, recorded_at))
+        long = EventRecord("Warning", "Stalled", "x" * 5000)
+        await api.post_event(PendingEvent(involved_object(involved), long, recorded_at))
+    finally:
+        await api.aclose()
+        await runner.cleanup()
+    first, second = seen
+    assert first["path"] == "/api/v1/namespaces/ns/events"
+    event = first["body"]
+    assert event["involvedObject"] == {
+        "apiVersion": "deployplane.io/v1alpha1",
+        "kind": "AgentDeployment",
+        "name": "a",
+        "uid": "u-1",
+        "namespace": "ns",
+    }
+    assert (event["type"], event["reason"], event["message"]) == (
+        "Normal",
+        "Created",
+        "Created deployment d-1",
+    )
+    assert event["reportingComponent"] == "deployplane-operator"
+    assert event["reportingInstance"] == "deployplane-7c9f-abcde"
+    assert event["action"] == "Create"
+    assert second["body"]["action"] == "Reconcile"
+    assert event["source"] == {
+        "component": "deployplane-operator",
+        "host": "deployplane-7c9f-abcde",
+    }
+    # Stamped when the pass recorded it, not when the recorder got to post it.
+    stamps = {event[k] for k in ("firstTimestamp", "lastTimestamp", "eventTime")}
+    assert stamps == {"2026-11-23T05:30:01+00:00"}
+    assert event["metadata"] == {"namespace": "ns", "generateName": "deployplane-"}
+    assert len(second["body"]["message"]) <= 1024
+    assert "..." in second["body"]["message"]
+
+
+async def test_our_finalizer_comes_off_with_a_test_of_the_list_and_a_retry_when_it_changed() -> (
+    None
+):
+    """Another controller adds its finalizer between our read and our patch: the guarded
+    patch is refused (422), read again, and theirs is kept."""
+    lists = [["deployplane.io/finalizer"], ["deployplane.io/finalizer", "other.io/keep"]]
+    patches: list[Any] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        if request.method == "GET":
+            current = lists[0] if not patches else lists[1]
+            return web.json_response({"metadata": {"finalizers": current}})
+        ops = json.loads(await request.text())
+        patches.append(ops)
+        if len(patches) == 1:
+            return web.json_response({}, status=422)
+        return web.json_response({})
+
+    runner, api = await _serve(handler)
+    try:
+        assert await api.remove_finalizer("agentdeployments", "ns", "a", "deployplane.io/finalizer")
+    finally:
+        await api.aclose()
+        await runner.cleanup()
+    assert patches[0][0] == {
+        "op": "test",
+        "path": "/metadata/finalizers",
+        "value": ["deployplane.io/finalizer"],
+    }
+    assert patches[1][1] == {
+        "op": "replace",
+        "path": "/metadata/finalizers",
+        "value": ["other.io/keep"],
+    }
+
+
+async def _serve_api(handler: Any, **kwargs: Any) -> tuple[web.AppRunner, KubernetesApi]:
+    runner, plain = await _serve(handler)
+    return runner, KubernetesApi(plain._configuration, **kwargs)
+
+
+async def test_a_401_logs_in_again_and_sends_once_more() -> None:
+    """An expired token (a rotated service-account token, an exec plugin's): the
+    credentials are read anew (the kubeconfig, its exec plugin) and the request sent
+    again with the new token, once."""
+    seen: list[str | None] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        if request.headers.get("Authorization") != "Bearer fresh":
+            return web.json_response({"message": "Unauthorized"}, status=401)
+        return web.json_response({})
+
+    runner, plain = await _serve(handler)
+    stale = plain._configuration
+    stale.api_key = {"BearerToken": "Bearer expired"}
+    logins: list[int] = []
+
+    def reload() -> client.Configuration:
+        logins.append(1)
+        fresh = client.Configuration()
+        fresh.host = stale.host
+        fresh.api_key = {"BearerToken": "Bearer fresh"}
+        return fresh
+
+    api = KubernetesApi(stale, reload=reload)
+    try:
+        assert await api.patch_status("agentdeployments", "ns", "a", {"x": 1}) is True
+        assert seen == ["Bearer expired", "Bearer fresh"]
+        assert logins == [1]
+        # Still refused after a new login: the error goes to the caller, no loop.
+        stale.api_key = {"BearerToken": "Bearer expired"}
+        api2 = KubernetesApi(stale, reload=lambda: stale)
+        with pytest.raises(ApiException) as refused:
+            await api2.patch_status("agentdeployments", "ns", "a", {"x": 1})
+        assert refused.value.status == 401
+        await api2.aclose()
+    finally:
+        await api.aclose()
+        await runner.cleanup()
+
+
+async def test_429_waits_as_the_server_says_and_5xx_backs_off_with_jitter() -> None:
+    answers = [
+        web.json_response({}, status=429, headers={"Retry-After": "3"}),
+        web.json_response({}, status=503),
+        web.json_response({}, status=500),
+        web.json_response({}),
+    ]
+
+    async def handler(request: web.Request) -> web.Response:
+        return answers.pop(0)
+
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    backoff = Backoff(initial=0.5, maximum=30.0, jitter=0.2, rand=lambda: 0.5)
+    runner, api = await _serve_api(handler, backoff=backoff, sleep=sleep)
+    try:
+        assert await api.patch_status("agentdeployments", "ns", "a", {"x": 1}) is True
+        assert api.health.failing_for("api") == 0.0, "a success clears the failure"
+    finally:
+        await api.aclose()
+        await runner.cleanup()
+    # Retry-After 3 s (stretched by the jitter, never shortened), then 1 s and 2 s.
+    assert slept == [3.0 * 1.1, 1.0 * 1.1, 2.0 * 1.1]
+
+
+async def test_retries_are_bounded_and_the_failure_is_recorded_for_the_probes() -> None:
+    async def handler(request: web.Request) -> web.Response:
+        return web.json_response({"message": "etcd is down"}, status=503)
+
+    async def sleep(seconds: float) -> None:
+        return None
+
+    runner, api = await _serve_api(handler, backoff=Backoff(attempts=2), sleep=sleep)
+    try:
+        with pytest.raises(ApiException) as failed:
+            await api.patch_status("agentdeployments", "ns", "a", {"x": 1})
+        assert failed.value.status == 503
+        assert "api" in api.health.failing()
+    finally:
+        await api.aclose()
+        await runner.cleanup()
+
+
+async def test_adding_our_finalizer_never_drops_one_added_meanwhile() -> None:
+    """Our merge patch carries the resourceVersion it was computed at; another
+    controller's finalizer added since makes it a 409, the object is read again and
+    both finalizers end up on it."""
+    stored = {"finalizers": ["other.io/keep"], "resourceVersion": "8"}
+    patches: list[dict[str, Any]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        if request.method == "GET":
+            return web.json_response({"metadata": stored})
+        patch = json.loads(await request.text())
+        patches.append(patch)
+        meta = patch["metadata"]
+        if meta.get("resourceVersion") not in (None, stored["resourceVersion"]):
+            return web.json_response({"message": "conflict"}, status=409)
+        stored["finalizers"] = meta.get("finalizers", stored["finalizers"])
+        return web.json_response({"metadata": stored})
+
+    runner, api = await _serve(handler)
+    try:
+        added = await api.patch_object(
+            "agentdeployments",
+            "ns",
+            "a",
+            {"metadata": {"annotations": {"k": "v"}}},
+            add_finalizer="deployplane.io/finalizer",
+            finalizers=[],
+            resource_version="7",
+        )
+    finally:
+        await api.aclose()
+        await runner.cleanup()
+    assert added
+    assert stored["finalizers"] == ["other.io/keep", "deployplane.io/finalizer"]
+    assert [p["metadata"].get("resourceVersion") for p in patches] == ["7", "8"]
+    assert all(p["metadata"]["annotations"] == {"k": "v"} for p in patches)
+
+
+def test_retry_after_reads_seconds_and_http_dates() -> None:
+    assert parse_retry_after("7") == 7.0
+    assert parse_retry_after(None) is None
+    assert parse_retry_after("soon") is None
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:10 GMT", now=lambda: 1445412480.0) == 10.0
+    assert parse_retry_after("-3") == 0.0
