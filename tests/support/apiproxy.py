@@ -158,6 +158,11 @@ class ApiServerProxy:
             self._record(request, 503)
             return web.json_response({"kind": "Status", "code": 503}, status=503)
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+        # The body is passed on as read: ask for it uncompressed. (The apiserver gzips
+        # a large answer, such as the CRD list once the Gateway API and KEDA CRDs are
+        # installed, and the encoding header is not passed on.)
+        headers = {k: v for k, v in headers.items() if k.lower() != "accept-encoding"}
+        headers["Accept-Encoding"] = "identity"
         body = await request.read()
         async with session.request(
             request.method,
