@@ -152,7 +152,8 @@ async def run(
             {
                 "name": f"bench-{prefix}-{index}",
                 "source": "external_docker",
-                "source_revision_config": {"image_uri": f"registry.example.com/app:{index}"},
+                # "v" first: a tag may not start with "-" (the seed is index -1)
+                "source_revision_config": {"image_uri": f"registry.example.com/app:v{index}"},
                 "secrets": [{"name": "TOKEN", "value": "not-a-real-secret"}],
             }
         ).encode()
