@@ -31,6 +31,8 @@ from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Managed, SpecT
 from deployplane.reconcile.outcome import EventRecord, Outcome
 from deployplane.reconcile.reconciler import Reconciler
+from deployplane.reconcile.resync import annotation_value as resync_annotation
+from deployplane.reconcile.resync import resync_of
 from deployplane.reconcile.schedule import Visit
 from deployplane.reconcile.status import StatusT, to_kube
 from deployplane.reconcile.statuspatch import apply_merge_patch, merge_patch
@@ -96,6 +98,8 @@ class ResourceState:
     """The create-pending marker on the object, as last read or written."""
     finalizer: bool = False
     """Whether the object carries our finalizer (read, or written by this process)."""
+    resync_warned: str | None = None
+    """The resync annotation value last warned about (one Warning Event per value)."""
 
     def seed(self, body: Mapping[str, Any]) -> None:
         """First sight of the object in this process: start from what it stores."""
@@ -151,8 +155,9 @@ def is_paused(body: Mapping[str, Any]) -> bool:
     return str(annotations.get(PAUSED_ANNOTATION, "")).lower() == "true"
 
 
-def _fingerprint(body: Mapping[str, Any]) -> tuple[int, bool]:
-    return (int((body.get("metadata") or {}).get("generation") or 0), is_paused(body))
+def _fingerprint(body: Mapping[str, Any]) -> tuple[int, bool, str | None]:
+    generation = int((body.get("metadata") or {}).get("generation") or 0)
+    return (generation, is_paused(body), resync_annotation(body))
 
 
 def to_managed(
@@ -226,8 +231,9 @@ class PassRunner(Generic[SpecT, StatusT]):
 
     async def one_pass(
         self, body: Mapping[str, Any], state: ResourceState, *, post_event: EventPoster
-    ) -> float:
-        """Reconcile once and publish; return how long to wait before the next pass."""
+    ) -> float | None:
+        """Reconcile once and publish; return how long to wait before the next pass
+        (None: not until something changes)."""
         if state.status is None:
             state.seed(body)
         assert state.status is not None
@@ -236,9 +242,13 @@ class PassRunner(Generic[SpecT, StatusT]):
         meta = body.get("metadata") or {}
         namespace, name = meta["namespace"], meta["name"]
         schedule = self.reconciler.schedule
+        resync = resync_of(body, schedule.resync)
+        if resync.problem and state.resync_warned != resync_annotation(body):
+            post_event(EventRecord("Warning", "InvalidResyncInterval", resync.problem))
+            state.resync_warned = resync_annotation(body)
         if is_paused(body):
             self.log.info("%s/%s is paused; not reconciling", namespace, name)
-            return schedule.resync
+            return resync.seconds
 
         now = time.monotonic()
         observed = state.observed(body, now)
@@ -250,7 +260,7 @@ class PassRunner(Generic[SpecT, StatusT]):
             # the pass reasons from what it wrote, and its write restores the rest.
             state.status = observed
         write = _Writer(self, body, state, observed)
-        resync_due = schedule.begin(state.visit, now)
+        resync_due = schedule.begin(state.visit, now, resync.seconds)
         try:
             mr = self.managed(body, state.status, state.marker)
         except ValidationError as exc:
@@ -269,14 +279,15 @@ class PassRunner(Generic[SpecT, StatusT]):
         if self.on_outcome is not None:
             self.on_outcome(f"{namespace}/{name}", outcome)
         schedule.end(state.visit, outcome.state)
+        delay = resync.seconds if outcome.state.settled else outcome.requeue_after
         self.log.debug(
-            "%s/%s reconciled: %s, next pass in %.1fs",
+            "%s/%s reconciled: %s, next pass in %s",
             namespace,
             name,
             outcome.state.value,
-            outcome.requeue_after,
+            "(never)" if delay is None else f"{delay:.1f}s",
         )
-        return outcome.requeue_after
+        return delay
 
     async def finalize(self, body: Mapping[str, Any], state: ResourceState) -> NotYet | None:
         """The custom resource is being deleted: delete (or orphan) the external resource.
