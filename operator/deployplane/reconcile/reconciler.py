@@ -86,7 +86,7 @@ class Reconciler(Generic[SpecT, StatusT]):
                 observed=obs.status,
             )
         except DependencyNotReady as exc:
-            verdict = Verdict(None, False, Reason.DEPENDENCY_NOT_READY, str(exc))
+            verdict = Verdict(None, False, exc.reason, str(exc))
         except ExternalError as exc:
             verdict = Verdict(
                 Phase.FAILED if exc.terminal else None,
