@@ -85,9 +85,26 @@ class SecretsFromSource(ApiModel):
     secret_ref: LocalObjectReference = Field(description="The Secret whose keys to use.")
 
 
-class ConnectionSpec(ApiModel):
-    """Settings shared by both kinds: deletion, adoption and connection."""
+class ManagementPolicy(StrEnum):
+    """How much of the external resource the operator manages (Crossplane's
+    managementPolicies, in two words)."""
 
+    FULL = "Full"
+    OBSERVE_ONLY = "ObserveOnly"
+
+
+class ConnectionSpec(ApiModel):
+    """Settings shared by both kinds: management, deletion, adoption and connection."""
+
+    management_policy: ManagementPolicy = Field(
+        ManagementPolicy.FULL,
+        description=(
+            "Full: create, update and delete on the control plane to match this spec. "
+            "ObserveOnly: find the existing resource (by id, else by its name or computeId) "
+            "and report it in status; never create, change, redeploy or delete it, "
+            "whatever the spec or a deletion says."
+        ),
+    )
     deletion_policy: DeletionPolicy = Field(
         DeletionPolicy.DELETE,
         description=(

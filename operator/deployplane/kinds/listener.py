@@ -74,5 +74,11 @@ KIND: Final = KindDef(
             "Which other namespaces may use it (empty: Same).",
             priority=1,
         ),
+        column(
+            "Policy",
+            ".spec.managementPolicy",
+            "Full, or ObserveOnly (never changed on the control plane).",
+            priority=1,
+        ),
     ),
 )
