@@ -181,8 +181,9 @@ def deployment_cr(
     config = cr_json(dep.source_config, _NOT_IN_SPEC[source]) if dep.source_config else {}
     listener_id = dep.source_config.listener_id if dep.source_config else None
     if listener_id in listener_names:
-        del config["listenerId"]
-        config["listenerRef"] = {"name": listener_names[listener_id]}
+        config = _replaced(
+            config, "listenerId", "listenerRef", {"name": listener_names[listener_id]}
+        )
     if config:
         spec["sourceConfig"] = config
     reported = dep.source_revision_config
@@ -201,6 +202,11 @@ def deployment_cr(
     if dep.secret_references and dep.source == Source.EXTERNAL_DOCKER:
         spec["secretReferences"] = [cr_json(r) for r in dep.secret_references]
     return _object("AgentDeployment", name, namespace, spec)
+
+
+def _replaced(obj: dict[str, Any], key: str, new_key: str, value: Any) -> dict[str, Any]:
+    """`obj` with `key` replaced by `new_key: value` in its place (files read alike)."""
+    return {(new_key if k == key else k): (value if k == key else v) for k, v in obj.items()}
 
 
 def _skip_reason(dep: Deployment) -> str | None:
