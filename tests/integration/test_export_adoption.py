@@ -77,7 +77,7 @@ async def adopt(h: Harness, result: Export) -> dict[str, ResourceState]:
         body, state = _object(item), ResourceState()
         state.status = {}
         loop = listeners if item.kind == "Listener" else deployments
-        await settle(loop, body, state, h)  # type: ignore[arg-type]
+        await settle(loop, body, state, h)
         states[item.reference] = state
     return states
 

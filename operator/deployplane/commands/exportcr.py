@@ -180,7 +180,7 @@ def deployment_cr(
     spec["source"] = source
     config = cr_json(dep.source_config, _NOT_IN_SPEC[source]) if dep.source_config else {}
     listener_id = dep.source_config.listener_id if dep.source_config else None
-    if listener_id in listener_names:
+    if listener_id is not None and listener_id in listener_names:
         config = _replaced(
             config, "listenerId", "listenerRef", {"name": listener_names[listener_id]}
         )
