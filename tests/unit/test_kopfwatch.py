@@ -218,6 +218,30 @@ def test_kopfs_event_handler_hands_each_event_to_the_workers() -> None:
     workers = SimpleNamespace(observe=lambda *args: observed.append(args))
     memo = kopf.Memo(runtime=SimpleNamespace(workers=workers))
     body = {"metadata": {"name": "a"}}
-    on_event("AgentDeployment", {"type": "MODIFIED", "object": body}, memo)
-    on_event("Listener", {"type": None, "object": body}, memo)  # listed at start
+    asyncio.run(on_event("AgentDeployment", {"type": "MODIFIED", "object": body}, memo))
+    asyncio.run(on_event("Listener", {"type": None, "object": body}, memo))  # listed at start
     assert observed == [("AgentDeployment", "MODIFIED", body), ("Listener", None, body)]
+
+
+async def test_kopf_runs_the_event_handlers_on_the_event_loop_thread() -> None:
+    """Kopf runs a sync handler in its executor's threads: ours must be coroutines, so
+    that the work queue (asyncio futures, plain dicts) is only touched by the loop."""
+    import threading
+    from functools import partial
+    from types import SimpleNamespace
+
+    from kopf._core.actions.invocation import invoke
+
+    from deployplane.controller import handlers
+
+    registry = kopf.OperatorRegistry()
+    handlers.register(registry=registry)
+    fns = [h.fn for h in registry._watching.get_all_handlers()]
+    assert fns, "no event handler registered"
+    threads: list[int] = []
+    workers = SimpleNamespace(observe=lambda *_: threads.append(threading.get_ident()))
+    memo = kopf.Memo(runtime=SimpleNamespace(workers=workers))
+    event = {"type": "ADDED", "object": {"metadata": {"name": "a"}}}
+    for fn in fns:
+        await invoke(partial(fn, event=event, memo=memo))
+    assert threads == [threading.get_ident()] * len(fns)

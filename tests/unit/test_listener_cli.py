@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from deployplane.cli import app
+from deployplane.commands.root import app
 
 runner = CliRunner()
 URL = "http://127.0.0.1:9"

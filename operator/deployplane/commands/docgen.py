@@ -49,7 +49,7 @@ def _walk(command: Any, ctx: click.Context, path: str) -> Iterator[tuple[str, st
 
 def reference() -> str:
     """The generated section (without the markers)."""
-    from deployplane.cli import app
+    from deployplane.commands.root import app
 
     plain, typer.core.HAS_RICH = typer.core.HAS_RICH, False
     try:

@@ -200,8 +200,13 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         runtime.metrics.serve(config.metrics_port, config.metrics_addr)
 
 
-def on_event(kind: str, event: Mapping[str, Any], memo: kopf.Memo, **_: Any) -> None:
-    """Every watch event of `kind` (type None: listed): to the workers, as it came."""
+async def on_event(kind: str, event: Mapping[str, Any], memo: kopf.Memo, **_: Any) -> None:
+    """Every watch event of `kind` (type None: listed): to the workers, as it came.
+
+    A coroutine on purpose: Kopf runs a plain function in its thread-pool executor (one
+    thread hop, a context copy and a shielded task per event), and the work queue and
+    the tracked bodies belong to the event loop's thread, so a sync handler would both
+    cost more per event and touch them from another thread."""
     runtime: Runtime | None = getattr(memo, "runtime", None)
     if runtime is not None:
         runtime.workers.observe(kind, event.get("type"), event["object"])
