@@ -30,7 +30,7 @@ from tests.e2e.operator_harness import (
     operator_env,
 )
 
-from deployplane.reconcile.passes import CREATE_PENDING_ANNOTATION
+from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION
 
 AGD = "agentdeployments"
 SECRET_VALUE = "sk-reliability-planted-7d41e9"

@@ -32,7 +32,9 @@ from tests.e2e.operator_harness import (
 from tests.support.e2ecluster import E2ECluster
 
 from deployplane.devcluster.manifests import Applier
-from deployplane.reconcile.passes import CREATE_PENDING_ANNOTATION, FINALIZER
+from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION
+from deployplane.reconcile.passes import FINALIZER
+from deployplane.reconcile.resync import RESYNC_ANNOTATION
 
 SECRET_VALUE = "sk-e2e-planted-secret-4f9a2c"
 AGD, LST = "agentdeployments", "listeners"
@@ -372,6 +374,28 @@ def test_steady_state_makes_no_kubernetes_writes(
         time.sleep(5)  # five resync periods
         writes = dev_cluster.count_writes(since, namespace=namespace)
     assert writes == {}, writes
+
+
+def test_the_resync_interval_annotation_sets_how_often_a_settled_resource_is_read(
+    operator: Any, resources: Resources, emulator: Emulator
+) -> None:
+    """`0`: never read again while nothing changes; changing it wakes the resource, and
+    `10` reads it every ten seconds (the operator's own interval here is 600 s)."""
+
+    def reads() -> int:
+        return int(emulator.stats()["arrived"].get("GET /v2/deployments/{deployment_id}", 0))
+
+    body = docker("resync")
+    body["metadata"]["annotations"] = {RESYNC_ANNOTATION: "0"}
+    resources.create(AGD, body)
+    resources.wait(AGD, "resync", ready_for_generation, what="Ready")
+    time.sleep(1)
+    before = reads()
+    time.sleep(12)
+    assert reads() == before, "a resource with resync-interval 0 was read again"
+    resources.patch(AGD, "resync", {"metadata": {"annotations": {RESYNC_ANNOTATION: "10"}}})
+    time.sleep(15)  # woken by the change, then every 10 s (+ up to 10% jitter)
+    assert reads() - before >= 2
 
 
 def test_operator_killed_between_post_and_status_write_creates_exactly_one(

@@ -33,9 +33,9 @@ from deployplane.externals.agentdeployment import AgentDeploymentConnecter
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.errors import classified
 from deployplane.externals.listener import ListenerConnecter
+from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import (
-    CREATE_PENDING_ANNOTATION,
     FINALIZER,
     PassRunner,
     ResourceState,

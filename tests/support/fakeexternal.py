@@ -1,7 +1,7 @@
 """Function-adapter fakes of `ExternalClient` and `Connecter`, after crossplane-runtime's
 `ExternalClientFns`: every method is a field with a harmless default, so a test sets
 only the behaviour it is about. Every call, and every status write made through
-`ExternalFns.write_status`, lands in one ordered journal, so tests can prove order
+`ExternalFns.mark`/`unmark`/`write_status`, lands in one ordered journal, so tests can prove order
 (the create-pending marker before the create, the id right after it)."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from deployplane.crd.specs import DeletionPolicy
 from deployplane.externals.agentdeployment import AgentDeploymentReason as Reason
 from deployplane.externals.errors import classified
 from deployplane.reconcile.external import Managed, Observation, Phase
+from deployplane.reconcile.marker import CreatePending
 from deployplane.reconcile.status import ResourceStatus
 
 T = TypeVar("T")
@@ -144,8 +145,16 @@ class ExternalFns:
         self.journal.append(("delete", external_id))
         return self.delete_fn(external_id)
 
+    async def mark(self, marker: CreatePending) -> None:
+        """A MarkerWriter: journals the marker written before a create call."""
+        value = {"key": marker.key, "resourceVersion": marker.resource_version}
+        self.journal.append(("mark", value))
+
+    async def unmark(self) -> None:
+        self.journal.append(("unmark",))
+
     async def write_status(self, patch: dict[str, Any]) -> None:
-        """A StatusWriter that journals the patch (None values delete keys)."""
+        """Journals a durable status patch (None values delete keys)."""
         self.journal.append(("write", patch))
 
 

@@ -218,7 +218,7 @@ async def test_a_third_kind_gets_a_kopf_event_handler_and_a_loop() -> None:
         "fakes",
     )
     body = {"metadata": {"namespace": "ns-1", "name": "f1", "uid": "u1"}, "spec": {}}
-    fake.fn(event={"type": None, "object": body}, memo=kopf.Memo(runtime=runtime))
+    await fake.fn(event={"type": None, "object": body}, memo=kopf.Memo(runtime=runtime))
     assert ("Fake", "ns-1", "f1", "u1") in runtime.workers.resources, "fed to the workers"
 
 

@@ -26,9 +26,9 @@ from deployplane.externals.agentdeployment import AgentDeploymentReason as Reaso
 from deployplane.externals.connections import Connection
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Phase
+from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import (
-    CREATE_PENDING_ANNOTATION,
     DELETE_POLL_SECONDS,
     DELETE_RETRY_SECONDS,
     FINALIZER,
@@ -124,7 +124,7 @@ class Rig:
             on_gone=self.gone.append,
         )
 
-    async def one_pass(self, state: ResourceState, b: dict[str, Any] | None = None) -> float:
+    async def one_pass(self, state: ResourceState, b: dict[str, Any] | None = None) -> float | None:
         b = b if b is not None else body()
         if state.status is None:
             state.status = dict(b.get("status") or {})
@@ -150,7 +150,7 @@ async def test_paused_annotation_stops_reconciling(value: str | None, paused: bo
     got = {"reconciled": bool(rig.ext.journal), "writes": bool(rig.sink.writes)}
     assert got == {"reconciled": not paused, "writes": not paused}
     if paused:
-        assert (delay, state.visit.seen) == (TIMING.resync, (1, True))
+        assert (delay, state.visit.seen) == (TIMING.resync, (1, True, None))
 
 
 # ---------------------------------------------------------------- status writes
@@ -210,6 +210,7 @@ async def test_an_earlier_versions_status_marker_still_looks_up_and_is_cleared()
     old = body(status={"createPending": {"key": "agent"}})
     old["metadata"]["finalizers"] = [FINALIZER]
     state = ResourceState()
+    state.seed(old)  # first sight: the marker is read from the object, status included
     await rig.one_pass(state, old)
     assert ("create",) not in rig.ext.journal
     (final,) = rig.sink.writes
@@ -409,6 +410,58 @@ async def test_full_observation_when_resync_is_due_polls_otherwise() -> None:
     state.visit.last_full -= TIMING.resync  # time passes
     await rig.one_pass(state, b)
     assert [full for *_, full in rig.observes()] == [True, False, True]
+
+
+RESYNC = "deployplane.io/resync-interval"
+
+
+@pytest.mark.parametrize(
+    ("value", "delay"),
+    [(None, 600.0), ("30", 30.0), (" 3600 ", 3600.0), ("0", None), ("604800", 604800.0)],
+)
+async def test_a_settled_resource_resyncs_at_its_own_interval(
+    value: str | None, delay: float | None
+) -> None:
+    rig = Rig()
+    annotations = {} if value is None else {RESYNC: value}
+    b = body(annotations=annotations, status={"deploymentId": DEP_ID})
+    assert await rig.one_pass(ResourceState(), b) == delay
+    assert not [e for e in rig.events if e.reason == "InvalidResyncInterval"]
+
+
+async def test_its_own_interval_decides_when_a_resync_is_due() -> None:
+    rig = Rig(ext=ExternalFns(observe_fn=returns(PROGRESSING)))
+    state = ResourceState()
+    b = body(annotations={RESYNC: "30"}, status={"deploymentId": DEP_ID})
+    await rig.one_pass(state, b)
+    await rig.one_pass(state, b)  # polling: not due yet
+    state.visit.last_full -= 30
+    await rig.one_pass(state, b)
+    assert [full for *_, full in rig.observes()] == [True, False, True]
+
+
+@pytest.mark.parametrize("value", ["5", "604801", "-1", "1m", "", "1e3", "٣٠"])
+async def test_a_bad_interval_keeps_the_operators_and_warns_once(value: str) -> None:
+    rig = Rig()
+    state = ResourceState()
+    b = body(annotations={RESYNC: value}, status={"deploymentId": DEP_ID})
+    assert await rig.one_pass(state, b) == TIMING.resync
+    assert await rig.one_pass(state, b) == TIMING.resync
+    warnings = [e for e in rig.events if e.reason == "InvalidResyncInterval"]
+    assert len(warnings) == 1
+    assert warnings[0].type == "Warning"
+    assert RESYNC in warnings[0].message
+    assert "0 (never)" in warnings[0].message
+    assert rig.ext.journal, "the pass still reconciles"
+
+
+async def test_changing_the_interval_wakes_the_resource() -> None:
+    rig = Rig()
+    state = ResourceState()
+    await rig.one_pass(state, body(annotations={RESYNC: "60"}))
+    assert not state.changed(body(annotations={RESYNC: "60"}))
+    assert state.changed(body(annotations={RESYNC: "0"}))
+    assert state.changed(body())
 
 
 # ------------------------------------------------------------- merge patch

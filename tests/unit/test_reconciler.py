@@ -31,6 +31,7 @@ from deployplane.externals.errors import classify
 from deployplane.reconcile.conditions import Reason
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import ABSENT, DependencyNotReady, Managed, Phase
+from deployplane.reconcile.marker import CreatePending
 from deployplane.reconcile.outcome import Outcome
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
@@ -39,7 +40,10 @@ from deployplane.reconcile.status import to_kube
 OLD = "2020-01-01T00:00:00Z"
 ABSENT_FIELD = "<absent>"
 ALL = ["Ready", "Reconciling", "Stalled", "Synced"]
-CREATE_PENDING = "createPending"  # the status field of the marker, as Kubernetes stores it
+CREATE_PENDING = "createPending"
+"""Where earlier versions kept the marker in the status: here, a case's `status` with it
+stands for a resource whose object carries the marker (`Managed.create_pending`), and
+a wanted status proves the marker never shows in the status."""
 TIMING = Schedule()  # poll 2 s -> 30 s, retry 2 s -> 120 s, resync 600 s
 
 MARKER_VALUE = {"key": "agent", "resourceVersion": "7"}
@@ -115,7 +119,8 @@ CONNECT: Call = ("connect",)
 CREATE: Call = ("create",)
 FIND: Call = ("find",)
 UPDATE: Call = ("update",)
-WRITE_MARKER: Call = ("write", MARKER)
+WRITE_MARKER: Call = ("mark", MARKER_VALUE)
+UNMARK: Call = ("unmark",)
 
 
 def observe(external_id: str = DEP_ID, full: bool = True) -> Call:
@@ -152,6 +157,8 @@ class Case:
 def managed(
     status: dict[str, Any], generation: int = 1, **spec: Any
 ) -> Managed[FakeSpec, FakeStatus]:
+    status = dict(status)
+    marker = status.pop(CREATE_PENDING, None)
     return Managed(
         namespace="team-a",
         name="agent",
@@ -160,6 +167,7 @@ def managed(
         spec=FakeSpec(**spec),
         status=FakeStatus.model_validate(status),
         resource_version="7",
+        create_pending=None if marker is None else CreatePending.parse(marker),
     )
 
 
@@ -244,7 +252,7 @@ CASES: dict[str, Case] = {
             requeue_after=2.0,
             settled=False,
             events=[("Warning", "ControlPlaneUnavailable", str(UNAVAILABLE))],
-            status={CREATE_PENDING: MARKER_VALUE, "deploymentId": ABSENT_FIELD},
+            status={CREATE_PENDING: ABSENT_FIELD, "deploymentId": ABSENT_FIELD},
         ),
     ),
     # ----------------------------------------------------------------- observe
@@ -499,7 +507,7 @@ CASES: dict[str, Case] = {
         want=Want(
             conditions=conds("False/Conflict", "False/Conflict", IDLE, "True/Conflict"),
             moved=ALL,
-            calls=[CONNECT, WRITE_MARKER, CREATE, ("write", {CREATE_PENDING: None})],
+            calls=[CONNECT, WRITE_MARKER, CREATE, UNMARK],
             requeue_after=600.0,
             settled=True,
             events=[("Warning", "Conflict", str(CONFLICT))],
@@ -528,7 +536,7 @@ CASES: dict[str, Case] = {
         want=Want(
             conditions=conds("False/Conflict", "False/Conflict", IDLE, "True/Conflict"),
             moved=ALL,
-            calls=[CONNECT, WRITE_MARKER, CREATE, FIND, ("write", {CREATE_PENDING: None})],
+            calls=[CONNECT, WRITE_MARKER, CREATE, FIND, UNMARK],
             requeue_after=600.0,
             settled=True,
             events=[("Warning", "Conflict", TAKEN_MSG)],
@@ -541,7 +549,7 @@ CASES: dict[str, Case] = {
         want=Want(
             conditions=conds("False/InvalidSpec", "False/InvalidSpec", IDLE, "True/InvalidSpec"),
             moved=ALL,
-            calls=[CONNECT, WRITE_MARKER, CREATE, FIND, ("write", {CREATE_PENDING: None})],
+            calls=[CONNECT, WRITE_MARKER, CREATE, FIND, UNMARK],
             requeue_after=600.0,
             settled=True,
             events=[("Warning", "InvalidSpec", REFUSED_MSG)],
@@ -595,7 +603,7 @@ CASES: dict[str, Case] = {
                 WRITE_MARKER,
                 CREATE,
                 FIND,
-                ("write", {CREATE_PENDING: None}),
+                UNMARK,
             ],
             requeue_after=600.0,
             settled=True,
@@ -729,7 +737,7 @@ async def test_reconcile(case: Case) -> None:
     )
     outcome = await reconciler.reconcile(
         managed(case.status, case.generation),
-        write_status=ext.write_status,
+        writes=ext,
         attempt=case.attempt,
         resync_due=case.resync_due,
     )
@@ -752,9 +760,7 @@ async def test_outcome_state_is_what_the_conditions_say(case: Case) -> None:
     reconciler = Reconciler(
         ConnecterFns(ext, connect_error=case.connect_error), kind="deployment", schedule=TIMING
     )
-    outcome = await reconciler.reconcile(
-        managed(case.status, case.generation), write_status=ext.write_status
-    )
+    outcome = await reconciler.reconcile(managed(case.status, case.generation), writes=ext)
     want = state_by_conditions(to_kube(outcome.status))
     assert (outcome.state.value, outcome.settled) == (want, want in ("ready", "stalled"))
 
@@ -763,7 +769,7 @@ async def test_references_are_resolved_at_most_once_a_pass_and_not_for_a_poll() 
     for status, want in ((POLLING, 0), (SETTLED, 1), ({}, 1)):
         ext = ExternalFns(observe_fn=returns(PROGRESSING))
         await Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING).reconcile(
-            managed(status), write_status=ext.write_status
+            managed(status), writes=ext
         )
         assert ext.resolved == want
 
@@ -778,7 +784,7 @@ async def test_references_are_resolved_at_most_once_a_pass_and_not_for_a_poll() 
 async def test_poll_delay_grows_from_2_to_a_30_second_cap(attempt: int, want: float) -> None:
     ext = ExternalFns(observe_fn=returns(PROGRESSING))
     outcome = await Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING).reconcile(
-        managed(POLLING), write_status=ext.write_status, attempt=attempt
+        managed(POLLING), writes=ext, attempt=attempt
     )
     assert (outcome.requeue_after, outcome.settled) == (want, False)
 
@@ -806,7 +812,7 @@ async def test_retry_backoff_grows_with_attempt_and_honours_retry_after(
 ) -> None:
     ext = ExternalFns(observe_fn=raises(exc))
     outcome = await Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING).reconcile(
-        managed(SETTLED), write_status=ext.write_status, attempt=attempt
+        managed(SETTLED), writes=ext, attempt=attempt
     )
     assert (outcome.requeue_after, outcome.settled) == (want, False)
 
@@ -836,7 +842,7 @@ async def test_steady_state_outcome_is_the_current_status_exactly() -> None:
     for status, observation in ((SETTLED, observed()), (POLLING, PROGRESSING)):
         ext = ExternalFns(observe_fn=returns(observation))
         outcome = await Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING).reconcile(
-            managed(status), write_status=ext.write_status
+            managed(status), writes=ext
         )
         assert to_kube(outcome.status) == status
         assert outcome.events == ()
@@ -866,7 +872,7 @@ async def test_events_only_on_transitions() -> None:
     for name, behaviour, events in script:
         if behaviour is not None:
             ext.observe_fn = behaviour
-        outcome = await reconciler.reconcile(managed(status), write_status=ext.write_status)
+        outcome = await reconciler.reconcile(managed(status), writes=ext)
         status = to_kube(outcome.status)
         got[name] = [(e.type, e.reason) for e in outcome.events]
         want[name] = events
@@ -876,7 +882,7 @@ async def test_events_only_on_transitions() -> None:
 async def test_a_flip_moves_lastTransitionTime_and_only_the_flipped_ones() -> None:
     ext = ExternalFns(observe_fn=returns(PROGRESSING))
     outcome = await Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING).reconcile(
-        managed(SETTLED), write_status=ext.write_status
+        managed(SETTLED), writes=ext
     )
     times = {c["type"]: c["lastTransitionTime"] for c in to_kube(outcome.status)["conditions"]}
     assert times["Synced"] == OLD
@@ -901,7 +907,7 @@ async def test_abnormal_true_conditions_are_there_only_while_true() -> None:
     for observe_fn, types in life:
         ext = ExternalFns(observe_fn=observe_fn)
         reconciler = Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING)
-        outcome = await reconciler.reconcile(managed(status), write_status=ext.write_status)
+        outcome = await reconciler.reconcile(managed(status), writes=ext)
         status = to_kube(outcome.status)
         assert [c["type"] for c in status["conditions"]] == types
         assert all(c["status"] == "True" for c in status["conditions"][2:])
@@ -917,10 +923,10 @@ async def test_a_status_of_an_earlier_version_loses_its_idle_conditions_once() -
     }
     ext = ExternalFns(observe_fn=returns(observed()))
     reconciler = Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING)
-    outcome = await reconciler.reconcile(managed(earlier), write_status=ext.write_status)
+    outcome = await reconciler.reconcile(managed(earlier), writes=ext)
     assert to_kube(outcome.status) == SETTLED
     assert outcome.events == ()
-    again = await reconciler.reconcile(managed(SETTLED), write_status=ext.write_status)
+    again = await reconciler.reconcile(managed(SETTLED), writes=ext)
     assert to_kube(again.status) == SETTLED
 
 

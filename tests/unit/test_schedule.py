@@ -68,8 +68,23 @@ def test_only_a_revision_in_progress_for_an_unchanged_spec_is_merely_polled(
 
 def test_a_change_wakes_only_once_a_pass_has_seen_the_resource() -> None:
     visit = Visit()
-    assert not visit.changed((1, False))
-    visit.seen = (1, False)
-    assert not visit.changed((1, False))
-    assert visit.changed((2, False))
-    assert visit.changed((1, True))
+    assert not visit.changed((1, False, None))
+    visit.seen = (1, False, None)
+    assert not visit.changed((1, False, None))
+    assert visit.changed((2, False, None))
+    assert visit.changed((1, True, None))
+    assert visit.changed((1, False, "60"))
+
+
+def test_a_resource_that_never_resyncs_is_due_only_at_its_first_pass() -> None:
+    schedule, visit = Schedule(), Visit()
+    assert schedule.begin(visit, 0.0, None)
+    assert not schedule.begin(visit, 10 * schedule.resync, None)
+
+
+def test_its_own_interval_replaces_the_operators() -> None:
+    schedule, visit = Schedule(), Visit()
+    assert schedule.begin(visit, 0.0, 30.0)
+    assert not schedule.begin(visit, 29.0, 30.0)
+    assert schedule.begin(visit, 30.0, 30.0)
+    assert not schedule.begin(visit, 60.0)  # the operator's 600 s

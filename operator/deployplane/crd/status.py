@@ -1,6 +1,6 @@
 """Status of both custom resources: the common part comes from the generic core
-(`deployplane.reconcile.status.ResourceStatus`: observedGeneration, conditions,
-createPending), each kind adds its observed fields and says which one is the external id.
+(`deployplane.reconcile.status.ResourceStatus`: observedGeneration and conditions),
+each kind adds its observed fields and says which one is the external id.
 
 These models are the CRD's status schema (the generator reads them) and the typed status
 the reconciler and the externals pass around at run time; `to_kube` turns one into the

@@ -8,6 +8,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from deployplane.reconcile.marker import CreatePending
 from deployplane.reconcile.status import StatusT
 
 SpecT = TypeVar("SpecT", bound=BaseModel)
@@ -37,6 +38,9 @@ class Managed(Generic[SpecT, StatusT]):
     spec: SpecT
     status: StatusT
     resource_version: str | None = None
+    create_pending: CreatePending | None = None
+    """The create-pending marker on the object (`reconcile.marker`): a create of this
+    resource may have reached the control plane without its id being recorded."""
 
     @property
     def key(self) -> str:

@@ -85,11 +85,7 @@ def compose_outcome(
     conditions = _conditions(current.conditions, gen, verdict)
     events.extend(_transition_events(current.conditions, conditions))
     status = current if verdict.observed is None else current.overlay(verdict.observed)
-    status = status.evolve(
-        observed_generation=gen,
-        conditions=conditions,
-        create_pending=None if verdict.synced else status.create_pending,
-    )
+    status = status.evolve(observed_generation=gen, conditions=conditions)
     state = verdict.state
     requeue = schedule.requeue_after(state, attempt, verdict.retry_after)
     return Outcome(status=status, state=state, requeue_after=requeue, events=tuple(events))

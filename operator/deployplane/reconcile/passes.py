@@ -7,17 +7,14 @@ decision (revision polls back off 2 s -> 30 s, errors back off on their own, a s
 resource resyncs every 10 min), a spec change must cut any wait short, and a pass that
 changes nothing must write nothing to Kubernetes.
 
-The create-pending marker lives on the object, not in its status: the operator's
-finalizer and the marker (annotation `deployplane.io/create-pending`) go in one merge
-patch of the object before the create call, so the marker costs no write of its own. A
-recorded id in the status supersedes it (no clearing write); "marker and no id" means a
-create may have happened (look it up by natural key first), exactly as the status
-marker of earlier versions, which is still read.
+The create-pending marker (`deployplane.reconcile.marker`) lives on the object, not in
+its status: the pass hands it to the reconciler in `Managed.create_pending` and writes
+it for the reconciler (`_Writer.mark`/`unmark`), with our finalizer in the same merge
+patch of the object before the create call, so it costs no write of its own.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -29,18 +26,19 @@ from pydantic import ValidationError
 from deployplane.api.models import camelize
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Managed, SpecT
+from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION, CreatePending, read_marker
 from deployplane.reconcile.outcome import EventRecord, Outcome
 from deployplane.reconcile.reconciler import Reconciler
+from deployplane.reconcile.resync import Resync, resync_of
+from deployplane.reconcile.resync import annotation_value as resync_annotation
 from deployplane.reconcile.schedule import Visit
 from deployplane.reconcile.status import StatusT, to_kube
 from deployplane.reconcile.statuspatch import apply_merge_patch, merge_patch
 
 PAUSED_ANNOTATION: Final = "deployplane.io/paused"
-CREATE_PENDING_ANNOTATION: Final = "deployplane.io/create-pending"
 FINALIZER: Final = "deployplane.io/finalizer"
 """Ours, put on by the first write of the operator; Kopf's own (the same name in
 earlier versions) is released the same way."""
-_MARKER_FIELD: Final = "createPending"
 ECHO_WAIT_SECONDS: Final = 30.0
 """How long a status write waits to be seen on the watch before the watched status is
 believed again (`ResourceState.echo_until`)."""
@@ -92,10 +90,12 @@ class ResourceState:
     status is older than ours. Kubernetes' own controllers wait for their writes the
     same way ("expectations", with a timeout)."""
     visit: Visit = field(default_factory=Visit)
-    marker: dict[str, Any] | None = None
+    marker: CreatePending | None = None
     """The create-pending marker on the object, as last read or written."""
     finalizer: bool = False
     """Whether the object carries our finalizer (read, or written by this process)."""
+    resync_warned: str | None = None
+    """The resync annotation value last warned about (one Warning Event per value)."""
 
     def seed(self, body: Mapping[str, Any]) -> None:
         """First sight of the object in this process: start from what it stores."""
@@ -120,19 +120,6 @@ class ResourceState:
         return self.visit.changed(_fingerprint(body))
 
 
-def read_marker(body: Mapping[str, Any]) -> dict[str, Any] | None:
-    annotations = (body.get("metadata") or {}).get("annotations") or {}
-    raw = annotations.get(CREATE_PENDING_ANNOTATION)
-    if not raw:
-        return None
-    try:
-        marker = json.loads(raw)
-    except ValueError:
-        marker = None
-    # A hand-written or damaged value still says "a create may have happened".
-    return marker if isinstance(marker, dict) and marker.get("key") else {"key": str(raw)}
-
-
 def has_finalizer(body: Mapping[str, Any]) -> bool:
     return FINALIZER in ((body.get("metadata") or {}).get("finalizers") or ())
 
@@ -151,8 +138,9 @@ def is_paused(body: Mapping[str, Any]) -> bool:
     return str(annotations.get(PAUSED_ANNOTATION, "")).lower() == "true"
 
 
-def _fingerprint(body: Mapping[str, Any]) -> tuple[int, bool]:
-    return (int((body.get("metadata") or {}).get("generation") or 0), is_paused(body))
+def _fingerprint(body: Mapping[str, Any]) -> tuple[int, bool, str | None]:
+    generation = int((body.get("metadata") or {}).get("generation") or 0)
+    return (generation, is_paused(body), resync_annotation(body))
 
 
 def to_managed(
@@ -160,6 +148,7 @@ def to_managed(
     status_model: type[StatusT],
     body: Mapping[str, Any],
     status: Mapping[str, Any],
+    create_pending: CreatePending | None = None,
 ) -> Managed[SpecT, StatusT]:
     meta = body.get("metadata") or {}
     return Managed(
@@ -170,6 +159,7 @@ def to_managed(
         spec=spec_model.model_validate(dict(body.get("spec") or {})),
         status=status_model.model_validate(dict(status)),
         resource_version=meta.get("resourceVersion"),
+        create_pending=create_pending,
     )
 
 
@@ -206,28 +196,21 @@ class PassRunner(Generic[SpecT, StatusT]):
         self,
         body: Mapping[str, Any],
         status: Mapping[str, Any],
-        marker: Mapping[str, Any] | None = None,
+        marker: CreatePending | None = None,
     ) -> Managed[SpecT, StatusT]:
-        """The snapshot the reconciler sees; the object's marker shows in its status
-        (as `create_pending`) while no id is recorded there."""
-        return to_managed(self.spec_model, self.status_model, body, self.marked(status, marker))
-
-    def marked(
-        self, status: Mapping[str, Any], marker: Mapping[str, Any] | None
-    ) -> Mapping[str, Any]:
-        """`status` with the object's marker in it, unless an id (or an earlier version's
-        status marker) is recorded there."""
-        if marker is None or _MARKER_FIELD in status or self.has_id(status):
-            return status
-        return {**status, _MARKER_FIELD: dict(marker)}
+        """The snapshot the reconciler sees; the object's marker counts while no id is
+        recorded in the status (a recorded id supersedes it: it is never cleared)."""
+        pending = None if self.has_id(status) else marker
+        return to_managed(self.spec_model, self.status_model, body, status, pending)
 
     def has_id(self, status: Mapping[str, Any]) -> bool:
         return bool(self.status_model.model_validate(dict(status)).external_id)
 
     async def one_pass(
         self, body: Mapping[str, Any], state: ResourceState, *, post_event: EventPoster
-    ) -> float:
-        """Reconcile once and publish; return how long to wait before the next pass."""
+    ) -> float | None:
+        """Reconcile once and publish; return how long to wait before the next pass
+        (None: not until something changes)."""
         if state.status is None:
             state.seed(body)
         assert state.status is not None
@@ -236,9 +219,10 @@ class PassRunner(Generic[SpecT, StatusT]):
         meta = body.get("metadata") or {}
         namespace, name = meta["namespace"], meta["name"]
         schedule = self.reconciler.schedule
+        resync = self._resync(body, state, post_event)
         if is_paused(body):
             self.log.info("%s/%s is paused; not reconciling", namespace, name)
-            return schedule.resync
+            return resync.seconds
 
         now = time.monotonic()
         observed = state.observed(body, now)
@@ -250,7 +234,7 @@ class PassRunner(Generic[SpecT, StatusT]):
             # the pass reasons from what it wrote, and its write restores the rest.
             state.status = observed
         write = _Writer(self, body, state, observed)
-        resync_due = schedule.begin(state.visit, now)
+        resync_due = schedule.begin(state.visit, now, resync.seconds)
         try:
             mr = self.managed(body, state.status, state.marker)
         except ValidationError as exc:
@@ -259,24 +243,35 @@ class PassRunner(Generic[SpecT, StatusT]):
             outcome = self.reconciler.invalid_spec(current, generation, spec_error_message(exc))
         else:
             outcome = await self.reconciler.reconcile(
-                mr, write_status=write, attempt=state.visit.attempt, resync_due=resync_due
+                mr, writes=write, attempt=state.visit.attempt, resync_due=resync_due
             )
-        patch = merge_patch(write.baseline(), to_kube(outcome.status))
+        # Against the status the apiserver holds: a status edited or wiped by hand is
+        # repaired, and an earlier version's status marker is dropped with this write.
+        patch = merge_patch(dict(write.observed), to_kube(outcome.status))
         if patch:
-            await write(patch)
+            await write.write_status(patch)
         for event in outcome.events:
             post_event(event)
         if self.on_outcome is not None:
             self.on_outcome(f"{namespace}/{name}", outcome)
         schedule.end(state.visit, outcome.state)
+        delay = resync.seconds if outcome.state.settled else outcome.requeue_after
         self.log.debug(
-            "%s/%s reconciled: %s, next pass in %.1fs",
+            "%s/%s reconciled: %s, next pass in %s",
             namespace,
             name,
             outcome.state.value,
-            outcome.requeue_after,
+            "(never)" if delay is None else f"{delay:.1f}s",
         )
-        return outcome.requeue_after
+        return delay
+
+    def _resync(self, body: Mapping[str, Any], state: ResourceState, post: EventPoster) -> Resync:
+        """The resource's resync interval; a bad annotation is told once per value."""
+        resync = resync_of(body, self.reconciler.schedule.resync)
+        if resync.problem and state.resync_warned != resync_annotation(body):
+            post(EventRecord("Warning", "InvalidResyncInterval", resync.problem))
+            state.resync_warned = resync_annotation(body)
+        return resync
 
     async def finalize(self, body: Mapping[str, Any], state: ResourceState) -> NotYet | None:
         """The custom resource is being deleted: delete (or orphan) the external resource.
@@ -298,13 +293,13 @@ class PassRunner(Generic[SpecT, StatusT]):
 
 
 class _Writer:
-    """The reconciler's durable writes and the pass's publishing write, for one pass.
+    """The pass's writes to one object: the reconciler's create-pending marker
+    (`MarkerWriter`) and the publishing status patch.
 
-    A status patch carrying the create-pending marker becomes a merge patch of the object
-    (our finalizer and the annotation in one write, before the create call); a cleared
-    marker is dropped from the object only when no id supersedes it (a refused create).
-    The finalizer goes on with the first write of the operator to the object's status,
-    so every resource the operator acted on is finalized on deletion."""
+    The marker goes on the object with our finalizer, in one merge patch, before the
+    create call; a refused create takes it off. The finalizer goes on with the first
+    write of the operator to the object, so every resource the operator acted on is
+    finalized on deletion."""
 
     def __init__(
         self,
@@ -321,41 +316,30 @@ class _Writer:
         meta = body.get("metadata") or {}
         self.namespace, self.name = meta["namespace"], meta["name"]
 
-    def baseline(self) -> dict[str, Any]:
-        """The status as the apiserver holds it (the object's marker shown in it as
-        the reconciler saw it), to diff the outcome to."""
-        return dict(self.loop.marked(self.observed, self.state.marker))
-
-    async def __call__(self, patch: dict[str, Any]) -> None:
+    async def mark(self, marker: CreatePending) -> None:
         state = self.state
-        assert state.status is not None
-        status_patch = dict(patch)
-        marker = status_patch.pop(_MARKER_FIELD, _ABSENT)
         annotations: dict[str, Any] = {}
-        if isinstance(marker, dict) and (state.marker or {}).get("key") != marker.get("key"):
-            annotations[CREATE_PENDING_ANNOTATION] = json.dumps(marker, separators=(",", ":"))
-        elif marker is None:
-            if _MARKER_FIELD in self.observed:  # an earlier version's status marker
-                status_patch[_MARKER_FIELD] = None
-            written = apply_merge_patch(self.observed, status_patch)
-            if state.marker and not self.loop.has_id(written):
-                annotations[CREATE_PENDING_ANNOTATION] = None
-        needs_object = bool(annotations) or bool(status_patch and not state.finalizer)
-        if needs_object and not await self._patch_object(annotations):
-            if isinstance(marker, dict):
-                raise ResourceGone(f"{self.namespace}/{self.name} was deleted")
+        if state.marker is None or state.marker.key != marker.key:
+            annotations[CREATE_PENDING_ANNOTATION] = marker.render()
+        if (annotations or not state.finalizer) and not await self._patch_object(annotations):
+            raise ResourceGone(f"{self.namespace}/{self.name} was deleted")
+        state.marker = marker
+
+    async def unmark(self) -> None:
+        if self.state.marker is not None:
+            await self._patch_object({CREATE_PENDING_ANNOTATION: None})
+            self.state.marker = None
+
+    async def write_status(self, status_patch: dict[str, Any]) -> None:
+        """A status patch: the pass's publishing one, or a durable one of the reconciler
+        (our finalizer first, if not on yet)."""
+        state = self.state
+        if not state.finalizer and not await self._patch_object({}):
             return  # nothing to publish on a deleted object
-        if isinstance(marker, dict):
-            state.marker = marker
-        elif CREATE_PENDING_ANNOTATION in annotations:
-            state.marker = None
-        if status_patch:
-            await self.loop.sink.patch_status(
-                self.loop.plural, self.namespace, self.name, status_patch
-            )
-            self.observed = apply_merge_patch(self.observed, status_patch)
-            state.status = dict(self.observed)
-            state.echo_until = time.monotonic() + ECHO_WAIT_SECONDS
+        await self.loop.sink.patch_status(self.loop.plural, self.namespace, self.name, status_patch)
+        self.observed = apply_merge_patch(self.observed, status_patch)
+        state.status = dict(self.observed)
+        state.echo_until = time.monotonic() + ECHO_WAIT_SECONDS
 
     async def _patch_object(self, annotations: dict[str, Any]) -> bool:
         meta: dict[str, Any] = {}
@@ -376,6 +360,3 @@ class _Writer:
         )
         self.state.finalizer = self.state.finalizer or patched
         return patched
-
-
-_ABSENT: Final = object()

@@ -9,9 +9,8 @@ stall. The `Schedule` says when to come back. It returns an `Outcome`; it never 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Generic
+from typing import Any, Generic, Protocol
 
 from deployplane.reconcile.conditions import Reason
 from deployplane.reconcile.errors import ExternalError, Refusal
@@ -24,6 +23,7 @@ from deployplane.reconcile.external import (
     Phase,
     SpecT,
 )
+from deployplane.reconcile.marker import CreatePending, MarkerWriter
 from deployplane.reconcile.outcome import (
     EventRecord,
     EventType,
@@ -32,13 +32,18 @@ from deployplane.reconcile.outcome import (
     compose_outcome,
 )
 from deployplane.reconcile.schedule import Schedule
-from deployplane.reconcile.status import CreatePending, StatusT, to_kube
+from deployplane.reconcile.status import StatusT, to_kube
 from deployplane.reconcile.statuspatch import merge_patch
 
-StatusWriter = Callable[[dict[str, Any]], Awaitable[None]]
-"""Merge-patches the status at once (None deletes a key). Used for the create-pending
-marker, which must be durable before the create call, whatever happens after (the loop
-writes that one to the object, with the finalizer: `deployplane.reconcile.passes`)."""
+
+class PassWriter(MarkerWriter, Protocol):
+    """The writes a pass makes durable at once, before it goes on: the create-pending
+    marker (`MarkerWriter`, on the object), and a status patch for an id to forget."""
+
+    async def write_status(self, patch: dict[str, Any]) -> None:
+        """Merge-patch the status now (None deletes a key)."""
+        ...
+
 
 Ext = ExternalClient[SpecT, StatusT, Any, Any]
 Obs = Observation[StatusT, Any]
@@ -58,19 +63,20 @@ class Reconciler(Generic[SpecT, StatusT]):
         self,
         mr: Managed[SpecT, StatusT],
         *,
-        write_status: StatusWriter,
+        writes: PassWriter,
         attempt: int = 0,
         resync_due: bool = False,
     ) -> Outcome[StatusT]:
-        """One pass. `attempt` counts consecutive unsettled passes (for backoff);
-        `resync_due` forces a full observation even while only polling a revision."""
+        """One pass. `writes` makes the create-pending marker (before a create call) and
+        a forgotten id durable; `attempt` counts consecutive unsettled passes (for
+        backoff); `resync_due` forces a full observation even while only polling."""
         events: list[EventRecord] = []
-        status = _PassStatus(mr.status, write_status)
+        status = _PassStatus(mr.status)
         verdict: Verdict[StatusT]
         try:
             ext = await self._connecter.connect(mr)
             full = self.schedule.wants_full(mr.status, mr.generation, resync_due)
-            obs = await _Pass(self.kind, mr, ext, status, events).sync(full=full)
+            obs = await _Pass(self.kind, mr, ext, status, writes, events).sync(full=full)
             verdict = Verdict(
                 phase=obs.phase,
                 synced=True,
@@ -107,7 +113,7 @@ class Reconciler(Generic[SpecT, StatusT]):
             return True
         ext = await self._connecter.connect(mr)
         external_id = mr.status.external_id or ext.adopt_id
-        if not external_id and mr.status.create_pending:
+        if not external_id and mr.create_pending:
             # A create may have reached the control plane before a crash: delete it too.
             external_id = await ext.find(mr)
         if not external_id:
@@ -123,6 +129,7 @@ class _Pass(Generic[SpecT, StatusT]):
     mr: Managed[SpecT, StatusT]
     ext: Ext[SpecT, StatusT]
     status: _PassStatus[StatusT]
+    writes: PassWriter
     events: list[EventRecord]
     _desired: Any = None
     _resolved: bool = False
@@ -171,21 +178,24 @@ class _Pass(Generic[SpecT, StatusT]):
             "ExternalResourceGone",
             f"{self.kind} {external_id} disappeared from the control plane; creating it again",
         )
-        await self.status.write(self.status.current.with_external_id(None))
+        # Durable before the create below: a pass dying after it must find no id, so
+        # that the marker counts and the new one is looked up instead of made twice.
+        forgotten = self.status.current.with_external_id(None)
+        patch = merge_patch(to_kube(self.status.current), to_kube(forgotten))
+        await self.writes.write_status(patch)
+        self.status.record(forgotten)
 
     async def _create(self) -> Obs[StatusT]:
         mr, ext, status = self.mr, self.ext, self.status
-        if mr.status.create_pending:
+        if mr.create_pending:
             # A previous pass may have created it and died before recording the id.
             found = await ext.find(mr)
             if found:
-                status.record(status.current.with_external_id(found).evolve(create_pending=None))
+                status.record(status.current.with_external_id(found))
                 self.event("Normal", "Adopted", f"Recovered {self.kind} {found} after restart")
                 return await ext.observe(mr, found, await self.desired())
-        marker = CreatePending(key=ext.natural_key, resource_version=mr.resource_version)
-        unmarked = status.current.evolve(create_pending=None)
         # Written even when a marker is there already: this pass is about to create.
-        await status.write(unmarked.evolve(create_pending=marker), since=unmarked)
+        await self.writes.mark(CreatePending(ext.natural_key, mr.resource_version))
         try:
             obs = await ext.create(mr, await self.desired())
         except ExternalError as exc:
@@ -195,7 +205,7 @@ class _Pass(Generic[SpecT, StatusT]):
         new_id = obs.external_id
         # Published with the outcome, in the same write as the first conditions: until
         # then the durable marker covers a crash (the next pass finds and adopts it).
-        status.record(status.current.with_external_id(new_id).evolve(create_pending=None))
+        status.record(status.current.with_external_id(new_id))
         self.event("Normal", "Created", f"Created {self.kind} {new_id}")
         return obs
 
@@ -208,12 +218,12 @@ class _Pass(Generic[SpecT, StatusT]):
         mr, ext = self.mr, self.ext
         if exc.refusal is Refusal.INVALID:
             raise exc
-        ours = bool(mr.status.create_pending)
+        ours = mr.create_pending is not None
         maybe_taken = exc.refusal is Refusal.BAD_REQUEST
         found = await ext.find(mr) if ours or maybe_taken else None
         if found and ours:
             return await ext.observe(mr, found, await self.desired())
-        await self.status.write(self.status.current.evolve(create_pending=None))
+        await self.writes.unmark()
         if found and maybe_taken:
             raise exc.with_message(
                 f"{exc} ({ext.natural_key!r} is already taken on the control plane)",
@@ -223,21 +233,12 @@ class _Pass(Generic[SpecT, StatusT]):
 
 
 class _PassStatus(Generic[StatusT]):
-    """The status as it stands during one pass: what `mr.status` said, plus the durable
-    writes made so far (`write`: the marker) and what is only recorded, to be published
-    with the outcome (`record`: the new id). The outcome builds on it, so that a later
-    error can neither bring back a cleared marker, nor drop a marker written for a
-    create whose answer never came, nor lose an id the control plane just gave."""
+    """The status as it stands during one pass: what `mr.status` said, plus what is
+    recorded to be published with the outcome (`record`: the new id). The outcome builds
+    on it, so that a later error cannot lose an id the control plane just gave."""
 
-    def __init__(self, status: StatusT, writer: StatusWriter) -> None:
+    def __init__(self, status: StatusT) -> None:
         self.current = status
-        self._writer = writer
-
-    async def write(self, status: StatusT, *, since: StatusT | None = None) -> None:
-        """Write the difference `since` (default: the current status) -> `status`."""
-        before = self.current if since is None else since
-        await self._writer(merge_patch(to_kube(before), to_kube(status)))
-        self.record(status)
 
     def record(self, status: StatusT) -> None:
         self.current = status

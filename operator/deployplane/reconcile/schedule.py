@@ -4,8 +4,9 @@ Polls back off while something is in progress (2 s -> 30 s); errors back off on 
 own (2 s -> 120 s, or longer if the service said Retry-After); a settled resource is
 looked at again every `resync` seconds, and that visit is always a full observation.
 Between resyncs, a pass over an unchanged spec whose revision is rolling only polls the
-revision. A change of spec (or of the pause annotation) wakes the resource at once
-(`Visit.changed`).
+revision. A change of spec (or of the pause or resync annotation) wakes the resource at
+once (`Visit.changed`). A resource may name its own resync interval
+(`deployplane.reconcile.resync`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
+from typing import Final
 
 from deployplane.reconcile.conditions import ConditionType, is_true
 from deployplane.reconcile.status import ResourceStatus
@@ -30,6 +32,15 @@ class State(Enum):
     def settled(self) -> bool:
         """Nothing in progress or being retried: the next visit is a resync."""
         return self in (State.READY, State.STALLED)
+
+
+class Default(Enum):
+    """The operator's own resync interval (a resource that names none)."""
+
+    TOKEN = "default"
+
+
+DEFAULT: Final = Default.TOKEN
 
 
 @dataclass(frozen=True)
@@ -65,10 +76,15 @@ class Schedule:
         synced = is_true(status.conditions, ConditionType.SYNCED)
         return not (polling and synced)
 
-    def begin(self, visit: Visit, now: float) -> bool:
+    def begin(self, visit: Visit, now: float, resync: float | Default | None = DEFAULT) -> bool:
         """A pass starts (`now`: a monotonic clock): True when a resync is due, which
-        forces a full observation whatever the status says."""
-        due = now - visit.last_full >= self.resync
+        forces a full observation whatever the status says. `resync`: the resource's own
+        interval (`reconcile.resync`; None: never, only the first pass is full)."""
+        interval = self.resync if isinstance(resync, Default) else resync
+        if interval is None:
+            due = visit.last_full == -math.inf
+        else:
+            due = now - visit.last_full >= interval
         if due:
             visit.last_full = now
         return due
@@ -88,11 +104,11 @@ class Visit:
     """Consecutive unsettled passes, for the poll and error backoffs."""
     last_full: float = -math.inf
     """When this process last forced a full observation (monotonic clock)."""
-    seen: tuple[int, bool] | None = None
-    """(generation, paused) at the start of the last pass."""
+    seen: tuple[int, bool, str | None] | None = None
+    """(generation, paused, resync annotation) at the start of the last pass."""
     last_state: State | None = None
     """Where the last pass ended (a RETRYING one is requeued under the global rate)."""
 
-    def changed(self, fingerprint: tuple[int, bool]) -> bool:
+    def changed(self, fingerprint: tuple[int, bool, str | None]) -> bool:
         """Whether a watch event brings what the last pass has not seen: wake now."""
         return self.seen is not None and fingerprint != self.seen

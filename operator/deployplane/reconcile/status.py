@@ -2,8 +2,8 @@
 
 A kind's status model derives from `ResourceStatus` and names which of its fields holds
 the external id (`external_id`/`with_external_id`), so the generic reconciler reads and
-writes the id, the create-pending marker and the conditions through typed attributes,
-never through hand-spelled camelCase keys.
+writes the id and the conditions through typed attributes, never through hand-spelled
+camelCase keys. (The create-pending marker is not status: `reconcile.marker`.)
 """
 
 from __future__ import annotations
@@ -15,20 +15,11 @@ from pydantic import Field
 from deployplane.reconcile.conditions import Condition, StatusModel
 
 
-class CreatePending(StatusModel):
-    """Written before the create call so a crash between it and recording the id can be
-    recovered by looking the resource up by its natural key instead of creating twice."""
-
-    key: str = Field(description="Name (deployment) or computeId (listener) being created.")
-    resource_version: str | None = Field(None, description="Object version at the time.")
-
-
 class ResourceStatus(StatusModel):
-    """observedGeneration, conditions and the create-pending marker, common to every kind."""
+    """observedGeneration and conditions, common to every kind."""
 
     observed_generation: int | None = Field(None, description="Generation last reconciled.")
     conditions: list[Condition] = Field(default_factory=list, description="Conditions.")
-    create_pending: CreatePending | None = Field(None, description="Create in flight.")
 
     @property
     def external_id(self) -> str | None:
