@@ -35,6 +35,7 @@ DOCUMENTED = (
     "config",
     "version",
     "trace",
+    "export",
     "controlplane",
 )
 

@@ -5,6 +5,8 @@ this module stays a table of contents:
 
 - API resources (`deployments`, `revisions`, `listeners`, `repos`, `providers`):
   `deployplane.commands.resources`; `apply -f`: `deployplane.commands.applying`
+- `export`: existing deployments and listeners as custom resources to adopt:
+  `deployplane.commands.exporting`
 - `trace KIND/NAME`: a resource's tree, Kubernetes to control plane to workloads:
   `deployplane.commands.trace`
 - `config get-contexts|use-context|set-context`: `deployplane.commands.contexts`
@@ -22,7 +24,7 @@ from typing import Annotated
 
 import typer
 
-from deployplane.commands import about, applying, contexts, logs, resources, trace
+from deployplane.commands import about, applying, contexts, exporting, logs, resources, trace
 from deployplane.commands.connection import EXIT_CODES_HELP, ConnectedCommand
 from deployplane.controller.cli import app as operator_app
 from deployplane.controlplane.cli import app as controlplane_app
@@ -54,6 +56,7 @@ resources.register(app)
 logs.register(resources.deployments)  # `deployplane deployments logs`
 app.command("apply", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(applying.apply)
 app.command("version", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(about.version)
+app.command("export", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(exporting.export_command)
 app.command("trace", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(trace.trace)
 app.add_typer(contexts.app, name="config", help="Contexts: named connections to a control plane.")
 app.add_typer(controlplane_app, name="controlplane", help="Run the control-plane emulator.")
