@@ -600,7 +600,7 @@ def test_allowed_updates_are_accepted(
     # The transition rules must not fire when the immutable fields are left alone.
     _create(custom, namespace, before)
     updated = _replace_spec(custom, namespace, before, after["spec"])
-    defaults: dict[str, Any] = {"deletionPolicy": "Delete"}
+    defaults: dict[str, Any] = {"deletionPolicy": "Delete", "managementPolicy": "Full"}
     if after["kind"] == "AgentDeployment":
         defaults["deleteTracingProject"] = False
     assert updated["spec"] == {**defaults, **after["spec"]}

@@ -275,6 +275,100 @@ def test_a_listener_shared_across_namespaces_only_where_it_allows_it(
         infra.wait(LST, "shared", lambda o: o is None, what="listener deleted")
 
 
+def test_write_outputs_to_a_configmap_owned_by_the_resource(
+    resources: Resources,
+    emulator: Emulator,
+    kubeconfig: Path,
+    namespace: str,
+    k8s_api: client.ApiClient,
+) -> None:
+    """spec.writeOutputsTo: the ConfigMap holds the id, URL, revisions and status,
+    follows a new revision, is not written at steady state (resyncs every second here),
+    is garbage-collected with the resource; a ConfigMap not ours is never touched."""
+    core = client.CoreV1Api(k8s_api)
+
+    def outputs(name: str) -> client.V1ConfigMap | None:
+        try:
+            return core.read_namespaced_config_map(name, namespace)
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    foreign = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="taken"), data={"x": "1"})
+    core.create_namespaced_config_map(namespace, foreign)
+    env = operator_env(emulator, kubeconfig, DEPLOYPLANE_RESYNC_INTERVAL="1")
+    with kopf_operator(namespace, env):
+        resources.create(AGD, docker("exported", writeOutputsTo={"configMapName": "exported-out"}))
+        ready = resources.wait(AGD, "exported", ready_for_generation, what="Ready")
+        assert ready is not None
+        made = outputs("exported-out")
+        assert made is not None
+        status = ready["status"]
+        assert made.data == {
+            "deploymentId": status["deploymentId"],
+            "url": status["url"],
+            "latestRevisionId": status["latestRevisionId"],
+            "activeRevisionId": status["activeRevisionId"],
+            "revisionStatus": "DEPLOYED",
+        }
+        (owner,) = made.metadata.owner_references
+        assert (owner.kind, owner.name, owner.uid, owner.controller) == (
+            "AgentDeployment",
+            "exported",
+            ready["metadata"]["uid"],
+            True,
+        )
+        version = made.metadata.resource_version
+        time.sleep(4)  # four resyncs: read, found equal, not written
+        steady = outputs("exported-out")
+        assert steady is not None
+        assert steady.metadata.resource_version == version
+
+        image = {"sourceRevisionConfig": {"imageUri": "registry.example.com/agent:2"}}
+        resources.patch(AGD, "exported", {"spec": image})
+        second = resources.wait(
+            AGD,
+            "exported",
+            lambda o: (
+                ready_for_generation(o)
+                and o is not None
+                and o["status"]["latestRevisionId"] != status["latestRevisionId"]
+            ),
+            what="Ready on a new revision",
+        )
+        assert second is not None
+        rolled = outputs("exported-out")
+        assert rolled is not None
+        assert rolled.data["latestRevisionId"] == second["status"]["latestRevisionId"]
+        assert rolled.data["activeRevisionId"] == second["status"]["activeRevisionId"]
+
+        resources.create(AGD, docker("squatter", writeOutputsTo={"configMapName": "taken"}))
+        refused = resources.wait(
+            AGD,
+            "squatter",
+            lambda o: condition(o, "Synced").get("reason") == "ConfigMapNotOwned",
+            what="Synced=False, ConfigMapNotOwned",
+        )
+        assert (
+            "configmap taken exists and is not owned by agentdeployment squatter"
+            in (condition(refused, "Synced")["message"])
+        )
+        untouched = outputs("taken")
+        assert untouched is not None
+        assert untouched.data == {"x": "1"}
+        assert not untouched.metadata.owner_references
+
+        for name in ("exported", "squatter"):
+            resources.delete(AGD, name)
+            resources.wait(AGD, name, lambda o: o is None, what="deleted")
+    deadline = time.monotonic() + 60
+    while outputs("exported-out") is not None and time.monotonic() < deadline:
+        time.sleep(1)
+    assert outputs("exported-out") is None, "not garbage-collected with its owner"
+    assert outputs("taken") is not None
+
+
 def test_image_update_rolls_a_new_revision_and_status_follows(
     operator: Any, resources: Resources
 ) -> None:

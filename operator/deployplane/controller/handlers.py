@@ -103,6 +103,7 @@ def build_runtime(
             on_outcome=partial(metrics.observe_outcome, kind.kind),
             status_model=kind.status_model,
             on_gone=partial(metrics.forget, kind.kind),
+            config_maps=kube,
         )
         for kind in kinds
     }

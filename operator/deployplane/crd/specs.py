@@ -205,6 +205,20 @@ class AgentDeploymentSourceConfig(SourceConfig):
     )
 
 
+class OutputsTarget(ApiModel):
+    """Where an AgentDeployment writes its outputs for workloads."""
+
+    config_map_name: str = Field(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+        description=(
+            "A ConfigMap in this namespace that the operator creates and owns, with the keys "
+            "deploymentId, url, latestRevisionId, activeRevisionId and revisionStatus."
+        ),
+    )
+
+
 class AgentDeploymentSpec(ConnectionSpec):
     """Desired state of a deployment on the control plane."""
 
@@ -235,6 +249,14 @@ class AgentDeploymentSpec(ConnectionSpec):
         description=(
             "external_docker only: environment variables filled from Kubernetes Secrets that "
             "already exist on the listener's cluster; the values never leave that cluster."
+        ),
+    )
+    write_outputs_to: OutputsTarget | None = Field(
+        None,
+        description=(
+            "Write the deployment's id, URL, revision ids and revision status into a "
+            "ConfigMap of this namespace, for workloads to read (garbage-collected with "
+            "this resource)."
         ),
     )
     deployment_id: UUID | None = Field(

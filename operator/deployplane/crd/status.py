@@ -54,6 +54,16 @@ class AgentDeploymentStatus(ResourceStatus):
     def revision_status(self) -> str | None:
         return None if self.revision is None else self.revision.status
 
+    def outputs(self) -> dict[str, str]:
+        """The ConfigMap keys of spec.writeOutputsTo (empty string: not known yet)."""
+        return {
+            "deploymentId": self.deployment_id or "",
+            "url": self.url or "",
+            "latestRevisionId": self.latest_revision_id or "",
+            "activeRevisionId": self.active_revision_id or "",
+            "revisionStatus": self.revision_status or "",
+        }
+
 
 class ListenerStatus(ResourceStatus):
     """Observed state of the listener on the control plane."""

@@ -205,6 +205,35 @@ class KubernetesApi:
         status: Mapping[str, Any] = obj.get("status") or {}
         return status
 
+    async def read_config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
+        path = f"/api/v1/namespaces/{namespace}/configmaps/{name}"
+        status, payload = await self._send("GET", path, allowed=(404,))
+        if status == 404:
+            return None
+        config_map: dict[str, Any] = json.loads(payload)
+        return config_map
+
+    async def create_config_map(self, namespace: str, body: Mapping[str, Any]) -> None:
+        await self._send(
+            "POST",
+            f"/api/v1/namespaces/{namespace}/configmaps",
+            body=dict(body),
+            content_type="application/json",
+        )
+
+    async def patch_config_map_data(
+        self, namespace: str, name: str, data: Mapping[str, str], resource_version: str | None
+    ) -> None:
+        """Merge-patch `data` under `resource_version` (a 409 fails the pass: the next
+        one reads the ConfigMap again)."""
+        meta = {} if resource_version is None else {"resourceVersion": resource_version}
+        await self._send(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/configmaps/{name}",
+            body={"metadata": meta, "data": dict(data)},
+            content_type="application/merge-patch+json",
+        )
+
     async def read_namespace_labels(self, name: str) -> Mapping[str, str] | None:
         status, payload = await self._send("GET", f"/api/v1/namespaces/{name}", allowed=(404,))
         if status == 404:

@@ -3,7 +3,7 @@ the state of the resource, when to come back, and the events worth posting."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generic, Literal
 
 from deployplane.reconcile.conditions import (
@@ -89,6 +89,25 @@ def compose_outcome(
     state = verdict.state
     requeue = schedule.requeue_after(state, attempt, verdict.retry_after)
     return Outcome(status=status, state=state, requeue_after=requeue, events=tuple(events))
+
+
+def unsynced(
+    outcome: Outcome[StatusT], reason: str, message: str, generation: int, *, was: str | None
+) -> Outcome[StatusT]:
+    """`outcome` with Synced=False for a problem found after the reconcile (the outputs'
+    ConfigMap); a Warning Event when the Synced reason was another (`was`)."""
+    conditions = [
+        set_condition(
+            outcome.status.conditions, ConditionType.SYNCED, FALSE, reason, message, generation
+        )
+        if c.type == ConditionType.SYNCED
+        else c
+        for c in outcome.status.conditions
+    ]
+    events = outcome.events
+    if was != reason:
+        events = (*events, EventRecord("Warning", reason, message))
+    return replace(outcome, status=outcome.status.evolve(conditions=conditions), events=events)
 
 
 def _conditions(previous: list[Condition], gen: int, verdict: Verdict[StatusT]) -> list[Condition]:

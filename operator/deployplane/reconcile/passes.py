@@ -24,10 +24,12 @@ from typing import Any, Final, Generic, Protocol
 from pydantic import ValidationError
 
 from deployplane.api.models import camelize
+from deployplane.reconcile import outputs
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Managed, SpecT
 from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION, CreatePending, read_marker
-from deployplane.reconcile.outcome import EventRecord, Outcome
+from deployplane.reconcile.outcome import EventRecord, Outcome, unsynced
+from deployplane.reconcile.outputs import ConfigMapStore
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.resync import Resync, resync_of
 from deployplane.reconcile.resync import annotation_value as resync_annotation
@@ -94,6 +96,8 @@ class ResourceState:
     """The create-pending marker on the object, as last read or written."""
     finalizer: bool = False
     """Whether the object carries our finalizer (read, or written by this process)."""
+    outputs_seen: tuple[str, dict[str, str]] | None = None
+    """(ConfigMap, data) as this process last saw the outputs' ConfigMap hold them."""
     resync_warned: str | None = None
     """The resync annotation value last warned about (one Warning Event per value)."""
 
@@ -188,6 +192,8 @@ class PassRunner(Generic[SpecT, StatusT]):
     status_model: type[StatusT]
     on_gone: Callable[[str], None] | None = None
     """Told the namespace/name of a resource whose finalizer may be released."""
+    config_maps: ConfigMapStore | None = None
+    """Where `spec.writeOutputsTo` is written (None: the kind exports nothing)."""
 
     def __post_init__(self) -> None:
         self.log = self.logger or logging.getLogger(f"deployplane.{self.plural}")
@@ -245,6 +251,7 @@ class PassRunner(Generic[SpecT, StatusT]):
             outcome = await self.reconciler.reconcile(
                 mr, writes=write, attempt=state.visit.attempt, resync_due=resync_due
             )
+        outcome = await self._outputs(body, state, outcome, write.observed, resync_due)
         # Against the status the apiserver holds: a status edited or wiped by hand is
         # repaired, and an earlier version's status marker is dropped with this write.
         patch = merge_patch(dict(write.observed), to_kube(outcome.status))
@@ -264,6 +271,30 @@ class PassRunner(Generic[SpecT, StatusT]):
             "(never)" if delay is None else f"{delay:.1f}s",
         )
         return delay
+
+    async def _outputs(
+        self,
+        body: Mapping[str, Any],
+        state: ResourceState,
+        outcome: Outcome[StatusT],
+        before: Mapping[str, Any],
+        reread: bool,
+    ) -> Outcome[StatusT]:
+        """The outputs' ConfigMap (`reconcile.outputs`), in the pass that changes them."""
+        name = outputs.target(body)
+        if name is None or self.config_maps is None:
+            return outcome
+        data = outcome.status.outputs()
+        done = await outputs.publish(
+            self.config_maps, body, name, data, seen=state.outputs_seen, reread=reread
+        )
+        state.outputs_seen = done.seen
+        if done.problem is None:
+            return outcome
+        synced = [c for c in before.get("conditions") or [] if c.get("type") == "Synced"]
+        was = synced[0].get("reason") if synced else None
+        generation = int((body.get("metadata") or {}).get("generation") or 0)
+        return unsynced(outcome, outputs.CONFIG_MAP_NOT_OWNED, done.problem, generation, was=was)
 
     def _resync(self, body: Mapping[str, Any], state: ResourceState, post: EventPoster) -> Resync:
         """The resource's resync interval; a bad annotation is told once per value."""

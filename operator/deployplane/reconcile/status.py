@@ -35,6 +35,11 @@ class ResourceStatus(StatusModel):
         """The status of the latest revision, for kinds that roll revisions (metrics)."""
         return None
 
+    def outputs(self) -> dict[str, str]:
+        """What `spec.writeOutputsTo` exports for workloads (`reconcile.outputs`);
+        empty for a kind that exports nothing."""
+        return {}
+
     def evolve(self, **changes: Any) -> Self:
         """A copy with `changes` (field names) applied; the fields it sets count as set."""
         copy = self.model_copy(update=changes)
