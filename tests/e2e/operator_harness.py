@@ -225,13 +225,15 @@ def operator_env(emulator: Emulator, kubeconfig: Path, **extra: str) -> dict[str
 
 
 @contextlib.contextmanager
-def kopf_operator(namespace: str | None, env: Mapping[str, str]) -> Iterator[Any]:
-    """The operator in this process (KopfRunner), watching one namespace (None: all)."""
+def kopf_operator(namespace: str | tuple[str, ...] | None, env: Mapping[str, str]) -> Iterator[Any]:
+    """The operator in this process (KopfRunner), watching one namespace, or several
+    (None: all)."""
     from kopf.testing import KopfRunner
 
-    scope = ["--namespace", namespace] if namespace else ["--all-namespaces"]
-    # Kopf watches the namespace given to `kopf run`; the environment says the same.
-    env = {**env, "DEPLOYPLANE_NAMESPACES": namespace or ""}
+    namespaces = (namespace,) if isinstance(namespace, str) else namespace or ()
+    scope = [a for ns in namespaces for a in ("--namespace", ns)] or ["--all-namespaces"]
+    # Kopf watches the namespaces given to `kopf run`; the environment says the same.
+    env = {**env, "DEPLOYPLANE_NAMESPACES": ",".join(namespaces)}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:

@@ -168,6 +168,16 @@ PUBLISHED_DOCKER = agd(
 )
 ADOPTING = agd(DOCKER, deploymentId=UUID_A)
 ADOPTING_LISTENER = listener(listenerId=UUID_A)
+SHARED_LISTENER = listener(
+    allowedNamespaces={
+        "from": "Selector",
+        "selector": {
+            "matchLabels": {"team": "a"},
+            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["prod"]}],
+        },
+    }
+)
+SHARED_LISTENER_REF = agd(DOCKER, sourceConfig__listenerRef__namespace="infra")
 FOUR_K = "x" * 4097
 TAG = "refs/tags/v1.0.0"
 
@@ -175,6 +185,26 @@ TAG = "refs/tags/v1.0.0"
 INVALID: list[tuple[str, Obj | Update, str]] = [
     # ---- wrong types, bad enums, missing required fields (OpenAPI schema)
     ("no-spec", {**{k: v for k, v in GIT.items() if k != "spec"}}, "spec: Required value"),
+    (
+        "allowed-namespaces-selector-missing",
+        listener(allowedNamespaces={"from": "Selector"}),
+        "spec.allowedNamespaces.selector is required when from is Selector",
+    ),
+    (
+        "allowed-namespaces-selector-without-selector-from",
+        listener(allowedNamespaces={"from": "All", "selector": {"matchLabels": {"a": "b"}}}),
+        "spec.allowedNamespaces.selector is only allowed when from is Selector",
+    ),
+    (
+        "allowed-namespaces-bad-from",
+        listener(allowedNamespaces={"from": "Some"}),
+        'spec.allowedNamespaces.from: Unsupported value: "Some"',
+    ),
+    (
+        "listener-ref-bad-namespace",
+        agd(DOCKER, sourceConfig__listenerRef__namespace="Team_A"),
+        "spec.sourceConfig.listenerRef.namespace: Invalid value",
+    ),
     ("source-missing", agd(GIT, source=_DELETE), "spec.source: Required value"),
     ("source-bad-enum", agd(GIT, source="gitlab"), 'spec.source: Unsupported value: "gitlab"'),
     ("source-wrong-type", agd(GIT, source=3), "spec.source: Invalid value"),
@@ -503,7 +533,17 @@ def test_examples_are_accepted(
 
 @pytest.mark.parametrize(
     "manifest",
-    [GIT_BY_URL, DOCKER_BY_ID, NAMED, ADOPTING, ADOPTING_LISTENER, TYPED, PUBLISHED_DOCKER],
+    [
+        GIT_BY_URL,
+        DOCKER_BY_ID,
+        NAMED,
+        ADOPTING,
+        ADOPTING_LISTENER,
+        TYPED,
+        PUBLISHED_DOCKER,
+        SHARED_LISTENER,
+        SHARED_LISTENER_REF,
+    ],
     ids=[
         "git-by-repo-url",
         "docker-by-listener-id",
@@ -512,6 +552,8 @@ def test_examples_are_accepted(
         "adopting-listener",
         "git-deployment-type",
         "docker-secret-references-custom-url",
+        "listener-shared-by-selector",
+        "listener-ref-in-another-namespace",
     ],
 )
 def test_valid_variants_are_accepted(

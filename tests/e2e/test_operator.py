@@ -198,6 +198,83 @@ def test_git_host_via_repository_reaches_ready_with_default_branch(
     assert SECRET_VALUE not in str(obj)
 
 
+@pytest.fixture
+def infra_namespace(k8s_api: client.ApiClient, namespace: str) -> Iterator[str]:
+    """A second namespace for a shared Listener; the test's own gets the label team=a."""
+    core = client.CoreV1Api(k8s_api)
+    own = core.read_namespace(namespace)
+    core.patch_namespace(namespace, {"metadata": {"labels": {"team": "a"}}})
+    name = f"{namespace[:56]}-infra"
+    labels = {k: v for k, v in (own.metadata.labels or {}).items() if k.startswith("deployplane")}
+    core.create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels=labels))
+    )
+    yield name
+    core.delete_namespace(name)
+
+
+def test_a_listener_shared_across_namespaces_only_where_it_allows_it(
+    resources: Resources,
+    emulator: Emulator,
+    kubeconfig: Path,
+    namespace: str,
+    infra_namespace: str,
+    k8s_api: client.ApiClient,
+) -> None:
+    """listenerRef {name, namespace} resolves a Listener of another namespace only when
+    its allowedNamespaces admits the referring one; revoking it stalls new changes and
+    never deletes or patches the running deployment."""
+    infra = Resources(k8s_api, infra_namespace)
+    shared = listener("shared", f"shared-{namespace}")
+    rule = {"from": "Selector", "selector": {"matchLabels": {"team": "a"}}}
+    shared["spec"]["allowedNamespaces"] = rule
+    ref = {"name": "shared", "namespace": infra_namespace}
+    with kopf_operator((namespace, infra_namespace), operator_env(emulator, kubeconfig)):
+        infra.create(LST, shared)
+        listener_obj = infra.wait(LST, "shared", ready_for_generation, what="Listener Ready")
+        assert listener_obj is not None
+        resources.create(AGD, docker("tenant", sourceConfig={"listenerRef": ref}))
+        resources.wait(AGD, "tenant", ready_for_generation, what="Ready on the shared listener")
+        (deployment,) = emulator.deployments_named("tenant")
+        assert deployment["source_config"]["listener_id"] == listener_obj["status"]["listenerId"]
+
+        infra.patch(
+            LST, "shared", {"spec": {"allowedNamespaces": {"from": "Same", "selector": None}}}
+        )
+        patches = emulator.stats()["arrived"].get("PATCH /v2/deployments/{deployment_id}", 0)
+        image = {"sourceRevisionConfig": {"imageUri": "registry.example.com/agent:2"}}
+        resources.patch(AGD, "tenant", {"spec": image})
+        refused = resources.wait(
+            AGD,
+            "tenant",
+            lambda o: condition(o, "Synced").get("reason") == "ListenerNotAllowed",
+            what="Synced=False, ListenerNotAllowed",
+        )
+        message = condition(refused, "Synced")["message"]
+        assert f"listener {infra_namespace}/shared allows namespaces: Same" in message
+        assert f"namespace {namespace} is not allowed" in message
+        time.sleep(2)
+        assert (
+            emulator.stats()["arrived"].get("PATCH /v2/deployments/{deployment_id}", 0) == patches
+        )
+        assert [d["id"] for d in emulator.deployments_named("tenant")] == [deployment["id"]]
+
+        # Same (the default) from the start: never created.
+        resources.create(AGD, docker("outsider", sourceConfig={"listenerRef": ref}))
+        resources.wait(
+            AGD,
+            "outsider",
+            lambda o: condition(o, "Synced").get("reason") == "ListenerNotAllowed",
+            what="refused",
+        )
+        assert emulator.deployments_named("outsider") == []
+        for name in ("tenant", "outsider"):
+            resources.delete(AGD, name)
+            resources.wait(AGD, name, lambda o: o is None, what="deleted")
+        infra.delete(LST, "shared")
+        infra.wait(LST, "shared", lambda o: o is None, what="listener deleted")
+
+
 def test_image_update_rolls_a_new_revision_and_status_follows(
     operator: Any, resources: Resources
 ) -> None:

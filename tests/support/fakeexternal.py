@@ -12,7 +12,7 @@ from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, Field
 
-from deployplane.crd.specs import DeletionPolicy
+from deployplane.crd.specs import DeletionPolicy, ManagementPolicy
 from deployplane.externals.agentdeployment import AgentDeploymentReason as Reason
 from deployplane.externals.errors import classified
 from deployplane.reconcile.external import Managed, Observation, Phase
@@ -29,6 +29,7 @@ class FakeSpec(BaseModel):
     """The smallest spec the generic reconciler can drive."""
 
     deletion_policy: DeletionPolicy = DeletionPolicy.DELETE
+    management_policy: ManagementPolicy = ManagementPolicy.FULL
 
 
 class FakeStatus(ResourceStatus):

@@ -26,6 +26,9 @@ class FakeKube:
     events: list[tuple[str, str, str]] = field(default_factory=list)
     """(object name, type, reason) of every Event posted."""
     fail_write_when: Any = None  # callable(patch) -> bool: simulate a crash on that write
+    specs: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+    """Custom resources' specs, for `read_object` (their status is in `statuses`)."""
+    namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def put_secret(self, namespace: str, name: str, data: Mapping[str, str]) -> None:
         # Round-trip through base64 as the real API does, to keep the fake honest.
@@ -41,6 +44,15 @@ class FakeKube:
         self, namespace: str, plural: str, name: str
     ) -> Mapping[str, Any] | None:
         return self.statuses.get((namespace, plural, name))
+
+    async def read_object(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        key = (namespace, plural, name)
+        if key not in self.statuses and key not in self.specs:
+            return None
+        return {"spec": self.specs.get(key, {}), "status": self.statuses.get(key, {})}
+
+    async def read_namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        return self.namespace_labels.get(name, {})
 
     async def patch_status(
         self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]

@@ -343,6 +343,7 @@ def test_rbac_grants_exactly_what_the_operator_does(rendered: dict[str, list[Doc
     }
     expected |= {
         ("", "secrets", "get"),
+        ("", "namespaces", "get"),  # a shared Listener's allowedNamespaces selector
         ("", "events", "create"),
         ("events.k8s.io", "events", "create"),
         ("apiextensions.k8s.io", "customresourcedefinitions", "list"),

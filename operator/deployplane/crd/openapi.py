@@ -119,6 +119,19 @@ def _docstring(cls: type) -> str | None:
     return "\n\n".join(" ".join(p.split()) for p in paragraphs)
 
 
+def _map_node(tp: Any, where: str) -> Schema:
+    """A map: of strings (labels), or free-form."""
+    key_tp, value_tp = get_args(tp)
+    node: Schema = {"type": "object", "maxProperties": DEFAULT_MAX_PROPERTIES}
+    if key_tp is str and value_tp is str:
+        node["additionalProperties"] = {"type": "string"}
+    elif key_tp is str and value_tp is Any:
+        node["x-kubernetes-preserve-unknown-fields"] = True
+    else:
+        raise TypeError(f"{where}: only dict[str, str] and dict[str, Any] maps are supported")
+    return node
+
+
 def _apply_constraints(node: Schema, constraints: list[Any], *, where: str) -> None:
     length_keys = {
         "string": ("minLength", "maxLength"),
@@ -134,6 +147,10 @@ def _apply_constraints(node: Schema, constraints: list[Any], *, where: str) -> N
             node[length_keys[node["type"]][0]] = c.min_length
         elif isinstance(c, annotated_types.MaxLen):
             node[length_keys[node["type"]][1]] = c.max_length
+        elif node["type"] == "string" and isinstance(getattr(c, "pattern", None), str):
+            # Field(pattern=...): written for both engines (no look-arounds or named
+            # groups), so the apiserver refuses what pydantic would.
+            node["pattern"] = c.pattern
         else:
             # Refuse rather than drop: a constraint the CRD does not carry would let the
             # apiserver accept what the operator later refuses.
@@ -181,14 +198,7 @@ def _node(tp: Any, constraints: list[Any], *, prop: str, where: str) -> Schema:
             node["x-kubernetes-list-type"] = "map"
             node["x-kubernetes-list-map-keys"] = [_LIST_MAP_KEYS[prop]]
     elif origin is dict:
-        key_tp, value_tp = get_args(tp)
-        if key_tp is not str or value_tp is not Any:
-            raise TypeError(f"{where}: only free-form dict[str, Any] maps are supported")
-        node = {
-            "type": "object",
-            "maxProperties": DEFAULT_MAX_PROPERTIES,
-            "x-kubernetes-preserve-unknown-fields": True,
-        }
+        node = _map_node(tp, where)
     elif isinstance(tp, type) and issubclass(tp, BaseModel):
         node = object_schema(tp)
     else:

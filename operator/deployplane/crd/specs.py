@@ -85,9 +85,26 @@ class SecretsFromSource(ApiModel):
     secret_ref: LocalObjectReference = Field(description="The Secret whose keys to use.")
 
 
-class ConnectionSpec(ApiModel):
-    """Settings shared by both kinds: deletion, adoption and connection."""
+class ManagementPolicy(StrEnum):
+    """How much of the external resource the operator manages (Crossplane's
+    managementPolicies, in two words)."""
 
+    FULL = "Full"
+    OBSERVE_ONLY = "ObserveOnly"
+
+
+class ConnectionSpec(ApiModel):
+    """Settings shared by both kinds: management, deletion, adoption and connection."""
+
+    management_policy: ManagementPolicy = Field(
+        ManagementPolicy.FULL,
+        description=(
+            "Full: create, update and delete on the control plane to match this spec. "
+            "ObserveOnly: find the existing resource (by id, else by its name or computeId) "
+            "and report it in status; never create, change, redeploy or delete it, "
+            "whatever the spec or a deletion says."
+        ),
+    )
     deletion_policy: DeletionPolicy = Field(
         DeletionPolicy.DELETE,
         description=(
@@ -104,12 +121,80 @@ class ConnectionSpec(ApiModel):
     )
 
 
+class ListenerReference(ApiModel):
+    """A Listener custom resource, in this namespace or (when it allows it) another."""
+
+    name: str = Field(min_length=1, max_length=253, description="Name of the Listener.")
+    namespace: str | None = Field(
+        None,
+        min_length=1,
+        max_length=63,
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        description=(
+            "Namespace of the Listener; default: this resource's. Another namespace's "
+            "Listener must allow this one in its spec.allowedNamespaces."
+        ),
+    )
+
+
+class NamespacesFrom(StrEnum):
+    """Which namespaces' AgentDeployments may use a Listener (Gateway API's `from`)."""
+
+    SAME = "Same"
+    ALL = "All"
+    SELECTOR = "Selector"
+
+
+class SelectorOperator(StrEnum):
+    IN = "In"
+    NOT_IN = "NotIn"
+    EXISTS = "Exists"
+    DOES_NOT_EXIST = "DoesNotExist"
+
+
+class LabelSelectorRequirement(ApiModel):
+    """A metav1.LabelSelectorRequirement."""
+
+    key: str = Field(min_length=1, max_length=317, description="The label key.")
+    operator: SelectorOperator = Field(description="In, NotIn, Exists or DoesNotExist.")
+    values: list[str] | None = Field(
+        None, description="Non-empty for In and NotIn, empty for Exists and DoesNotExist."
+    )
+
+
+class LabelSelector(ApiModel):
+    """A metav1.LabelSelector: every matchLabels pair and every expression must match."""
+
+    match_labels: dict[str, str] | None = Field(None, description="Labels that must be equal.")
+    match_expressions: list[LabelSelectorRequirement] | None = Field(
+        None, description="Requirements on labels."
+    )
+
+
+class AllowedNamespaces(ApiModel):
+    """Which namespaces may refer to this Listener (Gateway API's allowedRoutes.namespaces)."""
+
+    from_: NamespacesFrom = Field(
+        NamespacesFrom.SAME,
+        alias="from",
+        description=(
+            "Same: only this namespace (the default); All: every namespace; Selector: "
+            "namespaces whose labels match selector."
+        ),
+    )
+    selector: LabelSelector | None = Field(
+        None, description="Namespaces whose labels match it (only with from: Selector)."
+    )
+
+
 class AgentDeploymentSourceConfig(SourceConfig):
     """SourceConfig, plus references the operator resolves to ids and URLs."""
 
-    listener_ref: LocalObjectReference | None = Field(
+    listener_ref: ListenerReference | None = Field(
         None,
-        description="A Listener in this namespace; its status.listenerId becomes listenerId.",
+        description=(
+            "A Listener (default: in this namespace); its status.listenerId becomes listenerId."
+        ),
     )
     repository: RepositoryReference | None = Field(
         None,
@@ -180,4 +265,11 @@ class ListenerSpec(ConnectionSpec):
     version: str | None = Field(None, max_length=253, description="Listener version.")
     listener_id: UUID | None = Field(
         None, description="Adopt this existing listener instead of creating one."
+    )
+    allowed_namespaces: AllowedNamespaces | None = Field(
+        None,
+        description=(
+            "Which namespaces' AgentDeployments may name this Listener in their "
+            "listenerRef; default: this namespace only."
+        ),
     )

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 
 class KubeReader(Protocol):
-    """Reads objects in the custom resource's namespace."""
+    """Reads what the custom resources refer to (Secrets, Listeners, namespaces)."""
 
     async def read_secret(self, namespace: str, name: str) -> Mapping[str, str] | None:
         """The Secret's decoded data, or None if there is no such Secret."""
@@ -17,4 +17,12 @@ class KubeReader(Protocol):
         self, namespace: str, plural: str, name: str
     ) -> Mapping[str, Any] | None:
         """A custom resource's status (empty when it has none), or None if it is absent."""
+        ...
+
+    async def read_object(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """A custom resource, or None if it is absent."""
+        ...
+
+    async def read_namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        """A namespace's labels, or None if there is no such namespace."""
         ...

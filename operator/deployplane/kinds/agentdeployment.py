@@ -137,5 +137,11 @@ KIND: Final = KindDef(
             "Deployment id on the control plane.",
             priority=1,
         ),
+        column(
+            "Policy",
+            ".spec.managementPolicy",
+            "Full, or ObserveOnly (never changed on the control plane).",
+            priority=1,
+        ),
     ),
 )

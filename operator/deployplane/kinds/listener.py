@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from deployplane.crd.cel import Rule, Rules, immutable
+from deployplane.crd.cel import REQUIRED, Rule, Rules, immutable
 from deployplane.crd.columns import column, printer_columns
 from deployplane.crd.specs import ListenerSpec
 from deployplane.crd.status import ListenerStatus
@@ -26,6 +26,19 @@ RULES: Final[Rules] = {
     "computeType": [immutable("computeType")],
     "computeId": [immutable("computeId")],
     "listenerId": [Rule("self == oldSelf", "spec.listenerId is immutable once set")],
+    "allowedNamespaces": [
+        Rule(
+            "!has(self.from) || self.from != 'Selector' || has(self.selector)",
+            "spec.allowedNamespaces.selector is required when from is Selector",
+            field_path=".selector",
+            reason=REQUIRED,
+        ),
+        Rule(
+            "(has(self.from) && self.from == 'Selector') || !has(self.selector)",
+            "spec.allowedNamespaces.selector is only allowed when from is Selector",
+            field_path=".selector",
+        ),
+    ],
 }
 
 
@@ -55,5 +68,17 @@ KIND: Final = KindDef(
     printer_columns=printer_columns(
         column("Listener ID", ".status.listenerId", "Listener id on the control plane."),
         column("Compute ID", ".spec.computeId", "Unique id of the compute.", priority=1),
+        column(
+            "Shared With",
+            ".spec.allowedNamespaces.from",
+            "Which other namespaces may use it (empty: Same).",
+            priority=1,
+        ),
+        column(
+            "Policy",
+            ".spec.managementPolicy",
+            "Full, or ObserveOnly (never changed on the control plane).",
+            priority=1,
+        ),
     ),
 )

@@ -205,6 +205,13 @@ class KubernetesApi:
         status: Mapping[str, Any] = obj.get("status") or {}
         return status
 
+    async def read_namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        status, payload = await self._send("GET", f"/api/v1/namespaces/{name}", allowed=(404,))
+        if status == 404:
+            return None
+        labels: Mapping[str, str] = (json.loads(payload).get("metadata") or {}).get("labels") or {}
+        return labels
+
     async def read_object(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
         status, payload = await self._send("GET", _path(plural, namespace, name), allowed=(404,))
         if status == 404:

@@ -86,7 +86,10 @@ ABSENT: Observation[Any, Any] = Observation(exists=False)
 
 
 class DependencyNotReady(Exception):
-    """A referenced object (Secret, Listener, repository) is not there yet; retry later."""
+    """A referenced object (Secret, Listener, repository) is not there yet, or may not be
+    used; retry later. `reason` is the Synced condition's reason."""
+
+    reason: str = "DependencyNotReady"
 
 
 class ExternalClient(Protocol[SpecT, StatusT, DesiredT, PatchT]):

@@ -76,7 +76,8 @@ class Reconciler(Generic[SpecT, StatusT]):
         try:
             ext = await self._connecter.connect(mr)
             full = self.schedule.wants_full(mr.status, mr.generation, resync_due)
-            obs = await _Pass(self.kind, mr, ext, status, writes, events).sync(full=full)
+            one = _Pass(self.kind, mr, ext, status, writes, events)
+            obs = await (one.observe_only() if observe_only(mr) else one.sync(full=full))
             verdict = Verdict(
                 phase=obs.phase,
                 synced=True,
@@ -86,7 +87,7 @@ class Reconciler(Generic[SpecT, StatusT]):
                 observed=obs.status,
             )
         except DependencyNotReady as exc:
-            verdict = Verdict(None, False, Reason.DEPENDENCY_NOT_READY, str(exc))
+            verdict = Verdict(None, False, exc.reason, str(exc))
         except ExternalError as exc:
             verdict = Verdict(
                 Phase.FAILED if exc.terminal else None,
@@ -109,7 +110,7 @@ class Reconciler(Generic[SpecT, StatusT]):
 
     async def finalize(self, mr: Managed[SpecT, StatusT]) -> bool:
         """Handle deletion of the custom resource; True once it may be released."""
-        if str(getattr(mr.spec, "deletion_policy", "Delete")) == "Orphan":
+        if str(getattr(mr.spec, "deletion_policy", "Delete")) == "Orphan" or observe_only(mr):
             return True
         ext = await self._connecter.connect(mr)
         external_id = mr.status.external_id or ext.adopt_id
@@ -164,6 +165,25 @@ class _Pass(Generic[SpecT, StatusT]):
             drift = ", ".join(obs.drift) or "spec"
             obs = await ext.update(mr, obs, obs.patch)
             self.event("Normal", "Updated", f"Brought {drift} in line with the spec")
+        return obs
+
+    async def observe_only(self) -> Obs[StatusT]:
+        """ObserveOnly: find the external resource (recorded id, spec id, else natural
+        key), report it; never create, update, redeploy or delete anything."""
+        mr, ext = self.mr, self.ext
+        known_id = mr.status.external_id
+        external_id = known_id or ext.adopt_id or await ext.find(mr)
+        obs = await ext.observe(mr, external_id, None) if external_id else None
+        if obs is None or not obs.exists:
+            raise ExternalError(
+                f"observe-only: no {self.kind} {external_id or repr(ext.natural_key)} on the "
+                "control plane (nothing is created in ObserveOnly)",
+                reason=Reason.NOT_FOUND,
+                terminal=False,
+            )
+        if external_id != known_id:
+            self.status.record(self.status.current.with_external_id(external_id))
+            self.event("Normal", "Observing", f"Observing {self.kind} {external_id} (ObserveOnly)")
         return obs
 
     async def _gone(self, external_id: str, adopting: bool) -> None:
@@ -244,5 +264,10 @@ class _PassStatus(Generic[StatusT]):
         self.current = status
 
 
-_ACTIONS = {"Created": "Create", "Updated": "Update", "Adopted": "Adopt"}
+def observe_only(mr: Managed[Any, Any]) -> bool:
+    """Whether the resource's spec says ObserveOnly (a kind without the field: Full)."""
+    return str(getattr(mr.spec, "management_policy", "Full")) == "ObserveOnly"
+
+
+_ACTIONS = {"Created": "Create", "Updated": "Update", "Adopted": "Adopt", "Observing": "Adopt"}
 """The Event's action for a reason the reconciler records (else Reconcile)."""

@@ -19,10 +19,17 @@ from deployplane.api.models import (
     SecretReference,
     Source,
 )
-from deployplane.crd.specs import AgentDeploymentSpec, ManagedSource, RepositoryReference
+from deployplane.crd.specs import (
+    AgentDeploymentSpec,
+    AllowedNamespaces,
+    ListenerReference,
+    ManagedSource,
+    RepositoryReference,
+)
 from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.externals.diffing import dump, prune
 from deployplane.externals.kube import KubeReader
+from deployplane.externals.listeneraccess import ListenerNotAllowed, refusal
 from deployplane.reconcile.external import DependencyNotReady, Managed
 
 Mr = Managed[AgentDeploymentSpec, AgentDeploymentStatus]
@@ -108,7 +115,7 @@ class Resolver:
                 )
             )
             if sc.listener_ref is not None:
-                source_config["listener_id"] = await self._listener_id(mr, sc.listener_ref.name)
+                source_config["listener_id"] = await self._listener_id(mr, sc.listener_ref)
             if sc.repository is not None:
                 repo = await self._repository(sc.integration_id, sc.repository)
                 source_config["repo_url"] = repo.url
@@ -122,14 +129,36 @@ class Resolver:
             name, spec.source, source_config, revision_config, secrets, references, digest
         )
 
-    async def _listener_id(self, mr: Mr, name: str) -> str:
-        status = await self.kube.read_custom_status(mr.namespace, "listeners", name)
+    async def _listener_id(self, mr: Mr, ref: ListenerReference) -> str:
+        namespace = ref.namespace or mr.namespace
+        label = ref.name if namespace == mr.namespace else f"{namespace}/{ref.name}"
+        if namespace == mr.namespace:
+            status = await self.kube.read_custom_status(namespace, "listeners", ref.name)
+        else:
+            status = await self._shared_listener_status(mr, namespace, ref.name)
         if status is None:
-            raise DependencyNotReady(f"Listener {name} not found")
+            raise DependencyNotReady(f"Listener {label} not found")
         listener_id = ListenerStatus.model_validate(status).external_id
         if not listener_id:
-            raise DependencyNotReady(f"Listener {name} has no listenerId yet")
+            raise DependencyNotReady(f"Listener {label} has no listenerId yet")
         return str(listener_id)
+
+    async def _shared_listener_status(
+        self, mr: Mr, namespace: str, name: str
+    ) -> Mapping[str, Any] | None:
+        """Another namespace's Listener's status, if it admits this resource's namespace
+        (`externals.listeneraccess`); else `ListenerNotAllowed`, naming the rule."""
+        listener = await self.kube.read_object("listeners", namespace, name)
+        if listener is None:
+            return None
+        raw = (listener.get("spec") or {}).get("allowedNamespaces")
+        allowed = None if raw is None else AllowedNamespaces.model_validate(raw)
+        labels = await self.kube.read_namespace_labels(mr.namespace) or {}
+        problem = refusal(allowed, f"{namespace}/{name}", mr.namespace, labels)
+        if problem:
+            raise ListenerNotAllowed(problem)
+        status: Mapping[str, Any] = listener.get("status") or {}
+        return status
 
     async def _repository(
         self, integration_id: UUID | None, wanted: RepositoryReference
