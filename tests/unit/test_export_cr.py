@@ -405,3 +405,24 @@ def test_an_exported_listener_wants_no_patch() -> None:
     check_identity(spec, listener)
     assert listener_diff(wanted(spec), listener) is None
     assert str(spec.listener_id) == LIS_ID
+
+
+async def test_observe_only_takes_the_secrets_values_as_in_place_when_the_names_match() -> None:
+    dep = docker_dep()
+    item = export([dep], [], Policy.OBSERVE_ONLY).resources[0]
+    spec = AgentDeploymentSpec.model_validate(item.body["spec"])
+    mr = Managed(NS, item.name, "uid-1", 1, spec, AgentDeploymentStatus())
+    kube = FakeKube()
+    async with ControlPlaneClient("http://unused.test", api_key="k") as client:
+        resolver = Resolver(client, kube)
+        assert await resolver.secrets_in_place(mr, dep) is None  # no Secret yet
+        kube.put_secret(NS, "img-bot", {"OPENAI_API_KEY": "a", "db.password": "b"})
+        baseline = await resolver.secrets_in_place(mr, dep)
+        # the digest a Full pass compares with: nothing to send
+        assert baseline is not None
+        assert diff(await resolver.resolve(mr), dep, baseline) is None
+        # the service has one more secret than the spec names: not in place
+        more = docker_dep(
+            secrets=[{"name": "OPENAI_API_KEY"}, {"name": "db.password"}, {"name": "X"}]
+        )
+        assert await resolver.secrets_in_place(mr, more) is None
