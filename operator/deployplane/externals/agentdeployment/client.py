@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Deployment, DeploymentStatus, Revision
-from deployplane.crd.specs import AgentDeploymentSpec
+from deployplane.crd.specs import AgentDeploymentSpec, ManagementPolicy
 from deployplane.crd.status import AgentDeploymentStatus
 from deployplane.externals.agentdeployment.diff import DeploymentDelta, diff
 from deployplane.externals.agentdeployment.logtail import fetch_tail, kept_message, with_tail
@@ -81,9 +81,21 @@ class AgentDeploymentExternal:
         if revision is None or revision.id != dep.latest_revision_id:
             revision = await self._latest_revision(mr, dep)
         patch = None if desired is None else diff(desired, dep, mr.status.secrets_hash)
+        baseline = await self._secrets_baseline(mr, dep)
         return await self._explained(
-            mr, dep, revision, _observation(mr.status, dep, revision, None, patch)
+            mr, dep, revision, _observation(mr.status, dep, revision, baseline, patch)
         )
+
+    async def _secrets_baseline(self, mr: Mr, dep: Deployment) -> str | None:
+        """ObserveOnly, before any secret was ever sent: the digest of the Secrets the
+        spec reads, as the values the deployment has (`Resolver.secrets_in_place`)."""
+        if mr.spec.management_policy is not ManagementPolicy.OBSERVE_ONLY:
+            return None
+        if mr.status.secrets_hash is not None:
+            return None  # known already: a change since then is pushed once Full
+        if mr.spec.secrets is None and mr.spec.secrets_from is None:
+            return None
+        return await Resolver(self.client, self.kube).secrets_in_place(mr, dep)
 
     async def _explained(self, mr: Mr, dep: Deployment, revision: Revision | None, obs: Obs) -> Obs:
         """A failed build or deploy says why: the log's last lines in the message, read

@@ -13,6 +13,7 @@ from uuid import UUID
 from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import (
+    Deployment,
     DeploymentCreate,
     GitRepository,
     Secret,
@@ -172,6 +173,24 @@ class Resolver:
             f"repository {wanted.owner}/{wanted.name} is not available "
             f"through integration {integration_id}"
         )
+
+    async def secrets_in_place(self, mr: Mr, dep: Deployment) -> str | None:
+        """The digest of the spec's secret values, when the deployment has secrets of
+        exactly those names; None when it has not, or a Secret is not there yet.
+
+        What ObserveOnly records as the values the deployment has (they are write-only
+        on the service: they cannot be compared), so that switching to Full sends them
+        only once a Secret changes (an export, applied with the values the deployment
+        has now, then finds no drift)."""
+        try:
+            secrets = await self._secrets(mr)
+        except DependencyNotReady:
+            return None
+        if secrets is None:
+            return None
+        if sorted(s.name for s in secrets) != sorted(s.name for s in dep.secrets or []):
+            return None
+        return secrets_digest(mr.uid, secrets)
 
     async def _secrets(self, mr: Mr) -> list[Secret] | None:
         spec = mr.spec
