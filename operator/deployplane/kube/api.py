@@ -34,15 +34,13 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from deployplane.kube.credentials import bearer_token, load_configuration
+from deployplane.kube.events import event_body
 from deployplane.kube.health import FailureClock
 from deployplane.kube.paths import collection as _collection
 from deployplane.kube.paths import object_path as _path
 from deployplane.kube.retry import Backoff, parse_retry_after, retryable
 
 log = logging.getLogger("deployplane.kube")
-
-COMPONENT = "deployplane-operator"
-"""The Events' reportingComponent (and source.component)."""
 
 
 def instance_name() -> str:
@@ -348,37 +346,8 @@ class KubernetesApi:
         raise ApiException(status=409, reason=f"finalizers of {namespace}/{name} keep changing")
 
     async def post_event(self, pending: Any) -> None:
-        """Create a core/v1 Event (`deployplane.reconcile.eventrecorder.PendingEvent`):
-        reported by `deployplane-operator`, this pod as the instance, the action the
-        event records (`EventRecord.action`)."""
-        involved, event = pending.involved, pending.event
-        meta = involved.get("metadata") or {}
-        namespace = meta.get("namespace") or "default"
-        message = event.message
-        if len(message) > _EVENT_MESSAGE_MAX:
-            half = _EVENT_MESSAGE_MAX // 2
-            message = f"{message[: half - 1]}...{message[-(half - 2) :]}"
-        when = pending.recorded_at.isoformat()
-        body = {
-            "metadata": {"namespace": namespace, "generateName": "deployplane-"},
-            "action": event.action,
-            "type": event.type,
-            "reason": event.reason,
-            "message": message,
-            "reportingComponent": COMPONENT,
-            "reportingInstance": self.instance,
-            "source": {"component": COMPONENT, "host": self.instance},
-            "involvedObject": {
-                "apiVersion": involved.get("apiVersion"),
-                "kind": involved.get("kind"),
-                "name": meta.get("name"),
-                "uid": meta.get("uid"),
-                "namespace": namespace,
-            },
-            "firstTimestamp": when,
-            "lastTimestamp": when,
-            "eventTime": when,
-        }
+        """Create a core/v1 Event (`kube.events.event_body`)."""
+        namespace, body = event_body(pending, self.instance)
         await self._send(
             "POST",
             f"/api/v1/namespaces/{namespace}/events",
@@ -391,7 +360,6 @@ _CONFLICT_RETRIES = 5
 _TOKEN_RECHECK_SECONDS = 10.0
 """The kubernetes client re-reads an in-cluster token file once a minute; asking it
 every 10 s keeps a rotated token in use within seconds of the client having it."""
-_EVENT_MESSAGE_MAX = 1024
 
 
 def _reason(payload: bytes) -> str:
