@@ -200,6 +200,23 @@ def test_kstatus_and_argocd_follow_a_live_agentdeployment_through_every_stage(
         tracked = {"kind": "AgentDeployment", "condition": "Ready"}  # one sample per resource
         _wait_gauge(port, "deployplane_resources", tracked, 2)
 
+        # ObserveOnly over "bot"'s deployment: Current / Healthy like a managed one; one
+        # that finds nothing waits (InProgress), never Current, never Failed.
+        live.create(AGD, agd("watcher", "bot:2", name="bot", managementPolicy="ObserveOnly"))
+        observing = watch(live, "watcher", ready_for_generation)
+        show(trail, "observe-only", observing)
+        assert statuses(observing)[-1] == ("Current", "Healthy"), observing[-1]
+        live.create(AGD, agd("ghost", "x:1", name="no-such-bot", managementPolicy="ObserveOnly"))
+        ghost = watch(live, "ghost", lambda o: condition(o, "Synced").get("reason") == "NotFound")
+        show(trail, "observe-only, nothing found", ghost)
+        assert statuses(ghost)[-1] == ("InProgress", "Progressing"), ghost[-1]
+        assert not {k for k, _ in statuses(ghost)} & {"Current", "Failed"}, statuses(ghost)
+        for name in ("watcher", "ghost"):  # ObserveOnly: released, nothing deleted
+            live.delete(AGD, name)
+            live.wait(AGD, name, lambda o: o is None, what=f"{name} deleted")
+        assert emulator.deployments_named("bot"), "an ObserveOnly deletion deleted it"
+        _wait_gauge(port, "deployplane_resources", tracked, 2)
+
         # Paused, then edited: a generation the operator has not observed is not Current.
         live.patch(AGD, "bot", {"metadata": {"annotations": {"deployplane.io/paused": "true"}}})
         live.patch(AGD, "bot", {"spec": {"sourceRevisionConfig": {"imageUri": "r.io/bot:3"}}})
