@@ -202,14 +202,21 @@ def test_kstatus_and_argocd_follow_a_live_agentdeployment_through_every_stage(
 
         # ObserveOnly over "bot"'s deployment: Current / Healthy like a managed one; one
         # that finds nothing waits (InProgress), never Current, never Failed.
-        live.create(AGD, agd("watcher", "bot:2", name="bot", managementPolicy="ObserveOnly"))
+        watcher = agd("watcher", "bot:2", managementPolicy="ObserveOnly")
+        watcher["spec"]["name"] = "bot"  # the deployment's name on the control plane
+        live.create(AGD, watcher)
         observing = watch(live, "watcher", ready_for_generation)
         show(trail, "observe-only", observing)
         assert statuses(observing)[-1] == ("Current", "Healthy"), observing[-1]
-        live.create(AGD, agd("ghost", "x:1", name="no-such-bot", managementPolicy="ObserveOnly"))
+        ghost_body = agd("ghost", "x:1", managementPolicy="ObserveOnly")
+        ghost_body["spec"]["name"] = "no-such-bot"
+        live.create(AGD, ghost_body)
         ghost = watch(live, "ghost", lambda o: condition(o, "Synced").get("reason") == "NotFound")
         show(trail, "observe-only, nothing found", ghost)
-        assert statuses(ghost)[-1] == ("InProgress", "Progressing"), ghost[-1]
+        # Argo CD: Degraded (the chart's health.lua reads a NotFound as a problem to look
+        # at), with the operator's message; kstatus: still waiting.
+        assert statuses(ghost)[-1] == ("InProgress", "Degraded"), ghost[-1]
+        assert "observe-only: no deployment 'no-such-bot'" in ghost[-1].argocd_message
         assert not {k for k, _ in statuses(ghost)} & {"Current", "Failed"}, statuses(ghost)
         for name in ("watcher", "ghost"):  # ObserveOnly: released, nothing deleted
             live.delete(AGD, name)
