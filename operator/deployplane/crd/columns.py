@@ -26,6 +26,16 @@ def column(name: str, json_path: str, description: str, *, priority: int | None 
     return out
 
 
+def policy_column() -> Schema:
+    """spec.managementPolicy, in `-o wide`: every kind with that field shows it alike."""
+    return column(
+        "Policy",
+        ".spec.managementPolicy",
+        "Full, or ObserveOnly (never changed on the control plane).",
+        priority=1,
+    )
+
+
 def _condition_column(condition: str) -> Schema:
     return column(
         condition,

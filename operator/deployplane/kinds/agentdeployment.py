@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from deployplane.crd.cel import REQUIRED, Rule, Rules, forbidden_for, immutable, required_for
-from deployplane.crd.columns import column, printer_columns
+from deployplane.crd.columns import column, policy_column, printer_columns
 from deployplane.crd.specs import AgentDeploymentSpec
 from deployplane.crd.status import AgentDeploymentStatus
 from deployplane.kinds.registry import KindDef
@@ -137,11 +137,6 @@ KIND: Final = KindDef(
             "Deployment id on the control plane.",
             priority=1,
         ),
-        column(
-            "Policy",
-            ".spec.managementPolicy",
-            "Full, or ObserveOnly (never changed on the control plane).",
-            priority=1,
-        ),
+        policy_column(),
     ),
 )
