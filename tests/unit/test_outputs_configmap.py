@@ -68,7 +68,8 @@ async def test_created_owned_then_nothing_until_the_values_change() -> None:
     assert controlled_by(made, UID)
     (ref,) = made["metadata"]["ownerReferences"]
     assert ref == {"apiVersion": "deployplane.io/v1alpha1", "kind": "AgentDeployment",
-                   "name": "bot", "uid": UID, "controller": True}  # fmt: skip
+                   "name": "bot", "uid": UID, "controller": True,
+                   "blockOwnerDeletion": True}  # fmt: skip
 
     again = await publish(store, BODY, "bot-outputs", DATA, seen=done.seen, reread=False)
     assert store.calls == ["get", "create"], "no request when nothing changed"
