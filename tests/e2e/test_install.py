@@ -361,8 +361,14 @@ def test_chart_service_account_can_make_the_operator_calls_and_no_others(
             {"metadata": {"finalizers": None}},
         )  # fmt: skip
         # The outputs' ConfigMap (spec.writeOutputsTo): read, created owned, patched.
-        owner = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": "rbac-probe",
-                 "uid": obj["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+        owner = {
+            "apiVersion": obj["apiVersion"],
+            "kind": obj["kind"],
+            "name": "rbac-probe",
+            "uid": obj["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
         core.create_namespaced_config_map(
             namespace, {"metadata": {"name": "rbac-outputs", "ownerReferences": [owner]},
                         "data": {"url": ""}}

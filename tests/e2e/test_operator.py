@@ -355,7 +355,8 @@ def test_write_outputs_to_a_configmap_owned_by_the_resource(
         assert renamed is not None, "not written under the new name"
         assert renamed.data == rolled.data
         old = outputs("exported-out")
-        assert old is not None and old.metadata.resource_version == rolled.metadata.resource_version
+        assert old is not None
+        assert old.metadata.resource_version == rolled.metadata.resource_version
 
         resources.create(AGD, docker("squatter", writeOutputsTo={"configMapName": "taken"}))
         refused = resources.wait(
@@ -381,7 +382,8 @@ def test_write_outputs_to_a_configmap_owned_by_the_resource(
             what="Synced again",
         )
         freed = outputs("taken")
-        assert freed is not None and freed.metadata.owner_references[0].name == "squatter"
+        assert freed is not None
+        assert freed.metadata.owner_references[0].name == "squatter"
 
         for name in ("exported", "squatter"):
             resources.delete(AGD, name)

@@ -118,5 +118,6 @@ async def test_a_configmap_controlled_by_another_resource_is_not_ours() -> None:
         cm = {"metadata": {"name": "bot-outputs", "ownerReferences": [ref]}, "data": {}}
         store = Store(maps={"bot-outputs": cm})
         done = await publish(store, BODY, "bot-outputs", DATA, seen=None, reread=False)
-        assert done.problem is not None and done.seen is None
+        assert done.problem is not None
+        assert done.seen is None
         assert store.calls == ["get"]

@@ -136,15 +136,13 @@ async def test_a_configmap_not_ours_makes_the_resource_unsynced_and_is_untouched
     assert rig.config_maps.maps["agent-outputs"] == foreign
     assert {c[0] for c in rig.config_maps.calls} == {"get"}
     synced = [
-        c
-        for w in rig.sink.writes
-        for c in w.get("conditions") or []
-        if c["type"] == "Synced"
+        c for w in rig.sink.writes for c in w.get("conditions") or [] if c["type"] == "Synced"
     ]
     assert synced[-1]["status"] == "False"
     assert synced[-1]["reason"] == CONFIG_MAP_NOT_OWNED
-    assert "configmap agent-outputs exists and is not owned by agentdeployment agent" in (
-        synced[-1]["message"]
+    assert (
+        "configmap agent-outputs exists and is not owned by agentdeployment agent"
+        in (synced[-1]["message"])
     )
     warnings = [e for e in rig.events if e.reason == CONFIG_MAP_NOT_OWNED]
     assert len(warnings) == 1, "one Warning Event, not one per pass"

@@ -4,10 +4,12 @@ configMaps, Crossplane's writeConnectionSecretToRef, ACK's FieldExport).
 A kind's status says what it exports (`ResourceStatus.outputs()`); the pass writes it
 into a ConfigMap of the resource's namespace, controlled by the resource (an
 ownerReference with `controller: true` and `blockOwnerDeletion: true`, so the garbage
-collector deletes it with the resource). Written in the pass that changes those values and never otherwise: a pass
-reads the ConfigMap only when the values differ from what this process last saw in it,
-or at a resync (which repairs a hand edit). A ConfigMap of that name that the resource
-does not control is never touched: the resource is `Synced=False` (ConfigMapNotOwned).
+collector deletes it with the resource). Written in the pass that changes those values
+and never otherwise: a pass reads the ConfigMap only when the values differ from what
+this process last saw in it, or at a resync (which repairs a hand edit). A ConfigMap
+of that name that the resource does not control is never touched: the resource is
+`Synced=False` (ConfigMapNotOwned). Removing or renaming the field leaves the old
+ConfigMap as it is, still owned (docs/platform.md).
 """
 
 from __future__ import annotations
