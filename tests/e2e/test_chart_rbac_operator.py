@@ -1,6 +1,7 @@
 """The chart's default (cluster-wide) RBAC is enough: the operator, watching all
 namespaces with nothing but the chart ServiceAccount's token, brings an AgentDeployment
-and its Listener to Ready and deletes them again — and logs no "forbidden"."""
+(writing its outputs' ConfigMap) and its Listener to Ready and deletes them again — and
+logs no "forbidden"."""
 
 from __future__ import annotations
 
@@ -91,13 +92,24 @@ def test_operator_with_only_the_chart_service_account_reconciles_cluster_wide(
             "sourceConfig": {"listenerRef": {"name": "edge"}},
             "sourceRevisionConfig": {"imageUri": "registry.example.com/agent:1"},
             "secretsFrom": [{"secretRef": {"name": "llm-keys"}}],
+            # The outputs' ConfigMap: read, created (with blockOwnerDeletion) and patched.
+            "writeOutputsTo": {"configMapName": "rbac-outputs"},
         },
     }
     with kopf_operator(None, operator_env(emulator, kubeconfig)) as runner:
         res.create(LST, listener)
         res.create(AGD, deployment)
         res.wait(LST, "edge", ready_for_generation, what="Listener Ready")
-        res.wait(AGD, "rbac", ready_for_generation, what="AgentDeployment Ready")
+        ready = res.wait(AGD, "rbac", ready_for_generation, what="AgentDeployment Ready")
+        assert ready is not None
+        outputs = client.CoreV1Api(k8s_api).read_namespaced_config_map("rbac-outputs", namespace)
+        assert outputs.data["url"] == ready["status"]["url"]
+        (owner,) = outputs.metadata.owner_references
+        assert (owner.uid, owner.controller, owner.block_owner_deletion) == (
+            ready["metadata"]["uid"],
+            True,
+            True,
+        )
         res.delete(AGD, "rbac")
         res.delete(LST, "edge")
         res.wait(AGD, "rbac", lambda o: o is None, what="AgentDeployment finalized")

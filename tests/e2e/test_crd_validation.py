@@ -178,6 +178,7 @@ SHARED_LISTENER = listener(
     }
 )
 SHARED_LISTENER_REF = agd(DOCKER, sourceConfig__listenerRef__namespace="infra")
+WRITING_OUTPUTS = agd(DOCKER, writeOutputsTo={"configMapName": "support-bot.outputs-1"})
 FOUR_K = "x" * 4097
 TAG = "refs/tags/v1.0.0"
 
@@ -199,6 +200,29 @@ INVALID: list[tuple[str, Obj | Update, str]] = [
         "allowed-namespaces-bad-from",
         listener(allowedNamespaces={"from": "Some"}),
         'spec.allowedNamespaces.from: Unsupported value: "Some"',
+    ),
+    *(
+        (
+            f"outputs-configmap-name-{case}",
+            agd(DOCKER, writeOutputsTo={"configMapName": name}),
+            "spec.writeOutputsTo.configMapName must be a DNS-1123 subdomain",
+        )
+        for case, name in (
+            ("uppercase", "Bot-Outputs"),
+            ("underscore", "bot_outputs"),
+            ("leading-dash", "-bot"),
+            ("trailing-dot", "bot."),
+        )
+    ),
+    (
+        "outputs-configmap-name-empty",
+        agd(DOCKER, writeOutputsTo={"configMapName": ""}),
+        "spec.writeOutputsTo.configMapName: Invalid value",
+    ),
+    (
+        "outputs-configmap-name-missing",
+        agd(DOCKER, writeOutputsTo={}),
+        "spec.writeOutputsTo.configMapName: Required value",
     ),
     (
         "listener-ref-bad-namespace",
@@ -543,6 +567,7 @@ def test_examples_are_accepted(
         PUBLISHED_DOCKER,
         SHARED_LISTENER,
         SHARED_LISTENER_REF,
+        WRITING_OUTPUTS,
     ],
     ids=[
         "git-by-repo-url",
@@ -554,6 +579,7 @@ def test_examples_are_accepted(
         "docker-secret-references-custom-url",
         "listener-shared-by-selector",
         "listener-ref-in-another-namespace",
+        "writing-outputs-to-a-configmap",
     ],
 )
 def test_valid_variants_are_accepted(

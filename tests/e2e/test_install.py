@@ -360,6 +360,30 @@ def test_chart_service_account_can_make_the_operator_calls_and_no_others(
             GROUP, VERSION, namespace, "agentdeployments", "rbac-probe",
             {"metadata": {"finalizers": None}},
         )  # fmt: skip
+        # The outputs' ConfigMap (spec.writeOutputsTo): read, created owned, patched.
+        owner = {
+            "apiVersion": obj["apiVersion"],
+            "kind": obj["kind"],
+            "name": "rbac-probe",
+            "uid": obj["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+        core.create_namespaced_config_map(
+            namespace, {"metadata": {"name": "rbac-outputs", "ownerReferences": [owner]},
+                        "data": {"url": ""}}
+        )  # fmt: skip
+        assert core.read_namespaced_config_map("rbac-outputs", namespace).data == {"url": ""}
+        core.patch_namespaced_config_map("rbac-outputs", namespace, {"data": {"url": "https://x"}})
+        # What an apiserver enforcing owner references' permissions
+        # (OwnerReferencesPermissionEnforcement; not on in the dev cluster) checks before
+        # it lets that ownerReference set blockOwnerDeletion.
+        review = client.AuthorizationV1Api(api).create_self_subject_access_review(
+            {"spec": {"resourceAttributes": {
+                "group": GROUP, "resource": "agentdeployments", "subresource": "finalizers",
+                "verb": "update", "namespace": namespace, "name": "rbac-probe"}}}
+        )  # fmt: skip
+        assert review.status.allowed, review.status
         with pytest.raises(ApiException) as missing:
             custom.get_namespaced_custom_object(GROUP, VERSION, namespace, "listeners", "absent")
         assert missing.value.status == 404  # allowed to look, it just is not there
@@ -408,6 +432,10 @@ def test_chart_service_account_can_make_the_operator_calls_and_no_others(
             "list pods": lambda: core.list_namespaced_pod(namespace),
             "delete events": lambda: core.delete_collection_namespaced_event(namespace),
             "list namespaces": lambda: core.list_namespace(),
+            "list configmaps": lambda: core.list_namespaced_config_map(namespace),
+            "delete configmap": lambda: core.delete_namespaced_config_map(
+                "rbac-outputs", namespace
+            ),
         }
         allowed = [what for what, call in refused.items() if not _forbidden(call)]
         assert not allowed, f"the chart's ServiceAccount may also: {allowed}"

@@ -284,7 +284,8 @@ def test_write_outputs_to_a_configmap_owned_by_the_resource(
 ) -> None:
     """spec.writeOutputsTo: the ConfigMap holds the id, URL, revisions and status,
     follows a new revision, is not written at steady state (resyncs every second here),
-    is garbage-collected with the resource; a ConfigMap not ours is never touched."""
+    moves on a rename (the old one stays, owned), is garbage-collected with the
+    resource; a ConfigMap not ours is never touched, and written once it is gone."""
     core = client.CoreV1Api(k8s_api)
 
     def outputs(name: str) -> client.V1ConfigMap | None:
@@ -319,6 +320,7 @@ def test_write_outputs_to_a_configmap_owned_by_the_resource(
             ready["metadata"]["uid"],
             True,
         )
+        assert owner.block_owner_deletion is True
         version = made.metadata.resource_version
         time.sleep(4)  # four resyncs: read, found equal, not written
         steady = outputs("exported-out")
@@ -343,6 +345,19 @@ def test_write_outputs_to_a_configmap_owned_by_the_resource(
         assert rolled.data["latestRevisionId"] == second["status"]["latestRevisionId"]
         assert rolled.data["activeRevisionId"] == second["status"]["activeRevisionId"]
 
+        # Renamed: the new ConfigMap is written; the old one is left as it is, still
+        # owned (garbage-collected with the resource, below).
+        moved = {"writeOutputsTo": {"configMapName": "exported-out-2"}}
+        resources.patch(AGD, "exported", {"spec": moved})
+        deadline = time.monotonic() + 30
+        while (renamed := outputs("exported-out-2")) is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert renamed is not None, "not written under the new name"
+        assert renamed.data == rolled.data
+        old = outputs("exported-out")
+        assert old is not None
+        assert old.metadata.resource_version == rolled.metadata.resource_version
+
         resources.create(AGD, docker("squatter", writeOutputsTo={"configMapName": "taken"}))
         refused = resources.wait(
             AGD,
@@ -358,15 +373,27 @@ def test_write_outputs_to_a_configmap_owned_by_the_resource(
         assert untouched is not None
         assert untouched.data == {"x": "1"}
         assert not untouched.metadata.owner_references
+        # Once the name is free, a resync writes it and the resource is Synced again.
+        core.delete_namespaced_config_map("taken", namespace)
+        resources.wait(
+            AGD,
+            "squatter",
+            lambda o: condition(o, "Synced").get("status") == "True",
+            what="Synced again",
+        )
+        freed = outputs("taken")
+        assert freed is not None
+        assert freed.metadata.owner_references[0].name == "squatter"
 
         for name in ("exported", "squatter"):
             resources.delete(AGD, name)
             resources.wait(AGD, name, lambda o: o is None, what="deleted")
     deadline = time.monotonic() + 60
-    while outputs("exported-out") is not None and time.monotonic() < deadline:
+    gone = ("exported-out", "exported-out-2", "taken")
+    while any(outputs(n) is not None for n in gone) and time.monotonic() < deadline:
         time.sleep(1)
-    assert outputs("exported-out") is None, "not garbage-collected with its owner"
-    assert outputs("taken") is not None
+    for name in ("exported-out", "exported-out-2", "taken"):
+        assert outputs(name) is None, f"{name} not garbage-collected with its owner"
 
 
 def test_image_update_rolls_a_new_revision_and_status_follows(

@@ -312,8 +312,13 @@ def test_rbac_has_no_wildcards_and_no_destructive_verbs(
                 assert "*" not in rule[key], f"wildcard {key} in {role['metadata']['name']}"
                 assert all("*" not in item for item in rule[key]), rule
             assert not rule.get("nonResourceURLs"), rule
-            assert not {"delete", "deletecollection", "update", "escalate", "bind",
+            assert not {"delete", "deletecollection", "escalate", "bind",
                         "impersonate"} & set(rule["verbs"]), rule  # fmt: skip
+            if "update" in rule["verbs"]:
+                # Only the kinds' /finalizers: what an apiserver enforcing owner
+                # references' permissions asks for the outputs' blockOwnerDeletion.
+                assert rule["verbs"] == ["update"], rule
+                assert all(r.endswith("/finalizers") for r in rule["resources"]), rule
             if "create" in rule["verbs"]:
                 # Events, and the ConfigMap of spec.writeOutputsTo (never deleted: the
                 # garbage collector does, through its ownerReference).
@@ -342,6 +347,10 @@ def test_rbac_grants_exactly_what_the_operator_does(rendered: dict[str, list[Doc
         ("deployplane.io", f"{kind}/status", verb)
         for kind in ("agentdeployments", "listeners")
         for verb in ("get", "patch")
+    }
+    expected |= {  # the outputs' ConfigMap's ownerReference sets blockOwnerDeletion
+        ("deployplane.io", f"{kind}/finalizers", "update")
+        for kind in ("agentdeployments", "listeners")
     }
     expected |= {
         ("", "secrets", "get"),

@@ -146,6 +146,8 @@ def test_printer_columns() -> None:
         "jsonPath": ".status.deploymentId",
         "priority": 1,
     }
+    assert agd["Outputs"]["jsonPath"] == ".spec.writeOutputsTo.configMapName"
+    assert agd["Outputs"]["priority"] == 1  # -o wide: where workloads read the outputs
     assert agd["Age"]["type"] == "date"
     listener = columns("Listener")
     assert listener["Ready"]["jsonPath"] == '.status.conditions[?(@.type=="Ready")].status'

@@ -191,6 +191,7 @@ def test_a_third_kind_is_in_the_generated_kustomization_and_operator_rbac() -> N
     assert granted == [
         ["agentdeployments", "listeners", "fakes"],
         ["agentdeployments/status", "listeners/status", "fakes/status"],
+        ["agentdeployments/finalizers", "listeners/finalizers", "fakes/finalizers"],
     ]
     # What the operator ships lists its two kinds, and is committed as generated.
     assert schema.main(["--check"]) == 0
@@ -235,12 +236,18 @@ def test_a_third_kind_is_granted_by_the_charts_rbac_from_its_crd_file(tmp_path: 
         text=True,
     ).stdout
     role = chart.find(chart.parse_documents(out), "ClusterRole")
-    (kinds_rule, status_rule) = (r for r in role["rules"] if r["apiGroups"] == ["deployplane.io"])
+    rules = [r for r in role["rules"] if r["apiGroups"] == ["deployplane.io"]]
+    (kinds_rule, status_rule, finalizers_rule) = rules
     assert kinds_rule["resources"] == ["agentdeployments", "fakes", "listeners"]
     assert status_rule["resources"] == [
         "agentdeployments/status",
         "fakes/status",
         "listeners/status",
+    ]
+    assert finalizers_rule["resources"] == [
+        "agentdeployments/finalizers",
+        "fakes/finalizers",
+        "listeners/finalizers",
     ]
 
 

@@ -68,7 +68,8 @@ async def test_created_owned_then_nothing_until_the_values_change() -> None:
     assert controlled_by(made, UID)
     (ref,) = made["metadata"]["ownerReferences"]
     assert ref == {"apiVersion": "deployplane.io/v1alpha1", "kind": "AgentDeployment",
-                   "name": "bot", "uid": UID, "controller": True}  # fmt: skip
+                   "name": "bot", "uid": UID, "controller": True,
+                   "blockOwnerDeletion": True}  # fmt: skip
 
     again = await publish(store, BODY, "bot-outputs", DATA, seen=done.seen, reread=False)
     assert store.calls == ["get", "create"], "no request when nothing changed"
@@ -97,3 +98,26 @@ async def test_a_configmap_not_ours_is_never_touched() -> None:
     assert "configmap bot-outputs exists and is not owned by agentdeployment bot" in done.problem
     assert store.calls == ["get"]
     assert store.maps["bot-outputs"]["data"] == {"x": "1"}
+
+
+async def test_a_rename_writes_the_new_name_and_leaves_the_old_one_owned() -> None:
+    store = Store()
+    done = await publish(store, BODY, "bot-outputs", DATA, seen=None, reread=False)
+    moved = await publish(store, BODY, "bot-out-2", DATA, seen=done.seen, reread=False)
+    assert store.calls == ["get", "create", "get", "create"]
+    assert moved.seen == ("bot-out-2", DATA)
+    assert store.maps["bot-outputs"]["data"] == DATA, "the old one is not deleted"
+    assert controlled_by(store.maps["bot-outputs"], UID), "still garbage-collected with us"
+
+
+async def test_a_configmap_controlled_by_another_resource_is_not_ours() -> None:
+    """Owned by someone else (or merely owned, not controlled, by us): never touched."""
+    theirs = {"uid": "other", "controller": True}
+    ours_not_controller = {"uid": UID, "controller": False}
+    for ref in (theirs, ours_not_controller):
+        cm = {"metadata": {"name": "bot-outputs", "ownerReferences": [ref]}, "data": {}}
+        store = Store(maps={"bot-outputs": cm})
+        done = await publish(store, BODY, "bot-outputs", DATA, seen=None, reread=False)
+        assert done.problem is not None
+        assert done.seen is None
+        assert store.calls == ["get"]

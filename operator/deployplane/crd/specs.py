@@ -208,10 +208,11 @@ class AgentDeploymentSourceConfig(SourceConfig):
 class OutputsTarget(ApiModel):
     """Where an AgentDeployment writes its outputs for workloads."""
 
+    # A DNS-1123 subdomain: checked by a CEL rule (kinds/agentdeployment.py) whose
+    # message says so, rather than a `pattern` that would only print the regex.
     config_map_name: str = Field(
         min_length=1,
         max_length=253,
-        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
         description=(
             "A ConfigMap in this namespace that the operator creates and owns, with the keys "
             "deploymentId, url, latestRevisionId, activeRevisionId and revisionStatus."

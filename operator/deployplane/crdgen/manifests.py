@@ -37,12 +37,14 @@ def operator_rbac(kinds: KindRegistry) -> str:
     least privilege, the same rules as the chart's ClusterRole."""
     plurals = ", ".join(kind.plural for kind in kinds)
     statuses = ", ".join(f"{kind.plural}/status" for kind in kinds)
+    finalizers = ", ".join(f"{kind.plural}/finalizers" for kind in kinds)
     return _RBAC.format(
         generated=_GENERATED,
         metadata=_METADATA,
         group=GROUP,
         plurals=plurals,
         statuses=statuses,
+        finalizers=finalizers,
     )
 
 
@@ -73,6 +75,9 @@ kind: ClusterRole
   - apiGroups: [{group}]
     resources: [{statuses}]
     verbs: [get, patch]
+  - apiGroups: [{group}]
+    resources: [{finalizers}]
+    verbs: [update]
   - apiGroups: [""]
     resources: [secrets]
     verbs: [get]

@@ -29,6 +29,9 @@ _GIT_ONLY_FIELDS: Final = (
     "sourceRevisionConfig.graphConfigPath",
 )
 
+DNS1123_SUBDOMAIN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+"""A Kubernetes object name (a CEL string literal: the backslash is escaped)."""
+
 RULES: Final[Rules] = {
     "": [
         Rule(
@@ -87,6 +90,14 @@ RULES: Final[Rules] = {
         Rule("self == oldSelf", "spec.deploymentId is immutable once set"),
     ],
     "sourceConfig.deploymentType": [immutable("sourceConfig.deploymentType")],
+    "writeOutputsTo.configMapName": [
+        Rule(
+            f"self.matches('{DNS1123_SUBDOMAIN}')",
+            "spec.writeOutputsTo.configMapName must be a DNS-1123 subdomain (a ConfigMap "
+            "name): lowercase letters, digits, '-' and '.', starting and ending with a "
+            "letter or digit, e.g. 'support-bot-outputs'",
+        ),
+    ],
     "sourceConfig": [
         Rule(
             "!(has(self.listenerRef) && has(self.listenerId))",
@@ -135,6 +146,12 @@ KIND: Final = KindDef(
             "Deployment ID",
             ".status.deploymentId",
             "Deployment id on the control plane.",
+            priority=1,
+        ),
+        column(
+            "Outputs",
+            ".spec.writeOutputsTo.configMapName",
+            "The ConfigMap the deployment's outputs are written to (spec.writeOutputsTo).",
             priority=1,
         ),
         policy_column(),

@@ -92,20 +92,26 @@ def compose_outcome(
 
 
 def unsynced(
-    outcome: Outcome[StatusT], reason: str, message: str, generation: int, *, was: str | None
+    outcome: Outcome[StatusT],
+    reason: str,
+    message: str,
+    generation: int,
+    *,
+    before: list[Condition],
 ) -> Outcome[StatusT]:
     """`outcome` with Synced=False for a problem found after the reconcile (the outputs'
-    ConfigMap); a Warning Event when the Synced reason was another (`was`)."""
+    ConfigMap); a Warning Event when the Synced reason `before` the pass was another.
+    The transition time is carried over from `before` (not from `outcome`, whose Synced
+    the reconcile just set True): a problem that persists costs no status write."""
     conditions = [
-        set_condition(
-            outcome.status.conditions, ConditionType.SYNCED, FALSE, reason, message, generation
-        )
+        set_condition(before, ConditionType.SYNCED, FALSE, reason, message, generation)
         if c.type == ConditionType.SYNCED
         else c
         for c in outcome.status.conditions
     ]
     events = outcome.events
-    if was != reason:
+    was = find_condition(before, ConditionType.SYNCED)
+    if was is None or was.reason != reason:
         events = (*events, EventRecord("Warning", reason, message))
     return replace(outcome, status=outcome.status.evolve(conditions=conditions), events=events)
 

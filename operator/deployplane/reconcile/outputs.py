@@ -3,11 +3,13 @@ configMaps, Crossplane's writeConnectionSecretToRef, ACK's FieldExport).
 
 A kind's status says what it exports (`ResourceStatus.outputs()`); the pass writes it
 into a ConfigMap of the resource's namespace, controlled by the resource (an
-ownerReference with `controller: true`, so the garbage collector deletes it with the
-resource). Written in the pass that changes those values and never otherwise: a pass
-reads the ConfigMap only when the values differ from what this process last saw in it,
-or at a resync (which repairs a hand edit). A ConfigMap of that name that the resource
-does not control is never touched: the resource is `Synced=False` (ConfigMapNotOwned).
+ownerReference with `controller: true` and `blockOwnerDeletion: true`, so the garbage
+collector deletes it with the resource). Written in the pass that changes those values
+and never otherwise: a pass reads the ConfigMap only when the values differ from what
+this process last saw in it, or at a resync (which repairs a hand edit). A ConfigMap
+of that name that the resource does not control is never touched: the resource is
+`Synced=False` (ConfigMapNotOwned). Removing or renaming the field leaves the old
+ConfigMap as it is, still owned (docs/platform.md).
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ def target(body: Mapping[str, Any]) -> str | None:
 
 
 def owner_reference(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The resource as the ConfigMap's controller. `blockOwnerDeletion`: a foreground
+    deletion of the resource waits for the ConfigMap (where the apiserver enforces owner
+    references' permissions, this needs `update` on the kind's `/finalizers`)."""
     meta = body.get("metadata") or {}
     return {
         "apiVersion": body.get("apiVersion"),
@@ -46,6 +51,7 @@ def owner_reference(body: Mapping[str, Any]) -> dict[str, Any]:
         "name": meta.get("name"),
         "uid": meta.get("uid"),
         "controller": True,
+        "blockOwnerDeletion": True,
     }
 
 

@@ -291,10 +291,11 @@ class PassRunner(Generic[SpecT, StatusT]):
         state.outputs_seen = done.seen
         if done.problem is None:
             return outcome
-        synced = [c for c in before.get("conditions") or [] if c.get("type") == "Synced"]
-        was = synced[0].get("reason") if synced else None
+        previous = self.status_model.model_validate(dict(before)).conditions
         generation = int((body.get("metadata") or {}).get("generation") or 0)
-        return unsynced(outcome, outputs.CONFIG_MAP_NOT_OWNED, done.problem, generation, was=was)
+        return unsynced(
+            outcome, outputs.CONFIG_MAP_NOT_OWNED, done.problem, generation, before=previous
+        )
 
     def _resync(self, body: Mapping[str, Any], state: ResourceState, post: EventPoster) -> Resync:
         """The resource's resync interval; a bad annotation is told once per value."""
