@@ -340,17 +340,17 @@ def test_rbac_grants_exactly_what_the_operator_does(rendered: dict[str, list[Doc
     granted = grants(find(rendered["defaults"], "ClusterRole")["rules"])
     expected = {
         ("deployplane.io", kind, verb)
-        for kind in ("agentdeployments", "listeners")
+        for kind in ("agentdeployments", "controlplaneconnections", "listeners")
         for verb in ("get", "list", "watch", "patch")
     }
     expected |= {
         ("deployplane.io", f"{kind}/status", verb)
-        for kind in ("agentdeployments", "listeners")
+        for kind in ("agentdeployments", "controlplaneconnections", "listeners")
         for verb in ("get", "patch")
     }
     expected |= {  # the outputs' ConfigMap's ownerReference sets blockOwnerDeletion
         ("deployplane.io", f"{kind}/finalizers", "update")
-        for kind in ("agentdeployments", "listeners")
+        for kind in ("agentdeployments", "controlplaneconnections", "listeners")
     }
     expected |= {
         ("", "secrets", "get"),

@@ -89,9 +89,9 @@ def test_both_output_dirs_hold_the_same_files() -> None:
     assert sorted(files) == sorted(
         f"{d}/{n}.deployplane.io.yaml"
         for d in ("crds", "charts/deployplane/crds")
-        for n in ("agentdeployments", "listeners")
+        for n in ("agentdeployments", "controlplaneconnections", "listeners")
     )
-    for name in ("agentdeployments", "listeners"):
+    for name in ("agentdeployments", "controlplaneconnections", "listeners"):
         assert (
             files[f"crds/{name}.deployplane.io.yaml"]
             == files[f"charts/deployplane/crds/{name}.deployplane.io.yaml"]

@@ -22,7 +22,7 @@ from tests.support import apijson
 from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import RevisionStatus, Secret
-from deployplane.crd.specs import AgentDeploymentSpec, ListenerSpec, LocalObjectReference
+from deployplane.crd.specs import AgentDeploymentSpec, ConnectionReference, ListenerSpec
 from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.externals.agentdeployment import (
     AgentDeploymentConnecter,
@@ -1110,10 +1110,11 @@ DEFAULT = Connection("http://control-plane", API_KEY, "tenant-1")
             None,
             None,
             {},
-            "no control-plane connection: set spec.connectionRef or the operator's "
+            "no control-plane connection: set spec.connectionRef, create the "
+            "ControlPlaneConnection 'default' in namespace team-a, or set the operator's "
             "DEPLOYPLANE_CONTROL_PLANE_URL",
         ),
-        (DEFAULT, "cp", {}, "connection Secret cp not found"),
+        (DEFAULT, "cp", {}, "no ControlPlaneConnection or Secret named cp"),
         (DEFAULT, "cp", {"cp": {"apiKey": "k"}}, "connection Secret cp has no key url"),
         (DEFAULT, "cp", {"cp": {"url": "", "apiKey": "k"}}, "connection Secret cp has no key url"),
     ],
@@ -1125,7 +1126,7 @@ async def test_connection_not_ready(
     factory = Factory()
     conns = Connections(default, Kube(secrets=secrets), factory=factory)
     with pytest.raises(DependencyNotReady) as info:
-        await conns.client_for(NS, LocalObjectReference(name=ref) if ref else None)
+        await conns.client_for(NS, ConnectionReference(name=ref) if ref else None)
     assert (str(info.value), factory.made) == (message, [])
 
 
@@ -1141,7 +1142,7 @@ async def test_clients_are_pooled_per_connection() -> None:
     conns = Connections(DEFAULT, kube, factory=factory)
 
     async def client(ref: str | None) -> ControlPlaneClient:
-        return await conns.client_for(NS, LocalObjectReference(name=ref) if ref else None)
+        return await conns.client_for(NS, ConnectionReference(name=ref) if ref else None)
 
     default_a, default_b = await client(None), await client(None)
     same = await client("same")

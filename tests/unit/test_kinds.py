@@ -69,10 +69,17 @@ def kopf_handlers(registry: kopf.OperatorRegistry) -> list[Any]:
 # ---------------------------------------------------------------------- registry
 
 
-def test_the_operator_serves_the_two_kinds_each_named_once() -> None:
-    assert [(k.kind, k.plural, k.singular, k.noun) for k in KINDS] == [
-        ("AgentDeployment", "agentdeployments", "agentdeployment", "deployment"),
-        ("Listener", "listeners", "listener", "listener"),
+def test_the_operator_serves_the_three_kinds_each_named_once() -> None:
+    assert [(k.kind, k.plural, k.singular, k.noun, k.indexed) for k in KINDS] == [
+        ("AgentDeployment", "agentdeployments", "agentdeployment", "deployment", False),
+        (
+            "ControlPlaneConnection",
+            "controlplaneconnections",
+            "controlplaneconnection",
+            "connection",
+            True,
+        ),
+        ("Listener", "listeners", "listener", "listener", False),
     ]
     assert KINDS["Listener"].crd_name == "listeners.deployplane.io"
 
@@ -135,16 +142,16 @@ def test_the_registry_and_the_crd_generator_load_no_external_client() -> None:
     assert out.stdout.strip() == "[]"
 
 
-# ------------------------------------------------------------- a third kind, end to end
+# ------------------------------------------------------------ another kind, end to end
 
 
-def test_a_third_kind_is_picked_up_by_the_crd_generator() -> None:
+def test_another_kind_is_picked_up_by_the_crd_generator() -> None:
     kinds = KINDS.with_kinds(fake_kind())
     files = schema.rendered_files(kinds)
     assert sorted(files) == sorted(
         f"{d}/{n}.deployplane.io.yaml"
         for d in ("crds", "charts/deployplane/crds")
-        for n in ("agentdeployments", "fakes", "listeners")
+        for n in ("agentdeployments", "controlplaneconnections", "fakes", "listeners")
     )
     crd = yaml.safe_load(files["crds/fakes.deployplane.io.yaml"])
     assert crd["metadata"]["name"] == "fakes.deployplane.io"
@@ -170,15 +177,16 @@ def test_a_third_kind_is_picked_up_by_the_crd_generator() -> None:
         "Fake ID",
         "Age",
     ]
-    # The operator's own registry is untouched: the CRDs it ships are still two.
-    assert len(schema.custom_resource_definitions()) == 2
+    # The operator's own registry is untouched: the CRDs it ships are still three.
+    assert len(schema.custom_resource_definitions()) == 3
 
 
-def test_a_third_kind_is_in_the_generated_kustomization_and_operator_rbac() -> None:
+def test_another_kind_is_in_the_generated_kustomization_and_operator_rbac() -> None:
     files = schema.generated_files(KINDS.with_kinds(fake_kind()))
     base = yaml.safe_load(files["crds/kustomization.yaml"])
     assert base["resources"] == [
         "agentdeployments.deployplane.io.yaml",
+        "controlplaneconnections.deployplane.io.yaml",
         "listeners.deployplane.io.yaml",
         "fakes.deployplane.io.yaml",
     ]
@@ -188,20 +196,26 @@ def test_a_third_kind_is_in_the_generated_kustomization_and_operator_rbac() -> N
         if doc["kind"] == "ClusterRole"
     )
     granted = [rule["resources"] for rule in role["rules"] if rule["apiGroups"] == [GROUP]]
+    mine = ("agentdeployments", "controlplaneconnections", "listeners", "fakes")
     assert granted == [
-        ["agentdeployments", "listeners", "fakes"],
-        ["agentdeployments/status", "listeners/status", "fakes/status"],
-        ["agentdeployments/finalizers", "listeners/finalizers", "fakes/finalizers"],
+        list(mine),
+        [f"{p}/status" for p in mine],
+        [f"{p}/finalizers" for p in mine],
     ]
-    # What the operator ships lists its two kinds, and is committed as generated.
+    # What the operator ships lists its three kinds, and is committed as generated.
     assert schema.main(["--check"]) == 0
 
 
-async def test_a_third_kind_gets_a_kopf_event_handler_and_a_loop() -> None:
+async def test_another_kind_gets_a_kopf_event_handler_and_a_loop() -> None:
     """Kopf watches every kind of the registry; its events go to the workers."""
     kinds = KINDS.with_kinds(fake_kind())
     runtime = handlers.build_runtime(OperatorConfig(), FakeKube(), kinds)  # type: ignore[arg-type]
-    assert list(runtime.workers.runners) == ["AgentDeployment", "Listener", "Fake"]
+    assert list(runtime.workers.runners) == [
+        "AgentDeployment",
+        "ControlPlaneConnection",
+        "Listener",
+        "Fake",
+    ]
     loop = runtime.workers.runners["Fake"]
     assert (loop.plural, loop.spec_model, loop.reconciler.kind) == ("fakes", FakeSpec, "fake")
     registry = kopf.OperatorRegistry()
@@ -209,8 +223,13 @@ async def test_a_third_kind_gets_a_kopf_event_handler_and_a_loop() -> None:
     watched = registry._watching.get_all_handlers()
     assert [h.id for h in watched] == [
         "watch-agentdeployments",
+        "watch-controlplaneconnections",
         "watch-listeners",
         "watch-fakes",
+    ]
+    # Only the indexed kind (the connections) gets a Kopf index.
+    assert [h.id for h in registry._indexing.get_all_handlers()] == [
+        "controlplaneconnections_index"
     ]
     fake = next(h for h in watched if h.id == "watch-fakes")
     assert (fake.selector.group, fake.selector.version, fake.selector.any_name) == (
@@ -223,7 +242,7 @@ async def test_a_third_kind_gets_a_kopf_event_handler_and_a_loop() -> None:
     assert ("Fake", "ns-1", "f1", "u1") in runtime.workers.resources, "fed to the workers"
 
 
-def test_a_third_kind_is_granted_by_the_charts_rbac_from_its_crd_file(tmp_path: Path) -> None:
+def test_another_kind_is_granted_by_the_charts_rbac_from_its_crd_file(tmp_path: Path) -> None:
     copy = tmp_path / "deployplane"
     shutil.copytree(chart.CHART, copy)
     for relative, text in schema.rendered_files(KINDS.with_kinds(fake_kind())).items():
@@ -238,17 +257,10 @@ def test_a_third_kind_is_granted_by_the_charts_rbac_from_its_crd_file(tmp_path: 
     role = chart.find(chart.parse_documents(out), "ClusterRole")
     rules = [r for r in role["rules"] if r["apiGroups"] == ["deployplane.io"]]
     (kinds_rule, status_rule, finalizers_rule) = rules
-    assert kinds_rule["resources"] == ["agentdeployments", "fakes", "listeners"]
-    assert status_rule["resources"] == [
-        "agentdeployments/status",
-        "fakes/status",
-        "listeners/status",
-    ]
-    assert finalizers_rule["resources"] == [
-        "agentdeployments/finalizers",
-        "fakes/finalizers",
-        "listeners/finalizers",
-    ]
+    mine = ("agentdeployments", "controlplaneconnections", "fakes", "listeners")
+    assert kinds_rule["resources"] == list(mine)
+    assert status_rule["resources"] == [f"{p}/status" for p in mine]
+    assert finalizers_rule["resources"] == [f"{p}/finalizers" for p in mine]
 
 
 def test_kopf_has_event_handlers_only_so_it_never_touches_an_object() -> None:
@@ -260,6 +272,7 @@ def test_kopf_has_event_handlers_only_so_it_never_touches_an_object() -> None:
     assert [*registry._spawning.get_all_handlers(), *registry._changing.get_all_handlers()] == []
     assert {h.id for h in registry._watching.get_all_handlers()} == {
         "watch-agentdeployments",
+        "watch-controlplaneconnections",
         "watch-listeners",
     }
 

@@ -406,6 +406,7 @@ def test_trace_prints_the_tree_with_gets_only(service: FakeService, kube: FakeKu
     assert kube.calls == [
         "get agentdeployments/bot -n team",
         "get listeners/edge -n team",
+        "get controlplaneconnections/default -n team",  # none: the CLI's own connection
         f"list -n team-a -l deployplane.io/deployment-id={DEP_ID}",
     ]
 
@@ -467,5 +468,42 @@ def test_a_missing_connection_secret_is_a_line(service: FakeService, kube: FakeK
     assert result.exit_code == 0, result.output
     [child] = json.loads(result.stdout)["children"]
     assert (child["status"], child["reason"]) == ("Missing", "ConnectionNotFound")
-    assert child["message"] == "connection Secret gone not found"
+    assert child["message"] == "no ControlPlaneConnection or Secret named gone"
+    assert service.requests == []
+
+
+def test_a_control_plane_connection_is_the_control_plane(
+    service: FakeService, kube: FakeKube
+) -> None:
+    """connectionRef names a ControlPlaneConnection; with none, the namespace's
+    `default` one is used before the CLI's own connection."""
+    kube.objects[("controlplaneconnections", "default")] = {
+        "metadata": {"name": "default"},
+        "spec": {
+            "url": "http://other.test",
+            "tenantId": "t",
+            "apiKeySecretRef": {"name": "key", "key": "token"},
+        },
+    }
+    kube.secrets["key"] = {"token": "k2"}
+    cp_routes(service)
+    result = invoke("agd/bot")
+    assert result.exit_code == 0, result.output
+    assert {r.url.host for r in service.requests} == {"other.test"}
+    assert service.requests[0].headers["X-Api-Key"] == "k2"
+    assert service.requests[0].headers["X-Tenant-Id"] == "t"
+    assert "get controlplaneconnections/default -n team" in kube.calls
+
+
+def test_a_connection_named_but_missing_is_a_line(service: FakeService, kube: FakeKube) -> None:
+    obj = agd()
+    obj["spec"]["connectionRef"] = {"name": "cp", "kind": "ControlPlaneConnection"}
+    kube.objects[("agentdeployments", "bot")] = obj
+    kube.secrets["cp"] = {"url": "http://ignored.test"}  # kind says: not a Secret
+    result = invoke("agd/bot", "-o", "json")
+    [child] = json.loads(result.stdout)["children"]
+    assert (child["reason"], child["message"]) == (
+        "ConnectionNotFound",
+        "ControlPlaneConnection cp not found",
+    )
     assert service.requests == []

@@ -1,10 +1,11 @@
 """`deployplane trace KIND/NAME`: a custom resource and everything it leads to, as a tree.
 
-Reads only: GETs on Kubernetes (the resource, its Listener, the connection Secret of
-`spec.connectionRef`, the data plane's objects) and on the control plane (deployment,
-revisions, listener). The control plane is the resource's `connectionRef` Secret when it
-names one, else the CLI's connection (flags, DEPLOYPLANE_* variables, context), which is
-why the kube context is `--kube-context` here (as in helm): `--context` is the CLI's.
+Reads only: GETs on Kubernetes (the resource, its Listener, its ControlPlaneConnection
+and API key Secret, the data plane's objects) and on the control plane (deployment,
+revisions, listener). The control plane is the resource's connection (its `connectionRef`,
+else its namespace's `default` ControlPlaneConnection), else the CLI's connection (flags,
+DEPLOYPLANE_* variables, context), which is why the kube context is `--kube-context`
+here (as in helm): `--context` is the CLI's.
 
 Exit 0 when the tree was printed, whatever it shows; 1 with one line when the resource
 itself cannot be read (no such resource, Kubernetes unreachable).
@@ -28,11 +29,17 @@ from deployplane.commands.tracereaders import KubeAccess, KubeError
 from deployplane.commands.tracetree import Missing, Node, Workloads
 from deployplane.dataplane.render.context import namespace_for
 from deployplane.dataplane.render.model import RenderError
+from deployplane.externals.connections import DEFAULT_CONNECTION
 from deployplane.kinds import KINDS
 
 __all__ = ["parse_reference", "trace"]
 
 T = TypeVar("T")
+
+TRACEABLE = ("AgentDeployment", "Listener")
+"""The kinds with a tree below them (a ControlPlaneConnection has none)."""
+
+CONNECTIONS = KINDS["ControlPlaneConnection"].plural
 
 
 class TraceOutput(StrEnum):
@@ -57,31 +64,62 @@ def parse_reference(reference: str, name: str | None) -> tuple[str, str]:
     if "/" in ref_name:  # as kubectl: a name has no slash (`agd/a/b` is no resource)
         raise ValueError(f"a name has no '/': {ref_name!r}")
     word = kind_word.lower().removesuffix(".deployplane.io")
-    for kind in KINDS:
+    traceable = [kind for kind in KINDS if kind.kind in TRACEABLE]
+    for kind in traceable:
         if word in (kind.kind.lower(), kind.plural, kind.singular, *kind.short_names):
             return kind.kind, ref_name
-    known = ", ".join(k.singular for k in KINDS)
+    known = ", ".join(k.singular for k in traceable)
     raise ValueError(f"cannot trace {kind_word!r}: give one of {known}")
 
 
 def _settings(
     kube: KubeAccess, namespace: str, obj: Mapping[str, Any]
 ) -> ConnectionSettings | Missing:
-    """The control plane the operator uses for this resource, as far as the CLI knows."""
-    ref = ((obj.get("spec") or {}).get("connectionRef") or {}).get("name")
-    if ref:
-        try:
-            data = kube.secret_data(namespace, ref)
-        except KubeError as exc:
-            return Missing("ConnectionUnreadable", str(exc))
+    """The control plane the operator uses for this resource, as far as the CLI knows:
+    `connectionRef` resolved as the operator does (`externals.connections`), and with
+    none the namespace's `default` connection, else the CLI's own connection."""
+    ref = (obj.get("spec") or {}).get("connectionRef") or {}
+    name, kind = ref.get("name"), ref.get("kind")
+    try:
+        if kind != "Secret":
+            found = kube.custom_resource(CONNECTIONS, namespace, name or DEFAULT_CONNECTION)
+            if found is not None:
+                return _connection_settings(kube, namespace, found)
+            if kind == "ControlPlaneConnection":
+                return Missing("ConnectionNotFound", f"ControlPlaneConnection {name} not found")
+        data = kube.secret_data(namespace, name) if name else None
+    except KubeError as exc:
+        return Missing("ConnectionUnreadable", str(exc))
+    if name:
         if data is None:
-            return Missing("ConnectionNotFound", f"connection Secret {ref} not found")
+            what = "connection Secret" if kind == "Secret" else "ControlPlaneConnection or Secret"
+            return Missing("ConnectionNotFound", f"no {what} named {name}")
         if not data.get("url"):
-            return Missing("ConnectionInvalid", f"connection Secret {ref} has no key url")
+            return Missing("ConnectionInvalid", f"connection Secret {name} has no key url")
         return ConnectionSettings(data["url"], data.get("apiKey"), data.get("tenantId"))
     if not connection.has_url():  # the tree still shows the Kubernetes side
         return Missing("NoConnection", "no control-plane URL: pass --url or use a context")
     return connection.current_settings()  # exits 2 on a bad context or no key
+
+
+def _connection_settings(
+    kube: KubeAccess, namespace: str, found: Mapping[str, Any]
+) -> ConnectionSettings | Missing:
+    """A ControlPlaneConnection's URL, tenant and the API key its Secret holds."""
+    name = (found.get("metadata") or {}).get("name")
+    spec = found.get("spec") or {}
+    key_ref = spec.get("apiKeySecretRef") or {}
+    api_key = None
+    if key_ref:
+        data = kube.secret_data(namespace, key_ref.get("name", ""))
+        api_key = (data or {}).get(key_ref.get("key", ""))
+        if not api_key:
+            return Missing(
+                "ConnectionInvalid",
+                f"ControlPlaneConnection {name}: no key {key_ref.get('key')} in Secret "
+                f"{key_ref.get('name')}",
+            )
+    return ConnectionSettings(spec.get("url", ""), api_key, spec.get("tenantId"))
 
 
 def _control_plane(

@@ -41,7 +41,8 @@ from deployplane.controller.config import OperatorConfig
 from deployplane.controller.metrics import OperatorMetrics
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.errors import classified
-from deployplane.kinds import KINDS, KindRegistry
+from deployplane.kinds import KINDS, KindDef, KindRegistry
+from deployplane.kinds.controlplaneconnection import KIND as CONNECTION_KIND
 from deployplane.kube.api import KubernetesApi
 from deployplane.kube.credentials import bearer_token, load_configuration
 from deployplane.kube.health import FailureClock
@@ -80,7 +81,10 @@ def build_runtime(
     kube: KubernetesApi,
     kinds: KindRegistry = KINDS,
     health: FailureClock | None = None,
+    indices: Mapping[str, Any] | None = None,
 ) -> Runtime:
+    """`indices`: Kopf's indices by id (`KindDef.index_id`), live; the connections
+    are read from the ControlPlaneConnection kind's."""
     schedule = Schedule(
         poll_initial=config.poll_interval,
         poll_max=max(config.poll_max_interval, config.poll_interval),
@@ -91,7 +95,12 @@ def build_runtime(
     def client_factory(conn: Connection) -> ControlPlaneClient:
         return conn.client(on_response=metrics.observe_api)
 
-    connections = Connections(config.default_connection(), kube, factory=client_factory)
+    connections = Connections(
+        config.default_connection(),
+        kube,
+        factory=client_factory,
+        index=(indices or {}).get(CONNECTION_KIND.index_id),
+    )
     runners: dict[str, PassRunner[Any, Any]] = {
         kind.kind: PassRunner(
             Reconciler(
@@ -181,14 +190,18 @@ def tune_kopf(settings: kopf.OperatorSettings) -> None:
 
 
 @kopf.on.startup()
-async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: Any) -> None:
+    """Builds the runtime. Kopf hands its indices over as keyword arguments, live (they
+    fill as the watches list, before any event handler runs)."""
     tune_kopf(settings)
     # Quiet kopf's per-handler INFO chatter ("Handler ... succeeded") at scale.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per API call otherwise
     config = OperatorConfig.from_env()
     kube = KubernetesApi.from_environment(health=kopfwatch.GUARD.health)
-    memo.runtime = runtime = build_runtime(config, kube, health=kopfwatch.GUARD.health)
+    memo.runtime = runtime = build_runtime(
+        config, kube, health=kopfwatch.GUARD.health, indices=kwargs
+    )
     if settings.peering.mandatory:
         # Kopf starts paused with peering on, until its first look at the peers; the
         # queue waits with it (the adapter resumes it with the first watch).
@@ -213,13 +226,27 @@ async def on_event(kind: str, event: Mapping[str, Any], memo: kopf.Memo, **_: An
         runtime.workers.observe(kind, event.get("type"), event["object"])
 
 
+def index_spec(kind: KindDef[Any], namespace: str, name: str, spec: Any, **_: Any) -> Any:
+    """A `kopf.index` handler: the object's spec, as its kind's model, by (namespace,
+    name); nothing for a spec the model refuses (the CRD's schema normally does)."""
+    try:
+        return {(namespace, name): kind.spec_model.model_validate(dict(spec))}
+    except ValueError as exc:
+        log.warning("%s %s/%s: not indexed: %s", kind.kind, namespace, name, exc)
+        return {}
+
+
 def register(kinds: KindRegistry = KINDS, registry: Any = None) -> None:
-    """One event handler per kind of the registry."""
+    """One event handler per kind of the registry, and an index of each indexed kind."""
     for kind in kinds:
         handler = partial(on_event, kind.kind)
         kopf.on.event(GROUP, VERSION, kind.plural, id=f"watch-{kind.plural}", registry=registry)(
             handler
         )
+        if kind.indexed:
+            kopf.index(GROUP, VERSION, kind.plural, id=kind.index_id, registry=registry)(
+                partial(index_spec, kind)
+            )
 
 
 register()

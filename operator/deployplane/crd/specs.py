@@ -93,6 +93,27 @@ class ManagementPolicy(StrEnum):
     OBSERVE_ONLY = "ObserveOnly"
 
 
+class ConnectionKind(StrEnum):
+    """What a `connectionRef` names."""
+
+    CONTROL_PLANE_CONNECTION = "ControlPlaneConnection"
+    SECRET = "Secret"
+
+
+class ConnectionReference(ApiModel):
+    """A ControlPlaneConnection (or, deprecated, a Secret) in the resource's namespace."""
+
+    name: str = Field(min_length=1, max_length=253, description="Name of the object.")
+    kind: ConnectionKind | None = Field(
+        None,
+        description=(
+            "ControlPlaneConnection, or Secret (deprecated: keys `url`, `apiKey` and "
+            "optional `tenantId`). Default: the ControlPlaneConnection of that name if there "
+            "is one, else the Secret."
+        ),
+    )
+
+
 class ConnectionSpec(ApiModel):
     """Settings shared by both kinds: management, deletion, adoption and connection."""
 
@@ -112,11 +133,12 @@ class ConnectionSpec(ApiModel):
             "Orphan: leave it on the control plane."
         ),
     )
-    connection_ref: LocalObjectReference | None = Field(
+    connection_ref: ConnectionReference | None = Field(
         None,
         description=(
-            "Secret in this namespace with keys `url`, `apiKey` and optional `tenantId`; "
-            "default: the operator's own connection."
+            "The ControlPlaneConnection in this namespace to use. Default: the "
+            "ControlPlaneConnection named `default` in this namespace, else the operator's "
+            "own connection."
         ),
     )
 
@@ -296,3 +318,32 @@ class ListenerSpec(ConnectionSpec):
             "listenerRef; default: this namespace only."
         ),
     )
+
+
+class ControlPlaneConnectionSpec(ApiModel):
+    """A control plane and the credentials to use it, shared by the resources that name it."""
+
+    # An http(s) URL: checked by a CEL rule (kinds/controlplaneconnection.py) whose
+    # message says so.
+    url: str = Field(
+        min_length=1, max_length=2048, description="Base URL of the control plane's API."
+    )
+    api_key_secret_ref: SecretKeySelector | None = Field(
+        None,
+        description=(
+            "The API key (sent as X-Api-Key): a key of a Secret in this namespace. Absent: "
+            "no key is sent."
+        ),
+    )
+    tenant_id: str | None = Field(
+        None,
+        min_length=1,
+        max_length=253,
+        description="Workspace (tenant) id, sent as X-Tenant-Id; none: the key's own.",
+    )
+
+    @property
+    def management_policy(self) -> ManagementPolicy:
+        """Always ObserveOnly, not a field: a connection owns nothing on the control
+        plane, so the reconciler only ever observes through it (and deletes nothing)."""
+        return ManagementPolicy.OBSERVE_ONLY

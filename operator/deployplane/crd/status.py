@@ -77,3 +77,18 @@ class ListenerStatus(ResourceStatus):
 
     def with_external_id(self, external_id: str | None) -> Self:
         return self.evolve(listener_id=external_id)
+
+
+class ControlPlaneConnectionStatus(ResourceStatus):
+    """What the last check of the connection found (Ready: the API key was accepted)."""
+
+    url: str | None = Field(None, description="The URL the last check reached.")
+
+    @property
+    def external_id(self) -> str | None:
+        # A connection has no object of its own on the control plane: what it "observes"
+        # is the control plane at its URL.
+        return self.url
+
+    def with_external_id(self, external_id: str | None) -> Self:
+        return self.evolve(url=external_id)

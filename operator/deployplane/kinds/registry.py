@@ -52,6 +52,10 @@ class KindDef(Generic[SpecT]):
     printer_columns: Sequence[Schema] = ()
     singular: str = ""
     """Default: the kind in lower case. Also the prefix of the Kopf handler ids."""
+    indexed: bool = False
+    """Kopf keeps every object's spec in an in-memory index (`kopf.index`, id
+    `index_id`), complete before any handler of any kind runs: for a kind whose objects
+    the other kinds' passes read (ControlPlaneConnection), without a GET each time."""
 
     def __post_init__(self) -> None:
         if not self.singular:
@@ -60,6 +64,11 @@ class KindDef(Generic[SpecT]):
     @property
     def crd_name(self) -> str:
         return f"{self.plural}.{GROUP}"
+
+    @property
+    def index_id(self) -> str:
+        """The id of its Kopf index, also the keyword the index is handed over as."""
+        return f"{self.plural}_index"
 
 
 class KindRegistry:

@@ -1,0 +1,91 @@
+"""ControlPlaneConnection <-> the control plane it names: one cheap read checks it.
+
+A connection owns nothing on the control plane. Its spec says ObserveOnly (a property,
+not a field), so the generic reconciler only ever observes it: `observe` lists one
+deployment with the connection's URL, key and tenant, and Ready says whether the control
+plane took them. Nothing is created, updated or deleted, and deleting the resource
+deletes nothing.
+
+A refused key is not terminal here, unlike for the other kinds: the fix is a new value
+in the Secret, which no spec change announces, so the check retries with backoff
+(2 s -> 120 s) instead of stalling until the next resync.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from deployplane.api import errors
+from deployplane.api.connection import ConnectionSettings
+from deployplane.crd.specs import ControlPlaneConnectionSpec
+from deployplane.crd.status import ControlPlaneConnectionStatus
+from deployplane.externals.connections import Connections
+from deployplane.externals.errors import error_message
+from deployplane.reconcile.conditions import Reason
+from deployplane.reconcile.errors import ExternalError
+from deployplane.reconcile.external import Managed, Observation, Phase
+
+Mr = Managed[ControlPlaneConnectionSpec, ControlPlaneConnectionStatus]
+Obs = Observation[ControlPlaneConnectionStatus, "NoChange"]
+
+
+class NoChange:
+    """A connection is never patched: there is no delta (the type `Observation` wants)."""
+
+    fields: tuple[str, ...] = ()
+
+
+class ControlPlaneConnectionConnecter:
+    """Connects a ControlPlaneConnection: the check needs the shared client pool only."""
+
+    def __init__(self, connections: Connections) -> None:
+        self._connections = connections
+
+    async def connect(self, mr: Mr) -> ConnectionCheck:
+        return ConnectionCheck(self._connections, mr.spec.url, mr.spec.url)
+
+
+@dataclass
+class ConnectionCheck:
+    """ExternalClient for one ControlPlaneConnection, for one reconcile."""
+
+    connections: Connections
+    natural_key: str
+    """The URL: what a connection "is" on the control plane's side."""
+    adopt_id: str | None
+    """The URL too: ObserveOnly takes what it observes from here."""
+
+    async def resolve(self, mr: Mr) -> ConnectionSettings:
+        # Fresh: the check is there to tell whether the key in the Secret works now.
+        return await self.connections.settings_of(mr.namespace, mr.name, mr.spec, fresh=True)
+
+    async def observe(self, mr: Mr, external_id: str, desired: ConnectionSettings | None) -> Obs:
+        settings = desired or await self.resolve(mr)
+        try:
+            await self.connections.client(settings).list_deployments(limit=1)
+        except (errors.Unauthorized, errors.Forbidden) as exc:
+            reason = (
+                Reason.UNAUTHORIZED if isinstance(exc, errors.Unauthorized) else Reason.FORBIDDEN
+            )
+            raise ExternalError(error_message(exc), reason=reason, terminal=False) from exc
+        status = ControlPlaneConnectionStatus(url=settings.url)
+        where = f" (tenant {settings.tenant_id})" if settings.tenant_id else ""
+        message = f"The control plane at {settings.url} accepted the connection{where}"
+        return Observation(True, status, Phase.READY, Reason.AVAILABLE, message)
+
+    async def find(self, mr: Mr) -> str | None:
+        return self.natural_key
+
+    async def create(self, mr: Mr, desired: ConnectionSettings) -> Obs:
+        raise _never("create")
+
+    async def update(self, mr: Mr, latest: Obs, patch: NoChange) -> Obs:
+        raise _never("update")
+
+    async def delete(self, mr: Mr, external_id: str) -> bool:
+        return True  # nothing of a connection's lives on the control plane
+
+
+def _never(what: str) -> AssertionError:
+    # ObserveOnly (the spec's fixed policy) never asks for these.
+    return AssertionError(f"a ControlPlaneConnection is never asked to {what}")
