@@ -254,11 +254,17 @@ async def test_a_good_connection_is_ready_after_one_read_and_writes_nothing() ->
 
 
 @pytest.mark.parametrize(("code", "reason"), [(401, "Unauthorized"), (403, "Forbidden")])
-async def test_a_refused_key_is_retried_not_stalled_and_never_shown(code: int, reason: str) -> None:
+async def test_a_refused_key_stalls_is_rechecked_soon_and_never_shown(
+    code: int, reason: str
+) -> None:
     world = World(control_plane=ControlPlane(status=code))
     outcome = await reconciler(world).reconcile(managed(spec()), writes=ExternalFns())
-    assert outcome.state is State.RETRYING  # the fix is a new key in the Secret
+    # Stalled (the user must act) and Ready=False, but checked again in 30 s, not at
+    # the resync: the fix is a new key in the Secret, which nothing announces.
+    assert (outcome.state, outcome.recheck_after) == (State.STALLED, 30.0)
+    assert condition(outcome.status, ConditionType.READY) == ("False", reason)
     assert condition(outcome.status, ConditionType.SYNCED) == ("False", reason)
+    assert condition(outcome.status, ConditionType.STALLED) == ("True", reason)
     text = outcome.status.model_dump_json()
     assert KEY not in text
     assert "Invalid API key" in text

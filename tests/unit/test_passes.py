@@ -429,6 +429,19 @@ async def test_a_settled_resource_resyncs_at_its_own_interval(
     assert not [e for e in rig.events if e.reason == "InvalidResyncInterval"]
 
 
+@pytest.mark.parametrize(("annotation", "delay"), [(None, 45.0), ("30", 30.0), ("0", 45.0)])
+async def test_a_stalled_resource_that_asks_to_be_rechecked_is_looked_at_that_soon(
+    annotation: str | None, delay: float
+) -> None:
+    """A terminal error with a Retry-After (a connection's refused key) stalls, and is
+    looked at again then, or at the resync if that comes first."""
+    stall = ExternalError("key refused", reason="Unauthorized", terminal=True, retry_after=45)
+    rig = Rig(ext=ExternalFns(observe_fn=raises(stall)))
+    annotations = {} if annotation is None else {RESYNC: annotation}
+    b = body(annotations=annotations, status={"deploymentId": DEP_ID})
+    assert await rig.one_pass(ResourceState(), b) == delay
+
+
 async def test_its_own_interval_decides_when_a_resync_is_due() -> None:
     rig = Rig(ext=ExternalFns(observe_fn=returns(PROGRESSING)))
     state = ResourceState()

@@ -45,6 +45,10 @@ class Outcome(Generic[StatusT]):
     state: State
     requeue_after: float
     events: tuple[EventRecord, ...] = ()
+    recheck_after: float | None = None
+    """A stalled resource to look at again this soon rather than at its resync: the
+    error said when (a terminal error with Retry-After, or a connection whose refused key
+    is fixed in a Secret, which no watch of ours announces)."""
 
     @property
     def settled(self) -> bool:
@@ -88,7 +92,8 @@ def compose_outcome(
     status = status.evolve(observed_generation=gen, conditions=conditions)
     state = verdict.state
     requeue = schedule.requeue_after(state, attempt, verdict.retry_after)
-    return Outcome(status=status, state=state, requeue_after=requeue, events=tuple(events))
+    recheck = verdict.retry_after if verdict.terminal else None
+    return Outcome(status, state, requeue, tuple(events), recheck_after=recheck)
 
 
 def unsynced(

@@ -6,14 +6,15 @@ deployment with the connection's URL, key and tenant, and Ready says whether the
 plane took them. Nothing is created, updated or deleted, and deleting the resource
 deletes nothing.
 
-A refused key is not terminal here, unlike for the other kinds: the fix is a new value
-in the Secret, which no spec change announces, so the check retries with backoff
-(2 s -> 120 s) instead of stalling until the next resync.
+A refused key makes the connection Ready=False and Stalled (the user must act), and
+is checked again every `RECHECK_SECONDS` rather than at the next resync: the fix is a
+new value in the Secret, which no spec change and no watch of ours announces.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from deployplane.api import errors
 from deployplane.api.connection import ConnectionSettings
@@ -24,6 +25,9 @@ from deployplane.externals.errors import error_message
 from deployplane.reconcile.conditions import Reason
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import Managed, Observation, Phase
+
+RECHECK_SECONDS: Final = 30.0
+"""How soon a connection whose key was refused is checked again."""
 
 Mr = Managed[ControlPlaneConnectionSpec, ControlPlaneConnectionStatus]
 Obs = Observation[ControlPlaneConnectionStatus, "NoChange"]
@@ -67,7 +71,9 @@ class ConnectionCheck:
             reason = (
                 Reason.UNAUTHORIZED if isinstance(exc, errors.Unauthorized) else Reason.FORBIDDEN
             )
-            raise ExternalError(error_message(exc), reason=reason, terminal=False) from exc
+            raise ExternalError(
+                error_message(exc), reason=reason, terminal=True, retry_after=RECHECK_SECONDS
+            ) from exc
         status = ControlPlaneConnectionStatus(url=settings.url)
         where = f" (tenant {settings.tenant_id})" if settings.tenant_id else ""
         message = f"The control plane at {settings.url} accepted the connection{where}"
