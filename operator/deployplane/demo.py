@@ -42,7 +42,11 @@ STATE = Path(os.environ.get("DEPLOYPLANE_DEMO_DIR", ".deployplane/demo"))
 NAMESPACE = "demo"
 DEMO_API_KEY = "demo-key-not-secret"  # matches examples/controlplane.yaml; local only
 TENANT = "11111111-1111-1111-1111-111111111111"
-KINDS = (("Listener", "listeners"), ("AgentDeployment", "agentdeployments"))
+KINDS = (
+    ("ControlPlaneConnection", "controlplaneconnections"),
+    ("Listener", "listeners"),
+    ("AgentDeployment", "agentdeployments"),
+)
 # The example Listener (examples/listener.yaml) and its namespace, where its agent
 # deploys: `kubectl get deploy,pods -n agents` shows the example agents running.
 LISTENER = "dev-cluster"
@@ -152,8 +156,11 @@ def _stop_all() -> None:
 # ------------------------------------------------------------------- resources
 
 
-def _apply_examples(api: client.ApiClient, kinds: frozenset[str]) -> None:
-    """CRDs, namespaces and the examples of `kinds`."""
+def _apply_examples(
+    api: client.ApiClient, kinds: frozenset[str], control_plane_url: str = ""
+) -> None:
+    """CRDs, namespaces and the examples of `kinds`; the example ControlPlaneConnection
+    points at `control_plane_url` (the local emulator)."""
     applier = Applier(api)
     crds = [
         yaml.safe_load(p.read_text())
@@ -169,6 +176,9 @@ def _apply_examples(api: client.ApiClient, kinds: frozenset[str]) -> None:
             for d in yaml.safe_load_all(path.read_text())
             if d and "kind" in d and "apiVersion" in d
         ]
+    for doc in docs:
+        if doc.get("kind") == "ControlPlaneConnection":
+            doc["spec"]["url"] = control_plane_url
     applier.apply([d for d in docs if d.get("kind") in kinds], namespace=NAMESPACE)
 
 
@@ -194,7 +204,10 @@ def _rows(api: client.ApiClient) -> list[dict[str, Any]]:
                     "ready": conds.get("Ready", {}).get("status", "-"),
                     "synced": conds.get("Synced", {}).get("status", "-"),
                     "revision": (status.get("revision") or {}).get("status", "-"),
-                    "id": status.get("deploymentId") or status.get("listenerId") or "-",
+                    "id": status.get("deploymentId")
+                    or status.get("listenerId")
+                    or status.get("url")
+                    or "-",
                 }
             )
     return rows
@@ -202,7 +215,7 @@ def _rows(api: client.ApiClient) -> list[dict[str, Any]]:
 
 # Fits 80 columns with long names: kinds by their kubectl short names, then the id folds,
 # then SYNCED and ELAPSED go; a name is never cut.
-_SHORT_KIND = {"AgentDeployment": "agd", "Listener": "dpl"}
+_SHORT_KIND = {"AgentDeployment": "agd", "Listener": "dpl", "ControlPlaneConnection": "dpconn"}
 _COLUMNS = (
     ("kind", FitColumn("KIND")),
     ("name", FitColumn("NAME")),
@@ -255,8 +268,10 @@ def up(
             url = _start_emulator()
         console.print(f"[green]✓[/green] control-plane emulator at {url}")
         with console.status("applying CRDs and examples/..."), cluster.admin() as api:
-            _apply_examples(api, frozenset({"Secret", "Listener"}))
-        console.print(f"[green]✓[/green] CRDs and the example Listener applied in {NAMESPACE}")
+            _apply_examples(api, frozenset({"Secret", "ControlPlaneConnection", "Listener"}), url)
+        console.print(
+            f"[green]✓[/green] CRDs, the example connection and Listener applied in {NAMESPACE}"
+        )
         _spawn(
             "operator",
             _cli("operator", "run", "--namespace", NAMESPACE),

@@ -394,6 +394,15 @@ def service_account_client(
 
 
 @pytest.fixture(scope="module")
+def deployplane_crds(k8s_api: client.ApiClient) -> None:
+    """The committed CRDs (crds/*.deployplane.io.yaml), applied once per module."""
+    docs = [
+        yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.deployplane.io.yaml"))
+    ]
+    Applier(k8s_api).apply(docs)
+
+
+@pytest.fixture(scope="module")
 def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     """The control-plane emulator as a server process on 127.0.0.1, one per test module."""
     emu = Emulator(tmp_path_factory.mktemp("emulator")).start()

@@ -29,6 +29,8 @@ ADMIN_KEY = "e2e-admin-4f2a9e"  # /_emulator/* (faults, stats), sent as X-Admin-
 ADMIN = {"X-Admin-Key": ADMIN_KEY}
 WORKSPACE = "11111111-1111-1111-1111-111111111111"
 INTEGRATION = "22222222-2222-2222-2222-222222222222"
+SECOND_WORKSPACE = "44444444-4444-4444-4444-444444444444"
+SECOND_API_KEY = "e2e-key-second-8c1e"  # the second workspace's only key
 
 
 def emulator_config(step_seconds: float) -> dict[str, Any]:
@@ -53,7 +55,13 @@ def emulator_config(step_seconds: float) -> dict[str, Any]:
                         ],
                     }
                 ],
-            }
+            },
+            {
+                "id": SECOND_WORKSPACE,
+                "name": "e2e-second",
+                "api_keys": [SECOND_API_KEY],
+                "mode": "both",
+            },
         ],
         "pipeline": {
             "step_seconds": step_seconds,
@@ -175,14 +183,15 @@ class Emulator:
                 if len(resources) < 100:
                     return found
 
-    def http(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers={"X-Api-Key": API_KEY}, timeout=10)
+    def http(self, api_key: str = API_KEY) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers={"X-Api-Key": api_key}, timeout=10)
 
-    def deployments_named(self, name: str) -> list[dict[str, Any]]:
-        """The deployments named exactly `name`: the published contract has no exact-name
-        filter, so name_contains through every page, matched here."""
+    def deployments_named(self, name: str, api_key: str = API_KEY) -> list[dict[str, Any]]:
+        """The deployments named exactly `name` in the workspace of `api_key`: the
+        published contract has no exact-name filter, so name_contains through every
+        page, matched here."""
         found: list[dict[str, Any]] = []
-        with self.http() as h:
+        with self.http(api_key) as h:
             offset = 0
             while True:
                 params: dict[str, str | int] = {

@@ -20,6 +20,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from tests.e2e.operator_harness import (
+    API_KEY,
     REPO,
     Emulator,
     Resources,
@@ -35,7 +36,7 @@ from tests.support.e2ecluster import E2ECluster
 from deployplane.devcluster.fixtures import ApplyManifest
 from deployplane.devcluster.manifests import Applier
 
-AGD, LST = "agentdeployments", "listeners"
+AGD, LST, CPC = "agentdeployments", "listeners", "controlplaneconnections"
 
 
 @pytest.fixture
@@ -89,13 +90,14 @@ def _watch_health(
     until: Callable[[dict[str, Any]], bool],
     *,
     within: float = 90.0,
+    plural: str = AGD,
 ) -> list[tuple[dict[str, Any], Health]]:
     """Every distinct snapshot of the resource with its Argo CD health, until `until`."""
     seen: list[tuple[dict[str, Any], Health]] = []
     last_version = None
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        obj = resources.get(AGD, name)
+        obj = resources.get(plural, name)
         assert obj is not None
         if obj["metadata"]["resourceVersion"] != last_version:
             last_version = obj["metadata"]["resourceVersion"]
@@ -104,6 +106,24 @@ def _watch_health(
                 return seen
         time.sleep(0.05)
     raise AssertionError(f"{name}: not reached; health seen: {[h for _, h in seen]}")
+
+
+def _default_connection_turns_healthy(resources: Resources, emulator: Emulator) -> None:
+    """The namespace's `default` ControlPlaneConnection (which the resources below then
+    use): Progressing until checked, then Healthy."""
+    resources.put_secret("cp-key", {"apiKey": API_KEY})
+    resources.create(
+        CPC,
+        {
+            "apiVersion": "deployplane.io/v1alpha1",
+            "kind": "ControlPlaneConnection",
+            "metadata": {"name": "default"},
+            "spec": {"url": emulator.url, "apiKeySecretRef": {"name": "cp-key", "key": "apiKey"}},
+        },
+    )
+    seen = _watch_health(resources, "default", ready_for_generation, plural=CPC)
+    healths = [h.status for _, h in seen]
+    assert (healths[0], healths[-1]) == ("Progressing", "Healthy"), seen
 
 
 def test_argocd_health_follows_a_live_resource(
@@ -115,6 +135,7 @@ def test_argocd_health_follows_a_live_resource(
     resources = Resources(k8s_api, namespace)
     env = operator_env(emulator, chart_kubeconfig)
     with kopf_operator(namespace, env) as runner:
+        _default_connection_turns_healthy(resources, emulator)
         resources.create(
             LST,
             {

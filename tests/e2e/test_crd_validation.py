@@ -36,7 +36,11 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 # Named, not globbed: crds/ also holds files that are not CRDs (kustomization.yaml).
 CRD_FILES = sorted(ROOT / p for p in rendered_files() if p.startswith(f"{OUTPUT_DIRS[0]}/"))
-PLURALS = {"AgentDeployment": "agentdeployments", "Listener": "listeners"}
+PLURALS = {
+    "AgentDeployment": "agentdeployments",
+    "ControlPlaneConnection": "controlplaneconnections",
+    "Listener": "listeners",
+}
 
 Obj = dict[str, Any]
 
@@ -50,6 +54,11 @@ GIT = _example("agentdeployment-git.yaml")
 DOCKER = _example("agentdeployment-docker.yaml")
 LISTENER = _example("listener.yaml")
 SECRET = _example("secret.yaml")
+CONNECTION = next(
+    d
+    for d in yaml.safe_load_all((EXAMPLES / "controlplaneconnection.yaml").read_text())
+    if d["kind"] == "ControlPlaneConnection"
+)
 
 UUID_A = "11111111-1111-1111-1111-111111111111"
 UUID_B = "33333333-3333-3333-3333-333333333333"
@@ -146,6 +155,10 @@ def listener(**changes: Any) -> Obj:
     return agd(LISTENER, **changes)
 
 
+def connection(**changes: Any) -> Obj:
+    return agd(CONNECTION, **changes)
+
+
 @dataclass(frozen=True)
 class Update:
     """Create `before`, then PUT `after`'s spec: the update must be refused."""
@@ -184,6 +197,23 @@ TAG = "refs/tags/v1.0.0"
 
 # (case_id, manifest or Update, expected substring naming the field)
 INVALID: list[tuple[str, Obj | Update, str]] = [
+    # ---- ControlPlaneConnection, and naming one
+    (
+        "connection-url-not-http",
+        connection(url="ftp://cp.example.com"),
+        "spec.url must be an http:// or https:// URL",
+    ),
+    ("connection-url-missing", connection(url=_DELETE), "spec.url: Required value"),
+    (
+        "connection-key-without-key-name",
+        connection(apiKeySecretRef={"name": "k"}),
+        "spec.apiKeySecretRef.key: Required value",
+    ),
+    (
+        "connection-ref-kind-unknown",
+        agd(DOCKER, connectionRef={"name": "cp", "kind": "ConfigMap"}),
+        'spec.connectionRef.kind: Unsupported value: "ConfigMap"',
+    ),
     # ---- wrong types, bad enums, missing required fields (OpenAPI schema)
     ("no-spec", {**{k: v for k, v in GIT.items() if k != "spec"}}, "spec: Required value"),
     (
@@ -537,19 +567,27 @@ def test_crds_are_established_with_their_cel_rules(crds_installed: list[Obj]) ->
     # Established means the apiserver compiled every CEL rule within its cost budget.
     assert sorted(c["metadata"]["name"] for c in crds_installed) == [
         "agentdeployments.deployplane.io",
+        "controlplaneconnections.deployplane.io",
         "listeners.deployplane.io",
     ]
 
 
 @pytest.mark.parametrize(
-    "example", ["listener.yaml", "agentdeployment-docker.yaml", "agentdeployment-git.yaml"]
+    "example",
+    [
+        "listener.yaml",
+        "agentdeployment-docker.yaml",
+        "agentdeployment-git.yaml",
+        "controlplaneconnection.yaml",
+    ],
 )
 def test_examples_are_accepted(
     example: str, crds_installed: list[Obj], apply_manifest: Any, namespace: str
 ) -> None:
     apply_manifest((EXAMPLES / "secret.yaml").read_text())
-    (applied,) = apply_manifest((EXAMPLES / example).read_text())
-    expected = yaml.safe_load((EXAMPLES / example).read_text())
+    text = (EXAMPLES / example).read_text()
+    (applied,) = [d for d in apply_manifest(text) if d["kind"] != "Secret"]
+    (expected,) = [d for d in yaml.safe_load_all(text) if d["kind"] != "Secret"]
     # Nothing pruned: every field of the example survived the schema.
     for key, value in expected["spec"].items():
         assert applied["spec"][key] == value, key
@@ -587,6 +625,20 @@ def test_valid_variants_are_accepted(
 ) -> None:
     created = _create(custom, namespace, manifest)
     assert created["spec"]["deletionPolicy"] == "Delete"  # defaulted or kept
+
+
+def test_connections_and_references_to_them_are_accepted(
+    custom: client.CustomObjectsApi, namespace: str
+) -> None:
+    keyless = connection(url="https://cp.example.com:8443/api", apiKeySecretRef=_DELETE)
+    created = _create(custom, namespace, connection(tenantId=UUID_A))
+    assert created["spec"]["tenantId"] == UUID_A
+    assert _create(custom, namespace, {**keyless, "metadata": {"name": "keyless"}})
+    for kind in ("ControlPlaneConnection", "Secret", None):
+        ref = {"name": "cp", **({"kind": kind} if kind else {})}
+        named = agd(DOCKER, connectionRef=ref)
+        named["metadata"]["name"] = f"ref-{(kind or 'any').lower()}"
+        assert _create(custom, namespace, named)["spec"]["connectionRef"] == ref
 
 
 def test_default_deletion_policy_is_delete(custom: client.CustomObjectsApi, namespace: str) -> None:

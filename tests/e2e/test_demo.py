@@ -46,8 +46,12 @@ def test_demo_brings_examples_to_ready_twice_and_down_cleans_up(
             status = _demo("status", state=state, timeout=60)
             assert status.returncode == 0, status.stderr
             rows = json.loads(status.stdout)
-            assert {r["kind"] for r in rows} == {"Listener", "AgentDeployment"}
-            assert len(rows) == 3
+            assert {r["kind"] for r in rows} == {
+                "ControlPlaneConnection",
+                "Listener",
+                "AgentDeployment",
+            }
+            assert len(rows) == 4  # the `default` connection the others use
             assert all(r["ready"] == "True" for r in rows), rows
             assert all(r["revision"] == "DEPLOYED" for r in rows if r["kind"] == "AgentDeployment")
             _assert_example_agent_runs_in_agents(state)
