@@ -58,7 +58,7 @@ READ = ["get", "list"]
 TRACER_RULES = [
     {
         "apiGroups": ["deployplane.io"],
-        "resources": ["agentdeployments", "listeners"],
+        "resources": ["agentdeployments", "controlplaneconnections", "listeners"],
         "verbs": READ,
     },
     {"apiGroups": [""], "resources": ["configmaps", "services"], "verbs": READ},

@@ -54,6 +54,14 @@ class Outcome(Generic[StatusT]):
     def settled(self) -> bool:
         return self.state.settled
 
+    def next_pass(self, resync: float | None) -> float | None:
+        """Seconds until the next pass: the resource's resync once settled (None:
+        never), else the requeue; a recheck comes sooner than either."""
+        delay = resync if self.settled else self.requeue_after
+        if self.recheck_after is None:
+            return delay
+        return self.recheck_after if delay is None else min(delay, self.recheck_after)
+
 
 @dataclass
 class Verdict(Generic[StatusT]):

@@ -262,9 +262,7 @@ class PassRunner(Generic[SpecT, StatusT]):
         if self.on_outcome is not None:
             self.on_outcome(f"{namespace}/{name}", outcome)
         schedule.end(state.visit, outcome.state)
-        delay = resync.seconds if outcome.state.settled else outcome.requeue_after
-        if outcome.recheck_after is not None:
-            delay = outcome.recheck_after if delay is None else min(delay, outcome.recheck_after)
+        delay = outcome.next_pass(resync.seconds)
         self.log.debug(
             "%s/%s reconciled: %s, next pass in %s",
             namespace,
