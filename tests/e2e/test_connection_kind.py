@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 from tests.e2e.operator_harness import (
     API_KEY,
+    REPO,
     SECOND_API_KEY,
     SECOND_WORKSPACE,
     Emulator,
@@ -27,6 +29,8 @@ from tests.e2e.operator_harness import (
 from tests.e2e.test_operator import docker
 from tests.support import gotools
 from tests.support.argocd import argocd_health
+
+from deployplane.devcluster.manifests import Applier
 
 AGD, CPC = "agentdeployments", "controlplaneconnections"
 
@@ -145,3 +149,37 @@ def test_a_refused_key_is_not_ready_and_a_fixed_secret_heals_it(
     assert time.monotonic() - started < 90
     assert gotools.kstatus(healed).status == "Current"
     assert argocd_health(healed).status == "Healthy"
+
+
+@pytest.fixture
+def without_connection_crd(k8s_api: client.ApiClient, deployplane_crds: None) -> Iterator[None]:
+    """The ControlPlaneConnection CRD deleted for the test (an operator upgraded before
+    its CRDs: `helm upgrade` leaves crds/ alone), and applied again afterwards."""
+    extensions = client.ApiextensionsV1Api(k8s_api)
+    name = "controlplaneconnections.deployplane.io"
+    extensions.delete_custom_resource_definition(name)
+    deadline = time.monotonic() + 60
+    while name in {c.metadata.name for c in extensions.list_custom_resource_definition().items}:
+        assert time.monotonic() < deadline, f"{name} still there"
+        time.sleep(0.2)
+    try:
+        yield
+    finally:
+        crd = yaml.safe_load((REPO / "crds" / f"{name}.yaml").read_text())
+        Applier(k8s_api).apply([crd])
+
+
+def test_without_the_connection_crd_the_other_kinds_still_work(
+    without_connection_crd: None,
+    resources: Resources,
+    emulator: Emulator,
+    kubeconfig: Path,
+    namespace: str,
+) -> None:
+    """Kopf's index of a kind the cluster does not serve holds nothing back: the other
+    kinds reconcile (through the operator's own connection)."""
+    with kopf_operator(namespace, operator_env(emulator, kubeconfig)) as runner:
+        resources.create(AGD, docker("before-crds"))
+        resources.wait(AGD, "before-crds", ready_for_generation, what="Ready")
+    assert runner.exit_code == 0, runner.output[-3000:]
+    assert len(emulator.deployments_named("before-crds")) == 1
