@@ -39,6 +39,7 @@ from deployplane.kube.health import FailureClock
 from deployplane.kube.paths import collection as _collection
 from deployplane.kube.paths import object_path as _path
 from deployplane.kube.retry import Backoff, parse_retry_after, retryable
+from deployplane.reconcile.outputs import ConfigMapError
 
 log = logging.getLogger("deployplane.kube")
 
@@ -205,32 +206,35 @@ class KubernetesApi:
 
     async def read_config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
         path = f"/api/v1/namespaces/{namespace}/configmaps/{name}"
-        status, payload = await self._send("GET", path, allowed=(404,))
+        status, payload = await self._config_map("GET", path, allowed=(404,))
         if status == 404:
             return None
         config_map: dict[str, Any] = json.loads(payload)
         return config_map
 
     async def create_config_map(self, namespace: str, body: Mapping[str, Any]) -> None:
-        await self._send(
-            "POST",
-            f"/api/v1/namespaces/{namespace}/configmaps",
-            body=dict(body),
-            content_type="application/json",
-        )
+        path = f"/api/v1/namespaces/{namespace}/configmaps"
+        await self._config_map("POST", path, body=dict(body), content_type="application/json")
 
     async def patch_config_map_data(
         self, namespace: str, name: str, data: Mapping[str, str], resource_version: str | None
     ) -> None:
-        """Merge-patch `data` under `resource_version` (a 409 fails the pass: the next
-        one reads the ConfigMap again)."""
+        """Merge-patch `data` under `resource_version` (a 409: the next pass reads the
+        ConfigMap again)."""
         meta = {} if resource_version is None else {"resourceVersion": resource_version}
-        await self._send(
+        await self._config_map(
             "PATCH",
             f"/api/v1/namespaces/{namespace}/configmaps/{name}",
             body={"metadata": meta, "data": dict(data)},
             content_type="application/merge-patch+json",
         )
+
+    async def _config_map(self, method: str, path: str, **kwargs: Any) -> tuple[int, bytes]:
+        """`_send`, its failure told as the outputs port's `ConfigMapError`."""
+        try:
+            return await self._send(method, path, **kwargs)
+        except ApiException as exc:
+            raise ConfigMapError(f"{method} {path}: {exc.status} {exc.reason}") from exc
 
     async def read_namespace_labels(self, name: str) -> Mapping[str, str] | None:
         status, payload = await self._send("GET", f"/api/v1/namespaces/{name}", allowed=(404,))
