@@ -250,6 +250,11 @@ INVALID: list[tuple[str, Obj | Update, str]] = [
         "spec.writeOutputsTo.configMapName: Invalid value",
     ),
     (
+        "outputs-configmap-name-too-long",
+        agd(DOCKER, writeOutputsTo={"configMapName": "a" * 254}),
+        "spec.writeOutputsTo.configMapName: Too long: may not be more than 253",
+    ),
+    (
         "outputs-configmap-name-missing",
         agd(DOCKER, writeOutputsTo={}),
         "spec.writeOutputsTo.configMapName: Required value",

@@ -396,6 +396,57 @@ def test_write_outputs_to_a_configmap_owned_by_the_resource(
         assert outputs(name) is None, f"{name} not garbage-collected with its owner"
 
 
+def test_write_outputs_refused_by_the_apiserver_is_synced_false_then_written(
+    resources: Resources,
+    emulator: Emulator,
+    kubeconfig: Path,
+    namespace: str,
+    k8s_api: client.ApiClient,
+) -> None:
+    """A ConfigMap create the apiserver refuses (a ResourceQuota here: 403) does not
+    fail the pass: the resource is Ready with its ids in status, Synced=False
+    ConfigMapWriteFailed names the refusal; once the quota goes, a retry (the error
+    backoff, not the ten-minute resync) writes the ConfigMap and Synced is True."""
+    core = client.CoreV1Api(k8s_api)
+    quota = client.V1ResourceQuota(
+        metadata=client.V1ObjectMeta(name="no-configmaps"),
+        spec=client.V1ResourceQuotaSpec(hard={"count/configmaps": "0"}),
+    )
+    core.create_namespaced_resource_quota(namespace, quota)
+    # No quota controller runs on the dev cluster: the usage it would record is written
+    # here, and the apiserver's ResourceQuota admission enforces it (403, exceeded quota).
+    usage = {"hard": {"count/configmaps": "0"}, "used": {"count/configmaps": "0"}}
+    core.patch_namespaced_resource_quota_status("no-configmaps", namespace, {"status": usage})
+    with kopf_operator(namespace, operator_env(emulator, kubeconfig)):
+        resources.create(AGD, docker("quota", writeOutputsTo={"configMapName": "quota-out"}))
+        refused = resources.wait(
+            AGD,
+            "quota",
+            lambda o: (
+                ready_for_generation(o)
+                and condition(o, "Synced").get("reason") == "ConfigMapWriteFailed"
+            ),
+            what="Ready, Synced=False ConfigMapWriteFailed",
+        )
+        assert refused is not None
+        assert refused["status"]["deploymentId"]
+        message = condition(refused, "Synced")["message"]
+        assert f"POST /api/v1/namespaces/{namespace}/configmaps: 403" in message
+        assert "exceeded quota: no-configmaps" in message
+        core.delete_namespaced_resource_quota("no-configmaps", namespace)
+        synced = resources.wait(
+            AGD,
+            "quota",
+            lambda o: condition(o, "Synced").get("status") == "True",
+            what="Synced once the quota is gone",
+        )
+        assert synced is not None
+        written = core.read_namespaced_config_map("quota-out", namespace)
+        assert written.data["deploymentId"] == synced["status"]["deploymentId"]
+        resources.delete(AGD, "quota")
+        resources.wait(AGD, "quota", lambda o: o is None, what="deleted")
+
+
 def test_image_update_rolls_a_new_revision_and_status_follows(
     operator: Any, resources: Resources
 ) -> None:

@@ -12,10 +12,12 @@ from aiohttp import web
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from deployplane.controller.outputstore import OutputsStore
 from deployplane.kube.api import KubernetesApi
 from deployplane.kube.retry import Backoff, parse_retry_after
 from deployplane.reconcile.eventrecorder import PendingEvent, involved_object
 from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.outputs import ConfigMapError
 
 
 async def test_status_patch_sends_the_bearer_token_and_a_merge_patch() -> None:
@@ -304,3 +306,29 @@ def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert parse_retry_after("soon") is None
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:10 GMT", now=lambda: 1445412480.0) == 10.0
     assert parse_retry_after("-3") == 0.0
+
+
+async def test_a_refused_configmap_request_is_told_as_the_outputs_port_error() -> None:
+    """spec.writeOutputsTo's port: a 404 read is None, a refused write is a
+    ConfigMapError naming the request and the apiserver's reason (the pass turns it
+    into Synced=False, ConfigMapWriteFailed)."""
+
+    async def handler(request: web.Request) -> web.Response:
+        if request.method == "GET":
+            return web.json_response({"kind": "Status", "message": "not found"}, status=404)
+        message = 'configmaps is forbidden: User "sa" cannot create resource "configmaps"'
+        return web.json_response({"kind": "Status", "message": message}, status=403)
+
+    runner, api = await _serve(handler)
+    store = OutputsStore(api)  # what the operator hands the outputs
+    try:
+        assert await store.read_config_map("ns", "out") is None
+        with pytest.raises(ConfigMapError) as refused:
+            await store.create_config_map("ns", {"metadata": {"name": "out"}})
+    finally:
+        await api.aclose()
+        await runner.cleanup()
+    assert str(refused.value) == (
+        "POST /api/v1/namespaces/ns/configmaps: 403 "
+        'configmaps is forbidden: User "sa" cannot create resource "configmaps"'
+    )

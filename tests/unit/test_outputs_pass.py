@@ -16,7 +16,11 @@ from tests.support.fakeexternal import ConnecterFns, ExternalFns, FakeSpec, Fake
 
 from deployplane.reconcile import conditions
 from deployplane.reconcile.outcome import EventRecord
-from deployplane.reconcile.outputs import CONFIG_MAP_NOT_OWNED
+from deployplane.reconcile.outputs import (
+    CONFIG_MAP_NOT_OWNED,
+    CONFIG_MAP_WRITE_FAILED,
+    ConfigMapError,
+)
 from deployplane.reconcile.passes import PassRunner, ResourceState
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
@@ -161,3 +165,40 @@ async def test_a_configmap_not_ours_costs_no_status_write_at_later_passes(
     settled = len(rig.sink.writes)
     await rig.passes(3, OUTPUTS, state)
     assert rig.sink.writes[settled:] == []
+
+
+@dataclass
+class RefusingConfigMaps(ConfigMaps):
+    """The apiserver refuses the first `refusals` creates (RBAC, a 409, a timeout)."""
+
+    refusals: int = 1
+
+    async def create_config_map(self, namespace: str, body: Mapping[str, Any]) -> None:
+        self.calls.append(("create", body["metadata"]["name"]))
+        if self.refusals > 0:
+            self.refusals -= 1
+            raise ConfigMapError("POST /api/v1/namespaces/team-a/configmaps: 403 forbidden")
+        self.maps[body["metadata"]["name"]] = copy.deepcopy(dict(body))
+
+
+async def test_a_refused_write_is_synced_false_the_status_still_written_and_retried() -> None:
+    """A failed ConfigMap request does not fail the pass: the id the pass recorded is
+    written, Synced=False names the request, the next pass (the error backoff, not the
+    resync) writes the ConfigMap and the resource is Synced again."""
+    rig = Rig(config_maps=RefusingConfigMaps())
+    runner, state = rig.runner(), ResourceState()
+    state.status = {}
+    delay = await runner.one_pass(body(OUTPUTS), state, post_event=rig.events.append)
+    assert rig.config_maps.maps == {}
+    assert rig.sink.writes[-1]["deploymentId"] == "dep-new"
+    (synced,) = [c for c in rig.sink.writes[-1]["conditions"] if c["type"] == "Synced"]
+    assert (synced["status"], synced["reason"]) == ("False", CONFIG_MAP_WRITE_FAILED)
+    assert "POST /api/v1/namespaces/team-a/configmaps: 403 forbidden" in synced["message"]
+    assert delay is not None
+    assert delay <= Schedule().retry_delay(0)
+    assert [e.reason for e in rig.events].count(CONFIG_MAP_WRITE_FAILED) == 1
+
+    await runner.one_pass(body(OUTPUTS), state, post_event=rig.events.append)
+    assert rig.config_maps.maps["agent-outputs"]["data"]["deploymentId"] == "dep-new"
+    synced = next(c for c in state.status["conditions"] if c["type"] == "Synced")
+    assert synced["status"] == "True"

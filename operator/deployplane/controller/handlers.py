@@ -39,6 +39,7 @@ from deployplane.api.client import ControlPlaneClient
 from deployplane.controller import kopfwatch
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.metrics import OperatorMetrics
+from deployplane.controller.outputstore import OutputsStore
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.errors import classified
 from deployplane.kinds import KINDS, KindDef, KindRegistry
@@ -112,7 +113,7 @@ def build_runtime(
             on_outcome=partial(metrics.observe_outcome, kind.kind),
             status_model=kind.status_model,
             on_gone=partial(metrics.forget, kind.kind),
-            config_maps=kube,
+            config_maps=OutputsStore(kube),
         )
         for kind in kinds
     }

@@ -43,6 +43,19 @@ from deployplane.kube.retry import Backoff, parse_retry_after, retryable
 log = logging.getLogger("deployplane.kube")
 
 
+class ConfigMapRefused(ApiException):  # type: ignore[misc]
+    """A ConfigMap request the apiserver refused or did not answer; its message names
+    the request and the apiserver's reason (`reconcile.outputs` reports it as
+    ConfigMapWriteFailed: kube/ is the floor below reconcile/ and never imports it)."""
+
+    def __init__(self, method: str, path: str, cause: ApiException) -> None:
+        super().__init__(status=cause.status, reason=cause.reason)
+        self.request = f"{method} {path}"
+
+    def __str__(self) -> str:
+        return f"{self.request}: {self.status} {self.reason}"
+
+
 def instance_name() -> str:
     """The Events' reportingInstance: the pod's name (POD_NAME from the downward API,
     else the hostname, which is the pod's name in a pod)."""
@@ -205,32 +218,35 @@ class KubernetesApi:
 
     async def read_config_map(self, namespace: str, name: str) -> dict[str, Any] | None:
         path = f"/api/v1/namespaces/{namespace}/configmaps/{name}"
-        status, payload = await self._send("GET", path, allowed=(404,))
+        status, payload = await self._config_map("GET", path, allowed=(404,))
         if status == 404:
             return None
         config_map: dict[str, Any] = json.loads(payload)
         return config_map
 
     async def create_config_map(self, namespace: str, body: Mapping[str, Any]) -> None:
-        await self._send(
-            "POST",
-            f"/api/v1/namespaces/{namespace}/configmaps",
-            body=dict(body),
-            content_type="application/json",
-        )
+        path = f"/api/v1/namespaces/{namespace}/configmaps"
+        await self._config_map("POST", path, body=dict(body), content_type="application/json")
 
     async def patch_config_map_data(
         self, namespace: str, name: str, data: Mapping[str, str], resource_version: str | None
     ) -> None:
-        """Merge-patch `data` under `resource_version` (a 409 fails the pass: the next
-        one reads the ConfigMap again)."""
+        """Merge-patch `data` under `resource_version` (a 409: the next pass reads the
+        ConfigMap again)."""
         meta = {} if resource_version is None else {"resourceVersion": resource_version}
-        await self._send(
+        await self._config_map(
             "PATCH",
             f"/api/v1/namespaces/{namespace}/configmaps/{name}",
             body={"metadata": meta, "data": dict(data)},
             content_type="application/merge-patch+json",
         )
+
+    async def _config_map(self, method: str, path: str, **kwargs: Any) -> tuple[int, bytes]:
+        """`_send`, a refusal told as `ConfigMapRefused` naming the request."""
+        try:
+            return await self._send(method, path, **kwargs)
+        except ApiException as exc:
+            raise ConfigMapRefused(method, path, exc) from exc
 
     async def read_namespace_labels(self, name: str) -> Mapping[str, str] | None:
         status, payload = await self._send("GET", f"/api/v1/namespaces/{name}", allowed=(404,))

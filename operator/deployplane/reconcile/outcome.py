@@ -129,6 +129,14 @@ def unsynced(
     return replace(outcome, status=outcome.status.evolve(conditions=conditions), events=events)
 
 
+def retry_soon(outcome: Outcome[StatusT], delay: float) -> Outcome[StatusT]:
+    """`outcome`, but back within `delay` seconds (a problem found after the reconcile
+    that the next pass may not have): a settled outcome becomes RETRYING."""
+    if not outcome.state.settled:
+        return replace(outcome, requeue_after=min(delay, outcome.requeue_after))
+    return replace(outcome, state=State.RETRYING, requeue_after=delay)
+
+
 def _conditions(previous: list[Condition], gen: int, verdict: Verdict[StatusT]) -> list[Condition]:
     """Ready and Synced always; Reconciling and Stalled only while True.
 

@@ -19,10 +19,17 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 CONFIG_MAP_NOT_OWNED: Final = "ConfigMapNotOwned"
+CONFIG_MAP_WRITE_FAILED: Final = "ConfigMapWriteFailed"
+
+
+class ConfigMapError(Exception):
+    """A ConfigMap request the apiserver refused or did not answer (RBAC, a conflict,
+    a timeout): the message names the request and the apiserver's own reason."""
 
 
 class ConfigMapStore(Protocol):
-    """The ConfigMap reads and writes of the outputs (`kube.api.KubernetesApi`)."""
+    """The ConfigMap reads and writes of the outputs (`kube.api.KubernetesApi`); a
+    failed request raises `ConfigMapError`."""
 
     async def read_config_map(self, namespace: str, name: str) -> dict[str, Any] | None: ...
 
@@ -83,6 +90,8 @@ class Published:
     seen: tuple[str, dict[str, str]] | None
     """(name, data) as the ConfigMap now holds it (None: not ours, or not known)."""
     problem: str | None = None
+    reason: str = CONFIG_MAP_NOT_OWNED
+    """The Synced reason of `problem`."""
 
 
 async def publish(
@@ -95,9 +104,20 @@ async def publish(
     reread: bool,
 ) -> Published:
     """Bring ConfigMap `name` to `data`, unless `seen` (what this process last saw in it)
-    already says so and no `reread` is asked: then no request at all."""
+    already says so and no `reread` is asked: then no request at all. A failed request
+    is a problem (`ConfigMapWriteFailed`), not a failed pass: the status the pass
+    computed is still written, and the next pass reads the ConfigMap again."""
     if seen == (name, data) and not reread:
         return Published(seen)
+    try:
+        return await _publish(store, body, name, data)
+    except ConfigMapError as exc:
+        return Published(None, str(exc), CONFIG_MAP_WRITE_FAILED)
+
+
+async def _publish(
+    store: ConfigMapStore, body: Mapping[str, Any], name: str, data: dict[str, str]
+) -> Published:
     meta = body.get("metadata") or {}
     namespace, uid = meta["namespace"], meta.get("uid") or ""
     current = await store.read_config_map(namespace, name)

@@ -28,7 +28,7 @@ from deployplane.reconcile import outputs
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Managed, SpecT
 from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION, CreatePending, read_marker
-from deployplane.reconcile.outcome import EventRecord, Outcome, unsynced
+from deployplane.reconcile.outcome import EventRecord, Outcome, retry_soon, unsynced
 from deployplane.reconcile.outputs import ConfigMapStore
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.resync import Resync, resync_of
@@ -293,9 +293,11 @@ class PassRunner(Generic[SpecT, StatusT]):
             return outcome
         previous = self.status_model.model_validate(dict(before)).conditions
         generation = int((body.get("metadata") or {}).get("generation") or 0)
-        return unsynced(
-            outcome, outputs.CONFIG_MAP_NOT_OWNED, done.problem, generation, before=previous
-        )
+        outcome = unsynced(outcome, done.reason, done.problem, generation, before=previous)
+        if done.reason == outputs.CONFIG_MAP_WRITE_FAILED:
+            # With the error backoff, not at the next resync (a 409, a timeout, RBAC).
+            outcome = retry_soon(outcome, self.reconciler.schedule.retry_delay(state.visit.attempt))
+        return outcome
 
     def _resync(self, body: Mapping[str, Any], state: ResourceState, post: EventPoster) -> Resync:
         """The resource's resync interval; a bad annotation is told once per value."""
