@@ -149,6 +149,9 @@ def test_a_refused_key_is_not_ready_and_a_fixed_secret_heals_it(
     assert time.monotonic() - started < 90
     assert gotools.kstatus(healed).status == "Current"
     assert argocd_health(healed).status == "Healthy"
+    # ... and wakes the resource it had refused: no edit, no 10-minute resync.
+    resources.wait(AGD, "on-team", ready_for_generation, what="the resource healed too")
+    assert len(emulator.deployments_named("on-team")) == 1
 
 
 @pytest.fixture

@@ -9,9 +9,17 @@ import asyncio
 import copy
 from typing import Any, cast
 
-from tests.support.fakeexternal import ConnecterFns, ExternalFns, FakeSpec, FakeStatus
+from tests.support.fakeexternal import (
+    ConnecterFns,
+    ExternalFns,
+    FakeSpec,
+    FakeStatus,
+    observed,
+    raises,
+)
 from tests.support.fakekube import FakeKube
 
+from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import FINALIZER, PassRunner
 from deployplane.reconcile.reconciler import Reconciler
@@ -201,3 +209,57 @@ async def test_stop_waits_for_passes_at_most_the_grace_then_cancels() -> None:
     await workers.stop(grace=0.2)
     assert loop.time() - began < 5
     assert not finished.is_set()
+
+
+def two_kinds(fake: ExternalFns, conn: ExternalFns) -> Workers:
+    """The fake kind and a "Conn" kind the others depend on (a waker)."""
+    kube = FakeKube()
+
+    def loop(ext: ExternalFns, plural: str) -> PassRunner[Any, Any]:
+        reconciler = Reconciler(ConnecterFns(ext), kind=plural, schedule=Schedule())
+        return PassRunner(
+            cast(Reconciler[Any, Any], reconciler), FakeSpec, plural, kube, status_model=FakeStatus
+        )
+
+    runners = {"Fake": loop(fake, "fakes"), "Conn": loop(conn, "conns")}
+    return Workers(runners, kube, RecordedEvents(), wakers=frozenset({"Conn"}))
+
+
+def named(name: str, namespace: str = NS) -> dict[str, Any]:
+    obj = body()
+    obj["metadata"].update(name=name, uid=f"uid-{name}", namespace=namespace)
+    return obj
+
+
+async def drain(workers: Workers) -> list[tuple[str, str, str]]:
+    """Visit every key due now, once; the (kind, namespace, name) visited."""
+    visited = []
+    while workers.queue.due_now():
+        key = await workers.queue.get()
+        assert key is not None
+        workers.queue.done(key, await workers.visit(key))
+        visited.append(key[:3])
+    return visited
+
+
+async def test_a_connection_turning_ready_wakes_its_namespaces_unsettled_resources() -> None:
+    refused = ExternalError("key refused", reason="Unauthorized", terminal=True)
+    fake = ExternalFns(create_fn=raises(refused))
+    conn = ExternalFns(create_fn=raises(refused))
+    workers = two_kinds(fake, conn)
+    workers.observe("Fake", None, named("stalled"))
+    workers.observe("Fake", None, named("elsewhere", "team-b"))
+    workers.observe("Conn", None, named("default"))
+    assert len(await drain(workers)) == 3  # every one stalled (refused)
+    assert await drain(workers) == []
+
+    fake.create_fn = conn.create_fn = lambda: observed("id-1")  # the key is fixed: Ready
+    workers.observe("Fake", None, named("healthy"))
+    assert await drain(workers) == [("Fake", NS, "healthy")]
+    # The connection is visited again (its recheck), turns Ready, and wakes the stalled
+    # resource of its namespace: not the one of another namespace, not a settled one.
+    workers.queue.add(("Conn", NS, "default", "uid-default"))
+    assert await drain(workers) == [("Conn", NS, "default"), ("Fake", NS, "stalled")]
+    # Ready again later: nothing turned Ready, nothing woken.
+    workers.queue.add(("Conn", NS, "default", "uid-default"))
+    assert await drain(workers) == [("Conn", NS, "default")]

@@ -125,7 +125,8 @@ def build_runtime(
         on_drop=metrics.events_dropped.inc,
     )
     metrics.watch_events(events)
-    workers = Workers(runners, kube, events, size=WORKERS)
+    wakers = frozenset(kind.kind for kind in kinds if kind.indexed)
+    workers = Workers(runners, kube, events, size=WORKERS, wakers=wakers)
     health = health or FailureClock()
     metrics.watch_health(health)
     return Runtime(config, kube, connections, metrics, workers, events, health)

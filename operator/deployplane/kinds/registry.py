@@ -55,7 +55,9 @@ class KindDef(Generic[SpecT]):
     indexed: bool = False
     """Kopf keeps every object's spec in an in-memory index (`kopf.index`, id
     `index_id`), complete before any handler of any kind runs: for a kind whose objects
-    the other kinds' passes read (ControlPlaneConnection), without a GET each time."""
+    the other kinds' passes read (ControlPlaneConnection), without a GET each time.
+    One turning Ready also wakes its namespace's stalled or retrying resources
+    (`reconcile.workers.Workers.wakers`)."""
 
     def __post_init__(self) -> None:
         if not self.singular:

@@ -90,11 +90,16 @@ class Workers:
         events: EventSink,
         *,
         size: int = 16,
+        wakers: frozenset[str] = frozenset(),
     ) -> None:
         self.runners = runners
         self.kube = kube
         self.events = events
         self.size = size
+        self.wakers = wakers
+        """Kinds the others depend on (connections): one turning Ready wakes the
+        resources of its namespace that are stalled or retrying, which may have failed
+        for want of it, instead of leaving them to their resync."""
         self.queue: WorkQueue[Key] = WorkQueue(jitter=REQUEUE_JITTER)
         self.resources: dict[Key, Tracked] = {}
         self._uids: dict[tuple[str, str, str], str] = {}
@@ -146,6 +151,15 @@ class Workers:
         if (is_deleting(kept) and has_finalizer(kept)) or tracked.state.changed(kept):
             self.queue.add(key)
 
+    def _wake_unsettled(self, namespace: str) -> None:
+        """Visit now every resource of `namespace` (of the kinds that are not wakers)
+        whose last pass stalled or is being retried."""
+        for key, tracked in self.resources.items():
+            if key[1] != namespace or key[0] in self.wakers:
+                continue
+            if tracked.state.visit.last_state in (State.STALLED, State.RETRYING):
+                self.queue.add(key)
+
     def _gone(self, key: Key) -> None:
         self.resources.pop(key, None)
         self._uids.pop(key[:3], None)
@@ -181,10 +195,15 @@ class Workers:
             return None
         body, state, loop = tracked.body, tracked.state, self.runners[key[0]]
         if not is_deleting(body):
+            before = state.visit.last_state
             # Queued, not awaited: an Event never holds up the pass, nor fails it.
-            return await loop.one_pass(
+            delay = await loop.one_pass(
                 body, state, post_event=lambda event: self.events.record(body, event)
             )
+            if key[0] in self.wakers and before is not State.READY:
+                if state.visit.last_state is State.READY:
+                    self._wake_unsettled(key[1])
+            return delay
         if not has_finalizer(body):
             return None  # not ours to hold: the object goes
         not_yet = await loop.finalize(body, state)
