@@ -52,7 +52,7 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.operator_harness import REPO, Emulator
+from tests.e2e.operator_harness import REPO, Emulator, Resources
 from tests.support import chart, nodes
 from tests.support.e2ecluster import E2ECluster
 from tests.support.existing_cluster import ENV_KUBECONFIG, ExistingCluster
@@ -394,12 +394,19 @@ def service_account_client(
 
 
 @pytest.fixture(scope="module")
-def deployplane_crds(k8s_api: client.ApiClient) -> None:
-    """The committed CRDs (crds/*.deployplane.io.yaml), applied once per module."""
+def crds(k8s_api: client.ApiClient) -> None:
+    """The committed CRDs (crds/*.deployplane.io.yaml), applied once per module (a
+    module that needs others, such as the peering CRD, defines its own)."""
     docs = [
         yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.deployplane.io.yaml"))
     ]
     Applier(k8s_api).apply(docs)
+
+
+@pytest.fixture
+def resources(k8s_api: client.ApiClient, namespace: str, crds: None) -> Resources:
+    """The deployplane custom resources of the test's namespace (CRDs applied)."""
+    return Resources(k8s_api, namespace)
 
 
 @pytest.fixture(scope="module")

@@ -46,11 +46,6 @@ def operator(
         assert key not in runner.output, "an API key reached the operator's log"
 
 
-@pytest.fixture
-def resources(k8s_api: client.ApiClient, namespace: str, deployplane_crds: None) -> Resources:
-    return Resources(k8s_api, namespace)
-
-
 def connection(name: str, url: str, secret: str, **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "deployplane.io/v1alpha1",
@@ -155,7 +150,7 @@ def test_a_refused_key_is_not_ready_and_a_fixed_secret_heals_it(
 
 
 @pytest.fixture
-def without_connection_crd(k8s_api: client.ApiClient, deployplane_crds: None) -> Iterator[None]:
+def without_connection_crd(k8s_api: client.ApiClient, crds: None) -> Iterator[None]:
     """The ControlPlaneConnection CRD deleted for the test (an operator upgraded before
     its CRDs: `helm upgrade` leaves crds/ alone), and applied again afterwards."""
     extensions = client.ApiextensionsV1Api(k8s_api)

@@ -19,12 +19,10 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
-import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from tests.e2e.operator_harness import (
     API_KEY,
-    REPO,
     WORKSPACE,
     CliProcess,
     Emulator,
@@ -78,14 +76,6 @@ class AgentProcess(CliProcess):
         does the control plane hand it the deploy stages (before, the simulated pipeline
         would deploy a revision on its timers, as for a listener without an agent)."""
         wait_until("the agent to run", lambda: "listener agent running" in self.log)
-
-
-@pytest.fixture(scope="module")
-def crds(k8s_api: client.ApiClient) -> None:
-    docs = [
-        yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.deployplane.io.yaml"))
-    ]
-    Applier(k8s_api).apply(docs)
 
 
 @pytest.fixture(scope="module")
@@ -163,11 +153,6 @@ def agent(
     process.stop()
     print("agent log (tail):\n" + process.log[-6000:])  # shown when the test failed
     assert API_KEY not in process.log  # secrets never reach the agent's logs
-
-
-@pytest.fixture
-def resources(k8s_api: client.ApiClient, namespace: str, crds: None) -> Resources:
-    return Resources(k8s_api, namespace)
 
 
 def listener_body(namespace: str, agents_namespace: str) -> dict[str, Any]:

@@ -33,12 +33,10 @@ from tests.e2e.test_dataplane import (
     LST,
     AgentProcess,
     agents_namespace,
-    crds,
     deployment_body,
     emulator,
     listener_body,
     operator,
-    resources,
     wait_until,
 )
 from tests.support import chart
@@ -49,7 +47,7 @@ from tests.support.routecontroller import RouteAdmitter
 from deployplane.devcluster import DevCluster, ToolsNotFound, find_tools
 from deployplane.devcluster.manifests import Applier
 
-__all__ = ["agents_namespace", "crds", "emulator", "operator", "resources"]  # fixtures
+__all__ = ["agents_namespace", "emulator", "operator"]  # fixtures
 
 HOST = "agents.example.test"
 MANAGER = "deployplane-listener-agent"

@@ -38,8 +38,6 @@ from tests.support.e2ecluster import E2ECluster
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Deployment, DeploymentCreate, Listener, ListenerCreate
 
-crds = test_operator.crds
-resources = test_operator.resources
 operator = test_operator.operator
 
 AGD, LST = "agentdeployments", "listeners"

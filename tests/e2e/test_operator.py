@@ -14,12 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 from tests.e2e.operator_harness import (
     API_KEY,
     INTEGRATION,
-    REPO,
     Emulator,
     OperatorProcess,
     Resources,
@@ -31,26 +29,12 @@ from tests.e2e.operator_harness import (
 )
 from tests.support.e2ecluster import E2ECluster
 
-from deployplane.devcluster.manifests import Applier
 from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION
 from deployplane.reconcile.passes import FINALIZER
 from deployplane.reconcile.resync import RESYNC_ANNOTATION
 
 SECRET_VALUE = "sk-e2e-planted-secret-4f9a2c"
 AGD, LST = "agentdeployments", "listeners"
-
-
-@pytest.fixture(scope="module")
-def crds(k8s_api: client.ApiClient) -> None:
-    docs = [
-        yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.deployplane.io.yaml"))
-    ]
-    Applier(k8s_api).apply(docs)
-
-
-@pytest.fixture
-def resources(k8s_api: client.ApiClient, namespace: str, crds: None) -> Resources:
-    return Resources(k8s_api, namespace)
 
 
 @pytest.fixture

@@ -46,19 +46,6 @@ AGD = "agentdeployments"
 OPERATOR_SA = "operator"
 
 
-@pytest.fixture(scope="module")
-def crds(k8s_api: client.ApiClient) -> None:
-    docs = [
-        yaml.safe_load(p.read_text()) for p in sorted((REPO / "crds").glob("*.deployplane.io.yaml"))
-    ]
-    Applier(k8s_api).apply(docs)
-
-
-@pytest.fixture
-def resources(k8s_api: client.ApiClient, namespace: str, crds: None) -> Resources:
-    return Resources(k8s_api, namespace)
-
-
 @pytest.fixture
 def proxy(dev_cluster: E2ECluster) -> Iterator[ApiServerProxy]:
     p = ApiServerProxy(dev_cluster.server, ca_file_of(dev_cluster)).start()

@@ -45,13 +45,11 @@ from deployplane.devcluster import service_account_username
 
 # The data-plane suite's fixtures: the operator, the agent with the chart's RBAC, the
 # emulator in normal mode (the data-plane extension is not in the published contract).
-crds = dataplane.crds
 emulator = dataplane.emulator
 agents_namespace = dataplane.agents_namespace
 agent_kubeconfig = dataplane.agent_kubeconfig
 operator = dataplane.operator
 agent = dataplane.agent
-resources = dataplane.resources
 
 TRACER = "tracer"
 READ = ["get", "list"]
