@@ -200,9 +200,9 @@ class Workers:
             delay = await loop.one_pass(
                 body, state, post_event=lambda event: self.events.record(body, event)
             )
-            if key[0] in self.wakers and before is not State.READY:
-                if state.visit.last_state is State.READY:
-                    self._wake_unsettled(key[1])
+            turned_ready = before is not State.READY and state.visit.last_state is State.READY
+            if turned_ready and key[0] in self.wakers:
+                self._wake_unsettled(key[1])
             return delay
         if not has_finalizer(body):
             return None  # not ours to hold: the object goes
