@@ -26,7 +26,7 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.e2e.test_operator import docker
+from tests.e2e.test_operator import docker, events_for
 from tests.support import gotools
 from tests.support.argocd import argocd_health
 
@@ -41,9 +41,22 @@ def operator(
 ) -> Iterator[Any]:
     with kopf_operator(namespace, operator_env(emulator, kubeconfig)) as runner:
         yield runner
+        # While the operator runs, so that its finalizers come off: a connection left
+        # with one would hold the CRD's deletion (and every later module) for good.
+        delete_all(resources)
     assert runner.exit_code == 0, runner.output[-3000:]
     for key in (API_KEY, SECOND_API_KEY, "wrong-key-5d1c"):
         assert key not in runner.output, "an API key reached the operator's log"
+
+
+def delete_all(resources: Resources) -> None:
+    for plural in (AGD, CPC):
+        for obj in resources.list_all(plural):
+            resources.delete(plural, obj["metadata"]["name"])
+    for plural in (AGD, CPC):
+        for obj in resources.list_all(plural):
+            name = obj["metadata"]["name"]
+            resources.wait(plural, name, lambda o: o is None, what=f"{name} deleted")
 
 
 def connection(name: str, url: str, secret: str, **spec: Any) -> dict[str, Any]:
@@ -62,7 +75,11 @@ def writes(emulator: Emulator) -> int:
 
 
 def test_each_resource_uses_its_connection_else_the_namespace_default_else_the_operators(
-    operator: Any, resources: Resources, emulator: Emulator
+    operator: Any,
+    resources: Resources,
+    emulator: Emulator,
+    k8s_api: client.ApiClient,
+    namespace: str,
 ) -> None:
     resources.put_secret("second-key", {"apiKey": SECOND_API_KEY})
     before = writes(emulator)
@@ -98,10 +115,24 @@ def test_each_resource_uses_its_connection_else_the_namespace_default_else_the_o
     assert via_ref is not None
     assert via_ref["status"]["deploymentId"] == in_second["via-ref"][0]
 
-    # Deleting a connection deletes nothing on the control plane.
-    before = writes(emulator)
+    # A connection in use stays until no resource uses it (each can still be deleted
+    # through it), and deleting it deletes nothing on the control plane.
     resources.delete(CPC, "second")
-    resources.wait(CPC, "second", lambda o: o is None, what="connection deleted")
+    resources.wait(
+        CPC,
+        "second",
+        lambda o: bool(o and o["metadata"].get("deletionTimestamp")),
+        what="deleting, held",
+    )
+    time.sleep(2)
+    assert resources.get(CPC, "second") is not None, "deleted while via-ref uses it"
+    (held,) = [e for e in events_for(k8s_api, namespace, "second") if e.reason == "InUse"]
+    assert "still used by agentdeployment/via-ref (1)" in held.message
+    resources.delete(AGD, "via-ref")
+    resources.wait(AGD, "via-ref", lambda o: o is None, what="via-ref deleted through it")
+    assert emulator.deployments_named("via-ref", SECOND_API_KEY) == []
+    before = writes(emulator)
+    resources.wait(CPC, "second", lambda o: o is None, what="connection deleted once unused")
     assert writes(emulator) == before
 
 
@@ -155,6 +186,19 @@ def without_connection_crd(k8s_api: client.ApiClient, crds: None) -> Iterator[No
     its CRDs: `helm upgrade` leaves crds/ alone), and applied again afterwards."""
     extensions = client.ApiextensionsV1Api(k8s_api)
     name = "controlplaneconnections.deployplane.io"
+    custom = client.CustomObjectsApi(k8s_api)
+    # Whatever connection an earlier test left behind must not hold the deletion.
+    for obj in custom.list_cluster_custom_object("deployplane.io", "v1alpha1", CPC)["items"]:
+        meta = obj["metadata"]
+        custom.patch_namespaced_custom_object(
+            "deployplane.io",
+            "v1alpha1",
+            meta["namespace"],
+            CPC,
+            meta["name"],
+            {"metadata": {"finalizers": None}},
+            _content_type="application/merge-patch+json",
+        )
     extensions.delete_custom_resource_definition(name)
     deadline = time.monotonic() + 60
     while name in {c.metadata.name for c in extensions.list_custom_resource_definition().items}:

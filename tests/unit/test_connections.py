@@ -279,3 +279,20 @@ async def test_a_changed_url_is_checked_and_recorded() -> None:
     )
     assert outcome.status.url == "http://new.test"
     assert [r[0] for r in world.control_plane.requests] == ["new.test"]
+
+
+@pytest.mark.parametrize(
+    ("name", "spec", "uses"),
+    [
+        ("default", {}, True),
+        ("cp", {}, False),
+        ("cp", {"connectionRef": {"name": "cp"}}, True),
+        ("cp", {"connectionRef": {"name": "cp", "kind": "ControlPlaneConnection"}}, True),
+        ("cp", {"connectionRef": {"name": "cp", "kind": "Secret"}}, False),
+        ("default", {"connectionRef": {"name": "cp"}}, False),
+    ],
+)
+def test_which_resources_use_a_connection(name: str, spec: dict[str, Any], uses: bool) -> None:
+    """As the resolution above: what holds a connection's deletion back."""
+    assert KINDS["ControlPlaneConnection"].used_by is not None
+    assert KINDS["ControlPlaneConnection"].used_by(name, {"spec": spec}) is uses

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections.abc import Mapping
 from typing import Any, cast
 
 from tests.support.fakeexternal import (
@@ -24,7 +25,7 @@ from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import FINALIZER, PassRunner
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
-from deployplane.reconcile.workers import Workers, lean
+from deployplane.reconcile.workers import IN_USE_POLL_SECONDS, Workers, lean
 
 NS = "team-a"
 KEY = ("Fake", NS, "w1", "u1")
@@ -222,12 +223,17 @@ def two_kinds(fake: ExternalFns, conn: ExternalFns) -> Workers:
         )
 
     runners = {"Fake": loop(fake, "fakes"), "Conn": loop(conn, "conns")}
-    return Workers(runners, kube, RecordedEvents(), wakers=frozenset({"Conn"}))
+
+    def uses(name: str, body: Mapping[str, Any]) -> bool:
+        return bool(body["spec"].get("conn") == name)
+
+    return Workers(runners, kube, RecordedEvents(), dependencies={"Conn": uses})
 
 
-def named(name: str, namespace: str = NS) -> dict[str, Any]:
+def named(name: str, namespace: str = NS, **spec: Any) -> dict[str, Any]:
     obj = body()
     obj["metadata"].update(name=name, uid=f"uid-{name}", namespace=namespace)
+    obj["spec"] = spec
     return obj
 
 
@@ -263,3 +269,26 @@ async def test_a_connection_turning_ready_wakes_its_namespaces_unsettled_resourc
     # Ready again later: nothing turned Ready, nothing woken.
     workers.queue.add(("Conn", NS, "default", "uid-default"))
     assert await drain(workers) == [("Conn", NS, "default")]
+
+
+async def test_a_connection_in_use_keeps_its_finalizer_until_no_resource_uses_it() -> None:
+    workers = two_kinds(ExternalFns(), ExternalFns())
+    conn = named("cp")
+    conn["metadata"].update(finalizers=[FINALIZER], deletionTimestamp="now")
+    workers.observe("Fake", None, named("user", conn="cp"))
+    workers.observe("Fake", None, named("other", conn="another"))
+    workers.observe("Fake", None, named("elsewhere", "team-b", conn="cp"))
+    workers.observe("Conn", None, conn)
+    key = ("Conn", NS, "cp", "uid-cp")
+    assert workers.users(key) == ["fake/user"]
+    assert await workers.visit(key) == IN_USE_POLL_SECONDS
+    assert await workers.visit(key) == IN_USE_POLL_SECONDS
+    recorded = cast(RecordedEvents, workers.events)
+    assert [(e.reason, e.message) for e in recorded] == [
+        ("InUse", "still used by fake/user (1); deleted once none is")
+    ]  # once
+    kube = cast(FakeKube, workers.kube)
+    assert kube.finalizers_removed == []
+    workers.observe("Fake", "DELETED", named("user", conn="cp"))
+    assert await workers.visit(key) is None
+    assert kube.finalizers_removed == [("conns", NS, "cp", FINALIZER)]

@@ -27,9 +27,9 @@ from deployplane.commands import connection, tables, tracereaders, tracetree
 from deployplane.commands.output import Output, dump_text, print_table
 from deployplane.commands.tracereaders import KubeAccess, KubeError
 from deployplane.commands.tracetree import Missing, Node, Workloads
+from deployplane.crd.specs import DEFAULT_CONNECTION
 from deployplane.dataplane.render.context import namespace_for
 from deployplane.dataplane.render.model import RenderError
-from deployplane.externals.connections import DEFAULT_CONNECTION
 from deployplane.kinds import KINDS
 
 __all__ = ["parse_reference", "trace"]

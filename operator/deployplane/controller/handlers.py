@@ -125,8 +125,8 @@ def build_runtime(
         on_drop=metrics.events_dropped.inc,
     )
     metrics.watch_events(events)
-    wakers = frozenset(kind.kind for kind in kinds if kind.indexed)
-    workers = Workers(runners, kube, events, size=WORKERS, wakers=wakers)
+    dependencies = {kind.kind: kind.used_by for kind in kinds if kind.used_by is not None}
+    workers = Workers(runners, kube, events, size=WORKERS, dependencies=dependencies)
     health = health or FailureClock()
     metrics.watch_health(health)
     return Runtime(config, kube, connections, metrics, workers, events, health)

@@ -93,6 +93,10 @@ class ManagementPolicy(StrEnum):
     OBSERVE_ONLY = "ObserveOnly"
 
 
+DEFAULT_CONNECTION: Final = "default"
+"""The ControlPlaneConnection a resource without `connectionRef` uses in its namespace."""
+
+
 class ConnectionKind(StrEnum):
     """What a `connectionRef` names."""
 

@@ -25,7 +25,12 @@ from typing import Final
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.connection import ConnectionSettings
-from deployplane.crd.specs import ConnectionKind, ConnectionReference, ControlPlaneConnectionSpec
+from deployplane.crd.specs import (
+    DEFAULT_CONNECTION,
+    ConnectionKind,
+    ConnectionReference,
+    ControlPlaneConnectionSpec,
+)
 from deployplane.externals.kube import KubeReader
 from deployplane.reconcile.external import DependencyNotReady
 
@@ -47,9 +52,6 @@ ClientFactory = Callable[[ConnectionSettings], ControlPlaneClient]
 ConnectionIndex = Mapping[tuple[str, str], Iterable[ControlPlaneConnectionSpec]]
 """(namespace, name) -> the ControlPlaneConnection's spec: the shape of a `kopf.Index`
 (a key maps to a store of values; one object per name, so one value)."""
-
-DEFAULT_CONNECTION: Final = "default"
-"""The ControlPlaneConnection a resource without `connectionRef` uses in its namespace."""
 
 KEY_TTL: Final = 60.0
 """Seconds an API key read from a connection's Secret is used before it is read again."""

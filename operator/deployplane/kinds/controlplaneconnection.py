@@ -9,11 +9,12 @@ connection's spec (`indexed`), which is where the other kinds' passes read it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from deployplane.crd.cel import Rule, Rules
 from deployplane.crd.columns import column, printer_columns
-from deployplane.crd.specs import ControlPlaneConnectionSpec
+from deployplane.crd.specs import DEFAULT_CONNECTION, ControlPlaneConnectionSpec
 from deployplane.crd.status import ControlPlaneConnectionStatus
 from deployplane.kinds.registry import KindDef
 from deployplane.reconcile.external import Connecter
@@ -30,6 +31,16 @@ RULES: Final[Rules] = {
         )
     ],
 }
+
+
+def uses(name: str, body: Mapping[str, Any]) -> bool:
+    """Whether a resource of the same namespace (its body) goes through the connection
+    `name`: its `connectionRef` names it (not as a Secret), or it names none and this is
+    the namespace's `default` (as `externals.connections` resolves them)."""
+    ref = (body.get("spec") or {}).get("connectionRef")
+    if not ref:
+        return name == DEFAULT_CONNECTION
+    return bool(ref.get("name") == name and ref.get("kind") != "Secret")
 
 
 def connecter(
@@ -61,4 +72,5 @@ KIND: Final = KindDef(
         column("Key Secret", ".spec.apiKeySecretRef.name", "Secret of the API key.", priority=1),
     ),
     indexed=True,
+    used_by=uses,
 )

@@ -21,12 +21,13 @@ from deployplane.crd.openapi import Schema
 from deployplane.crd.specs import GROUP
 from deployplane.reconcile.external import Connecter, SpecT
 from deployplane.reconcile.status import ResourceStatus
+from deployplane.reconcile.workers import UsedBy
 
 if TYPE_CHECKING:
     from deployplane.externals.connections import Connections
     from deployplane.externals.kube import KubeReader
 
-__all__ = ["ConnecterFactory", "KindDef", "KindRegistry"]
+__all__ = ["ConnecterFactory", "KindDef", "KindRegistry", "UsedBy"]
 
 ConnecterFactory = Callable[["Connections", "KubeReader"], Connecter[SpecT, Any, Any, Any]]
 """Builds the kind's external connecter from the operator's shared clients."""
@@ -56,8 +57,14 @@ class KindDef(Generic[SpecT]):
     """Kopf keeps every object's spec in an in-memory index (`kopf.index`, id
     `index_id`), complete before any handler of any kind runs: for a kind whose objects
     the other kinds' passes read (ControlPlaneConnection), without a GET each time.
-    One turning Ready also wakes its namespace's stalled or retrying resources
-    (`reconcile.workers.Workers.wakers`)."""
+    """
+    used_by: UsedBy | None = None
+    """For a kind the others depend on (ControlPlaneConnection): whether a resource of
+    another kind (its body) uses the object of this name in the same namespace. One
+    turning Ready wakes the stalled or retrying resources of its namespace, and one being
+    deleted keeps our finalizer while any resource still uses it (Crossplane's
+    ProviderConfigUsage), so that they can still be finalized through it
+    (`reconcile.workers.Workers.dependencies`)."""
 
     def __post_init__(self) -> None:
         if not self.singular:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -61,6 +61,15 @@ class FinalizerSink(Protocol):
 class Tracked:
     body: Mapping[str, Any]
     state: ResourceState
+    in_use_told: bool = False
+    """A dependency being deleted while in use: its Warning Event is posted (once)."""
+
+
+UsedBy = Callable[[str, Mapping[str, Any]], bool]
+"""(name of a dependency, body of another resource of its namespace) -> uses it."""
+
+IN_USE_POLL_SECONDS: Final = 5.0
+"""How often a dependency being deleted looks again whether it is still in use."""
 
 
 def lean(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -90,16 +99,17 @@ class Workers:
         events: EventSink,
         *,
         size: int = 16,
-        wakers: frozenset[str] = frozenset(),
+        dependencies: Mapping[str, UsedBy] | None = None,
     ) -> None:
         self.runners = runners
         self.kube = kube
         self.events = events
         self.size = size
-        self.wakers = wakers
-        """Kinds the others depend on (connections): one turning Ready wakes the
-        resources of its namespace that are stalled or retrying, which may have failed
-        for want of it, instead of leaving them to their resync."""
+        self.dependencies: Mapping[str, UsedBy] = dependencies or {}
+        """Kinds the others depend on (connections), each with its test of use. One
+        turning Ready wakes the resources of its namespace that are stalled or retrying,
+        which may have failed for want of it, instead of leaving them to their resync;
+        one being deleted keeps our finalizer while a resource still uses it."""
         self.queue: WorkQueue[Key] = WorkQueue(jitter=REQUEUE_JITTER)
         self.resources: dict[Key, Tracked] = {}
         self._uids: dict[tuple[str, str, str], str] = {}
@@ -152,13 +162,26 @@ class Workers:
             self.queue.add(key)
 
     def _wake_unsettled(self, namespace: str) -> None:
-        """Visit now every resource of `namespace` (of the kinds that are not wakers)
-        whose last pass stalled or is being retried."""
+        """Visit now every resource of `namespace` (not of a dependency kind) whose last
+        pass stalled or is being retried."""
         for key, tracked in self.resources.items():
-            if key[1] != namespace or key[0] in self.wakers:
+            if key[1] != namespace or key[0] in self.dependencies:
                 continue
             if tracked.state.visit.last_state in (State.STALLED, State.RETRYING):
                 self.queue.add(key)
+
+    def users(self, key: Key) -> list[str]:
+        """The resources (kind/name) of its namespace that use dependency `key`."""
+        used_by = self.dependencies.get(key[0])
+        if used_by is None:
+            return []
+        return [
+            f"{other[0].lower()}/{other[2]}"
+            for other, tracked in self.resources.items()
+            if other[1] == key[1]
+            and other[0] not in self.dependencies
+            and used_by(key[2], tracked.body)
+        ]
 
     def _gone(self, key: Key) -> None:
         self.resources.pop(key, None)
@@ -201,11 +224,19 @@ class Workers:
                 body, state, post_event=lambda event: self.events.record(body, event)
             )
             turned_ready = before is not State.READY and state.visit.last_state is State.READY
-            if turned_ready and key[0] in self.wakers:
+            if turned_ready and key[0] in self.dependencies:
                 self._wake_unsettled(key[1])
             return delay
         if not has_finalizer(body):
             return None  # not ours to hold: the object goes
+        users = self.users(key)
+        if users:
+            if not tracked.in_use_told:
+                tracked.in_use_told = True
+                shown = ", ".join(sorted(users)[:3]) + (" and more" if len(users) > 3 else "")
+                message = f"still used by {shown} ({len(users)}); deleted once none is"
+                self.events.record(body, EventRecord("Warning", "InUse", message, "Delete"))
+            return IN_USE_POLL_SECONDS
         not_yet = await loop.finalize(body, state)
         if not_yet is not None:
             log.warning(
