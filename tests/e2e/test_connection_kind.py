@@ -5,6 +5,7 @@ Secret, and what Flux's kstatus and Argo CD's health.lua say of a connection."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,7 @@ from tests.e2e.operator_harness import (
 from tests.e2e.test_operator import docker, events_for
 from tests.support import gotools
 from tests.support.argocd import argocd_health
+from tests.support.existing_cluster import ENV_KUBECONFIG
 
 from deployplane.devcluster.manifests import Applier
 
@@ -183,7 +185,10 @@ def test_a_refused_key_is_not_ready_and_a_fixed_secret_heals_it(
 @pytest.fixture
 def without_connection_crd(k8s_api: client.ApiClient, crds: None) -> Iterator[None]:
     """The ControlPlaneConnection CRD deleted for the test (an operator upgraded before
-    its CRDs: `helm upgrade` leaves crds/ alone), and applied again afterwards."""
+    its CRDs: `helm upgrade` leaves crds/ alone), and applied again afterwards. Only on
+    the dev cluster the session started: never a CRD of a cluster it was handed."""
+    if os.environ.get(ENV_KUBECONFIG):
+        pytest.skip(f"existing cluster ({ENV_KUBECONFIG}): the test deletes a CRD")
     extensions = client.ApiextensionsV1Api(k8s_api)
     name = "controlplaneconnections.deployplane.io"
     custom = client.CustomObjectsApi(k8s_api)
