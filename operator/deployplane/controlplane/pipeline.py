@@ -46,7 +46,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-BATCH = 500
+BATCH = 50  # per round, a transaction that holds the loop on SQLite (500: POST p99 x4)
 # How long `Pipeline.stop` lets a round in progress finish before cancelling it.
 _STOP_GRACE_SECONDS = 5.0
 
