@@ -154,6 +154,20 @@ def test_printer_columns() -> None:
     assert listener["Synced"]["jsonPath"] == '.status.conditions[?(@.type=="Synced")].status'
     assert listener["Listener ID"]["jsonPath"] == ".status.listenerId"
     assert listener["Age"]["jsonPath"] == ".metadata.creationTimestamp"
+    for kind in (agd, listener):  # -o wide: which ControlPlaneConnection it goes through
+        assert kind["Connection"]["jsonPath"] == ".spec.connectionRef.name"
+        assert kind["Connection"]["priority"] == 1
+    connection = columns("ControlPlaneConnection")
+    assert [name for name in connection] == [
+        "Ready",
+        "Synced",
+        "URL",
+        "Tenant",
+        "Key Secret",
+        "Age",
+    ]
+    assert connection["URL"]["jsonPath"] == ".spec.url"
+    assert "priority" not in connection["URL"]
 
 
 # ------------------------------------------------------------ fields and shape

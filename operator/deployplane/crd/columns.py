@@ -36,6 +36,16 @@ def policy_column() -> Schema:
     )
 
 
+def connection_column() -> Schema:
+    """spec.connectionRef, in `-o wide`: every kind that names a connection shows it."""
+    return column(
+        "Connection",
+        ".spec.connectionRef.name",
+        "The ControlPlaneConnection it uses (empty: its namespace's default, else the operator's).",
+        priority=1,
+    )
+
+
 def _condition_column(condition: str) -> Schema:
     return column(
         condition,

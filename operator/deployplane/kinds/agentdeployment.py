@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from deployplane.crd.cel import REQUIRED, Rule, Rules, forbidden_for, immutable, required_for
-from deployplane.crd.columns import column, policy_column, printer_columns
+from deployplane.crd.columns import column, connection_column, policy_column, printer_columns
 from deployplane.crd.specs import AgentDeploymentSpec
 from deployplane.crd.status import AgentDeploymentStatus
 from deployplane.kinds.registry import KindDef
@@ -154,6 +154,7 @@ KIND: Final = KindDef(
             "The ConfigMap the deployment's outputs are written to (spec.writeOutputsTo).",
             priority=1,
         ),
+        connection_column(),
         policy_column(),
     ),
 )

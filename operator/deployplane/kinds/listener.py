@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from deployplane.crd.cel import REQUIRED, Rule, Rules, immutable
-from deployplane.crd.columns import column, policy_column, printer_columns
+from deployplane.crd.columns import column, connection_column, policy_column, printer_columns
 from deployplane.crd.specs import ListenerSpec
 from deployplane.crd.status import ListenerStatus
 from deployplane.kinds.registry import KindDef
@@ -74,6 +74,7 @@ KIND: Final = KindDef(
             "Which other namespaces may use it (empty: Same).",
             priority=1,
         ),
+        connection_column(),
         policy_column(),
     ),
 )
