@@ -350,15 +350,18 @@ async def _due_revisions(conn: DbConn, now: float) -> Sequence[Any]:
     ).all()
 
 
+# Due revisions a live agent takes over: one about to deploy, and a deployed one whose
+# deployment changed what the data plane renders (its re-render).
+_DEPLOYED_VALUE = RevisionStatus.DEPLOYED.value
+_HANDED_OFF = (RevisionStatus.AWAITING_DEPLOY.value, _DEPLOYED_VALUE)
+
+
 async def _hand_off(conn: DbConn, due: Sequence[Any], now: float) -> list[Any]:
     """Gives the revisions about to deploy on a listener with a live agent to that agent
-    (docs/dataplane.md): they leave the timers and wait for the agent's reports. Returns
-    the rows the timers still move."""
-    waiting = [
-        (row, listener_of(row.source_config))
-        for row in due
-        if row.status == RevisionStatus.AWAITING_DEPLOY.value
-    ]
+    (docs/dataplane.md), and the re-render of a deployed one: they leave the timers and
+    wait for the agent's reports. Returns the rows the timers still move (a DEPLOYED one
+    stays DEPLOYED and becomes `remote_reconciled` again: the simulated re-render)."""
+    waiting = [(row, listener_of(row.source_config)) for row in due if row.status in _HANDED_OFF]
     live = await live_listeners(conn, (lid for _, lid in waiting if lid is not None), now)
     handed = {row.id: lid for row, lid in waiting if lid in live}
     if not handed:
@@ -367,7 +370,8 @@ async def _hand_off(conn: DbConn, due: Sequence[Any], now: float) -> list[Any]:
         update(revisions).where(revisions.c.id.in_(list(handed))).values(next_step_at=None)
     )
     for row in due:
-        if (lid := handed.get(row.id)) is not None:
+        # A DEPLOYED one (a re-render: `store.patch.request_rerender`) has its row already.
+        if (lid := handed.get(row.id)) is not None and row.status != _DEPLOYED_VALUE:
             await conn.execute(
                 insert(dataplane_revisions).values(
                     revision_id=row.id, deployment_id=row.deployment_id, listener_id=lid
