@@ -249,3 +249,31 @@ async def test_with_a_live_agent_only_its_report_reconciles_the_change(world: Wo
     assert await unreconciled(world.api, deployment)
     await world.agent.round()
     assert not await unreconciled(world.api, deployment)
+
+
+async def test_a_change_between_the_listing_and_the_deployed_report_is_not_lost(
+    world: World,
+) -> None:
+    """The first rollout finishes, but the resources changed after the agent listed the
+    deployment: DEPLOYED is held back (it would reconcile a render that is not the
+    current one) and the next round applies the change, then reports."""
+    deployment = await world.deploy(image_body() | resource_spec(min_scale=1, max_scale=2))
+    await world.agent.round()
+    world.cluster.roll_out()
+    client = world.client
+    original = client.get_deployment
+
+    async def patched_meanwhile(deployment_id: Any) -> Any:
+        await patch(world, deployment, resource_spec(min_scale=1, max_scale=7))
+        return await original(deployment_id)
+
+    client.get_deployment = patched_meanwhile  # type: ignore[method-assign]
+    try:
+        await world.agent.round()
+    finally:
+        client.get_deployment = original  # type: ignore[method-assign]
+    assert await world.revision_status(deployment) == "DEPLOYING"
+    await world.agent.round()
+    assert hpa(world, SERVER)["spec"]["maxReplicas"] == 7
+    assert await world.revision_status(deployment) == "DEPLOYED"
+    assert not await unreconciled(world.api, deployment)

@@ -5,7 +5,6 @@ deployment; a change that makes one waits for the revision. The emulator's pipel
 is moved by hand here (long steps), so every state in between is seen.
 """
 
-
 from __future__ import annotations
 
 import time

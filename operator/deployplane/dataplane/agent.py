@@ -224,16 +224,19 @@ class Agent:
         db_status: ReportedDeploymentStatus,
     ) -> None:
         """A re-render rolled out: DEPLOYED again, which makes it `remote_reconciled`;
-        only if the deployment was not changed once more meanwhile (the next round then
-        renders that), and nothing while the rollout of the change goes on."""
+        nothing while the rollout of the change goes on."""
         if verdict.status is not ReportedStatus.DEPLOYED:
             if verdict.status is ReportedStatus.DEPLOY_FAILED:
                 await self._failed(deployment, revision, verdict, rerender=True)
             return
-        fresh = await self.client.get_deployment(deployment.id)
-        if rendered_inputs(fresh) != rendered_inputs(deployment):
-            return
         await self._report(deployment, revision, verdict, db_status, rerender=True)
+
+    async def _changed_meanwhile(self, deployment: Deployment) -> bool:
+        """Whether the deployment changed what a render reads since it was listed: a
+        DEPLOYED report would then say a render that is not the current one is rolled
+        out (and reconcile it); the next round renders the change instead."""
+        fresh = await self.client.get_deployment(deployment.id)
+        return rendered_inputs(fresh) != rendered_inputs(deployment)
 
     async def _report_url(self, deployment: Deployment, url: str | None) -> None:
         """The route's URL as the deployment's `custom_url`, when it is not that yet."""
@@ -295,6 +298,8 @@ class Agent:
             deployment_status is None or deployment_status.value == deployment.status.value
         )
         if unchanged and not rerender:
+            return
+        if verdict.status is ReportedStatus.DEPLOYED and await self._changed_meanwhile(deployment):
             return
         failed = verdict.status is ReportedStatus.DEPLOY_FAILED
         said = (
