@@ -29,7 +29,7 @@ from tests.e2e.test_dataplane_vendor import (
     VendorAgent,
     agent_writes,
     custom,
-    listen_and_deploy,
+    deploy,
     vendor_agent,
     vendor_crds,
 )
@@ -37,6 +37,7 @@ from tests.e2e.test_dataplane_vendor import (
 __all__ = ["agents_namespace", "emulator", "operator", "vendor_agent", "vendor_crds"]
 
 WAITING = "waiting for the listener to apply the change (remote_reconciled=false)"
+SLOW_ROUNDS = 3.0
 
 
 def server_hpa(api: client.ApiClient, namespace: str) -> Any:
@@ -74,6 +75,7 @@ def ready_once(
 
     obj = wait_until(f"Ready at generation {generation}", probe, within=180)
     print("Reconciling messages seen:", sorted(set(seen)))
+    assert set(seen) <= {WAITING}  # a change without a revision waits for nothing else
     return obj
 
 
@@ -85,25 +87,22 @@ def test_a_max_scale_change_reaches_the_server_hpa_before_the_resource_is_ready(
     agents_namespace: str,
     k8s_api: client.ApiClient,
 ) -> None:
-    obj, _ = listen_and_deploy(
-        resources, vendor_agent, namespace, agents_namespace, {}, "scale-bot"
-    )
+    resources.create(LST, listener_body(namespace, agents_namespace))
+    # Rounds 3 s apart: a resource Ready before the agent applied the change would be
+    # seen Ready for that long (the operator polls every 2 s at first).
+    vendor_agent.start({}, poll_interval=SLOW_ROUNDS).wait_running()
+    obj = deploy(resources, "scale-bot", agents_namespace, vendor_agent.image)
     revision = obj["status"]["latestRevisionId"]
     assert server_hpa(k8s_api, agents_namespace).spec.max_replicas == 2
     before = agent_writes(k8s_api, agents_namespace)
 
     generation = scale(resources, "scale-bot", minScale=1, maxScale=5)
-    wait_until(
-        "the server HPA's new maxReplicas",
-        lambda: server_hpa(k8s_api, agents_namespace).spec.max_replicas == 5,
-        within=60,
-    )
-    obj = ready_once(
-        resources,
-        "scale-bot",
-        generation,
-        lambda: server_hpa(k8s_api, agents_namespace).spec.max_replicas == 5,
-    )
+
+    def five() -> bool:
+        return bool(server_hpa(k8s_api, agents_namespace).spec.max_replicas == 5)
+
+    obj = ready_once(resources, "scale-bot", generation, five)
+    wait_until("the server HPA's new maxReplicas", five, within=60)
     assert obj["status"]["latestRevisionId"] == revision  # no new revision
     assert "awaitingDataPlane" not in obj["status"]
     # The re-render applied every object again, and only the HPA and the owner (its
@@ -122,7 +121,7 @@ def test_queue_max_scale_with_keda_makes_the_scaled_object_before_the_resource_i
     k8s_api: client.ApiClient,
 ) -> None:
     resources.create(LST, listener_body(namespace, agents_namespace))
-    vendor_agent.start({"autoscaler": "keda"}).wait_running()
+    vendor_agent.start({"autoscaler": "keda"}, poll_interval=SLOW_ROUNDS).wait_running()
     # No queue maximum yet: no ScaledObject (the issue's `docker-a`).
     resources.create(AGD, deployment_body("queue-bot", vendor_agent.image, agents_namespace))
     resources.wait(AGD, "queue-bot", ready_for_generation, within=180, what="Ready")
@@ -137,6 +136,6 @@ def test_queue_max_scale_with_keda_makes_the_scaled_object_before_the_resource_i
         found = scaled_objects()
         return len(found) == 1 and found[0]["spec"]["maxReplicaCount"] == 3
 
-    wait_until("the ScaledObject's new maxReplicaCount", three, within=60)
     obj = ready_once(resources, "queue-bot", generation, three)
+    wait_until("the ScaledObject's new maxReplicaCount", three, within=60)
     assert obj["status"]["revision"]["status"] == "DEPLOYED"
