@@ -10,6 +10,7 @@ Every wait is bounded only to stop a hang; nothing asserts how long a step took.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -73,7 +74,9 @@ def ready_once(
             return obj
         return None
 
+    began = time.monotonic()
     obj = wait_until(f"Ready at generation {generation}", probe, within=180)
+    print(f"Ready at generation {generation} {time.monotonic() - began:.1f} s after the patch")
     print("Reconciling messages seen:", sorted(set(seen)))
     assert set(seen) <= {WAITING}  # a change without a revision waits for nothing else
     return obj
