@@ -49,9 +49,7 @@ from deployplane.dataplane.render import (
     namespace_for,
     render,
 )
-from deployplane.dataplane.rollout import (
-    Verdict,
-)
+from deployplane.dataplane.rollout import Verdict
 from deployplane.dataplane.vendorparts import refresh_route, unserved
 from deployplane.dataplane.work import (
     acts_on,
@@ -190,7 +188,7 @@ class Agent:
             return  # the build has not produced an image yet
         try:
             rendered = await self._render(deployment, revision, listener, work)
-            failure = await self._apply(rendered, str(revision_id))
+            failure = await self._apply(rendered)
         except RenderError as exc:
             failure = Verdict(ReportedStatus.DEPLOY_FAILED, str(exc))
         if failure is not None:
@@ -265,9 +263,10 @@ class Agent:
         secret = database_secret_name(deployment)
         return with_password(await database_password(self.cluster, namespace, secret))
 
-    async def _apply(self, rendered: Rendered, revision_id: str) -> Verdict | None:
-        """Applies unless this revision already is (the owner's marker); a refusal no
-        retry can fix (an invalid object, a denied namespace) is the rollout's failure."""
+    async def _apply(self, rendered: Rendered) -> Verdict | None:
+        """Applies unless the owner says this render is there whole (its revision marker
+        and render digest); a refusal no retry can fix (an invalid object, a denied
+        namespace) is the rollout's failure."""
         owner = await get_owner(self.cluster, rendered)
         if is_applied(owner, rendered):
             return None  # this revision, rendered as now: nothing to write
