@@ -129,7 +129,7 @@ class VendorAgent:
         self.image = image  # what the nodes can run (tests/support/nodes.py)
         self.process: AgentProcess | None = None
 
-    def start(self, settings: dict[str, Any]) -> AgentProcess:
+    def start(self, settings: dict[str, Any], *, poll_interval: float = 0.5) -> AgentProcess:
         try:
             chart.helm_binary()
         except chart.HelmNotFound as exc:
@@ -149,7 +149,7 @@ class VendorAgent:
             "DEPLOYPLANE_CONTROL_PLANE_URL": self.emulator.url,
             "DEPLOYPLANE_API_KEY": API_KEY,
             "DEPLOYPLANE_TENANT_ID": WORKSPACE,
-            "DEPLOYPLANE_POLL_INTERVAL": "0.5",
+            "DEPLOYPLANE_POLL_INTERVAL": str(poll_interval),
         }
         self.process = AgentProcess(self.namespace, env, self.tmp_path / "agent.log").start()
         return self.process

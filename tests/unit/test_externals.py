@@ -640,10 +640,13 @@ async def test_drift_names_are_reported_by_observe() -> None:
 @pytest.mark.parametrize(
     ("patched_latest", "want_revision", "want_phase"),
     [
-        (REV, SETTLED_REVISION, (Phase.READY, ADReason.DEPLOYED)),
+        (REV, SETTLED_REVISION, (Phase.PROGRESSING, ADReason.AWAITING_DATA_PLANE)),
         (REV2, {"id": REV2}, (Phase.PROGRESSING, ADReason.CREATING)),
     ],
-    ids=["no new revision: what we know of it is kept", "new revision: just created"],
+    ids=[
+        "no new revision: what we know of it is kept, the data plane awaited",
+        "new revision: just created",
+    ],
 )
 async def test_update_result_follows_the_revision(
     patched_latest: str, want_revision: dict[str, Any], want_phase: tuple[Phase, str]
@@ -684,6 +687,14 @@ POLL_STATUS = {
     "latestRevisionId": REV,
     "revision": {"id": REV, "status": "BUILDING"},
 }
+
+AWAITING_STATUS = {
+    "deploymentId": DEP,
+    "latestRevisionId": REV,
+    "revision": SETTLED_REVISION,
+    "awaitingDataPlane": True,
+}
+LIST_DEPS = ("GET", "/v2/deployments")
 
 OBSERVE_CASES: dict[str, ObserveCase] = {
     "poll while in progress: exactly one GET of the revision": ObserveCase(
@@ -746,6 +757,43 @@ OBSERVE_CASES: dict[str, ObserveCase] = {
         routes={},
         want_calls=[GET_DEP],
         want_phase=None,
+    ),
+    "awaiting the data plane, still not reconciled: one list more, still waiting": (
+        ObserveCase(
+            status={**AWAITING_STATUS},
+            full=False,
+            routes={
+                GET_REV: (200, revision_json("DEPLOYED")),
+                GET_DEP: (200, deployment_json()),
+                LIST_DEPS: (200, {"resources": [deployment_json()], "offset": 1}),
+            },
+            want_calls=[GET_REV, GET_DEP, LIST_DEPS],
+            want_phase=(Phase.PROGRESSING, ADReason.AWAITING_DATA_PLANE),
+            want_revision_status="DEPLOYED",
+        )
+    ),
+    "awaiting the data plane, reconciled (or never marked): Ready": ObserveCase(
+        status={**AWAITING_STATUS},
+        full=False,
+        routes={
+            GET_REV: (200, revision_json("DEPLOYED")),
+            GET_DEP: (200, deployment_json()),
+            LIST_DEPS: (200, {"resources": [], "offset": 0}),
+        },
+        want_calls=[GET_REV, GET_DEP, LIST_DEPS],
+        want_phase=(Phase.READY, ADReason.DEPLOYED),
+        want_revision_status="DEPLOYED",
+    ),
+    "awaiting the data plane, a resync: the list is asked too": ObserveCase(
+        status={**AWAITING_STATUS},
+        full=True,
+        routes={
+            GET_DEP: (200, deployment_json()),
+            LIST_DEPS: (200, {"resources": [deployment_json()], "offset": 1}),
+        },
+        want_calls=[GET_DEP, LIST_DEPS],
+        want_phase=(Phase.PROGRESSING, ADReason.AWAITING_DATA_PLANE),
+        want_revision_status="DEPLOYED",
     ),
     "AWAITING_DELETE: progressing, reason Deleting": ObserveCase(
         status={"deploymentId": DEP, "latestRevisionId": REV, "revision": SETTLED_REVISION},
@@ -1323,3 +1371,37 @@ def test_the_longest_explained_message_fits_one_event() -> None:
     message = with_tail(base, ["z" * 5000] * 9, [])
     assert message.count("\n") == 5
     assert len(message) <= 1024  # kube/api.py cuts an Event's message beyond
+
+
+async def test_awaiting_the_data_plane_asks_the_published_filter_and_ends_when_reconciled() -> None:
+    """The extra read is the published `remote_reconciled=false` filter on this id; once
+    the deployment is not listed the wait ends (the status forgets it)."""
+    api = (
+        FakeApi()
+        .on(GET_REV[0], GET_REV[1], (200, revision_json("DEPLOYED")))
+        .on(*GET_DEP, (200, deployment_json()))
+        .on(*LIST_DEPS, (200, {"resources": [], "offset": 0}))
+    )
+    obs = await observe(external(api), ad(docker_spec(), AWAITING_STATUS), DEP, full=False)
+    assert api.params[-1] == {"deployment_ids": DEP, "remote_reconciled": "false", "limit": "1"}
+    assert obs.phase is Phase.READY
+    assert "awaitingDataPlane" not in to_kube(obs.status)
+
+
+async def test_an_update_without_a_revision_waits_for_the_data_plane_without_a_call() -> None:
+    """Right after the PATCH: Reconciling with what it waits for, and no read yet."""
+    drifted = deployment_json(source_config=server_config(resource_spec={"min_scale": 1}))
+    api = (
+        FakeApi()
+        .on("GET", DEPLOYMENT_PATH, (200, drifted))
+        .on("PATCH", DEPLOYMENT_PATH, (200, deployment_json()))
+    )
+    mr = ad(
+        docker_spec(), {"deploymentId": DEP, "latestRevisionId": REV, "revision": SETTLED_REVISION}
+    )
+    ext = external(api)
+    obs = await update(ext, mr, await observe(ext, mr, DEP, full=True))
+    assert (obs.phase, obs.reason) == (Phase.PROGRESSING, ADReason.AWAITING_DATA_PLANE)
+    assert obs.message == "waiting for the listener to apply the change (remote_reconciled=false)"
+    assert to_kube(obs.status)["awaitingDataPlane"] is True
+    assert api.calls == [GET_DEP, PATCH_DEP]

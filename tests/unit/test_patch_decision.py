@@ -268,3 +268,32 @@ def test_an_image_deployment_takes_no_revision_source_but_its_own() -> None:
     assert [e["loc"] for e in refused.errors] == [["body", "revision_source"]]
     own = decide(docker(), {"revision_source": "external_docker"})
     assert own.errors == []
+
+
+@pytest.mark.parametrize(
+    ("body", "rerender"),
+    [
+        ({"source_config": {"resource_spec": {"min_scale": 1, "max_scale": 4}}}, True),
+        ({"source_config": {"resource_spec": {"min_scale": 1, "cpu": None}}}, False),
+        ({"source_config": {"resource_spec": None}}, True),
+        ({"source_config": {"listener_config": {"k8s_namespace": "agents"}}}, True),
+        ({"source_config": {"listener_id": str(LISTENER)}}, False),
+        ({"source_config": {"custom_url": "https://agent.example"}}, False),
+        ({"secrets": [{"name": "TOKEN", "value": "s3cret"}]}, False),
+        # a new revision carries the change: no re-render of the old one
+        (
+            {
+                "source_config": {"resource_spec": {"max_scale": 9}},
+                "source_revision_config": {"image_uri": "registry.example/app:2"},
+            },
+            False,
+        ),
+    ],
+)
+def test_a_change_of_what_the_data_plane_renders_asks_for_a_rerender(
+    body: dict[str, Any], rerender: bool
+) -> None:
+    """Only a change of resource_spec, listener_config or listener_id without a new
+    revision (the spec's rule) marks the running revision for a re-render; equal values
+    (an explicit null where nothing was set) ask nothing."""
+    assert decide(docker(), body).rerender is rerender

@@ -8,7 +8,11 @@ beside `validation.py` so the rules are unit-tested directly (tests/unit/test_pa
 The rules, as the service answers them:
 - name and source cannot change (422); a deployment being deleted cannot be patched (400);
 - `source_config` keys present replace the stored values, an explicit null clears one,
-  nested objects are replaced whole; a change alone makes no revision;
+  nested objects are replaced whole; a change alone makes no revision, but a change of
+  what the data plane renders from (`RENDERED_SOURCE_CONFIG`: resource_spec,
+  listener_config, listener_id) that makes no revision asks for a re-render
+  (`PatchDecision.rerender`: the running revision becomes `remote_reconciled=false`
+  until the data plane applied the change); an equal value asks nothing;
 - a non-null `source_revision_config` field makes a new revision (nulls are ignored);
 - `secrets` replace the stored set; a change of a name or value makes a new revision;
 - `secret_references` replace the stored ones; a change makes a new revision;
@@ -44,7 +48,11 @@ from deployplane.controlplane.validation import (
     secret_errors,
 )
 
-__all__ = ["PatchDecision", "StoredDeployment", "decide_patch"]
+__all__ = ["RENDERED_SOURCE_CONFIG", "PatchDecision", "StoredDeployment", "decide_patch"]
+
+RENDERED_SOURCE_CONFIG = ("resource_spec", "listener_config", "listener_id")
+"""The `source_config` keys the data plane renders the workloads from
+(`dataplane/render/`): a change of one must reach what runs (docs/emulator.md)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,9 @@ class PatchDecision:
     """Where the new revision (if any) comes from."""
     upload_to_check: str | None
     """The source_tarball_path the new revision builds: an upload of this deployment."""
+    rerender: bool = False
+    """No new revision, but a rendered field changed: the data plane must apply the
+    change to the running revision (it is marked not `remote_reconciled`)."""
 
 
 def decide_patch(
@@ -144,7 +155,22 @@ def decide_patch(
             if new_revision and revision_source is Source.INTERNAL_SOURCE
             else None
         ),
+        rerender=not new_revision and rendered_change(current.source_config, stored_config),
     )
+
+
+def rendered_change(stored: dict[str, Any], merged: dict[str, Any]) -> bool:
+    """Whether `merged` differs from `stored` in what the data plane renders from,
+    compared as the model reads them (an explicit null and an absent key are alike)."""
+    return _rendered(stored) != _rendered(merged)
+
+
+def _rendered(config: dict[str, Any]) -> dict[str, Any] | None:
+    try:
+        model = SourceConfig.model_validate(config)
+    except ValueError:  # a stored config the model no longer reads: counts as changed
+        return None
+    return model.model_dump(mode="json", exclude_none=True, include=set(RENDERED_SOURCE_CONFIG))
 
 
 def _refuse_outright(current: StoredDeployment, body: DeploymentPatch) -> None:

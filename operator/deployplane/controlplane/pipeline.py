@@ -81,8 +81,7 @@ _MOVE_REVISIONS = (
 
 
 def reconciled_on_reaching(status: RevisionStatus) -> bool:
-    """The simulated data plane: a revision counts as applied (the service's
-    `remote_reconciled`) once it reaches a terminal status."""
+    """The simulated data plane: a revision is applied (`remote_reconciled`) once terminal."""
     return status.is_terminal
 
 
@@ -350,15 +349,16 @@ async def _due_revisions(conn: DbConn, now: float) -> Sequence[Any]:
     ).all()
 
 
+_DEPLOYED_VALUE = RevisionStatus.DEPLOYED.value  # its re-render goes to a live agent too
+_HANDED_OFF = (RevisionStatus.AWAITING_DEPLOY.value, _DEPLOYED_VALUE)
+
+
 async def _hand_off(conn: DbConn, due: Sequence[Any], now: float) -> list[Any]:
     """Gives the revisions about to deploy on a listener with a live agent to that agent
-    (docs/dataplane.md): they leave the timers and wait for the agent's reports. Returns
-    the rows the timers still move."""
-    waiting = [
-        (row, listener_of(row.source_config))
-        for row in due
-        if row.status == RevisionStatus.AWAITING_DEPLOY.value
-    ]
+    (docs/dataplane.md), and the re-render of a deployed one (`store.patch`, which has its
+    row already): they leave the timers and wait for the agent's reports. Returns the rows
+    the timers still move (a DEPLOYED one: the simulated re-render)."""
+    waiting = [(row, listener_of(row.source_config)) for row in due if row.status in _HANDED_OFF]
     live = await live_listeners(conn, (lid for _, lid in waiting if lid is not None), now)
     handed = {row.id: lid for row, lid in waiting if lid in live}
     if not handed:
@@ -367,7 +367,7 @@ async def _hand_off(conn: DbConn, due: Sequence[Any], now: float) -> list[Any]:
         update(revisions).where(revisions.c.id.in_(list(handed))).values(next_step_at=None)
     )
     for row in due:
-        if (lid := handed.get(row.id)) is not None:
+        if (lid := handed.get(row.id)) is not None and row.status != _DEPLOYED_VALUE:
             await conn.execute(
                 insert(dataplane_revisions).values(
                     revision_id=row.id, deployment_id=row.deployment_id, listener_id=lid

@@ -18,7 +18,10 @@ from deployplane.controlplane.store.logs import LogKind, write_lines
 from deployplane.controlplane.store.rows import service_url
 from deployplane.controlplane.tables import revisions
 
-__all__ = ["StageLine", "entered", "stage_lines"]
+__all__ = ["RERENDERED", "StageLine", "entered", "stage_lines"]
+
+RERENDERED = "Configuration change applied to the running revision"
+"""The deploy log line of a simulated re-render (a change that made no revision)."""
 
 StageLine = tuple[LogKind, str, str]  # kind, level, message
 
@@ -53,11 +56,14 @@ def stage_lines(
 async def entered(conn: DbConn, row: Any, source: Source, new: RevisionStatus) -> None:
     """Effects of the pipeline's move of `row` (a due revision) into `new`."""
     image, build_error = row.image_uri, row.build_error
-    if new is RevisionStatus.BUILDING and source is Source.INTERNAL_SOURCE:
-        image, build_error = await _build(conn, row)
-    lines = stage_lines(
-        source, new, image=image, url=service_url(row.deployment_id), build_error=build_error
-    )
+    if row.status == new.value:  # DEPLOYED again: the simulated re-render of a change
+        lines: list[StageLine] = [(_DEPLOY, "INFO", RERENDERED)]
+    else:
+        if new is RevisionStatus.BUILDING and source is Source.INTERNAL_SOURCE:
+            image, build_error = await _build(conn, row)
+        lines = stage_lines(
+            source, new, image=image, url=service_url(row.deployment_id), build_error=build_error
+        )
     for kind in LogKind:
         await write_lines(
             conn,

@@ -42,6 +42,14 @@ class AgentDeploymentStatus(ResourceStatus):
     secrets_hash: str | None = Field(
         None, description="Salted digest of the secret values last applied (never the values)."
     )
+    awaiting_data_plane: bool | None = Field(
+        None,
+        description=(
+            "A change that made no revision (resources, say) was sent and the data plane "
+            "has not applied it yet (the deployment is remote_reconciled=false); unset "
+            "once it has."
+        ),
+    )
 
     @property
     def external_id(self) -> str | None:

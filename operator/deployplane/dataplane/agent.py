@@ -14,8 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -27,21 +26,21 @@ from deployplane.api.dataplane import (
     RevisionWork,
 )
 from deployplane.api.errors import ControlPlaneError
-from deployplane.api.models import Deployment, DeploymentStatus, Listener, Revision, RevisionStatus
+from deployplane.api.models import Deployment, DeploymentStatus, Listener, Revision
 from deployplane.dataplane.applier import (
     applied_revision,
     apply_rendered,
     database_password,
     find_owners,
     get_owner,
+    is_applied,
     owner_selector,
 )
 from deployplane.dataplane.kube import Cluster, ClusterError
+from deployplane.dataplane.observe import observe_rollout
 from deployplane.dataplane.protocol import DataPlaneClient
 from deployplane.dataplane.render import (
-    LABEL_COMPONENT,
     LABEL_DEPLOYMENT_ID,
-    SERVER,
     DataPlaneSettings,
     Rendered,
     RenderError,
@@ -50,25 +49,21 @@ from deployplane.dataplane.render import (
     namespace_for,
     render,
 )
-from deployplane.dataplane.rollout import (
-    Verdict,
-    database_ready,
-    pod_states,
-    rollout_verdict,
-    route_waiting,
+from deployplane.dataplane.rollout import Verdict
+from deployplane.dataplane.vendorparts import refresh_route, unserved
+from deployplane.dataplane.work import (
+    acts_on,
+    listener_namespaces,
+    listener_of,
+    rendered_inputs,
+    settled,
 )
-from deployplane.dataplane.vendorparts import refresh_route, route_of, unserved
 
 __all__ = ["Agent", "AgentSettings"]
 
 Obj = dict[str, Any]
 
 log = logging.getLogger(__name__)
-
-# The revision states the agent acts on; DEPLOYED only while the database is not ready.
-_ACTIVE = frozenset(
-    {RevisionStatus.AWAITING_DEPLOY, RevisionStatus.DEPLOYING, RevisionStatus.DEPLOYED}
-)
 
 
 @dataclass(frozen=True)
@@ -129,24 +124,34 @@ class Agent:
     async def round(self, *, full: bool = False) -> None:
         """One pass over the listener's deployments (all of them when `full`)."""
         listener = await self.client.get_listener(self.listener_id)
-        mine = [
-            deployment
-            async for deployment in self.client.iter_deployments(
-                # The published filter: what the data plane has not reconciled yet; a
-                # full round lists everything, to find deletions made while away.
-                remote_reconciled=None if full else False
-            )
-            if _listener_of(deployment) == self.listener_id
-        ]
-        await asyncio.gather(*(self._guarded(listener, d, full) for d in mine))
+        # The published filter: what the data plane has not reconciled yet; a full round
+        # lists everything, to find deletions made while away (and asks which are not).
+        mine = await self._mine(remote_reconciled=None if full else False)
+        pending = {d.id for d in await self._mine(remote_reconciled=False)} if full else None
+        await asyncio.gather(
+            *(self._guarded(listener, d, full, pending is None or d.id in pending) for d in mine)
+        )
         if full:
             await self.sweep_orphans(listener, {str(d.id) for d in mine})
 
-    async def _guarded(self, listener: Listener, deployment: Deployment, full: bool) -> None:
+    async def _mine(self, *, remote_reconciled: bool | None) -> list[Deployment]:
+        """The workspace's deployments (every page) that run on this listener (the
+        published list has no listener filter)."""
+        return [
+            deployment
+            async for deployment in self.client.iter_deployments(
+                remote_reconciled=remote_reconciled
+            )
+            if listener_of(deployment) == self.listener_id
+        ]
+
+    async def _guarded(
+        self, listener: Listener, deployment: Deployment, full: bool, pending: bool
+    ) -> None:
         """One deployment's failure is logged and retried next round, never fatal."""
         async with self._limit:
             try:
-                await self.reconcile(listener, deployment, full=full)
+                await self.reconcile(listener, deployment, full=full, pending=pending)
             except (ControlPlaneError, ClusterError) as exc:
                 log.warning("deployment %s: %s (retrying)", deployment.id, exc)
             except Exception:  # a bug must not stop the other deployments or the loop
@@ -155,44 +160,81 @@ class Agent:
     # ------------------------------------------------------------------ one deployment
 
     async def reconcile(
-        self, listener: Listener, deployment: Deployment, *, full: bool = False
+        self,
+        listener: Listener,
+        deployment: Deployment,
+        *,
+        full: bool = False,
+        pending: bool = True,
     ) -> None:
+        """`pending`: the control plane lists the deployment as not `remote_reconciled`.
+        A settled deployment that is pending had a change that made no revision (its
+        resources, say): its revision is rendered again, applied if what it renders
+        changed, and reported DEPLOYED once rolled out, which reconciles it again."""
         if deployment.status is DeploymentStatus.AWAITING_DELETE:
             await self.remove(listener, deployment)
             return
         revision_id = deployment.latest_revision_id
-        if revision_id is None or (
-            revision_id == deployment.active_revision_id
-            and deployment.status is DeploymentStatus.READY
-        ):
+        steady = revision_id is not None and settled(deployment)
+        if revision_id is None or (steady and not pending):
             if full and revision_id is not None:
                 await self.repair(listener, deployment, revision_id)
             return  # steady: nothing to write
         revision = await self.client.get_revision(deployment.id, revision_id)
-        if revision.status not in _ACTIVE or (
-            revision.status is RevisionStatus.DEPLOYED
-            and deployment.status is not DeploymentStatus.AWAITING_DATABASE
-        ):
+        if not acts_on(revision, deployment, rerender=steady):
             return
         work = await self.client.revision_work(self.listener_id, deployment.id, revision_id)
         if work.image_uri is None:
             return  # the build has not produced an image yet
         try:
             rendered = await self._render(deployment, revision, listener, work)
+            failure = await self._apply(rendered)
         except RenderError as exc:
-            failed = Verdict(ReportedStatus.DEPLOY_FAILED, str(exc))
-            await self._report(deployment, revision, failed)
+            failure = Verdict(ReportedStatus.DEPLOY_FAILED, str(exc))
+        if failure is not None:
+            await self._failed(deployment, revision, failure, rerender=steady)
             return
-        if revision.status is not RevisionStatus.DEPLOYED:
-            failure = await self._apply(rendered, str(revision_id))
-            if failure is not None:
-                await self._report(deployment, revision, failure)
-                return
-        verdict, db_status = await self._observe(rendered, revision)
+        verdict, db_status = await observe_rollout(self.cluster, rendered, str(revision.id))
         if verdict.status is ReportedStatus.DEPLOYED:
             # Before DEPLOYED, so whoever sees the deployment deployed sees its URL too.
             await self._report_url(deployment, rendered.url)
-        await self._report(deployment, revision, verdict, db_status)
+        if steady:
+            await self._report_rerender(deployment, revision, verdict, db_status)
+        else:
+            await self._report(deployment, revision, verdict, db_status)
+
+    async def _failed(
+        self, deployment: Deployment, revision: Revision, failure: Verdict, *, rerender: bool
+    ) -> None:
+        """A rollout that cannot succeed fails its revision; a re-render's revision is
+        DEPLOYED and stays so (what ran keeps running), so its failure is logged and the
+        deployment stays not reconciled, tried again each round."""
+        if not rerender:
+            await self._report(deployment, revision, failure)
+            return
+        log.warning("deployment %s: its change fails: %s", deployment.id, failure.message)
+
+    async def _report_rerender(
+        self,
+        deployment: Deployment,
+        revision: Revision,
+        verdict: Verdict,
+        db_status: ReportedDeploymentStatus,
+    ) -> None:
+        """A re-render rolled out: DEPLOYED again, which makes it `remote_reconciled`;
+        nothing while the rollout of the change goes on."""
+        if verdict.status is not ReportedStatus.DEPLOYED:
+            if verdict.status is ReportedStatus.DEPLOY_FAILED:
+                await self._failed(deployment, revision, verdict, rerender=True)
+            return
+        await self._report(deployment, revision, verdict, db_status, rerender=True)
+
+    async def _changed_meanwhile(self, deployment: Deployment) -> bool:
+        """Whether the deployment changed what a render reads since it was listed: a
+        DEPLOYED report would then say a render that is not the current one is rolled
+        out (and reconcile it); the next round renders the change instead."""
+        fresh = await self.client.get_deployment(deployment.id)
+        return rendered_inputs(fresh) != rendered_inputs(deployment)
 
     async def _report_url(self, deployment: Deployment, url: str | None) -> None:
         """The route's URL as the deployment's `custom_url`, when it is not that yet."""
@@ -221,12 +263,13 @@ class Agent:
         secret = database_secret_name(deployment)
         return with_password(await database_password(self.cluster, namespace, secret))
 
-    async def _apply(self, rendered: Rendered, revision_id: str) -> Verdict | None:
-        """Applies unless this revision already is (the owner's marker); a refusal no
-        retry can fix (an invalid object, a denied namespace) is the rollout's failure."""
+    async def _apply(self, rendered: Rendered) -> Verdict | None:
+        """Applies unless the owner says this render is there whole (its revision marker
+        and render digest); a refusal no retry can fix (an invalid object, a denied
+        namespace) is the rollout's failure."""
         owner = await get_owner(self.cluster, rendered)
-        if applied_revision(owner) == revision_id:
-            return None
+        if is_applied(owner, rendered):
+            return None  # this revision, rendered as now: nothing to write
         missing = await unserved(self.cluster, rendered)
         if missing is not None:
             return Verdict(ReportedStatus.DEPLOY_FAILED, missing)
@@ -238,62 +281,30 @@ class Agent:
             return Verdict(ReportedStatus.DEPLOY_FAILED, f"the cluster refused the objects: {exc}")
         return None
 
-    async def _observe(
-        self, rendered: Rendered, revision: Revision
-    ) -> tuple[Verdict, ReportedDeploymentStatus]:
-        server = _find(rendered.objects, "Deployment", SERVER)
-        database = _find(rendered.objects, "StatefulSet", None)
-        route = route_of(rendered.objects)
-        current, pods, statefulset, applied_route = await asyncio.gather(
-            self._read(server, "apps/v1", "Deployment"),
-            self._server_pods(rendered.namespace, server),
-            self._read(database, "apps/v1", "StatefulSet"),
-            self._read(route, *_type_of(route)),
-        )
-        ready = database is None or database_ready(statefulset)
-        db_status = (
-            ReportedDeploymentStatus.READY if ready else ReportedDeploymentStatus.AWAITING_DATABASE
-        )
-        verdict = rollout_verdict(current, pods, str(revision.id))
-        if verdict.status is ReportedStatus.DEPLOYED and route is not None:
-            waiting = route_waiting(applied_route)
-            if waiting is not None:
-                verdict = Verdict(ReportedStatus.DEPLOYING, waiting)
-        return replace(verdict, lines=tuple(pod_states(pods))), db_status
-
-    async def _read(self, rendered: Obj | None, api_version: str, kind: str) -> Obj | None:
-        """The cluster's copy of a rendered object (None: not rendered, or absent)."""
-        if rendered is None:
-            return None
-        meta = rendered["metadata"]
-        return await self.cluster.get(api_version, kind, meta["namespace"], meta["name"])
-
-    async def _server_pods(self, namespace: str, server: Obj | None) -> list[Obj]:
-        if server is None:
-            return []
-        selector = {
-            LABEL_DEPLOYMENT_ID: server["metadata"]["labels"][LABEL_DEPLOYMENT_ID],
-            LABEL_COMPONENT: SERVER,
-        }
-        return await self.cluster.list("v1", "Pod", namespace, selector)
-
     async def _report(
         self,
         deployment: Deployment,
         revision: Revision,
         verdict: Verdict,
         db_status: ReportedDeploymentStatus | None = None,
+        *,
+        rerender: bool = False,
     ) -> None:
-        """Reports only a change: a repeated status says nothing new."""
+        """Reports only a change: a repeated status says nothing new (but for the
+        re-render of a change, whose DEPLOYED makes the deployment reconciled again)."""
         deployment_status = db_status if verdict.status is ReportedStatus.DEPLOYED else None
         unchanged = verdict.status.value == revision.status.value and (
             deployment_status is None or deployment_status.value == deployment.status.value
         )
-        if unchanged:
+        if unchanged and not rerender:
+            return
+        if verdict.status is ReportedStatus.DEPLOYED and await self._changed_meanwhile(deployment):
             return
         failed = verdict.status is ReportedStatus.DEPLOY_FAILED
-        said = f"rollout {verdict.status.value}" + (
-            f": {verdict.message}" if verdict.message else ""
+        said = (
+            ("change applied: " if rerender else "")
+            + f"rollout {verdict.status.value}"
+            + (f": {verdict.message}" if verdict.message else "")
         )
         report = RevisionReport(
             status=verdict.status,
@@ -343,7 +354,7 @@ class Agent:
         selector = owner_selector(
             listener_id=str(self.listener_id), deployment_id=str(deployment.id)
         )
-        owners = await find_owners(self.cluster, _namespaces(listener), selector)
+        owners = await find_owners(self.cluster, listener_namespaces(listener), selector)
         for owner in owners:
             if not owner["metadata"].get("deletionTimestamp"):
                 meta = owner["metadata"]
@@ -354,31 +365,9 @@ class Agent:
     async def sweep_orphans(self, listener: Listener, known: set[str]) -> None:
         """Removes the objects of this listener's deployments that no longer exist."""
         selector = owner_selector(listener_id=str(self.listener_id))
-        for owner in await find_owners(self.cluster, _namespaces(listener), selector):
+        for owner in await find_owners(self.cluster, listener_namespaces(listener), selector):
             meta = owner["metadata"]
             if meta["labels"].get(LABEL_DEPLOYMENT_ID) in known or meta.get("deletionTimestamp"):
                 continue
             log.info("removing the objects of deleted deployment %s", meta["labels"])
             await self.cluster.delete("v1", "ConfigMap", meta["namespace"], meta["name"])
-
-
-def _listener_of(deployment: Deployment) -> UUID | None:
-    config = deployment.source_config
-    return config.listener_id if config is not None else None
-
-
-def _namespaces(listener: Listener) -> list[str]:
-    config = listener.compute_config
-    return list((config.k8s_namespaces if config is not None else None) or [])
-
-
-def _type_of(obj: Obj | None) -> tuple[str, str]:
-    return ("", "") if obj is None else (obj["apiVersion"], obj["kind"])
-
-
-def _find(objects: Sequence[Obj], kind: str, component: str | None) -> Obj | None:
-    for obj in objects:
-        labels = obj["metadata"].get("labels") or {}
-        if obj["kind"] == kind and (component is None or labels.get(LABEL_COMPONENT) == component):
-            return obj
-    return None

@@ -5,9 +5,12 @@ Order makes it restart-safe without local state (docs/dataplane.md):
    (its uid is what every other object's ownerReference needs);
 2. every other object, each with an ownerReference to the owner;
 3. the owner again, now with `data.revision-id`: the marker that this revision is
-   completely applied.
-An agent killed anywhere in between finds an owner without this revision's marker and
-applies again; server-side apply of what is already there changes nothing.
+   completely applied, and `data.render-digest`, what it was applied as (the digest of
+   the rendered objects, Secrets left out: `render.render_digest`).
+An agent killed anywhere in between finds an owner without this revision's marker (or
+with another digest) and applies again; server-side apply of what is already there
+changes nothing. An owner with both equal to a new render is not applied at all
+(`is_applied`): a re-render of an unchanged revision writes nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from deployplane.dataplane.kube import Cluster
 from deployplane.dataplane.render import (
     LABEL_DEPLOYMENT_ID,
     LABEL_LISTENER_ID,
+    OWNER_DIGEST,
     Rendered,
     with_owner,
 )
@@ -33,6 +37,7 @@ __all__ = [
     "database_password",
     "find_owners",
     "get_owner",
+    "is_applied",
     "owner_selector",
 ]
 
@@ -47,6 +52,18 @@ def applied_revision(owner: Mapping[str, Any] | None) -> str | None:
         return None
     marker = (owner.get("data") or {}).get(OWNER_MARKER)
     return str(marker) if marker else None
+
+
+def is_applied(owner: Mapping[str, Any] | None, rendered: Rendered) -> bool:
+    """Whether the owner says `rendered` is in the cluster whole: the same revision
+    marker and the same render digest."""
+    if owner is None:
+        return False
+    have, want = owner.get("data") or {}, rendered.owner.get("data") or {}
+    return all(have.get(key) == want.get(key) for key in _APPLIED_KEYS)
+
+
+_APPLIED_KEYS = (OWNER_MARKER, OWNER_DIGEST)
 
 
 async def get_owner(cluster: Cluster, rendered: Rendered) -> Obj | None:
@@ -67,7 +84,7 @@ async def apply_rendered(cluster: Cluster, rendered: Rendered, owner: Obj | None
 
 
 def _without_marker(data: Mapping[str, str] | None) -> dict[str, str]:
-    return {k: v for k, v in (data or {}).items() if k != OWNER_MARKER}
+    return {k: v for k, v in (data or {}).items() if k not in _APPLIED_KEYS}
 
 
 async def database_password(cluster: Cluster, namespace: str, secret_name: str) -> str:

@@ -8,12 +8,13 @@ revision that supersedes the unfinished ones.
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
 from sqlalchemy import Row, select, update
 
-from deployplane.api.models import Deployment, DeploymentPatch, Source
+from deployplane.api.models import Deployment, DeploymentPatch, RevisionStatus, Source
 from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import InvalidError
 from deployplane.controlplane.patching import StoredDeployment, decide_patch
@@ -33,7 +34,7 @@ from deployplane.controlplane.store.rows import (
 from deployplane.controlplane.tables import deployments, revisions, utcnow
 from deployplane.controlplane.validation import check_repository, unknown_listener
 
-__all__ = ["patch_deployment"]
+__all__ = ["patch_deployment", "request_rerender"]
 
 _CURRENT = select(
     deployments,
@@ -44,6 +45,8 @@ _CURRENT = select(
     revisions.c.source_tarball_path,
     revisions.c.langgraph_config_path,
     revisions.c.source.label("revision_source"),
+    revisions.c.status.label("revision_status"),
+    revisions.c.remote_reconciled,
 ).outerjoin(revisions, revisions.c.id == deployments.c.latest_revision_id)
 
 
@@ -57,6 +60,21 @@ async def _current(conn: DbConn, workspace: WorkspaceConfig, deployment_id: uuid
         await conn.execute(LOCK_DEPLOYMENT, {"deployment_id": deployment_id})
     query = _CURRENT.where(*owned(deployments, deployment_id, workspace.id))
     return await first_or_404(conn, query, deployment_not_found, deployment_id)
+
+
+async def request_rerender(conn: DbConn, current: Row[Any], step_seconds: float) -> None:
+    """A change the data plane renders from, with no new revision: the running revision
+    is marked not `remote_reconciled` until the data plane applied it (a listener agent's
+    report, else the simulated data plane one step later: `pipeline`). A revision still
+    on its way is applied with the change when it deploys; a failed one runs nothing;
+    one not reconciled yet (a change or a database still awaited) stays so."""
+    if current.revision_status != RevisionStatus.DEPLOYED.value or not current.remote_reconciled:
+        return
+    await conn.execute(
+        update(revisions)
+        .where(revisions.c.id == current.latest_revision_id)
+        .values(remote_reconciled=False, next_step_at=time.time() + step_seconds)
+    )
 
 
 def _stored(row: Row[Any]) -> StoredDeployment:
@@ -109,5 +127,7 @@ async def patch_deployment(
             now=now,
             step_seconds=step_seconds,
         )
+    elif decision.rerender:
+        await request_rerender(conn, current, step_seconds)
     await conn.execute(update(deployments).where(deployments.c.id == deployment_id).values(values))
     return await get_deployment(conn=conn, workspace=workspace, deployment_id=deployment_id)

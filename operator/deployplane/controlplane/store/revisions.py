@@ -125,13 +125,24 @@ async def replace_latest(
 
 async def supersede(conn: DbConn, *, deployment_id: uuid.UUID, now: datetime) -> None:
     """A newer revision ends the older unfinished ones: skipped if they never started
-    building, interrupted if they had."""
+    building, interrupted if they had (a deployed one stays deployed)."""
     unfinished = (
         revisions.c.deployment_id == deployment_id,
         # On the timers, or handed to a listener agent (no timer: docs/dataplane.md).
         or_(revisions.c.next_step_at.is_not(None), revisions.c.status.in_(_AGENT_STAGES)),
     )
     ended = {"next_step_at": None, "updated_at": now, "remote_reconciled": True}
+    # A deployed revision awaiting the re-render of a change (`patch.request_rerender`)
+    # stays DEPLOYED: the newer revision carries the change.
+    await conn.execute(
+        update(revisions)
+        .where(
+            revisions.c.deployment_id == deployment_id,
+            revisions.c.status == RevisionStatus.DEPLOYED.value,
+            revisions.c.remote_reconciled.is_(False),
+        )
+        .values(**ended)
+    )
     await conn.execute(
         update(revisions)
         .where(*unfinished, revisions.c.status.in_(_IN_PROGRESS_EARLY))

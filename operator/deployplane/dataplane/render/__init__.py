@@ -42,10 +42,12 @@ from deployplane.dataplane.render.context import (
 )
 from deployplane.dataplane.render.fieldmap import FIELD_MAP
 from deployplane.dataplane.render.model import (
+    OWNER_DIGEST,
     OWNER_UID_PLACEHOLDER,
     Obj,
     Rendered,
     RenderError,
+    render_digest,
     with_owner,
 )
 from deployplane.dataplane.render.quantities import cpu_quantity, memory_quantity
@@ -66,6 +68,7 @@ __all__ = [
     "LABEL_COMPONENT",
     "LABEL_DEPLOYMENT_ID",
     "LABEL_LISTENER_ID",
+    "OWNER_DIGEST",
     "OWNER_UID_PLACEHOLDER",
     "QUEUE",
     "REDIS",
@@ -122,9 +125,9 @@ def render(
         *routing.route(ctx),
         *network.network_policy(ctx),
     ]
-    return Rendered(
-        namespace=ctx.namespace, owner=owner(ctx), objects=objects, url=routing.url(ctx)
-    )
+    the_owner = owner(ctx)
+    the_owner["data"][OWNER_DIGEST] = render_digest(objects)
+    return Rendered(namespace=ctx.namespace, owner=the_owner, objects=objects, url=routing.url(ctx))
 
 
 def render_route(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +32,22 @@ class Rendered:
         return f"Rendered(namespace={self.namespace!r}, owner={owner!r}, objects=[{names}])"
 
     __str__ = __repr__
+
+
+OWNER_DIGEST = "render-digest"
+"""Key of the owner ConfigMap's data: the digest of what the revision was applied as."""
+
+
+def render_digest(objects: Sequence[Obj]) -> str:
+    """A digest of the rendered objects, kept in the owner beside the revision marker, so
+    that the agent re-applies a revision only when what it renders changed (a resource
+    change that made no revision) and a re-render of an unchanged one writes nothing.
+
+    Secrets are left out: their values must not be testable from a ConfigMap, and a
+    change of them comes with a new revision (docs/emulator.md)."""
+    kept = [obj for obj in objects if obj["kind"] != "Secret"]
+    text = json.dumps(kept, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 class RenderError(ValueError):

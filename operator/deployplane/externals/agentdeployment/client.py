@@ -4,6 +4,9 @@ between them (update() is handed the patch it sends).
 Call budget (it matters at 1,000 resources): creating costs one POST; while a revision
 is in progress only the revision is polled; when it settles one GET of the deployment
 refreshes the status; a resync of a settled resource is one GET of the deployment.
+A PATCH that made no revision (a change of resources, say) is Ready only once the data
+plane applied it: until the published `remote_reconciled=false` filter no longer lists
+the deployment, one more GET per poll, and only while such a change is outstanding.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from deployplane.externals.agentdeployment.logtail import fetch_tail, kept_messa
 from deployplane.externals.agentdeployment.resolve import Desired, Mr, Resolver
 from deployplane.externals.agentdeployment.status import (
     AgentDeploymentReason,
+    awaiting_data_plane,
     deployment_status,
     in_progress,
     revision_view,
@@ -27,7 +31,7 @@ from deployplane.externals.agentdeployment.status import (
 )
 from deployplane.externals.connections import Connections
 from deployplane.externals.kube import KubeReader
-from deployplane.reconcile.external import ABSENT, Observation
+from deployplane.reconcile.external import ABSENT, Observation, Phase
 
 Obs = Observation[AgentDeploymentStatus, DeploymentDelta]
 # The failures whose log says why (a create failure or a superseded revision has none).
@@ -82,9 +86,22 @@ class AgentDeploymentExternal:
             revision = await self._latest_revision(mr, dep)
         patch = None if desired is None else diff(desired, dep, mr.status.secrets_hash)
         baseline = await self._secrets_baseline(mr, dep)
-        return await self._explained(
-            mr, dep, revision, _observation(mr.status, dep, revision, baseline, patch)
+        obs = _observation(mr.status, dep, revision, baseline, patch)
+        if obs.phase is Phase.READY and mr.status.awaiting_data_plane:
+            obs = await self._data_plane_applied(dep, obs)
+        return await self._explained(mr, dep, revision, obs)
+
+    async def _data_plane_applied(self, dep: Deployment, obs: Obs) -> Obs:
+        """Ready, or still waiting for a change without a revision to be applied: the
+        published filter says whether the data plane reconciled the deployment. A
+        service that never marks a deployment so is simply Ready."""
+        waiting = await self.client.list_deployments(
+            deployment_ids=[dep.id], remote_reconciled=False, limit=1
         )
+        if not any(item.id == dep.id for item in waiting.resources):
+            assert obs.status is not None  # an observation of an existing deployment
+            return replace(obs, status=obs.status.evolve(awaiting_data_plane=None))
+        return _awaiting(obs)
 
     async def _secrets_baseline(self, mr: Mr, dep: Deployment) -> str | None:
         """ObserveOnly, before any secret was ever sent: the digest of the Secrets the
@@ -143,9 +160,16 @@ class AgentDeploymentExternal:
         assert known is not None  # an observation of an existing deployment
         dep = await self.client.update_deployment(str(known.deployment_id), patch.body)
         if str(dep.latest_revision_id) != known.latest_revision_id:
-            # A new revision: nothing is known of it yet.
-            known = mr.status
-        return _observation(known, dep, None, patch.secrets_hash)
+            # A new revision (which carries the change): nothing is known of it yet.
+            obs = _observation(mr.status, dep, None, patch.secrets_hash)
+            assert obs.status is not None
+            return replace(obs, status=obs.status.evolve(awaiting_data_plane=None))
+        obs = _observation(known, dep, None, patch.secrets_hash)
+        if obs.phase is not Phase.READY:
+            return obs
+        # No revision: what runs reflects the change once the data plane applied it,
+        # which the next poll asks (`_data_plane_applied`); not now, it has just begun.
+        return _awaiting(obs)
 
     async def delete(self, mr: Mr, external_id: str) -> bool:
         try:
@@ -161,6 +185,14 @@ class AgentDeploymentExternal:
 
 def _name(spec: AgentDeploymentSpec, metadata_name: str) -> str:
     return spec.deployment_name(metadata_name)
+
+
+def _awaiting(obs: Obs) -> Obs:
+    """`obs`, waiting for the data plane to apply a change that made no revision."""
+    assert obs.status is not None
+    phase, reason, message = awaiting_data_plane()
+    status = obs.status.evolve(awaiting_data_plane=True)
+    return replace(obs, status=status, phase=phase, reason=reason, message=message)
 
 
 def _observation(

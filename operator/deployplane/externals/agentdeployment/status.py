@@ -21,6 +21,7 @@ class AgentDeploymentReason(StrEnum):
     DEPLOY_FAILED = "DeployFailed"
     REVISION_SKIPPED = "RevisionSkipped"
     REVISION_INTERRUPTED = "RevisionInterrupted"
+    AWAITING_DATA_PLANE = "AwaitingDataPlane"
 
 
 Reason = AgentDeploymentReason
@@ -82,6 +83,17 @@ def deployment_status(
         secrets_hash=secrets_hash or known.secrets_hash,
     )
     return status, readiness(dep, view)
+
+
+AWAITING_DATA_PLANE_MESSAGE = (
+    "waiting for the listener to apply the change (remote_reconciled=false)"
+)
+
+
+def awaiting_data_plane() -> Readiness:
+    """A change that made no revision (resources, say) is not applied yet: the data
+    plane lists the deployment as not `remote_reconciled` (docs/kind.md)."""
+    return Phase.PROGRESSING, Reason.AWAITING_DATA_PLANE, AWAITING_DATA_PLANE_MESSAGE
 
 
 def in_progress(revision: Revision) -> Readiness:

@@ -1,0 +1,154 @@
+"""Ready tells the truth (issue 35, item 2): an AgentDeployment is Ready at generation N
+only once what runs reflects it. A change that makes no revision (its resources) waits,
+Reconciling, until the published `remote_reconciled=false` filter no longer lists the
+deployment; a change that makes one waits for the revision. The emulator's pipeline
+is moved by hand here (long steps), so every state in between is seen.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from _controlplane_harness import make_settings, running_app
+from fastapi import FastAPI
+from test_operator_reconcile import Harness, condition, cr, docker_spec
+from tests.support.fakekube import FakeKube
+
+from deployplane.reconcile.passes import PassRunner, ResourceState
+
+STEP = 3600.0
+
+
+@pytest.fixture
+async def world(tmp_path: Path) -> AsyncIterator[tuple[Harness, FastAPI]]:
+    async with running_app(make_settings(tmp_path, step_seconds=STEP)) as (app, http):
+        harness = Harness(http=http, kube=FakeKube(), transport=httpx.ASGITransport(app=app))
+        yield harness, app
+
+
+class Clock:
+    def __init__(self, app: FastAPI) -> None:
+        self.app, self.now = app, time.time()
+
+    async def step(self, times: int = 1) -> None:
+        for _ in range(times):
+            self.now = max(self.now, time.time()) + STEP
+            await self.app.state.pipeline.advance_due(now=self.now)
+
+
+async def one_pass(
+    loop: PassRunner[Any, Any], body: dict[str, Any], state: ResourceState, h: Harness
+) -> dict[str, Any]:
+    await loop.one_pass(body, state, post_event=h.events.append)
+    assert state.status is not None
+    return state.status
+
+
+def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str, int]]:
+    return {
+        c["type"]: (c["status"], c.get("reason", ""), c.get("observedGeneration", 0))
+        for c in status["conditions"]
+    }
+
+
+async def ready(
+    loop: PassRunner[Any, Any], body: dict[str, Any], state: ResourceState, h: Harness, clock: Clock
+) -> dict[str, Any]:
+    status = await one_pass(loop, body, state, h)
+    await clock.step(4)
+    status = await one_pass(loop, body, state, h)
+    assert condition(state, "Ready")["status"] == "True", status
+    return status
+
+
+def with_max_scale(body: dict[str, Any], max_scale: int) -> None:
+    spec = body["spec"]["sourceConfig"]["resourceSpec"]
+    spec["maxScale"] = max_scale
+    body["metadata"]["generation"] += 1
+
+
+async def test_a_change_without_a_revision_is_ready_only_once_the_data_plane_applied_it(
+    world: tuple[Harness, FastAPI],
+) -> None:
+    h, app = world
+    clock = Clock(app)
+    deployments, _ = h.loops()
+    body, state = cr("scale", docker_spec()), ResourceState()
+    state.status = {}
+    first = await ready(deployments, body, state, h, clock)
+
+    with_max_scale(body, 5)
+    status = await one_pass(deployments, body, state, h)
+    assert status["latestRevisionId"] == first["latestRevisionId"]  # no revision
+    assert conditions(status)["Ready"][0] == "False"
+    assert conditions(status)["Reconciling"] == ("True", "AwaitingDataPlane", 2)
+    message = condition(state, "Reconciling")["message"]
+    assert message == "waiting for the listener to apply the change (remote_reconciled=false)"
+    assert status["observedGeneration"] == 2
+    assert status["awaitingDataPlane"] is True
+
+    # The data plane has not applied it: a poll still waits (and asks the filter).
+    calls = len(h.calls)
+    status = await one_pass(deployments, body, state, h)
+    assert conditions(status)["Reconciling"][1] == "AwaitingDataPlane"
+    listed = [c for c in h.calls[calls:] if c[:2] == ("GET", "/v2/deployments")]
+    assert len(listed) == 1
+
+    await clock.step()  # the (simulated) data plane re-renders: reconciled again
+    status = await one_pass(deployments, body, state, h)
+    assert conditions(status)["Ready"] == ("True", "Deployed", 2)
+    assert "Reconciling" not in conditions(status)
+    assert "awaitingDataPlane" not in status
+
+    # Settled: a resync is one GET again, no list.
+    calls = len(h.calls)
+    state.visit.last_full = float("-inf")
+    await one_pass(deployments, body, state, h)
+    assert len(h.calls) - calls == 1
+
+
+async def test_a_change_with_a_revision_is_ready_once_the_revision_deployed(
+    world: tuple[Harness, FastAPI],
+) -> None:
+    h, app = world
+    clock = Clock(app)
+    deployments, _ = h.loops()
+    body, state = cr("image", docker_spec()), ResourceState()
+    state.status = {}
+    first = await ready(deployments, body, state, h, clock)
+
+    body["spec"]["sourceRevisionConfig"]["imageUri"] = "registry.example.com/agent:2"
+    body["metadata"]["generation"] = 2
+    status = await one_pass(deployments, body, state, h)
+    assert status["latestRevisionId"] != first["latestRevisionId"]
+    assert conditions(status)["Ready"][0] == "False"
+    assert conditions(status)["Reconciling"][0] == "True"
+    assert "awaitingDataPlane" not in status
+    await clock.step(4)
+    status = await one_pass(deployments, body, state, h)
+    assert conditions(status)["Ready"] == ("True", "Deployed", 2)
+    assert [c for c in h.calls if c[:2] == ("GET", "/v2/deployments")] == []
+
+
+async def test_a_service_that_never_marks_the_deployment_gives_ready_at_the_first_poll(
+    world: tuple[Harness, FastAPI],
+) -> None:
+    """Degrading safely: a change the data plane does not mark (here a URL, which it
+    does not render) waits one poll, whose read finds it reconciled."""
+    h, app = world
+    clock = Clock(app)
+    deployments, _ = h.loops()
+    body, state = cr("url", docker_spec()), ResourceState()
+    state.status = {}
+    await ready(deployments, body, state, h, clock)
+    body["spec"]["sourceConfig"]["customUrl"] = "https://agent.example.com"
+    body["metadata"]["generation"] = 2
+    status = await one_pass(deployments, body, state, h)
+    assert conditions(status)["Reconciling"][1] == "AwaitingDataPlane"
+    status = await one_pass(deployments, body, state, h)
+    assert conditions(status)["Ready"] == ("True", "Deployed", 2)
