@@ -2,7 +2,7 @@
 
 Reads only, with the published contract's listings (deployments through
 `name_contains` and `offset`, listeners page by page); what the resources say is
-`deployplane.commands.exportcr`'s, pure. Resources go to stdout as one multi-document
+`deployplane.commands.export.cr`'s, pure. Resources go to stdout as one multi-document
 YAML stream, or with `-o DIR` one file each; everything meant for the user (files
 written, resources skipped, the Secrets to create) goes to stderr, so stdout can be
 piped to `kubectl apply -f -`.
@@ -21,7 +21,7 @@ import yaml
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Deployment, Listener
 from deployplane.commands.connection import ExitCode, call, fail
-from deployplane.commands.exportcr import Export, Exported, ExportNameError, Policy, export
+from deployplane.commands.export.cr import Export, Exported, ExportNameError, Policy, export
 
 __all__ = ["export_command", "read_resources"]
 
