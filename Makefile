@@ -26,7 +26,7 @@ postgres: ## PostgreSQL server binaries for the emulator's tests (apt-get when m
 	@bash tools/postgres.sh ensure
 
 docs-cli: venv ## regenerate docs/cli.md's command reference from the commands' --help (a unit test fails when it drifts)
-	@$(PY) -m deployplane.commands.docgen
+	@$(PY) -m deployplane.docgen
 
 lint: venv ## ruff and mypy --strict
 	@echo "== ruff"; $(VENV)/bin/ruff check operator tests bench

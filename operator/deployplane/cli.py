@@ -3,10 +3,10 @@
 The long-running commands (`operator run`, `listener run`, `controlplane serve`) start
 with their own command group only, not the whole command line: the tables, `trace`,
 the dev cluster and the demo are not loaded into a process that runs for weeks. That
-is 41 MB of the operator's resident memory (measured: `import deployplane.commands.root`
+is 41 MB of the operator's resident memory (measured: `import deployplane.cliapp`
 after the operator's own modules), about a quarter of it at 1,000 resources. Their
 `--help`, and every other command, go through the whole command line
-(`deployplane.commands.root`), so help texts and errors read the same either way.
+(`deployplane.cliapp`), so help texts and errors read the same either way.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         group = typer.main.get_group(importlib.import_module(module).app)
         group.main(args[1:], prog_name=f"deployplane {args[0]}")
         return
-    from deployplane.commands.root import app
+    from deployplane.cliapp import app
 
     app(args, prog_name="deployplane")
 

@@ -15,7 +15,7 @@ import yaml
 from test_controlplane_cli import serve
 from typer.testing import CliRunner, Result
 
-from deployplane.commands.root import app
+from deployplane.cliapp import app
 from deployplane.controlplane.settings import DEV_INTEGRATION_ID
 
 KEY = "cli-roundtrip-key"

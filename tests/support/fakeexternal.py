@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from deployplane.crd.specs import DeletionPolicy, ManagementPolicy
 from deployplane.externals.agentdeployment import AgentDeploymentReason as Reason
 from deployplane.externals.errors import classified
-from deployplane.reconcile.external import Managed, Observation, Phase
+from deployplane.reconcile.external import ExternalClient, Managed, Observation, Phase
 from deployplane.reconcile.marker import CreatePending
 from deployplane.reconcile.status import ResourceStatus
 
@@ -166,7 +166,7 @@ class ConnecterFns:
     ext: ExternalFns
     connect_error: BaseException | None = None
 
-    async def connect(self, mr: Mr) -> ExternalFns:
+    async def connect(self, mr: Mr) -> ExternalClient[FakeSpec, FakeStatus, str, FakeDelta]:
         """The fake client as the real ones reach the core: its control-plane errors
         classified (`deployplane.externals.errors.classified`)."""
         return await classified(_Raw(self)).connect(mr)

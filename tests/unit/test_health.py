@@ -4,6 +4,7 @@ DEPLOYPLANE_UNHEALTHY_AFTER; a metric and one log line say which."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import kopf
@@ -48,6 +49,18 @@ def test_the_probe_fails_past_the_threshold_and_recovers(caplog: pytest.LogCaptu
     assert "watch agentdeployments failing for 61s" in lines[0]
     health.succeeded("watch agentdeployments")
     assert handlers.health(memo=memo) == {}
+
+
+def test_the_probe_says_how_long_ago_each_kind_had_an_event_and_never_fails_on_it() -> None:
+    """A quiet cluster sends no event for hours: the age informs, it never fails."""
+    clock = Clock()
+    runtime = runtime_with(FailureClock(clock=clock))
+    runtime.clock = clock
+    memo = kopf.Memo(runtime=runtime)
+    body = {"metadata": {"namespace": "n", "name": "a", "uid": "u"}, "spec": {}}
+    asyncio.run(handlers.on_event("Listener", {"type": None, "object": body}, memo))
+    clock.now += 86_400
+    assert handlers.health(memo=memo) == {"seconds since a Listener event": 86_400.0}
 
 
 def test_the_metric_says_what_has_been_failing_for_how_long() -> None:

@@ -17,7 +17,7 @@ import kopf
 import pytest
 import yaml
 from pydantic import Field
-from tests.support import chart
+from tests.support import chart, kopfregistrations
 from tests.support.fakeexternal import ConnecterFns, ExternalFns, FakeSpec, returns
 from tests.support.fakeexternal import FakeStatus as CoreFakeStatus
 from tests.support.fakekube import FakeKube
@@ -56,14 +56,6 @@ def fake_kind(ext: ExternalFns | None = None, **names: Any) -> KindDef[FakeSpec]
         printer_columns=printer_columns(column("Fake ID", ".status.fakeId", "Id of the fake.")),
         **names,
     )
-
-
-def kopf_handlers(registry: kopf.OperatorRegistry) -> list[Any]:
-    return [
-        *registry._spawning.get_all_handlers(),
-        *registry._changing.get_all_handlers(),
-        *registry._watching.get_all_handlers(),
-    ]
 
 
 # ---------------------------------------------------------------------- registry
@@ -206,7 +198,9 @@ def test_another_kind_is_in_the_generated_kustomization_and_operator_rbac() -> N
     assert schema.main(["--check"]) == 0
 
 
-async def test_another_kind_gets_a_kopf_event_handler_and_a_loop() -> None:
+async def test_another_kind_gets_a_kopf_event_handler_and_a_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Kopf watches every kind of the registry; its events go to the workers."""
     kinds = KINDS.with_kinds(fake_kind())
     runtime = handlers.build_runtime(OperatorConfig(), FakeKube(), kinds)  # type: ignore[arg-type]
@@ -218,9 +212,9 @@ async def test_another_kind_gets_a_kopf_event_handler_and_a_loop() -> None:
     ]
     loop = runtime.workers.runners["Fake"]
     assert (loop.plural, loop.spec_model, loop.reconciler.kind) == ("fakes", FakeSpec, "fake")
-    registry = kopf.OperatorRegistry()
-    handlers.register(kinds, registry)
-    watched = registry._watching.get_all_handlers()
+    with kopfregistrations.recorded(monkeypatch) as seen:
+        handlers.register(kinds)
+    watched = [r for r in seen if r.decorator == "event"]
     assert [h.id for h in watched] == [
         "watch-agentdeployments",
         "watch-controlplaneconnections",
@@ -228,15 +222,9 @@ async def test_another_kind_gets_a_kopf_event_handler_and_a_loop() -> None:
         "watch-fakes",
     ]
     # Only the indexed kind (the connections) gets a Kopf index.
-    assert [h.id for h in registry._indexing.get_all_handlers()] == [
-        "controlplaneconnections_index"
-    ]
+    assert [r.id for r in seen if r.decorator == "index"] == ["controlplaneconnections_index"]
     fake = next(h for h in watched if h.id == "watch-fakes")
-    assert (fake.selector.group, fake.selector.version, fake.selector.any_name) == (
-        GROUP,
-        "v1alpha1",
-        "fakes",
-    )
+    assert fake.resource == (GROUP, "v1alpha1", "fakes")
     body = {"metadata": {"namespace": "ns-1", "name": "f1", "uid": "u1"}, "spec": {}}
     await fake.fn(event={"type": None, "object": body}, memo=kopf.Memo(runtime=runtime))
     assert ("Fake", "ns-1", "f1", "u1") in runtime.workers.resources, "fed to the workers"
@@ -266,15 +254,22 @@ def test_another_kind_is_granted_by_the_charts_rbac_from_its_crd_file(tmp_path: 
 def test_kopf_has_event_handlers_only_so_it_never_touches_an_object() -> None:
     """Kopf watches and hands every event over; the workers reconcile and finalize. With
     no on.create/update/delete handler and no daemon, Kopf puts no finalizer of its own
-    on any object, writes no annotation (no diff-base, no progress)."""
-    # `handlers` is imported (above): what it registered is in Kopf's default registry.
-    registry = kopf.get_default_registry()
-    assert [*registry._spawning.get_all_handlers(), *registry._changing.get_all_handlers()] == []
-    assert {h.id for h in registry._watching.get_all_handlers()} == {
-        "watch-agentdeployments",
-        "watch-controlplaneconnections",
-        "watch-listeners",
-    }
+    on any object, writes no annotation (no diff-base, no progress). Seen through Kopf's
+    public decorators, as the operator's module registers on import."""
+    registered = kopfregistrations.registered_on_import("deployplane.controller.handlers")
+    assert sorted(registered, key=str) == sorted(
+        [
+            ("event", "watch-agentdeployments"),
+            ("event", "watch-controlplaneconnections"),
+            ("event", "watch-listeners"),
+            ("index", "controlplaneconnections_index"),
+            ("login", None),
+            ("startup", None),
+            ("probe", "kubernetes"),
+            ("cleanup", None),
+        ],
+        key=str,
+    )
 
 
 # --------------------------------------------------------- deleted resources leave gauges

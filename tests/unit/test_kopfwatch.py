@@ -5,6 +5,7 @@ that stops calling what the adapter wraps fails here, not in production."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -12,6 +13,7 @@ import kopf
 import pytest
 from kopf._cogs.aiokits import aiotoggles
 from kopf._cogs.clients import api, watching
+from tests.support import kopfregistrations
 
 import deployplane.controller.handlers  # noqa: F401  (installs the adapter)
 from deployplane.controller import kopfwatch
@@ -216,32 +218,42 @@ def test_kopfs_event_handler_hands_each_event_to_the_workers() -> None:
 
     observed: list[tuple[str, str | None, Any]] = []
     workers = SimpleNamespace(observe=lambda *args: observed.append(args))
-    memo = kopf.Memo(runtime=SimpleNamespace(workers=workers))
+    runtime = SimpleNamespace(workers=workers, last_event={}, clock=lambda: 7.0)
+    memo = kopf.Memo(runtime=runtime)
     body = {"metadata": {"name": "a"}}
     asyncio.run(on_event("AgentDeployment", {"type": "MODIFIED", "object": body}, memo))
     asyncio.run(on_event("Listener", {"type": None, "object": body}, memo))  # listed at start
     assert observed == [("AgentDeployment", "MODIFIED", body), ("Listener", None, body)]
+    assert runtime.last_event == {"AgentDeployment": 7.0, "Listener": 7.0}
 
 
-async def test_kopf_runs_the_event_handlers_on_the_event_loop_thread() -> None:
-    """Kopf runs a sync handler in its executor's threads: ours must be coroutines, so
-    that the work queue (asyncio futures, plain dicts) is only touched by the loop."""
-    import threading
-    from functools import partial
-    from types import SimpleNamespace
-
-    from kopf._core.actions.invocation import invoke
-
+def test_every_event_handler_is_a_coroutine_so_kopf_runs_it_on_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kopf runs a sync handler in its executor's threads (its docs, "Async/await"):
+    ours must be coroutines, so that the work queue (asyncio futures, plain dicts) is
+    only touched by the loop."""
     from deployplane.controller import handlers
 
-    registry = kopf.OperatorRegistry()
-    handlers.register(registry=registry)
-    fns = [h.fn for h in registry._watching.get_all_handlers()]
-    assert fns, "no event handler registered"
-    threads: list[int] = []
-    workers = SimpleNamespace(observe=lambda *_: threads.append(threading.get_ident()))
-    memo = kopf.Memo(runtime=SimpleNamespace(workers=workers))
-    event = {"type": "ADDED", "object": {"metadata": {"name": "a"}}}
-    for fn in fns:
-        await invoke(partial(fn, event=event, memo=memo))
-    assert threads == [threading.get_ident()] * len(fns)
+    with kopfregistrations.recorded(monkeypatch) as seen:
+        handlers.register()
+    events = [r for r in seen if r.decorator == "event"]
+    assert events, "no event handler registered"
+    for registration in events:
+        fn = registration.fn
+        assert inspect.iscoroutinefunction(getattr(fn, "func", fn)), registration.id
+
+
+def test_the_wrapped_kopf_functions_are_the_ones_the_adapter_was_written_for() -> None:
+    """Kopf's own functions (kept by `install`) have the recorded signatures; the
+    operator refuses to start otherwise."""
+    assert set(kopfwatch.WRAPPED) == {"watch_objs", "fetch_objs"}
+    kopfwatch.check_signatures(kopfwatch.WRAPPED)
+
+
+def test_a_changed_kopf_signature_stops_the_adapter_with_its_name() -> None:
+    async def renamed(*, settings: Any, resource: Any, namespace: Any, pause_waiter: Any) -> Any:
+        return None
+
+    with pytest.raises(kopfwatch.KopfChanged, match=r"watch_objs\(\*, settings.*pause_waiter"):
+        kopfwatch.check_signatures({"watch_objs": renamed})

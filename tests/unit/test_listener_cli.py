@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from deployplane.commands.root import app
+from deployplane.cliapp import app
 
 runner = CliRunner()
 URL = "http://127.0.0.1:9"

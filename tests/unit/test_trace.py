@@ -23,8 +23,8 @@ from deployplane.commands import tables
 from deployplane.commands import trace as trace_command
 from deployplane.commands.connection import ConnectedCommand
 from deployplane.commands.tables import render
-from deployplane.commands.tracereaders import KubeAccess, KubeError
-from deployplane.commands.tracetree import (
+from deployplane.commands.trace.readers import KubeAccess, KubeError
+from deployplane.commands.trace.tree import (
     COLUMNS,
     Missing,
     Node,

@@ -2,8 +2,8 @@
 
 Every command of the API groups is registered with `command()` (it then takes the
 connection options and prints the exit codes in its help); the groups are defined here
-and filled by `resources` (deployments), `othercommands` (revisions, listeners,
-lookups) and `editcommands` (get/create/update of a kind).
+and filled by one module per resource (`deployments`, `revisions`, `listeners`,
+`lookups`), with `edit.commands` adding get/create/update of a kind.
 """
 
 from __future__ import annotations

@@ -15,12 +15,12 @@ client a transport over `httpx.MockTransport`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from enum import IntEnum
 from typing import Annotated, Any, NoReturn, TypeVar
 
-import httpx
 import typer
 from rich.console import Console
 from typer.core import TyperCommand
@@ -28,6 +28,13 @@ from typer.core import TyperCommand
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.connection import ENV_API_KEY, ENV_TENANT_ID, ENV_URL, ConnectionSettings
 from deployplane.api.errors import ControlPlaneError
+from deployplane.cliconfig import (
+    ENV_CONTEXT,
+    ConfigError,
+    ConnectionOptions,
+    resolve_connection,
+    url_given,
+)
 
 __all__ = [
     "EXIT_CODES_HELP",
@@ -38,6 +45,7 @@ __all__ = [
     "call",
     "connection_settings",
     "current_settings",
+    "error_boundary",
     "fail",
     "has_url",
     "make_client",
@@ -63,30 +71,10 @@ EXIT_CODES_HELP = (
 )
 
 _OPTION_NAMES = ("url", "api_key", "tenant_id", "context")
-ENV_CONTEXT = "DEPLOYPLANE_CONTEXT"
 
 
 class UsageError(Exception):
     """Bad input found by the CLI itself (a file, a config): one line, exit 2."""
-
-
-class ConnectionOptions:
-    """The connection options of one invocation, as given (any may be missing)."""
-
-    def __init__(
-        self,
-        url: str | None = None,
-        api_key: str | None = None,
-        tenant_id: str | None = None,
-        context: str | None = None,
-    ) -> None:
-        self.url = url
-        self.api_key = api_key
-        self.tenant_id = tenant_id
-        self.context = context
-
-    def __repr__(self) -> str:  # never show the key
-        return f"ConnectionOptions(url={self.url!r}, tenant_id={self.tenant_id!r})"
 
 
 def read_connection(
@@ -185,64 +173,46 @@ def make_client(settings: ConnectionSettings) -> ControlPlaneClient:
     return settings.client()
 
 
-def _checked_url(url: str) -> str:
-    # A malformed URL is the user's typo: a usage error, not a failed API call.
-    try:
-        parsed = httpx.URL(url)
-    except httpx.InvalidURL as exc:
-        fail(f"invalid control-plane URL {url!r}: {exc}", ExitCode.USAGE)
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        fail(f"invalid control-plane URL {url!r}: expected http(s)://host[:port]", ExitCode.USAGE)
-    return url
-
-
 def connection_settings(options: ConnectionOptions | None) -> ConnectionSettings:
-    """The invocation's connection, or a usage error naming what is missing or wrong.
-
-    Each value: its flag, else its environment variable (click reads both), else the
-    context's. Checked before any request."""
-    # Imported here: contexts imports this module.
-    from deployplane.commands.contexts import api_key_of, selected_context
-
-    options = options or ConnectionOptions()
+    """The invocation's connection (`deployplane.cliconfig.resolve_connection`), or a
+    usage error naming what is missing or wrong, before any request."""
     try:
-        context = selected_context(options.context)
-        url = options.url or (context.url if context else None)
-        tenant_id = options.tenant_id or (context.tenant_id if context else None)
-        if not url:
-            fail(
-                f"no control-plane URL: pass --url, set {ENV_URL} or use a context "
-                "(deployplane config set-context NAME --url URL)",
-                ExitCode.USAGE,
-            )
-        api_key = options.api_key or (api_key_of(context) if context else None)
-    except UsageError as exc:
+        return resolve_connection(options)
+    except ConfigError as exc:
         fail(str(exc), ExitCode.USAGE)
-    if not api_key:
-        fail(
-            f"no API key: set {ENV_API_KEY}, pass --api-key, or give a context a key "
-            "source (deployplane config set-context NAME --api-key-file FILE)",
-            ExitCode.USAGE,
-        )
-    return ConnectionSettings(_checked_url(url), api_key, tenant_id)
 
 
 def has_url() -> bool:
     """Whether the command being run was given a control-plane URL (flag, variable or
     context), for a command that carries on without one (`trace`)."""
-    from deployplane.commands.contexts import selected_context
-
-    options = _current.get() or ConnectionOptions()
-    try:
-        context = selected_context(options.context)
-    except UsageError:
-        return True  # a bad context: let current_settings() say so
-    return bool(options.url or (context.url if context else None))
+    return url_given(_current.get())
 
 
 def current_settings() -> ConnectionSettings:
     """The connection of the command being run (exits 2 if incomplete)."""
     return connection_settings(_current.get())
+
+
+@contextmanager
+def error_boundary(url: str | None = None) -> Iterator[None]:
+    """The one error boundary of every command: any failure inside is one line on stderr
+    and a documented exit code, never a traceback. `url`: where requests went, named when
+    the control plane did not answer."""
+    try:
+        yield
+    except typer.Exit:  # click's Exit is a RuntimeError: let the exits we chose through
+        raise
+    except (UsageError, ConfigError) as exc:
+        fail(str(exc), ExitCode.USAGE)
+    except ControlPlaneError as exc:
+        message = str(exc)
+        if exc.status_code is None and exc.method and url:  # no answer: say where it went
+            message += f" (control plane at {url})"
+        fail(message, ExitCode.API_ERROR)
+    except TimeoutError as exc:
+        fail(str(exc) or "timed out", ExitCode.TIMED_OUT)
+    except Exception as exc:  # the one-line promise holds even for a bug of ours
+        fail(f"unexpected {type(exc).__name__}: {exc}", ExitCode.API_ERROR)
 
 
 def call(action: Callable[[ControlPlaneClient], Awaitable[T]]) -> T:
@@ -255,18 +225,6 @@ def call(action: Callable[[ControlPlaneClient], Awaitable[T]]) -> T:
         async with make_client(settings) as client:
             return await action(client)
 
-    try:
+    with error_boundary(settings.url):
         return asyncio.run(main())
-    except UsageError as exc:
-        fail(str(exc), ExitCode.USAGE)
-    except ControlPlaneError as exc:
-        message = str(exc)
-        if exc.status_code is None and exc.method:  # no answer: say where it went
-            message += f" (control plane at {settings.url})"
-        fail(message, ExitCode.API_ERROR)
-    except TimeoutError as exc:
-        fail(str(exc) or "timed out", ExitCode.TIMED_OUT)
-    except typer.Exit:
-        raise
-    except Exception as exc:  # the one-line promise holds even for a bug of ours
-        fail(f"unexpected {type(exc).__name__}: {exc}", ExitCode.API_ERROR)
+    raise AssertionError("unreachable: the boundary returns or exits")  # for mypy

@@ -15,12 +15,14 @@ The Kopf settings chosen (`configure`), and why (docs/architecture.md, "Kopf set
 - no diff-base: Kopf deep-copies every event's essence to detect changes for
   on.create/update handlers, and there are none;
 - watch renewed every 5 minutes by the server (`server_timeout`), cut by the client
-  after 6 without an answer, 10 s to connect: a half-open connection is noticed;
+  after 6 without an answer, 10 s to connect, and reopened by Kopf after 70 s without
+  any event or bookmark (`inactivity_timeout`): a half-open connection is noticed;
 - Retry-After enforced, error backoffs jittered;
 - per-object workers idle out after 1 s (Kopf keeps one task per object that has
   had an event, 5 s by default: 1,000 tasks after a burst);
-- `kopfwatch.install`: the watch adapter (quick empty watches back off; health;
-  pause), which looks at Kopf's streams and changes none of their events.
+- `kopfwatch.install`: the one adapter over Kopf's internals, for what Kopf's public
+  surface lacks (quick empty watches back off; stream health; pause); it looks at
+  Kopf's streams and changes none of their events.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from __future__ import annotations
 import gc
 import logging
 import random
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -56,6 +59,10 @@ from deployplane.reconcile.workers import Workers
 
 log = logging.getLogger("deployplane.operator")
 
+INACTIVITY_TIMEOUT = 70.0
+"""A stream that brings nothing, not even a bookmark, for this long is dead: Kopf
+reconnects it (the apiserver sends bookmarks every minute and keeps 75 s of events)."""
+
 WORKERS = 64
 """Passes at a time: about the control-plane client's requests in flight."""
 
@@ -75,6 +82,9 @@ class Runtime:
     """Posts the passes' Events in the background, at `config.event_qps`."""
     health: FailureClock
     """How long the Kubernetes API and each watch have been failing (the probes)."""
+    last_event: dict[str, float] = field(default_factory=dict)
+    """When (`clock`) the handlers last saw an event of each kind, for the probe's answer."""
+    clock: Callable[[], float] = time.monotonic
 
 
 def build_runtime(
@@ -185,6 +195,7 @@ def tune_kopf(settings: kopf.OperatorSettings) -> None:
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 360
     settings.watching.connect_timeout = 10
+    settings.watching.inactivity_timeout = INACTIVITY_TIMEOUT
     settings.networking.request_timeout = 60
     settings.networking.enforce_retry_after = True
     settings.networking.error_backoffs = JitteredBackoffs()
@@ -225,6 +236,7 @@ async def on_event(kind: str, event: Mapping[str, Any], memo: kopf.Memo, **_: An
     cost more per event and touch them from another thread."""
     runtime: Runtime | None = getattr(memo, "runtime", None)
     if runtime is not None:
+        runtime.last_event[kind] = runtime.clock()
         runtime.workers.observe(kind, event.get("type"), event["object"])
 
 
@@ -259,7 +271,10 @@ kopfwatch.install()
 def health(memo: kopf.Memo, **_: Any) -> dict[str, float]:
     """Liveness and readiness: fails (HTTP 500) once the Kubernetes API or a watch has
     been failing for longer than DEPLOYPLANE_UNHEALTHY_AFTER (a log line says which);
-    else how long anything has been failing."""
+    else how long anything has been failing, and how long ago the handlers last saw an
+    event of each kind. That age informs and never fails the probe: a quiet cluster
+    sends no event for hours, and Kopf reopens a silent stream by itself
+    (`settings.watching.inactivity_timeout`)."""
     runtime: Runtime = memo.runtime
     broken = runtime.health.unhealthy(runtime.config.unhealthy_after)
     if broken:
@@ -268,7 +283,9 @@ def health(memo: kopf.Memo, **_: Any) -> dict[str, float]:
             f"{runtime.config.unhealthy_after:.0f}s: "
             + "; ".join(f"{what} ({error})" for what, error in sorted(broken.items()))
         )
-    return runtime.health.failing()
+    now = runtime.clock()
+    seen = {f"seconds since a {kind} event": now - at for kind, at in runtime.last_event.items()}
+    return {**runtime.health.failing(), **seen}
 
 
 GC_THRESHOLDS = (10_000, 20, 20)

@@ -1,19 +1,28 @@
-"""A thin adapter around Kopf's watch, the one place deployplane reaches into Kopf's
-internals (`kopf._cogs.clients.watching.watch_objs` and `fetching.fetch_objs`, the
-calls Kopf's `continuous_watch` makes, wrapped in place; Kopf is pinned below its next
-major in pyproject, and `tests/unit/test_kopfwatch.py` drives Kopf's own
-`continuous_watch` through it, so a Kopf that changes them fails a test, not
-production). It adds what Kopf's watch lacks:
+"""The one adapter around Kopf's internals, and the only module that imports `kopf._*`
+(an import contract in pyproject.toml and `tests/unit/test_import_contracts.py`).
+
+It wraps, in place, the two calls Kopf's `continuous_watch` makes:
+`kopf._cogs.clients.watching.watch_objs` and `fetching.fetch_objs`. Kopf's public
+surface (`kopf`, `kopf.on`, `kopf.testing`, the settings) has no way to do what it adds
+(docs/architecture.md, "What Kopf lacks", says so in upstream-ready words):
 
 - a watch that ends within `QUICK_END_SECONDS` having delivered nothing (a proxy or an
   apiserver closing the stream at once, over and over) counts as a failure and waits
-  an exponential backoff with jitter before Kopf reopens it: Kopf reopens at once, a
-  hot loop that keeps a core busy;
+  an exponential backoff with jitter before Kopf reopens it: Kopf's
+  `settings.watching.reconnect_backoff` is one fixed delay (0.1 s), a hot loop;
 - every listing or watch that fails, and every one that works, is told to a
-  `FailureClock` (`watch <plural>`), which the probes read;
+  `FailureClock` (`watch <plural>`), which the `kopf.on.probe` handler reads: no public
+  hook tells a probe that Kopf's own streams are failing;
 - Kopf's peering pauses the watch through a future it hands each stream (done when
   the operator is paused); the adapter pauses the work queue with it, and resumes it
-  when Kopf opens a stream again (it only does so unpaused). No log line is read.
+  when Kopf opens a stream again (it only does so unpaused): no public pause hook.
+
+Guarded against Kopf changing underneath: Kopf is pinned to the minor the tests ran
+(pyproject.toml), the wrappers take Kopf's keyword arguments by name (a renamed one is
+a TypeError, never a silent None), and `install()` compares the wrapped functions'
+signatures with `WRAPPED_SIGNATURES` first, refusing to start on any difference
+(`tests/unit/test_kopfwatch.py` runs the same check, and drives Kopf's own
+`continuous_watch` through the wrappers).
 
 It only looks: every event it sees goes on to Kopf unchanged, and so to the
 `kopf.on.event` handlers (`handlers.on_event`), the one way events reach the workers.
@@ -23,9 +32,11 @@ Listing, watching, reconnecting, logging in again and pausing stay Kopf's.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from importlib import metadata
 from typing import Any, Final
 
 from kopf._cogs.clients import fetching, watching
@@ -82,21 +93,76 @@ class WatchGuard:
 GUARD = WatchGuard()
 
 
+WRAPPED_SIGNATURES: Final = {
+    "watch_objs": "(*, settings, resource, namespace, since=None, operator_pause_waiter)",
+    "fetch_objs": "(*, settings, resource, namespace, logger)",
+}
+"""The parameters of the wrapped Kopf functions, as tested: Kopf 1.45."""
+
+
+WRAPPED: dict[str, Callable[..., Any]] = {}
+"""Kopf's own functions, once `install()` has wrapped them (for the signature test)."""
+
+
+class KopfChanged(RuntimeError):
+    """Kopf's wrapped functions are not what the adapter was written for."""
+
+
+def signature_of(fn: Callable[..., Any]) -> str:
+    """`fn`'s parameters without annotations, e.g. `(*, settings, since=None)`."""
+    parameters = inspect.signature(fn).parameters.values()
+    return str(
+        inspect.Signature([p.replace(annotation=inspect.Parameter.empty) for p in parameters])
+    )
+
+
+def check_signatures(functions: dict[str, Callable[..., Any]]) -> None:
+    """Raise `KopfChanged` naming every wrapped function whose parameters changed."""
+    changed = [
+        f"{name}{signature_of(fn)} (expected {name}{WRAPPED_SIGNATURES[name]})"
+        for name, fn in functions.items()
+        if signature_of(fn) != WRAPPED_SIGNATURES[name]
+    ]
+    if changed:
+        raise KopfChanged(
+            f"Kopf {kopf_version()} changed what deployplane's watch adapter wraps: "
+            + "; ".join(changed)
+        )
+
+
+def kopf_version() -> str:
+    try:
+        return metadata.version("kopf")
+    except metadata.PackageNotFoundError:
+        return "(unknown version)"
+
+
 def _what(resource: Any, namespace: str | None) -> str:
     plural = getattr(resource, "plural", str(resource))
     return f"watch {plural}" + (f" in {namespace}" if namespace else "")
 
 
 def install(guard: WatchGuard = GUARD) -> None:
-    """Wrap Kopf's listing and watch calls (once per process)."""
+    """Wrap Kopf's listing and watch calls (once per process); `KopfChanged` if they are
+    not the functions the adapter was written for."""
     if getattr(watching.watch_objs, "__wrapped_by_deployplane__", False):
         return
     watch_objs, fetch_objs = watching.watch_objs, fetching.fetch_objs
+    check_signatures({"watch_objs": watch_objs, "fetch_objs": fetch_objs})
+    WRAPPED.update(watch_objs=watch_objs, fetch_objs=fetch_objs)
 
-    async def guarded_watch(**kwargs: Any) -> AsyncIterator[Any]:
-        what = _what(kwargs.get("resource"), kwargs.get("namespace"))
-        waiter = kwargs.get("operator_pause_waiter")
-        ours = getattr(kwargs.get("resource"), "group", None) == GROUP
+    async def guarded_watch(
+        *,
+        settings: Any,
+        resource: Any,
+        namespace: Any,
+        since: str | None = None,
+        operator_pause_waiter: Any,
+    ) -> AsyncIterator[Any]:
+        # Typed as Kopf's internals are not: `Any` where their types are Kopf's own.
+        what = _what(resource, namespace)
+        waiter: asyncio.Future[Any] | None = operator_pause_waiter
+        ours = getattr(resource, "group", None) == GROUP
         # Only our kinds' streams follow the pause: Kopf's own (peering, namespaces,
         # CRDs) run paused or not, and their start says nothing about it.
         if ours and waiter is not None and not waiter.done():
@@ -104,7 +170,13 @@ def install(guard: WatchGuard = GUARD) -> None:
             waiter.add_done_callback(guard.pause_waiter_done)
         started, events = guard.clock(), 0
         try:
-            async for raw in watch_objs(**kwargs):
+            async for raw in watch_objs(
+                settings=settings,
+                resource=resource,
+                namespace=namespace,
+                since=since,
+                operator_pause_waiter=operator_pause_waiter,
+            ):
                 events += 1
                 if events == 1:
                     guard.health.succeeded(what)
@@ -115,10 +187,14 @@ def install(guard: WatchGuard = GUARD) -> None:
         if waiter is None or not waiter.done():
             await guard.watched(what, started, events)
 
-    async def guarded_fetch(**kwargs: Any) -> AsyncIterator[Any]:
-        what = _what(kwargs.get("resource"), kwargs.get("namespace"))
+    async def guarded_fetch(
+        *, settings: Any, resource: Any, namespace: Any, logger: Any
+    ) -> AsyncIterator[Any]:
+        what = _what(resource, namespace)
         try:
-            async for chunk, version in fetch_objs(**kwargs):
+            async for chunk, version in fetch_objs(
+                settings=settings, resource=resource, namespace=namespace, logger=logger
+            ):
                 yield chunk, version
         except Exception as exc:
             guard.health.failed(what, f"listing: {type(exc).__name__}: {exc}")

@@ -4,13 +4,22 @@ client goes through `classified`, so the generic core never sees `api.errors`.""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, cast
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from deployplane.api import errors
 from deployplane.reconcile.conditions import Reason
 from deployplane.reconcile.errors import ExternalError, Refusal
+from deployplane.reconcile.external import (
+    Connecter,
+    DesiredT,
+    ExternalClient,
+    Managed,
+    Observation,
+    PatchT,
+    SpecT,
+)
+from deployplane.reconcile.status import StatusT
 
 _TERMINAL_REASONS: dict[type[errors.ControlPlaneError], Reason] = {
     errors.Invalid: Reason.INVALID_SPEC,
@@ -61,48 +70,76 @@ def to_core(exc: errors.ControlPlaneError) -> ExternalError:
     )
 
 
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+@contextmanager
+def _classifying() -> Iterator[None]:
+    try:
+        yield
+    except errors.ControlPlaneError as exc:
+        raise to_core(exc) from exc
 
 
-def _mapping(fn: F) -> F:
-    @functools.wraps(fn)
-    async def call(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return await fn(*args, **kwargs)
-        except errors.ControlPlaneError as exc:
-            raise to_core(exc) from exc
+class ClassifiedClient(ExternalClient[SpecT, StatusT, DesiredT, PatchT]):
+    """An external client whose control-plane errors reach the core classified.
 
-    return cast(F, call)
+    Every method of the `ExternalClient` protocol is spelled out (the protocol is its
+    base), so a method added to the protocol and not here fails mypy instead of
+    skipping classification silently."""
+
+    def __init__(self, inner: ExternalClient[SpecT, StatusT, DesiredT, PatchT]) -> None:
+        self._inner = inner
+        # Fixed for the life of a connected client (one pass of one resource).
+        self.natural_key = inner.natural_key
+        self.adopt_id = inner.adopt_id
+
+    async def resolve(self, mr: Managed[SpecT, StatusT]) -> DesiredT:
+        with _classifying():
+            return await self._inner.resolve(mr)
+
+    async def observe(
+        self, mr: Managed[SpecT, StatusT], external_id: str, desired: DesiredT | None
+    ) -> Observation[StatusT, PatchT]:
+        with _classifying():
+            return await self._inner.observe(mr, external_id, desired)
+
+    async def find(self, mr: Managed[SpecT, StatusT]) -> str | None:
+        with _classifying():
+            return await self._inner.find(mr)
+
+    async def create(
+        self, mr: Managed[SpecT, StatusT], desired: DesiredT
+    ) -> Observation[StatusT, PatchT]:
+        with _classifying():
+            return await self._inner.create(mr, desired)
+
+    async def update(
+        self, mr: Managed[SpecT, StatusT], latest: Observation[StatusT, PatchT], patch: PatchT
+    ) -> Observation[StatusT, PatchT]:
+        with _classifying():
+            return await self._inner.update(mr, latest, patch)
+
+    async def delete(self, mr: Managed[SpecT, StatusT], external_id: str) -> bool:
+        with _classifying():
+            return await self._inner.delete(mr, external_id)
 
 
-class _Classified:
-    """An external client whose control-plane errors reach the core classified."""
+class ClassifiedConnecter(Connecter[SpecT, StatusT, DesiredT, PatchT]):
+    """A connecter whose connecting and whose clients raise `ExternalError`, never
+    `api.errors`."""
 
-    _CALLS = frozenset({"resolve", "observe", "find", "create", "update", "delete"})
-
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Connecter[SpecT, StatusT, DesiredT, PatchT]) -> None:
         self._inner = inner
 
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._inner, name)
-        return _mapping(value) if name in self._CALLS else value
+    async def connect(
+        self, mr: Managed[SpecT, StatusT]
+    ) -> ExternalClient[SpecT, StatusT, DesiredT, PatchT]:
+        with _classifying():
+            client = await self._inner.connect(mr)
+        return ClassifiedClient(client)
 
 
-class _ClassifiedConnecter:
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    async def connect(self, mr: Any) -> Any:
-        return _Classified(await _mapping(self._inner.connect)(mr))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-C = TypeVar("C")
-
-
-def classified(connecter: C) -> C:
+def classified(
+    connecter: Connecter[SpecT, StatusT, DesiredT, PatchT],
+) -> Connecter[SpecT, StatusT, DesiredT, PatchT]:
     """`connecter`, whose clients (and connecting) raise `ExternalError`, never
     `api.errors`."""
-    return cast(C, _ClassifiedConnecter(connecter))
+    return ClassifiedConnecter(connecter)

@@ -4,12 +4,13 @@ Each command group lives beside the code it drives and is only registered here, 
 this module stays a table of contents:
 
 - API resources (`deployments`, `revisions`, `listeners`, `repos`, `providers`):
-  `deployplane.commands.resources`; `apply -f`: `deployplane.commands.applying`
+  `deployplane.commands.resources`; `apply -f`: `deployplane.commands.edit.apply`
 - `export`: existing deployments and listeners as custom resources to adopt:
-  `deployplane.commands.exporting`
+  `deployplane.commands.export`
 - `trace KIND/NAME`: a resource's tree, Kubernetes to control plane to workloads:
   `deployplane.commands.trace`
-- `config get-contexts|use-context|set-context`: `deployplane.commands.contexts`
+- `config get-contexts|use-context|set-context`: `deployplane.commands.config`, over the
+  configuration library `deployplane.cliconfig`
 - `version`, `--version`: `deployplane.commands.about`
 - `controlplane serve`: the emulator, `deployplane.controlplane.cli`
 - `dev cluster up|down|kubeconfig`: the local Kubernetes API, `deployplane.devcluster.cli`
@@ -24,8 +25,9 @@ from typing import Annotated
 
 import typer
 
-from deployplane.commands import about, applying, contexts, exporting, logs, resources, trace
+from deployplane.commands import about, common, config, export, logs, resources, trace
 from deployplane.commands.connection import EXIT_CODES_HELP, ConnectedCommand
+from deployplane.commands.edit import apply as applying
 from deployplane.controller.cli import app as operator_app
 from deployplane.controlplane.cli import app as controlplane_app
 from deployplane.dataplane.cli import app as listener_app
@@ -53,12 +55,12 @@ def main(
 
 
 resources.register(app)
-logs.register(resources.deployments)  # `deployplane deployments logs`
+logs.register(common.deployments)  # `deployplane deployments logs`
 app.command("apply", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(applying.apply)
 app.command("version", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(about.version)
-app.command("export", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(exporting.export_command)
+app.command("export", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(export.export_command)
 app.command("trace", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(trace.trace)
-app.add_typer(contexts.app, name="config", help="Contexts: named connections to a control plane.")
+app.add_typer(config.app, name="config", help="Contexts: named connections to a control plane.")
 app.add_typer(controlplane_app, name="controlplane", help="Run the control-plane emulator.")
 app.add_typer(dev_app, name="dev", help="Local development cluster (kube-apiserver + etcd).")
 app.add_typer(operator_app, name="operator", help="Run the deployplane operator.")

@@ -23,7 +23,7 @@ from kubernetes.config.config_exception import ConfigException
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.errors import ControlPlaneError
 from deployplane.api.models import Deployment, Listener, Revision
-from deployplane.commands.tracetree import Missing, Workloads
+from deployplane.commands.trace.tree import Missing, Workloads
 from deployplane.crd.specs import GROUP, VERSION
 from deployplane.dataplane.render.context import LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from deployplane.api.models import Deployment, Listener, Revision
 from deployplane.commands.tables import Col, human_age
-from deployplane.commands.tracenodes import (
+from deployplane.commands.trace.nodes import (
     KIND_ORDER,
     Missing,
     Node,

@@ -1,5 +1,4 @@
-"""`revisions list|get|redeploy`, `listeners list|get|create|update|delete`,
-`repos list`, `providers get`."""
+"""`deployplane revisions list|get|redeploy`: the revisions of a deployment."""
 
 from __future__ import annotations
 
@@ -9,38 +8,22 @@ import typer
 
 from deployplane.api import models
 from deployplane.api.client import ControlPlaneClient
-from deployplane.commands import editing, resolve
+from deployplane.commands import resolve
 from deployplane.commands.common import (
     DEPLOYMENT_REF,
-    LISTENER_REF,
     LimitOption,
     TimeoutOption,
     WaitOption,
     command,
     follow_new_revision,
-    listeners,
     page_size,
-    providers,
-    repos,
     revisions,
     take,
 )
 from deployplane.commands.connection import call
-from deployplane.commands.editcommands import add_editing
 from deployplane.commands.output import HeadersOption, Output, OutputOption, print_many, print_one
 
-__all__ = [
-    "delete_listener",
-    "get_provider",
-    "get_revision",
-    "list_listeners",
-    "list_repositories",
-    "list_revisions",
-    "redeploy_revision",
-]
-
-
-# ---------------------------------------------------------------------- revisions
+__all__ = ["get_revision", "list_revisions", "redeploy_revision"]
 
 
 @command(revisions, "list")
@@ -108,62 +91,3 @@ def redeploy_revision(
         print_one(deployment, output)
         return
     follow_new_revision(deployment, None, output, timeout=timeout)
-
-
-# ---------------------------------------------------------------------- listeners
-
-
-@command(listeners, "list")
-def list_listeners(
-    limit: LimitOption = None,
-    output: OutputOption = Output.table,
-    no_headers: HeadersOption = False,
-) -> None:
-    """List listeners."""
-
-    async def action(client: ControlPlaneClient) -> list[models.Listener]:
-        return await take(client.iter_listeners(page_size=page_size(limit)), limit)
-
-    print_many(call(action), models.Listener, output, headers=not no_headers)
-
-
-add_editing(listeners, editing.LISTENER, LISTENER_REF)
-
-
-@command(listeners, "delete")
-def delete_listener(
-    ref: Annotated[str, typer.Argument(help=LISTENER_REF, metavar="LISTENER")],
-) -> None:
-    """Delete a listener."""
-
-    async def action(client: ControlPlaneClient) -> str:
-        listener_id = await resolve.listener_id(client, ref)
-        await client.delete_listener(listener_id)
-        return listener_id
-
-    listener_id = call(action)
-    shown = ref if ref == listener_id else f"{ref} ({listener_id})"
-    typer.echo(f"listener {shown} deleted")
-
-
-# -------------------------------------------------------------- read-only lookups
-
-
-@command(repos, "list")
-def list_repositories(
-    integration_id: Annotated[str, typer.Argument(help="Git-host integration id.")],
-    output: OutputOption = Output.table,
-    no_headers: HeadersOption = False,
-) -> None:
-    """List the repositories an integration can deploy from."""
-    found = call(lambda c: c.list_repositories(integration_id))
-    print_many(found, models.GitRepository, output, headers=not no_headers)
-
-
-@command(providers, "get")
-def get_provider(
-    provider_id: Annotated[str, typer.Argument(help="OAuth provider id.")],
-    output: OutputOption = Output.table,
-) -> None:
-    """Show one OAuth provider."""
-    print_one(call(lambda c: c.get_oauth_provider(provider_id)), output)

@@ -16,10 +16,10 @@ import typer
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Deployment
-from deployplane.commands import editing
-from deployplane.commands.bodies import FileOption, read_documents
 from deployplane.commands.common import TimeoutOption, follow_new_revision, latest_revision
 from deployplane.commands.connection import ExitCode, UsageError, call, fail
+from deployplane.commands.edit import editing
+from deployplane.commands.edit.bodies import FileOption, read_documents
 from deployplane.commands.output import Output, print_one, resource_name
 
 __all__ = ["apply"]

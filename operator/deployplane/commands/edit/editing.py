@@ -18,9 +18,10 @@ from pydantic import BaseModel, ValidationError
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Deployment, Listener
-from deployplane.commands import planning, resolve
-from deployplane.commands.bodies import check_fields, field_errors, read_documents
+from deployplane.commands import resolve
 from deployplane.commands.connection import UsageError
+from deployplane.commands.edit import planning
+from deployplane.commands.edit.bodies import check_fields, field_errors, read_documents
 
 __all__ = [
     "DEPLOYMENT",

@@ -2,7 +2,7 @@
 
 Reads only, with the published contract's listings (deployments through
 `name_contains` and `offset`, listeners page by page); what the resources say is
-`deployplane.commands.exportcr`'s, pure. Resources go to stdout as one multi-document
+`deployplane.commands.export.cr`'s, pure. Resources go to stdout as one multi-document
 YAML stream, or with `-o DIR` one file each; everything meant for the user (files
 written, resources skipped, the Secrets to create) goes to stderr, so stdout can be
 piped to `kubectl apply -f -`.
@@ -21,9 +21,9 @@ import yaml
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Deployment, Listener
 from deployplane.commands.connection import ExitCode, call, fail
-from deployplane.commands.exportcr import Export, Exported, ExportNameError, Policy, export
+from deployplane.commands.export.cr import Export, Exported, ExportNameError, Policy, export
 
-__all__ = ["export_command", "read_resources"]
+__all__ = ["ExportOptions", "export_command", "read_resources"]
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -95,6 +95,44 @@ def _tell(result: Export, policy: Policy, namespace: str | None) -> None:
         )
 
 
+@dataclass(frozen=True)
+class ExportOptions:
+    """The command line of one `export`, as given (kubectl's `*Options`: options ->
+    validate -> complete -> run)."""
+
+    name_contains: str | None
+    listeners: bool
+    output_dir: Path | None
+    manage: bool
+    namespace: str | None
+
+    @property
+    def policy(self) -> Policy:
+        return Policy.FULL if self.manage else Policy.OBSERVE_ONLY
+
+    def validate(self) -> None:
+        """Usage errors (exit 2) before any request."""
+        if self.namespace is not None and not _DNS_LABEL.match(self.namespace):
+            fail(f"invalid namespace {self.namespace!r}: not a DNS-1123 label", ExitCode.USAGE)
+
+    def complete(self) -> ControlPlaneResources:
+        """What the control plane has (reads only, through the one error boundary)."""
+        return call(lambda client: read_resources(client, self.name_contains, self.listeners))
+
+
+def run(options: ExportOptions, found: ControlPlaneResources) -> None:
+    """Make the custom resources of what was read, and write them out."""
+    try:
+        result = export(found.deployments, found.listeners, options.policy, options.namespace)
+    except ExportNameError as exc:
+        fail(str(exc), ExitCode.API_ERROR)
+    if options.output_dir is not None:
+        _write_files(result, options.output_dir)
+    elif result.resources:
+        typer.echo("---\n".join(_document(item) for item in result.resources), nl=False)
+    _tell(result, options.policy, options.namespace)
+
+
 def export_command(
     name_contains: Annotated[
         str | None,
@@ -141,16 +179,6 @@ def export_command(
     operator finds nothing to change. Secret values are never readable: each secret
     becomes a secretKeyRef to a Secret named after the resource, listed on stderr for you
     to create. Reads only."""
-    if namespace is not None and not _DNS_LABEL.match(namespace):
-        fail(f"invalid namespace {namespace!r}: not a DNS-1123 label", ExitCode.USAGE)
-    policy = Policy.FULL if manage else Policy.OBSERVE_ONLY
-    found = call(lambda client: read_resources(client, name_contains, listeners))
-    try:
-        result = export(found.deployments, found.listeners, policy, namespace)
-    except ExportNameError as exc:
-        fail(str(exc), ExitCode.API_ERROR)
-    if output_dir is not None:
-        _write_files(result, output_dir)
-    elif result.resources:
-        typer.echo("---\n".join(_document(item) for item in result.resources), nl=False)
-    _tell(result, policy, namespace)
+    options = ExportOptions(name_contains, listeners, output_dir, manage, namespace)
+    options.validate()
+    run(options, options.complete())

@@ -9,8 +9,6 @@ from typing import Any
 import typer
 
 from deployplane.api.client import ControlPlaneClient
-from deployplane.commands import editing
-from deployplane.commands.bodies import FileOption
 from deployplane.commands.common import (
     TimeoutOption,
     WaitOption,
@@ -19,6 +17,8 @@ from deployplane.commands.common import (
     latest_revision,
 )
 from deployplane.commands.connection import ExitCode, UsageError, call, fail
+from deployplane.commands.edit import editing
+from deployplane.commands.edit.bodies import FileOption
 from deployplane.commands.output import Output, OutputOption, print_one, resource_name
 
 __all__ = ["add_editing"]

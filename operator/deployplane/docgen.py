@@ -1,6 +1,6 @@
 """docs/cli.md's command reference, generated from the real `--help` of each command.
 
-`python -m deployplane.commands.docgen` rewrites the part of docs/cli.md between the
+`python -m deployplane.docgen` rewrites the part of docs/cli.md between the
 two markers below; `--check` exits 1 when the file differs from the code (the unit
 test tests/unit/test_cli_docs.py fails the same way), so the reference cannot drift.
 The help is click's plain format at 88 columns (typer's rich boxes are for terminals).
@@ -19,7 +19,7 @@ import typer.core
 
 __all__ = ["BEGIN", "END", "reference", "updated"]
 
-BEGIN = "<!-- BEGIN GENERATED: python -m deployplane.commands.docgen -->"
+BEGIN = "<!-- BEGIN GENERATED: python -m deployplane.docgen -->"
 END = "<!-- END GENERATED -->"
 WIDTH = 88
 
@@ -49,7 +49,7 @@ def _walk(command: Any, ctx: click.Context, path: str) -> Iterator[tuple[str, st
 
 def reference() -> str:
     """The generated section (without the markers)."""
-    from deployplane.commands.root import app
+    from deployplane.cliapp import app
 
     plain, typer.core.HAS_RICH = typer.core.HAS_RICH, False
     try:
@@ -78,7 +78,7 @@ def updated(document: str) -> str:
 
 
 def main() -> None:
-    path = Path(__file__).resolve().parents[3] / "docs" / "cli.md"
+    path = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
     current = path.read_text(encoding="utf-8")
     fresh = updated(current)
     if "--check" in sys.argv[1:]:
