@@ -150,6 +150,14 @@ def install(guard: WatchGuard = GUARD) -> None:
     watch_objs, fetch_objs = watching.watch_objs, fetching.fetch_objs
     check_signatures({"watch_objs": watch_objs, "fetch_objs": fetch_objs})
     WRAPPED.update(watch_objs=watch_objs, fetch_objs=fetch_objs)
+    watching.watch_objs = _guarded_watch(watch_objs, guard)
+    fetching.fetch_objs = _guarded_fetch(fetch_objs, guard)
+
+
+def _guarded_watch(
+    watch_objs: Callable[..., AsyncIterator[Any]], guard: WatchGuard
+) -> Callable[..., AsyncIterator[Any]]:
+    """Kopf's `watch_objs`, looked at: health, quick-end backoff, pause."""
 
     async def guarded_watch(
         *,
@@ -187,6 +195,15 @@ def install(guard: WatchGuard = GUARD) -> None:
         if waiter is None or not waiter.done():
             await guard.watched(what, started, events)
 
+    guarded_watch.__wrapped_by_deployplane__ = True  # type: ignore[attr-defined]
+    return guarded_watch
+
+
+def _guarded_fetch(
+    fetch_objs: Callable[..., AsyncIterator[Any]], guard: WatchGuard
+) -> Callable[..., AsyncIterator[Any]]:
+    """Kopf's `fetch_objs`, looked at: health."""
+
     async def guarded_fetch(
         *, settings: Any, resource: Any, namespace: Any, logger: Any
     ) -> AsyncIterator[Any]:
@@ -201,6 +218,4 @@ def install(guard: WatchGuard = GUARD) -> None:
             raise
         guard.health.succeeded(what)
 
-    guarded_watch.__wrapped_by_deployplane__ = True  # type: ignore[attr-defined]
-    watching.watch_objs = guarded_watch
-    fetching.fetch_objs = guarded_fetch
+    return guarded_fetch
