@@ -780,8 +780,11 @@ def test_a_ready_resource_carries_no_create_pending_marker_at_any_generation(
 
 
 @pytest.mark.parametrize(
-    "wipe",
-    [{"conditions": None}, {"conditions": None, "deploymentId": None, "observedGeneration": None}],
+    ("name", "wipe"),
+    [
+        ("wiped", {"conditions": None}),
+        ("emptied", {"conditions": None, "deploymentId": None, "observedGeneration": None}),
+    ],
     ids=["conditions", "conditions, id and generation"],
 )
 def test_a_status_wiped_by_hand_is_repaired_on_its_event_not_at_the_resync(
@@ -789,30 +792,31 @@ def test_a_status_wiped_by_hand_is_repaired_on_its_event_not_at_the_resync(
     resources: Resources,
     k8s_api: client.ApiClient,
     namespace: str,
+    name: str,
     wipe: dict[str, Any],
 ) -> None:
     """`kubectl patch --subresource=status` wiping a Ready resource's status: the watch
     event carrying it asks for a pass, which writes it back (the operator's resync is
     600 s here; the wait is bounded at 60 s only to stop a hang). The repair's own echo
     asks for nothing: the resource is then left alone, and so is one nobody touched."""
-    resources.create(AGD, docker("wiped"))
-    resources.create(AGD, docker("untouched"))
-    ready = resources.wait(AGD, "wiped", ready_for_generation, what="Ready")
-    resources.wait(AGD, "untouched", ready_for_generation, what="Ready")
+    untouched = f"{name}-untouched"
+    resources.create(AGD, docker(name))
+    resources.create(AGD, docker(untouched))
+    ready = resources.wait(AGD, name, ready_for_generation, what="Ready")
+    resources.wait(AGD, untouched, ready_for_generation, what="Ready")
     assert ready is not None
-    left_alone(resources, AGD, "wiped")
+    left_alone(resources, AGD, name)
 
-    client.CustomObjectsApi(k8s_api).patch_namespaced_custom_object_status(
-        "deployplane.io", "v1alpha1", namespace, AGD, "wiped", {"status": wipe}
+    after = client.CustomObjectsApi(k8s_api).patch_namespaced_custom_object_status(
+        "deployplane.io", "v1alpha1", namespace, AGD, name, {"status": wipe}
     )
-    wiped = resources.get(AGD, "wiped")
-    assert wiped is not None
-    assert "conditions" not in (wiped.get("status") or {})
+    assert isinstance(after, dict)
+    assert "conditions" not in (after.get("status") or {})  # the wipe landed
     repaired = resources.wait(
-        AGD, "wiped", ready_for_generation, within=60, what="repaired long before the resync"
+        AGD, name, ready_for_generation, within=60, what="repaired long before the resync"
     )
     assert repaired is not None
     assert repaired["status"]["deploymentId"] == ready["status"]["deploymentId"]
     assert create_pending(repaired) is None
-    left_alone(resources, AGD, "wiped")
-    left_alone(resources, AGD, "untouched")
+    left_alone(resources, AGD, name)
+    left_alone(resources, AGD, untouched)
