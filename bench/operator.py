@@ -409,7 +409,9 @@ class Bench:
         self.figure("converge_1000_s", converge_s, "s", "<=", 60)
         self.figure("api_calls_per_cr", stats["total"] / self.n, "calls", "<=", 4, digits=2)
         per_cr = writes_per_cr(writes, PLURAL, self.n)
-        self.figure("k8s_writes_per_cr", per_cr, "writes", "<=", 3, digits=2)
+        # The floor's three, and the create-pending marker taken off once the id is in
+        # the status (issue 35: a Ready resource carries no marker).
+        self.figure("k8s_writes_per_cr", per_cr, "writes", "<=", 4, digits=2)
         latencies = self.apply_to_post(sent)
         median = sorted(zip(latencies, sent, strict=True))[len(latencies) // 2][1]
         log(f"converge: Kubernetes requests on {median} (the median apply-to-POST)")

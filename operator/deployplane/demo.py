@@ -14,6 +14,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -29,6 +30,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from deployplane.api.connection import ENV_API_KEY, ENV_URL
 from deployplane.commands.output import FitColumn, fitted_table
 from deployplane.crd.specs import GROUP, VERSION
 from deployplane.devcluster.cluster import DevCluster, DevClusterError, attach
@@ -340,17 +342,31 @@ def _watch(cluster: DevCluster, timeout: float, started: float) -> bool:
 
 
 def _print_next_steps(cluster: DevCluster) -> None:
-    kubectl = cluster.tools.kubectl
-    console.print(
-        "\n[bold]Everything is running in the background.[/bold]\n"
-        f"  export KUBECONFIG={cluster.kubeconfig}\n"
-        f"  {kubectl} get agentdeployments,listeners -n {NAMESPACE} -o wide\n"
-        f"  {kubectl} describe agentdeployment support-bot -n {NAMESPACE}\n"
-        f"  {kubectl} get deploy,pods -n {AGENTS_NAMESPACE}   # the example agents, running\n"
-        f"  deployplane deployments list --url $(cat {STATE / 'emulator.url'}) "
-        f"--api-key {DEMO_API_KEY}\n"
-        "Stop it all with: make demo-down   (or: deployplane demo down)"
-    )
+    """The commands to go on with, each whole on its line: printed without wrapping (a
+    terminal may fold a long one on screen, but copies it as one line), kubectl and
+    deployplane by name once the first lines have put them on PATH."""
+    console.print("\n[bold]Everything is running in the background.[/bold] In a shell:")
+    for line in next_steps(cluster.kubeconfig, cluster.tools.kubectl, STATE):
+        console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
+    console.print("Stop it all with: make demo-down   (or: deployplane demo down)", soft_wrap=True)
+
+
+def next_steps(kubeconfig: Path, kubectl: Path | None, state: Path) -> list[str]:
+    """The shell lines `up` ends with (absolute paths: they work from any directory)."""
+    bins = [str(Path(sys.executable).parent)]  # deployplane, as the demo runs it
+    if kubectl is not None:
+        bins.insert(0, str(kubectl.absolute().parent))
+    url_file = shlex.quote(str((state / "emulator.url").absolute()))
+    return [
+        f"export KUBECONFIG={shlex.quote(str(kubeconfig.absolute()))}",
+        f'export PATH="{":".join(bins)}:$PATH"',
+        f"kubectl get agentdeployments,listeners -n {NAMESPACE} -o wide",
+        f"kubectl describe agentdeployment support-bot -n {NAMESPACE}",
+        f"kubectl get deploy,pods -n {AGENTS_NAMESPACE}   # the example agents, running",
+        f"export {ENV_URL}=$(cat {url_file})",
+        f"export {ENV_API_KEY}={DEMO_API_KEY}",
+        "deployplane deployments list",
+    ]
 
 
 @app.command()

@@ -23,8 +23,9 @@ BEGIN = "<!-- BEGIN GENERATED: python -m deployplane.docgen -->"
 END = "<!-- END GENERATED -->"
 WIDTH = 88
 
-# The groups a user of the API and the emulator meets; the cluster, operator, agent and
-# demo commands are documented with their components.
+# The groups a user of the API and the emulator meets, and the listener agent (whose
+# settings are options); the cluster, operator and demo commands are documented with
+# their components.
 DOCUMENTED = (
     "apply",
     "deployments",
@@ -37,6 +38,7 @@ DOCUMENTED = (
     "trace",
     "export",
     "controlplane",
+    "listener",
 )
 
 

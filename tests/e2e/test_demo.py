@@ -55,6 +55,8 @@ def test_demo_brings_examples_to_ready_twice_and_down_cleans_up(
             assert all(r["ready"] == "True" for r in rows), rows
             assert all(r["revision"] == "DEPLOYED" for r in rows if r["kind"] == "AgentDeployment")
             _assert_example_agent_runs_in_agents(state)
+            if attempt == 1:
+                _closing_commands_run_as_printed(up.stdout)
     finally:
         down = _demo("down", state=state, timeout=120)
     assert down.returncode == 0, down.stderr
@@ -79,3 +81,21 @@ def _assert_example_agent_runs_in_agents(state: Path) -> None:
         assert server.status.available_replicas == server.spec.replicas
         pods = client.CoreV1Api(api).list_namespaced_pod("agents").items
         assert any(p.status.phase == "Running" for p in pods)
+
+
+def _closing_commands_run_as_printed(stdout: str) -> None:
+    """The commands `up` ends with, copied line by line from its output (80 columns, as
+    a pipe gets), run in a shell: none is broken across lines, and each works."""
+    commands = [
+        line.strip()
+        for line in stdout.splitlines()
+        if line.startswith(("  export ", "  kubectl ", "  deployplane "))
+    ]
+    assert len(commands) == 8, stdout[-3000:]
+    script = "set -e\n" + "\n".join(commands)
+    done = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, timeout=120, cwd="/"
+    )
+    assert done.returncode == 0, f"{script}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+    assert "support-bot" in done.stdout
+    assert "agentdeployment.deployplane.io/support-bot" in done.stdout

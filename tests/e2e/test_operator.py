@@ -141,6 +141,15 @@ def test_external_docker_with_listener_ref_reaches_ready_and_kubectl_wait_works(
     assert "deploymentId" not in obj["spec"]
     reasons = {e.reason for e in events_for(k8s_api, namespace, "agent")}
     assert {"Created", "Deployed"} <= reasons
+    # The create is recorded (the id in the status): the marker came off with it.
+    assert create_pending(obj) is None
+    assert FINALIZER in obj["metadata"]["finalizers"]
+    resources.wait(
+        LST,
+        "edge",
+        lambda o: ready_for_generation(o) and create_pending(o) is None,
+        what="Ready and no create-pending marker",
+    )
 
 
 def test_git_host_via_repository_reaches_ready_with_default_branch(
@@ -726,5 +735,88 @@ def test_killed_after_the_post_among_150_namesakes_adopts_its_own_deployment(
     assert ready["status"]["deploymentId"] == dep["id"]
     assert "createPending" not in ready["status"]
     assert "deploymentId" in ready["status"]  # the id supersedes the marker on the object
+    assert create_pending(ready) is None  # and, recorded, took it off
     # exactly one POST by the operator, the one killed: the restart adopted, never created
     assert emulator.stats()["arrived"]["POST /v2/deployments"] == posts_before + 1
+
+
+def resource_version(resources: Resources, plural: str, name: str) -> str:
+    obj = resources.get(plural, name)
+    assert obj is not None
+    return str(obj["metadata"]["resourceVersion"])
+
+
+def left_alone(resources: Resources, plural: str, name: str) -> None:
+    """Nothing writes the resource (status, annotations) over a few seconds: its
+    resourceVersion stays put (Events are other objects)."""
+    time.sleep(2)  # the writes that made it Ready land
+    before = resource_version(resources, plural, name)
+    time.sleep(5)
+    assert resource_version(resources, plural, name) == before, f"{plural}/{name} was written"
+
+
+def test_a_ready_resource_carries_no_create_pending_marker_at_any_generation(
+    operator: Any, resources: Resources
+) -> None:
+    """The marker says "a create may have happened"; once the id is in the status it has
+    said all it had to and comes off (issue 35 saw it on a Ready resource at generation
+    2). A spec change afterwards writes no marker again."""
+    resources.create(AGD, docker("marked"))
+    first = resources.wait(AGD, "marked", ready_for_generation, what="Ready")
+    assert first is not None
+    assert create_pending(first) is None
+    assert first["status"]["deploymentId"]
+    resources.patch(AGD, "marked", {"spec": {"sourceConfig": {"resourceSpec": {"minScale": 2}}}})
+    second = resources.wait(
+        AGD,
+        "marked",
+        lambda o: ready_for_generation(o) and (o or {})["metadata"]["generation"] == 2,
+        what="Ready at generation 2",
+    )
+    assert second is not None
+    assert create_pending(second) is None
+    assert second["status"]["deploymentId"] == first["status"]["deploymentId"]
+    left_alone(resources, AGD, "marked")
+
+
+@pytest.mark.parametrize(
+    ("name", "wipe"),
+    [
+        ("wiped", {"conditions": None}),
+        ("emptied", {"conditions": None, "deploymentId": None, "observedGeneration": None}),
+    ],
+    ids=["conditions", "conditions, id and generation"],
+)
+def test_a_status_wiped_by_hand_is_repaired_on_its_event_not_at_the_resync(
+    operator: Any,
+    resources: Resources,
+    k8s_api: client.ApiClient,
+    namespace: str,
+    name: str,
+    wipe: dict[str, Any],
+) -> None:
+    """`kubectl patch --subresource=status` wiping a Ready resource's status: the watch
+    event carrying it asks for a pass, which writes it back (the operator's resync is
+    600 s here; the wait is bounded at 60 s only to stop a hang). The repair's own echo
+    asks for nothing: the resource is then left alone, and so is one nobody touched."""
+    untouched = f"{name}-untouched"
+    resources.create(AGD, docker(name))
+    resources.create(AGD, docker(untouched))
+    ready = resources.wait(AGD, name, ready_for_generation, what="Ready")
+    resources.wait(AGD, untouched, ready_for_generation, what="Ready")
+    assert ready is not None
+    left_alone(resources, AGD, name)
+
+    after = client.CustomObjectsApi(k8s_api).patch_namespaced_custom_object_status(
+        "deployplane.io", "v1alpha1", namespace, AGD, name, {"status": wipe}
+    )
+    assert isinstance(after, dict)
+    assert "conditions" not in (after.get("status") or {})  # the wipe landed
+    repaired = resources.wait(
+        AGD, name, ready_for_generation, within=60, what="repaired long before the resync"
+    )
+    assert repaired is not None
+    assert repaired["status"]["deploymentId"] == ready["status"]["deploymentId"]
+    assert create_pending(repaired) is None
+    left_alone(resources, AGD, name)
+    left_alone(resources, AGD, untouched)

@@ -17,7 +17,7 @@ from deployplane.api.client import ControlPlaneClient
 from deployplane.commands.export.command import read_resources
 from deployplane.commands.export.cr import Export, Exported, Policy, export
 from deployplane.externals.connections import Connection
-from deployplane.reconcile.passes import ResourceState
+from deployplane.reconcile.state import ResourceState
 
 __all__ = ["harness"]  # the fixture, imported for the tests below
 

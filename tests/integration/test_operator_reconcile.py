@@ -35,13 +35,10 @@ from deployplane.externals.errors import classified
 from deployplane.externals.listener import ListenerConnecter
 from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION
 from deployplane.reconcile.outcome import EventRecord
-from deployplane.reconcile.passes import (
-    FINALIZER,
-    PassRunner,
-    ResourceState,
-)
+from deployplane.reconcile.passes import FINALIZER, PassRunner
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
+from deployplane.reconcile.state import ResourceState
 from deployplane.reconcile.statuspatch import apply_merge_patch
 
 NS = "team-a"

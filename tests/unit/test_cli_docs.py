@@ -24,8 +24,11 @@ def test_the_reference_covers_every_command_and_option() -> None:
         "deployplane deployments wait",
         "deployplane config set-context",
         "deployplane controlplane serve",
+        "deployplane listener run",
     ):
         assert f"### `{heading}`" in text
     for option in ("--no-headers", "--context", "--wait", "--status", "--image-version"):
+        assert option in text
+    for option in ("--autoscaler", "DEPLOYPLANE_AUTOSCALER", "--gateway", "--route-host"):
         assert option in text
     assert "╭" not in text  # plain text, not the terminal's boxes

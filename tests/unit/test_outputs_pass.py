@@ -21,9 +21,10 @@ from deployplane.reconcile.outputs import (
     CONFIG_MAP_WRITE_FAILED,
     ConfigMapError,
 )
-from deployplane.reconcile.passes import PassRunner, ResourceState
+from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
+from deployplane.reconcile.state import ResourceState
 
 NS = "team-a"
 

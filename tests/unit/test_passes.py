@@ -34,11 +34,10 @@ from deployplane.reconcile.passes import (
     FINALIZER,
     NotYet,
     PassRunner,
-    ResourceState,
-    is_paused,
 )
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
+from deployplane.reconcile.state import ResourceState, is_paused
 from deployplane.reconcile.statuspatch import apply_merge_patch, merge_patch
 
 NS = "team-a"
@@ -52,11 +51,20 @@ class Sink:
 
     writes: list[dict[str, Any]] = field(default_factory=list)
     objects: list[dict[str, Any]] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
+    """"status" or "object", per write, in the order they were sent."""
     gone: bool = False
+    held: dict[str, Any] | None = None
+    """The status the apiserver holds (the first pass's body's, then patched)."""
+    fail_status: bool = False
 
     async def patch_status(self, plural: str, namespace: str, name: str, patch: Any) -> bool:
         assert (plural, namespace, name) == ("agentdeployments", NS, "agent")
+        if self.fail_status:
+            raise RuntimeError("the apiserver timed out")
         self.writes.append(copy.deepcopy(dict(patch)))
+        self.order.append("status")
+        self.held = apply_merge_patch(self.held or {}, patch)
         return True
 
     async def patch_object(
@@ -73,6 +81,7 @@ class Sink:
         """Records the merge patch the API would send (the finalizer folded in)."""
         assert (plural, namespace, name) == ("agentdeployments", NS, "agent")
         self.objects.append(with_finalizer(patch, add_finalizer, finalizers))
+        self.order.append("object")
         return not self.gone
 
 
@@ -125,7 +134,11 @@ class Rig:
         )
 
     async def one_pass(self, state: ResourceState, b: dict[str, Any] | None = None) -> float | None:
-        b = b if b is not None else body()
+        """One pass over `b`; by default, the body the watch shows once it has caught up
+        with every write (the status the apiserver holds)."""
+        b = b if b is not None else body(status=self.sink.held)
+        if self.sink.held is None:
+            self.sink.held = dict(b.get("status") or {})
         if state.status is None:
             state.status = dict(b.get("status") or {})
         return await self.loop().one_pass(b, state, post_event=self.events.append)
@@ -157,19 +170,23 @@ async def test_paused_annotation_stops_reconciling(value: str | None, paused: bo
 
 
 async def test_create_pass_writes_marker_with_finalizer_then_id_with_conditions() -> None:
-    """Two writes for a create: our finalizer and the marker in one patch of the object
+    """Three writes for a create: our finalizer and the marker in one patch of the object
     before the call (crash safety), then the id and the first conditions together in the
-    status (one write, one watch event). The id supersedes the marker: no clearing write."""
+    status (one write, one watch event), then, the create recorded, the marker comes off
+    the object (Crossplane's create-succeeded): never before the id is in the status."""
     rig = Rig()
     state = ResourceState()
     await rig.one_pass(state)
-    (marker,) = rig.sink.objects
+    marker, cleared = rig.sink.objects
     assert marker == {
         "metadata": {
             "annotations": {CREATE_PENDING_ANNOTATION: '{"key":"agent","resourceVersion":"7"}'},
             "finalizers": [FINALIZER],
         }
     }
+    assert cleared == {"metadata": {"annotations": {CREATE_PENDING_ANNOTATION: None}}}
+    assert rig.sink.order == ["object", "status", "object"]
+    assert state.marker is None
     assert rig.ext.journal.index(("create",)) > 0
     (final,) = rig.sink.writes
     assert final["deploymentId"] == "dep-new"
@@ -178,6 +195,26 @@ async def test_create_pass_writes_marker_with_finalizer_then_id_with_conditions(
     assert state.status is not None
     assert state.status["deploymentId"] == "dep-new"
     assert "createPending" not in state.status
+
+
+async def test_the_marker_stays_while_the_id_is_not_in_the_status() -> None:
+    """A status write that fails after the create: the marker is the only record that a
+    create happened, so it stays on the object; the next pass looks the id up by its
+    natural key, records it, and only then takes the marker off."""
+    rig = Rig(ext=ExternalFns(find_fn=returns("dep-new")))
+    state = ResourceState()
+    rig.sink.fail_status = True
+    with pytest.raises(RuntimeError):
+        await rig.one_pass(state)
+    (marker,) = rig.sink.objects
+    assert CREATE_PENDING_ANNOTATION in marker["metadata"]["annotations"]
+    assert state.marker is not None
+    rig.sink.fail_status = False
+    await rig.one_pass(state)
+    assert [c for c in rig.ext.journal if c[0] in ("create", "find")] == [("create",), ("find",)]
+    assert rig.sink.order == ["object", "status", "object"]
+    assert rig.sink.objects[-1] == {"metadata": {"annotations": {CREATE_PENDING_ANNOTATION: None}}}
+    assert state.marker is None
 
 
 async def test_the_marker_is_written_before_the_create_call() -> None:
@@ -191,7 +228,8 @@ async def test_the_marker_is_written_before_the_create_call() -> None:
 
 async def test_a_marker_on_the_object_without_an_id_looks_up_before_creating() -> None:
     """Written by a pass that died before recording the id: the next process finds and
-    adopts instead of creating twice, and writes nothing to the object."""
+    adopts instead of creating twice; only once the adopted id is in the status does the
+    marker come off the object."""
     rig = Rig(ext=ExternalFns(find_fn=returns(DEP_ID)))
     marked = body(annotations={CREATE_PENDING_ANNOTATION: '{"key":"agent"}'})
     marked["metadata"]["finalizers"] = [FINALIZER]
@@ -200,7 +238,9 @@ async def test_a_marker_on_the_object_without_an_id_looks_up_before_creating() -
     await rig.one_pass(state, marked)
     assert ("create",) not in rig.ext.journal
     assert ("find",) in rig.ext.journal
-    assert rig.sink.objects == []
+    assert rig.sink.objects == [{"metadata": {"annotations": {CREATE_PENDING_ANNOTATION: None}}}]
+    assert rig.sink.order == ["status", "object"]
+    assert rig.sink.writes[0]["deploymentId"] == DEP_ID
     assert state.status is not None
     assert state.status["deploymentId"] == DEP_ID
 
@@ -261,6 +301,39 @@ async def test_stale_status_in_the_body_never_drives_a_decision() -> None:
     ]
 
 
+async def test_a_status_wiped_by_hand_is_repaired_even_before_our_write_is_seen() -> None:
+    """While the watch still shows what our write was computed against, the pass trusts
+    its write (no write); a status that was never ours (wiped by hand) is the truth at
+    once, and the pass writes it all back."""
+    rig = Rig()
+    state = ResourceState()
+    await rig.one_pass(state, body(status={"deploymentId": DEP_ID}))
+    written = copy.deepcopy(rig.sink.held)
+    rig.sink.writes.clear()
+    await rig.one_pass(state, body(status={"deploymentId": DEP_ID}))  # the watch behind
+    assert rig.sink.writes == []
+    rig.sink.held = {}
+    await rig.one_pass(state, body(status={}))  # wiped by hand
+    assert rig.sink.held == written
+    assert len(rig.sink.writes) == 1
+
+
+async def test_a_status_write_that_failed_is_not_taken_for_ours() -> None:
+    """Announced as ours before it was sent; failed, it is forgotten: the next pass
+    writes it again instead of believing the apiserver holds it."""
+    rig = Rig()
+    state = ResourceState()
+    rig.sink.fail_status = True
+    with pytest.raises(RuntimeError):
+        await rig.one_pass(state, body(status={"deploymentId": DEP_ID}))
+    assert state.status == {"deploymentId": DEP_ID}
+    assert state.echoes == []
+    rig.sink.fail_status = False
+    await rig.one_pass(state, body(status={"deploymentId": DEP_ID}))
+    assert rig.sink.held is not None
+    assert "conditions" in rig.sink.held
+
+
 @pytest.mark.parametrize(
     ("observation", "want"),
     [
@@ -301,7 +374,7 @@ async def test_a_flip_writes_the_conditions_and_nothing_else() -> None:
     assert before is not None
     rig.sink.writes.clear()
     rig.ext.observe_fn = returns(PROGRESSING)
-    await rig.one_pass(state, body(generation=2))
+    await rig.one_pass(state, body(generation=2, status=rig.sink.held))
     (patch,) = rig.sink.writes
     assert set(patch) == {"observedGeneration", "conditions"}
     assert state.status == apply_merge_patch(before, patch)
@@ -353,7 +426,7 @@ async def test_invalid_spec_stalls_with_the_field_named(
         "events": [("Warning", "InvalidSpec")],
     }, conds["Stalled"]["message"]
     writes = len(rig.sink.writes)
-    await rig.one_pass(state, body(spec=spec))
+    await rig.one_pass(state, body(spec=spec, status=rig.sink.held))
     assert (len(rig.sink.writes), len(rig.events)) == (writes, 1)
 
 

@@ -17,10 +17,12 @@ from tests.support.fakeexternal import (
     FakeStatus,
     observed,
     raises,
+    returns,
 )
 from tests.support.fakekube import FakeKube
 
 from deployplane.reconcile.errors import ExternalError
+from deployplane.reconcile.external import Phase
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import FINALIZER, PassRunner
 from deployplane.reconcile.reconciler import Reconciler
@@ -84,21 +86,162 @@ def test_a_new_resource_is_queued_and_its_body_kept_lean() -> None:
 
 
 async def test_our_own_status_echo_queues_nothing_but_a_spec_change_does() -> None:
-    workers, _, _ = rig()
+    workers, kube, _ = rig()
     workers.observe("Fake", "ADDED", body())
     key = await workers.queue.get()
     assert key == KEY
     delay = await workers.visit(KEY)
     workers.queue.done(KEY, delay)
-    echo = body()
-    echo["status"] = {"deploymentId": "dep-new"}
-    workers.observe("Fake", "MODIFIED", echo)
+    workers.observe("Fake", "MODIFIED", echo_of(kube))
     assert workers.queue.due_now() == 0
     # The watch's copy is kept: the next pass patches against the status it observes.
-    assert workers.resources[KEY].body["status"] == {"deploymentId": "dep-new"}
+    assert workers.resources[KEY].body["status"]["deploymentId"] == "dep-new"
     assert (workers.resources[KEY].state.status or {})["deploymentId"] == "dep-new"
     workers.observe("Fake", "MODIFIED", body(generation=2))
     assert workers.queue.due_now() == 1
+
+
+def echo_of(kube: FakeKube, generation: int = 1, **meta: Any) -> dict[str, Any]:
+    """The watch event of the object as the fake apiserver holds it (its status)."""
+    event = body(generation, **meta)
+    event["status"] = copy.deepcopy(kube.statuses.get((NS, "fakes", "w1"), {}))
+    return event
+
+
+async def settle(workers: Workers) -> None:
+    """Run the queued passes (none left due)."""
+    while workers.queue.due_now():
+        key = await workers.queue.get()
+        assert key is not None
+        workers.queue.done(key, await workers.visit(key))
+
+
+async def test_a_status_wiped_by_hand_is_repaired_on_its_event_not_at_the_resync() -> None:
+    """`kubectl patch --subresource=status` clearing the conditions: someone else's
+    write, repaired on the event that carried it (not at the resync); the repair's own
+    echo queues nothing, and a pass that agrees with what is held writes nothing."""
+    workers, kube, _ = rig()
+    workers.observe("Fake", "ADDED", body())
+    await settle(workers)  # created
+    await workers.visit(KEY)  # Ready
+    ready = copy.deepcopy(kube.statuses[(NS, "fakes", "w1")])
+    assert [c["type"] for c in ready["conditions"]] == ["Ready", "Synced"]
+    workers.observe("Fake", "MODIFIED", echo_of(kube))
+    assert workers.queue.due_now() == 0, "our own echo"
+    writes = len(kube.writes)
+
+    await kube.patch_status("fakes", NS, "w1", {"conditions": None})  # by hand
+    workers.observe("Fake", "MODIFIED", echo_of(kube))
+    assert workers.queue.due_now() == 1, "someone else's write asks for a pass"
+    await settle(workers)
+    assert len(kube.writes) == writes + 2, "the hand edit, then one repair"
+    assert kube.writes[-1][3] == {"conditions": ready["conditions"]}
+    assert kube.statuses[(NS, "fakes", "w1")] == ready
+
+    workers.observe("Fake", "MODIFIED", echo_of(kube))
+    assert workers.queue.due_now() == 0, "the repair's echo asks for nothing"
+
+
+async def test_a_status_edited_by_hand_is_repaired_before_our_own_write_is_seen() -> None:
+    """An edit landing while the watch has not shown our last write yet: it is the
+    truth at once (not our write's lag), and the pass patches against it."""
+    workers, kube, _ = rig()
+    workers.observe("Fake", "ADDED", body())
+    await settle(workers)  # created
+    await workers.visit(KEY)  # Ready; our write: not yet seen on the watch
+    ready = copy.deepcopy(kube.statuses[(NS, "fakes", "w1")])
+    kube.statuses[(NS, "fakes", "w1")] = {"deploymentId": "dep-new"}  # written over by hand
+    workers.observe("Fake", "MODIFIED", echo_of(kube))
+    assert workers.queue.due_now() == 1
+    await settle(workers)
+    assert kube.statuses[(NS, "fakes", "w1")] == ready
+
+
+class EchoingKube(FakeKube):
+    """Hands each status write's watch event to the workers before the write answers
+    (`early`: the event may come first), or holds them all back (the watch behind)."""
+
+    def __init__(self, early: bool) -> None:
+        super().__init__()
+        self.early = early
+        self.workers: Workers | None = None
+        self.held_back: list[dict[str, Any]] = []
+        self.queued_by_echo: list[int] = []
+        self.generation = 1
+
+    async def patch_status(
+        self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> bool:
+        done = await super().patch_status(plural, namespace, name, patch)
+        echo = echo_of(self, self.generation)
+        if self.early:
+            assert self.workers is not None
+            self.workers.observe("Fake", "MODIFIED", echo)
+            self.queued_by_echo.append(self.workers.queue.due_now())
+        else:
+            self.held_back.append(echo)
+        return done
+
+
+async def test_our_echoes_ask_for_nothing_however_late_or_early_they_come() -> None:
+    """Echoes of our writes, in watch order, after our next writes (the watch behind):
+    the status before our first write (the marker patch's event), then each write's.
+    None is someone else's, none queues a pass; once the watch shows our last write,
+    a status wiped by hand does."""
+    kube = EchoingKube(early=False)
+    workers = await three_writes(kube)
+    for echo in [body(3), *kube.held_back]:
+        echo["metadata"]["generation"] = 3  # the statuses are what this is about
+        workers.observe("Fake", "MODIFIED", echo)
+        assert workers.queue.due_now() == 0, echo["status"]
+    assert workers.resources[KEY].state.echoes == []
+    workers.observe("Fake", "MODIFIED", body(3))  # wiped, after all of ours
+    assert workers.queue.due_now() == 1
+
+
+async def test_an_echo_that_comes_before_its_writes_answer_asks_for_nothing() -> None:
+    kube = EchoingKube(early=True)
+    await three_writes(kube)
+    assert kube.queued_by_echo == [0, 0, 0]
+
+
+async def three_writes(kube: EchoingKube) -> Workers:
+    """Three passes over a resource whose spec changes each time: three status writes."""
+    connecter = ConnecterFns(
+        ExternalFns(observe_fn=returns(observed("dep-new", Phase.PROGRESSING)))
+    )
+    loop = PassRunner(
+        cast(Reconciler[Any, Any], Reconciler(connecter, kind="fake", schedule=Schedule())),
+        FakeSpec,
+        "fakes",
+        kube,
+        status_model=FakeStatus,
+    )
+    workers = Workers({"Fake": loop}, kube, RecordedEvents(), size=1)
+    kube.workers = workers
+    workers.observe("Fake", "ADDED", body())
+    workers.queue.forget(KEY)
+    for generation in (1, 2, 3):
+        kube.generation = generation
+        workers.resources[KEY].body = lean(body(generation))
+        await workers.visit(KEY)
+        workers.queue.forget(KEY)
+    assert len(kube.writes) == 3
+    return workers
+
+
+async def test_a_status_edit_of_a_paused_or_deleting_resource_asks_for_no_pass() -> None:
+    workers, kube, _ = rig()
+    workers.observe("Fake", "ADDED", body())
+    await settle(workers)
+    paused = echo_of(kube, annotations={"deployplane.io/paused": "true"})
+    workers.observe("Fake", "MODIFIED", paused)
+    await settle(workers)
+    wiped = body(annotations={"deployplane.io/paused": "true"})
+    workers.observe("Fake", "MODIFIED", wiped)
+    assert workers.queue.due_now() == 0
+    workers.observe("Fake", "MODIFIED", body(deletionTimestamp="now"))
+    assert workers.queue.due_now() == 0
 
 
 def test_a_deletion_with_our_finalizer_is_queued_and_without_it_is_not() -> None:

@@ -1,12 +1,12 @@
 """`deployplane listener run`: the listener agent, in the cluster its listener stands for.
 
-Configured like the operator: DEPLOYPLANE_CONTROL_PLANE_URL, DEPLOYPLANE_API_KEY (from a
-Secret in the chart), DEPLOYPLANE_TENANT_ID, DEPLOYPLANE_POLL_INTERVAL,
-DEPLOYPLANE_RESYNC_INTERVAL; what it renders: DEPLOYPLANE_POSTGRES_IMAGE,
-DEPLOYPLANE_AUTOSCALER, DEPLOYPLANE_ROUTING and the others of render/settings.py;
-which listener: `--listener-id` (DEPLOYPLANE_LISTENER_ID) or `--listener NAME`
+Which listener: `--listener-id` (DEPLOYPLANE_LISTENER_ID) or `--listener NAME`
 (DEPLOYPLANE_LISTENER_NAME) of a Listener resource whose status has the id, in
-`--namespace` (DEPLOYPLANE_LISTENER_NAMESPACE, default `default`).
+`--namespace` (DEPLOYPLANE_LISTENER_NAMESPACE, default `default`). Configured like the
+operator (the control plane's URL, API key, tenant; the poll and resync intervals) and
+by what it renders (PostgreSQL's image, the autoscaler, routing, the NetworkPolicy):
+each an option and its DEPLOYPLANE_* variable (`deployplane.dataplane.options`), so
+`--help` documents them all.
 """
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import sys
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 from uuid import UUID
 
 import typer
 
 from deployplane.api.errors import ControlPlaneError, NotFound, Unauthorized
 from deployplane.controller.config import ConfigError, OperatorConfig
+from deployplane.dataplane import options
 
 if TYPE_CHECKING:  # imported when run: the kubernetes client is slow to import
     from deployplane.dataplane.protocol import DataPlaneClient
@@ -59,8 +59,28 @@ def run(
         help="Namespace of the Listener resource.",
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
+    control_plane_url: options.ControlPlaneUrl = None,
+    api_key: options.ApiKey = None,
+    tenant_id: options.TenantId = None,
+    poll_interval: options.PollInterval = None,
+    resync_interval: options.ResyncInterval = None,
+    postgres_image: options.PostgresImage = None,
+    autoscaler: options.Autoscaler = None,
+    keda_runs_per_worker: options.KedaRunsPerWorker = None,
+    keda_namespace: options.KedaNamespace = None,
+    routing: options.Routing = None,
+    route_host: options.RouteHost = None,
+    route_base_path: options.RouteBasePath = None,
+    route_scheme: options.RouteScheme = None,
+    ingress_class: options.IngressClass = None,
+    gateway: options.Gateway = None,
+    gateway_section: options.GatewaySection = None,
+    routing_namespace: options.RoutingNamespace = None,
+    network_policy: options.NetworkPolicy = None,
 ) -> None:
     """Run the agent of one listener: deploy its deployments on this cluster."""
+    # The settings by name (each read by click from its option, else its variable).
+    env = options.environment(locals())
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -68,25 +88,28 @@ def run(
     )
     if (listener_id is None) == (listener is None):
         _fail("give exactly one of --listener-id and --listener")
-    try:
-        config = OperatorConfig.from_env()
-    except ConfigError as exc:
-        _fail(str(exc))
-    if not config.control_plane_url:
-        _fail("DEPLOYPLANE_CONTROL_PLANE_URL is not set")
-    from deployplane.dataplane.render.settings import SettingsError, from_env
-
-    try:
-        dataplane = from_env(os.environ)
-    except SettingsError as exc:
-        _fail(str(exc))
+    config, dataplane = _settings(env)
     try:
         asyncio.run(_main(config, listener_id, listener, namespace, dataplane))
     except StartupError as exc:
         _fail(str(exc))
 
 
-def _fail(message: str) -> None:
+def _settings(env: dict[str, str]) -> tuple[OperatorConfig, DataPlaneSettings]:
+    """The connection and intervals, and what the agent renders; a bad one is one line
+    naming its option and variable."""
+    from deployplane.dataplane.render.settings import SettingsError, from_env
+
+    try:
+        config = OperatorConfig.from_env(env)
+        if not config.control_plane_url:
+            raise ConfigError("DEPLOYPLANE_CONTROL_PLANE_URL is not set")
+        return config, from_env(env)
+    except (ConfigError, SettingsError) as exc:
+        _fail(options.naming_options(str(exc)))
+
+
+def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
 

@@ -4,10 +4,11 @@ Written on the object, as the annotation `deployplane.io/create-pending`, before
 create call (with our finalizer, in the same merge patch of the object, so it costs no
 write of its own); a crash between the create call and recording the new id in the
 status is then recovered by looking the resource up by its natural key instead of
-creating it twice. A recorded id supersedes it, so it is never cleared after a create
-(no write); a refused create takes it off. It lives here and on the object only: the
-reconciler reads it from `Managed.create_pending` and writes it through a
-`MarkerWriter`, never through the status.
+creating it twice. A recorded id supersedes it: once the status the apiserver holds
+has the id, the pass takes the marker off (one write, as Crossplane's create-succeeded
+annotation costs one), never before; a refused create takes it off too. It lives here
+and on the object only: the reconciler reads it from `Managed.create_pending` and
+writes it through a `MarkerWriter`, never through the status.
 
 Earlier versions kept it in the status (`status.createPending`): read once as the
 marker, dropped by the next status write.
@@ -71,5 +72,6 @@ class MarkerWriter(Protocol):
         ...
 
     async def unmark(self) -> None:
-        """A refused create: no create may have happened, the marker comes off."""
+        """The marker comes off: a refused create (no create may have happened), or a
+        create recorded (the id is in the status)."""
         ...

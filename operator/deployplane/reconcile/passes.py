@@ -10,7 +10,8 @@ changes nothing must write nothing to Kubernetes.
 The create-pending marker (`deployplane.reconcile.marker`) lives on the object, not in
 its status: the pass hands it to the reconciler in `Managed.create_pending` and writes
 it for the reconciler (`_Writer.mark`/`unmark`), with our finalizer in the same merge
-patch of the object before the create call, so it costs no write of its own.
+patch of the object before the create call, so it costs no write of its own. Once the
+status the apiserver holds has the new id, the pass takes it off (`_Writer.publish`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass
 from typing import Any, Final, Generic, Protocol
 
 from pydantic import ValidationError
@@ -27,23 +28,19 @@ from deployplane.api.models import camelize
 from deployplane.reconcile import outputs
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Managed, SpecT
-from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION, CreatePending, read_marker
+from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION, CreatePending
 from deployplane.reconcile.outcome import EventRecord, Outcome, retry_soon, unsynced
 from deployplane.reconcile.outputs import ConfigMapStore
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.resync import Resync, resync_of
 from deployplane.reconcile.resync import annotation_value as resync_annotation
-from deployplane.reconcile.schedule import Visit
+from deployplane.reconcile.state import ECHO_WAIT_SECONDS, ResourceState, fingerprint, is_paused
 from deployplane.reconcile.status import StatusT, to_kube
 from deployplane.reconcile.statuspatch import apply_merge_patch, merge_patch
 
-PAUSED_ANNOTATION: Final = "deployplane.io/paused"
 FINALIZER: Final = "deployplane.io/finalizer"
 """Ours, put on by the first write of the operator; Kopf's own (the same name in
 earlier versions) is released the same way."""
-ECHO_WAIT_SECONDS: Final = 30.0
-"""How long a status write waits to be seen on the watch before the watched status is
-believed again (`ResourceState.echo_until`)."""
 DELETE_POLL_SECONDS: Final = 2.0
 """How soon to look again while the control plane is still deleting."""
 DELETE_RETRY_SECONDS: Final = 10.0
@@ -78,52 +75,6 @@ class ResourceGone(DependencyNotReady):
 EventPoster = Callable[[EventRecord], None]
 
 
-@dataclass
-class ResourceState:
-    """Per-resource memory, kept by the controller per key (never module globals)."""
-
-    status: dict[str, Any] | None = None
-    """What this operator last wrote (or first read): the watch stream may lag behind
-    our own writes, and a stale status (say, without the new deployment id) must never
-    drive a decision."""
-    echo_until: float | None = None
-    """Set by a status write: until the watch shows the status written (or this
-    monotonic time passes: a status edited meanwhile never shows it), the observed
-    status is older than ours. Kubernetes' own controllers wait for their writes the
-    same way ("expectations", with a timeout)."""
-    visit: Visit = field(default_factory=Visit)
-    marker: CreatePending | None = None
-    """The create-pending marker on the object, as last read or written."""
-    finalizer: bool = False
-    """Whether the object carries our finalizer (read, or written by this process)."""
-    outputs_seen: tuple[str, dict[str, str]] | None = None
-    """(ConfigMap, data) as this process last saw the outputs' ConfigMap hold them."""
-    resync_warned: str | None = None
-    """The resync annotation value last warned about (one Warning Event per value)."""
-
-    def seed(self, body: Mapping[str, Any]) -> None:
-        """First sight of the object in this process: start from what it stores."""
-        if self.status is None:
-            self.status = dict(body.get("status") or {})
-        self.marker = read_marker(body)
-
-    def observed(self, body: Mapping[str, Any], now: float) -> dict[str, Any]:
-        """The status the apiserver holds, as far as this process knows: the watched
-        body's, unless the watch has not caught up with our last write yet."""
-        assert self.status is not None
-        observed = dict(body.get("status") or {})
-        if self.echo_until is not None:
-            if observed != self.status and now < self.echo_until:
-                return self.status
-            self.echo_until = None
-        return observed
-
-    def changed(self, body: Mapping[str, Any]) -> bool:
-        """Whether a watch event brings a spec or pause annotation the last pass has not
-        seen (then the resource is looked at now, whatever its delay)."""
-        return self.visit.changed(_fingerprint(body))
-
-
 def has_finalizer(body: Mapping[str, Any]) -> bool:
     return FINALIZER in ((body.get("metadata") or {}).get("finalizers") or ())
 
@@ -135,16 +86,6 @@ class NotYet:
     message: str
     retry_after: float
     cause: BaseException | None = None
-
-
-def is_paused(body: Mapping[str, Any]) -> bool:
-    annotations = (body.get("metadata") or {}).get("annotations") or {}
-    return str(annotations.get(PAUSED_ANNOTATION, "")).lower() == "true"
-
-
-def _fingerprint(body: Mapping[str, Any]) -> tuple[int, bool, str | None]:
-    generation = int((body.get("metadata") or {}).get("generation") or 0)
-    return (generation, is_paused(body), resync_annotation(body))
 
 
 def to_managed(
@@ -205,7 +146,7 @@ class PassRunner(Generic[SpecT, StatusT]):
         marker: CreatePending | None = None,
     ) -> Managed[SpecT, StatusT]:
         """The snapshot the reconciler sees; the object's marker counts while no id is
-        recorded in the status (a recorded id supersedes it: it is never cleared)."""
+        recorded in the status (a recorded id supersedes it, and the pass clears it)."""
         pending = None if self.has_id(status) else marker
         return to_managed(self.spec_model, self.status_model, body, status, pending)
 
@@ -220,7 +161,7 @@ class PassRunner(Generic[SpecT, StatusT]):
         if state.status is None:
             state.seed(body)
         assert state.status is not None
-        state.visit.seen = _fingerprint(body)
+        state.visit.seen = fingerprint(body)
         state.finalizer = state.finalizer or has_finalizer(body)
         meta = body.get("metadata") or {}
         namespace, name = meta["namespace"], meta["name"]
@@ -252,11 +193,7 @@ class PassRunner(Generic[SpecT, StatusT]):
                 mr, writes=write, attempt=state.visit.attempt, resync_due=resync_due
             )
         outcome = await self._outputs(body, state, outcome, write.observed, resync_due)
-        # Against the status the apiserver holds: a status edited or wiped by hand is
-        # repaired, and an earlier version's status marker is dropped with this write.
-        patch = merge_patch(dict(write.observed), to_kube(outcome.status))
-        if patch:
-            await write.write_status(patch)
+        await write.publish(to_kube(outcome.status))
         for event in outcome.events:
             post_event(event)
         if self.on_outcome is not None:
@@ -353,27 +290,49 @@ class _Writer:
     async def mark(self, marker: CreatePending) -> None:
         state = self.state
         annotations: dict[str, Any] = {}
-        if state.marker is None or state.marker.key != marker.key:
+        if state.marker is None or state.marker.key != marker.key or not state.marker_on_object:
             annotations[CREATE_PENDING_ANNOTATION] = marker.render()
         if (annotations or not state.finalizer) and not await self._patch_object(annotations):
             raise ResourceGone(f"{self.namespace}/{self.name} was deleted")
-        state.marker = marker
+        state.marker, state.marker_on_object = marker, True
 
     async def unmark(self) -> None:
-        if self.state.marker is not None:
+        """The marker comes off the object (a refused create, or a create recorded)."""
+        state = self.state
+        if state.marker is not None and state.marker_on_object:
             await self._patch_object({CREATE_PENDING_ANNOTATION: None})
-            self.state.marker = None
+        state.marker, state.marker_on_object = None, False
+
+    async def publish(self, status: dict[str, Any]) -> None:
+        """The pass's status, patched against the one the apiserver holds (a status
+        edited or wiped by hand is repaired, an earlier version's status marker dropped);
+        then, the create recorded (the id in that status), the marker comes off: it has
+        said all it had to (Crossplane's create-succeeded). Never before: until the id
+        is in the status, the marker is the only record that a create may have happened."""
+        patch = merge_patch(dict(self.observed), status)
+        if patch:
+            await self.write_status(patch)
+        if self.state.marker is not None and self.loop.has_id(self.observed):
+            await self.unmark()
 
     async def write_status(self, status_patch: dict[str, Any]) -> None:
         """A status patch: the pass's publishing one, or a durable one of the reconciler
-        (our finalizer first, if not on yet)."""
+        (our finalizer first, if not on yet). Its status is announced as ours before it
+        is sent: its watch event may come before its answer, and must ask for nothing."""
         state = self.state
         if not state.finalizer and not await self._patch_object({}):
             return  # nothing to publish on a deleted object
-        await self.loop.sink.patch_status(self.loop.plural, self.namespace, self.name, status_patch)
-        self.observed = apply_merge_patch(self.observed, status_patch)
-        state.status = dict(self.observed)
-        state.echo_until = time.monotonic() + ECHO_WAIT_SECONDS
+        after = apply_merge_patch(self.observed, status_patch)
+        state.expect(self.observed, after, time.monotonic() + ECHO_WAIT_SECONDS)
+        try:
+            await self.loop.sink.patch_status(
+                self.loop.plural, self.namespace, self.name, status_patch
+            )
+        except BaseException:
+            state.not_written(after)
+            raise
+        self.observed = after
+        state.written(dict(after))
 
     async def _patch_object(self, annotations: dict[str, Any]) -> bool:
         meta: dict[str, Any] = {}

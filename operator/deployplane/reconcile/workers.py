@@ -3,11 +3,13 @@
 Kopf's watch (`deployplane.controller.handlers`, one event handler per kind) hands
 every watch event to `Workers.observe` (kind, event type, body); `observe` keeps the
 latest lean body of each resource and queues its key when there is something to do:
-a resource never seen, a spec or pause annotation the last pass has not seen, or a
-deletion with our finalizer on. A worker takes a key, runs one pass (or, for an object
-being deleted, finalizes and then takes our finalizer off), and puts the key back
-after the delay the pass asked for. Status writes of our own come back as watch events
-too, and queue nothing: a pass is asked for by the schedule, not by our echoes.
+a resource never seen, a spec or pause annotation the last pass has not seen, a
+deletion with our finalizer on, or a status someone else wrote (a status wiped or
+edited by hand is repaired on the event that carried it). A worker takes a key, runs
+one pass (or, for an object being deleted, finalizes and then takes our finalizer off),
+and puts the key back after the delay the pass asked for. Status writes of our own come
+back as watch events too, and queue nothing (`deployplane.reconcile.state` tells them
+apart): a pass is asked for by the schedule, not by our echoes.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from deployplane.reconcile.outcome import EventRecord
-from deployplane.reconcile.passes import FINALIZER, PassRunner, ResourceState, has_finalizer
+from deployplane.reconcile.passes import FINALIZER, PassRunner, has_finalizer
 from deployplane.reconcile.schedule import State
+from deployplane.reconcile.state import ResourceState, is_paused
 from deployplane.reconcile.workqueue import WorkQueue
 
 log = logging.getLogger("deployplane.workers")
@@ -158,8 +161,17 @@ class Workers:
             return
         kept = lean(body)
         tracked.body = kept
-        if (is_deleting(kept) and has_finalizer(kept)) or tracked.state.changed(kept):
+        if is_deleting(kept):
+            if has_finalizer(kept):
+                self.queue.add(key)
+        elif tracked.state.changed(kept) or self._edited(tracked.state, kept):
             self.queue.add(key)
+
+    @staticmethod
+    def _edited(state: ResourceState, body: Mapping[str, Any]) -> bool:
+        """A status someone else wrote (wiped or edited by hand): the pass repairs it
+        now, not at the next resync. Our own writes' echoes are not (`ResourceState`)."""
+        return not is_paused(body) and state.foreign(body["status"])
 
     def _wake_unsettled(self, namespace: str) -> None:
         """Visit now every resource of `namespace` (not of a dependency kind) whose last
