@@ -3,9 +3,9 @@
 Configured like the operator: DEPLOYPLANE_CONTROL_PLANE_URL, DEPLOYPLANE_API_KEY (from a
 Secret in the chart), DEPLOYPLANE_TENANT_ID, DEPLOYPLANE_POLL_INTERVAL,
 DEPLOYPLANE_RESYNC_INTERVAL; what it renders: DEPLOYPLANE_POSTGRES_IMAGE,
-DEPLOYPLANE_AUTOSCALER, DEPLOYPLANE_ROUTING and the others of render/settings.py;
-which listener: `--listener-id` (DEPLOYPLANE_LISTENER_ID) or `--listener NAME`
-(DEPLOYPLANE_LISTENER_NAME) of a Listener resource whose status has the id, in
+DEPLOYPLANE_REDIS_IMAGE, DEPLOYPLANE_AUTOSCALER, DEPLOYPLANE_ROUTING and the others of
+render/settings.py; which listener: `--listener-id` (DEPLOYPLANE_LISTENER_ID) or
+`--listener NAME` (DEPLOYPLANE_LISTENER_NAME) of a Listener resource whose status has the id, in
 `--namespace` (DEPLOYPLANE_LISTENER_NAMESPACE, default `default`).
 """
 
