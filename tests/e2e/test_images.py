@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -144,3 +145,56 @@ def test_redis_starts_as_the_data_plane_renders_it(dataplane_images: Path) -> No
     assert "PONG" in out
     assert "maxmemory\n900000" in out  # the rendered --maxmemory reached the server
     assert "protected-mode\nno" in out  # other pods may connect
+
+
+CONTAINERD_CONFIG = """\
+version = 3
+root = "{d}/root"
+state = "{d}/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images",
+  "io.containerd.cri.v1.runtime", "io.containerd.nri.v1.nri"]
+[grpc]
+  address = "{d}/c.sock"
+[ttrpc]
+  address = "{d}/c.sock.ttrpc"
+[debug]
+  address = "{d}/debug.sock"
+"""
+
+
+def test_ctr_import_names_every_archive(
+    app_archive: Path, dataplane_images: Path, tmp_path: Path
+) -> None:
+    # What the real node does with the images directory (`ctr -n k8s.io images import`),
+    # on a containerd of our own (no CRI, its own root, state and socket, in a private
+    # mount namespace), stopped by its pid afterwards.
+    tools = Path(os.environ.get("DEPLOYPLANE_TOOLS_BIN", "/nonexistent"))
+    containerd, ctr = tools / "containerd", tools / "ctr"
+    if not (containerd.exists() and ctr.exists()):
+        pytest.skip("needs containerd and ctr in DEPLOYPLANE_TOOLS_BIN (the real node's)")
+    (tmp_path / "config.toml").write_text(CONTAINERD_CONFIG.format(d=tmp_path))
+    log = (tmp_path / "containerd.log").open("w")
+    daemon = subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", str(containerd),
+         "--config", str(tmp_path / "config.toml")],
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    address = ["--address", str(tmp_path / "c.sock"), "-n", "k8s.io"]
+    try:
+        for _ in range(100):
+            if (tmp_path / "c.sock").exists():
+                break
+            time.sleep(0.1)
+        archives = [
+            app_archive,
+            *(dataplane_images / recipes.archive_name(i.ref) for i in recipes.DATAPLANE),
+        ]
+        for archive in archives:
+            _run(str(ctr), *address, "images", "import", "--no-unpack", str(archive))
+        listed = _run(str(ctr), *address, "images", "ls", "-q").split()
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)
+        log.close()
+    expected = {recipes.APP_REF, *(i.ref for i in recipes.DATAPLANE)}
+    assert expected <= set(listed), listed

@@ -129,15 +129,20 @@ def export(local: str, ref: str, key: str) -> Path:
     return out
 
 
-def build_app() -> Path:
-    """`make image`: the Dockerfile as deployplane:dev on the Debian python base."""
-    started = time.monotonic()
+def app_target() -> tuple[Path, str, dict[str, str]]:
+    """The project's image: (archive, key, build arguments)."""
     base_key = recipes.debian_key(recipes.PYTHON_BASE)
     args = {"BASE_IMAGE": recipes.local_ref(recipes.PYTHON_BASE, base_key)}
     key = recipes.app_key(ROOT, base_key, args)
-    out = IMAGES / recipes.archive_name(recipes.APP_REF)
+    return IMAGES / recipes.archive_name(recipes.APP_REF), key, args
+
+
+def build_app() -> Path:
+    """`make image`: the Dockerfile as deployplane:dev on the Debian python base."""
+    started = time.monotonic()
+    out, key, args = app_target()
     if archive_key(out) == key:
-        log(f"{out} is up to date (cache hit, {time.monotonic() - started:.1f} s)")
+        log(f"{out} is up to date (cache hit)")
         return out
     debian_image(recipes.PYTHON_BASE)
     cmd = ["bud", "--isolation", "chroot", "--network", "host", "--layers", "-f", "Dockerfile"]
@@ -167,6 +172,17 @@ def build_dataplane() -> list[Path]:
     return outs
 
 
+def up_to_date(what: str) -> bool:
+    """Every archive `what` names is there with its current key (read without the lock:
+    an archive is replaced whole, by rename)."""
+    wanted = [app_target()[:2]] if what in ("app", "all") else []
+    if what in ("dataplane", "all"):
+        wanted += [
+            (IMAGES / recipes.archive_name(i.ref), recipes.debian_key(i)) for i in recipes.DATAPLANE
+        ]
+    return all(archive_key(out) == key for out, key in wanted)
+
+
 def main(argv: list[str]) -> int:
     what = argv[0] if argv else "app"
     if what == "dir":
@@ -175,6 +191,11 @@ def main(argv: list[str]) -> int:
     if what not in ("app", "dataplane", "all"):
         print(__doc__, file=sys.stderr)
         return 2
+    started = time.monotonic()
+    if up_to_date(what):
+        elapsed = time.monotonic() - started
+        log(f"{what}: every archive in {IMAGES} is up to date (cache hit, {elapsed:.1f} s)")
+        return 0
     subprocess.run(["bash", str(recipes.HERE / "ensure.sh")], check=True)
     WORK.mkdir(parents=True, exist_ok=True)
     # One build at a time (two test sessions, or make image twice): the second waits.
