@@ -73,6 +73,8 @@ ENV_INSTALL = "DEPLOYPLANE_E2E_INSTALL"
 DEV_CLUSTER_ONLY = {
     "test_devcluster.py": "tests the dev cluster itself (start, stop, audit log, CLI)",
     "test_demo.py": "`deployplane demo up` starts its own dev cluster",
+    # needs no cluster at all: once per `make test` is enough (the dev-cluster run)
+    "test_images.py": "builds this machine's images (tools/images/), no cluster involved",
 }
 
 

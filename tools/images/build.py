@@ -105,6 +105,12 @@ def debian_image(image: DebianImage) -> tuple[str, str]:
         (Path(context) / "Containerfile").write_text(containerfile)
         buildah("bud", "--quiet", "--isolation", "chroot", "--network", "host",
                 "--layers=false", "-t", local, context)  # fmt: skip
+    # The same image under an older key is stale: untag it (layers still used stay).
+    repository = local.rsplit(":", 1)[0]
+    for name in buildah("images", "--format", "{{.Name}}:{{.Tag}}", capture=True).split():
+        if name.rsplit(":", 1)[0] == repository and name != local:
+            subprocess.run(["buildah", "--root", str(WORK / "storage"), "--runroot",
+                            str(WORK / "run"), "rmi", name], check=False)  # fmt: skip
     return local, key
 
 
