@@ -116,6 +116,8 @@ def test_the_image_runs_as_10001_on_a_read_only_root(app_archive: Path) -> None:
     assert f"deployplane {deployplane.__version__}" in out or deployplane.__version__ in out
     assert "\n10001\n" in f"\n{out}"
     assert "root read-only" in out
+    # the chart's emulator container (same image) serves on the read-only root
+    assert 'emulator healthz: {"status":"ok"}' in out
 
 
 @pytest.fixture(scope="module")

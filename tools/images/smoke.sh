@@ -2,7 +2,9 @@
 # Start the exported images without a container engine, the way Kubernetes would run them.
 #
 #   tools/images/smoke.sh app        deployplane --version as the image's user (10001),
-#                                    root filesystem read-only, /tmp a tmpfs (the chart's)
+#                                    root filesystem read-only, /tmp and /data tmpfs (the
+#                                    chart's emptyDirs); then the emulator as the chart
+#                                    runs it, answering /healthz
 #   tools/images/smoke.sh postgres   the entrypoint with the renderer's env and `-c` args;
 #                                    the readiness probe (pg_isready -U postgres); a
 #                                    password login over TCP; CREATE EXTENSION vector
@@ -69,8 +71,9 @@ in_image() {
     root=$1 ro=$2 as=$3; shift 3
     mount --rbind /dev "$root/dev"; mount -t proc proc "$root/proc"
     if [ -n "$ro" ]; then
+      mkdir -p "$root/data"
       mount --bind "$root" "$root"; mount -o remount,bind,ro "$root"
-      mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
+      mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"; mount -t tmpfs -o mode=1777 tmpfs "$root/data"
     fi
     exec chroot --userspec="$as" "$root" "$@"' \
     sh "$root" "$ro" "$as" env -i "${env[@]}" "${envs[@]}" "$@"
@@ -81,6 +84,18 @@ case $what in
     echo "config: user=$user entrypoint=$(bah inspect --format '{{.OCIv1.Config.Entrypoint}}' "$ctr")"
     in_image --ro HOME=/tmp -- deployplane --version
     in_image --ro HOME=/tmp -- sh -c 'id -u; touch /probe 2>/dev/null && echo root writable || echo root read-only'
+    # The chart's emulator container: its command and arguments, HOME=/tmp, data on /data.
+    in_image --ro HOME=/tmp PYTHONDONTWRITEBYTECODE=1 -- deployplane controlplane serve \
+      --host 127.0.0.1 --port "$port" --database sqlite+aiosqlite:////data/controlplane.db \
+      --api-key smoke-key &
+    pid=$!
+    for _ in $(seq 60); do
+      curl -fsS "http://127.0.0.1:$port/healthz" 2>/dev/null && break
+      sleep 1
+    done
+    echo
+    curl -fsS "http://127.0.0.1:$port/healthz" | sed 's/^/emulator healthz: /'
+    echo
     ;;
   postgres)
     stop_signal=INT # fast shutdown, as the image's STOPSIGNAL
