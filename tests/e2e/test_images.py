@@ -62,8 +62,9 @@ def images_dir() -> Path:
     return Path(_run(sys.executable, str(TOOLS / "build.py"), "dir").strip())
 
 
-def _archive(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(index.json's manifest descriptor, the image config) of an OCI archive."""
+def _archive(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(index.json's manifest descriptors, the image config) of an OCI archive whose
+    descriptors all name the same image."""
     with tarfile.open(path) as tar:
 
         def blob(digest: str) -> Any:
@@ -73,9 +74,10 @@ def _archive(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
         index_file = tar.extractfile("index.json")
         assert index_file is not None
-        (descriptor,) = json.load(index_file)["manifests"]
-        manifest = blob(descriptor["digest"])
-        return descriptor, blob(manifest["config"]["digest"])
+        descriptors = json.load(index_file)["manifests"]
+        assert len({d["digest"] for d in descriptors}) == 1, descriptors
+        manifest = blob(descriptors[0]["digest"])
+        return descriptors, blob(manifest["config"]["digest"])
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +87,7 @@ def app_archive(images_dir: Path) -> Path:
 
 
 def test_make_image_exports_deployplane_dev_named_for_ctr_import(app_archive: Path) -> None:
-    descriptor, config = _archive(app_archive)
+    (descriptor,), config = _archive(app_archive)
     annotations = descriptor["annotations"]
     assert annotations["io.containerd.image.name"] == "docker.io/library/deployplane:dev"
     assert annotations["org.opencontainers.image.ref.name"] == "dev"
@@ -126,13 +128,19 @@ def dataplane_images(images_dir: Path) -> Path:
     return images_dir
 
 
-@pytest.mark.parametrize("image", ["POSTGRES", "REDIS"])
+@pytest.mark.parametrize("image", ["POSTGRES", "REDIS", "E2E_AGENT"])
 def test_dataplane_images_are_exported_under_their_refs(dataplane_images: Path, image: str) -> None:
     recipe = getattr(recipes, image)
-    descriptor, config = _archive(dataplane_images / recipes.archive_name(recipe.ref))
-    assert descriptor["annotations"]["io.containerd.image.name"] == recipe.ref
-    assert descriptor["annotations"][recipes.KEY_ANNOTATION] == recipes.debian_key(recipe)
-    assert config["config"]["Entrypoint"] == ["docker-entrypoint.sh"]
+    descriptors, config = _archive(dataplane_images / recipes.archive_name(recipe.ref))
+    names = [d["annotations"]["io.containerd.image.name"] for d in descriptors]
+    assert names == [recipe.ref, *recipe.also]
+    for descriptor in descriptors:
+        assert descriptor["annotations"][recipes.KEY_ANNOTATION] == recipes.debian_key(recipe)
+    if recipe.also:  # the stand-in: its command as the data plane's probes need it
+        assert config["config"]["Cmd"][-3:] == ["8000", "--directory", "/srv/agent"]
+        assert config["config"]["User"] == "65534:65534"
+    else:
+        assert config["config"]["Entrypoint"] == ["docker-entrypoint.sh"]
 
 
 def test_postgres_starts_as_the_data_plane_renders_it(dataplane_images: Path) -> None:
@@ -140,6 +148,11 @@ def test_postgres_starts_as_the_data_plane_renders_it(dataplane_images: Path) ->
     assert "accepting connections" in out  # the readiness probe's command
     assert "pgvector " in out  # CREATE EXTENSION vector worked, over TCP with the password
     assert "\n20\n" in out  # the rendered `-c max_connections=...` reached the server
+
+
+def test_the_agent_stand_in_answers_ok(dataplane_images: Path) -> None:
+    out = _run("bash", str(TOOLS / "smoke.sh"), "e2e-agent")
+    assert "GET /ok: ok" in out
 
 
 def test_redis_starts_as_the_data_plane_renders_it(dataplane_images: Path) -> None:
@@ -198,5 +211,5 @@ def test_ctr_import_names_every_archive(
         daemon.terminate()
         daemon.wait(timeout=30)
         log.close()
-    expected = {recipes.APP_REF, *(i.ref for i in recipes.DATAPLANE)}
+    expected = {recipes.APP_REF, *(r for i in recipes.DATAPLANE for r in (i.ref, *i.also))}
     assert expected <= set(listed), listed

@@ -56,8 +56,12 @@ def test_archive_names_are_stable_and_distinct() -> None:
     assert recipes.archive_name("deployplane:dev") == "deployplane-dev.tar"
     assert recipes.archive_name("localhost:5000/team/agent:2") == "agent-2.tar"
     names = [recipes.archive_name(i.ref) for i in recipes.DATAPLANE]
-    assert names == ["deployplane-postgres-17-pgvector.tar", "deployplane-redis-7.0.tar"]
-    assert len({*names, "deployplane-dev.tar"}) == 3
+    assert names == [
+        "deployplane-postgres-17-pgvector.tar",
+        "deployplane-redis-7.0.tar",
+        "deployplane-e2e-agent-1.tar",
+    ]
+    assert len({*names, "deployplane-dev.tar"}) == 4
 
 
 def test_index_annotations_name_the_image_for_ctr_import() -> None:
@@ -98,7 +102,10 @@ def test_debian_key_follows_packages_containerfile_and_files(tmp_path: Path) -> 
     (tmp_path / recipes.POSTGRES.files[0]).write_text("#!/bin/sh\nexec postgres\n")
     assert recipes.debian_key(recipes.POSTGRES, tmp_path) != key
     keys = {recipes.debian_key(i) for i in (recipes.PYTHON_BASE, *recipes.DATAPLANE)}
-    assert len(keys) == 3
+    assert len(keys) == 4
+    # the stand-in's second tag is part of its key
+    one_tag = recipes.DebianImage(**{**vars(recipes.E2E_AGENT), "also": ()})
+    assert recipes.debian_key(one_tag) != recipes.debian_key(recipes.E2E_AGENT)
 
 
 def _tree(tmp_path: Path) -> Path:

@@ -114,9 +114,10 @@ def debian_image(image: DebianImage) -> tuple[str, str]:
     return local, key
 
 
-def export(local: str, ref: str, key: str) -> Path:
+def export(local: str, ref: str, key: str, also: tuple[str, ...] = ()) -> Path:
     """Write `local` as an OCI archive named for `ref` (recipes.archive_name), with the
-    annotations `ctr images import` names it by and the key it was built from."""
+    annotations `ctr images import` names it by and the key it was built from; each of
+    `also` is one more descriptor of the same manifest under that name."""
     IMAGES.mkdir(parents=True, exist_ok=True)
     out = IMAGES / recipes.archive_name(ref)
     with tempfile.TemporaryDirectory(dir=WORK) as tmp:
@@ -124,7 +125,10 @@ def export(local: str, ref: str, key: str) -> Path:
         buildah("push", "--quiet", local, f"oci:{layout}")
         index = json.loads((layout / "index.json").read_text())
         (manifest,) = index["manifests"]
-        manifest["annotations"] = recipes.index_annotations(ref, key)
+        index["manifests"] = [
+            {**manifest, "annotations": recipes.index_annotations(name, key)}
+            for name in (ref, *also)
+        ]
         (layout / "index.json").write_text(json.dumps(index))
         part = Path(tmp) / "archive.tar"
         with tarfile.open(part, "w") as tar:  # index.json first: archive_key reads it fast
@@ -171,7 +175,7 @@ def build_dataplane() -> list[Path]:
             log(f"{out} is up to date (cache hit)")
         else:
             local, _ = debian_image(image)
-            export(local, image.ref, key)
+            export(local, image.ref, key, image.also)
             size = out.stat().st_size >> 20
             log(f"{out} ({image.ref}): built in {time.monotonic() - started:.0f} s, {size} MiB")
         outs.append(out)

@@ -68,6 +68,7 @@ class DebianImage:
     files: tuple[str, ...] = ()
     hooks: tuple[str, ...] = ()  # mmdebstrap --customize-hook commands
     release: str = RELEASE
+    also: tuple[str, ...] = ()  # more refs for the same image, in the same archive
     export: bool = True  # written to the images directory (the base is not)
 
 
@@ -126,7 +127,24 @@ CMD ["redis-server"]
 """,
 )
 
-DATAPLANE = (POSTGRES, REDIS)
+# A stand-in for the agent server, for the data plane's end-to-end tests on a real node
+# only (issue 37 brings the real one): what the rendered pods need of it is GET /ok on
+# port 8000 (their probes). Tagged :1 and :2, so that a test can roll an update out
+# (DEPLOYPLANE_E2E_AGENT_IMAGE=docker.io/library/deployplane-e2e-agent, docs/kind.md).
+E2E_AGENT = DebianImage(
+    ref="docker.io/library/deployplane-e2e-agent:1",
+    also=("docker.io/library/deployplane-e2e-agent:2",),
+    packages=("python3",),
+    containerfile="""\
+RUN mkdir -p /srv/agent && echo ok >/srv/agent/ok
+USER 65534:65534
+EXPOSE 8000
+CMD ["python3", "-m", "http.server", "8000", "--directory", "/srv/agent"]
+""",
+)
+
+# What the data plane's pods run on a real node.
+DATAPLANE = (POSTGRES, REDIS, E2E_AGENT)
 APP_REF = "docker.io/library/deployplane:dev"
 
 
@@ -200,6 +218,8 @@ def debian_key(image: DebianImage, files_dir: Path = HERE) -> str:
         "containerfile": image.containerfile,
         "ref": image.ref,
     }
+    if image.also:  # (only when set: the other images keep their keys)
+        recipe["also"] = image.also
     parts = [("recipe", json.dumps(recipe, sort_keys=True).encode())]
     parts += [(f"file:{f}", (files_dir / f).read_bytes()) for f in sorted(image.files)]
     return _digest(parts)

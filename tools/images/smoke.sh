@@ -10,6 +10,8 @@
 #                                    password login over TCP; CREATE EXTENSION vector
 #   tools/images/smoke.sh redis      the entrypoint with the renderer's --maxmemory args;
 #                                    PING and CONFIG GET maxmemory over TCP
+#   tools/images/smoke.sh e2e-agent  the agent-server stand-in's command as its user on a
+#                                    read-only root (on a free port): GET /ok
 #
 # Each image is taken from its archive in the images directory (what a node imports),
 # unpacked by buildah into a throwaway container, and run by chroot inside a private
@@ -22,15 +24,17 @@ images=$(python3 build.py dir)
 work=$(dirname "$images")/image-build
 bah() { buildah --root "$work/storage" --runroot "$work/run" "$@"; }
 
-what=${1:?usage: smoke.sh app|postgres|redis}
+what=${1:?usage: smoke.sh app|postgres|redis|e2e-agent}
 case $what in
-  app) archive=deployplane-dev.tar ;;
-  postgres) archive=deployplane-postgres-17-pgvector.tar ;;
-  redis) archive=deployplane-redis-7.0.tar ;;
-  *) echo "usage: smoke.sh app|postgres|redis" >&2; exit 2 ;;
+  app) archive=deployplane-dev.tar tag=dev ;;
+  postgres) archive=deployplane-postgres-17-pgvector.tar tag=17-pgvector ;;
+  redis) archive=deployplane-redis-7.0.tar tag=7.0 ;;
+  e2e-agent) archive=deployplane-e2e-agent-1.tar tag=1 ;;
+  *) echo "usage: smoke.sh app|postgres|redis|e2e-agent" >&2; exit 2 ;;
 esac
 
-ctr=$(bah from --quiet "oci-archive:$images/$archive")
+# the image is chosen by its OCI ref.name (its tag): an archive may hold several
+ctr=$(bah from --quiet "oci-archive:$images/$archive:$tag")
 pid=""
 # The server is the child of the background job (unshare, chroot, env, the entrypoint
 # and setpriv all exec): signal it, by pid, with its own stop signal and let the job reap
@@ -122,5 +126,15 @@ case $what in
     in_image -- redis-cli -p "$port" ping
     in_image -- redis-cli -p "$port" config get maxmemory
     in_image -- redis-cli -p "$port" config get protected-mode
+    ;;
+  e2e-agent)
+    echo "config: user=$user cmd=$(bah inspect --format '{{.OCIv1.Config.Cmd}}' "$ctr")"
+    in_image --ro -- python3 -m http.server "$port" --bind 127.0.0.1 --directory /srv/agent &
+    pid=$!
+    for _ in $(seq 30); do
+      curl -fsS "http://127.0.0.1:$port/ok" >/dev/null 2>&1 && break
+      sleep 1
+    done
+    curl -fsS "http://127.0.0.1:$port/ok" | sed 's/^/GET \/ok: /'
     ;;
 esac
