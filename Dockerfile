@@ -11,8 +11,12 @@
 # filesystem (the chart mounts an emptyDir at /tmp).
 
 ARG PYTHON_VERSION=3.11
+# The base of both stages. The official image by default; any base with `python` and
+# `pip` on PATH, apt-get, groupadd and useradd will do: `make image` passes one made
+# from Debian packages (tools/images/), as no registry is reachable where it runs.
+ARG BASE_IMAGE=python:${PYTHON_VERSION}-slim
 
-FROM python:${PYTHON_VERSION}-slim AS builder
+FROM ${BASE_IMAGE} AS builder
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN apt-get update \
  && apt-get install -y --no-install-recommends build-essential \
@@ -25,7 +29,7 @@ COPY operator ./operator
 RUN pip wheel --no-deps --wheel-dir /wheels . \
  && pip wheel --wheel-dir /wheels /wheels/deployplane-*.whl
 
-FROM python:${PYTHON_VERSION}-slim AS runtime
+FROM ${BASE_IMAGE} AS runtime
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \

@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: help venv tools postgres docs-cli lint unit e2e e2e-existing test demo demo-down bench clean
+.PHONY: help venv tools postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk '!seen[$$0]++'
@@ -24,6 +24,15 @@ tools: ## build kube-apiserver, -controller-manager, -scheduler, kubectl, etcd, 
 
 postgres: ## PostgreSQL server binaries for the emulator's tests (apt-get when missing)
 	@bash tools/postgres.sh ensure
+
+# Images without a container engine (tools/images/): buildah builds the Dockerfile on a
+# base made from Debian packages by mmdebstrap (both installed by apt-get when missing);
+# OCI archives in ~/.cache/deployplane/images, cached by content.
+image: ## build the Dockerfile as deployplane:dev without a Docker engine (buildah; cached by content): ~/.cache/deployplane/images/deployplane-dev.tar
+	@$(PYTHON) tools/images/build.py app
+
+images: ## make image, plus the data plane's PostgreSQL (pgvector) and Redis images from Debian packages
+	@$(PYTHON) tools/images/build.py all
 
 docs-cli: venv ## regenerate docs/cli.md's command reference from the commands' --help (a unit test fails when it drifts)
 	@$(PY) -m deployplane.docgen

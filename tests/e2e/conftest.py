@@ -33,8 +33,8 @@ also installs the chart in a namespace of its own (`helm_release`), labels every
 namespace with this run's id, deletes whatever of them is left at the end and fails the
 session if any of them (or a CRD it created) is still there after a bounded wait. What
 such a cluster cannot do is skipped with a one-line reason naming what it lacks: the
-modules that test the dev cluster itself (DEV_CLUSTER_ONLY), audit-log request counts,
-nodes that accept pods, kwok nodes, an image real nodes can run.
+modules that test the dev cluster itself or no cluster at all (DEV_CLUSTER_ONLY),
+audit-log request counts, nodes that accept pods, kwok nodes, an image real nodes can run.
 """
 
 from __future__ import annotations
@@ -73,6 +73,8 @@ ENV_INSTALL = "DEPLOYPLANE_E2E_INSTALL"
 DEV_CLUSTER_ONLY = {
     "test_devcluster.py": "tests the dev cluster itself (start, stop, audit log, CLI)",
     "test_demo.py": "`deployplane demo up` starts its own dev cluster",
+    # needs no cluster at all: once per `make test` is enough (the dev-cluster run)
+    "test_images.py": "builds this machine's images (tools/images/), no cluster involved",
 }
 
 

@@ -243,6 +243,7 @@ def test_agent_settings_reach_the_agent_environment() -> None:
     assert env["DEPLOYPLANE_GATEWAY_SECTION"] == "https"
     assert env["DEPLOYPLANE_NETWORK_POLICY"] == "false"
     assert env["DEPLOYPLANE_POSTGRES_IMAGE"] == "pgvector/pgvector:pg16"
+    assert env["DEPLOYPLANE_REDIS_IMAGE"] == "redis:7.4-alpine"
     # What the chart writes is what the agent reads.
     from deployplane.dataplane.render.settings import from_env
 

@@ -69,6 +69,14 @@ def test_postgres_is_pgvector_by_default_and_the_image_is_a_setting() -> None:
     assert container["args"] == ["-c", "max_connections=50"]
 
 
+def test_redis_is_the_official_image_by_default_and_the_image_is_a_setting() -> None:
+    redis = find(rendered_with(), "Deployment", f"{BASE}-redis")
+    assert redis["spec"]["template"]["spec"]["containers"][0]["image"] == "redis:7.4-alpine"
+    local = "docker.io/library/deployplane-redis:7.0"  # tools/images/ builds it
+    other = find(rendered_with(redis_image=local), "Deployment", f"{BASE}-redis")
+    assert other["spec"]["template"]["spec"]["containers"][0]["image"] == local
+
+
 # --------------------------------------------------------------------------- autoscaling
 
 
@@ -260,6 +268,7 @@ def test_settings_from_the_environment() -> None:
             "DEPLOYPLANE_GATEWAY": "infra/public",
             "DEPLOYPLANE_NETWORK_POLICY": "false",
             "DEPLOYPLANE_POSTGRES_IMAGE": "pg:x",
+            "DEPLOYPLANE_REDIS_IMAGE": "redis:x",
         }
     )
     assert settings.autoscaler is Autoscaler.KEDA
@@ -268,6 +277,7 @@ def test_settings_from_the_environment() -> None:
     assert (settings.gateway_namespace, settings.gateway_name) == ("infra", "public")
     assert settings.network_policy is False
     assert settings.postgres_image == "pg:x"
+    assert settings.redis_image == "redis:x"
     assert from_env({}) == DataPlaneSettings()
 
 

@@ -4,7 +4,7 @@ Which listener: `--listener-id` (DEPLOYPLANE_LISTENER_ID) or `--listener NAME`
 (DEPLOYPLANE_LISTENER_NAME) of a Listener resource whose status has the id, in
 `--namespace` (DEPLOYPLANE_LISTENER_NAMESPACE, default `default`). Configured like the
 operator (the control plane's URL, API key, tenant; the poll and resync intervals) and
-by what it renders (PostgreSQL's image, the autoscaler, routing, the NetworkPolicy):
+by what it renders (PostgreSQL's and Redis's images, the autoscaler, routing, the NetworkPolicy):
 each an option and its DEPLOYPLANE_* variable (`deployplane.dataplane.options`), so
 `--help` documents them all.
 """
@@ -65,6 +65,7 @@ def run(
     poll_interval: options.PollInterval = None,
     resync_interval: options.ResyncInterval = None,
     postgres_image: options.PostgresImage = None,
+    redis_image: options.RedisImage = None,
     autoscaler: options.Autoscaler = None,
     keda_runs_per_worker: options.KedaRunsPerWorker = None,
     keda_namespace: options.KedaNamespace = None,

@@ -68,6 +68,10 @@ PostgresImage = Annotated[
     str | None,
     _setting("postgres_image", "IMAGE", "PostgreSQL's image. Default: pgvector/pgvector:pg16."),
 ]
+RedisImage = Annotated[
+    str | None,
+    _setting("redis_image", "IMAGE", "Redis's image. Default: redis:7.4-alpine."),
+]
 Autoscaler = Annotated[
     str | None,
     _setting(
@@ -157,6 +161,7 @@ SETTINGS: Final = (
     "poll_interval",
     "resync_interval",
     "postgres_image",
+    "redis_image",
     "autoscaler",
     "keda_runs_per_worker",
     "keda_namespace",

@@ -16,7 +16,6 @@ from deployplane.dataplane.render.secrets import secret_env
 from deployplane.dataplane.render.service import service
 from deployplane.dataplane.render.workload import REVISION_HISTORY_LIMIT
 
-REDIS_IMAGE = "redis:7.4-alpine"
 DEFAULT_DB_STORAGE_GI = 1
 REDIS_MAXMEMORY_BYTES_PER_MB = 900_000  # 90 % of a megabyte
 
@@ -26,7 +25,8 @@ def redis(ctx: Context) -> list[Obj]:
     memory = number(spec.redis_memory_mb, "redis_memory_mb")
     container: Obj = {
         "name": REDIS,
-        "image": REDIS_IMAGE,
+        # redis:7.4-alpine by default; a setting of the agent (DEPLOYPLANE_REDIS_IMAGE).
+        "image": ctx.settings.redis_image,
         "ports": [{"name": "tcp", "containerPort": REDIS_PORT, "protocol": "TCP"}],
     }
     container_resources = resources(spec, "redis_")

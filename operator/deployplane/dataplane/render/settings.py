@@ -1,5 +1,5 @@
 """The agent's settings that shape what it renders for every deployment of its listener:
-the PostgreSQL image, the queue's autoscaler, routing, the NetworkPolicy.
+the PostgreSQL and Redis images, the queue's autoscaler, routing, the NetworkPolicy.
 
 One frozen value, passed to `render`: the renderer stays a pure function of its input.
 `from_env` reads them from the agent's environment (the chart's `listenerAgent`
@@ -17,6 +17,7 @@ from typing import TypeVar
 __all__ = ["Autoscaler", "DataPlaneSettings", "Routing", "SettingsError", "from_env"]
 
 DEFAULT_POSTGRES_IMAGE = "pgvector/pgvector:pg16"
+DEFAULT_REDIS_IMAGE = "redis:7.4-alpine"
 # The vendor's queue runs N_JOBS_PER_WORKER runs at once (10 by default): KEDA adds a
 # worker per that many pending or running runs.
 DEFAULT_RUNS_PER_WORKER = 10
@@ -48,6 +49,7 @@ class DataPlaneSettings:
     """
 
     postgres_image: str = DEFAULT_POSTGRES_IMAGE
+    redis_image: str = DEFAULT_REDIS_IMAGE
     autoscaler: Autoscaler = Autoscaler.HPA
     runs_per_worker: int = DEFAULT_RUNS_PER_WORKER
     keda_namespace: str = "keda"
@@ -141,6 +143,7 @@ def from_env(env: Mapping[str, str]) -> DataPlaneSettings:
     gateway_namespace, _, gateway_name = gateway.rpartition("/")
     return DataPlaneSettings(
         postgres_image=env.get("DEPLOYPLANE_POSTGRES_IMAGE", "").strip() or DEFAULT_POSTGRES_IMAGE,
+        redis_image=env.get("DEPLOYPLANE_REDIS_IMAGE", "").strip() or DEFAULT_REDIS_IMAGE,
         autoscaler=_choice(env, "DEPLOYPLANE_AUTOSCALER", Autoscaler, Autoscaler.HPA),
         runs_per_worker=_int(env, "DEPLOYPLANE_KEDA_RUNS_PER_WORKER", DEFAULT_RUNS_PER_WORKER),
         keda_namespace=env.get("DEPLOYPLANE_KEDA_NAMESPACE", "").strip() or "keda",
