@@ -25,6 +25,7 @@ from deployplane.devcluster.pki import (
     write_pki,
 )
 from deployplane.devcluster.processes import ServerProcess
+from deployplane.devcluster.realnode import node as real_node
 from deployplane.devcluster.settings import ClusterSettings
 from deployplane.devcluster.tools import Tools
 
@@ -47,6 +48,8 @@ def check_tools(tools: Tools, settings: ClusterSettings) -> None:
         )
     if not settings.controller_manager:
         raise DevClusterError("workloads=True needs the controller-manager")
+    if settings.real_node:
+        real_node.check(tools.bin_dir)
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,10 @@ class Launch:
             self._controller_manager(tools.kube_controller_manager, pki)
         if self.settings.workloads:
             self._workloads(pki)
+        if self.settings.real_node:
+            real_node.NodeStart(
+                d, tools.bin_dir, pki, self.ports.apiserver, self.settings.detached, self.procs
+            ).run()
 
     def _controller_manager(self, binary: Path, pki: PkiFiles) -> None:
         kubeconfig = self._kubeconfig(
@@ -90,6 +97,8 @@ class Launch:
         controllers: tuple[str, ...] = cmd.CONTROLLERS
         if self.settings.workloads:
             controllers += workload_parts.WORKLOAD_CONTROLLERS
+        if self.settings.real_node:
+            controllers += workload_parts.REAL_NODE_CONTROLLERS
         # It retries until the apiserver answers, so it can start right away.
         argv = cmd.controller_manager_argv(binary, kubeconfig, controllers, pki.ca_cert)
         self._spawn("kube-controller-manager", argv)

@@ -16,3 +16,6 @@ class ClusterSettings:
     audit_log: bool = False
     detached: bool = False
     ready_timeout: float = 60.0
+    # One real node (kubelet, containerd, kube-proxy in a sandbox: realnode/) beside the
+    # kwok nodes; implies workloads.
+    real_node: bool = False

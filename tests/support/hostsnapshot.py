@@ -1,0 +1,70 @@
+"""What the real node must leave as it found it: the host's network and mounts.
+
+`snapshot()` records the host's links, addresses, routes and rules, iptables (nft and
+legacy, every table, rules only: no counters), `ip_forward`, the mount table and the
+named network namespaces; two snapshots compare equal when nothing changed.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+# The `-save` tools dump only the tables that exist (`iptables -t x -S` would create a
+# legacy table just by looking); comments (dates, warnings) and counters are dropped.
+_SAVE = ("iptables-nft-save", "iptables-legacy-save", "ip6tables-nft-save", "ip6tables-legacy-save")
+
+
+def _out(*argv: str) -> str:
+    if shutil.which(argv[0]) is None:
+        return f"<{argv[0]} not installed>"
+    done = subprocess.run(list(argv), capture_output=True, text=True, check=False)
+    return done.stdout + done.stderr
+
+
+def _links() -> str:
+    # Without statistics or per-link counters; `ip -o link` lines are stable.
+    return re.sub(r"\s+link/\S+ \S+ brd \S+", "", _out("ip", "-o", "link", "show"))
+
+
+def _mounts() -> list[str]:
+    with open("/proc/self/mountinfo") as f:
+        # Mount point, options, type and source: not the ids, which a remount changes.
+        rows = []
+        for line in f:
+            left, _, right = line.partition(" - ")
+            fields = left.split()
+            rows.append(" ".join([fields[4], fields[5], *right.split()[:2]]))
+    return sorted(rows)
+
+
+def snapshot() -> dict[str, object]:
+    state: dict[str, object] = {
+        "links": _links(),
+        "addresses": _out("ip", "-o", "addr", "show"),
+        "routes": _out("ip", "route", "show", "table", "all"),
+        "rules": _out("ip", "rule", "show"),
+        "netns": _out("ip", "netns", "list"),
+        "mounts": _mounts(),
+    }
+    for path in (
+        "/proc/sys/net/ipv4/ip_forward",
+        "/proc/sys/vm/overcommit_memory",
+        "/proc/sys/kernel/panic",
+        "/proc/sys/kernel/panic_on_oops",
+    ):
+        with open(path) as f:
+            state[path] = f.read()
+    for save in _SAVE:
+        lines = _out(save).splitlines()
+        state[save] = [re.sub(r"\[\d+:\d+\]", "", x) for x in lines if not x.startswith("#")]
+    return state
+
+
+def diff(before: dict[str, object], after: dict[str, object]) -> dict[str, tuple[object, object]]:
+    return {
+        k: (before.get(k), after.get(k))
+        for k in before.keys() | after.keys()
+        if before.get(k) != after.get(k)
+    }
