@@ -203,7 +203,7 @@ build_node() {
   # containerd, its runc shim and ctr from their Go module (CGO_ENABLED=0, as upstream's
   # static release), and the pause binary compiled from kubernetes' own
   # build/pause/linux/pause.c. runc and the CNI plugins come from Debian
-  # (tools/node.sh). Each has its stamp: a warm run does nothing.
+  # (tools/node.sh); CoreDNS for cluster DNS from tools/k8s/coredns. Each has its stamp.
   local want="v$K8S_VERSION"
   if ! { have kubelet "$want" && have kube-proxy "$want"; }; then
     local mod="$work/node-$K8S_VERSION"
@@ -239,6 +239,22 @@ build_node() {
     strip "$bin/pause"
     stamp pause "$pause_want"
   fi
+  build_coredns
+}
+
+build_coredns() {
+  # Cluster DNS for the real node: tools/k8s/coredns/main.go, CoreDNS with only the
+  # plugins the node's Corefile uses; the stamp carries the source's hash.
+  local want
+  want="v$COREDNS_VERSION-$(sha1sum "$here/coredns/main.go" | cut -c1-12)"
+  if have coredns "$want"; then log "coredns $want: cached"; return; fi
+  local mod="$work/coredns-$COREDNS_VERSION"
+  rm -rf "$mod"; mkdir -p "$mod"; cp "$here/coredns/main.go" "$mod/"
+  (cd "$mod" && go mod init deployplane.local/coredns >/dev/null 2>&1 \
+    && go get "github.com/coredns/coredns@v$COREDNS_VERSION" && go mod tidy)
+  log "building coredns v$COREDNS_VERSION"
+  (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/coredns" .)
+  stamp coredns "$want"
 }
 
 build_kwok() {

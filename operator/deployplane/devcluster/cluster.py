@@ -220,7 +220,7 @@ class DevCluster:
             self._wait_nodes(deadline)
         if self.settings.real_node:
             with self.admin() as api:
-                real_node.publish_apiserver(api)
+                real_node.publish_services(api, real_node.has_dns(self.tools.bin_dir))
                 real_node.wait_ready(api, deadline, self._check_alive, self.state_dir / "logs")
 
     def _check_alive(self) -> None:

@@ -33,6 +33,9 @@ NODE_USER = f"system:node:{REAL_NODE_NAME}"
 NODES_GROUP = "system:nodes"
 KUBE_PROXY_USER = "system:kube-proxy"
 KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
+# The node's CoreDNS reads Services, EndpointSlices, Namespaces and Pods: a cluster
+# admin here, like kwok (a dev cluster on 127.0.0.1, not a security boundary).
+COREDNS_USER = "deployplane-coredns"
 # The admin, controller-manager and kwok identities are cluster admins: the
 # controller-manager runs controllers that touch every kind, and kwok plays every
 # kubelet and a volume provisioner. The scheduler is exactly `system:kube-scheduler`,
@@ -87,6 +90,8 @@ class PkiFiles:
     kubelet_client_key: Path
     kubelet_serving_cert: Path
     kubelet_serving_key: Path
+    coredns_cert: Path
+    coredns_key: Path
 
 
 def _new_key() -> ec.EllipticCurvePrivateKey:
@@ -193,6 +198,7 @@ def write_pki(directory: Path) -> PkiFiles:
     node = ca.issue(NODE_USER, [NODES_GROUP])
     kube_proxy = ca.issue(KUBE_PROXY_USER)
     kubelet_client = ca.issue(KUBELET_CLIENT_USER)
+    coredns = ca.issue(COREDNS_USER, [MASTERS_GROUP])
     kubelet_serving = ca.issue(
         NODE_USER, [NODES_GROUP], dns_names=(REAL_NODE_NAME,), ip_addresses=(REAL_NODE_IP,)
     )
@@ -212,6 +218,7 @@ def write_pki(directory: Path) -> PkiFiles:
         (files.kube_proxy_cert, files.kube_proxy_key, kube_proxy),
         (files.kubelet_client_cert, files.kubelet_client_key, kubelet_client),
         (files.kubelet_serving_cert, files.kubelet_serving_key, kubelet_serving),
+        (files.coredns_cert, files.coredns_key, coredns),
     ):
         _write(cert, pem.cert, secret=False)
         _write(key, pem.key, secret=True)
@@ -242,4 +249,5 @@ def pki_files(directory: Path) -> PkiFiles:
         *pair("kube-proxy"),
         *pair("apiserver-kubelet-client"),
         *pair("kubelet"),
+        *pair("coredns"),
     )

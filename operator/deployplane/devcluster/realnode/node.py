@@ -16,22 +16,25 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client
 
 from deployplane.devcluster import processes
 from deployplane.devcluster.errors import DevClusterError
 from deployplane.devcluster.kubeconfig import write_kubeconfig
-from deployplane.devcluster.pki import KUBE_PROXY_USER, NODE_USER, PkiFiles
+from deployplane.devcluster.pki import COREDNS_USER, KUBE_PROXY_USER, NODE_USER, PkiFiles
 from deployplane.devcluster.processes import ServerProcess
-from deployplane.devcluster.realnode import cgroups, configs, images, layout, sandbox
+from deployplane.devcluster.realnode import cgroups, configs, dns, images, layout, sandbox
 from deployplane.devcluster.realnode.layout import NodePaths
 
 BINARIES = ("kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "pause")
+# Optional: without it the node has no cluster DNS (pods find Services by IP only).
+COREDNS = "coredns"
 HOLDER = images.HOLDER
 # Stopped in this order before the cgroup sweep: kubelet first (it would restart what
 # is killed), containerd after kube-proxy, the forwarder and the holder last.
-STOP_ORDER = ("kubelet", "kube-proxy", "containerd", "apiserver-forwarder", HOLDER)
+STOP_ORDER = ("kubelet", "kube-proxy", "coredns", "containerd", "apiserver-forwarder", HOLDER)
 NODE_PROCESSES = frozenset(STOP_ORDER)
 
 
@@ -68,6 +71,10 @@ def check(bin_dir: Path) -> None:
         )
 
 
+def has_dns(bin_dir: Path) -> bool:
+    return os.access(bin_dir / COREDNS, os.X_OK)
+
+
 @dataclass(frozen=True)
 class NodeStart:
     """One start of the node for the cluster in `state_dir` whose apiserver is on `port`."""
@@ -78,11 +85,14 @@ class NodeStart:
     apiserver_port: int
     detached: bool
     procs: list[ServerProcess]
-    dns: bool = False
 
     @property
     def paths(self) -> NodePaths:
         return NodePaths(self.state_dir / "node")
+
+    @property
+    def dns(self) -> bool:
+        return has_dns(self.bin_dir)
 
     def run(self) -> None:
         b, paths = NodeBinaries(self.bin_dir), self.paths
@@ -135,6 +145,9 @@ class NodeStart:
         )
         p.kube_proxy_config.write_text(configs.kube_proxy_config(proxy))
         self._kubeconfig("kubelet", NODE_USER, pki.node_cert, pki.node_key)
+        if self.dns:
+            coredns = self._kubeconfig("coredns", COREDNS_USER, pki.coredns_cert, pki.coredns_key)
+            (p.etc / "Corefile").write_text(dns.corefile(coredns))
 
     def _kubelet_argv(self, b: NodeBinaries) -> list[str]:
         return [
@@ -221,26 +234,23 @@ def stop(procs: Sequence[ServerProcess], grace: float = processes.DEFAULT_GRACE)
     return sandbox.teardown()
 
 
-def publish_apiserver(api: client.ApiClient) -> None:
-    """The `kubernetes` Service's endpoint: the forwarder on the node (the apiserver runs
-    with `--endpoint-reconciler-type=none`, as its own address is loopback)."""
-    body = {
-        "apiVersion": "discovery.k8s.io/v1",
-        "kind": "EndpointSlice",
-        "metadata": {
-            "name": "kubernetes-deployplane-node",
-            "namespace": "default",
-            "labels": {
-                "kubernetes.io/service-name": "kubernetes",
-                "endpointslice.kubernetes.io/managed-by": "deployplane-dev-cluster",
-            },
-        },
-        "addressType": "IPv4",
-        "endpoints": [{"addresses": [layout.NODE_IP], "conditions": {"ready": True}}],
-        "ports": [{"name": "https", "port": layout.APISERVER_PORT, "protocol": "TCP"}],
-    }
+def publish_services(api: client.ApiClient, with_dns: bool) -> None:
+    """The `kubernetes` Service's endpoint on the node, and cluster DNS's Service."""
+    discovery = client.DiscoveryV1Api(api)
+    slices = [dns.apiserver_endpoint_slice()]
+    if with_dns:
+        service = dns.service_manifest()
+        _created(client.CoreV1Api(api).create_namespaced_service, dns.DNS_NAMESPACE, service)
+        slices.append(dns.dns_endpoint_slice())
+    for body in slices:
+        _created(discovery.create_namespaced_endpoint_slice, body["metadata"]["namespace"], body)
+
+
+def _created(
+    create: Callable[[str, dict[str, Any]], object], ns: str, body: dict[str, Any]
+) -> None:
     try:
-        client.DiscoveryV1Api(api).create_namespaced_endpoint_slice("default", body)
+        create(ns, body)
     except client.ApiException as e:
         if e.status != 409:
             raise
