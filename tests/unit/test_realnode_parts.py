@@ -8,13 +8,16 @@ import tarfile
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from deployplane.devcluster.commandlines import Ports, apiserver_argv
+from deployplane.devcluster.errors import DevClusterError
 from deployplane.devcluster.pki import pki_files, write_pki
-from deployplane.devcluster.realnode import configs, layout, ociarchive, script
+from deployplane.devcluster.realnode import configs, dns, layout, ociarchive, script
+from deployplane.devcluster.realnode import node as real_node
 from deployplane.devcluster.realnode.layout import NodePaths
 
 
@@ -140,3 +143,22 @@ def test_node_identities_and_apiserver_kubelet_flags(tmp_path: Path) -> None:
     argv = apiserver_argv(tmp_path / "kas", Ports(1, 2, 3), files, tmp_path / "pki", None)
     assert f"--kubelet-client-certificate={files.kubelet_client_cert}" in argv
     assert "--kubelet-preferred-address-types=InternalIP,Hostname" in argv
+
+
+def test_real_node_refused_without_its_binaries(tmp_path: Path) -> None:
+    with pytest.raises(DevClusterError, match="make node-tools"):
+        real_node.check(tmp_path)
+
+
+def test_cluster_dns_serves_cluster_local_on_the_node(tmp_path: Path) -> None:
+    corefile = dns.corefile(tmp_path / "coredns.kubeconfig")
+    assert f"bind {layout.NODE_IP}" in corefile
+    assert f"kubeconfig {tmp_path / 'coredns.kubeconfig'} deployplane-dev" in corefile
+    assert "rcode NXDOMAIN" in corefile  # nothing is forwarded off the node
+    service = dns.service_manifest()
+    assert service["spec"]["clusterIP"] == layout.CLUSTER_DNS_IP
+    assert "selector" not in service["spec"]
+    endpoints = dns.dns_endpoint_slice()
+    assert endpoints["metadata"]["labels"]["kubernetes.io/service-name"] == "kube-dns"
+    assert endpoints["endpoints"][0]["addresses"] == [layout.NODE_IP]
+    assert dns.apiserver_endpoint_slice()["ports"][0]["port"] == layout.APISERVER_PORT
