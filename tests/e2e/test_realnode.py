@@ -33,7 +33,19 @@ from deployplane.devcluster.realnode import node as real_node
 ENV = "DEPLOYPLANE_E2E_REAL_NODE"
 TEST_IMAGE = "localhost/deployplane-test/busybox:1"
 BUSYBOX = Path("/bin/busybox")
-APPLETS = ("sh", "echo", "sleep", "cat", "wget", "nc", "httpd", "hostname", "ls", "nslookup")
+APPLETS = (
+    "sh",
+    "echo",
+    "sleep",
+    "cat",
+    "wget",
+    "nc",
+    "httpd",
+    "hostname",
+    "ls",
+    "nslookup",
+    "mkdir",
+)
 
 
 def _skip_reason() -> str | None:
@@ -46,6 +58,8 @@ def _skip_reason() -> str | None:
     except RuntimeError as e:
         return str(e)
     missing = real_node.NodeBinaries(bin_dir).missing()
+    if not real_node.has_dns(bin_dir):
+        missing.append(real_node.COREDNS)
     if missing or not BUSYBOX.exists():
         return f"missing {missing or BUSYBOX}: run `make node-tools`"
     return None
@@ -185,11 +199,17 @@ def test_pod_runs_and_logs_show_its_output(node: RealNode, ns: str) -> None:
 def test_exec_and_port_forward(node: RealNode, ns: str) -> None:
     node.apply(
         pod_manifest(
-            "web", ns, ["sh", "-c", "echo served > /tmp/index.html && httpd -f -p 8080 -h /tmp"]
+            "web",
+            ns,
+            [
+                "sh",
+                "-c",
+                "mkdir -p /www && echo served > /www/index.html && httpd -f -p 8080 -h /www",
+            ],
         )
     )
     node.wait_pod("web", ns, _running_ready)
-    assert node.kubectl("exec", "-n", ns, "web", "--", "cat", "/tmp/index.html").strip() == "served"
+    assert node.kubectl("exec", "-n", ns, "web", "--", "cat", "/www/index.html").strip() == "served"
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -219,14 +239,9 @@ def test_exec_and_port_forward(node: RealNode, ns: str) -> None:
         forward.wait(10)
 
 
-def test_cluster_ip_service_from_another_pod(node: RealNode, ns: str) -> None:
-    node.apply(
-        pod_manifest(
-            "backend",
-            ns,
-            ["sh", "-c", "echo backend-ok > /tmp/index.html && httpd -f -p 8080 -h /tmp"],
-        )
-    )
+def test_cluster_ip_service_by_dns_name_from_another_pod(node: RealNode, ns: str) -> None:
+    serve = "mkdir -p /www && echo backend-ok > /www/index.html && httpd -f -p 8080 -h /www"
+    node.apply(pod_manifest("backend", ns, ["sh", "-c", serve]))
     node.apply(
         {
             "apiVersion": "v1",
@@ -236,21 +251,9 @@ def test_cluster_ip_service_from_another_pod(node: RealNode, ns: str) -> None:
         }
     )
     node.wait_pod("backend", ns, _running_ready)
-    ip = node.core.read_namespaced_service("backend", ns).spec.cluster_ip
-    node.apply(
-        pod_manifest(
-            "client",
-            ns,
-            [
-                "sh",
-                "-c",
-                f"for i in 1 2 3 4 5 6 7 8 9 10; do "
-                f"wget -q -T 2 -O - http://{ip}/ && exit 0; "
-                "sleep 1; done; exit 1",
-            ],
-            restartPolicy="Never",
-        )
-    )
+    # `backend` through the pod's search path: CoreDNS, then kube-proxy's ClusterIP rules.
+    fetch = "for i in $(seq 20); do wget -q -O - http://backend/ && exit 0; sleep 1; done; exit 1"
+    node.apply(pod_manifest("client", ns, ["sh", "-c", fetch], restartPolicy="Never"))
     pod = node.wait_pod("client", ns, lambda p: p.status.phase in ("Succeeded", "Failed"))
     assert pod.status.phase == "Succeeded", node.kubectl("logs", "-n", ns, "client", check=False)
     assert "backend-ok" in node.kubectl("logs", "-n", ns, "client")

@@ -36,11 +36,10 @@ def check_tools(tools: Tools, settings: ClusterSettings) -> None:
         raise DevClusterError(f"kube-controller-manager is missing from {tools.bin_dir}")
     if not settings.workloads:
         return
-    missing = [
-        name
-        for name, path in (("kube-scheduler", tools.kube_scheduler), ("kwok", tools.kwok))
-        if path is None
-    ]
+    needed = [("kube-scheduler", tools.kube_scheduler)]
+    if settings.kwok:
+        needed.append(("kwok", tools.kwok))
+    missing = [name for name, path in needed if path is None]
     if missing:
         raise DevClusterError(
             f"workloads=True needs {' and '.join(missing)} in {tools.bin_dir}; "
@@ -106,12 +105,16 @@ class Launch:
     def _workloads(self, pki: PkiFiles) -> None:
         """kube-scheduler and kwok, each with its own identity; both wait for the apiserver."""
         scheduler, kwok = self.tools.kube_scheduler, self.tools.kwok
-        if scheduler is None or kwok is None:
-            raise DevClusterError("kube-scheduler or kwok vanished since the check")
+        if scheduler is None:
+            raise DevClusterError("kube-scheduler vanished since the check")
         scheduler_config = self._kubeconfig(
             "scheduler", SCHEDULER_USER, pki.scheduler_cert, pki.scheduler_key
         )
         self._spawn("kube-scheduler", workload_parts.scheduler_argv(scheduler, scheduler_config))
+        if not self.settings.kwok:
+            return
+        if kwok is None:
+            raise DevClusterError("kwok vanished since the check")
         kwok_config = self._kubeconfig("kwok", KWOK_USER, pki.kwok_cert, pki.kwok_key)
         kwok_dir = self.state_dir / "kwok"
         stages = workload_parts.write_kwok_config(kwok_dir)

@@ -19,3 +19,8 @@ class ClusterSettings:
     # One real node (kubelet, containerd, kube-proxy in a sandbox: realnode/) beside the
     # kwok nodes; implies workloads.
     real_node: bool = False
+
+    @property
+    def kwok(self) -> bool:
+        """kwok runs with workloads, unless a real node stands alone (no kwok nodes)."""
+        return self.workloads and not (self.real_node and self.nodes == 0)

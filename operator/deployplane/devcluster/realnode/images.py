@@ -46,9 +46,14 @@ def ctr_argv(holder: int, ctr: Path, *args: str) -> list[str]:
     return nsenter(holder, str(ctr), "--address", address, "-n", layout.CONTAINERD_NAMESPACE, *args)
 
 
-def import_archive(holder: int, ctr: Path, archive: Path) -> list[str]:
-    """Import one OCI or docker archive; return the names it gave (OCI archives)."""
-    argv = ctr_argv(holder, ctr, "images", "import", "--snapshotter", layout.SNAPSHOTTER, "-")
+def import_archive(holder: int, ctr: Path, archive: Path, *, unpack: bool = False) -> list[str]:
+    """Import one OCI or docker archive; return the names it gave (OCI archives).
+
+    Not unpacked by default: the CRI unpacks an image when its first container is
+    created, so a large image costs its unpacking once, when used, not at every `up`.
+    """
+    args = ["images", "import", "--snapshotter", layout.SNAPSHOTTER]
+    argv = ctr_argv(holder, ctr, *args, *([] if unpack else ["--no-unpack"]), "-")
     proc = subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )

@@ -25,7 +25,15 @@ from deployplane.devcluster.errors import DevClusterError
 from deployplane.devcluster.kubeconfig import write_kubeconfig
 from deployplane.devcluster.pki import COREDNS_USER, KUBE_PROXY_USER, NODE_USER, PkiFiles
 from deployplane.devcluster.processes import ServerProcess
-from deployplane.devcluster.realnode import cgroups, configs, dns, images, layout, sandbox
+from deployplane.devcluster.realnode import (
+    cgroups,
+    configs,
+    dns,
+    forward,
+    images,
+    layout,
+    sandbox,
+)
 from deployplane.devcluster.realnode.layout import NodePaths
 
 BINARIES = ("kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "pause")
@@ -103,18 +111,19 @@ class NodeStart:
         self.procs.append(holder)
         sandbox.connect(holder.pid, paths)
         self._spawn_forwarder(holder.pid)
-        self._spawn(
-            holder.pid,
-            "containerd",
-            [str(b["containerd"]), "--config", str(paths.containerd_config)],
-        )
+        containerd = [str(b["containerd"]), "--config", str(paths.containerd_config)]
+        self._spawn(holder.pid, "containerd", containerd)
         self._wait_containerd(holder.pid, b["ctr"])
-        archives = [images.pause_archive(b["pause"], paths.images), *images.cached_archives()]
-        images.import_archives(holder.pid, b["ctr"], archives)
+        pause = images.pause_archive(b["pause"], paths.images)
+        images.import_archive(holder.pid, b["ctr"], pause, unpack=True)
         self._spawn(holder.pid, "kubelet", self._kubelet_argv(b))
-        self._spawn(
-            holder.pid, "kube-proxy", [str(b["kube-proxy"]), f"--config={paths.kube_proxy_config}"]
-        )
+        proxy = [str(b["kube-proxy"]), f"--config={paths.kube_proxy_config}"]
+        self._spawn(holder.pid, "kube-proxy", proxy)
+        if self.dns:
+            corefile = [str(b[COREDNS]), "-conf", str(paths.etc / "Corefile")]
+            self._spawn(holder.pid, "coredns", corefile)
+        # While the kubelet registers; the cluster waits for the node after this.
+        images.import_archives(holder.pid, b["ctr"], images.cached_archives())
 
     @property
     def _logs(self) -> Path:
@@ -175,9 +184,11 @@ class NodeStart:
 
     def _spawn_forwarder(self, holder: int) -> None:
         argv = [
+            # The file itself, not `-m`: only the standard library is loaded (~10 MB
+            # instead of the package's imports).
             sys.executable,
-            "-m",
-            "deployplane.devcluster.realnode.forward",
+            "-I",
+            str(Path(forward.__file__)),
             str(holder),
             layout.NODE_IP,
             str(layout.APISERVER_PORT),
