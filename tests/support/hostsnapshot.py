@@ -28,6 +28,13 @@ def _links() -> str:
     return re.sub(r"\s+link/\S+ \S+ brd \S+", "", _out("ip", "-o", "link", "show"))
 
 
+# Where a mount of the node could leak to: its state directory (the tests' is under
+# /tmp), the directories it makes private (/run, /var), the files it covers (/proc/sys,
+# /etc/resolv.conf), sysfs and cgroups. Other work on this shared machine mounts
+# elsewhere (e.g. buildah's storage under ~/.cache), which must not fail the comparison.
+MOUNT_PREFIXES = ("/run", "/var", "/proc", "/sys", "/etc", "/dev", "/tmp")
+
+
 def _mounts() -> list[str]:
     with open("/proc/self/mountinfo") as f:
         # Mount point, options, type and source: not the ids, which a remount changes.
@@ -35,7 +42,8 @@ def _mounts() -> list[str]:
         for line in f:
             left, _, right = line.partition(" - ")
             fields = left.split()
-            rows.append(" ".join([fields[4], fields[5], *right.split()[:2]]))
+            if fields[4] == "/" or fields[4].startswith(MOUNT_PREFIXES):
+                rows.append(" ".join([fields[4], fields[5], *right.split()[:2]]))
     return sorted(rows)
 
 
