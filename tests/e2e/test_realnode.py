@@ -143,8 +143,8 @@ def pod_manifest(name: str, namespace: str, command: list[str], **spec: Any) -> 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
-    before = hostsnapshot.snapshot()
     state = tmp_path_factory.mktemp("realnode")
+    before = hostsnapshot.snapshot(state)
     cluster = DevCluster(state / "cluster", real_node=True, nodes=0, ready_timeout=120)
     cluster.start()
     try:
@@ -335,7 +335,7 @@ def test_down_leaves_nothing(node: RealNode) -> None:
     for pid in pids | in_cgroups:
         assert not Path(f"/proc/{pid}").exists() or _zombie(pid), pid
     assert not any((h / layout.CGROUP_ROOT).exists() for h in cgroups.all_hierarchies())
-    assert hostsnapshot.diff(node.before, hostsnapshot.snapshot()) == {}
+    assert hostsnapshot.diff(node.before, hostsnapshot.snapshot(cluster.state_dir.parent)) == {}
     assert not (cluster.state_dir / "node").exists()
 
 
@@ -351,7 +351,7 @@ def _cli(*args: str) -> list[str]:
 
 
 def test_interrupted_up_is_cleaned_by_the_next_up(tmp_path: Path) -> None:
-    before = hostsnapshot.snapshot()
+    before = hostsnapshot.snapshot(tmp_path)
     state = tmp_path / "state"
     first = subprocess.Popen(
         _cli("up", "--real-node", "--state-dir", str(state)),
@@ -376,4 +376,4 @@ def test_interrupted_up_is_cleaned_by_the_next_up(tmp_path: Path) -> None:
     )
     assert down.returncode == 0, down.stdout + down.stderr
     assert cgroups.pids() == set()
-    assert hostsnapshot.diff(before, hostsnapshot.snapshot()) == {}
+    assert hostsnapshot.diff(before, hostsnapshot.snapshot(tmp_path)) == {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 # The `-save` tools dump only the tables that exist (`iptables -t x -S` would create a
 # legacy table just by looking); comments (dates, warnings) and counters are dropped.
@@ -28,33 +29,34 @@ def _links() -> str:
     return re.sub(r"\s+link/\S+ \S+ brd \S+", "", _out("ip", "-o", "link", "show"))
 
 
-# Where a mount of the node could leak to: its state directory (the tests' is under
-# /tmp), the directories it makes private (/run, /var), the files it covers (/proc/sys,
-# /etc/resolv.conf), sysfs and cgroups. Other work on this shared machine mounts
-# elsewhere (e.g. buildah's storage under ~/.cache), which must not fail the comparison.
-MOUNT_PREFIXES = ("/run", "/var", "/proc", "/sys", "/etc", "/dev", "/tmp")
+# Where a mount of the node could leak to besides its state directory: the directories
+# it makes private, the files it covers (/proc/sys/..., /etc/resolv.conf), sysfs and
+# cgroups. Other work on this shared machine mounts elsewhere (buildah's storage under
+# ~/.cache or /tmp), which must not fail the comparison.
+MOUNT_PREFIXES = ("/run", "/var", "/proc", "/sys", "/etc")
 
 
-def _mounts() -> list[str]:
+def _mounts(prefixes: tuple[str, ...]) -> list[str]:
     with open("/proc/self/mountinfo") as f:
         # Mount point, options, type and source: not the ids, which a remount changes.
         rows = []
         for line in f:
             left, _, right = line.partition(" - ")
             fields = left.split()
-            if fields[4] == "/" or fields[4].startswith(MOUNT_PREFIXES):
+            if fields[4] == "/" or fields[4].startswith(prefixes):
                 rows.append(" ".join([fields[4], fields[5], *right.split()[:2]]))
     return sorted(rows)
 
 
-def snapshot() -> dict[str, object]:
+def snapshot(state_dir: Path) -> dict[str, object]:
+    """The host now; mounts compared under MOUNT_PREFIXES and the node's `state_dir`."""
     state: dict[str, object] = {
         "links": _links(),
         "addresses": _out("ip", "-o", "addr", "show"),
         "routes": _out("ip", "route", "show", "table", "all"),
         "rules": _out("ip", "rule", "show"),
         "netns": _out("ip", "netns", "list"),
-        "mounts": _mounts(),
+        "mounts": _mounts((*MOUNT_PREFIXES, str(state_dir))),
     }
     for path in (
         "/proc/sys/net/ipv4/ip_forward",
@@ -70,9 +72,14 @@ def snapshot() -> dict[str, object]:
     return state
 
 
-def diff(before: dict[str, object], after: dict[str, object]) -> dict[str, tuple[object, object]]:
-    return {
-        k: (before.get(k), after.get(k))
-        for k in before.keys() | after.keys()
-        if before.get(k) != after.get(k)
-    }
+def diff(before: dict[str, object], after: dict[str, object]) -> dict[str, object]:
+    """What changed, per key: the lines gone and the lines new."""
+    changed: dict[str, object] = {}
+    for key in before.keys() | after.keys():
+        old, new = before.get(key), after.get(key)
+        if old == new:
+            continue
+        old_lines = set(old if isinstance(old, list) else str(old).splitlines())
+        new_lines = set(new if isinstance(new, list) else str(new).splitlines())
+        changed[key] = {"gone": sorted(old_lines - new_lines), "new": sorted(new_lines - old_lines)}
+    return changed
