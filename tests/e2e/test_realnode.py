@@ -377,3 +377,48 @@ def test_interrupted_up_is_cleaned_by_the_next_up(tmp_path: Path) -> None:
     assert down.returncode == 0, down.stdout + down.stderr
     assert cgroups.pids() == set()
     assert hostsnapshot.diff(before, hostsnapshot.snapshot(tmp_path)) == {}
+
+
+_OWNER = """
+import sys, time
+from pathlib import Path
+from kubernetes import client
+from deployplane.devcluster import DevCluster
+from deployplane.devcluster.realnode import images, node
+sys.path.insert(0, {repo!r})
+from tests.e2e.test_realnode import busybox_image, pod_manifest
+cluster = DevCluster(Path({state!r}), real_node=True, nodes=0, ready_timeout=120).start()
+holder = next(p for p in cluster.server_processes if p.name == node.HOLDER)
+images.import_archives(holder.pid, cluster.tools.bin_dir / "ctr", [busybox_image(Path({image!r}))])
+with cluster.admin() as api:
+    core = client.CoreV1Api(api)
+    core.create_namespaced_pod("default", pod_manifest("survivor", "default", ["sleep", "3600"]))
+    while core.read_namespaced_pod("survivor", "default").status.phase != "Running":
+        time.sleep(0.2)
+print("running", flush=True)
+time.sleep(3600)
+"""
+
+
+def test_node_of_a_killed_owner_is_cleaned_by_the_next_start(tmp_path: Path) -> None:
+    """SIGKILL the Python process owning a node with a running pod: its daemons die with it
+    (PR_SET_PDEATHSIG), its shim and container do not; the next start removes them."""
+    before = hostsnapshot.snapshot(tmp_path)
+    code = _OWNER.format(
+        repo=str(Path(__file__).parents[2]),
+        state=str(tmp_path / "a"),
+        image=str(tmp_path / "b.tar"),
+    )
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    try:
+        assert owner.stdout is not None
+        assert owner.stdout.readline().strip() == b"running"
+    finally:
+        owner.kill()
+        owner.wait()
+    time.sleep(1)  # the kernel's death signals reach the daemons
+    assert cgroups.orphaned(), "the pod's shim and container outlive their owner"
+    with DevCluster(tmp_path / "c", real_node=True, nodes=0, ready_timeout=120):
+        pass
+    assert cgroups.pids() == set()
+    assert hostsnapshot.diff(before, hostsnapshot.snapshot(tmp_path)) == {}

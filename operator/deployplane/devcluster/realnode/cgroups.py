@@ -111,3 +111,19 @@ def remove(relative: str = layout.CGROUP_ROOT, timeout: float = 10.0) -> list[Pa
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def orphaned() -> bool:
+    """True when the node's cgroup tree exists without its holder (`sleep`, in the
+    daemons' cgroup): what a killed owner leaves (the daemons die with it, their
+    shims and containers do not). A running node always has its holder."""
+    if not any((h / layout.CGROUP_ROOT).is_dir() for h in all_hierarchies()):
+        return False
+    return not any(_comm(pid) == "sleep" for pid in pids(layout.DAEMON_CGROUP))

@@ -70,6 +70,9 @@ def check(bin_dir: Path) -> None:
             raise DevClusterError(f"--real-node needs {path}; install it with `make node-tools`")
     if os.geteuid() != 0:
         raise DevClusterError("--real-node needs root (namespaces, veth, cgroups)")
+    if cgroups.orphaned():
+        # A node whose owner was killed: its shims and containers are still there.
+        sandbox.teardown()
     if sandbox.veth_exists() or any(
         (h / layout.CGROUP_ROOT).exists() for h in cgroups.v1_hierarchies()
     ):
