@@ -75,11 +75,15 @@ def test_namespace_script_stays_inside_the_node(tmp_path: Path) -> None:
         assert f"mount -o remount,bind,ro /proc/sys/{name}" in text
     assert "192.0.2." not in text
     guard = script.guard_commands()
-    assert guard[-2:] == [
-        f"iptables -w -t mangle -A FORWARD -j {script.GUARD_CHAIN}",
-        f"iptables -w -t mangle -A OUTPUT -j {script.GUARD_CHAIN}",
-    ]
-    assert f"iptables -w -t mangle -A {script.GUARD_CHAIN} -j DROP" in guard
+    chain, mark = script.GUARD_CHAIN, script.GUARD_MARK
+    assert f"iptables -w -t mangle -A FORWARD -j {chain}" in guard
+    assert f"iptables -w -t mangle -A OUTPUT -j {chain}" in guard
+    # Everything not allowed is marked, rejected in filter, and dropped in mangle anyway.
+    assert guard.index(f"iptables -w -t mangle -A {chain} -j MARK --set-xmark {mark}/{mark}") == (
+        len(script.GUARD_ALLOWED) + 1
+    )
+    assert f"iptables -w -t mangle -A POSTROUTING -m mark --mark {mark}/{mark} -j DROP" in guard
+    assert any(c.startswith("iptables -w -t filter -I FORWARD 1") and "REJECT" in c for c in guard)
 
 
 def test_normalize_like_docker() -> None:

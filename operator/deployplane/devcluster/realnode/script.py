@@ -14,6 +14,9 @@ from deployplane.devcluster.realnode import layout
 from deployplane.devcluster.realnode.layout import NodePaths
 
 GUARD_CHAIN = "DEPLOYPLANE-EGRESS"
+# A bit neither kube-proxy (0x4000 masquerade, 0x8000 drop) nor the portmap CNI plugin
+# (0x2000) uses.
+GUARD_MARK = "0x20000000"
 # Where the guard lets traffic go: pods, Services (before kube-proxy's DNAT, in OUTPUT),
 # the host's end of the veth, and the node itself.
 GUARD_ALLOWED = (
@@ -39,14 +42,21 @@ def network_commands() -> list[str]:
 
 
 def guard_commands(iptables: str = "iptables") -> list[str]:
-    """The egress guard: in `mangle` (neither kube-proxy nor the CNI plugins manage that
-    table), FORWARD and OUTPUT jump to a chain that returns for allowed destinations and
-    drops everything else."""
-    t = f"{iptables} -w -t mangle"
-    cmds = [f"{t} -N {GUARD_CHAIN}"]
-    cmds += [f"{t} -A {GUARD_CHAIN} -d {dest} -j RETURN" for dest in GUARD_ALLOWED]
-    cmds.append(f"{t} -A {GUARD_CHAIN} -j DROP")
-    cmds += [f"{t} -A FORWARD -j {GUARD_CHAIN}", f"{t} -A OUTPUT -j {GUARD_CHAIN}"]
+    """The egress guard. In `mangle` (neither kube-proxy nor the CNI plugins manage that
+    table) FORWARD and OUTPUT jump to GUARD_CHAIN, which returns for allowed destinations
+    and marks everything else with GUARD_MARK; `mangle` POSTROUTING drops marked packets,
+    so none leaves the node whatever another table does. So that a refused connection
+    fails at once instead of timing out, `filter` (where REJECT may run) rejects them
+    first with an ICMP "administratively prohibited"."""
+    mangle, filt = f"{iptables} -w -t mangle", f"{iptables} -w -t filter"
+    marked = f"-m mark --mark {GUARD_MARK}/{GUARD_MARK}"
+    cmds = [f"{mangle} -N {GUARD_CHAIN}"]
+    cmds += [f"{mangle} -A {GUARD_CHAIN} -d {dest} -j RETURN" for dest in GUARD_ALLOWED]
+    cmds.append(f"{mangle} -A {GUARD_CHAIN} -j MARK --set-xmark {GUARD_MARK}/{GUARD_MARK}")
+    cmds += [f"{mangle} -A FORWARD -j {GUARD_CHAIN}", f"{mangle} -A OUTPUT -j {GUARD_CHAIN}"]
+    cmds.append(f"{mangle} -A POSTROUTING {marked} -j DROP")
+    reject = f"{marked} -j REJECT --reject-with icmp-admin-prohibited"
+    cmds += [f"{filt} -I FORWARD 1 {reject}", f"{filt} -I OUTPUT 1 {reject}"]
     return cmds
 
 
