@@ -2,7 +2,9 @@
 
 `up` starts etcd, kube-apiserver and kube-controller-manager detached from the CLI (they
 keep running after it exits), waits until the apiserver is ready and records the pids
-in the state directory; `down` stops them and removes the files they wrote.
+in the state directory; `down` stops them and removes the files they wrote. With
+`--real-node` one real node runs beside them (realnode/); `load-image` imports image
+archives into it.
 """
 
 from __future__ import annotations

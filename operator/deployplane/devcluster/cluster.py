@@ -6,7 +6,9 @@ stay Pending); the controller-manager runs only the controllers whose absence wo
 make the API lie: namespace deletion, garbage collection of owned objects, and the
 `default` ServiceAccount of each namespace. With `workloads=True` the cluster also
 runs kube-scheduler, the workload controllers and kwok with fake nodes, so
-Deployments roll out (workloads.py, kwok.py).
+Deployments roll out (workloads.py, kwok.py). With `real_node=True` it also runs one
+real node, a kubelet, containerd and kube-proxy in a sandbox (realnode/), stopped
+first at `stop()`.
 
 This module holds the cluster's lifecycle and its clients; starting the servers is in
 launch.py (their command lines in commandlines.py), the startup wait in readiness.py,
