@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: help venv tools postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench clean
+.PHONY: help venv tools node-tools e2e-real-node postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk '!seen[$$0]++'
@@ -21,6 +21,10 @@ venv: $(STAMP) ## create the virtualenv and install deployplane with dev extras
 
 tools: ## build kube-apiserver, -controller-manager, -scheduler, kubectl, etcd, helm, kwok and the kstatus/PromQL checkers from Go modules (cached in ~/.cache/deployplane)
 	@bash tools/k8s/build.sh all
+
+node-tools: tools ## the real node's binaries: kubelet, kube-proxy, containerd (Go modules), pause (gcc), runc and CNI plugins (apt-get)
+	@bash tools/node.sh ensure
+	@bash tools/k8s/build.sh node
 
 postgres: ## PostgreSQL server binaries for the emulator's tests (apt-get when missing)
 	@bash tools/postgres.sh ensure
@@ -74,6 +78,12 @@ E2E_EXISTING ?= test_dataplane or test_devcluster or test_demo or test_examples_
   or test_argocd_health_follows or test_kstatus_and_argocd or test_steady_state_makes_no \
   or test_kubectl_apply_k or test_chart_service_account or test_operator_with_only_the_chart \
   or test_external_docker_with_listener_ref or test_helm_install_creates
+# The real-node tier (tests/e2e/test_realnode.py): one dev cluster with a real node
+# (kubelet, containerd, kube-proxy in a sandbox; needs root). Not part of `make test`.
+e2e-real-node: venv node-tools ## e2e on a real node: pods run, logs, exec, port-forward, Services, egress guard, clean teardown (root)
+	@DEPLOYPLANE_E2E_REAL_NODE=1 DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
+	  $(PY) -m pytest -q -p no:cacheprovider tests/e2e/test_realnode.py $(E2E_ARGS)
+
 e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a dev cluster with kwok nodes, stopped afterwards)
 	@echo "== e2e on an existing cluster: a dev cluster with kwok nodes started as another process"
 	@bash tools/e2e-existing.sh "$(E2E_EXISTING)"

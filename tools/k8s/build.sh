@@ -38,6 +38,20 @@ build_kube() {
   fi
   local mod="$work/kube-$K8S_VERSION"
   rm -rf "$mod"; mkdir -p "$mod"; cp -r "$here/kube/cmd" "$mod/"
+  kube_wrapper_module "$mod"
+  for tool in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+    # A tool added later (kube-scheduler) must not relink the ones already built.
+    if have "$tool" "$want"; then log "$tool $want: cached"; continue; fi
+    log "building $tool $want (first build takes many minutes on 2 cores)"
+    (cd "$mod" && go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$tool" "./cmd/$tool")
+    stamp "$tool" "$want"
+  done
+}
+
+kube_wrapper_module() {
+  # $1: a directory holding cmd/<tool>/main.go; writes its go.mod requiring
+  # k8s.io/kubernetes with every staging module re-pointed, then `go mod tidy`.
+  local mod=$1 want="v$K8S_VERSION"
   log "kubernetes $want: resolving k8s.io/kubernetes go.mod"
   local gomod
   gomod=$(cd "$mod" && go mod download -json "k8s.io/kubernetes@$want" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
@@ -54,13 +68,6 @@ build_kube() {
   } >"$mod/go.mod"
   log "kubernetes $want: $(grep -c '^replace' "$mod/go.mod") staging modules re-pointed at $staging_version"
   (cd "$mod" && go mod tidy)
-  for tool in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
-    # A tool added later (kube-scheduler) must not relink the ones already built.
-    if have "$tool" "$want"; then log "$tool $want: cached"; continue; fi
-    log "building $tool $want (first build takes many minutes on 2 cores)"
-    (cd "$mod" && go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$tool" "./cmd/$tool")
-    stamp "$tool" "$want"
-  done
 }
 
 build_etcd() {
@@ -190,6 +197,66 @@ build_helm() {
   stamp helm "$want"
 }
 
+build_node() {
+  # The dev cluster's real node (operator/deployplane/devcluster/realnode): kubelet and
+  # kube-proxy from the same wrapper module as kube-apiserver (tools/k8s/node/cmd),
+  # containerd, its runc shim and ctr from their Go module (CGO_ENABLED=0, as upstream's
+  # static release), and the pause binary compiled from kubernetes' own
+  # build/pause/linux/pause.c. runc and the CNI plugins come from Debian
+  # (tools/node.sh); CoreDNS for cluster DNS from tools/k8s/coredns. Each has its stamp.
+  local want="v$K8S_VERSION"
+  if ! { have kubelet "$want" && have kube-proxy "$want"; }; then
+    local mod="$work/node-$K8S_VERSION"
+    rm -rf "$mod"; mkdir -p "$mod"; cp -r "$here/node/cmd" "$mod/"
+    kube_wrapper_module "$mod"
+    for tool in kubelet kube-proxy; do
+      if have "$tool" "$want"; then continue; fi
+      log "building $tool $want"
+      (cd "$mod" && go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$tool" "./cmd/$tool")
+      stamp "$tool" "$want"
+    done
+  else
+    log "kubelet, kube-proxy $want: cached"
+  fi
+  local ctrd="v$CONTAINERD_VERSION"
+  if have containerd "$ctrd" && have containerd-shim-runc-v2 "$ctrd" && have ctr "$ctrd"; then
+    log "containerd $ctrd: cached"
+  else
+    log "building containerd $ctrd (containerd, containerd-shim-runc-v2, ctr)"
+    local pkg=github.com/containerd/containerd/v2
+    (cd "$work" && GOBIN="$bin" CGO_ENABLED=0 go install -trimpath \
+      -ldflags "-s -w -X $pkg/version.Version=$ctrd -X $pkg/version.Revision=deployplane-gomod" \
+      "$pkg/cmd/containerd@$ctrd" "$pkg/cmd/containerd-shim-runc-v2@$ctrd" "$pkg/cmd/ctr@$ctrd")
+    for tool in containerd containerd-shim-runc-v2 ctr; do stamp "$tool" "$ctrd"; done
+  fi
+  local src
+  src="$(cd "$work" && go mod download -json "k8s.io/kubernetes@$want" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')/build/pause/linux/pause.c"
+  local pause_want
+  pause_want="$want-$(sha1sum "$src" | cut -c1-12)"
+  if have pause "$pause_want"; then log "pause $pause_want: cached"; else
+    log "compiling pause from $src"
+    gcc -Os -static -Wall -Werror -DVERSION="$want" -o "$bin/pause" "$src"
+    strip "$bin/pause"
+    stamp pause "$pause_want"
+  fi
+  build_coredns
+}
+
+build_coredns() {
+  # Cluster DNS for the real node: tools/k8s/coredns/main.go, CoreDNS with only the
+  # plugins the node's Corefile uses; the stamp carries the source's hash.
+  local want
+  want="v$COREDNS_VERSION-$(sha1sum "$here/coredns/main.go" | cut -c1-12)"
+  if have coredns "$want"; then log "coredns $want: cached"; return; fi
+  local mod="$work/coredns-$COREDNS_VERSION"
+  rm -rf "$mod"; mkdir -p "$mod"; cp "$here/coredns/main.go" "$mod/"
+  (cd "$mod" && go mod init deployplane.local/coredns >/dev/null 2>&1 \
+    && go get "github.com/coredns/coredns@v$COREDNS_VERSION" && go mod tidy)
+  log "building coredns v$COREDNS_VERSION"
+  (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/coredns" .)
+  stamp coredns "$want"
+}
+
 build_kwok() {
   # kwok simulates nodes and kubelets for the dev cluster's workloads. Its go.mod has
   # no local replaces, so a plain `go install` of the pinned version works; its stamp
@@ -204,8 +271,8 @@ build_kwok() {
 case "${1:-all}" in
   path) echo "$bin"; exit 0 ;;
   all) build_etcd; build_kube; build_helm; build_kwok ;;
-  etcd|kube|helm|kwok) "build_$1" ;;
-  *) echo "usage: $0 [all|etcd|kube|helm|kwok|kstatus|promql|crds|path]" >&2; exit 2 ;;
+  etcd|kube|helm|kwok|node) "build_$1" ;;
+  *) echo "usage: $0 [all|etcd|kube|helm|kwok|node|kstatus|promql|crds|path]" >&2; exit 2 ;;
 esac
 # ... and part of `all`.
 if [ "${1:-all}" = all ]; then build_kstatus; build_promql; build_crds; fi

@@ -2,7 +2,9 @@
 
 `up` starts etcd, kube-apiserver and kube-controller-manager detached from the CLI (they
 keep running after it exits), waits until the apiserver is ready and records the pids
-in the state directory; `down` stops them and removes the files they wrote.
+in the state directory; `down` stops them and removes the files they wrote. With
+`--real-node` one real node runs beside them (realnode/); `load-image` imports image
+archives into it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from pathlib import Path
 import typer
 
 from deployplane.devcluster.cluster import DevCluster, DevClusterError, attach
+from deployplane.devcluster.realnode import images as node_images
 from deployplane.devcluster.tools import ToolsNotFound
+from deployplane.devcluster.workloads import DEFAULT_NODES
 
 app = typer.Typer(no_args_is_help=True)
 cluster_app = typer.Typer(no_args_is_help=True, help="Start, stop and locate the dev cluster.")
@@ -43,6 +47,14 @@ def up(
     workloads: bool = typer.Option(
         False, help="Also run kube-scheduler and kwok with fake nodes, so pods run."
     ),
+    real_node: bool = typer.Option(
+        False,
+        "--real-node",
+        help="Also run one real node (kubelet, containerd, kube-proxy in a sandbox; root).",
+    ),
+    nodes: int = typer.Option(
+        -1, "--kwok-nodes", help="Fake kwok nodes (default 3, or 0 with --real-node)."
+    ),
     timeout: float = typer.Option(60.0, help="Seconds to wait for readiness."),
 ) -> None:
     """Start the cluster in the background and return once it is ready."""
@@ -59,6 +71,8 @@ def up(
         audit_log=audit,
         detached=True,
         ready_timeout=timeout,
+        real_node=real_node,
+        nodes=nodes if nodes >= 0 else (0 if real_node else DEFAULT_NODES),
     )
     try:
         cluster.start()
@@ -77,7 +91,31 @@ def down(state_dir: Path = StateDir) -> None:
         typer.echo(f"no dev cluster recorded in {state_dir}")
         return
     cluster.stop()
+    if cluster.node_leftovers:
+        typer.echo(f"error: left behind: {', '.join(cluster.node_leftovers)}", err=True)
+        raise typer.Exit(1)
     typer.echo("dev cluster stopped")
+
+
+@cluster_app.command("load-image")
+def load_image(
+    archives: list[Path] = typer.Argument(..., help="OCI or docker image archives (.tar)."),
+    state_dir: Path = StateDir,
+) -> None:
+    """Import image archives into the real node's containerd (like `kind load image-archive`)."""
+    cluster = attach(state_dir)
+    if cluster is None or not cluster.settings.real_node:
+        typer.echo(
+            f"no dev cluster with a real node in {state_dir}; run `up --real-node`", err=True
+        )
+        raise typer.Exit(1)
+    try:
+        names = node_images.load(cluster.server_processes, cluster.tools.bin_dir, archives)
+    except (DevClusterError, ToolsNotFound) as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from e
+    for name in names:
+        typer.echo(f"loaded {name}")
 
 
 @cluster_app.command()

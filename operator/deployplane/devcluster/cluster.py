@@ -6,7 +6,9 @@ stay Pending); the controller-manager runs only the controllers whose absence wo
 make the API lie: namespace deletion, garbage collection of owned objects, and the
 `default` ServiceAccount of each namespace. With `workloads=True` the cluster also
 runs kube-scheduler, the workload controllers and kwok with fake nodes, so
-Deployments roll out (workloads.py, kwok.py).
+Deployments roll out (workloads.py, kwok.py). With `real_node=True` it also runs one
+real node, a kubelet, containerd and kube-proxy in a sandbox (realnode/), stopped
+first at `stop()`.
 
 This module holds the cluster's lifecycle and its clients; starting the servers is in
 launch.py (their command lines in commandlines.py), the startup wait in readiness.py,
@@ -40,6 +42,7 @@ from deployplane.devcluster.commandlines import free_ports
 from deployplane.devcluster.errors import DevClusterError, PortTaken
 from deployplane.devcluster.pki import PkiFiles, pki_files
 from deployplane.devcluster.processes import ServerProcess
+from deployplane.devcluster.realnode import node as real_node
 from deployplane.devcluster.serviceaccounts import write_service_account_kubeconfig
 from deployplane.devcluster.settings import ClusterSettings
 from deployplane.devcluster.tools import Tools, find_tools
@@ -70,9 +73,16 @@ class DevCluster:
         detached: bool = False,
         tools: Tools | None = None,
         ready_timeout: float = 60.0,
+        real_node: bool = False,
     ) -> None:
         self.settings = ClusterSettings(
-            controller_manager, workloads, nodes, audit_log, detached, ready_timeout
+            controller_manager,
+            workloads or real_node,
+            nodes,
+            audit_log,
+            detached,
+            ready_timeout,
+            real_node,
         )
         self._tools = tools
         self._dir: Path | None = state_dir.resolve() if state_dir is not None else None
@@ -83,6 +93,8 @@ class DevCluster:
         self._stop_lock = threading.RLock()
         # Only a started or attached cluster may delete files in its state directory.
         self._owns_files = False
+        # What the real node's stop could not remove (see realnode.node.stop).
+        self.node_leftovers: list[str] = []
 
     # ---------------------------------------------------------------- paths
     @property
@@ -145,6 +157,9 @@ class DevCluster:
             for attempt in range(_PORT_ATTEMPTS):
                 try:
                     self._launch(tools)
+                    # Recorded before the wait: an interrupted `up` leaves pids that the
+                    # next `up` (or `down`) stops.
+                    self._save_state()
                     self._wait_ready()
                     break
                 except PortTaken:
@@ -205,6 +220,10 @@ class DevCluster:
         )
         if self.settings.workloads:
             self._wait_nodes(deadline)
+        if self.settings.real_node:
+            with self.admin() as api:
+                real_node.publish_services(api, real_node.has_dns(self.tools.bin_dir))
+                real_node.wait_ready(api, deadline, self._check_alive, self.state_dir / "logs")
 
     def _check_alive(self) -> None:
         readiness.check_alive(self._procs)
@@ -246,6 +265,7 @@ class DevCluster:
             "workloads": s.workloads,
             "nodes": s.nodes,
             "detached": s.detached,
+            "real_node": s.real_node,
         }
         statefile.write_state(self.state_dir, fields, self._procs)
 
@@ -258,8 +278,16 @@ class DevCluster:
         """
         with self._stop_lock:
             owned.unregister(self)
+            if self.settings.real_node:
+                # First, while the apiserver still answers the kubelet.
+                node = [p for p in self._procs if p.name in real_node.NODE_PROCESSES]
+                self.node_leftovers = real_node.stop(node, grace)
             etcd = [p for p in self._procs if p.name == "etcd"]
-            others = [p for p in self._procs if p.name != "etcd"]
+            others = [
+                p
+                for p in self._procs
+                if p.name != "etcd" and p.name not in real_node.NODE_PROCESSES
+            ]
             processes.stop(others, grace)
             processes.stop(etcd, grace)
             self._procs = []
@@ -344,6 +372,7 @@ def attach(state_dir: Path) -> DevCluster | None:
         nodes=int(state.get("nodes") or workload_parts.DEFAULT_NODES),
         audit_log=state.get("audit_log") is not None,
         detached=True,
+        real_node=bool(state.get("real_node")),
     )
     cluster._server = str(state["server"])
     cluster._owns_files = True

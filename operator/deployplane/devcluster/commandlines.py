@@ -80,6 +80,13 @@ def apiserver_argv(
         f"--service-account-key-file={pki.service_account_pub}",
         f"--service-account-signing-key-file={pki.service_account_key}",
         f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+        # How it reaches a real node's kubelet (logs, exec, port-forward): by the node's
+        # InternalIP (its hostname resolves to nothing here), with a client certificate
+        # the kubelet trusts, checking the kubelet's serving certificate.
+        f"--kubelet-client-certificate={pki.kubelet_client_cert}",
+        f"--kubelet-client-key={pki.kubelet_client_key}",
+        f"--kubelet-certificate-authority={pki.ca_cert}",
+        "--kubelet-preferred-address-types=InternalIP,Hostname",
         "--authorization-mode=RBAC,Node",
         "--allow-privileged=true",
         # The `kubernetes` Endpoints would point at 127.0.0.1, which validation

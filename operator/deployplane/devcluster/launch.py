@@ -25,6 +25,7 @@ from deployplane.devcluster.pki import (
     write_pki,
 )
 from deployplane.devcluster.processes import ServerProcess
+from deployplane.devcluster.realnode import node as real_node
 from deployplane.devcluster.settings import ClusterSettings
 from deployplane.devcluster.tools import Tools
 
@@ -35,11 +36,10 @@ def check_tools(tools: Tools, settings: ClusterSettings) -> None:
         raise DevClusterError(f"kube-controller-manager is missing from {tools.bin_dir}")
     if not settings.workloads:
         return
-    missing = [
-        name
-        for name, path in (("kube-scheduler", tools.kube_scheduler), ("kwok", tools.kwok))
-        if path is None
-    ]
+    needed = [("kube-scheduler", tools.kube_scheduler)]
+    if settings.kwok:
+        needed.append(("kwok", tools.kwok))
+    missing = [name for name, path in needed if path is None]
     if missing:
         raise DevClusterError(
             f"workloads=True needs {' and '.join(missing)} in {tools.bin_dir}; "
@@ -47,6 +47,8 @@ def check_tools(tools: Tools, settings: ClusterSettings) -> None:
         )
     if not settings.controller_manager:
         raise DevClusterError("workloads=True needs the controller-manager")
+    if settings.real_node:
+        real_node.check(tools.bin_dir)
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,10 @@ class Launch:
             self._controller_manager(tools.kube_controller_manager, pki)
         if self.settings.workloads:
             self._workloads(pki)
+        if self.settings.real_node:
+            real_node.NodeStart(
+                d, tools.bin_dir, pki, self.ports.apiserver, self.settings.detached, self.procs
+            ).run()
 
     def _controller_manager(self, binary: Path, pki: PkiFiles) -> None:
         kubeconfig = self._kubeconfig(
@@ -90,6 +96,8 @@ class Launch:
         controllers: tuple[str, ...] = cmd.CONTROLLERS
         if self.settings.workloads:
             controllers += workload_parts.WORKLOAD_CONTROLLERS
+        if self.settings.real_node:
+            controllers += workload_parts.REAL_NODE_CONTROLLERS
         # It retries until the apiserver answers, so it can start right away.
         argv = cmd.controller_manager_argv(binary, kubeconfig, controllers, pki.ca_cert)
         self._spawn("kube-controller-manager", argv)
@@ -97,12 +105,16 @@ class Launch:
     def _workloads(self, pki: PkiFiles) -> None:
         """kube-scheduler and kwok, each with its own identity; both wait for the apiserver."""
         scheduler, kwok = self.tools.kube_scheduler, self.tools.kwok
-        if scheduler is None or kwok is None:
-            raise DevClusterError("kube-scheduler or kwok vanished since the check")
+        if scheduler is None:
+            raise DevClusterError("kube-scheduler vanished since the check")
         scheduler_config = self._kubeconfig(
             "scheduler", SCHEDULER_USER, pki.scheduler_cert, pki.scheduler_key
         )
         self._spawn("kube-scheduler", workload_parts.scheduler_argv(scheduler, scheduler_config))
+        if not self.settings.kwok:
+            return
+        if kwok is None:
+            raise DevClusterError("kwok vanished since the check")
         kwok_config = self._kubeconfig("kwok", KWOK_USER, pki.kwok_cert, pki.kwok_key)
         kwok_dir = self.state_dir / "kwok"
         stages = workload_parts.write_kwok_config(kwok_dir)

@@ -23,6 +23,19 @@ ADMIN_USER = "deployplane-admin"
 CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
 SCHEDULER_USER = "system:kube-scheduler"
 KWOK_USER = "deployplane-kwok"
+# The real node (realnode/): its kubelet is `system:node:<name>` in `system:nodes` (the
+# Node authorizer's identity), kube-proxy is `system:kube-proxy` (bootstrap RBAC
+# `system:node-proxier`), and the apiserver reaches the kubelet (logs, exec,
+# port-forward) as `kube-apiserver-kubelet-client`, which the kubelet's client CA trusts.
+REAL_NODE_NAME = "deployplane-node"
+REAL_NODE_IP = "198.18.0.2"
+NODE_USER = f"system:node:{REAL_NODE_NAME}"
+NODES_GROUP = "system:nodes"
+KUBE_PROXY_USER = "system:kube-proxy"
+KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
+# The node's CoreDNS reads Services, EndpointSlices, Namespaces and Pods: a cluster
+# admin here, like kwok (a dev cluster on 127.0.0.1, not a security boundary).
+COREDNS_USER = "deployplane-coredns"
 # The admin, controller-manager and kwok identities are cluster admins: the
 # controller-manager runs controllers that touch every kind, and kwok plays every
 # kubelet and a volume provisioner. The scheduler is exactly `system:kube-scheduler`,
@@ -38,7 +51,8 @@ SERVING_DNS = (
     "kubernetes.default.svc",
     "kubernetes.default.svc.cluster.local",
 )
-SERVING_IPS = ("127.0.0.1", "10.0.0.1")
+# 198.18.0.2: the real node's address, where its apiserver forwarder listens.
+SERVING_IPS = ("127.0.0.1", "10.0.0.1", REAL_NODE_IP)
 _VALIDITY = dt.timedelta(days=365)
 _CLOCK_SKEW = dt.timedelta(hours=1)
 
@@ -68,6 +82,16 @@ class PkiFiles:
     kwok_key: Path
     service_account_key: Path
     service_account_pub: Path
+    node_cert: Path
+    node_key: Path
+    kube_proxy_cert: Path
+    kube_proxy_key: Path
+    kubelet_client_cert: Path
+    kubelet_client_key: Path
+    kubelet_serving_cert: Path
+    kubelet_serving_key: Path
+    coredns_cert: Path
+    coredns_key: Path
 
 
 def _new_key() -> ec.EllipticCurvePrivateKey:
@@ -171,6 +195,13 @@ def write_pki(directory: Path) -> PkiFiles:
     kcm = ca.issue(CONTROLLER_MANAGER_USER, [MASTERS_GROUP])
     scheduler = ca.issue(SCHEDULER_USER)
     kwok = ca.issue(KWOK_USER, [MASTERS_GROUP])
+    node = ca.issue(NODE_USER, [NODES_GROUP])
+    kube_proxy = ca.issue(KUBE_PROXY_USER)
+    kubelet_client = ca.issue(KUBELET_CLIENT_USER)
+    coredns = ca.issue(COREDNS_USER, [MASTERS_GROUP])
+    kubelet_serving = ca.issue(
+        NODE_USER, [NODES_GROUP], dns_names=(REAL_NODE_NAME,), ip_addresses=(REAL_NODE_IP,)
+    )
     sa_key = _new_key()
     sa_pub = sa_key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
@@ -183,6 +214,11 @@ def write_pki(directory: Path) -> PkiFiles:
         (files.controller_manager_cert, files.controller_manager_key, kcm),
         (files.scheduler_cert, files.scheduler_key, scheduler),
         (files.kwok_cert, files.kwok_key, kwok),
+        (files.node_cert, files.node_key, node),
+        (files.kube_proxy_cert, files.kube_proxy_key, kube_proxy),
+        (files.kubelet_client_cert, files.kubelet_client_key, kubelet_client),
+        (files.kubelet_serving_cert, files.kubelet_serving_key, kubelet_serving),
+        (files.coredns_cert, files.coredns_key, coredns),
     ):
         _write(cert, pem.cert, secret=False)
         _write(key, pem.key, secret=True)
@@ -198,7 +234,8 @@ def pki_files(directory: Path) -> PkiFiles:
     def pair(name: str) -> tuple[Path, Path]:
         return d / f"{name}.crt", d / f"{name}.key"
 
-    # In PkiFiles' field order: CA, then certificate and key per identity, then SA keys.
+    # In PkiFiles' field order: CA, then certificate and key per identity, SA keys, then
+    # the real node's identities.
     return PkiFiles(
         d / "ca.crt",
         *pair("apiserver"),
@@ -208,4 +245,9 @@ def pki_files(directory: Path) -> PkiFiles:
         *pair("kwok"),
         d / "sa.key",
         d / "sa.pub",
+        *pair("node"),
+        *pair("kube-proxy"),
+        *pair("apiserver-kubelet-client"),
+        *pair("kubelet"),
+        *pair("coredns"),
     )

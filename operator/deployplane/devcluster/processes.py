@@ -50,10 +50,43 @@ def _die_with(parent_pid: int) -> Callable[[], None]:
     return preexec
 
 
+def _join(cgroup_procs: Sequence[Path]) -> Callable[[], None]:
+    def preexec() -> None:
+        for procs in cgroup_procs:
+            procs.write_text(str(os.getpid()))
+
+    return preexec
+
+
+def _preexec(detached: bool, cgroup_procs: Sequence[Path]) -> Callable[[], None] | None:
+    steps = [] if detached else [_die_with(os.getpid())]
+    if cgroup_procs:
+        steps.append(_join(cgroup_procs))
+    if not steps:
+        return None
+
+    def preexec() -> None:
+        for step in steps:
+            step()
+
+    return preexec
+
+
 def spawn(
-    name: str, argv: Sequence[str], log: Path, *, detached: bool, env: dict[str, str] | None = None
+    name: str,
+    argv: Sequence[str],
+    log: Path,
+    *,
+    detached: bool,
+    env: dict[str, str] | None = None,
+    cgroup_procs: Sequence[Path] = (),
+    executable: str | None = None,
 ) -> ServerProcess:
-    """Start `argv` in a new session with stdout and stderr appended to `log`."""
+    """Start `argv` in a new session with stdout and stderr appended to `log`.
+
+    `cgroup_procs`: `cgroup.procs` files the process joins before it runs `argv`.
+    `executable`: what the process runs in the end when `argv[0]` execs it (`nsenter`).
+    """
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
         popen = subprocess.Popen(
@@ -62,11 +95,13 @@ def spawn(
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=None if detached else _die_with(os.getpid()),
+            preexec_fn=_preexec(detached, cgroup_procs),
             env=env,
             close_fds=True,
         )
-    return ServerProcess(name=name, pid=popen.pid, executable=str(argv[0]), log=log, popen=popen)
+    return ServerProcess(
+        name=name, pid=popen.pid, executable=executable or str(argv[0]), log=log, popen=popen
+    )
 
 
 def pid_runs(pid: int, executable: str) -> bool:

@@ -16,3 +16,11 @@ class ClusterSettings:
     audit_log: bool = False
     detached: bool = False
     ready_timeout: float = 60.0
+    # One real node (kubelet, containerd, kube-proxy in a sandbox: realnode/) beside the
+    # kwok nodes; implies workloads.
+    real_node: bool = False
+
+    @property
+    def kwok(self) -> bool:
+        """kwok runs with workloads, unless a real node stands alone (no kwok nodes)."""
+        return self.workloads and not (self.real_node and self.nodes == 0)

@@ -28,6 +28,7 @@ OWNED_ENTRIES = (
     "scheduler.kubeconfig",
     "kwok.kubeconfig",
     "kwok",
+    "node",
     "audit-policy.yaml",
     "audit.log",
     STATE_FILE,

@@ -29,6 +29,11 @@ WORKLOAD_CONTROLLERS = (
     "pvc-protection",
     "pv-protection",
 )
+# What a real node (realnode/) needs on top: Service endpoints for kube-proxy, the
+# node-lifecycle controller (it lifts a Ready node's not-ready taint, and marks a
+# silent one NotReady), the `kube-root-ca.crt` ConfigMap every pod's token volume
+# mounts, and garbage collection of terminated pods.
+REAL_NODE_CONTROLLERS = ("endpointslice", "nodelifecycle", "root-ca-cert-publisher", "podgc")
 DEFAULT_NODES = 3
 
 

@@ -1,0 +1,17 @@
+// kubelet: the dev cluster's real node (deployplane dev cluster up --real-node).
+package main
+
+import (
+	"context"
+	"os"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kubelet/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewKubeletCommand(context.Background())))
+}
