@@ -11,19 +11,18 @@ from sqlalchemy import Row, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from deployplane.api.models import (
-    Deployment,
     DeploymentCreate,
     DeploymentStatus,
     Page,
     Revision,
     RevisionStatus,
-    SecretName,
     Source,
     SourceConfig,
     SourceRevisionConfig,
     SourceRevisionConfigStatus,
 )
 from deployplane.controlplane import secretdigest
+from deployplane.controlplane.answers import Deployment, masked
 from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import InvalidError, RefusedError
 from deployplane.controlplane.secretvalues import keep_secret_values
@@ -214,7 +213,7 @@ def _created(
         source_revision_config=(
             revision.source_revision_config if revision else SourceRevisionConfigStatus()
         ),
-        secrets=[SecretName(name=secret.name) for secret in body.secrets or []],
+        secrets=masked(secret.name for secret in body.secrets or []),
         secret_references=body.secret_references,
         created_at=now,
         updated_at=now,

@@ -14,15 +14,14 @@ from typing import Any
 from sqlalchemy import ColumnElement, Row, Table, and_, bindparam, not_, or_, select
 
 from deployplane.api.models import (
-    Deployment,
     DeploymentStatus,
     Listener,
     Revision,
-    SecretName,
     SecretReference,
     SourceRevisionConfig,
     SourceRevisionConfigStatus,
 )
+from deployplane.controlplane.answers import Deployment, masked
 from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import InvalidError, NotFoundError, invalid
 from deployplane.controlplane.tables import deployments, revisions
@@ -181,8 +180,9 @@ def deployment_model(row: Row[Any]) -> Deployment:
             "tenant_id": row.workspace_id,
             "source_config": with_url(row.source_config, row.id),
             "source_revision_config": _revision_config(row),
-            # stored with their digests: the names alone leave the store
-            "secrets": [SecretName(name=s["name"]) for s in row.secrets],
+            # stored with their digests: the names alone leave the store, each
+            # with the mask where the published shape wants a value
+            "secrets": masked(s["name"] for s in row.secrets),
             "secret_references": secret_references(row.secret_references),
         }
     )
