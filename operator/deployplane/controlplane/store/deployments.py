@@ -42,6 +42,7 @@ from deployplane.controlplane.store.rows import (
     remote_reconciled_condition,
     revision_config,
     service_url,
+    sql_offset,
     stored_references,
     uuid_list,
     with_url,
@@ -277,7 +278,11 @@ async def list_deployments(
 ) -> Page[Deployment]:
     query = deployment_query().where(deployments.c.workspace_id == workspace.id)
     query = _filtered_deployments(query, filters)
-    query = query.order_by(deployments.c.created_at, deployments.c.id).offset(offset).limit(limit)
+    query = (
+        query.order_by(deployments.c.created_at, deployments.c.id)
+        .offset(sql_offset(offset))
+        .limit(limit)
+    )
     rows = (await conn.execute(query)).all()
     return Page[Deployment](
         resources=[deployment_model(row) for row in rows],

@@ -26,6 +26,7 @@ from deployplane.controlplane.store.rows import (
     listener_not_found,
     owned,
     page_offset,
+    sql_offset,
 )
 from deployplane.controlplane.tables import deployments, listeners, utcnow
 
@@ -116,7 +117,9 @@ async def list_listeners(
         query = query.where(listeners.c.compute_id == compute_id)
     rows = (
         await conn.execute(
-            query.order_by(listeners.c.created_at, listeners.c.id).offset(offset).limit(limit)
+            query.order_by(listeners.c.created_at, listeners.c.id)
+            .offset(sql_offset(offset))
+            .limit(limit)
         )
     ).all()
     return Page[Listener](

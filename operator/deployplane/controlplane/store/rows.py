@@ -45,6 +45,7 @@ __all__ = [
     "revision_not_found",
     "secret_references",
     "service_url",
+    "sql_offset",
     "stored_references",
     "uuid_list",
     "with_url",
@@ -197,6 +198,16 @@ def revision_model(row: Row[Any]) -> Revision:
 def listener_model(row: Row[Any]) -> Listener:
     # an older database may hold a null compute_config: answered as an empty object
     return Listener.model_validate({**row._mapping, "compute_config": row.compute_config or {}})
+
+
+# A database integer holds no more; no workspace holds as many items.
+_LAST_OFFSET = 2**62
+
+
+def sql_offset(offset: int) -> int:
+    """The OFFSET of a list query: the published `offset` has no maximum, and a page
+    past the last item is empty however far past it starts."""
+    return min(offset, _LAST_OFFSET)
 
 
 def page_offset(offset: int, returned: int) -> int:
