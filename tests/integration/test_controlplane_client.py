@@ -22,6 +22,7 @@ from deployplane.api.models import (
     Source,
     SourceRevisionConfig,
 )
+from deployplane.controlplane.answers import SECRET_VALUE_MASK
 
 
 async def _no_wait(_: float) -> None:
@@ -46,6 +47,11 @@ async def test_client_deploys_updates_and_deletes(database_url: str) -> None:
         ) as client:
             created = await client.create_deployment(image_create())
             assert created.latest_revision_id is not None
+            # the answer's secret holds the mask as its value; the client reads the
+            # name alone, so nothing downstream can take the mask for a value
+            assert created.secrets is not None
+            assert [s.model_dump() for s in created.secrets] == [{"name": "TOKEN"}]
+            assert SECRET_VALUE_MASK not in created.model_dump_json()
             revision = await client.wait_for_revision(
                 created.id, created.latest_revision_id, poll_interval=0.01, timeout=30
             )

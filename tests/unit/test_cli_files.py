@@ -210,6 +210,16 @@ def test_the_output_of_get_plans_no_patch_with_secrets_and_git_host() -> None:
     assert patch_of(now, as_get_yaml(deployment(**GIT))) is None
 
 
+def test_a_secret_value_in_the_answer_is_never_printed_or_sent() -> None:
+    """The published Secret shape of an answer holds a `value`, which is never the
+    value (the emulator's mask `<redacted>`; another service's mask may differ): it is
+    dropped on reading, so `get -o yaml` prints names and applying that sends nothing."""
+    masked = [{"name": "OPENAI_API_KEY", "value": "<redacted>"}, {"name": "TOKEN", "value": "*"}]
+    printed = as_get_yaml(deployment(**{**GIT, "secrets": masked}))
+    assert printed["secrets"] == [{"name": "OPENAI_API_KEY"}, {"name": "TOKEN"}]
+    assert patch_of(current(secrets=masked), printed) is None
+
+
 def test_only_what_differs_is_sent() -> None:
     now = current()
     edited = as_get_yaml(deployment(**GIT))

@@ -90,6 +90,20 @@ CASES: dict[str, tuple[Desired, Deployment, str | None, Any]] = {
         "h1",
         ({"secrets": [{"name": "A", "value": "a1"}]}, ("secrets",)),
     ),
+    # The published Secret shape of an answer holds a `value`: never the value (the
+    # emulator answers a mask, `<redacted>`), and never compared: the digest decides.
+    "secrets answered with a masked value, digest unchanged: nothing": (
+        desired(secrets=A1, secrets_hash="h1"),
+        deployment(secrets=[{"name": "A", "value": "<redacted>"}]),
+        "h1",
+        (None, ()),
+    ),
+    "secrets answered with the desired value itself, digest changed: all sent": (
+        desired(secrets=A1, secrets_hash="h2"),
+        deployment(secrets=[{"name": "A", "value": "a1"}]),
+        "h1",
+        ({"secrets": [{"name": "A", "value": "a1"}]}, ("secrets",)),
+    ),
     "secret references differ": (
         desired(secret_references=REFS),
         deployment(),
