@@ -89,7 +89,7 @@ async def test_client_maps_errors(tmp_path: Path) -> None:
             provider = await client.get_oauth_provider("prov-1")
             assert provider.uses_pkce is True
             listener = await client.create_listener(
-                ListenerCreate(compute_type="k8s", compute_id="c1")
+                ListenerCreate(compute_type="k8s", compute_id="c1", compute_config={})
             )
             patched = await client.update_listener(listener.id, ListenerPatch(version="2"))
             assert patched.version == "2"
@@ -113,7 +113,7 @@ async def test_client_reads_retry_through_injected_faults(tmp_path: Path) -> Non
         ) as client:
             created = [
                 await client.create_listener(
-                    ListenerCreate(compute_type="k8s", compute_id=f"c{index}")
+                    ListenerCreate(compute_type="k8s", compute_id=f"c{index}", compute_config={})
                 )
                 for index in range(10)
             ]

@@ -181,7 +181,7 @@ async def test_state_survives_a_restart_and_the_pipeline_resumes(database_url: s
     async with running_app(make_settings(database_url, step_seconds=0.3)) as (_, client):
         created = (await client.post("/v2/deployments", json=image_body())).json()
         listener = await client.post(
-            "/v2/listeners", json={"compute_type": "k8s", "compute_id": "c1"}
+            "/v2/listeners", json={"compute_type": "k8s", "compute_id": "c1", "compute_config": {}}
         )
         assert listener.status_code == 201
     # a new app (new engine, new worker) on the same file

@@ -281,3 +281,15 @@ def test_listener_plans() -> None:
     assert patch.model_dump(exclude_unset=True) == {"version": "v2"}
     with pytest.raises(planning.PlanError, match="compute_id: cannot change"):
         planning.listener_patch(now, planning.ListenerFile(compute_id="other"))
+
+
+def test_a_listener_file_without_compute_config_creates_with_an_empty_one() -> None:
+    """The published create requires compute_config: `{}` when the file has none."""
+    for extra in ({}, {"compute_config": None}):
+        file = planning.ListenerFile.model_validate({"compute_type": "k8s", "compute_id": "c"})
+        file = file.model_copy(update=extra)
+        body = planning.listener_create(file).model_dump(mode="json", exclude_unset=True)
+        assert body == {"compute_type": "k8s", "compute_id": "c", "compute_config": {}}
+    given = {"compute_type": "k8s", "compute_id": "c", "compute_config": {"k8s_namespaces": ["a"]}}
+    created = planning.listener_create(planning.ListenerFile.model_validate(given))
+    assert created.model_dump(mode="json", exclude_unset=True) == given

@@ -15,6 +15,8 @@ from pydantic.json_schema import SkipJsonSchema
 from deployplane.api.models.common import (
     NAME_MAX_LENGTH,
     ApiModel,
+    CpuLimit,
+    CpuRequest,
     FreeForm,
     NonNegativeNumber,
     ReportedSource,
@@ -132,15 +134,15 @@ class ResourceSpec(ApiModel):
     # Application
     min_scale: NonNegativeNumber | None = Field(None, description="Minimum app replicas.")
     max_scale: NonNegativeNumber | None = Field(None, description="Maximum app replicas.")
-    cpu: NonNegativeNumber | None = Field(None, description="App CPU request.")
-    cpu_limit: NonNegativeNumber | None = Field(None, description="App CPU limit.")
+    cpu: CpuRequest | None = Field(None, description="App CPU request (0.1..8).")
+    cpu_limit: CpuLimit | None = Field(None, description="App CPU limit (0.1..16).")
     memory_mb: NonNegativeNumber | None = Field(None, description="App memory request (MB).")
     memory_limit_mb: NonNegativeNumber | None = Field(None, description="App memory limit (MB).")
     # Queue
     queue_min_scale: NonNegativeNumber | None = Field(None, description="Min queue replicas.")
     queue_max_scale: NonNegativeNumber | None = Field(None, description="Max queue replicas.")
-    queue_cpu: NonNegativeNumber | None = Field(None, description="Queue CPU request.")
-    queue_cpu_limit: NonNegativeNumber | None = Field(None, description="Queue CPU limit.")
+    queue_cpu: CpuRequest | None = Field(None, description="Queue CPU request (0.1..8).")
+    queue_cpu_limit: CpuLimit | None = Field(None, description="Queue CPU limit (0.1..16).")
     queue_memory_mb: NonNegativeNumber | None = Field(None, description="Queue memory (MB).")
     queue_memory_limit_mb: NonNegativeNumber | None = Field(
         None, description="Queue memory limit (MB)."

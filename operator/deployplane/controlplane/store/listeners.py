@@ -70,7 +70,7 @@ async def _listener_users(conn: DbConn, workspace_id: uuid.UUID, listener_id: uu
 
 def _stored_compute_config(config: ComputeConfig | None) -> dict[str, Any]:
     """A listener always has a compute_config (the published Listener requires an
-    object): none given is an empty one."""
+    object): none given (a PUT or PATCH of null) is an empty one."""
     return (config or ComputeConfig()).model_dump(mode="json")
 
 
