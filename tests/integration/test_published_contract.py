@@ -29,9 +29,11 @@ emulator's chains of operations are fuzzed in test_controlplane_reliability.py.
 from __future__ import annotations
 
 import copy
+import json
 import re
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,12 +51,13 @@ AUTH = {"X-Api-Key": KEY_A}
 MAX_EXAMPLES = 50
 # The path parameters that name what the seed made.
 SEEDED = ("deployment_id", "revision_id", "listener_id")
+SEED_SECRET_VALUE = "sk-seeded-value"
 SEED_DEPLOYMENT = {
     "name": "seeded",
     "source": "external_docker",
     "source_config": {"resource_spec": {"min_scale": 1}},
     "source_revision_config": {"image_uri": "registry.example.com/app:1"},
-    "secrets": [{"name": "OPENAI_API_KEY", "value": "sk-seeded-value"}],
+    "secrets": [{"name": "OPENAI_API_KEY", "value": SEED_SECRET_VALUE}],
     "secret_references": [{"name": "TOKEN", "secret_name": "llm", "secret_key": "token"}],
 }
 SEED_LISTENER = {
@@ -232,6 +235,7 @@ def excused(failure: Failure, status: int, body: Any) -> str | None:
 def test_the_emulator_keeps_the_published_contract(case: Case, seeds: dict[str, str]) -> None:
     _aim_at_seeds(case, seeds)
     response = case.call(headers=AUTH)
+    assert SEED_SECRET_VALUE not in response.text  # the mask, never the value
     try:
         case.validate_response(response, headers=AUTH)
     except (Failure, FailureGroup) as error:
@@ -283,3 +287,14 @@ def test_only_the_listed_findings_are_excused() -> None:
     assert excused(finding(Rejected), 400, {"detail": "Refused."}) is None
     volume = {"loc": ["body", "source_config", "resource_spec", "volumes", 0, "name"]}
     assert excused(finding(Rejected), 422, {"detail": [{**volume, "type": "missing"}]})
+
+
+def test_the_copy_is_the_published_document() -> None:
+    """tests/support/published-contract.json is a copy of shared/spec's, which lies
+    beside the repository where the spec is shared (CI): they must not drift apart."""
+    root = Path(__file__).resolve().parents[2]
+    shared = root.parent / "shared" / "spec" / "published-contract.json"
+    if not shared.exists():
+        pytest.skip(f"no {shared} beside this checkout")
+    copy_ = root / "tests" / "support" / "published-contract.json"
+    assert json.loads(copy_.read_text()) == json.loads(shared.read_text())
