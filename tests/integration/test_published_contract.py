@@ -213,8 +213,9 @@ def excused(failure: Failure, status: int, body: Any) -> str | None:
     """Why a finding is not the emulator breaking the contract, or None (a breach)."""
     detail = body.get("detail") if isinstance(body, dict) else None
     if status == 404 and failure.code == "ST103" and "not found" in str(detail).lower():
-        # The contract documents no 404, yet an id (or a provider, an integration)
-        # that does not exist can only be answered "not found".
+        # The contract documents no 404 for the repository listing and the OAuth
+        # provider, yet an integration or provider that does not exist can only be
+        # answered "not found".
         return "404 for an unknown id"
     if status == 400 and failure.code == "ST202" and STATE_REFUSALS.search(str(detail)):
         return "refused for the workspace's state (a name taken, a deployment being deleted)"
