@@ -32,7 +32,12 @@ KEY_SHARED = "key-shared"
 ADMIN_KEY = "admin-key"  # /_emulator/* only, sent as X-Admin-Key
 ADMIN = {"X-Admin-Key": ADMIN_KEY}
 REPO_URL = "https://git.example.com/acme/support-bot"
-K8S_LISTENER = {"compute_type": "k8s", "compute_id": "cluster-1", "version": "1"}
+K8S_LISTENER = {
+    "compute_type": "k8s",
+    "compute_id": "cluster-1",
+    "compute_config": {},
+    "version": "1",
+}
 
 
 def config_data(*, step_seconds: float = 0.0, **extra: Any) -> dict[str, Any]:

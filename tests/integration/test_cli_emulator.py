@@ -16,6 +16,7 @@ from test_controlplane_cli import serve
 from typer.testing import CliRunner, Result
 
 from deployplane.cliapp import app
+from deployplane.controlplane.answers import SECRET_VALUE_MASK
 from deployplane.controlplane.settings import DEV_INTEGRATION_ID
 
 KEY = "cli-roundtrip-key"
@@ -107,6 +108,7 @@ def test_get_yaml_into_update_is_a_round_trip_without_a_request(
     before = emulator.revisions(name)
     exported = emulator.ok("deployments", "get", name, "-o", "yaml").stdout
     assert yaml.safe_load(exported)["secrets"] == [{"name": body["secrets"][0]["name"]}]
+    assert SECRET_VALUE_MASK not in exported  # the answer's mask is not printed as a value
     emulator.reset_counts()
     result = emulator.ok("deployments", "update", name, "-f", "-", stdin=exported)
     assert f"deployment/{name} unchanged" in result.stderr

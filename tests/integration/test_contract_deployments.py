@@ -179,6 +179,21 @@ async def test_negative_offset_is_422_naming_offset(api: httpx.AsyncClient) -> N
     assert query_error_fields(answer) == ["offset"]
 
 
+async def test_any_offset_past_the_last_item_is_an_empty_page(api: httpx.AsyncClient) -> None:
+    """The published `offset` has no maximum: however far past the end (beyond what a
+    database integer holds too), the page is empty and `offset` says where it started."""
+    created = await create(api, image_body())
+    for far in (10**9 + 1, 2**63, 2**70):
+        for path in (
+            "/v2/deployments",
+            f"/v2/deployments/{created['id']}/revisions",
+            "/v2/listeners",
+        ):
+            answer = await api.get(path, params={"offset": far})
+            assert answer.status_code == 200, (path, answer.text)
+            assert answer.json() == {"resources": [], "offset": far}
+
+
 # ---------------------------------------------------------------------- filters
 
 

@@ -37,6 +37,16 @@ async def test_listener_operations_answer_the_published_codes_and_shapes(
     assert (await api.delete(f"/v2/listeners/{uuid.uuid4()}")).status_code == 404
 
 
+async def test_a_create_without_compute_config_is_422_naming_it(api: httpx.AsyncClient) -> None:
+    """The published create requires compute_config, an object (`{}` says nothing)."""
+    without = {"compute_type": "k8s", "compute_id": "c-none"}
+    for body in (without, {**without, "compute_config": None}):
+        refused = await api.post("/v2/listeners", json=body)
+        assert refused.status_code == 422, refused.text
+        assert [e["loc"] for e in refused.json()["detail"]] == [["body", "compute_config"]]
+    assert (await api.get("/v2/listeners")).json()["resources"] == []
+
+
 async def test_listeners_page_with_limit_and_offset_to_the_last_page(
     api: httpx.AsyncClient,
 ) -> None:

@@ -105,7 +105,9 @@ async def test_a_shared_key_acts_in_the_workspace_named_by_tenant_id(
 async def test_workspaces_are_isolated(api: httpx.AsyncClient) -> None:
     created = (await api.post("/v2/deployments", json=image_body())).json()
     listener = (
-        await api.post("/v2/listeners", json={"compute_type": "k8s", "compute_id": "c"})
+        await api.post(
+            "/v2/listeners", json={"compute_type": "k8s", "compute_id": "c", "compute_config": {}}
+        )
     ).json()
     as_b = {"X-Api-Key": KEY_B}
     base = f"/v2/deployments/{created['id']}"

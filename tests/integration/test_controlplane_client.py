@@ -22,6 +22,7 @@ from deployplane.api.models import (
     Source,
     SourceRevisionConfig,
 )
+from deployplane.controlplane.answers import SECRET_VALUE_MASK
 
 
 async def _no_wait(_: float) -> None:
@@ -46,6 +47,11 @@ async def test_client_deploys_updates_and_deletes(database_url: str) -> None:
         ) as client:
             created = await client.create_deployment(image_create())
             assert created.latest_revision_id is not None
+            # the answer's secret holds the mask as its value; the client reads the
+            # name alone, so nothing downstream can take the mask for a value
+            assert created.secrets is not None
+            assert [s.model_dump() for s in created.secrets] == [{"name": "TOKEN"}]
+            assert SECRET_VALUE_MASK not in created.model_dump_json()
             revision = await client.wait_for_revision(
                 created.id, created.latest_revision_id, poll_interval=0.01, timeout=30
             )
@@ -83,7 +89,7 @@ async def test_client_maps_errors(tmp_path: Path) -> None:
             provider = await client.get_oauth_provider("prov-1")
             assert provider.uses_pkce is True
             listener = await client.create_listener(
-                ListenerCreate(compute_type="k8s", compute_id="c1")
+                ListenerCreate(compute_type="k8s", compute_id="c1", compute_config={})
             )
             patched = await client.update_listener(listener.id, ListenerPatch(version="2"))
             assert patched.version == "2"
@@ -107,7 +113,7 @@ async def test_client_reads_retry_through_injected_faults(tmp_path: Path) -> Non
         ) as client:
             created = [
                 await client.create_listener(
-                    ListenerCreate(compute_type="k8s", compute_id=f"c{index}")
+                    ListenerCreate(compute_type="k8s", compute_id=f"c{index}", compute_config={})
                 )
                 for index in range(10)
             ]

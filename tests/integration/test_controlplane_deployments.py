@@ -19,6 +19,7 @@ from _controlplane_harness import (  # noqa: F401  (fixtures are used by name)
 )
 
 from deployplane.api.models import NAME_MAX_LENGTH
+from deployplane.controlplane.answers import SECRET_VALUE_MASK
 
 SECRET_VALUE = "sk-very-secret-value"
 
@@ -38,7 +39,8 @@ async def test_create_image_deployment_answers_201_with_first_revision(
     assert body["status"] == "AWAITING_DATABASE"
     assert body["active_revision_id"] is None
     assert body["image_version"] is None
-    assert body["secrets"] == [{"name": "OPENAI_API_KEY"}]
+    # the published Secret shape: the name, and the fixed mask for the value
+    assert body["secrets"] == [{"name": "OPENAI_API_KEY", "value": SECRET_VALUE_MASK}]
     assert body["source_revision_config"]["image_uri"] == "registry.example.com/app:1"
     assert body["source_revision_config"]["repo_commit_sha"] is None
     assert body["source_config"]["resource_spec"]["min_scale"] == 1
@@ -85,6 +87,10 @@ async def test_secret_values_never_appear_in_any_answer(api: httpx.AsyncClient) 
     for answer in answers:
         assert SECRET_VALUE not in answer.text
     assert answers[-1].status_code == 422
+    # the published Secret shape requires a value: every answer holds the mask there
+    created_, got, listed, _, patched = (answer.json() for answer in answers[:5])
+    for deployment in (created_, got, *listed["resources"], patched):
+        assert {s["value"] for s in deployment["secrets"]} == {SECRET_VALUE_MASK}
 
 
 async def test_missing_name_and_source_are_422_with_loc(api: httpx.AsyncClient) -> None:
@@ -326,7 +332,7 @@ async def test_patch_secrets_makes_a_revision_only_when_they_change(
     rotated = (await api.patch(path, json=new_value)).json()
     assert rotated["latest_revision_id"] != created["latest_revision_id"]
     renamed = (await api.patch(path, json={"secrets": [{"name": "B", "value": "rotated"}]})).json()
-    assert renamed["secrets"] == [{"name": "B"}]
+    assert renamed["secrets"] == [{"name": "B", "value": SECRET_VALUE_MASK}]
     assert renamed["latest_revision_id"] != rotated["latest_revision_id"]
     duplicate = await api.patch(
         path, json={"secrets": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}

@@ -15,7 +15,7 @@ from tests.support.published import assert_published
 
 from deployplane.controlplane.tables import listeners
 
-K8S = {"compute_type": "k8s", "compute_id": "cluster-1", "version": "1"}
+K8S = {"compute_type": "k8s", "compute_id": "cluster-1", "compute_config": {}, "version": "1"}
 
 # Also on PostgreSQL (conftest.py): these are the behaviours a database can change.
 pytestmark = pytest.mark.postgres

@@ -54,6 +54,20 @@ def test_bounds_are_json_schema_keywords(document: Document) -> None:
     assert schemas["DeploymentCreate"]["properties"]["name"]["maxLength"] == 253
 
 
+def test_deployment_secrets_are_documented_in_the_published_secret_shape(
+    document: Document,
+) -> None:
+    """The published `Deployment.secrets` items are `Secret` ({name, value}, both
+    required) in answers too; the document says so, and what the server answers
+    (each value the mask, test_controlplane_deployments.py) is valid against it."""
+    schemas = document["components"]["schemas"]
+    secrets = schemas["Deployment"]["properties"]["secrets"]
+    items = next(branch["items"] for branch in secrets["anyOf"] if branch["type"] == "array")
+    assert items == {"$ref": "#/components/schemas/Secret"}
+    assert sorted(schemas["Secret"]["required"]) == ["name", "value"]
+    assert "secrets" in schemas["Deployment"]["required"]
+
+
 def test_tenant_id_is_never_a_credential_on_its_own(document: Document) -> None:
     schemes = document["components"]["securitySchemes"]
     tenant = next(name for name, s in schemes.items() if s.get("name") == "X-Tenant-Id")

@@ -17,6 +17,8 @@ from _controlplane_harness import (
     wait_for,
 )
 
+from deployplane.controlplane.answers import SECRET_VALUE_MASK
+
 GIT_PATH = [
     "CREATING",
     "QUEUED",
@@ -179,7 +181,7 @@ async def test_state_survives_a_restart_and_the_pipeline_resumes(database_url: s
     async with running_app(make_settings(database_url, step_seconds=0.3)) as (_, client):
         created = (await client.post("/v2/deployments", json=image_body())).json()
         listener = await client.post(
-            "/v2/listeners", json={"compute_type": "k8s", "compute_id": "c1"}
+            "/v2/listeners", json={"compute_type": "k8s", "compute_id": "c1", "compute_config": {}}
         )
         assert listener.status_code == 201
     # a new app (new engine, new worker) on the same file
@@ -187,7 +189,7 @@ async def test_state_survives_a_restart_and_the_pipeline_resumes(database_url: s
         got = await client.get(f"/v2/deployments/{created['id']}")
         assert got.status_code == 200
         assert got.json()["name"] == "img-app"
-        assert got.json()["secrets"] == [{"name": "OPENAI_API_KEY"}]
+        assert got.json()["secrets"] == [{"name": "OPENAI_API_KEY", "value": SECRET_VALUE_MASK}]
         assert (await client.get(f"/v2/listeners/{listener.json()['id']}")).status_code == 200
         seen = await observed_statuses(client, created["id"], created["latest_revision_id"])
         assert seen[-1] == "DEPLOYED"

@@ -19,6 +19,7 @@ Bounded (MAX_EXAMPLES per database) to keep the suite well under a minute.
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import json
 import re
@@ -368,7 +369,8 @@ def documented(document: dict[str, Any], method: str, path: str) -> set[str]:
 async def check(
     api: httpx.AsyncClient, document: dict[str, Any], ids: Seed, case: Case, index: int
 ) -> int:
-    template, body = base_body(case.operation, index)
+    template, shared = base_body(case.operation, index)
+    body = copy.deepcopy(shared)  # mutated below: never the harness's nested constants
     path = template.format(deployment=ids.deployment, listener=ids.listener)
     for field, value in case.mutations:
         put_at(body, field, value)

@@ -16,6 +16,7 @@ from test_operator_reconcile import NS, Harness, condition, cr, harness, settle
 from deployplane.api.client import ControlPlaneClient
 from deployplane.commands.export.command import read_resources
 from deployplane.commands.export.cr import Export, Exported, Policy, export
+from deployplane.controlplane.answers import SECRET_VALUE_MASK
 from deployplane.externals.connections import Connection
 from deployplane.reconcile.state import ResourceState
 
@@ -115,6 +116,7 @@ async def test_export_reads_every_deployment_and_listener_with_listener_refs(
     assert refs["listener/cluster-1"].body["spec"]["listenerId"] == ids["listener"]
     assert [s.name for s in result.secrets] == ["edge-bot", "odd-name-v2"]
     assert "sk-very-secret-value" not in str(result)
+    assert SECRET_VALUE_MASK not in str(result)  # the answers' mask is never exported
     assert {c[0] for c in harness.calls} == {"GET"}
 
 

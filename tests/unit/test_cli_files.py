@@ -210,6 +210,16 @@ def test_the_output_of_get_plans_no_patch_with_secrets_and_git_host() -> None:
     assert patch_of(now, as_get_yaml(deployment(**GIT))) is None
 
 
+def test_a_secret_value_in_the_answer_is_never_printed_or_sent() -> None:
+    """The published Secret shape of an answer holds a `value`, which is never the
+    value (the emulator's mask `<redacted>`; another service's mask may differ): it is
+    dropped on reading, so `get -o yaml` prints names and applying that sends nothing."""
+    masked = [{"name": "OPENAI_API_KEY", "value": "<redacted>"}, {"name": "TOKEN", "value": "*"}]
+    printed = as_get_yaml(deployment(**{**GIT, "secrets": masked}))
+    assert printed["secrets"] == [{"name": "OPENAI_API_KEY"}, {"name": "TOKEN"}]
+    assert patch_of(current(secrets=masked), printed) is None
+
+
 def test_only_what_differs_is_sent() -> None:
     now = current()
     edited = as_get_yaml(deployment(**GIT))
@@ -271,3 +281,15 @@ def test_listener_plans() -> None:
     assert patch.model_dump(exclude_unset=True) == {"version": "v2"}
     with pytest.raises(planning.PlanError, match="compute_id: cannot change"):
         planning.listener_patch(now, planning.ListenerFile(compute_id="other"))
+
+
+def test_a_listener_file_without_compute_config_creates_with_an_empty_one() -> None:
+    """The published create requires compute_config: `{}` when the file has none."""
+    for extra in ({}, {"compute_config": None}):
+        file = planning.ListenerFile.model_validate({"compute_type": "k8s", "compute_id": "c"})
+        file = file.model_copy(update=extra)
+        body = planning.listener_create(file).model_dump(mode="json", exclude_unset=True)
+        assert body == {"compute_type": "k8s", "compute_id": "c", "compute_config": {}}
+    given = {"compute_type": "k8s", "compute_id": "c", "compute_config": {"k8s_namespaces": ["a"]}}
+    created = planning.listener_create(planning.ListenerFile.model_validate(given))
+    assert created.model_dump(mode="json", exclude_unset=True) == given

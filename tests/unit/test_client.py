@@ -273,7 +273,12 @@ async def test_listener_endpoints_methods_paths_and_bodies() -> None:
     cfg = ComputeConfig(k8s_namespaces=["ns1", "ns2"])
     async with make_client(rec) as client:
         await client.create_listener(
-            ListenerCreate(compute_type=ComputeType.K8S, compute_id="cluster-a", version="v1")
+            ListenerCreate(
+                compute_type=ComputeType.K8S,
+                compute_id="cluster-a",
+                compute_config=ComputeConfig(),
+                version="v1",
+            )
         )
         await client.get_listener(LIS_ID)
         await client.update_listener(LIS_ID, ListenerPatch(compute_config=cfg))
@@ -288,7 +293,12 @@ async def test_listener_endpoints_methods_paths_and_bodies() -> None:
         ("GET", "/v2/listeners"),
     ]
     bodies = [json.loads(r.content) if r.content else None for r in rec.requests]
-    assert bodies[0] == {"compute_type": "k8s", "compute_id": "cluster-a", "version": "v1"}
+    assert bodies[0] == {
+        "compute_type": "k8s",
+        "compute_id": "cluster-a",
+        "compute_config": {},  # required by the published create
+        "version": "v1",
+    }
     assert bodies[2] == {"compute_config": {"k8s_namespaces": ["ns1", "ns2"]}}
     assert dict(rec.requests[4].url.params) == {"limit": "3"}
     # the published contract has neither a listener PUT nor a compute_id filter

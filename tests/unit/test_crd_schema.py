@@ -254,8 +254,11 @@ def test_free_form_objects_preserve_unknown_fields() -> None:
 
 def test_numbers_enums_defaults_and_uuids() -> None:
     spec = _root("AgentDeployment")["properties"]["spec"]["properties"]
-    cpu = spec["sourceConfig"]["properties"]["resourceSpec"]["properties"]["cpu"]
-    assert (cpu["type"], cpu["minimum"]) == ("number", 0)
+    resources = spec["sourceConfig"]["properties"]["resourceSpec"]["properties"]
+    cpu, memory = resources["cpu"], resources["memoryMb"]
+    # the published contract's bounds of a CPU request; other numbers are >= 0
+    assert (cpu["type"], cpu["minimum"], cpu["maximum"]) == ("number", 0.1, 8.0)
+    assert (memory["type"], memory["minimum"]) == ("number", 0)
     assert spec["source"]["enum"] == ["git_host", "external_docker"]
     assert spec["deletionPolicy"]["enum"] == ["Delete", "Orphan"]
     assert spec["deletionPolicy"]["default"] == "Delete"

@@ -61,7 +61,11 @@ def docker_dep(**over: Any) -> Deployment:
             "install_command": None,
         },
         "source_revision_config": {"image_uri": "registry.example.com/bot:1"},
-        "secrets": [{"name": "OPENAI_API_KEY"}, {"name": "db.password"}],
+        # the published Secret shape, as the service answers it: the value a mask
+        "secrets": [
+            {"name": "OPENAI_API_KEY", "value": "<redacted>"},
+            {"name": "db.password", "value": "<redacted>"},
+        ],
         "secret_references": [{"name": "TOKEN", "secret_name": "tok", "secret_key": "value"}],
         "created_at": NOW,
         "updated_at": NOW,
@@ -173,6 +177,7 @@ def test_secrets_become_secret_key_refs_to_a_placeholder_named_after_the_resourc
         "agentdeployment/img-bot",
     )
     assert "value" not in json.dumps(item.body["spec"]["secrets"]).replace("valueFrom", "")
+    assert "<redacted>" not in json.dumps(item.body)  # the answers' mask is never exported
 
 
 def test_no_secrets_no_placeholder() -> None:

@@ -90,6 +90,20 @@ CASES: dict[str, tuple[Desired, Deployment, str | None, Any]] = {
         "h1",
         ({"secrets": [{"name": "A", "value": "a1"}]}, ("secrets",)),
     ),
+    # The published Secret shape of an answer holds a `value`: never the value (the
+    # emulator answers a mask, `<redacted>`), and never compared: the digest decides.
+    "secrets answered with a masked value, digest unchanged: nothing": (
+        desired(secrets=A1, secrets_hash="h1"),
+        deployment(secrets=[{"name": "A", "value": "<redacted>"}]),
+        "h1",
+        (None, ()),
+    ),
+    "secrets answered with the desired value itself, digest changed: all sent": (
+        desired(secrets=A1, secrets_hash="h2"),
+        deployment(secrets=[{"name": "A", "value": "a1"}]),
+        "h1",
+        ({"secrets": [{"name": "A", "value": "a1"}]}, ("secrets",)),
+    ),
     "secret references differ": (
         desired(secret_references=REFS),
         deployment(),
@@ -128,3 +142,13 @@ def test_listener_diff_sends_only_what_the_spec_sets_and_differs() -> None:
         ("version",),
     )
     assert listener_diff(wanted(spec), listener(version="2")) is None
+
+
+def test_a_listener_without_compute_config_is_created_with_an_empty_one() -> None:
+    """The published create requires compute_config: a spec without one sends `{}`,
+    and the listener's namespaces (set by someone else) are still not ours to manage."""
+    spec = ListenerSpec.model_validate({"computeType": "k8s", "computeId": "cluster-a"})
+    body = wanted(spec).model_dump(mode="json", exclude_unset=True)
+    assert body == {"compute_type": "k8s", "compute_id": "cluster-a", "compute_config": {}}
+    other = listener(compute_config={"k8s_namespaces": ["theirs"]})
+    assert listener_diff(wanted(spec), other) is None

@@ -12,8 +12,11 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
+from starlette.routing import Match
 
 from deployplane.controlplane.auth import AdminAuthenticator, Authenticator
 from deployplane.controlplane.cache import ReadCache
@@ -81,6 +84,25 @@ async def _request_invalid(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=422)
 
 
+_METHODS = ("DELETE", "GET", "PATCH", "POST", "PUT")
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """FastAPI's answer to an HTTPException, except that a 405's `Allow` names every
+    method the path serves (RFC 9110): Starlette names those of the first route whose
+    path matched, and each operation is a route of its own."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        routes = request.app.router.routes
+        allow = [
+            method
+            for method in _METHODS
+            if any(r.matches({**request.scope, "method": method})[0] is Match.FULL for r in routes)
+        ]
+        exc = HTTPException(405, exc.detail, headers={"Allow": ", ".join(allow)})
+    return await http_exception_handler(request, exc)
+
+
 # The service's operations: the published contract's, then what the vendor's CLI calls
 # besides (part of the service, so on in strict mode too).
 _SERVICE_ROUTERS = (
@@ -143,6 +165,7 @@ def create_app(settings: Settings) -> FastAPI:
     for error in _STATUS_OF:
         app.add_exception_handler(error, _store_error)
     app.add_exception_handler(RequestValidationError, _request_invalid)
+    app.add_exception_handler(HTTPException, _http_error)
 
     # Added innermost first: stats sees every answer, including injected faults, 413s
     # and refused bodies; the guard reads at most the body limit.

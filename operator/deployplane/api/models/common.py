@@ -70,13 +70,19 @@ FreeForm = dict[str, Any]
 
 
 def _ge_as_minimum(schema: dict[str, Any]) -> None:
-    # pydantic writes a bound on a union (int | float) as its own keyword "ge", which
-    # JSON Schema validators and client generators ignore: say it as "minimum".
+    # pydantic writes a bound on a union (int | float) as its own keyword ("ge", "le"),
+    # which JSON Schema validators and client generators ignore: say it as "minimum"
+    # and "maximum".
     if "ge" in schema:
         schema["minimum"] = schema.pop("ge")
+    if "le" in schema:
+        schema["maximum"] = schema.pop("le")
 
 
 NonNegativeNumber = Annotated[int | float, Field(ge=0, json_schema_extra=_ge_as_minimum)]
+# The published bounds of the app's, the queue's and Redis's CPU (cores).
+CpuRequest = Annotated[int | float, Field(ge=0.1, le=8.0, json_schema_extra=_ge_as_minimum)]
+CpuLimit = Annotated[int | float, Field(ge=0.1, le=16.0, json_schema_extra=_ge_as_minimum)]
 
 # Longest deployment name (and listener compute_id): a Kubernetes object name (DNS
 # subdomain, 253), as the AgentDeployment's spec.name and metadata.name it defaults to.

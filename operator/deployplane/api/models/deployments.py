@@ -3,6 +3,7 @@ Kubernetes-shaped parts of `resource_spec`, secrets, and the bulk delete's answe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated
@@ -14,6 +15,8 @@ from pydantic.json_schema import SkipJsonSchema
 from deployplane.api.models.common import (
     NAME_MAX_LENGTH,
     ApiModel,
+    CpuLimit,
+    CpuRequest,
     FreeForm,
     NonNegativeNumber,
     ReportedSource,
@@ -131,15 +134,15 @@ class ResourceSpec(ApiModel):
     # Application
     min_scale: NonNegativeNumber | None = Field(None, description="Minimum app replicas.")
     max_scale: NonNegativeNumber | None = Field(None, description="Maximum app replicas.")
-    cpu: NonNegativeNumber | None = Field(None, description="App CPU request.")
-    cpu_limit: NonNegativeNumber | None = Field(None, description="App CPU limit.")
+    cpu: CpuRequest | None = Field(None, description="App CPU request (0.1..8).")
+    cpu_limit: CpuLimit | None = Field(None, description="App CPU limit (0.1..16).")
     memory_mb: NonNegativeNumber | None = Field(None, description="App memory request (MB).")
     memory_limit_mb: NonNegativeNumber | None = Field(None, description="App memory limit (MB).")
     # Queue
     queue_min_scale: NonNegativeNumber | None = Field(None, description="Min queue replicas.")
     queue_max_scale: NonNegativeNumber | None = Field(None, description="Max queue replicas.")
-    queue_cpu: NonNegativeNumber | None = Field(None, description="Queue CPU request.")
-    queue_cpu_limit: NonNegativeNumber | None = Field(None, description="Queue CPU limit.")
+    queue_cpu: CpuRequest | None = Field(None, description="Queue CPU request (0.1..8).")
+    queue_cpu_limit: CpuLimit | None = Field(None, description="Queue CPU limit (0.1..16).")
     queue_memory_mb: NonNegativeNumber | None = Field(None, description="Queue memory (MB).")
     queue_memory_limit_mb: NonNegativeNumber | None = Field(
         None, description="Queue memory limit (MB)."
@@ -224,22 +227,32 @@ class SourceConfig(ApiModel):
     build_command: str | None = Field(None, description="Build command.")
 
 
-class Secret(ApiModel):
-    """A secret supplied to a deployment. The value is write-only."""
+class SecretName(ApiModel):
+    """A secret as deployplane reads it from an answer: its name only.
+
+    The published `Secret` shape of an answer also has a required `value`, which can
+    never be the value (values are write-only); whatever an answer holds there is
+    dropped on reading, so no client, operator or CLI code can take it for one."""
+
+    name: str
+
+
+class Secret(SecretName):
+    """A secret supplied to a deployment (the published `Secret`). The value is
+    write-only: an answer never holds it."""
 
     name: str = Field(description="Secret name.")
-    value: str = Field(description="Secret value (never returned by the service).")
+    value: str = Field(
+        description=(
+            "Secret value. Write-only: in an answer this is never the value (the "
+            "emulator answers a fixed mask)."
+        )
+    )
 
     def __repr__(self) -> str:  # keep values out of logs and tracebacks
         return f"Secret(name={self.name!r}, value=<redacted>)"
 
     __str__ = __repr__
-
-
-class SecretName(ApiModel):
-    """A secret as the service reports it: its name only."""
-
-    name: str
 
 
 class SecretReference(ApiModel):
@@ -301,7 +314,9 @@ class Deployment(ApiModel):
     source: ReportedSource
     source_config: SourceConfig | None = None
     source_revision_config: SourceRevisionConfigStatus | None = None
-    secrets: list[SecretName] | None = None
+    # Names only (`SecretName`): a Sequence so that the emulator's answer model
+    # (controlplane/answers.py) may hold the published `Secret` shape instead.
+    secrets: Sequence[SecretName] | None = None
     secret_references: list[SecretReference] | None = None
     created_at: datetime
     updated_at: datetime

@@ -37,7 +37,9 @@ class ListenerCreate(ApiModel):
         max_length=NAME_MAX_LENGTH,
         description="Unique id of the compute; immutable.",
     )
-    compute_config: ComputeConfig | None = None
+    # Required, as published (`{}` says nothing): the emulator refuses a create
+    # without one, so deployplane never depends on one being made up for it.
+    compute_config: ComputeConfig = Field(description="Compute settings; {} for none.")
     version: str | None = None
 
 
@@ -48,8 +50,16 @@ class ListenerPatch(ApiModel):
     compute_config: ComputeConfig | None = None
 
 
-class ListenerPut(ListenerCreate):
-    """Body of PUT /v2/listeners/{id}: the whole listener; immutables must match."""
+class ListenerPut(ApiModel):
+    """Body of PUT /v2/listeners/{id} (an emulator extension): the whole listener;
+    immutables must match; no compute_config replaces it with an empty one."""
+
+    compute_type: ComputeType = Field(description="Kind of compute; immutable.")
+    compute_id: str = Field(
+        min_length=1, max_length=NAME_MAX_LENGTH, description="Unique id of the compute."
+    )
+    compute_config: ComputeConfig | None = None
+    version: str | None = None
 
 
 class Listener(ApiModel):

@@ -184,8 +184,12 @@ def deployment_patch(current: Deployment, desired: DeploymentFile) -> Deployment
 
 
 def listener_create(desired: ListenerFile) -> ListenerCreate:
-    """The POST body of a listener file."""
-    return ListenerCreate.model_validate(_dump_set(desired))
+    """The POST body of a listener file (`compute_config`, which the published create
+    requires, is `{}` when the file has none)."""
+    body = _dump_set(desired)
+    if body.get("compute_config") is None:
+        body["compute_config"] = {}
+    return ListenerCreate.model_validate(body)
 
 
 def listener_patch(current: Listener, desired: ListenerFile) -> ListenerPatch | None:

@@ -14,7 +14,6 @@ from fastapi.responses import JSONResponse, Response
 from deployplane.api.models import (
     BulkDeleteOutcome,
     BulkDeleteResult,
-    Deployment,
     DeploymentCreate,
     DeploymentPatch,
     DeploymentType,
@@ -24,6 +23,7 @@ from deployplane.api.models import (
     Revision,
 )
 from deployplane.controlplane import store
+from deployplane.controlplane.answers import Deployment
 from deployplane.controlplane.deps import (
     InWorkspace,
     Limit,

@@ -11,19 +11,18 @@ from sqlalchemy import Row, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from deployplane.api.models import (
-    Deployment,
     DeploymentCreate,
     DeploymentStatus,
     Page,
     Revision,
     RevisionStatus,
-    SecretName,
     Source,
     SourceConfig,
     SourceRevisionConfig,
     SourceRevisionConfigStatus,
 )
 from deployplane.controlplane import secretdigest
+from deployplane.controlplane.answers import Deployment, masked
 from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import InvalidError, RefusedError
 from deployplane.controlplane.secretvalues import keep_secret_values
@@ -43,6 +42,7 @@ from deployplane.controlplane.store.rows import (
     remote_reconciled_condition,
     revision_config,
     service_url,
+    sql_offset,
     stored_references,
     uuid_list,
     with_url,
@@ -214,7 +214,7 @@ def _created(
         source_revision_config=(
             revision.source_revision_config if revision else SourceRevisionConfigStatus()
         ),
-        secrets=[SecretName(name=secret.name) for secret in body.secrets or []],
+        secrets=masked(secret.name for secret in body.secrets or []),
         secret_references=body.secret_references,
         created_at=now,
         updated_at=now,
@@ -278,7 +278,11 @@ async def list_deployments(
 ) -> Page[Deployment]:
     query = deployment_query().where(deployments.c.workspace_id == workspace.id)
     query = _filtered_deployments(query, filters)
-    query = query.order_by(deployments.c.created_at, deployments.c.id).offset(offset).limit(limit)
+    query = (
+        query.order_by(deployments.c.created_at, deployments.c.id)
+        .offset(sql_offset(offset))
+        .limit(limit)
+    )
     rows = (await conn.execute(query)).all()
     return Page[Deployment](
         resources=[deployment_model(row) for row in rows],

@@ -26,6 +26,7 @@ from deployplane.controlplane.store.rows import (
     listener_not_found,
     owned,
     page_offset,
+    sql_offset,
 )
 from deployplane.controlplane.tables import deployments, listeners, utcnow
 
@@ -69,7 +70,7 @@ async def _listener_users(conn: DbConn, workspace_id: uuid.UUID, listener_id: uu
 
 def _stored_compute_config(config: ComputeConfig | None) -> dict[str, Any]:
     """A listener always has a compute_config (the published Listener requires an
-    object): none given is an empty one."""
+    object): none given (a PUT or PATCH of null) is an empty one."""
     return (config or ComputeConfig()).model_dump(mode="json")
 
 
@@ -116,7 +117,9 @@ async def list_listeners(
         query = query.where(listeners.c.compute_id == compute_id)
     rows = (
         await conn.execute(
-            query.order_by(listeners.c.created_at, listeners.c.id).offset(offset).limit(limit)
+            query.order_by(listeners.c.created_at, listeners.c.id)
+            .offset(sql_offset(offset))
+            .limit(limit)
         )
     ).all()
     return Page[Listener](

@@ -14,7 +14,8 @@ from typing import Any
 
 from sqlalchemy import Row, select, update
 
-from deployplane.api.models import Deployment, DeploymentPatch, RevisionStatus, Source
+from deployplane.api.models import DeploymentPatch, RevisionStatus, Source
+from deployplane.controlplane.answers import Deployment
 from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import InvalidError
 from deployplane.controlplane.patching import StoredDeployment, decide_patch

@@ -27,6 +27,7 @@ from deployplane.controlplane.store.rows import (
     page_offset,
     revision_model,
     revision_not_found,
+    sql_offset,
 )
 from deployplane.controlplane.tables import deployments, revisions
 
@@ -202,7 +203,9 @@ async def list_revisions(
     if remote_reconciled is not None:
         query = query.where(revisions.c.remote_reconciled == remote_reconciled)
     rows = (
-        await conn.execute(query.order_by(revisions.c.seq.desc()).offset(offset).limit(limit))
+        await conn.execute(
+            query.order_by(revisions.c.seq.desc()).offset(sql_offset(offset)).limit(limit)
+        )
     ).all()
     return Page[Revision](
         resources=[revision_model(row) for row in rows],

@@ -14,15 +14,14 @@ from typing import Any
 from sqlalchemy import ColumnElement, Row, Table, and_, bindparam, not_, or_, select
 
 from deployplane.api.models import (
-    Deployment,
     DeploymentStatus,
     Listener,
     Revision,
-    SecretName,
     SecretReference,
     SourceRevisionConfig,
     SourceRevisionConfigStatus,
 )
+from deployplane.controlplane.answers import Deployment, masked
 from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import InvalidError, NotFoundError, invalid
 from deployplane.controlplane.tables import deployments, revisions
@@ -46,6 +45,7 @@ __all__ = [
     "revision_not_found",
     "secret_references",
     "service_url",
+    "sql_offset",
     "stored_references",
     "uuid_list",
     "with_url",
@@ -181,8 +181,9 @@ def deployment_model(row: Row[Any]) -> Deployment:
             "tenant_id": row.workspace_id,
             "source_config": with_url(row.source_config, row.id),
             "source_revision_config": _revision_config(row),
-            # stored with their digests: the names alone leave the store
-            "secrets": [SecretName(name=s["name"]) for s in row.secrets],
+            # stored with their digests: the names alone leave the store, each
+            # with the mask where the published shape wants a value
+            "secrets": masked(s["name"] for s in row.secrets),
             "secret_references": secret_references(row.secret_references),
         }
     )
@@ -197,6 +198,16 @@ def revision_model(row: Row[Any]) -> Revision:
 def listener_model(row: Row[Any]) -> Listener:
     # an older database may hold a null compute_config: answered as an empty object
     return Listener.model_validate({**row._mapping, "compute_config": row.compute_config or {}})
+
+
+# A database integer holds no more; no workspace holds as many items.
+_LAST_OFFSET = 2**62
+
+
+def sql_offset(offset: int) -> int:
+    """The OFFSET of a list query: the published `offset` has no maximum, and a page
+    past the last item is empty however far past it starts."""
+    return min(offset, _LAST_OFFSET)
 
 
 def page_offset(offset: int, returned: int) -> int:

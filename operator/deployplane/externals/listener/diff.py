@@ -21,9 +21,15 @@ class ListenerDelta:
 
 def wanted(spec: ListenerSpec) -> ListenerCreate:
     """The listener the spec asks for, as the typed POST body: what the spec leaves out is
-    left unset, and is not ours to manage."""
+    left unset, and is not ours to manage. `compute_config` is required by the published
+    create: `{}` when the spec has none, which `diff` prunes (so still not managed)."""
     managed: dict[str, Any] = dump(spec, include=_MANAGED, exclude_unset=True)
-    body = {"compute_type": spec.compute_type.value, "compute_id": spec.compute_id, **managed}
+    body = {
+        "compute_type": spec.compute_type.value,
+        "compute_id": spec.compute_id,
+        "compute_config": {},
+        **managed,
+    }
     return ListenerCreate.model_validate(body, by_alias=False, by_name=True)
 
 
