@@ -82,7 +82,8 @@ E2E_EXISTING ?= test_dataplane or test_devcluster or test_demo or test_examples_
 # a sandbox; needs root) shared by its modules (tests/support/realnode.py), with the images
 # of `make images` imported: the node itself (test_realnode.py, whose teardown tests run
 # last) and the data plane's workloads as real containers (test_dataplane.py).
-REAL_NODE_TESTS ?= tests/e2e/test_dataplane.py tests/e2e/test_realnode.py
+REAL_NODE_TESTS ?= tests/e2e/test_dataplane.py tests/e2e/test_realnode_helm.py \
+  tests/e2e/test_realnode.py
 e2e-real-node: venv node-tools images ## e2e on a real node: pods, logs, exec, port-forward, Services, egress guard, the data plane's real containers, clean teardown (root)
 	@echo "== e2e on a real node"
 	@DEPLOYPLANE_E2E_REAL_NODE=1 DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \

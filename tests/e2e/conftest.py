@@ -452,25 +452,6 @@ def helm_release(dev_cluster: E2ECluster) -> Iterator[dict[str, str]]:
     (repository:tag, e.g. the one `kind load docker-image` loaded)."""
     if not EXISTING or _install_mode() != "helm":
         pytest.skip(f"only with {ENV_KUBECONFIG} and {ENV_INSTALL}=helm (make e2e INSTALL=helm)")
-    namespace = f"deployplane-e2e-{RUN_ID}"
-    name = f"dp-{RUN_ID}"
     image = os.environ.get("DEPLOYPLANE_E2E_IMAGE") or "deployplane:dev"
-    repository, _, tag = image.rpartition(":")
-    values = [
-        f'watchNamespaces=["{namespace}"]',
-        'emulator={"enabled": true}',
-        f'image={{"repository": "{repository}", "tag": "{tag}", "pullPolicy": "IfNotPresent"}}',
-    ]
-    kubeconfig = str(dev_cluster.kubeconfig)
-    sets = [arg for value in values for arg in ("--set-json", value)]
-    chart.helm(
-        "install", name, str(chart.CHART), "--namespace", namespace, "--create-namespace",
-        "--kubeconfig", kubeconfig, *sets, timeout=180,
-    )  # fmt: skip
-    try:
-        yield {"name": name, "namespace": namespace}
-    finally:
-        chart.helm("uninstall", name, "--namespace", namespace, "--kubeconfig", kubeconfig,
-                   check=False, timeout=180)  # fmt: skip
-        with dev_cluster.admin() as api, contextlib.suppress(ApiException):
-            client.CoreV1Api(api).delete_namespace(namespace)
+    with chart.release(dev_cluster, RUN_ID, image) as release:
+        yield release

@@ -38,6 +38,7 @@ APPLETS = (
 )
 # What `make images` builds (tools/images/build.py) and the tier imports.
 APP_IMAGE = "docker.io/library/deployplane:dev"
+APP_TAG = "deployplane:dev"  # as the chart's values name it (docs/kind.md)
 AGENT_REPOSITORY = "docker.io/library/deployplane-e2e-agent"
 POSTGRES_IMAGE = "docker.io/library/deployplane-postgres:17-pgvector"
 REDIS_IMAGE = "docker.io/library/deployplane-redis:7.0"
