@@ -84,7 +84,7 @@ E2E_EXISTING ?= test_dataplane or test_devcluster or test_demo or test_examples_
 # last) and the data plane's workloads as real containers (test_dataplane.py).
 REAL_NODE_TESTS ?= tests/e2e/test_dataplane.py tests/e2e/test_realnode_helm.py \
   tests/e2e/test_realnode.py
-e2e-real-node: venv node-tools images ## e2e on a real node: pods, logs, exec, port-forward, Services, egress guard, the data plane's real containers, clean teardown (root)
+e2e-real-node: venv node-tools images ## e2e on a real node (part of make test): pods, logs, exec, port-forward, Services, egress guard, the data plane's real containers, clean teardown (root)
 	@echo "== e2e on a real node"
 	@DEPLOYPLANE_E2E_REAL_NODE=1 DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
 	  DEPLOYPLANE_E2E_AGENT_IMAGE=docker.io/library/deployplane-e2e-agent \
@@ -96,9 +96,13 @@ e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a 
 	@echo "== e2e on an existing cluster: a dev cluster with kwok nodes started as another process"
 	@bash tools/e2e-existing.sh "$(E2E_EXISTING)"
 
-test: venv tools postgres lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then e2e on a cluster it did not start
+# `make test` ends with the two tiers that need a cluster started apart: the
+# existing-cluster path, then the real-node tier (its node tools and images built by its
+# own prerequisites, cached; skipped without root, failed so under CI=true).
+test: venv tools postgres lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then e2e on a cluster it did not start, then the real-node tier
 	@echo "== pytest"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m pytest -q -p no:cacheprovider
 	@$(MAKE) --no-print-directory e2e-existing
+	@$(MAKE) --no-print-directory e2e-real-node
 
 demo: venv tools ## the local demo: Kubernetes API + emulator + operator; examples reach DEPLOYED
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(VENV)/bin/deployplane demo up
