@@ -78,19 +78,31 @@ E2E_EXISTING ?= test_dataplane or test_devcluster or test_demo or test_examples_
   or test_argocd_health_follows or test_kstatus_and_argocd or test_steady_state_makes_no \
   or test_kubectl_apply_k or test_chart_service_account or test_operator_with_only_the_chart \
   or test_external_docker_with_listener_ref or test_helm_install_creates
-# The real-node tier (tests/e2e/test_realnode.py): one dev cluster with a real node
-# (kubelet, containerd, kube-proxy in a sandbox; needs root). Not part of `make test`.
-e2e-real-node: venv node-tools ## e2e on a real node: pods run, logs, exec, port-forward, Services, egress guard, clean teardown (root)
+# The real-node tier: one dev cluster with a real node (kubelet, containerd, kube-proxy in
+# a sandbox; needs root) shared by its modules (tests/support/realnode.py), with the images
+# of `make images` imported: the node itself (test_realnode.py, whose teardown tests run
+# last) and the data plane's workloads as real containers (test_dataplane.py).
+REAL_NODE_TESTS ?= tests/e2e/test_dataplane.py tests/e2e/test_realnode_helm.py \
+  tests/e2e/test_realnode.py
+e2e-real-node: venv node-tools images ## e2e on a real node (part of make test): pods, logs, exec, port-forward, Services, egress guard, the data plane's real containers, clean teardown (root)
+	@echo "== e2e on a real node"
 	@DEPLOYPLANE_E2E_REAL_NODE=1 DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
-	  $(PY) -m pytest -q -p no:cacheprovider tests/e2e/test_realnode.py $(E2E_ARGS)
+	  DEPLOYPLANE_E2E_AGENT_IMAGE=docker.io/library/deployplane-e2e-agent \
+	  DEPLOYPLANE_POSTGRES_IMAGE=docker.io/library/deployplane-postgres:17-pgvector \
+	  DEPLOYPLANE_REDIS_IMAGE=docker.io/library/deployplane-redis:7.0 \
+	  $(PY) -m pytest -q -p no:cacheprovider $(REAL_NODE_TESTS) $(E2E_ARGS)
 
 e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a dev cluster with kwok nodes, stopped afterwards)
 	@echo "== e2e on an existing cluster: a dev cluster with kwok nodes started as another process"
 	@bash tools/e2e-existing.sh "$(E2E_EXISTING)"
 
-test: venv tools postgres lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then e2e on a cluster it did not start
+# `make test` ends with the two tiers that need a cluster started apart: the
+# existing-cluster path, then the real-node tier (its node tools and images built by its
+# own prerequisites, cached; skipped without root, failed so under CI=true).
+test: venv tools postgres lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then e2e on a cluster it did not start, then the real-node tier
 	@echo "== pytest"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m pytest -q -p no:cacheprovider
 	@$(MAKE) --no-print-directory e2e-existing
+	@$(MAKE) --no-print-directory e2e-real-node
 
 demo: venv tools ## the local demo: Kubernetes API + emulator + operator; examples reach DEPLOYED
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(VENV)/bin/deployplane demo up

@@ -22,6 +22,10 @@
   TokenRequest token. `dev_cluster.service_account_kubeconfig(ns, name, path)` writes
   the same credentials as a kubeconfig (for running the operator as that account).
 
+Real-node mode (`make e2e-real-node` sets DEPLOYPLANE_E2E_REAL_NODE=1): `dev_cluster` is
+`real_node_session`'s cluster, one real node and no kwok nodes with the built images
+imported (tests/support/realnode.py); tests a module lists in RUN_LAST run at the end.
+
 Without the binaries the tests skip locally (run `make tools`) and fail under CI=true:
 CI must never pass by silently skipping the end-to-end tests.
 
@@ -53,7 +57,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from tests.e2e.operator_harness import REPO, Emulator, Resources
-from tests.support import chart, nodes
+from tests.support import chart, nodes, realnode
 from tests.support.e2ecluster import E2ECluster
 from tests.support.existing_cluster import ENV_KUBECONFIG, ExistingCluster
 from tests.support.nodes import Workloads
@@ -80,7 +84,9 @@ DEV_CLUSTER_ONLY = {
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Every test in this directory needs the cluster, so every one carries the marker
-    # (`-m "not e2e"` deselects them all).
+    # (`-m "not e2e"` deselects them all). The tests that stop the real node (a module's
+    # RUN_LAST) run after all others: the tier's modules share one real node.
+    items.sort(key=lambda item: item.name in getattr(getattr(item, "module", None), "RUN_LAST", ()))
     for item in items:
         path = Path(str(item.fspath))
         if _HERE in path.parents:
@@ -101,11 +107,30 @@ def _install_mode() -> str:
 
 
 @pytest.fixture(scope="session")
-def dev_cluster() -> Iterator[E2ECluster]:
+def real_node_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[realnode.Session]:
+    """The real-node tier's cluster (DEPLOYPLANE_E2E_REAL_NODE=1, tests/support/realnode.py)."""
+    reason = realnode.skip_reason()
+    if reason is not None:
+        if realnode.enabled() and os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"the real-node tier cannot run: {reason}", pytrace=False)
+        pytest.skip(reason)
+    session = realnode.start(tmp_path_factory.mktemp("realnode"))
+    try:
+        yield session
+    finally:
+        session.cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def dev_cluster(request: pytest.FixtureRequest) -> Iterator[E2ECluster]:
     # Typed with the Protocol both kinds of cluster satisfy: mypy refuses a test that
     # uses what only the dev cluster has (use `started_cluster` for that).
     if EXISTING:
         yield from _existing_cluster(Path(EXISTING))
+        return
+    if realnode.enabled():
+        session: realnode.Session = request.getfixturevalue("real_node_session")
+        yield session.cluster
         return
     try:
         tools = find_tools()
@@ -427,25 +452,6 @@ def helm_release(dev_cluster: E2ECluster) -> Iterator[dict[str, str]]:
     (repository:tag, e.g. the one `kind load docker-image` loaded)."""
     if not EXISTING or _install_mode() != "helm":
         pytest.skip(f"only with {ENV_KUBECONFIG} and {ENV_INSTALL}=helm (make e2e INSTALL=helm)")
-    namespace = f"deployplane-e2e-{RUN_ID}"
-    name = f"dp-{RUN_ID}"
     image = os.environ.get("DEPLOYPLANE_E2E_IMAGE") or "deployplane:dev"
-    repository, _, tag = image.rpartition(":")
-    values = [
-        f'watchNamespaces=["{namespace}"]',
-        'emulator={"enabled": true}',
-        f'image={{"repository": "{repository}", "tag": "{tag}", "pullPolicy": "IfNotPresent"}}',
-    ]
-    kubeconfig = str(dev_cluster.kubeconfig)
-    sets = [arg for value in values for arg in ("--set-json", value)]
-    chart.helm(
-        "install", name, str(chart.CHART), "--namespace", namespace, "--create-namespace",
-        "--kubeconfig", kubeconfig, *sets, timeout=180,
-    )  # fmt: skip
-    try:
-        yield {"name": name, "namespace": namespace}
-    finally:
-        chart.helm("uninstall", name, "--namespace", namespace, "--kubeconfig", kubeconfig,
-                   check=False, timeout=180)  # fmt: skip
-        with dev_cluster.admin() as api, contextlib.suppress(ApiException):
-            client.CoreV1Api(api).delete_namespace(namespace)
+    with chart.release(dev_cluster, RUN_ID, image) as release:
+        yield release

@@ -32,7 +32,7 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.support import chart
+from tests.support import chart, realnode
 from tests.support.e2ecluster import E2ECluster
 from tests.support.nodes import Workloads
 
@@ -41,7 +41,8 @@ from deployplane.devcluster.manifests import Applier
 AGD, LST = "agentdeployments", "listeners"
 LISTENER = "edge"
 AGENT_SA = f"{chart.RELEASE}-listener-agent"
-SERVER_LABEL = "app.kubernetes.io/component=agent-server"
+COMPONENT = "app.kubernetes.io/component"
+SERVER_LABEL = f"{COMPONENT}=agent-server"
 T = TypeVar("T")
 
 
@@ -361,3 +362,99 @@ def test_a_namespace_the_listener_does_not_have_fails_with_that_message(
     assert "namespace elsewhere is not one of" in message
     assert agents_namespace in message
     assert Cluster(k8s_api, agents_namespace).everything() == []
+
+
+def _ready(pod: client.V1Pod) -> bool:
+    conditions = pod.status.conditions or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+def _fetch_ok(k8s_api: client.ApiClient, namespace: str, service: str) -> str:
+    """GET http://<service>:8000/ok from a busybox pod (CoreDNS, then kube-proxy)."""
+    core = client.CoreV1Api(k8s_api)
+    fetch = f"for i in $(seq 30); do wget -q -O - http://{service}:8000/ok && exit 0; sleep 1; done"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "fetch-ok"},
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1,
+            "containers": [
+                {
+                    "name": "wget",
+                    "image": realnode.TEST_IMAGE,
+                    "imagePullPolicy": "Never",
+                    "command": ["sh", "-c", fetch + "; exit 1"],
+                }
+            ],
+        },
+    }
+    core.create_namespaced_pod(namespace, pod)
+    done = wait_until(
+        "the fetching pod to finish",
+        lambda: (
+            (p := core.read_namespaced_pod("fetch-ok", namespace)).status.phase
+            in ("Succeeded", "Failed")
+            and p
+        ),
+    )
+    logs = str(core.read_namespaced_pod_log("fetch-ok", namespace))
+    assert done.status.phase == "Succeeded", logs
+    core.delete_namespaced_pod("fetch-ok", namespace, grace_period_seconds=0)
+    return logs
+
+
+def _deployment_status(emulator: Emulator, obj: dict[str, Any]) -> str:
+    with httpx.Client(
+        base_url=emulator.url, headers={"X-Api-Key": API_KEY, "X-Tenant-Id": WORKSPACE}
+    ) as http:
+        deployment = http.get(f"/v2/deployments/{obj['status']['deploymentId']}").json()
+        return str(deployment["status"])
+
+
+def test_real_containers_deployed_only_once_every_pod_passed_its_probe(
+    operator: Any,
+    agent: AgentProcess,
+    resources: Resources,
+    emulator: Emulator,
+    namespace: str,
+    agents_namespace: str,
+    k8s_api: client.ApiClient,
+    workload_images: Workloads,
+    real_node_session: realnode.Session,
+) -> None:
+    """On the real node (the tier's session): the agent server, queue worker, Redis and
+    PostgreSQL run as containers of the images built here; the revision is DEPLOYED once
+    every pod of the rollout (server, queue, Redis) is Ready through its readiness probe,
+    the deployment READY once PostgreSQL's is; `/ok` answers through the Service from
+    another pod."""
+    assert not workload_images.simulated
+    cluster = Cluster(k8s_api, agents_namespace)
+    resources.create(LST, listener_body(namespace, agents_namespace))
+    agent.wait_running()
+    image = workload_images.agent_image(1)
+    resources.create(AGD, deployment_body("live", image, agents_namespace))
+    obj = resources.wait(AGD, "live", ready_for_generation, within=240, what="Ready")
+    assert obj is not None
+    assert obj["status"]["revision"]["status"] == "DEPLOYED"
+    pods = {p.metadata.name: p for p in cluster.core.list_namespaced_pod(agents_namespace).items}
+    by_component = {p.metadata.labels[COMPONENT]: p for p in pods.values()}
+    assert set(by_component) == {"agent-server", "queue", "redis", "database"}, pods
+    for pod in pods.values():  # Ready when the resource was: their probes had passed
+        if pod.metadata.labels[COMPONENT] != "database":
+            assert _ready(pod), (pod.metadata.name, pod.status.conditions)
+    wait_until("deployment READY", lambda: _deployment_status(emulator, obj) == "READY")
+    pods = {p.metadata.name: p for p in cluster.core.list_namespaced_pod(agents_namespace).items}
+    images = {c.image for p in pods.values() for c in p.spec.containers}
+    assert images == {image, realnode.POSTGRES_IMAGE, realnode.REDIS_IMAGE}, images
+    for pod in pods.values():
+        assert _ready(pod), (pod.metadata.name, pod.status.conditions)
+        assert all(c.readiness_probe is not None for c in pod.spec.containers), pod.spec
+        assert all(s.ready and s.state.running for s in pod.status.container_statuses)
+    (service,) = [
+        s.metadata.name
+        for s in cluster.core.list_namespaced_service(agents_namespace).items
+        if (s.metadata.labels or {}).get(COMPONENT) == "agent-server"
+    ]
+    assert _fetch_ok(k8s_api, agents_namespace, service).strip() == "ok"

@@ -1,16 +1,16 @@
 """The real node: a kubelet, containerd and kube-proxy in a sandbox run real pods.
 
 Skipped unless DEPLOYPLANE_E2E_REAL_NODE=1 (`make e2e-real-node`), the node's binaries
-are built (`make node-tools`) and this runs as root. One cluster with a real node and
-no kwok nodes for the module; the last tests stop it and check that the host is as it
-was (links, routes, iptables, ip_forward, mounts, netns) and that no process is left,
-then start and interrupt one through the CLI.
+are built (`make node-tools`) and this runs as root. The tier's one cluster with a real
+node and no kwok nodes (`real_node_session`, tests/support/realnode.py); the last tests
+of the whole tier (RUN_LAST) stop it and check that the host is as it was (links,
+routes, iptables, ip_forward, mounts, netns) and that no process is left, then start
+and interrupt one through the CLI.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import socket
 import subprocess
@@ -24,56 +24,21 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
-from tests.support import hostsnapshot
+from tests.support import hostsnapshot, realnode
 
-from deployplane.devcluster import DevCluster, find_tools
-from deployplane.devcluster.realnode import cgroups, images, layout, ociarchive, script
+from deployplane.devcluster import DevCluster
+from deployplane.devcluster.realnode import cgroups, layout, script
 from deployplane.devcluster.realnode import node as real_node
 
-ENV = "DEPLOYPLANE_E2E_REAL_NODE"
-TEST_IMAGE = "localhost/deployplane-test/busybox:1"
-BUSYBOX = Path("/bin/busybox")
-APPLETS = (
-    "sh",
-    "echo",
-    "sleep",
-    "cat",
-    "wget",
-    "nc",
-    "httpd",
-    "hostname",
-    "ls",
-    "nslookup",
-    "mkdir",
+pytestmark = pytest.mark.skipif(
+    realnode.skip_reason() is not None, reason=str(realnode.skip_reason())
 )
-
-
-def _skip_reason() -> str | None:
-    if os.environ.get(ENV) != "1":
-        return f"the real-node tier runs with {ENV}=1 (make e2e-real-node)"
-    if os.geteuid() != 0:
-        return "the real node needs root"
-    try:
-        bin_dir = find_tools().bin_dir
-    except RuntimeError as e:
-        return str(e)
-    missing = real_node.NodeBinaries(bin_dir).missing()
-    if not real_node.has_dns(bin_dir):
-        missing.append(real_node.COREDNS)
-    if missing or not BUSYBOX.exists():
-        return f"missing {missing or BUSYBOX}: run `make node-tools`"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
-
-
-def busybox_image(path: Path) -> Path:
-    """A `FROM scratch` image of Debian's static busybox (no daemon, no registry)."""
-    files = [ociarchive.ImageFile("bin/busybox", BUSYBOX.read_bytes())]
-    files += [ociarchive.ImageFile(f"bin/{a}", symlink="busybox") for a in APPLETS]
-    spec = ociarchive.ImageSpec(ref=TEST_IMAGE, files=files, cmd=["sh"])
-    return ociarchive.write_image(spec, path)
+# They stop the session's real node (tests/e2e/conftest.py runs them after every other test).
+RUN_LAST = (
+    "test_down_leaves_nothing",
+    "test_interrupted_up_is_cleaned_by_the_next_up",
+    "test_node_of_a_killed_owner_is_cleaned_by_the_next_start",
+)
 
 
 class RealNode:
@@ -128,7 +93,7 @@ class RealNode:
 def pod_manifest(name: str, namespace: str, command: list[str], **spec: Any) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": "main",
-        "image": TEST_IMAGE,
+        "image": realnode.TEST_IMAGE,
         "command": command,
         "imagePullPolicy": "Never",
     }
@@ -141,20 +106,9 @@ def pod_manifest(name: str, namespace: str, command: list[str], **spec: Any) -> 
     }
 
 
-@pytest.fixture(scope="module")
-def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
-    state = tmp_path_factory.mktemp("realnode")
-    before = hostsnapshot.snapshot(state)
-    cluster = DevCluster(state / "cluster", real_node=True, nodes=0, ready_timeout=120)
-    cluster.start()
-    try:
-        holder = [p for p in cluster.server_processes if p.name == real_node.HOLDER]
-        images.import_archives(
-            holder[0].pid, cluster.tools.bin_dir / "ctr", [busybox_image(state / "busybox.tar")]
-        )
-        yield RealNode(cluster, before)
-    finally:
-        cluster.stop()
+@pytest.fixture
+def node(real_node_session: realnode.Session) -> RealNode:
+    return RealNode(real_node_session.cluster, real_node_session.before)
 
 
 @pytest.fixture
@@ -383,7 +337,8 @@ from kubernetes import client
 from deployplane.devcluster import DevCluster
 from deployplane.devcluster.realnode import images, node
 sys.path.insert(0, {repo!r})
-from tests.e2e.test_realnode import busybox_image, pod_manifest
+from tests.e2e.test_realnode import pod_manifest
+from tests.support.realnode import busybox_image
 cluster = DevCluster(Path({state!r}), real_node=True, nodes=0, ready_timeout=120).start()
 holder = next(p for p in cluster.server_processes if p.name == node.HOLDER)
 images.import_archives(holder.pid, cluster.tools.bin_dir / "ctr", [busybox_image(Path({image!r}))])

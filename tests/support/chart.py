@@ -11,12 +11,13 @@ cache, PATH).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -209,3 +210,36 @@ def kustomize(directory: Path = MANIFESTS) -> list[Doc]:
         check=True,
     )
     return parse_documents(out.stdout)
+
+
+@contextlib.contextmanager
+def release(
+    cluster: Any, run_id: str, image: str, pull_policy: str = "IfNotPresent"
+) -> Iterator[dict[str, str]]:
+    """The chart installed with the in-cluster emulator in a namespace of its own
+    (`deployplane-e2e-<run_id>`), watching only that namespace; uninstalled, and its
+    namespace deleted, on exit. `cluster`: an E2ECluster (kubeconfig, admin())."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    namespace = f"deployplane-e2e-{run_id}"
+    name = f"dp-{run_id}"
+    repository, _, tag = image.rpartition(":")
+    values = [
+        f'watchNamespaces=["{namespace}"]',
+        'emulator={"enabled": true}',
+        f'image={{"repository": "{repository}", "tag": "{tag}", "pullPolicy": "{pull_policy}"}}',
+    ]
+    kubeconfig = str(cluster.kubeconfig)
+    sets = [arg for value in values for arg in ("--set-json", value)]
+    helm(
+        "install", name, str(CHART), "--namespace", namespace, "--create-namespace",
+        "--kubeconfig", kubeconfig, *sets, timeout=180,
+    )  # fmt: skip
+    try:
+        yield {"name": name, "namespace": namespace}
+    finally:
+        helm("uninstall", name, "--namespace", namespace, "--kubeconfig", kubeconfig,
+             check=False, timeout=180)  # fmt: skip
+        with cluster.admin() as api, contextlib.suppress(ApiException):
+            client.CoreV1Api(api).delete_namespace(namespace)

@@ -7,7 +7,13 @@ from typing import Any
 import pytest
 
 from deployplane.api.dataplane import ReportedStatus
-from deployplane.dataplane.rollout import Verdict, database_ready, rollout_verdict, route_waiting
+from deployplane.dataplane.rollout import (
+    Verdict,
+    companions_verdict,
+    database_ready,
+    rollout_verdict,
+    route_waiting,
+)
 
 Obj = dict[str, Any]
 REV = "rev-2"
@@ -205,3 +211,62 @@ def _parent(accepted: str = "True", resolved: str = "True", generation: int = 2)
 )
 def test_route_waiting(route: Obj | None, admitted: bool) -> None:
     assert (route_waiting(route) is None) is admitted
+
+
+def _named(name: str, **kwargs: Any) -> Obj:
+    obj = deployment(**kwargs)
+    obj["metadata"]["name"] = name
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("case", "others", "want"),
+    [
+        ("none rendered", [], None),
+        (
+            "all rolled out",
+            [_named("b-queue", status=ROLLED), _named("b-redis", status=ROLLED)],
+            None,
+        ),
+        (
+            "redis not available yet",
+            [
+                _named("b-queue", status=ROLLED),
+                _named("b-redis", status={**ROLLED, "availableReplicas": 1}),
+            ],
+            Verdict(
+                ReportedStatus.DEPLOYING,
+                "Deployment b-redis: 2 of 2 replicas updated, 1 available",
+            ),
+        ),
+        (
+            "an old queue worker left",
+            [_named("b-queue", status={**ROLLED, "replicas": 3})],
+            Verdict(
+                ReportedStatus.DEPLOYING,
+                "Deployment b-queue: 2 of 2 replicas updated, 2 available",
+            ),
+        ),
+        (
+            "not created yet",
+            [None],
+            Verdict(ReportedStatus.DEPLOYING, "a Deployment is not created yet"),
+        ),
+        (
+            "past its progress deadline",
+            [_named("b-redis", status={}, conditions=[DEADLINE])],
+            Verdict(
+                ReportedStatus.DEPLOY_FAILED,
+                "Deployment b-redis: ProgressDeadlineExceeded: "
+                'ReplicaSet "x" has timed out progressing.',
+            ),
+        ),
+        (
+            "scaled to zero (KEDA)",
+            [_named("b-queue", replicas=0, status={"observedGeneration": 2})],
+            None,
+        ),
+    ],
+)
+def test_companions_verdict(case: str, others: list[Obj | None], want: Verdict | None) -> None:
+    assert companions_verdict(others) == want, case

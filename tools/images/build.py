@@ -155,7 +155,9 @@ def build_app() -> Path:
         log(f"{out} is up to date (cache hit)")
         return out
     debian_image(recipes.PYTHON_BASE)
-    cmd = ["bud", "--isolation", "chroot", "--network", "host", "--layers", "-f", "Dockerfile"]
+    # No layer cache: buildah 1.28 reused a stale `COPY operator` layer after a source
+    # change (the chart's operator pod ran the old code). The archive's key is the cache.
+    cmd = ["bud", "--isolation", "chroot", "--network", "host", "--no-cache", "-f", "Dockerfile"]
     cmd += [f"--build-arg={name}={value}" for name, value in args.items()]
     cmd += [f"--volume={path}:{path}:ro" for path in HOST_MOUNTS if os.path.exists(path)]
     cmd += ["-t", "localhost/deployplane:dev", str(ROOT)]

@@ -17,6 +17,7 @@ __all__ = [
     "IMAGE_PULL_FAILURES",
     "REVISION_ANNOTATION",
     "Verdict",
+    "companions_verdict",
     "database_ready",
     "rollout_verdict",
     "route_waiting",
@@ -105,23 +106,50 @@ def rollout_verdict(deployment: Obj | None, pods: Sequence[Obj], revision_id: st
             failure = _pod_failure(pod)
     if failure is not None:
         return Verdict(ReportedStatus.DEPLOY_FAILED, failure)
+    if _rolled_out(deployment):
+        return Verdict(ReportedStatus.DEPLOYED)
+    return Verdict(ReportedStatus.DEPLOYING, _progress(deployment))
+
+
+def _wanted(deployment: Obj) -> int:
+    wanted = _get(deployment, "spec", "replicas")
+    return 1 if wanted is None else int(wanted)
+
+
+def _rolled_out(deployment: Obj) -> bool:
     generation = _get(deployment, "metadata", "generation") or 0
     status = _get(deployment, "status") or {}
-    wanted = _get(deployment, "spec", "replicas")
-    wanted = 1 if wanted is None else wanted
-    rolled_out = (
+    wanted = _wanted(deployment)
+    return bool(
         (status.get("observedGeneration") or 0) >= generation
         and (status.get("updatedReplicas") or 0) >= wanted
         and (status.get("availableReplicas") or 0) >= wanted
         and (status.get("replicas") or 0) <= (status.get("updatedReplicas") or 0)
     )
-    if rolled_out:
-        return Verdict(ReportedStatus.DEPLOYED)
-    return Verdict(
-        ReportedStatus.DEPLOYING,
-        f"{status.get('updatedReplicas') or 0} of {wanted} replicas updated, "
-        f"{status.get('availableReplicas') or 0} available",
+
+
+def _progress(deployment: Obj) -> str:
+    status = _get(deployment, "status") or {}
+    return (
+        f"{status.get('updatedReplicas') or 0} of {_wanted(deployment)} replicas updated, "
+        f"{status.get('availableReplicas') or 0} available"
     )
+
+
+def companions_verdict(deployments: Sequence[Obj | None]) -> Verdict | None:
+    """The rollout's other Deployments (queue workers, Redis), once the agent server's is
+    rolled out: None when every one is rolled out too (its pods passed their readiness
+    probes), DEPLOY_FAILED past a progress deadline, DEPLOYING otherwise."""
+    for deployment in deployments:
+        if deployment is None:
+            return Verdict(ReportedStatus.DEPLOYING, "a Deployment is not created yet")
+        name = _get(deployment, "metadata", "name")
+        failure = _deadline_exceeded(deployment)
+        if failure is not None:
+            return Verdict(ReportedStatus.DEPLOY_FAILED, f"Deployment {name}: {failure}")
+        if not _rolled_out(deployment):
+            return Verdict(ReportedStatus.DEPLOYING, f"Deployment {name}: {_progress(deployment)}")
+    return None
 
 
 def pod_states(pods: Sequence[Obj]) -> list[str]:

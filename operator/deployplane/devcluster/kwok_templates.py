@@ -195,6 +195,8 @@ startTime: {{ $now | Quote }}
     )
 
 
+# On kwok nodes the volume is never mounted; on the real node the kubelet creates it in
+# the node's private /var/lib (realnode/layout.py), so it goes with the node's state.
 PV_FOR_CLAIM = """\
 apiVersion: v1
 kind: PersistentVolume
@@ -218,7 +220,7 @@ spec:
     resourceVersion: {{ .metadata.resourceVersion | Quote }}
     uid: {{ .metadata.uid | Quote }}
   hostPath:
-    path: /tmp/kwok-volume/pvc-{{ .metadata.uid }}
+    path: /var/lib/kwok-volume/pvc-{{ .metadata.uid }}
     type: DirectoryOrCreate
 """
 

@@ -29,7 +29,12 @@ def load_configuration() -> client.Configuration:
 
 def bearer_token(configuration: client.Configuration) -> str | None:
     """The token, without its "Bearer " prefix (None: a client certificate, or none).
-    `auth_settings` refreshes an expiring token where the client knows how."""
+    `auth_settings` refreshes an expiring token where the client knows how. The in-cluster
+    configuration writes the prefix in lower case ("bearer <token>"), a kubeconfig's
+    "Bearer <token>": either is dropped (a pod's operator sent "Bearer bearer ...")."""
     bearer = configuration.auth_settings().get("BearerToken") or {}
-    value = str(bearer.get("value") or "")
-    return value.removeprefix("Bearer ").strip() or None
+    value = str(bearer.get("value") or "").strip()
+    scheme, _, token = value.partition(" ")
+    if scheme.lower() == "bearer" and token:
+        value = token
+    return value.strip() or None

@@ -28,6 +28,8 @@ def redis(ctx: Context) -> list[Obj]:
         # redis:7.4-alpine by default; a setting of the agent (DEPLOYPLANE_REDIS_IMAGE).
         "image": ctx.settings.redis_image,
         "ports": [{"name": "tcp", "containerPort": REDIS_PORT, "protocol": "TCP"}],
+        # Ready once it answers: the image's own client, as for PostgreSQL's pg_isready.
+        "readinessProbe": {"exec": {"command": ["redis-cli", "ping"]}},
     }
     container_resources = resources(spec, "redis_")
     if memory is not None:
