@@ -1,7 +1,7 @@
 """The pieces of `deployplane trace`'s tree (`Node`, `Missing`, `Workloads`) and the line
 of one data-plane object: its verdict read from the object as Kubernetes returned it
 (replicas for Deployments and StatefulSets, conditions for autoscalers and routes, the
-revision the owner ConfigMap applied). Pure, like `tracetree`, which assembles the tree.
+revision the owner ConfigMap applied). Pure, like `tree`, which assembles the tree.
 """
 
 from __future__ import annotations

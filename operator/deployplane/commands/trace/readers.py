@@ -1,5 +1,5 @@
 """What `deployplane trace` reads, and nothing else: GETs only, from Kubernetes and from
-the control plane. The tree is built from their answers by `tracetree` (pure).
+the control plane. The tree is built from their answers by `tree` (pure).
 
 Kubernetes is read with the official client (its kubeconfig loading: `--kubeconfig`,
 `$KUBECONFIG`, `--kube-context`, as kubectl), through its get/list/read methods only; a
