@@ -727,7 +727,14 @@ def test_killed_after_the_post_among_150_namesakes_adopts_its_own_deployment(
 
     second = OperatorProcess(namespace, env, tmp_path / "operator-2.log").start()
     try:
-        ready = resources.wait(AGD, name, ready_for_generation, what="Ready after restart")
+        # Adopted, the deployment is DEPLOYED already: the pass that records the id also
+        # says Ready, and the marker comes off in the write right after it. Wait for both.
+        ready = resources.wait(
+            AGD,
+            name,
+            lambda o: ready_for_generation(o) and create_pending(o) is None,
+            what="Ready after restart, the marker taken off",
+        )
     finally:
         second.stop()
     assert ready is not None
@@ -735,7 +742,7 @@ def test_killed_after_the_post_among_150_namesakes_adopts_its_own_deployment(
     assert ready["status"]["deploymentId"] == dep["id"]
     assert "createPending" not in ready["status"]
     assert "deploymentId" in ready["status"]  # the id supersedes the marker on the object
-    assert create_pending(ready) is None  # and, recorded, took it off
+    assert create_pending(ready) is None  # recorded, the id took the marker off
     # exactly one POST by the operator, the one killed: the restart adopted, never created
     assert emulator.stats()["arrived"]["POST /v2/deployments"] == posts_before + 1
 
