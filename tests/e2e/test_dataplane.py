@@ -11,7 +11,6 @@ Every wait is bounded only to stop a hang; nothing asserts how long a step took.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.support import chart, realnode
+from tests.support import chart, polling, realnode
 from tests.support.e2ecluster import E2ECluster
 from tests.support.nodes import Workloads
 
@@ -47,14 +46,7 @@ T = TypeVar("T")
 
 
 def wait_until(what: str, probe: Callable[[], T | None], within: float = 120.0) -> T:
-    deadline = time.monotonic() + within
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}; last seen: {last!r}"[:3000])
+    return polling.wait_until(what, probe, within, interval=0.25)
 
 
 @dataclass

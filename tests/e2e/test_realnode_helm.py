@@ -11,7 +11,6 @@ Listener and AgentDeployment become Ready.
 from __future__ import annotations
 
 import subprocess
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ import pytest
 import yaml
 from kubernetes import client
 from tests.e2e.operator_harness import Resources, ready_for_generation
-from tests.support import chart, realnode
+from tests.support import chart, polling, realnode
 from tests.support.e2ecluster import E2ECluster
 
 pytestmark = pytest.mark.skipif(
@@ -33,14 +32,7 @@ T = TypeVar("T")
 
 
 def wait_until(what: str, probe: Callable[[], T | None], within: float = 180.0) -> T:
-    deadline = time.monotonic() + within
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}; last seen: {last!r}"[:3000])
+    return polling.wait_until(what, probe, within, interval=0.5)
 
 
 def kubectl(
