@@ -29,8 +29,8 @@ from tests.e2e.operator_harness import (
 )
 from tests.support.e2ecluster import E2ECluster
 
+from deployplane.reconcile.finalizer import FINALIZER
 from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION
-from deployplane.reconcile.passes import FINALIZER
 from deployplane.reconcile.resync import RESYNC_ANNOTATION
 
 SECRET_VALUE = "sk-e2e-planted-secret-4f9a2c"

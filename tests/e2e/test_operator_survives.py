@@ -40,7 +40,7 @@ from tests.support.apiproxy import ApiServerProxy
 from tests.support.e2ecluster import E2ECluster
 
 from deployplane.devcluster.manifests import Applier
-from deployplane.reconcile.passes import FINALIZER
+from deployplane.reconcile.finalizer import FINALIZER
 
 AGD = "agentdeployments"
 OPERATOR_SA = "operator"

@@ -33,9 +33,10 @@ from deployplane.externals.agentdeployment import AgentDeploymentConnecter
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.errors import classified
 from deployplane.externals.listener import ListenerConnecter
+from deployplane.reconcile.finalizer import FINALIZER
 from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION
 from deployplane.reconcile.outcome import EventRecord
-from deployplane.reconcile.passes import FINALIZER, PassRunner
+from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.state import ResourceState
@@ -411,7 +412,7 @@ async def test_delete_policy_deletes_and_waits_for_404_orphan_releases(harness: 
         await settle(deployments, body, state, harness)
         states[body["metadata"]["name"]] = state
 
-    from deployplane.reconcile.passes import to_managed
+    from deployplane.reconcile.parse import to_managed
 
     orphan = to_managed(
         AgentDeploymentSpec, AgentDeploymentStatus, kept, states["kept"].status or {}

@@ -19,7 +19,8 @@ from fastapi import FastAPI
 from test_operator_reconcile import Harness, condition, cr, docker_spec
 from tests.support.fakekube import FakeKube
 
-from deployplane.reconcile.passes import PassRunner, ResourceState
+from deployplane.reconcile.passes import PassRunner
+from deployplane.reconcile.state import ResourceState
 
 STEP = 3600.0
 

@@ -29,7 +29,7 @@ from deployplane.crd.columns import column, printer_columns
 from deployplane.crd.specs import GROUP
 from deployplane.crdgen import schema
 from deployplane.kinds import KINDS, KindDef, KindRegistry, discover
-from deployplane.reconcile.passes import DELETE_POLL_SECONDS, FINALIZER
+from deployplane.reconcile.finalizer import DELETE_POLL_SECONDS, FINALIZER
 
 NS = "team-a"
 

@@ -26,15 +26,15 @@ from deployplane.externals.agentdeployment import AgentDeploymentReason as Reaso
 from deployplane.externals.connections import Connection
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Phase
-from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION
-from deployplane.reconcile.outcome import EventRecord
-from deployplane.reconcile.passes import (
+from deployplane.reconcile.finalizer import (
     DELETE_POLL_SECONDS,
     DELETE_RETRY_SECONDS,
     FINALIZER,
     NotYet,
-    PassRunner,
 )
+from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION
+from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.state import ResourceState, is_paused

@@ -23,8 +23,9 @@ from tests.support.fakekube import FakeKube
 
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import Phase
+from deployplane.reconcile.finalizer import FINALIZER
 from deployplane.reconcile.outcome import EventRecord
-from deployplane.reconcile.passes import FINALIZER, PassRunner
+from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.workers import IN_USE_POLL_SECONDS, Workers, lean

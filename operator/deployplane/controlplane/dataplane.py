@@ -33,13 +33,10 @@ from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
 from deployplane.controlplane.agents import check_listener, listener_of
 from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import ConflictError
-from deployplane.controlplane.pipeline import (
-    image_version,
-    reconciled_on_reaching,
-    remove_deployments,
-)
+from deployplane.controlplane.pipeline import image_version, reconciled_on_reaching
 from deployplane.controlplane.secretvalues import read_secret_values
 from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.deletion import remove_deployments
 from deployplane.controlplane.store.logs import LogKind, write_lines
 from deployplane.controlplane.store.rows import (
     deployment_not_found,

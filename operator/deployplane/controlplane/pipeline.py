@@ -16,23 +16,15 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, case, delete, func, insert, select, update
+from sqlalchemy import bindparam, case, func, insert, select, update
 
 from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
 from deployplane.controlplane.agents import AGENT_TTL_SECONDS, listener_of, live_listeners
 from deployplane.controlplane.db import Database, DbConn
 from deployplane.controlplane.settings import PipelineConfig
 from deployplane.controlplane.stages import entered
-from deployplane.controlplane.tables import (
-    dataplane_revisions,
-    deployments,
-    revision_logs,
-    revisions,
-    secret_values,
-    tracing_projects,
-    uploads,
-    utcnow,
-)
+from deployplane.controlplane.store.deletion import remove_deployments
+from deployplane.controlplane.tables import dataplane_revisions, deployments, revisions, utcnow
 
 __all__ = [
     "BATCH",
@@ -41,7 +33,6 @@ __all__ = [
     "next_status",
     "path_of",
     "reconciled_on_reaching",
-    "remove_deployments",
 ]
 
 log = logging.getLogger(__name__)
@@ -149,22 +140,6 @@ def image_version(source: Source, image_uri: str | None, repo_commit_sha: str | 
     if source is not Source.GIT_HOST:
         return image_uri
     return repo_commit_sha[:7] if repo_commit_sha else None
-
-
-async def _settle_tracing_projects(conn: DbConn, gone: Sequence[Any]) -> None:
-    """Deleted with their deployments only when the DELETE said delete_tracing_project;
-    the others stay (detached), as the service keeps them: their names stay taken."""
-    dropping = select(deployments.c.id).where(
-        deployments.c.id.in_(gone), deployments.c.delete_tracing_project.is_(True)
-    )
-    await conn.execute(
-        delete(tracing_projects).where(tracing_projects.c.deployment_id.in_(dropping))
-    )
-    await conn.execute(
-        update(tracing_projects)
-        .where(tracing_projects.c.deployment_id.in_(gone))
-        .values(deployment_id=None)
-    )
 
 
 class Pipeline:
@@ -304,21 +279,6 @@ class Pipeline:
                 "updated_at": stamp,
             },
         )
-
-
-async def remove_deployments(conn: DbConn, ids: list[Any]) -> None:
-    """Removes deleted deployments with their revisions (and tracing projects, if the
-    DELETE asked for that)."""
-    if ids:
-        await conn.execute(
-            delete(dataplane_revisions).where(dataplane_revisions.c.deployment_id.in_(ids))
-        )
-        await conn.execute(delete(secret_values).where(secret_values.c.deployment_id.in_(ids)))
-        await conn.execute(delete(uploads).where(uploads.c.deployment_id.in_(ids)))
-        await conn.execute(delete(revision_logs).where(revision_logs.c.deployment_id.in_(ids)))
-        await conn.execute(delete(revisions).where(revisions.c.deployment_id.in_(ids)))
-        await _settle_tracing_projects(conn, ids)
-        await conn.execute(delete(deployments).where(deployments.c.id.in_(ids)))
 
 
 async def _due_revisions(conn: DbConn, now: float) -> Sequence[Any]:

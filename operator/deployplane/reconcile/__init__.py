@@ -11,7 +11,12 @@ the Kubernetes requests (list, watch, writes, Events) and starts them.
 - errors.py, outcome.py: the external service's errors as the kind's client classified
   them (`deployplane.externals.errors`); a verdict -> status, state, events
 - schedule.py: when a resource is looked at next, and how closely
-- passes.py, statuspatch.py: one resource's pass; the minimal status merge patch
+- passes.py: one resource's pass (PassRunner), and its finalization on deletion
+- state.py: what the process knows of one resource between passes
+- parse.py: a watched body -> the `Managed` the reconciler sees
+- writer.py, statuspatch.py: a pass's writes to the object (marker, finalizer, status);
+  the minimal status merge patch
+- finalizer.py: our finalizer, and why it may not come off yet
 - workqueue.py, workers.py: the rate-limited queue of keys and the pool of workers
 - eventrecorder.py: Events posted in the background at a bounded rate
 """

@@ -17,10 +17,11 @@ event that carried it, not at the next resync.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from deployplane.reconcile.finalizer import has_finalizer
 from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION, CreatePending, read_marker
 from deployplane.reconcile.resync import annotation_value as resync_annotation
 from deployplane.reconcile.schedule import Visit
@@ -82,6 +83,27 @@ class ResourceState:
         self.marker = read_marker(body)
         annotations = (body.get("metadata") or {}).get("annotations") or {}
         self.marker_on_object = bool(annotations.get(CREATE_PENDING_ANNOTATION))
+
+    def begin_pass(self, body: Mapping[str, Any]) -> None:
+        """A pass starts over `body`: first sight seeds the state; the pass has seen its
+        fingerprint, and our finalizer if the body carries it."""
+        if self.status is None:
+            self.seed(body)
+        self.visit.seen = fingerprint(body)
+        self.finalizer = self.finalizer or has_finalizer(body)
+
+    def settle_observed(
+        self, body: Mapping[str, Any], now: float, has_id: Callable[[Mapping[str, Any]], bool]
+    ) -> dict[str, Any]:
+        """The status the apiserver holds (`observed`), which the pass patches against;
+        it becomes the status the pass reasons from too (a second replica's write, say),
+        unless it lost an id this process recorded: a status wiped by hand never makes
+        the pass forget an id, and the pass's write restores the rest."""
+        assert self.status is not None
+        observed = self.observed(body, now)
+        if observed is not self.status and (has_id(observed) or not has_id(self.status)):
+            self.status = observed
+        return observed
 
     def observed(self, body: Mapping[str, Any], now: float) -> dict[str, Any]:
         """The status the apiserver holds, as far as this process knows: the watched

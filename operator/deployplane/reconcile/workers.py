@@ -20,8 +20,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from deployplane.reconcile.finalizer import FINALIZER, has_finalizer, is_deleting
 from deployplane.reconcile.outcome import EventRecord
-from deployplane.reconcile.passes import FINALIZER, PassRunner, has_finalizer
+from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.schedule import State
 from deployplane.reconcile.state import ResourceState, is_paused
 from deployplane.reconcile.workqueue import WorkQueue
@@ -86,10 +87,6 @@ def lean(body: Mapping[str, Any]) -> dict[str, Any]:
         "spec": body.get("spec") or {},
         "status": body.get("status") or {},
     }
-
-
-def is_deleting(body: Mapping[str, Any]) -> bool:
-    return bool((body.get("metadata") or {}).get("deletionTimestamp"))
 
 
 class Workers:

@@ -79,54 +79,14 @@ def conditions_of(obj: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return {c.get("type", ""): c for c in found if isinstance(c, Mapping)}
 
 
+Verdict = tuple[str, str, str]
+"""(verdict, reason, message) of one workload object."""
+
+
 def workload_node(obj: Mapping[str, Any], active: str | None) -> Node:
     kind = str(obj.get("kind", ""))
     metadata = obj.get("metadata") or {}
-    status = obj.get("status") or {}
-    spec = obj.get("spec") or {}
-    conditions = conditions_of(obj)
-    verdict, reason, message = "Exists", "", ""
-    if kind in ("Deployment", "StatefulSet"):
-        desired = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
-        ready = int(status.get("readyReplicas") or 0)
-        verdict = "Ready" if ready >= desired else "NotReady"
-        reason = f"{ready}/{desired} ready"
-        progressing = conditions.get("Progressing", {})
-        if progressing.get("status") == "False":
-            verdict, reason = "NotReady", str(progressing.get("reason") or reason)
-            message = str(progressing.get("message") or "")
-    elif kind == "ConfigMap":
-        revision = str((obj.get("data") or {}).get(REVISION_KEY, ""))
-        verdict = "Applied"
-        reason = f"revision {short(revision)}" if revision else "no revision"
-        if active and revision and revision != active:
-            verdict, message = "Behind", f"revision {revision} applied, {active} active"
-    elif kind == "Service":
-        headless = spec.get("clusterIP") == "None"  # the database's, for its StatefulSet
-        verdict, reason = "Ready", "Headless" if headless else str(spec.get("type") or "ClusterIP")
-    elif kind == "HorizontalPodAutoscaler":
-        active_cond = conditions.get("ScalingActive", {})
-        verdict = {"True": "Active", "False": "Inactive"}.get(
-            str(active_cond.get("status")), "Unknown"
-        )
-        reason = str(active_cond.get("reason") or "")
-        message = (
-            f"{status.get('currentReplicas', 0)} replicas, "
-            f"{spec.get('minReplicas', 1)}..{spec.get('maxReplicas', '?')}"
-        )
-    elif "Ready" in conditions or "Accepted" in conditions:  # ScaledObject, routes
-        cond = conditions.get("Ready") or conditions["Accepted"]
-        verdict = {"True": "Ready", "False": "NotReady"}.get(str(cond.get("status")), "Unknown")
-        reason, message = str(cond.get("reason") or ""), str(cond.get("message") or "")
-    else:
-        parents = status.get("parents") or []  # an HTTPRoute's verdicts, per Gateway
-        accepted = [
-            c for p in parents for c in (p.get("conditions") or []) if c.get("type") == "Accepted"
-        ]
-        if accepted:
-            ok = all(c.get("status") == "True" for c in accepted)
-            verdict = "Ready" if ok else "NotReady"
-            reason = str(accepted[0].get("reason") or "")
+    verdict, reason, message = workload_verdict(kind, obj, active)
     return Node(
         kind,
         str(metadata.get("name", "")),
@@ -136,6 +96,71 @@ def workload_node(obj: Mapping[str, Any], active: str | None) -> Node:
         id=str(metadata.get("uid", "")),
         message=message,
     )
+
+
+def workload_verdict(kind: str, obj: Mapping[str, Any], active: str | None) -> Verdict:
+    """How one object the listener agent rendered stands, by its kind's own signals."""
+    status = obj.get("status") or {}
+    spec = obj.get("spec") or {}
+    conditions = conditions_of(obj)
+    if kind in ("Deployment", "StatefulSet"):
+        return _replicas_verdict(spec, status, conditions)
+    if kind == "ConfigMap":
+        return _config_verdict(obj, active)
+    if kind == "Service":
+        headless = spec.get("clusterIP") == "None"  # the database's, for its StatefulSet
+        return "Ready", "Headless" if headless else str(spec.get("type") or "ClusterIP"), ""
+    if kind == "HorizontalPodAutoscaler":
+        return _autoscaler_verdict(spec, status, conditions)
+    if "Ready" in conditions or "Accepted" in conditions:  # ScaledObject, routes
+        cond = conditions.get("Ready") or conditions["Accepted"]
+        verdict = {"True": "Ready", "False": "NotReady"}.get(str(cond.get("status")), "Unknown")
+        return verdict, str(cond.get("reason") or ""), str(cond.get("message") or "")
+    parents = status.get("parents") or []  # an HTTPRoute's verdicts, per Gateway
+    accepted = [
+        c for p in parents for c in (p.get("conditions") or []) if c.get("type") == "Accepted"
+    ]
+    if accepted:
+        ok = all(c.get("status") == "True" for c in accepted)
+        return "Ready" if ok else "NotReady", str(accepted[0].get("reason") or ""), ""
+    return "Exists", "", ""
+
+
+def _replicas_verdict(
+    spec: Mapping[str, Any], status: Mapping[str, Any], conditions: Mapping[str, Any]
+) -> Verdict:
+    desired = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
+    ready = int(status.get("readyReplicas") or 0)
+    verdict, reason, message = (
+        "Ready" if ready >= desired else "NotReady",
+        f"{ready}/{desired} ready",
+        "",
+    )
+    progressing = conditions.get("Progressing", {})
+    if progressing.get("status") == "False":
+        verdict, reason = "NotReady", str(progressing.get("reason") or reason)
+        message = str(progressing.get("message") or "")
+    return verdict, reason, message
+
+
+def _config_verdict(obj: Mapping[str, Any], active: str | None) -> Verdict:
+    revision = str((obj.get("data") or {}).get(REVISION_KEY, ""))
+    reason = f"revision {short(revision)}" if revision else "no revision"
+    if active and revision and revision != active:
+        return "Behind", reason, f"revision {revision} applied, {active} active"
+    return "Applied", reason, ""
+
+
+def _autoscaler_verdict(
+    spec: Mapping[str, Any], status: Mapping[str, Any], conditions: Mapping[str, Any]
+) -> Verdict:
+    active_cond = conditions.get("ScalingActive", {})
+    verdict = {"True": "Active", "False": "Inactive"}.get(str(active_cond.get("status")), "Unknown")
+    message = (
+        f"{status.get('currentReplicas', 0)} replicas, "
+        f"{spec.get('minReplicas', 1)}..{spec.get('maxReplicas', '?')}"
+    )
+    return verdict, str(active_cond.get("reason") or ""), message
 
 
 # Owner first, then the order of docs/dataplane.md's table of objects.

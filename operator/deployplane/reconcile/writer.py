@@ -1,0 +1,138 @@
+"""A pass's writes to one object: the create-pending marker the reconciler asks for
+(`MarkerWriter`), our finalizer, and the status patch that publishes the pass.
+
+The marker goes on the object with our finalizer, in one merge patch, before the create
+call, so it costs no write of its own; a refused create takes it off. Once the status
+the apiserver holds has the new id, the publishing write takes it off too
+(`ObjectWriter.publish`, Crossplane's create-succeeded). The finalizer goes on with the
+first write of the operator to the object, so every resource the operator acted on is
+finalized on deletion. Every status write is announced to the resource's state before
+it is sent (`ResourceState.expect`): its watch event may come before its answer, and
+must ask for nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from deployplane.reconcile.external import DependencyNotReady
+from deployplane.reconcile.finalizer import FINALIZER
+from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION, CreatePending
+from deployplane.reconcile.state import ECHO_WAIT_SECONDS, ResourceState
+from deployplane.reconcile.statuspatch import apply_merge_patch, merge_patch
+
+
+class StatusSink(Protocol):
+    async def patch_status(
+        self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> bool: ...
+
+    async def patch_object(
+        self,
+        plural: str,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        add_finalizer: str | None = None,
+        finalizers: list[str] | None = None,
+        resource_version: str | None = None,
+    ) -> bool:
+        """Merge-patch the object; with `add_finalizer`, add it to `finalizers` (the
+        list at `resource_version`) without ever dropping another's."""
+        ...
+
+
+class ResourceGone(DependencyNotReady):
+    """The custom resource was deleted before the create call: nothing is created."""
+
+
+class ObjectWriter:
+    """The writes of one pass to one object (the reconciler's `PassWriter`)."""
+
+    def __init__(
+        self,
+        sink: StatusSink,
+        plural: str,
+        body: Mapping[str, Any],
+        state: ResourceState,
+        observed: Mapping[str, Any],
+        *,
+        has_id: Callable[[Mapping[str, Any]], bool],
+    ):
+        self.sink, self.plural, self.body, self.state = sink, plural, body, state
+        self.has_id = has_id
+        """Whether a status records the external id (the kind's status model says)."""
+        self.observed = observed
+        """The status the apiserver holds (`ResourceState.observed`): what a patch is
+        computed against, so a status edited or wiped by hand is repaired, and nothing
+        is written when it already says what the pass concluded."""
+        meta = body.get("metadata") or {}
+        self.namespace, self.name = meta["namespace"], meta["name"]
+
+    async def mark(self, marker: CreatePending) -> None:
+        state = self.state
+        annotations: dict[str, Any] = {}
+        if state.marker is None or state.marker.key != marker.key or not state.marker_on_object:
+            annotations[CREATE_PENDING_ANNOTATION] = marker.render()
+        if (annotations or not state.finalizer) and not await self._patch_object(annotations):
+            raise ResourceGone(f"{self.namespace}/{self.name} was deleted")
+        state.marker, state.marker_on_object = marker, True
+
+    async def unmark(self) -> None:
+        """The marker comes off the object (a refused create, or a create recorded)."""
+        state = self.state
+        if state.marker is not None and state.marker_on_object:
+            await self._patch_object({CREATE_PENDING_ANNOTATION: None})
+        state.marker, state.marker_on_object = None, False
+
+    async def publish(self, status: dict[str, Any]) -> None:
+        """The pass's status, patched against the one the apiserver holds (a status
+        edited or wiped by hand is repaired, an earlier version's status marker dropped);
+        then, the create recorded (the id in that status), the marker comes off: it has
+        said all it had to (Crossplane's create-succeeded). Never before: until the id
+        is in the status, the marker is the only record that a create may have happened."""
+        patch = merge_patch(dict(self.observed), status)
+        if patch:
+            await self.write_status(patch)
+        if self.state.marker is not None and self.has_id(self.observed):
+            await self.unmark()
+
+    async def write_status(self, status_patch: dict[str, Any]) -> None:
+        """A status patch: the pass's publishing one, or a durable one of the reconciler
+        (our finalizer first, if not on yet). Its status is announced as ours before it
+        is sent: its watch event may come before its answer, and must ask for nothing."""
+        state = self.state
+        if not state.finalizer and not await self._patch_object({}):
+            return  # nothing to publish on a deleted object
+        after = apply_merge_patch(self.observed, status_patch)
+        state.expect(self.observed, after, time.monotonic() + ECHO_WAIT_SECONDS)
+        try:
+            await self.sink.patch_status(self.plural, self.namespace, self.name, status_patch)
+        except BaseException:
+            state.not_written(after)
+            raise
+        self.observed = after
+        state.written(dict(after))
+
+    async def _patch_object(self, annotations: dict[str, Any]) -> bool:
+        meta: dict[str, Any] = {}
+        if annotations:
+            meta["annotations"] = annotations
+        body_meta = self.body.get("metadata") or {}
+        # The finalizer goes on under the watched object's resourceVersion: a merge
+        # patch replaces the whole list, and another controller's finalizer added since
+        # must not be lost (the sink reads the object again on a conflict).
+        patched = await self.sink.patch_object(
+            self.plural,
+            self.namespace,
+            self.name,
+            {"metadata": meta},
+            add_finalizer=None if self.state.finalizer else FINALIZER,
+            finalizers=list(body_meta.get("finalizers") or []),
+            resource_version=body_meta.get("resourceVersion"),
+        )
+        self.state.finalizer = self.state.finalizer or patched
+        return patched
