@@ -70,7 +70,7 @@ async def exported(h: Harness, policy: Policy, name_contains: str | None = None)
 async def adopt(h: Harness, result: Export) -> dict[str, ResourceState]:
     """Every exported object through the operator's passes, Listeners first (the
     deployments' listenerRef reads their status); each pass settled."""
-    deployments, listeners = h.loops()
+    deployments, listeners = h.runners()
     states: dict[str, ResourceState] = {}
     for item in result.resources:
         if item.secret is not None:  # the placeholder Secret the user creates

@@ -1,4 +1,4 @@
-"""The operator's reconcile loop against the real emulator app, in process.
+"""The operator's passes against the real emulator app, in process.
 
 Kubernetes is replaced by `FakeKube` (Secrets, Listener statuses, status writes); the
 control plane is the emulator over ASGITransport. This proves the reconciliation
@@ -63,7 +63,7 @@ class Harness:
             on_response=lambda m, p, s, _t: self.calls.append((m, p, s)),
         )
 
-    def loops(
+    def runners(
         self,
     ) -> tuple[
         PassRunner[AgentDeploymentSpec, AgentDeploymentStatus],
@@ -146,7 +146,7 @@ def condition(state: ResourceState, type_: str) -> dict[str, Any]:
 
 
 async def settle(
-    loop: PassRunner[Any, Any],
+    runner: PassRunner[Any, Any],
     body: dict[str, Any],
     state: ResourceState,
     h: Harness,
@@ -156,8 +156,8 @@ async def settle(
     import asyncio
 
     for _ in range(passes):
-        await loop.one_pass(body, state, post_event=h.events.append)
-        if state.visit.attempt == 0:
+        await runner.one_pass(body, state, post_event=h.events.append)
+        if state.history.attempt == 0:
             return
         await asyncio.sleep(0.02)  # let the emulator's pipeline worker move on
     raise AssertionError(f"did not settle: {state.status}")
@@ -166,7 +166,7 @@ async def settle(
 async def test_external_docker_deployment_reaches_ready_within_four_api_calls(
     harness: Harness,
 ) -> None:
-    deployments, _ = harness.loops()
+    deployments, _ = harness.runners()
     body, state = cr("agent", docker_spec()), ResourceState()
     state.status = {}
     await deployments.one_pass(body, state, post_event=harness.events.append)
@@ -193,13 +193,13 @@ async def test_external_docker_deployment_reaches_ready_within_four_api_calls(
 
 
 async def test_steady_state_pass_writes_nothing_and_resync_costs_one_call(harness: Harness) -> None:
-    deployments, _ = harness.loops()
+    deployments, _ = harness.runners()
     body, state = cr("steady", docker_spec()), ResourceState()
     state.status = {}
     await settle(deployments, body, state, harness)
     writes, calls = len(harness.kube.writes), len(harness.calls)
 
-    state.visit.last_full = float("-inf")  # force the resync path
+    state.history.last_full = float("-inf")  # force the resync path
     await deployments.one_pass(body, state, post_event=harness.events.append)
 
     assert len(harness.kube.writes) == writes
@@ -207,7 +207,7 @@ async def test_steady_state_pass_writes_nothing_and_resync_costs_one_call(harnes
 
 
 async def test_image_change_rolls_a_new_revision_and_status_follows(harness: Harness) -> None:
-    deployments, _ = harness.loops()
+    deployments, _ = harness.runners()
     body, state = cr("roll", docker_spec("registry.example.com/agent:1")), ResourceState()
     state.status = {}
     await settle(deployments, body, state, harness)
@@ -227,7 +227,7 @@ async def test_image_change_rolls_a_new_revision_and_status_follows(harness: Har
 
 
 async def test_failed_revision_stalls_with_the_reason(harness: Harness) -> None:
-    deployments, _ = harness.loops()
+    deployments, _ = harness.runners()
     body, state = cr("broken", docker_spec("registry.example.com/agent:broken")), ResourceState()
     state.status = {}
     await settle(deployments, body, state, harness)
@@ -243,7 +243,7 @@ async def test_secret_rotation_rolls_a_new_revision_and_values_never_reach_statu
     harness: Harness,
 ) -> None:
     harness.kube.put_secret(NS, "llm-keys", {"openai": SECRET_VALUE})
-    deployments, _ = harness.loops()
+    deployments, _ = harness.runners()
     spec = docker_spec(
         secrets=[
             {
@@ -259,7 +259,7 @@ async def test_secret_rotation_rolls_a_new_revision_and_values_never_reach_statu
     first_revision = state.status["latestRevisionId"]
 
     harness.kube.put_secret(NS, "llm-keys", {"openai": SECRET_VALUE + "-rotated"})
-    state.visit.last_full = float("-inf")  # the resync (or a Secret watch) notices
+    state.history.last_full = float("-inf")  # the resync (or a Secret watch) notices
     await settle(deployments, body, state, harness)
 
     assert state.status["latestRevisionId"] != first_revision
@@ -270,7 +270,7 @@ async def test_secret_rotation_rolls_a_new_revision_and_values_never_reach_statu
 
 async def test_missing_secret_key_waits_with_dependency_not_ready(harness: Harness) -> None:
     harness.kube.put_secret(NS, "llm-keys", {"anthropic": "x"})
-    deployments, _ = harness.loops()
+    deployments, _ = harness.runners()
     spec = docker_spec(
         secrets=[
             {"name": "K", "valueFrom": {"secretKeyRef": {"name": "llm-keys", "key": "openai"}}}
@@ -291,7 +291,7 @@ async def test_missing_secret_key_waits_with_dependency_not_ready(harness: Harne
 async def test_crash_between_post_and_id_write_adopts_instead_of_creating_twice(
     harness: Harness,
 ) -> None:
-    deployments, _ = harness.loops()
+    deployments, _ = harness.runners()
     body = cr("crashy", docker_spec())
     harness.kube.fail_write_when = lambda patch: "deploymentId" in patch
     state = ResourceState()
@@ -326,7 +326,7 @@ async def test_name_taken_by_someone_else_stalls_with_conflict(harness: Harness)
         },
     )
     assert response.status_code in (200, 201)
-    deployments, _ = harness.loops()
+    deployments, _ = harness.runners()
     body, state = cr("taken", docker_spec()), ResourceState()
     state.status = {}
     outcome_delay = await deployments.one_pass(body, state, post_event=harness.events.append)
@@ -338,7 +338,7 @@ async def test_name_taken_by_someone_else_stalls_with_conflict(harness: Harness)
 
 
 async def test_git_host_via_repository_resolves_url_and_default_branch(harness: Harness) -> None:
-    deployments, _ = harness.loops()
+    deployments, _ = harness.runners()
     spec = {
         "source": "git_host",
         "sourceConfig": {
@@ -361,7 +361,7 @@ async def test_git_host_via_repository_resolves_url_and_default_branch(harness: 
 
 
 async def test_unknown_integration_stalls_without_retry_storm(harness: Harness) -> None:
-    deployments, _ = harness.loops()
+    deployments, _ = harness.runners()
     spec = {
         "source": "git_host",
         "sourceConfig": {
@@ -382,7 +382,7 @@ async def test_unknown_integration_stalls_without_retry_storm(harness: Harness) 
 
 
 async def test_out_of_band_change_is_put_back_at_resync(harness: Harness) -> None:
-    deployments, _ = harness.loops()
+    deployments, _ = harness.runners()
     body, state = cr("drifty", docker_spec("registry.example.com/agent:1")), ResourceState()
     state.status = {}
     await settle(deployments, body, state, harness)
@@ -394,7 +394,7 @@ async def test_out_of_band_change_is_put_back_at_resync(harness: Harness) -> Non
     )
     assert response.status_code == 200, response.text
 
-    state.visit.last_full = float("-inf")
+    state.history.last_full = float("-inf")
     await settle(deployments, body, state, harness)
 
     response = await harness.http.get(f"/v2/deployments/{dep_id}")
@@ -403,7 +403,7 @@ async def test_out_of_band_change_is_put_back_at_resync(harness: Harness) -> Non
 
 
 async def test_delete_policy_deletes_and_waits_for_404_orphan_releases(harness: Harness) -> None:
-    deployments, _ = harness.loops()
+    deployments, _ = harness.runners()
     doomed, kept = cr("doomed", docker_spec()), cr("kept", docker_spec(deletionPolicy="Orphan"))
     states = {}
     for body in (doomed, kept):
@@ -444,7 +444,7 @@ async def test_adopting_an_existing_deployment_by_id(harness: Harness) -> None:
         },
     )
     dep_id = response.json()["id"]
-    deployments, _ = harness.loops()
+    deployments, _ = harness.runners()
     body = cr(
         "adopter", docker_spec("registry.example.com/agent:1", deploymentId=dep_id, name="legacy")
     )
@@ -459,7 +459,7 @@ async def test_adopting_an_existing_deployment_by_id(harness: Harness) -> None:
 
 
 async def test_listener_then_deployment_with_listener_ref(harness: Harness) -> None:
-    deployments, listeners = harness.loops()
+    deployments, listeners = harness.runners()
     spec = docker_spec()
     spec["sourceConfig"]["listenerRef"] = {"name": "cluster-a"}
     spec["sourceConfig"]["listenerConfig"] = {"k8sNamespace": "agents"}

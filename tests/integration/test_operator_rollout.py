@@ -43,9 +43,9 @@ class Clock:
 
 
 async def one_pass(
-    loop: PassRunner[Any, Any], body: dict[str, Any], state: ResourceState, h: Harness
+    runner: PassRunner[Any, Any], body: dict[str, Any], state: ResourceState, h: Harness
 ) -> dict[str, Any]:
-    await loop.one_pass(body, state, post_event=h.events.append)
+    await runner.one_pass(body, state, post_event=h.events.append)
     assert state.status is not None
     return state.status
 
@@ -58,11 +58,15 @@ def conditions(status: dict[str, Any]) -> dict[str, tuple[str, str, int]]:
 
 
 async def ready(
-    loop: PassRunner[Any, Any], body: dict[str, Any], state: ResourceState, h: Harness, clock: Clock
+    runner: PassRunner[Any, Any],
+    body: dict[str, Any],
+    state: ResourceState,
+    h: Harness,
+    clock: Clock,
 ) -> dict[str, Any]:
-    status = await one_pass(loop, body, state, h)
+    status = await one_pass(runner, body, state, h)
     await clock.step(4)
-    status = await one_pass(loop, body, state, h)
+    status = await one_pass(runner, body, state, h)
     assert condition(state, "Ready")["status"] == "True", status
     return status
 
@@ -78,7 +82,7 @@ async def test_a_change_without_a_revision_is_ready_only_once_the_data_plane_app
 ) -> None:
     h, app = world
     clock = Clock(app)
-    deployments, _ = h.loops()
+    deployments, _ = h.runners()
     body, state = cr("scale", docker_spec()), ResourceState()
     state.status = {}
     first = await ready(deployments, body, state, h, clock)
@@ -108,7 +112,7 @@ async def test_a_change_without_a_revision_is_ready_only_once_the_data_plane_app
 
     # Settled: a resync is one GET again, no list.
     calls = len(h.calls)
-    state.visit.last_full = float("-inf")
+    state.history.last_full = float("-inf")
     await one_pass(deployments, body, state, h)
     assert len(h.calls) - calls == 1
 
@@ -118,7 +122,7 @@ async def test_a_change_with_a_revision_is_ready_once_the_revision_deployed(
 ) -> None:
     h, app = world
     clock = Clock(app)
-    deployments, _ = h.loops()
+    deployments, _ = h.runners()
     body, state = cr("image", docker_spec()), ResourceState()
     state.status = {}
     first = await ready(deployments, body, state, h, clock)
@@ -143,7 +147,7 @@ async def test_a_service_that_never_marks_the_deployment_gives_ready_at_the_firs
     does not render) waits one poll, whose read finds it reconciled."""
     h, app = world
     clock = Clock(app)
-    deployments, _ = h.loops()
+    deployments, _ = h.runners()
     body, state = cr("url", docker_spec()), ResourceState()
     state.status = {}
     await ready(deployments, body, state, h, clock)

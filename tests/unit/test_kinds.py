@@ -321,7 +321,7 @@ async def test_a_finished_deletion_takes_the_resource_out_of_the_gauges() -> Non
     workers = runtime.workers
     # One pass (the fake is created, not Ready yet, our finalizer put on).
     workers.observe("Fake", "ADDED", body)
-    await workers.visit(KEY)
+    await workers.run_pass(KEY)
     await settled(runtime)
     assert ("create",) in ext.journal
     assert ("f1", "Normal", "Created") in kube.events
@@ -334,10 +334,10 @@ async def test_a_finished_deletion_takes_the_resource_out_of_the_gauges() -> Non
     deleting["metadata"].update(deletionTimestamp="now", finalizers=[FINALIZER])
     workers.observe("Fake", "MODIFIED", deleting)
     # The control plane is still deleting: looked at again soon, finalizer kept.
-    assert await workers.visit(KEY) == DELETE_POLL_SECONDS
+    assert await workers.run_pass(KEY) == DELETE_POLL_SECONDS
     assert tracked(runtime) == counted
 
-    assert await workers.visit(KEY) is None
+    assert await workers.run_pass(KEY) is None
     assert ("delete", "dep-new") in ext.journal
     assert tracked(runtime) == {"not_ready": 0.0, "since_set": 0.0}
     assert kube.finalizers_removed == [("fakes", NS, "f1", FINALIZER)]
@@ -347,7 +347,7 @@ async def test_a_resource_deleted_from_the_watch_takes_itself_out_of_the_gauges(
     runtime, kube, body = rig(ExternalFns())
     workers = runtime.workers
     workers.observe("Fake", "ADDED", body)
-    await workers.visit(KEY)
+    await workers.run_pass(KEY)
     await settled(runtime)
     assert (
         "f1",

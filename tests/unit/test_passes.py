@@ -122,7 +122,7 @@ class Rig:
     spec_model: type[Any] = FakeSpec
     gone: list[str] = field(default_factory=list)
 
-    def loop(self) -> PassRunner[Any, Any]:
+    def runner(self) -> PassRunner[Any, Any]:
         reconciler = Reconciler(ConnecterFns(self.ext), kind="deployment", schedule=TIMING)
         return PassRunner(
             cast(Reconciler[Any, Any], reconciler),
@@ -141,7 +141,7 @@ class Rig:
             self.sink.held = dict(b.get("status") or {})
         if state.status is None:
             state.status = dict(b.get("status") or {})
-        return await self.loop().one_pass(b, state, post_event=self.events.append)
+        return await self.runner().one_pass(b, state, post_event=self.events.append)
 
     def observes(self) -> list[tuple[Any, ...]]:
         return [c for c in self.ext.journal if c[0] == "observe"]
@@ -163,7 +163,7 @@ async def test_paused_annotation_stops_reconciling(value: str | None, paused: bo
     got = {"reconciled": bool(rig.ext.journal), "writes": bool(rig.sink.writes)}
     assert got == {"reconciled": not paused, "writes": not paused}
     if paused:
-        assert (delay, state.visit.seen) == (TIMING.resync, (1, True, None))
+        assert (delay, state.history.seen) == (TIMING.resync, (1, True, None))
 
 
 # ---------------------------------------------------------------- status writes
@@ -290,7 +290,7 @@ async def test_steady_state_writes_nothing() -> None:
 
 
 async def test_stale_status_in_the_body_never_drives_a_decision() -> None:
-    """The watch may lag behind our own writes: the loop trusts what it wrote."""
+    """The watch may lag behind our own writes: the pass trusts what it wrote."""
     rig = Rig(ext=ExternalFns(observe_fn=returns(PROGRESSING)))
     state = ResourceState()
     await rig.one_pass(state)  # creates dep-new
@@ -413,7 +413,7 @@ async def test_invalid_spec_stalls_with_the_field_named(
         "named": want_in_message in conds["Stalled"]["message"],
         "connected": bool(rig.ext.journal),
         "delay": delay,
-        "attempt": state.visit.attempt,
+        "attempt": state.history.attempt,
         "events": [(e.type, e.reason) for e in rig.events],
     }
     assert got == {
@@ -470,7 +470,7 @@ async def test_attempt_counts_unsettled_passes_and_resets_when_settled() -> None
     for observation in (PROGRESSING, PROGRESSING, PROGRESSING, observed(), PROGRESSING):
         rig.ext.observe_fn = returns(observation)
         delay = await rig.one_pass(state, body(status={"deploymentId": DEP_ID}))
-        got.append((delay, state.visit.attempt))
+        got.append((delay, state.history.attempt))
     assert got == [(2.0, 1), (3.0, 2), (4.5, 3), (600.0, 0), (2.0, 1)]
 
 
@@ -480,7 +480,7 @@ async def test_full_observation_when_resync_is_due_polls_otherwise() -> None:
     b = body(status={"deploymentId": DEP_ID})
     await rig.one_pass(state, b)  # first pass: resync due
     await rig.one_pass(state, b)  # polling
-    state.visit.last_full -= TIMING.resync  # time passes
+    state.history.last_full -= TIMING.resync  # time passes
     await rig.one_pass(state, b)
     assert [full for *_, full in rig.observes()] == [True, False, True]
 
@@ -521,7 +521,7 @@ async def test_its_own_interval_decides_when_a_resync_is_due() -> None:
     b = body(annotations={RESYNC: "30"}, status={"deploymentId": DEP_ID})
     await rig.one_pass(state, b)
     await rig.one_pass(state, b)  # polling: not due yet
-    state.visit.last_full -= 30
+    state.history.last_full -= 30
     await rig.one_pass(state, b)
     assert [full for *_, full in rig.observes()] == [True, False, True]
 
@@ -780,7 +780,7 @@ async def test_finalize_says_released_or_when_to_try_again(
 ) -> None:
     rig = Rig(ext=ExternalFns(delete_fn=delete_fn))
     state = ResourceState(status={"deploymentId": DEP_ID})
-    got = await rig.loop().finalize(body(), state)
+    got = await rig.runner().finalize(body(), state)
     summary = None if got is None else (got.message, got.retry_after)
     assert summary == (None if want is None else (want.message, want.retry_after))
     assert rig.ext.journal[-1] == ("delete", DEP_ID)
@@ -793,5 +793,5 @@ async def test_finalize_trusts_what_the_loop_wrote_over_the_body() -> None:
     """The id this operator wrote a moment ago counts, though the body has none yet."""
     rig = Rig()
     state = ResourceState(status={"deploymentId": "dep-new"})
-    assert await rig.loop().finalize(body(status={}), state) is None
+    assert await rig.runner().finalize(body(status={}), state) is None
     assert rig.ext.journal[-1] == ("delete", "dep-new")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from deployplane.reconcile.conditions import Condition
-from deployplane.reconcile.schedule import Schedule, State, Visit
+from deployplane.reconcile.schedule import PassHistory, Schedule, State
 from deployplane.reconcile.status import ResourceStatus
 
 SCHEDULE = Schedule()  # poll 2 s -> 30 s, retry 2 s -> 120 s, resync 600 s
@@ -30,13 +30,13 @@ def test_requeue_after_by_state(
 
 
 def test_resync_is_due_once_per_period_and_unsettled_passes_count_up() -> None:
-    visit = Visit()
-    assert SCHEDULE.begin(visit, 1000.0) is True  # never fully observed by this process
-    assert SCHEDULE.begin(visit, 1599.0) is False
-    assert SCHEDULE.begin(visit, 1600.0) is True
+    history = PassHistory()
+    assert SCHEDULE.begin(history, 1000.0) is True  # never fully observed by this process
+    assert SCHEDULE.begin(history, 1599.0) is False
+    assert SCHEDULE.begin(history, 1600.0) is True
     for state, want in ((State.PROGRESSING, 1), (State.RETRYING, 2), (State.READY, 0)):
-        SCHEDULE.end(visit, state)
-        assert visit.attempt == want
+        SCHEDULE.end(history, state)
+        assert history.attempt == want
 
 
 def status(generation: int, **conditions: str) -> ResourceStatus:
@@ -67,24 +67,24 @@ def test_only_a_revision_in_progress_for_an_unchanged_spec_is_merely_polled(
 
 
 def test_a_change_wakes_only_once_a_pass_has_seen_the_resource() -> None:
-    visit = Visit()
-    assert not visit.changed((1, False, None))
-    visit.seen = (1, False, None)
-    assert not visit.changed((1, False, None))
-    assert visit.changed((2, False, None))
-    assert visit.changed((1, True, None))
-    assert visit.changed((1, False, "60"))
+    history = PassHistory()
+    assert not history.changed((1, False, None))
+    history.seen = (1, False, None)
+    assert not history.changed((1, False, None))
+    assert history.changed((2, False, None))
+    assert history.changed((1, True, None))
+    assert history.changed((1, False, "60"))
 
 
 def test_a_resource_that_never_resyncs_is_due_only_at_its_first_pass() -> None:
-    schedule, visit = Schedule(), Visit()
-    assert schedule.begin(visit, 0.0, None)
-    assert not schedule.begin(visit, 10 * schedule.resync, None)
+    schedule, history = Schedule(), PassHistory()
+    assert schedule.begin(history, 0.0, None)
+    assert not schedule.begin(history, 10 * schedule.resync, None)
 
 
 def test_its_own_interval_replaces_the_operators() -> None:
-    schedule, visit = Schedule(), Visit()
-    assert schedule.begin(visit, 0.0, 30.0)
-    assert not schedule.begin(visit, 29.0, 30.0)
-    assert schedule.begin(visit, 30.0, 30.0)
-    assert not schedule.begin(visit, 60.0)  # the operator's 600 s
+    schedule, history = Schedule(), PassHistory()
+    assert schedule.begin(history, 0.0, 30.0)
+    assert not schedule.begin(history, 29.0, 30.0)
+    assert schedule.begin(history, 30.0, 30.0)
+    assert not schedule.begin(history, 60.0)  # the operator's 600 s

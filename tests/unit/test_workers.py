@@ -47,7 +47,7 @@ def rig(
     kube = FakeKube()
     connecter = ConnecterFns(ext or ExternalFns(), connect_error)
     reconciler = Reconciler(connecter, kind="fake", schedule=Schedule())
-    loop = PassRunner(
+    runner = PassRunner(
         cast(Reconciler[Any, Any], reconciler),
         FakeSpec,
         "fakes",
@@ -55,7 +55,7 @@ def rig(
         status_model=FakeStatus,
     )
     recorded = RecordedEvents()
-    workers = Workers({"Fake": loop}, kube, recorded, size=2)
+    workers = Workers({"Fake": runner}, kube, recorded, size=2)
     return workers, kube, recorded
 
 
@@ -91,7 +91,7 @@ async def test_our_own_status_echo_queues_nothing_but_a_spec_change_does() -> No
     workers.observe("Fake", "ADDED", body())
     key = await workers.queue.get()
     assert key == KEY
-    delay = await workers.visit(KEY)
+    delay = await workers.run_pass(KEY)
     workers.queue.done(KEY, delay)
     workers.observe("Fake", "MODIFIED", echo_of(kube))
     assert workers.queue.due_now() == 0
@@ -114,7 +114,7 @@ async def settle(workers: Workers) -> None:
     while workers.queue.due_now():
         key = await workers.queue.get()
         assert key is not None
-        workers.queue.done(key, await workers.visit(key))
+        workers.queue.done(key, await workers.run_pass(key))
 
 
 async def test_a_status_wiped_by_hand_is_repaired_on_its_event_not_at_the_resync() -> None:
@@ -124,7 +124,7 @@ async def test_a_status_wiped_by_hand_is_repaired_on_its_event_not_at_the_resync
     workers, kube, _ = rig()
     workers.observe("Fake", "ADDED", body())
     await settle(workers)  # created
-    await workers.visit(KEY)  # Ready
+    await workers.run_pass(KEY)  # Ready
     ready = copy.deepcopy(kube.statuses[(NS, "fakes", "w1")])
     assert [c["type"] for c in ready["conditions"]] == ["Ready", "Synced"]
     workers.observe("Fake", "MODIFIED", echo_of(kube))
@@ -149,7 +149,7 @@ async def test_a_status_edited_by_hand_is_repaired_before_our_own_write_is_seen(
     workers, kube, _ = rig()
     workers.observe("Fake", "ADDED", body())
     await settle(workers)  # created
-    await workers.visit(KEY)  # Ready; our write: not yet seen on the watch
+    await workers.run_pass(KEY)  # Ready; our write: not yet seen on the watch
     ready = copy.deepcopy(kube.statuses[(NS, "fakes", "w1")])
     kube.statuses[(NS, "fakes", "w1")] = {"deploymentId": "dep-new"}  # written over by hand
     workers.observe("Fake", "MODIFIED", echo_of(kube))
@@ -211,22 +211,22 @@ async def three_writes(kube: EchoingKube) -> Workers:
     connecter = ConnecterFns(
         ExternalFns(observe_fn=returns(observed("dep-new", Phase.PROGRESSING)))
     )
-    loop = PassRunner(
+    runner = PassRunner(
         cast(Reconciler[Any, Any], Reconciler(connecter, kind="fake", schedule=Schedule())),
         FakeSpec,
         "fakes",
         kube,
         status_model=FakeStatus,
     )
-    workers = Workers({"Fake": loop}, kube, RecordedEvents(), size=1)
+    workers = Workers({"Fake": runner}, kube, RecordedEvents(), size=1)
     kube.workers = workers
     workers.observe("Fake", "ADDED", body())
-    workers.queue.forget(KEY)
+    workers.queue.drop(KEY)
     for generation in (1, 2, 3):
         kube.generation = generation
         workers.resources[KEY].body = lean(body(generation))
-        await workers.visit(KEY)
-        workers.queue.forget(KEY)
+        await workers.run_pass(KEY)
+        workers.queue.drop(KEY)
     assert len(kube.writes) == 3
     return workers
 
@@ -248,7 +248,7 @@ async def test_a_status_edit_of_a_paused_or_deleting_resource_asks_for_no_pass()
 def test_a_deletion_with_our_finalizer_is_queued_and_without_it_is_not() -> None:
     workers, _, _ = rig()
     workers.observe("Fake", "ADDED", body())
-    workers.queue.forget(KEY)
+    workers.queue.drop(KEY)
     workers.observe("Fake", "MODIFIED", body(deletionTimestamp="now"))
     assert workers.queue.due_now() == 0, "not ours to hold"
     workers.observe("Fake", "MODIFIED", body(deletionTimestamp="now", finalizers=[FINALIZER]))
@@ -263,7 +263,7 @@ async def test_a_deletion_of_an_object_an_earlier_version_created_releases_its_f
     old = body(deletionTimestamp="now", finalizers=["other.io/keep", FINALIZER])
     old["status"] = {"deploymentId": "dep-1"}
     workers.observe("Fake", "MODIFIED", old)
-    assert await workers.visit(KEY) is None
+    assert await workers.run_pass(KEY) is None
     assert ("delete", "dep-1") in ext.journal
     assert kube.finalizers_removed == [("fakes", NS, "w1", FINALIZER)]
 
@@ -279,7 +279,7 @@ async def test_workers_run_passes_until_stopped_and_a_failing_pass_is_retried_la
             break
     tracked = workers.resources[KEY]
     assert ext.journal == [("connect",)]
-    assert tracked.state.visit.attempt == 1, "counted for the retry backoff"
+    assert tracked.state.history.attempt == 1, "counted for the retry backoff"
     assert len(workers.queue) == 1, "coming back after the schedule's retry delay"
     assert workers.queue.due_now() == 0
     await workers.stop()
@@ -339,13 +339,13 @@ async def test_stop_waits_for_passes_at_most_the_grace_then_cancels() -> None:
     workers, _, _ = rig()
     started, finished = asyncio.Event(), asyncio.Event()
 
-    async def slow_visit(key: Any) -> float | None:
+    async def slow_pass(key: Any) -> float | None:
         started.set()
         await asyncio.sleep(60)
         finished.set()
         return None
 
-    workers.visit = slow_visit  # type: ignore[method-assign]
+    workers.run_pass = slow_pass  # type: ignore[method-assign]
     workers.start()
     workers.observe("Fake", "ADDED", body())
     await asyncio.wait_for(started.wait(), 5)
@@ -360,13 +360,13 @@ def two_kinds(fake: ExternalFns, conn: ExternalFns) -> Workers:
     """The fake kind and a "Conn" kind the others depend on (a waker)."""
     kube = FakeKube()
 
-    def loop(ext: ExternalFns, plural: str) -> PassRunner[Any, Any]:
+    def runner(ext: ExternalFns, plural: str) -> PassRunner[Any, Any]:
         reconciler = Reconciler(ConnecterFns(ext), kind=plural, schedule=Schedule())
         return PassRunner(
             cast(Reconciler[Any, Any], reconciler), FakeSpec, plural, kube, status_model=FakeStatus
         )
 
-    runners = {"Fake": loop(fake, "fakes"), "Conn": loop(conn, "conns")}
+    runners = {"Fake": runner(fake, "fakes"), "Conn": runner(conn, "conns")}
 
     def uses(name: str, body: Mapping[str, Any]) -> bool:
         return bool(body["spec"].get("conn") == name)
@@ -382,14 +382,14 @@ def named(name: str, namespace: str = NS, **spec: Any) -> dict[str, Any]:
 
 
 async def drain(workers: Workers) -> list[tuple[str, str, str]]:
-    """Visit every key due now, once; the (kind, namespace, name) visited."""
-    visited = []
+    """A pass over every key due now, once; the (kind, namespace, name) passed over."""
+    passed = []
     while workers.queue.due_now():
         key = await workers.queue.get()
         assert key is not None
-        workers.queue.done(key, await workers.visit(key))
-        visited.append(key[:3])
-    return visited
+        workers.queue.done(key, await workers.run_pass(key))
+        passed.append(key[:3])
+    return passed
 
 
 async def test_a_connection_turning_ready_wakes_its_namespaces_unsettled_resources() -> None:
@@ -406,7 +406,7 @@ async def test_a_connection_turning_ready_wakes_its_namespaces_unsettled_resourc
     fake.create_fn = conn.create_fn = lambda: observed("id-1")  # the key is fixed: Ready
     workers.observe("Fake", None, named("healthy"))
     assert await drain(workers) == [("Fake", NS, "healthy")]
-    # The connection is visited again (its recheck), turns Ready, and wakes the stalled
+    # The connection has a pass again (its recheck), turns Ready, and wakes the stalled
     # resource of its namespace: not the one of another namespace, not a settled one.
     workers.queue.add(("Conn", NS, "default", "uid-default"))
     assert await drain(workers) == [("Conn", NS, "default"), ("Fake", NS, "stalled")]
@@ -425,8 +425,8 @@ async def test_a_connection_in_use_keeps_its_finalizer_until_no_resource_uses_it
     workers.observe("Conn", None, conn)
     key = ("Conn", NS, "cp", "uid-cp")
     assert workers.users(key) == ["fake/user"]
-    assert await workers.visit(key) == IN_USE_POLL_SECONDS
-    assert await workers.visit(key) == IN_USE_POLL_SECONDS
+    assert await workers.run_pass(key) == IN_USE_POLL_SECONDS
+    assert await workers.run_pass(key) == IN_USE_POLL_SECONDS
     recorded = cast(RecordedEvents, workers.events)
     assert [(e.reason, e.message) for e in recorded] == [
         ("InUse", "still used by fake/user (1); deleted once none is")
@@ -434,5 +434,5 @@ async def test_a_connection_in_use_keeps_its_finalizer_until_no_resource_uses_it
     kube = cast(FakeKube, workers.kube)
     assert kube.finalizers_removed == []
     workers.observe("Fake", "DELETED", named("user", conn="cp"))
-    assert await workers.visit(key) is None
+    assert await workers.run_pass(key) is None
     assert kube.finalizers_removed == [("conns", NS, "cp", FINALIZER)]

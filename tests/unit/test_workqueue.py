@@ -105,8 +105,8 @@ async def test_a_forgotten_key_is_dropped_wherever_it_was() -> None:
     q.add("a")
     q.add_after("b", 1.0)
     q.add("c")
-    q.forget("a")
-    q.forget("b")
+    q.drop("a")
+    q.drop("b")
     clock.now += 1.0
     assert await drain(q) == ["c"]
     q.add("a")

@@ -77,7 +77,7 @@ class Runtime:
     metrics: OperatorMetrics
     workers: Workers
     """The bounded pool that runs every kind's passes; `workers.runners` holds one
-    reconcile loop per kind, keyed by `KindDef.kind`."""
+    pass runner per kind, keyed by `KindDef.kind`."""
     events: EventRecorder
     """Posts the passes' Events in the background, at `config.event_qps`."""
     health: FailureClock

@@ -4,6 +4,7 @@ the state of the resource, when to come back, and the events worth posting."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Generic, Literal
 
 from deployplane.reconcile.conditions import (
@@ -20,10 +21,33 @@ from deployplane.reconcile.external import Phase
 from deployplane.reconcile.schedule import Schedule, State
 from deployplane.reconcile.status import StatusT
 
-__all__ = ["EventRecord", "EventType", "Outcome", "State", "Verdict", "compose_outcome"]
+__all__ = [
+    "EventReason",
+    "EventRecord",
+    "EventType",
+    "Outcome",
+    "State",
+    "Verdict",
+    "compose_outcome",
+]
 
 
 EventType = Literal["Normal", "Warning"]
+
+
+class EventReason(StrEnum):
+    """The reasons of the Events the core records for what it did (crossplane style, as
+    the condition reasons: constants, never ad-hoc strings). An Event about a
+    condition's transition (became Ready, stalled, lost sync) carries that condition's
+    reason instead: a `conditions.Reason`, or a kind's own."""
+
+    CREATED = "Created"
+    UPDATED = "Updated"
+    ADOPTED = "Adopted"
+    OBSERVING = "Observing"
+    EXTERNAL_RESOURCE_GONE = "ExternalResourceGone"
+    IN_USE = "InUse"
+    INVALID_RESYNC_INTERVAL = "InvalidResyncInterval"
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Managed, SpecT
 from deployplane.reconcile.finalizer import DELETE_POLL_SECONDS, DELETE_RETRY_SECONDS, NotYet
 from deployplane.reconcile.marker import CreatePending
-from deployplane.reconcile.outcome import EventRecord, Outcome, retry_soon, unsynced
+from deployplane.reconcile.outcome import EventReason, EventRecord, Outcome, retry_soon, unsynced
 from deployplane.reconcile.outputs import ConfigMapStore
 from deployplane.reconcile.parse import spec_error_message, to_managed
 from deployplane.reconcile.reconciler import Reconciler
@@ -95,7 +95,7 @@ class PassRunner(Generic[SpecT, StatusT]):
         now = time.monotonic()
         observed = state.settle_observed(body, now, self.has_id)
         write = ObjectWriter(self.sink, self.plural, body, state, observed, has_id=self.has_id)
-        resync_due = schedule.begin(state.visit, now, resync.seconds)
+        resync_due = schedule.begin(state.history, now, resync.seconds)
         try:
             mr = self.managed(body, state.status, state.marker)
         except ValidationError as exc:
@@ -104,7 +104,7 @@ class PassRunner(Generic[SpecT, StatusT]):
             outcome = self.reconciler.invalid_spec(current, generation, spec_error_message(exc))
         else:
             outcome = await self.reconciler.reconcile(
-                mr, writes=write, attempt=state.visit.attempt, resync_due=resync_due
+                mr, writes=write, attempt=state.history.attempt, resync_due=resync_due
             )
         outcome = await self._outputs(body, state, outcome, write.observed, resync_due)
         await write.publish(to_kube(outcome.status))
@@ -112,7 +112,7 @@ class PassRunner(Generic[SpecT, StatusT]):
             post_event(event)
         if self.on_outcome is not None:
             self.on_outcome(f"{namespace}/{name}", outcome)
-        schedule.end(state.visit, outcome.state)
+        schedule.end(state.history, outcome.state)
         delay = outcome.next_pass(resync.seconds)
         self.log.debug(
             "%s/%s reconciled: %s, next pass in %s",
@@ -147,14 +147,16 @@ class PassRunner(Generic[SpecT, StatusT]):
         outcome = unsynced(outcome, done.reason, done.problem, generation, before=previous)
         if done.reason == outputs.CONFIG_MAP_WRITE_FAILED:
             # With the error backoff, not at the next resync (a 409, a timeout, RBAC).
-            outcome = retry_soon(outcome, self.reconciler.schedule.retry_delay(state.visit.attempt))
+            outcome = retry_soon(
+                outcome, self.reconciler.schedule.retry_delay(state.history.attempt)
+            )
         return outcome
 
     def _resync(self, body: Mapping[str, Any], state: ResourceState, post: EventPoster) -> Resync:
         """The resource's resync interval; a bad annotation is told once per value."""
         resync = resync_of(body, self.reconciler.schedule.resync)
         if resync.problem and state.resync_warned != resync_annotation(body):
-            post(EventRecord("Warning", "InvalidResyncInterval", resync.problem))
+            post(EventRecord("Warning", EventReason.INVALID_RESYNC_INTERVAL, resync.problem))
             state.resync_warned = resync_annotation(body)
         return resync
 

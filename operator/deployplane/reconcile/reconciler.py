@@ -25,6 +25,7 @@ from deployplane.reconcile.external import (
 )
 from deployplane.reconcile.marker import CreatePending, MarkerWriter
 from deployplane.reconcile.outcome import (
+    EventReason,
     EventRecord,
     EventType,
     Outcome,
@@ -142,7 +143,7 @@ class _Pass(Generic[SpecT, StatusT]):
             self._resolved = True
         return self._desired
 
-    def event(self, type_: EventType, reason: str, message: str) -> None:
+    def event(self, type_: EventType, reason: EventReason, message: str) -> None:
         self.events.append(EventRecord(type_, reason, message, _ACTIONS.get(reason, "Reconcile")))
 
     async def sync(self, *, full: bool) -> Obs[StatusT]:
@@ -158,13 +159,13 @@ class _Pass(Generic[SpecT, StatusT]):
                 await self._gone(external_id, adopting)
                 obs = None
             elif adopting:
-                self.event("Normal", "Adopted", f"Adopted {self.kind} {external_id}")
+                self.event("Normal", EventReason.ADOPTED, f"Adopted {self.kind} {external_id}")
         if obs is None:
             obs = await self._create()
         if full and obs.patch is not None:
             drift = ", ".join(obs.drift) or "spec"
             obs = await ext.update(mr, obs, obs.patch)
-            self.event("Normal", "Updated", f"Brought {drift} in line with the spec")
+            self.event("Normal", EventReason.UPDATED, f"Brought {drift} in line with the spec")
         return obs
 
     async def observe_only(self) -> Obs[StatusT]:
@@ -183,7 +184,8 @@ class _Pass(Generic[SpecT, StatusT]):
             )
         if external_id != known_id:
             self.status.record(self.status.current.with_external_id(external_id))
-            self.event("Normal", "Observing", f"Observing {self.kind} {external_id} (ObserveOnly)")
+            message = f"Observing {self.kind} {external_id} (ObserveOnly)"
+            self.event("Normal", EventReason.OBSERVING, message)
         return obs
 
     async def _gone(self, external_id: str, adopting: bool) -> None:
@@ -195,7 +197,7 @@ class _Pass(Generic[SpecT, StatusT]):
             )
         self.event(
             "Warning",
-            "ExternalResourceGone",
+            EventReason.EXTERNAL_RESOURCE_GONE,
             f"{self.kind} {external_id} disappeared from the control plane; creating it again",
         )
         # Durable before the create below: a pass dying after it must find no id, so
@@ -212,7 +214,9 @@ class _Pass(Generic[SpecT, StatusT]):
             found = await ext.find(mr)
             if found:
                 status.record(status.current.with_external_id(found))
-                self.event("Normal", "Adopted", f"Recovered {self.kind} {found} after restart")
+                self.event(
+                    "Normal", EventReason.ADOPTED, f"Recovered {self.kind} {found} after restart"
+                )
                 return await ext.observe(mr, found, await self.desired())
         # Written even when a marker is there already: this pass is about to create.
         await self.writes.mark(CreatePending(ext.natural_key, mr.resource_version))
@@ -226,7 +230,7 @@ class _Pass(Generic[SpecT, StatusT]):
         # Published with the outcome, in the same write as the first conditions: until
         # then the durable marker covers a crash (the next pass finds and adopts it).
         status.record(status.current.with_external_id(new_id))
-        self.event("Normal", "Created", f"Created {self.kind} {new_id}")
+        self.event("Normal", EventReason.CREATED, f"Created {self.kind} {new_id}")
         return obs
 
     async def _create_refused(self, exc: ExternalError) -> Obs[StatusT]:
@@ -269,5 +273,10 @@ def observe_only(mr: Managed[Any, Any]) -> bool:
     return str(getattr(mr.spec, "management_policy", "Full")) == "ObserveOnly"
 
 
-_ACTIONS = {"Created": "Create", "Updated": "Update", "Adopted": "Adopt", "Observing": "Adopt"}
+_ACTIONS = {
+    EventReason.CREATED: "Create",
+    EventReason.UPDATED: "Update",
+    EventReason.ADOPTED: "Adopt",
+    EventReason.OBSERVING: "Adopt",
+}
 """The Event's action for a reason the reconciler records (else Reconcile)."""

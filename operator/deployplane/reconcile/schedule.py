@@ -2,10 +2,10 @@
 
 Polls back off while something is in progress (2 s -> 30 s); errors back off on their
 own (2 s -> 120 s, or longer if the service said Retry-After); a settled resource is
-looked at again every `resync` seconds, and that visit is always a full observation.
+looked at again every `resync` seconds, and that pass is always a full observation.
 Between resyncs, a pass over an unchanged spec whose revision is rolling only polls the
 revision. A change of spec (or of the pause or resync annotation) wakes the resource at
-once (`Visit.changed`). A resource may name its own resync interval
+once (`PassHistory.changed`). A resource may name its own resync interval
 (`deployplane.reconcile.resync`).
 """
 
@@ -30,7 +30,7 @@ class State(Enum):
 
     @property
     def settled(self) -> bool:
-        """Nothing in progress or being retried: the next visit is a resync."""
+        """Nothing in progress or being retried: the next pass is a resync."""
         return self in (State.READY, State.STALLED)
 
 
@@ -76,29 +76,31 @@ class Schedule:
         synced = is_true(status.conditions, ConditionType.SYNCED)
         return not (polling and synced)
 
-    def begin(self, visit: Visit, now: float, resync: float | Default | None = DEFAULT) -> bool:
+    def begin(
+        self, history: PassHistory, now: float, resync: float | Default | None = DEFAULT
+    ) -> bool:
         """A pass starts (`now`: a monotonic clock): True when a resync is due, which
         forces a full observation whatever the status says. `resync`: the resource's own
         interval (`reconcile.resync`; None: never, only the first pass is full)."""
         interval = self.resync if isinstance(resync, Default) else resync
         if interval is None:
-            due = visit.last_full == -math.inf
+            due = history.last_full == -math.inf
         else:
-            due = now - visit.last_full >= interval
+            due = now - history.last_full >= interval
         if due:
-            visit.last_full = now
+            history.last_full = now
         return due
 
     @staticmethod
-    def end(visit: Visit, state: State) -> None:
+    def end(history: PassHistory, state: State) -> None:
         """A pass ended in `state`: unsettled passes count up for the backoffs."""
-        visit.attempt = 0 if state.settled else visit.attempt + 1
-        visit.last_state = state
+        history.attempt = 0 if state.settled else history.attempt + 1
+        history.last_state = state
 
 
 @dataclass
-class Visit:
-    """What the schedule remembers of one resource between passes (in its loop state)."""
+class PassHistory:
+    """What the schedule remembers of one resource between passes (in its `ResourceState`)."""
 
     attempt: int = 0
     """Consecutive unsettled passes, for the poll and error backoffs."""

@@ -24,7 +24,7 @@ from typing import Any, Final
 from deployplane.reconcile.finalizer import has_finalizer
 from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION, CreatePending, read_marker
 from deployplane.reconcile.resync import annotation_value as resync_annotation
-from deployplane.reconcile.schedule import Visit
+from deployplane.reconcile.schedule import PassHistory
 
 PAUSED_ANNOTATION: Final = "deployplane.io/paused"
 ECHO_WAIT_SECONDS: Final = 30.0
@@ -63,7 +63,7 @@ class ResourceState:
     """Statuses of ours the watch may still show, oldest first, until it shows
     `status`: the status our first unseen write was computed against, then every write
     since (registered before it is sent: its echo may come before its answer)."""
-    visit: Visit = field(default_factory=Visit)
+    history: PassHistory = field(default_factory=PassHistory)
     marker: CreatePending | None = None
     """The create-pending marker on the object, as last read or written."""
     marker_on_object: bool = False
@@ -89,7 +89,7 @@ class ResourceState:
         fingerprint, and our finalizer if the body carries it."""
         if self.status is None:
             self.seed(body)
-        self.visit.seen = fingerprint(body)
+        self.history.seen = fingerprint(body)
         self.finalizer = self.finalizer or has_finalizer(body)
 
     def settle_observed(
@@ -156,7 +156,7 @@ class ResourceState:
     def changed(self, body: Mapping[str, Any]) -> bool:
         """Whether a watch event brings a spec or pause annotation the last pass has not
         seen (then the resource is looked at now, whatever its delay)."""
-        return self.visit.changed(fingerprint(body))
+        return self.history.changed(fingerprint(body))
 
     def _waiting(self, now: float) -> bool:
         return self.echo_until is not None and now < self.echo_until

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from deployplane.reconcile.finalizer import FINALIZER, has_finalizer, is_deleting
-from deployplane.reconcile.outcome import EventRecord
+from deployplane.reconcile.outcome import EventReason, EventRecord
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.schedule import State
 from deployplane.reconcile.state import ResourceState, is_paused
@@ -90,7 +90,7 @@ def lean(body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class Workers:
-    """Every resource of every kind the operator runs, and the workers that visit them."""
+    """Every resource of every kind the operator runs, and the workers that run their passes."""
 
     def __init__(
         self,
@@ -171,12 +171,12 @@ class Workers:
         return not is_paused(body) and state.foreign(body["status"])
 
     def _wake_unsettled(self, namespace: str) -> None:
-        """Visit now every resource of `namespace` (not of a dependency kind) whose last
+        """Queue now every resource of `namespace` (not of a dependency kind) whose last
         pass stalled or is being retried."""
         for key, tracked in self.resources.items():
             if key[1] != namespace or key[0] in self.dependencies:
                 continue
-            if tracked.state.visit.last_state in (State.STALLED, State.RETRYING):
+            if tracked.state.history.last_state in (State.STALLED, State.RETRYING):
                 self.queue.add(key)
 
     def users(self, key: Key) -> list[str]:
@@ -195,7 +195,7 @@ class Workers:
     def _gone(self, key: Key) -> None:
         self.resources.pop(key, None)
         self._uids.pop(key[:3], None)
-        self.queue.forget(key)
+        self.queue.drop(key)
         on_gone = self.runners[key[0]].on_gone
         if on_gone is not None:
             # It must leave the per-resource gauges with it, or a deleted resource
@@ -207,32 +207,32 @@ class Workers:
             delay: float | None = None
             failed = True
             try:
-                delay = await self.visit(key)
+                delay = await self.run_pass(key)
                 tracked = self.resources.get(key)
-                failed = tracked is not None and tracked.state.visit.last_state is State.RETRYING
+                failed = tracked is not None and tracked.state.history.last_state is State.RETRYING
             except Exception:
                 tracked = self.resources.get(key)
-                attempt = tracked.state.visit.attempt if tracked else 0
+                attempt = tracked.state.history.attempt if tracked else 0
                 delay = self.runners[key[0]].reconciler.schedule.retry_delay(attempt)
                 if tracked is not None:
-                    tracked.state.visit.attempt += 1
+                    tracked.state.history.attempt += 1
                 log.exception("%s/%s: pass failed; again in %.0fs", key[1], key[2], delay)
             finally:
                 self.queue.done(key, delay if key in self.resources else None, rate_limited=failed)
 
-    async def visit(self, key: Key) -> float | None:
+    async def run_pass(self, key: Key) -> float | None:
         """One pass over the resource, or its finalization; the delay before the next."""
         tracked = self.resources.get(key)
         if tracked is None:
             return None
-        body, state, loop = tracked.body, tracked.state, self.runners[key[0]]
+        body, state, runner = tracked.body, tracked.state, self.runners[key[0]]
         if not is_deleting(body):
-            before = state.visit.last_state
+            before = state.history.last_state
             # Queued, not awaited: an Event never holds up the pass, nor fails it.
-            delay = await loop.one_pass(
+            delay = await runner.one_pass(
                 body, state, post_event=lambda event: self.events.record(body, event)
             )
-            turned_ready = before is not State.READY and state.visit.last_state is State.READY
+            turned_ready = before is not State.READY and state.history.last_state is State.READY
             if turned_ready and key[0] in self.dependencies:
                 self._wake_unsettled(key[1])
             return delay
@@ -244,13 +244,15 @@ class Workers:
                 tracked.in_use_told = True
                 shown = ", ".join(sorted(users)[:3]) + (" and more" if len(users) > 3 else "")
                 message = f"still used by {shown} ({len(users)}); deleted once none is"
-                self.events.record(body, EventRecord("Warning", "InUse", message, "Delete"))
+                self.events.record(
+                    body, EventRecord("Warning", EventReason.IN_USE, message, "Delete")
+                )
             return IN_USE_POLL_SECONDS
-        not_yet = await loop.finalize(body, state)
+        not_yet = await runner.finalize(body, state)
         if not_yet is not None:
             log.warning(
                 "%s/%s: %s; again in %.0fs", key[1], key[2], not_yet.message, not_yet.retry_after
             )
             return not_yet.retry_after
-        await self.kube.remove_finalizer(loop.plural, key[1], key[2], FINALIZER)
+        await self.kube.remove_finalizer(runner.plural, key[1], key[2], FINALIZER)
         return None

@@ -10,7 +10,7 @@ number of workers however many resources there are.
 The rules (the delays themselves are the schedule's, `deployplane.reconcile.schedule`):
 - a key is queued at most once (de-duplicated), and is never taken by two workers at
   once: added while a worker holds it, it is queued again when that worker is done;
-- `add` makes a key due now, cancelling any later visit it had (a change of spec cuts
+- `add` makes a key due now, cancelling any later pass it had (a change of spec cuts
   a poll or resync wait short); `add_after` keeps the earlier of two due times;
 - keys are taken in the order they became due (first in, first out), so a resource
   re-queued at once by its own pass waits behind everything already due;
@@ -61,8 +61,9 @@ class WorkQueue(Generic[K]):
         self._queued: set[K] = set()
         """Keys in `_ready` that count (a forgotten key may linger there, skipped)."""
         self._active: set[K] = set()
-        self._dirty: set[K] = set()
-        """Added while a worker held them: due as soon as it is done."""
+        self._added_while_processing: set[K] = set()
+        """Added while a worker held them: due as soon as it is done. (Not client-go's
+        `dirty`, which holds every key waiting for a worker, queued or held.)"""
         self._due: dict[K, float] = {}
         self._heap: list[tuple[float, int, K]] = []
         """(due time, sequence, key); an entry whose time is not `_due[key]` is stale."""
@@ -84,12 +85,12 @@ class WorkQueue(Generic[K]):
         return len(self._queued)
 
     def add(self, key: K) -> None:
-        """Due now (any later visit it had is replaced by this one)."""
+        """Due now (any later pass it had is replaced by this one)."""
         if self._stopped:
             return
         self._due.pop(key, None)
         if key in self._active:
-            self._dirty.add(key)
+            self._added_while_processing.add(key)
         elif key not in self._queued:
             self._queued.add(key)
             self._ready.append(key)
@@ -100,7 +101,7 @@ class WorkQueue(Generic[K]):
         if delay <= 0:
             self.add(key)
             return
-        if self._stopped or key in self._queued or key in self._dirty:
+        if self._stopped or key in self._queued or key in self._added_while_processing:
             return
         when = self._clock() + delay
         if self._due.get(key, when + 1) <= when:
@@ -114,10 +115,12 @@ class WorkQueue(Generic[K]):
             else:
                 self._wake_one()
 
-    def forget(self, key: K) -> None:
-        """The resource is gone: drop whatever visit it had queued."""
+    def drop(self, key: K) -> None:
+        """The resource is gone: drop whatever pass it had queued. (Not client-go's
+        `Forget`, which only resets a key's backoff: here the schedule keeps the
+        backoff, and a dropped key is no longer queued at all.)"""
         self._queued.discard(key)
-        self._dirty.discard(key)
+        self._added_while_processing.discard(key)
         self._due.pop(key, None)
 
     def done(
@@ -127,8 +130,8 @@ class WorkQueue(Generic[K]):
         `requeue_after` seconds (None: only when something adds it). `rate_limited`:
         the pass failed, and its retry also waits for the global retry rate."""
         self._active.discard(key)
-        if key in self._dirty:
-            self._dirty.discard(key)
+        if key in self._added_while_processing:
+            self._added_while_processing.discard(key)
             self.add(key)
         elif requeue_after is not None:
             requeue_after *= 1.0 + self._jitter * self._rand()
