@@ -329,7 +329,8 @@ async def test_name_taken_by_someone_else_stalls_with_conflict(harness: Harness)
     deployments, _ = harness.runners()
     body, state = cr("taken", docker_spec()), ResourceState()
     state.status = {}
-    outcome_delay = await deployments.one_pass(body, state, post_event=harness.events.append)
+    result = await deployments.one_pass(body, state, post_event=harness.events.append)
+    outcome_delay = result.requeue_after
 
     assert condition(state, "Stalled")["reason"] == "Conflict"
     assert state.status is not None
@@ -372,7 +373,8 @@ async def test_unknown_integration_stalls_without_retry_storm(harness: Harness) 
     }
     body, state = cr("nowhere", spec), ResourceState()
     state.status = {}
-    delay = await deployments.one_pass(body, state, post_event=harness.events.append)
+    result = await deployments.one_pass(body, state, post_event=harness.events.append)
+    delay = result.requeue_after
 
     stalled = condition(state, "Stalled")
     assert stalled["status"] == "True"

@@ -30,6 +30,7 @@ from deployplane.crd.specs import GROUP
 from deployplane.crdgen import schema
 from deployplane.kinds import KINDS, KindDef, KindRegistry, discover
 from deployplane.reconcile.finalizer import DELETE_POLL_SECONDS, FINALIZER
+from deployplane.reconcile.schedule import Result
 
 NS = "team-a"
 
@@ -334,10 +335,10 @@ async def test_a_finished_deletion_takes_the_resource_out_of_the_gauges() -> Non
     deleting["metadata"].update(deletionTimestamp="now", finalizers=[FINALIZER])
     workers.observe("Fake", "MODIFIED", deleting)
     # The control plane is still deleting: looked at again soon, finalizer kept.
-    assert await workers.run_pass(KEY) == DELETE_POLL_SECONDS
+    assert await workers.run_pass(KEY) == Result(DELETE_POLL_SECONDS)
     assert tracked(runtime) == counted
 
-    assert await workers.run_pass(KEY) is None
+    assert await workers.run_pass(KEY) == Result()
     assert ("delete", "dep-new") in ext.journal
     assert tracked(runtime) == {"not_ready": 0.0, "since_set": 0.0}
     assert kube.finalizers_removed == [("fakes", NS, "f1", FINALIZER)]

@@ -189,7 +189,8 @@ async def test_a_refused_write_is_synced_false_the_status_still_written_and_retr
     rig = Rig(config_maps=RefusingConfigMaps())
     runner, state = rig.runner(), ResourceState()
     state.status = {}
-    delay = await runner.one_pass(body(OUTPUTS), state, post_event=rig.events.append)
+    result = await runner.one_pass(body(OUTPUTS), state, post_event=rig.events.append)
+    delay = result.requeue_after
     assert rig.config_maps.maps == {}
     assert rig.sink.writes[-1]["deploymentId"] == "dep-new"
     (synced,) = [c for c in rig.sink.writes[-1]["conditions"] if c["type"] == "Synced"]

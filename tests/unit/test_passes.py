@@ -135,13 +135,14 @@ class Rig:
 
     async def one_pass(self, state: ResourceState, b: dict[str, Any] | None = None) -> float | None:
         """One pass over `b`; by default, the body the watch shows once it has caught up
-        with every write (the status the apiserver holds)."""
+        with every write (the status the apiserver holds). Its Result's requeue delay."""
         b = b if b is not None else body(status=self.sink.held)
         if self.sink.held is None:
             self.sink.held = dict(b.get("status") or {})
         if state.status is None:
             state.status = dict(b.get("status") or {})
-        return await self.runner().one_pass(b, state, post_event=self.events.append)
+        result = await self.runner().one_pass(b, state, post_event=self.events.append)
+        return result.requeue_after
 
     def observes(self) -> list[tuple[Any, ...]]:
         return [c for c in self.ext.journal if c[0] == "observe"]

@@ -27,7 +27,7 @@ from deployplane.reconcile.finalizer import FINALIZER
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
-from deployplane.reconcile.schedule import Schedule
+from deployplane.reconcile.schedule import Result, Schedule
 from deployplane.reconcile.workers import IN_USE_POLL_SECONDS, Workers, lean
 
 NS = "team-a"
@@ -91,8 +91,7 @@ async def test_our_own_status_echo_queues_nothing_but_a_spec_change_does() -> No
     workers.observe("Fake", "ADDED", body())
     key = await workers.queue.get()
     assert key == KEY
-    delay = await workers.run_pass(KEY)
-    workers.queue.done(KEY, delay)
+    workers.finish(KEY, await workers.run_pass(KEY))
     workers.observe("Fake", "MODIFIED", echo_of(kube))
     assert workers.queue.due_now() == 0
     # The watch's copy is kept: the next pass patches against the status it observes.
@@ -114,7 +113,7 @@ async def settle(workers: Workers) -> None:
     while workers.queue.due_now():
         key = await workers.queue.get()
         assert key is not None
-        workers.queue.done(key, await workers.run_pass(key))
+        workers.finish(key, await workers.run_pass(key))
 
 
 async def test_a_status_wiped_by_hand_is_repaired_on_its_event_not_at_the_resync() -> None:
@@ -263,7 +262,7 @@ async def test_a_deletion_of_an_object_an_earlier_version_created_releases_its_f
     old = body(deletionTimestamp="now", finalizers=["other.io/keep", FINALIZER])
     old["status"] = {"deploymentId": "dep-1"}
     workers.observe("Fake", "MODIFIED", old)
-    assert await workers.run_pass(KEY) is None
+    assert await workers.run_pass(KEY) == Result()
     assert ("delete", "dep-1") in ext.journal
     assert kube.finalizers_removed == [("fakes", NS, "w1", FINALIZER)]
 
@@ -339,11 +338,11 @@ async def test_stop_waits_for_passes_at_most_the_grace_then_cancels() -> None:
     workers, _, _ = rig()
     started, finished = asyncio.Event(), asyncio.Event()
 
-    async def slow_pass(key: Any) -> float | None:
+    async def slow_pass(key: Any) -> Result:
         started.set()
         await asyncio.sleep(60)
         finished.set()
-        return None
+        return Result()
 
     workers.run_pass = slow_pass  # type: ignore[method-assign]
     workers.start()
@@ -387,7 +386,7 @@ async def drain(workers: Workers) -> list[tuple[str, str, str]]:
     while workers.queue.due_now():
         key = await workers.queue.get()
         assert key is not None
-        workers.queue.done(key, await workers.run_pass(key))
+        workers.finish(key, await workers.run_pass(key))
         passed.append(key[:3])
     return passed
 
@@ -425,8 +424,8 @@ async def test_a_connection_in_use_keeps_its_finalizer_until_no_resource_uses_it
     workers.observe("Conn", None, conn)
     key = ("Conn", NS, "cp", "uid-cp")
     assert workers.users(key) == ["fake/user"]
-    assert await workers.run_pass(key) == IN_USE_POLL_SECONDS
-    assert await workers.run_pass(key) == IN_USE_POLL_SECONDS
+    assert await workers.run_pass(key) == Result(IN_USE_POLL_SECONDS)
+    assert await workers.run_pass(key) == Result(IN_USE_POLL_SECONDS)
     recorded = cast(RecordedEvents, workers.events)
     assert [(e.reason, e.message) for e in recorded] == [
         ("InUse", "still used by fake/user (1); deleted once none is")
@@ -434,5 +433,5 @@ async def test_a_connection_in_use_keeps_its_finalizer_until_no_resource_uses_it
     kube = cast(FakeKube, workers.kube)
     assert kube.finalizers_removed == []
     workers.observe("Fake", "DELETED", named("user", conn="cp"))
-    assert await workers.run_pass(key) is None
+    assert await workers.run_pass(key) == Result()
     assert kube.finalizers_removed == [("conns", NS, "cp", FINALIZER)]

@@ -10,7 +10,8 @@ the Kubernetes requests (list, watch, writes, Events) and starts them.
 - reconciler.py: resolve -> observe -> diff -> create | update, crash-safe creation
 - errors.py, outcome.py: the external service's errors as the kind's client classified
   them (`deployplane.externals.errors`); a verdict -> status, state, events
-- schedule.py: when a resource is looked at next, and how closely
+- schedule.py: when a resource is looked at next, and how closely; the `Result` a pass
+  hands the work queue
 - passes.py: one resource's pass (PassRunner), and its finalization on deletion
 - state.py: what the process knows of one resource between passes
 - parse.py: a watched body -> the `Managed` the reconciler sees

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from deployplane.reconcile.schedule import Result
+
 FINALIZER: Final = "deployplane.io/finalizer"
 """Ours, put on by the first write of the operator; Kopf's own (the same name in
 earlier versions) is released the same way."""
@@ -37,3 +39,10 @@ class NotYet:
     message: str
     retry_after: float
     cause: BaseException | None = None
+    """The error that stopped the delete (None: the control plane is still deleting)."""
+
+    @property
+    def result(self) -> Result:
+        """Back in `retry_after`; a delete that failed also waits for the global retry
+        rate, as any failed pass does."""
+        return Result(self.retry_after, rate_limited=self.cause is not None)

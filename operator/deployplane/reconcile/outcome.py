@@ -18,7 +18,7 @@ from deployplane.reconcile.conditions import (
     set_condition,
 )
 from deployplane.reconcile.external import Phase
-from deployplane.reconcile.schedule import Schedule, State
+from deployplane.reconcile.schedule import Result, Schedule, State
 from deployplane.reconcile.status import StatusT
 
 __all__ = [
@@ -78,13 +78,14 @@ class Outcome(Generic[StatusT]):
     def settled(self) -> bool:
         return self.state.settled
 
-    def next_pass(self, resync: float | None) -> float | None:
-        """Seconds until the next pass: the resource's resync once settled (None:
-        never), else the requeue; a recheck comes sooner than either."""
+    def result(self, resync: float | None) -> Result:
+        """The requeue decision of the pass, made here and read by the workers: the
+        resource's resync once settled (None: never), else the requeue the schedule gave
+        its state; a recheck comes sooner than either. A RETRYING pass is rate limited."""
         delay = resync if self.settled else self.requeue_after
-        if self.recheck_after is None:
-            return delay
-        return self.recheck_after if delay is None else min(delay, self.recheck_after)
+        if self.recheck_after is not None:
+            delay = self.recheck_after if delay is None else min(delay, self.recheck_after)
+        return Result(delay, rate_limited=self.state is State.RETRYING)
 
 
 @dataclass

@@ -35,6 +35,7 @@ from deployplane.reconcile.parse import spec_error_message, to_managed
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.resync import Resync, resync_of
 from deployplane.reconcile.resync import annotation_value as resync_annotation
+from deployplane.reconcile.schedule import Result
 from deployplane.reconcile.state import ResourceState, is_paused
 from deployplane.reconcile.status import StatusT, to_kube
 from deployplane.reconcile.writer import ObjectWriter, StatusSink
@@ -79,9 +80,9 @@ class PassRunner(Generic[SpecT, StatusT]):
 
     async def one_pass(
         self, body: Mapping[str, Any], state: ResourceState, *, post_event: EventPoster
-    ) -> float | None:
-        """Reconcile once and publish; return how long to wait before the next pass
-        (None: not until something changes)."""
+    ) -> Result:
+        """Reconcile once and publish; the Result says when to come back (the
+        outcome's decision, `Outcome.result`)."""
         state.begin_pass(body)
         assert state.status is not None
         meta = body.get("metadata") or {}
@@ -90,7 +91,7 @@ class PassRunner(Generic[SpecT, StatusT]):
         resync = self._resync(body, state, post_event)
         if is_paused(body):
             self.log.info("%s/%s is paused; not reconciling", namespace, name)
-            return resync.seconds
+            return Result(resync.seconds)  # looked at again as a settled resource is
 
         now = time.monotonic()
         observed = state.settle_observed(body, now, self.has_id)
@@ -113,7 +114,8 @@ class PassRunner(Generic[SpecT, StatusT]):
         if self.on_outcome is not None:
             self.on_outcome(f"{namespace}/{name}", outcome)
         schedule.end(state.history, outcome.state)
-        delay = outcome.next_pass(resync.seconds)
+        result = outcome.result(resync.seconds)
+        delay = result.requeue_after
         self.log.debug(
             "%s/%s reconciled: %s, next pass in %s",
             namespace,
@@ -121,7 +123,7 @@ class PassRunner(Generic[SpecT, StatusT]):
             outcome.state.value,
             "(never)" if delay is None else f"{delay:.1f}s",
         )
-        return delay
+        return result
 
     async def _outputs(
         self,

@@ -7,6 +7,13 @@ Between resyncs, a pass over an unchanged spec whose revision is rolling only po
 revision. A change of spec (or of the pause or resync annotation) wakes the resource at
 once (`PassHistory.changed`). A resource may name its own resync interval
 (`deployplane.reconcile.resync`).
+
+What a pass tells the work queue is a `Result` (controller-runtime's word): when to
+come back, and whether the retry also waits for the global retry rate. The delays are
+this module's policy (`Schedule.requeue_after`, by the state a pass ended in); the one
+switch that turns a pass's outcome into its Result is `Outcome.result`; a pass that
+raised gets `Schedule.failed`, a finalization that must wait `NotYet.result`. The
+workers only read Results (`Workers.finish`).
 """
 
 from __future__ import annotations
@@ -32,6 +39,17 @@ class State(Enum):
     def settled(self) -> bool:
         """Nothing in progress or being retried: the next pass is a resync."""
         return self in (State.READY, State.STALLED)
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a pass tells the work queue (controller-runtime's `reconcile.Result`)."""
+
+    requeue_after: float | None = None
+    """Seconds until the next pass; None: not until something adds the key again."""
+    rate_limited: bool = False
+    """The pass failed: its requeue also waits for the queue's global retry rate
+    (client-go's default controller rate limiter), beside the backoff in the delay."""
 
 
 class Default(Enum):
@@ -66,6 +84,13 @@ class Schedule:
         if state is State.RETRYING:
             return max(self.retry_delay(attempt), retry_after or 0.0)
         return self.resync
+
+    def failed(self, history: PassHistory) -> Result:
+        """A pass that raised: retried with the error backoff, under the global retry
+        rate, and counted for the backoff."""
+        result = Result(self.retry_delay(history.attempt), rate_limited=True)
+        history.attempt += 1
+        return result
 
     @staticmethod
     def wants_full(status: ResourceStatus, generation: int, resync_due: bool) -> bool:

@@ -7,9 +7,10 @@ a resource never seen, a spec or pause annotation the last pass has not seen, a
 deletion with our finalizer on, or a status someone else wrote (a status wiped or
 edited by hand is repaired on the event that carried it). A worker takes a key, runs
 one pass (or, for an object being deleted, finalizes and then takes our finalizer off),
-and puts the key back after the delay the pass asked for. Status writes of our own come
-back as watch events too, and queue nothing (`deployplane.reconcile.state` tells them
-apart): a pass is asked for by the schedule, not by our echoes.
+and hands the key back to the queue as the pass's `Result` says (`Workers.finish`).
+Status writes of our own come back as watch events too, and queue nothing
+(`deployplane.reconcile.state` tells them apart): a pass is asked for by the schedule,
+not by our echoes.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any, Final, Protocol
 from deployplane.reconcile.finalizer import FINALIZER, has_finalizer, is_deleting
 from deployplane.reconcile.outcome import EventReason, EventRecord
 from deployplane.reconcile.passes import PassRunner
-from deployplane.reconcile.schedule import State
+from deployplane.reconcile.schedule import Result, State
 from deployplane.reconcile.state import ResourceState, is_paused
 from deployplane.reconcile.workqueue import WorkQueue
 
@@ -204,40 +205,50 @@ class Workers:
 
     async def _work(self) -> None:
         while (key := await self.queue.get()) is not None:
-            delay: float | None = None
-            failed = True
+            result = Result()
             try:
-                delay = await self.run_pass(key)
-                tracked = self.resources.get(key)
-                failed = tracked is not None and tracked.state.history.last_state is State.RETRYING
+                result = await self.run_pass(key)
             except Exception:
-                tracked = self.resources.get(key)
-                attempt = tracked.state.history.attempt if tracked else 0
-                delay = self.runners[key[0]].reconciler.schedule.retry_delay(attempt)
-                if tracked is not None:
-                    tracked.state.history.attempt += 1
-                log.exception("%s/%s: pass failed; again in %.0fs", key[1], key[2], delay)
+                result = self._failed(key)
             finally:
-                self.queue.done(key, delay if key in self.resources else None, rate_limited=failed)
+                self.finish(key, result)
 
-    async def run_pass(self, key: Key) -> float | None:
-        """One pass over the resource, or its finalization; the delay before the next."""
+    def finish(self, key: Key, result: Result) -> None:
+        """Hand `key` back to the queue as the pass's Result says (a resource gone
+        meanwhile is not requeued): the workers read the decision, never make it."""
+        requeue_after = result.requeue_after if key in self.resources else None
+        self.queue.done(key, requeue_after, rate_limited=result.rate_limited)
+
+    def _failed(self, key: Key) -> Result:
+        """A pass that raised (called in its `except`): the schedule's error Result."""
         tracked = self.resources.get(key)
         if tracked is None:
-            return None
+            log.exception("%s/%s: pass failed; gone meanwhile", key[1], key[2])
+            return Result()
+        result = self.runners[key[0]].reconciler.schedule.failed(tracked.state.history)
+        log.exception(
+            "%s/%s: pass failed; again in %.0fs", key[1], key[2], result.requeue_after or 0.0
+        )
+        return result
+
+    async def run_pass(self, key: Key) -> Result:
+        """One pass over the resource, or its finalization; its Result."""
+        tracked = self.resources.get(key)
+        if tracked is None:
+            return Result()
         body, state, runner = tracked.body, tracked.state, self.runners[key[0]]
         if not is_deleting(body):
             before = state.history.last_state
             # Queued, not awaited: an Event never holds up the pass, nor fails it.
-            delay = await runner.one_pass(
+            result = await runner.one_pass(
                 body, state, post_event=lambda event: self.events.record(body, event)
             )
             turned_ready = before is not State.READY and state.history.last_state is State.READY
             if turned_ready and key[0] in self.dependencies:
                 self._wake_unsettled(key[1])
-            return delay
+            return result
         if not has_finalizer(body):
-            return None  # not ours to hold: the object goes
+            return Result()  # not ours to hold: the object goes
         users = self.users(key)
         if users:
             if not tracked.in_use_told:
@@ -247,12 +258,12 @@ class Workers:
                 self.events.record(
                     body, EventRecord("Warning", EventReason.IN_USE, message, "Delete")
                 )
-            return IN_USE_POLL_SECONDS
+            return Result(IN_USE_POLL_SECONDS)
         not_yet = await runner.finalize(body, state)
         if not_yet is not None:
             log.warning(
                 "%s/%s: %s; again in %.0fs", key[1], key[2], not_yet.message, not_yet.retry_after
             )
-            return not_yet.retry_after
+            return not_yet.result
         await self.kube.remove_finalizer(runner.plural, key[1], key[2], FINALIZER)
-        return None
+        return Result()
