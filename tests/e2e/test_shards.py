@@ -64,13 +64,22 @@ def labelled(name: str, shard: str | None, image: str = "registry.example.com/ag
     return body
 
 
-def reporters(stage: Stage) -> dict[str, set[str]]:
-    """The reportingInstance of every Event, by the name of the object it is about."""
+def event_counts(stage: Stage) -> dict[tuple[str, str], int]:
+    """How many Events each instance (reportingInstance) posted about each object."""
     events = client.CoreV1Api(stage.api).list_namespaced_event(stage.namespace).items
-    seen: dict[str, set[str]] = {}
+    counts: dict[tuple[str, str], int] = {}
     for event in events:
         instance = event.reporting_instance or (event.source.host if event.source else None)
-        seen.setdefault(event.involved_object.name, set()).add(instance or "?")
+        key = (event.involved_object.name, instance or "?")
+        counts[key] = counts.get(key, 0) + (event.count or 1)
+    return counts
+
+
+def reporters(stage: Stage) -> dict[str, set[str]]:
+    """The reportingInstance of every Event, by the name of the object it is about."""
+    seen: dict[str, set[str]] = {}
+    for name, instance in event_counts(stage):
+        seen.setdefault(name, set()).add(instance)
     return seen
 
 
@@ -145,6 +154,7 @@ def test_two_shards_and_the_default_each_reconcile_their_own_and_hand_over(
     # The handover: a-0 moves to shard b, and changes its image on the way.
     moved = "a-0"
     before = {d["name"]: d["id"] for d in shards["emulator"].all_deployments()}
+    old_events = event_counts(stage)[moved, "shard-a"]
     resources.patch(
         AGD,
         moved,
@@ -155,13 +165,15 @@ def test_two_shards_and_the_default_each_reconcile_their_own_and_hand_over(
     )
     _, items = wait_all(resources, [moved], within=60)
     obj = items[0]
-    assert is_ready(obj) and obj["metadata"]["generation"] == 2, obj.get("status")
+    assert obj["metadata"]["generation"] == 2
+    assert is_ready(obj), obj.get("status")
     assert FINALIZER in obj["metadata"]["finalizers"], "the old shard did not finalize"
     after = {d["name"]: d["id"] for d in shards["emulator"].all_deployments()}
     assert after == before, "one deployment, the same one: none deleted, none created"
     assert (obj.get("status") or {}).get("deploymentId") == before[moved]
     assert reporters(stage)[moved] - {"shard-a"} <= {standby}, "only shard b took it on"
     assert standby in reporters(stage)[moved], "shard b reconciled the change"
+    assert event_counts(stage)[moved, "shard-a"] == old_events, "shard a let go of it"
     report = Report("after the handover")
     check_converged(report, shards["emulator"], names, resources.list_all(AGD))
     assert not report.violations, report.violations
