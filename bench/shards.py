@@ -17,7 +17,9 @@ stopped before the next starts, so none shares the 2 cores with another phase's)
    this bench then does): the same N split by the apiserver's sharded list and watch
    (KEP-5866, alpha in 1.36) over `metadata.uid`, each shard a `kopf run` of the
    operator's handlers plus `bench/shardrange_hook.py`, which sets Kopf's public
-   `settings.watching.shard_selectors`; printed as `SHARDS` lines (evidence, no goal).
+   `settings.watching.shard_selectors`; and, to compare like with like, label shards
+   started the same way (`kopf run`, DEPLOYPLANE_SHARD). Printed as `SHARDS` lines
+   (evidence, no goal).
 
 `run(args)` returns the figures, for `make bench-scale`.
 """
@@ -167,15 +169,21 @@ class ShardBench:
         self.stack.callback(proc.stop)
         return proc.start()
 
-    def kopf(self, namespace: str, tag: str, selector: str) -> OperatorProcess:
+    def kopf(
+        self, namespace: str, tag: str, selector: str | None = None, shard: str | None = None
+    ) -> OperatorProcess:
+        """`kopf run` of the handlers: with the uid-range hook (`selector`), or as a label
+        shard (`shard`): the same entry point for both, so their memory compares."""
         env = operator_env(
             self.emulator,
             self.cluster.kubeconfig,
             **self.metrics(tag),
             DEPLOYPLANE_NAMESPACES=namespace,
-            BENCH_SHARD_SELECTOR=selector,
+            DEPLOYPLANE_SHARD=shard or "",
+            BENCH_SHARD_SELECTOR=selector or "",
         )
-        proc = KopfProcess(namespace, env, self.workdir / f"{tag}.log")
+        modules = KopfProcess.modules if selector else KopfProcess.modules[:1]
+        proc = KopfProcess(namespace, env, self.workdir / f"{tag}.log", modules=modules)
         self.stack.callback(proc.stop)
         return proc.start()
 
@@ -259,6 +267,11 @@ class ShardBench:
                 f"SHARDS label_shards_converge_{self.n}_s {shards.converge_s:.1f} s",
             ]
             if self.args.uid_ranges:
+                kopf_labels = self.phase(
+                    "kopflabels",
+                    True,
+                    [(f"kopf-{s}", lambda ns, tag, s=s: self.kopf(ns, tag, shard=s)) for s in "ab"],
+                )
                 uids = self.phase(
                     "uids",
                     False,
@@ -268,6 +281,10 @@ class ShardBench:
                     ],
                 )
                 lines += [
+                    f"SHARDS kopf_run_label_shard_rss_mb_{self.n} "
+                    f"{max(kopf_labels.rss_mb.values()):.0f} MB",
+                    f"SHARDS kopf_run_label_shards_converge_{self.n}_s "
+                    f"{kopf_labels.converge_s:.1f} s",
                     f"SHARDS uid_range_shard_rss_mb_{self.n} {max(uids.rss_mb.values()):.0f} MB",
                     f"SHARDS uid_range_converge_{self.n}_s {uids.converge_s:.1f} s",
                     f"SHARDS uid_range_duplicate_creates {uids.duplicates} count",
