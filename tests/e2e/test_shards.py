@@ -3,7 +3,8 @@ shard `b` (a Kopf-peered pair) and the default instance (`--shard-default`), eac
 `deployplane operator run` subprocess against the emulator on loopback.
 
 Proven: every resource is reconciled by exactly one instance (the reportingInstance of
-every Event about it is its shard's; each instance has its own POD_NAME), kill -9 of
+every Event about it is its shard's; each instance has its own POD_NAME), a connection
+too (reconciled by its shard, used by another's resource through the index), kill -9 of
 shard b's active replica in the middle of its burst loses and duplicates nothing, and
 moving a resource from shard a to shard b by its label hands it over: the new shard
 reconciles its next change, the old one writes nothing more about it, and the control
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client
+from tests.e2e.operator_harness import API_KEY, WORKSPACE, ready_for_generation
 from tests.e2e.reliability_scenarios import (
     AGD,
     PEERING_GROUP,
@@ -40,6 +42,7 @@ from deployplane.controller.sharding import SHARD_LABEL
 from deployplane.devcluster.manifests import Applier
 from deployplane.reconcile.passes import FINALIZER
 
+CPC = "controlplaneconnections"
 PEERING = "deployplane-shard-b"
 LIFETIME = 5
 """Shard b's peering lifetime: how long its standby waits after a kill -9."""
@@ -127,11 +130,28 @@ def test_two_shards_and_the_default_each_reconcile_their_own_and_hand_over(
     active = max(seen, key=lambda pod: int(seen[pod].get("priority", 0)))
     standby = next(pod for pod in seen if pod != active)
 
+    # A connection of shard b, used by a resource of shard a: every instance reads
+    # every connection (the index), the one its label names reconciles it.
+    resources.put_secret("conn-key", {"apiKey": API_KEY})
+    conn: dict[str, Any] = {
+        "apiVersion": "deployplane.io/v1alpha1",
+        "kind": "ControlPlaneConnection",
+        "metadata": {"name": "conn-b", "labels": {SHARD_LABEL: "b"}},
+        "spec": {
+            "url": shards["emulator"].url,
+            "tenantId": WORKSPACE,
+            "apiKeySecretRef": {"name": "conn-key", "key": "apiKey"},
+        },
+    }
+    resources.create(CPC, conn)
     groups = {"a": [f"a-{i}" for i in range(6)], "b": [f"b-{i}" for i in range(10)]}
     groups["default"] = [f"d-{i}" for i in range(6)]
     for shard in ("a", "default"):
         for name in groups[shard]:
-            resources.create(AGD, labelled(name, None if shard == "default" else shard))
+            body = labelled(name, None if shard == "default" else shard)
+            if name == "a-5":
+                body["spec"]["connectionRef"] = {"name": "conn-b"}
+            resources.create(AGD, body)
     # Shard b's burst: its active replica is killed with half of it created.
     for i, name in enumerate(groups["b"]):
         resources.create(AGD, labelled(name, "b"))
@@ -150,6 +170,9 @@ def test_two_shards_and_the_default_each_reconcile_their_own_and_hand_over(
             assert by_object.get(name), f"no Event about {name}"
             assert by_object[name] <= instances[shard], (name, by_object[name])
     assert any(standby in by_object[name] for name in groups["b"]), "the standby took over"
+    assert ready_for_generation(resources.get(CPC, "conn-b")), "shard b reconciled it"
+    assert by_object.get("conn-b"), "no Event about the connection"
+    assert by_object["conn-b"] <= instances["b"], by_object["conn-b"]
 
     # The handover: a-0 moves to shard b, and changes its image on the way.
     moved = "a-0"
