@@ -42,12 +42,16 @@ class Registration:
     id: str | None
     resource: tuple[str, ...]
     fn: Callable[..., Any]
+    labels: Any = None
+    """The `labels=` filter given to the decorator, if any."""
 
 
 def _recorder(name: str, seen: list[Registration]) -> Callable[..., Any]:
-    def decorator(*resource: str, id: str | None = None, **_: Any) -> Callable[..., Any]:
+    def decorator(
+        *resource: str, id: str | None = None, labels: Any = None, **_: Any
+    ) -> Callable[..., Any]:
         def record(fn: Callable[..., Any]) -> Callable[..., Any]:
-            seen.append(Registration(name, id, resource, fn))
+            seen.append(Registration(name, id, resource, fn, labels))
             return fn
 
         return record

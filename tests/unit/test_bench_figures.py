@@ -237,3 +237,17 @@ def test_pairs_alternate_which_controller_runs_first() -> None:
     firsts = [pair_order(pair, floor, operator)[0][0] for pair in range(4)]
     assert firsts == ["floor", "operator", "floor", "operator"]
     assert pair_order(1, floor, operator) == [("operator", operator), ("floor", floor)]
+
+
+def test_uid_ranges_cover_the_hash_space_without_gaps() -> None:
+    """`bench/shards.py --uid-ranges`: the apiserver wants 16 hex digits (HexLess
+    compares by length first), and 2^64 as the last range's end."""
+    from bench.shards import uid_range
+
+    assert uid_range(0, 2) == (
+        "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
+    )
+    assert uid_range(1, 2).endswith("'0x8000000000000000', '0x10000000000000000')")
+    bounds = [uid_range(i, 3).split("'")[1:4:2] for i in range(3)]
+    assert bounds[0][0] == "0x0000000000000000"
+    assert [b[1] for b in bounds[:-1]] == [b[0] for b in bounds[1:]]

@@ -29,6 +29,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "replicaCount 2": {"replicaCount": 2},
     "replicaCount 2 + watchNamespaces": {"replicaCount": 2, "watchNamespaces": ["team-a"]},
     "emulator": {"emulator": {"enabled": True}},
+    "shards": {"replicaCount": 2, "shards": ["a", "b"]},
     "everything": {
         "replicaCount": 3,
         "watchNamespaces": ["team-a"],
@@ -227,6 +228,40 @@ def test_namespaced_peering_has_one_object_per_namespace(rendered: dict[str, lis
     assert "kopfpeerings" in role_resources
 
 
+def test_each_shard_is_a_deployment_with_its_own_peering_and_selector(
+    rendered: dict[str, list[Doc]],
+) -> None:
+    """Label shards: one Deployment per shard (`--shard NAME`, its own peering object
+    and pods), and the default one reconciling the unlabelled resources."""
+    docs = rendered["shards"]
+    deployments = {d["metadata"]["name"]: d for d in find_all(docs, "Deployment")}
+    assert sorted(deployments) == ["deployplane", "deployplane-shard-a", "deployplane-shard-b"]
+    for name, deployment in deployments.items():
+        shard = name.removeprefix("deployplane-shard-") if "-shard-" in name else None
+        assert deployment["spec"]["replicas"] == 2
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        if shard is None:
+            assert "--shard-default" in args
+            assert "--shard" not in args
+        else:
+            assert args[args.index("--shard") + 1] == shard
+            assert "--shard-default" not in args
+        assert args[args.index("--peering") + 1] == name
+        selector = deployment["spec"]["selector"]["matchLabels"]
+        pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+        assert selector.get("deployplane.io/shard") == shard
+        assert pod_labels.get("deployplane.io/shard") == shard
+        assert all(pod_labels[k] == v for k, v in selector.items())
+    peerings = sorted(p["metadata"]["name"] for p in find_all(docs, "ClusterKopfPeering"))
+    assert peerings == sorted(deployments)
+    budgets = sorted(p["metadata"]["name"] for p in find_all(docs, "PodDisruptionBudget"))
+    assert budgets == sorted(deployments)
+    # Without shards, the default instance reconciles everything (no shard argument).
+    for variant in ("defaults", "replicaCount 2"):
+        args = operator_container(rendered[variant])["args"]
+        assert not {"--shard", "--shard-default"} & set(args)
+
+
 # ------------------------------------------------------------------- emulator
 
 
@@ -390,6 +425,8 @@ REFUSED: dict[str, dict[str, Any]] = {
     "bad pull policy": {"image": {"pullPolicy": "Sometimes"}},
     "zero event rate": {"events": {"qps": 0}},
     "event burst as a fraction": {"events": {"burst": 2.5}},
+    "shard not a DNS label": {"shards": ["Team_A"]},
+    "shard twice": {"shards": ["a", "a"]},
 }
 
 

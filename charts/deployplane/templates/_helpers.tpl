@@ -77,6 +77,23 @@ app.kubernetes.io/component: emulator
 {{- default (include "deployplane.fullname" .) .Values.peering.name }}
 {{- end }}
 
+{{/* An instance's name: the release fullname, "-shard-<name>" for a shard's. (list root shard) */}}
+{{- define "deployplane.instanceName" -}}
+{{- $root := index . 0 }}{{ $shard := index . 1 -}}
+{{- include "deployplane.fullname" $root }}{{ if $shard }}-shard-{{ $shard }}{{ end }}
+{{- end }}
+
+{{/* An instance's Kopf peering object: each shard has its own. (list root shard) */}}
+{{- define "deployplane.instancePeeringName" -}}
+{{- $root := index . 0 }}{{ $shard := index . 1 -}}
+{{- include "deployplane.peeringName" $root }}{{ if $shard }}-shard-{{ $shard }}{{ end }}
+{{- end }}
+
+{{/* The label that tells a shard's Deployment, pods and PDB apart (none for the default). */}}
+{{- define "deployplane.shardLabel" -}}
+{{- if . }}deployplane.io/shard: {{ . | quote }}{{ end }}
+{{- end }}
+
 {{/* The control-plane URL the operator uses by default. */}}
 {{- define "deployplane.controlPlaneURL" -}}
 {{- if .Values.controlPlane.url }}

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 
 import typer
 
 from deployplane.controller.config import ConfigError, OperatorConfig
+from deployplane.controller.sharding import SHARD_LABEL, ShardError, Sharding
 
 app = typer.Typer(no_args_is_help=True)
+
+SHARD_OPTION = typer.Option(
+    None,
+    "--shard",
+    help=f"Reconcile only the resources labelled {SHARD_LABEL}=NAME (and the connections "
+    "so labelled); every connection is still read. Default: DEPLOYPLANE_SHARD.",
+)
+SHARD_DEFAULT_OPTION = typer.Option(
+    False,
+    "--shard-default",
+    help=f"The default instance of a sharded install: reconcile only the resources "
+    f"without a {SHARD_LABEL} label. With neither this nor --shard: every resource.",
+)
 
 
 @app.command("run")
@@ -40,6 +55,8 @@ def run(
     liveness: str | None = typer.Option(
         None, "--liveness", help="Liveness endpoint, e.g. http://0.0.0.0:8080/healthz."
     ),
+    shard: str | None = SHARD_OPTION,
+    shard_default: bool = SHARD_DEFAULT_OPTION,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
     json_logs: bool = typer.Option(False, "--json-logs", help="Structured JSON logs."),
 ) -> None:
@@ -50,9 +67,14 @@ def run(
     """
     try:
         config = OperatorConfig.from_env()
-    except ConfigError as exc:
+        sharding = Sharding.from_env()
+        if shard is not None or shard_default:
+            sharding = Sharding(shard=shard, default=shard_default)
+    except (ConfigError, ShardError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    # The handlers read it when imported (their filters) and at start-up (the watch's).
+    os.environ.update(sharding.to_env())
     _run_kopf(
         namespaces=list(namespace) or list(config.namespaces),
         peering=peering,

@@ -43,6 +43,7 @@ from deployplane.controller import kopfwatch
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.metrics import OperatorMetrics
 from deployplane.controller.outputstore import OutputsStore
+from deployplane.controller.sharding import SHARD_LABEL, Sharding
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.errors import classified
 from deployplane.kinds import KINDS, KindDef, KindRegistry
@@ -188,8 +189,17 @@ class JitteredBackoffs:
         return len(self.delays)
 
 
-def tune_kopf(settings: kopf.OperatorSettings) -> None:
-    """The Kopf settings of the module docstring."""
+def tune_kopf(
+    settings: kopf.OperatorSettings, sharding: Sharding | None = None, kinds: KindRegistry = KINDS
+) -> None:
+    """The Kopf settings of the module docstring, and the shard's watch selectors:
+    every kind but the indexed ones (connections, which every instance reads whole) is
+    watched through the shard's label selector (`deployplane.controller.sharding`)."""
+    selector = (sharding or Sharding()).label_selector()
+    if selector is not None:
+        for kind in kinds:
+            if not kind.indexed:
+                settings.watching.label_selectors[GROUP, VERSION, kind.plural] = selector
     settings.posting.enabled = False
     settings.persistence.diffbase_storage = NoDiffBase()
     settings.watching.server_timeout = 300
@@ -206,7 +216,9 @@ def tune_kopf(settings: kopf.OperatorSettings) -> None:
 async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: Any) -> None:
     """Builds the runtime. Kopf hands its indices over as keyword arguments, live (they
     fill as the watches list, before any event handler runs)."""
-    tune_kopf(settings)
+    sharding = Sharding.from_env()
+    tune_kopf(settings, sharding)
+    log.info("reconciling %s", sharding.describe())
     # Quiet kopf's per-handler INFO chatter ("Handler ... succeeded") at scale.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per API call otherwise
@@ -240,6 +252,14 @@ async def on_event(kind: str, event: Mapping[str, Any], memo: kopf.Memo, **_: An
         runtime.workers.observe(kind, event.get("type"), event["object"])
 
 
+async def on_release(kind: str, event: Mapping[str, Any], memo: kopf.Memo, **_: Any) -> None:
+    """An event of a resource of `kind` this instance watches but does not own (its
+    shard label says another instance's): let go of it if it was ours (`Workers.release`)."""
+    runtime: Runtime | None = getattr(memo, "runtime", None)
+    if runtime is not None:
+        runtime.workers.release(kind, event["object"])
+
+
 def index_spec(kind: KindDef[Any], namespace: str, name: str, spec: Any, **_: Any) -> Any:
     """A `kopf.index` handler: the object's spec, as its kind's model, by (namespace,
     name); nothing for a spec the model refuses (the CRD's schema normally does)."""
@@ -250,20 +270,39 @@ def index_spec(kind: KindDef[Any], namespace: str, name: str, spec: Any, **_: An
         return {}
 
 
-def register(kinds: KindRegistry = KINDS, registry: Any = None) -> None:
-    """One event handler per kind of the registry, and an index of each indexed kind."""
+def shard_filters(sharding: Sharding) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Kopf's label filters of a sharded instance: its own resources, and the others'."""
+    if sharding.shard is None:
+        return {SHARD_LABEL: kopf.ABSENT}, {SHARD_LABEL: kopf.PRESENT}
+    return {SHARD_LABEL: sharding.shard}, {SHARD_LABEL: sharding.disowns_value}
+
+
+def register(
+    kinds: KindRegistry = KINDS, registry: Any = None, sharding: Sharding | None = None
+) -> None:
+    """One event handler per kind of the registry, and an index of each indexed kind.
+
+    Sharded, an indexed kind is watched whole (its index is every instance's) and its
+    handler filtered by Kopf on the shard label, with a second handler, filtered on the
+    complement, that lets go of a resource whose label moved to another shard; the
+    other kinds are filtered by the apiserver (`tune_kopf`)."""
+    sharding = sharding or Sharding()
     for kind in kinds:
         handler = partial(on_event, kind.kind)
-        kopf.on.event(GROUP, VERSION, kind.plural, id=f"watch-{kind.plural}", registry=registry)(
-            handler
-        )
+        on = partial(kopf.on.event, GROUP, VERSION, kind.plural, registry=registry)
+        if not (kind.indexed and sharding.enabled):
+            on(id=f"watch-{kind.plural}")(handler)
+        else:
+            mine, theirs = shard_filters(sharding)
+            on(id=f"watch-{kind.plural}", labels=mine)(handler)
+            on(id=f"release-{kind.plural}", labels=theirs)(partial(on_release, kind.kind))
         if kind.indexed:
             kopf.index(GROUP, VERSION, kind.plural, id=kind.index_id, registry=registry)(
                 partial(index_spec, kind)
             )
 
 
-register()
+register(sharding=Sharding.from_env())
 kopfwatch.install()
 
 

@@ -96,6 +96,11 @@ def apiserver_argv(
         # apiserver's CPU goes under a benchmark); off otherwise.
         f"--profiling={str(os.environ.get('DEPLOYPLANE_APISERVER_PROFILING') == '1').lower()}",
     ]
+    gates = os.environ.get("DEPLOYPLANE_APISERVER_FEATURE_GATES")
+    if gates:
+        # e.g. ShardedListAndWatch=true (alpha in 1.36; docs/sharding.md): for trying an
+        # apiserver feature under the operator; none by default.
+        argv.append(f"--feature-gates={gates}")
     if audit is not None:
         argv += [
             f"--audit-policy-file={audit.policy}",

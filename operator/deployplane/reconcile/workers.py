@@ -165,6 +165,16 @@ class Workers:
         elif tracked.state.changed(kept) or self._edited(tracked.state, kept):
             self.queue.add(key)
 
+    def release(self, kind: str, body: Mapping[str, Any]) -> None:
+        """Another instance's now (its shard label moved away): forget it, as if it were
+        deleted: no pass and no finalization, and our finalizer stays on it for the
+        instance that takes it over (which adopts the remote object by the id the status
+        records, or by the create-pending marker). A pass under way ends unrequeued."""
+        meta = body.get("metadata") or {}
+        key = (kind, meta["namespace"], meta["name"], meta.get("uid") or "")
+        if key in self.resources:
+            self._gone(key)
+
     @staticmethod
     def _edited(state: ResourceState, body: Mapping[str, Any]) -> bool:
         """A status someone else wrote (wiped or edited by hand): the pass repairs it

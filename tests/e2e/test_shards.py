@@ -1,0 +1,202 @@
+"""Label shards on a real kube-apiserver (issue 36, item 3): shard `a` (one replica),
+shard `b` (a Kopf-peered pair) and the default instance (`--shard-default`), each a
+`deployplane operator run` subprocess against the emulator on loopback.
+
+Proven: every resource is reconciled by exactly one instance (the reportingInstance of
+every Event about it is its shard's; each instance has its own POD_NAME), a connection
+too (reconciled by its shard, used by another's resource through the index), kill -9 of
+shard b's active replica in the middle of its burst loses and duplicates nothing, and
+moving a resource from shard a to shard b by its label hands it over: the new shard
+reconciles its next change, the old one writes nothing more about it, and the control
+plane still holds exactly one deployment for it (not deleted, not created twice).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from tests.e2e.operator_harness import API_KEY, WORKSPACE, ready_for_generation
+from tests.e2e.reliability_scenarios import (
+    AGD,
+    PEERING_GROUP,
+    PEERING_PLURAL,
+    PEERING_VERSION,
+    Report,
+    Stage,
+    check_converged,
+    crd_documents,
+    docker_cr,
+    is_ready,
+    peering_crd,
+    peers,
+    running,
+    wait_all,
+)
+
+from deployplane.controller.sharding import SHARD_LABEL
+from deployplane.devcluster.manifests import Applier
+from deployplane.reconcile.passes import FINALIZER
+
+CPC = "controlplaneconnections"
+PEERING = "deployplane-shard-b"
+LIFETIME = 5
+"""Shard b's peering lifetime: how long its standby waits after a kill -9."""
+
+
+@pytest.fixture(scope="module")
+def crds(k8s_api: client.ApiClient) -> None:
+    Applier(k8s_api).apply([*crd_documents(), peering_crd()])
+
+
+@pytest.fixture
+def stage(
+    k8s_api: client.ApiClient, kubeconfig: Path, namespace: str, crds: None, tmp_path: Path
+) -> Stage:
+    return Stage(k8s_api, kubeconfig, namespace, tmp_path)
+
+
+def labelled(name: str, shard: str | None, image: str = "registry.example.com/agent:1") -> Any:
+    body = docker_cr(name, image)
+    if shard is not None:
+        body["metadata"]["labels"] = {SHARD_LABEL: shard}
+    return body
+
+
+def event_counts(stage: Stage) -> dict[tuple[str, str], int]:
+    """How many Events each instance (reportingInstance) posted about each object."""
+    events = client.CoreV1Api(stage.api).list_namespaced_event(stage.namespace).items
+    counts: dict[tuple[str, str], int] = {}
+    for event in events:
+        instance = event.reporting_instance or (event.source.host if event.source else None)
+        key = (event.involved_object.name, instance or "?")
+        counts[key] = counts.get(key, 0) + (event.count or 1)
+    return counts
+
+
+def reporters(stage: Stage) -> dict[str, set[str]]:
+    """The reportingInstance of every Event, by the name of the object it is about."""
+    seen: dict[str, set[str]] = {}
+    for name, instance in event_counts(stage):
+        seen.setdefault(name, set()).add(instance)
+    return seen
+
+
+def wait_for(what: str, check: Any, within: float = 60) -> None:
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+@pytest.fixture
+def shards(stage: Stage) -> Iterator[dict[str, Any]]:
+    """The emulator and the four operator processes (by POD_NAME), running."""
+    client.CustomObjectsApi(stage.api).create_namespaced_custom_object(
+        PEERING_GROUP,
+        PEERING_VERSION,
+        stage.namespace,
+        PEERING_PLURAL,
+        {"apiVersion": f"{PEERING_GROUP}/{PEERING_VERSION}", "kind": "KopfPeering"}
+        | {"metadata": {"name": PEERING}},
+    )
+    emulator = stage.emulator(step_seconds=0.5).start()
+    peered = ("--peering", PEERING, "--peering-lifetime", str(LIFETIME))
+    specs: dict[str, tuple[str, ...]] = {
+        "shard-a": ("--shard", "a"),
+        "shard-b-1": ("--shard", "b", *peered),
+        "shard-b-2": ("--shard", "b", *peered),
+        "default": ("--shard-default",),
+    }
+    operators = {
+        pod: stage.operator(emulator, f"{pod}.log", *args, POD_ID=pod, POD_NAME=pod).start()
+        for pod, args in specs.items()
+    }
+    with running(emulator, *operators.values()):
+        yield {"emulator": emulator, **operators}
+
+
+@pytest.mark.timeout(240)
+def test_two_shards_and_the_default_each_reconcile_their_own_and_hand_over(
+    stage: Stage, shards: dict[str, Any]
+) -> None:
+    resources = stage.resources
+    wait_for("shard b's two peers", lambda: len(peers(stage, PEERING)) == 2)
+    seen = peers(stage, PEERING)
+    active = max(seen, key=lambda pod: int(seen[pod].get("priority", 0)))
+    standby = next(pod for pod in seen if pod != active)
+
+    # A connection of shard b, used by a resource of shard a: every instance reads
+    # every connection (the index), the one its label names reconciles it.
+    resources.put_secret("conn-key", {"apiKey": API_KEY})
+    conn: dict[str, Any] = {
+        "apiVersion": "deployplane.io/v1alpha1",
+        "kind": "ControlPlaneConnection",
+        "metadata": {"name": "conn-b", "labels": {SHARD_LABEL: "b"}},
+        "spec": {
+            "url": shards["emulator"].url,
+            "tenantId": WORKSPACE,
+            "apiKeySecretRef": {"name": "conn-key", "key": "apiKey"},
+        },
+    }
+    resources.create(CPC, conn)
+    groups = {"a": [f"a-{i}" for i in range(6)], "b": [f"b-{i}" for i in range(10)]}
+    groups["default"] = [f"d-{i}" for i in range(6)]
+    for shard in ("a", "default"):
+        for name in groups[shard]:
+            body = labelled(name, None if shard == "default" else shard)
+            if name == "a-5":
+                body["spec"]["connectionRef"] = {"name": "conn-b"}
+            resources.create(AGD, body)
+    # Shard b's burst: its active replica is killed with half of it created.
+    for i, name in enumerate(groups["b"]):
+        resources.create(AGD, labelled(name, "b"))
+        if i == len(groups["b"]) // 2:
+            shards[active].kill9()
+    names = [name for group in groups.values() for name in group]
+    _, items = wait_all(resources, names, within=120)
+    report = Report("shards")
+    check_converged(report, shards["emulator"], names, items)
+    assert not report.violations, report.violations
+
+    instances = {"a": {"shard-a"}, "b": {active, standby}, "default": {"default"}}
+    by_object = reporters(stage)
+    for shard, group in groups.items():
+        for name in group:
+            assert by_object.get(name), f"no Event about {name}"
+            assert by_object[name] <= instances[shard], (name, by_object[name])
+    assert any(standby in by_object[name] for name in groups["b"]), "the standby took over"
+    assert ready_for_generation(resources.get(CPC, "conn-b")), "shard b reconciled it"
+    assert by_object.get("conn-b"), "no Event about the connection"
+    assert by_object["conn-b"] <= instances["b"], by_object["conn-b"]
+
+    # The handover: a-0 moves to shard b, and changes its image on the way.
+    moved = "a-0"
+    before = {d["name"]: d["id"] for d in shards["emulator"].all_deployments()}
+    old_events = event_counts(stage)[moved, "shard-a"]
+    resources.patch(
+        AGD,
+        moved,
+        {
+            "metadata": {"labels": {SHARD_LABEL: "b"}},
+            "spec": {"sourceRevisionConfig": {"imageUri": "registry.example.com/agent:2"}},
+        },
+    )
+    _, items = wait_all(resources, [moved], within=60)
+    obj = items[0]
+    assert obj["metadata"]["generation"] == 2
+    assert is_ready(obj), obj.get("status")
+    assert FINALIZER in obj["metadata"]["finalizers"], "the old shard did not finalize"
+    after = {d["name"]: d["id"] for d in shards["emulator"].all_deployments()}
+    assert after == before, "one deployment, the same one: none deleted, none created"
+    assert (obj.get("status") or {}).get("deploymentId") == before[moved]
+    assert reporters(stage)[moved] - {"shard-a"} <= {standby}, "only shard b took it on"
+    assert standby in reporters(stage)[moved], "shard b reconciled the change"
+    assert event_counts(stage)[moved, "shard-a"] == old_events, "shard a let go of it"
+    report = Report("after the handover")
+    check_converged(report, shards["emulator"], names, resources.list_all(AGD))
+    assert not report.violations, report.violations
