@@ -228,6 +228,9 @@ def wait_until(
 
 
 class Bench:
+    workloads = False
+    """Whether the dev cluster runs its controller-manager and kwok nodes (bench/scale.py)."""
+
     def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
         self.args = args
         self.n: int = args.n
@@ -252,7 +255,8 @@ class Bench:
             DevCluster(
                 self.workdir / "cluster",
                 audit_log=True,
-                controller_manager=False,
+                controller_manager=self.workloads,
+                workloads=self.workloads,
                 tools=find_tools(),
             )
         )
@@ -342,6 +346,10 @@ class Bench:
 
         wait_until(listed, within=self.args.timeout, what="operator list request")
 
+    def resource(self, name: str) -> dict[str, Any]:
+        """The AgentDeployment the bench creates under `name`."""
+        return agent_deployment(name)
+
     # ------------------------------------------------------------------ phases
     def apply_all(self) -> dict[str, float]:
         """Create every resource at once; return each one's send time (epoch seconds)."""
@@ -352,7 +360,7 @@ class Bench:
             with lock:
                 sent[name] = time.time()
             self.custom.create_namespaced_custom_object(
-                GROUP, VERSION, self.namespace, PLURAL, agent_deployment(name)
+                GROUP, VERSION, self.namespace, PLURAL, self.resource(name)
             )
 
         names = [f"agent-{i:05d}" for i in range(self.n)]
@@ -457,7 +465,7 @@ class Bench:
             name = f"agent-single-{i:03d}"
             sent[name] = time.time()
             self.custom.create_namespaced_custom_object(
-                GROUP, VERSION, self.namespace, PLURAL, agent_deployment(name)
+                GROUP, VERSION, self.namespace, PLURAL, self.resource(name)
             )
             wait_until(
                 lambda name=name: bool(self.emulator.deployments_named(name)),

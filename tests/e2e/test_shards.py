@@ -40,7 +40,7 @@ from tests.e2e.reliability_scenarios import (
 
 from deployplane.controller.sharding import SHARD_LABEL
 from deployplane.devcluster.manifests import Applier
-from deployplane.reconcile.passes import FINALIZER
+from deployplane.reconcile.finalizer import FINALIZER
 
 CPC = "controlplaneconnections"
 PEERING = "deployplane-shard-b"

@@ -27,7 +27,8 @@ from deployplane.controller.sharding import (
 )
 from deployplane.kinds import KINDS
 from deployplane.kube.paths import GROUP, VERSION
-from deployplane.reconcile.passes import FINALIZER
+from deployplane.reconcile.finalizer import FINALIZER
+from deployplane.reconcile.schedule import Result
 
 
 def labels(value: str | None) -> dict[str, str]:
@@ -147,7 +148,7 @@ async def test_release_forgets_a_resource_without_finalizing_it() -> None:
     workers.release("Fake", moved)
     assert KEY not in workers.resources
     assert workers.queue.due_now() == 0
-    assert await workers.visit(KEY) is None, "no pass over a released resource"
+    assert await workers.run_pass(KEY) == Result(), "no pass over a released resource"
     assert (len(kube.writes), len(kube.object_writes)) == writes, "nothing written"
     assert not kube.finalizers_removed
     assert not [c for c in ext.journal if c[0] == "delete"]
