@@ -29,6 +29,7 @@ from deployplane.controlplane.errors import (
     RefusedError,
     StoreError,
 )
+from deployplane.controlplane.imagebuild.service import ImageBuilder
 from deployplane.controlplane.middleware import (
     BodyLimitMiddleware,
     FaultMiddleware,
@@ -119,17 +120,26 @@ _SERVICE_ROUTERS = (
 def create_app(settings: Settings) -> FastAPI:
     """A complete emulator; its lifespan creates the schema and runs the pipeline."""
     db = Database(settings.database_url)
-    pipeline = Pipeline(db=db, config=settings.config.pipeline)
+    builder: ImageBuilder | None = None
+    if settings.config.image_builds is not None:
+        builder = ImageBuilder(
+            db=db, settings=settings.config.image_builds, on_verdict=lambda: pipeline.notify()
+        )
+    pipeline = Pipeline(db=db, config=settings.config.pipeline, builder=builder)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await db.create_schema()
         await db.load_secret_key(settings.config.secret_digest_key)
         pipeline.start()
+        if builder is not None:
+            builder.start()
         try:
             yield
         finally:
             app.state.faults.stop()
+            if builder is not None:
+                await builder.stop()
             await pipeline.stop()
             await db.dispose()
 

@@ -16,21 +16,18 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, case, delete, func, insert, select, update
+from sqlalchemy import bindparam, case, func, insert, select, update
 
 from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
 from deployplane.controlplane.agents import AGENT_TTL_SECONDS, listener_of, live_listeners
 from deployplane.controlplane.db import Database, DbConn
 from deployplane.controlplane.settings import PipelineConfig
-from deployplane.controlplane.stages import entered
+from deployplane.controlplane.stages import ImageBuilds, builds_image, entered, hold_for_builder
+from deployplane.controlplane.store.deletion import remove_deployments
 from deployplane.controlplane.tables import (
     dataplane_revisions,
     deployments,
-    revision_logs,
     revisions,
-    secret_values,
-    tracing_projects,
-    uploads,
     utcnow,
 )
 
@@ -45,6 +42,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
 
 BATCH = 50  # per round, a transaction that holds the loop on SQLite (500: POST p99 x4)
 # How long `Pipeline.stop` lets a round in progress finish before cancelling it.
@@ -151,28 +149,16 @@ def image_version(source: Source, image_uri: str | None, repo_commit_sha: str | 
     return repo_commit_sha[:7] if repo_commit_sha else None
 
 
-async def _settle_tracing_projects(conn: DbConn, gone: Sequence[Any]) -> None:
-    """Deleted with their deployments only when the DELETE said delete_tracing_project;
-    the others stay (detached), as the service keeps them: their names stay taken."""
-    dropping = select(deployments.c.id).where(
-        deployments.c.id.in_(gone), deployments.c.delete_tracing_project.is_(True)
-    )
-    await conn.execute(
-        delete(tracing_projects).where(tracing_projects.c.deployment_id.in_(dropping))
-    )
-    await conn.execute(
-        update(tracing_projects)
-        .where(tracing_projects.c.deployment_id.in_(gone))
-        .values(deployment_id=None)
-    )
-
-
 class Pipeline:
     """The background worker. `notify()` after any write that schedules work."""
 
-    def __init__(self, *, db: Database, config: PipelineConfig) -> None:
+    def __init__(
+        self, *, db: Database, config: PipelineConfig, builder: ImageBuilds | None = None
+    ) -> None:
         self._db = db
         self._config = config
+        # The remote builds of uploads as real images (else checked only: `buildcheck`).
+        self._builder = builder
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -256,6 +242,7 @@ class Pipeline:
         revisions). Another emulator's worker on the same database skips them too.
         """
         stamp = utcnow()
+        building: list[Any] = []  # handed to the image builder once this round commits
         async with self._db.write() as conn:
             due = await _hand_off(conn, await _due_revisions(conn, now), now)
             # One UPDATE per target state, not per revision: under a stream of creates
@@ -268,12 +255,17 @@ class Pipeline:
                 )
                 new = next_status(source, RevisionStatus(row.status), failure, row.build_error)
                 moves[new].append(row.id)
-                await entered(conn, row, source, new)
+                await entered(conn, row, source, new, checks_only=self._builder is None)
+                if self._builder is not None and builds_image(source, new):
+                    building.append(row.id)
                 if new is RevisionStatus.DEPLOYED:
                     await self._deployed(conn, row, source, stamp)
             moved = await self._move(conn, moves, now=now, stamp=stamp)
+            await hold_for_builder(conn, building)
             gone = await _due_deletions(conn, now)
             await remove_deployments(conn, gone)
+        for revision_id in building:
+            self._builder.submit(revision_id)  # type: ignore[union-attr]
         return moved + len(gone)
 
     async def _move(
@@ -304,21 +296,6 @@ class Pipeline:
                 "updated_at": stamp,
             },
         )
-
-
-async def remove_deployments(conn: DbConn, ids: list[Any]) -> None:
-    """Removes deleted deployments with their revisions (and tracing projects, if the
-    DELETE asked for that)."""
-    if ids:
-        await conn.execute(
-            delete(dataplane_revisions).where(dataplane_revisions.c.deployment_id.in_(ids))
-        )
-        await conn.execute(delete(secret_values).where(secret_values.c.deployment_id.in_(ids)))
-        await conn.execute(delete(uploads).where(uploads.c.deployment_id.in_(ids)))
-        await conn.execute(delete(revision_logs).where(revision_logs.c.deployment_id.in_(ids)))
-        await conn.execute(delete(revisions).where(revisions.c.deployment_id.in_(ids)))
-        await _settle_tracing_projects(conn, ids)
-        await conn.execute(delete(deployments).where(deployments.c.id.in_(ids)))
 
 
 async def _due_revisions(conn: DbConn, now: float) -> Sequence[Any]:

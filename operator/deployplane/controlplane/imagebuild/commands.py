@@ -1,4 +1,5 @@
-"""The processes of a remote build: run with a scrubbed environment, their output streamed line by line into the build
+"""The processes of a remote build: run with a scrubbed environment, their output
+streamed line by line into the build
 log (with a URL's credentials masked, as pip masks them)."""
 
 from __future__ import annotations

@@ -35,6 +35,8 @@ def _checked(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
     members: list[tarfile.TarInfo] = []
     total = 0
     for member in tar:
+        if member.name.startswith("/"):  # the filter would strip the slash: refused instead
+            raise UnsafeArchive(f"archive member {member.name!r} has an absolute path")
         members.append(member)
         if len(members) > MAX_MEMBERS:
             raise UnsafeArchive(f"archive has more than {MAX_MEMBERS} members")
@@ -50,12 +52,8 @@ def extract(archive: Path | BinaryIO, dest: Path) -> int:
     archive over the limits; a member the filter refuses stops the extraction there,
     inside `dest`)."""
     try:
-        opened = (
-            tarfile.open(archive, mode="r:gz")
-            if isinstance(archive, Path)
-            else tarfile.open(fileobj=archive, mode="r:gz")
-        )
-        with opened as tar:
+        source = {"name": archive} if isinstance(archive, Path) else {"fileobj": archive}
+        with tarfile.open(mode="r:gz", **source) as tar:
             members = _checked(tar)
             for member in members:
                 try:

@@ -121,7 +121,7 @@ def _locals(
                 local = _Local(archive_dir, f"/deps/outer-{name}/src", real=False)
                 plan.import_paths.append(local.container_dir)
             if "requirements.txt" in entries:
-                plan.requirement_files.append(posixpath.join(archive_dir, "requirements.txt"))
+                plan.requirement_files.append(posixpath.normpath(f"{archive_dir}/requirements.txt"))
         if archive_dir == posixpath.normpath(base):
             plan.working_dir = local.container_dir
         plan.copies.append((archive_dir, local.container_dir))

@@ -126,11 +126,13 @@ def _wheels(buildah: Buildah, base: str, plan: layout.BuildPlan, src: Path, buil
     script = (
         'pip freeze > /tmp/base.txt && exec pip wheel --wheel-dir /wheels -c /tmp/base.txt "$@"'
     )
-    cmd = ["run", "--isolation", "chroot", "--network", "host", "--user", f"{UNPRIVILEGED}:{UNPRIVILEGED}",
-           "--env", "HOME=/tmp", "--env", "PIP_NO_INPUT=1", "--env", "PIP_DISABLE_PIP_VERSION_CHECK=1",
-           "--env", "PIP_PROGRESS_BAR=off", "--volume", f"{src}:/src:ro", "--volume", f"{wheels}:/wheels:rw",
-           *[f"--volume={p}:{p}:ro" for p in HOST_MOUNTS if os.path.exists(p)],
-           "--workingdir", "/src", container, "--", "sh", "-c", script, "pip-wheel", *args]  # fmt: skip
+    nobody = f"{UNPRIVILEGED}:{UNPRIVILEGED}"
+    env = ["HOME=/tmp", "PIP_NO_INPUT=1", "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_PROGRESS_BAR=off"]
+    mounts = [f"{src}:/src:ro", f"{wheels}:/wheels:rw"]
+    mounts += [f"{path}:{path}:ro" for path in HOST_MOUNTS if os.path.exists(path)]
+    cmd = ["run", "--isolation", "chroot", "--network", "host", "--user", nobody]
+    cmd += [f"--env={item}" for item in env] + [f"--volume={item}" for item in mounts]
+    cmd += ["--workingdir", "/src", container, "--", "sh", "-c", script, "pip-wheel", *args]
     try:
         buildah.streamed(emit, *cmd)
     except ProcessFailed as exc:

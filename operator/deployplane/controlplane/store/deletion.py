@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import delete, select, update
 
 from deployplane.api.models import DeploymentStatus
 from deployplane.controlplane.db import DbConn
@@ -14,9 +16,18 @@ from deployplane.controlplane.errors import NotFoundError
 from deployplane.controlplane.settings import WorkspaceConfig
 from deployplane.controlplane.store.revisions import check_deployment, supersede
 from deployplane.controlplane.store.rows import owned
-from deployplane.controlplane.tables import deployments, utcnow
+from deployplane.controlplane.tables import (
+    dataplane_revisions,
+    deployments,
+    revision_logs,
+    revisions,
+    secret_values,
+    tracing_projects,
+    uploads,
+    utcnow,
+)
 
-__all__ = ["BulkOutcome", "delete_deployment", "delete_deployments"]
+__all__ = ["BulkOutcome", "delete_deployment", "delete_deployments", "remove_deployments"]
 
 
 async def delete_deployment(
@@ -81,3 +92,34 @@ async def delete_deployments(
         else:
             outcomes.append(BulkOutcome(deployment_id, 204))
     return outcomes
+
+
+async def _settle_tracing_projects(conn: DbConn, gone: Sequence[Any]) -> None:
+    """Deleted with their deployments only when the DELETE said delete_tracing_project;
+    the others stay (detached), as the service keeps them: their names stay taken."""
+    dropping = select(deployments.c.id).where(
+        deployments.c.id.in_(gone), deployments.c.delete_tracing_project.is_(True)
+    )
+    await conn.execute(
+        delete(tracing_projects).where(tracing_projects.c.deployment_id.in_(dropping))
+    )
+    await conn.execute(
+        update(tracing_projects)
+        .where(tracing_projects.c.deployment_id.in_(gone))
+        .values(deployment_id=None)
+    )
+
+
+async def remove_deployments(conn: DbConn, ids: list[Any]) -> None:
+    """Removes deleted deployments with their revisions (and tracing projects, if the
+    DELETE asked for that)."""
+    if ids:
+        await conn.execute(
+            delete(dataplane_revisions).where(dataplane_revisions.c.deployment_id.in_(ids))
+        )
+        await conn.execute(delete(secret_values).where(secret_values.c.deployment_id.in_(ids)))
+        await conn.execute(delete(uploads).where(uploads.c.deployment_id.in_(ids)))
+        await conn.execute(delete(revision_logs).where(revision_logs.c.deployment_id.in_(ids)))
+        await conn.execute(delete(revisions).where(revisions.c.deployment_id.in_(ids)))
+        await _settle_tracing_projects(conn, ids)
+        await conn.execute(delete(deployments).where(deployments.c.id.in_(ids)))
