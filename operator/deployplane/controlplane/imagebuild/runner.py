@@ -8,7 +8,9 @@ same image, built once."""
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import json
 import os
 import shlex
@@ -16,6 +18,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from deployplane.controlplane.buildcheck import MAX_UNPACKED_BYTES
 from deployplane.controlplane.imagebuild import layout
 from deployplane.controlplane.imagebuild.buildah import Buildah
 from deployplane.controlplane.imagebuild.check import CHECK_SCRIPT
@@ -47,6 +50,25 @@ class BuiltImage:
     ref: str
     archive: Path
     cached: bool
+
+
+def content_digest(data: bytes) -> str:
+    """The sha256 of the upload's tar stream, uncompressed: the same files give the same
+    digest whatever gzip's header says (its time stamp differs at every `langgraph
+    deploy`). Bounded as unpacking is; a stream that does not decompress is digested
+    as it is (its unpacking fails with the reason)."""
+    digest = hashlib.sha256()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            total = 0
+            while chunk := stream.read(1 << 20):
+                total += len(chunk)
+                if total > MAX_UNPACKED_BYTES + (1 << 20):
+                    break
+                digest.update(chunk)
+    except (OSError, EOFError):
+        return hashlib.sha256(data).hexdigest()
+    return digest.hexdigest()
 
 
 def image_key(upload_digest: str, config_path: str, project: str, base_key: str) -> str:
@@ -214,8 +236,9 @@ def _import_check(buildah: Buildah, image: str, emit: Emit) -> None:
             CHECK_SCRIPT,
         ]
         buildah.streamed(emit, *cmd)
-    except ProcessFailed as exc:
-        raise BuildFailed(str(exc)) from None
+    except ProcessFailed as exc:  # the check's own last line, not buildah's exit status
+        reason = next((line for line in reversed(exc.tail) if line.startswith("graph '")), None)
+        raise BuildFailed(reason or f"the import check failed: {exc}") from None
     finally:
         buildah.remove(containers=[container])
 
@@ -223,13 +246,13 @@ def _import_check(buildah: Buildah, image: str, emit: Emit) -> None:
 def build_image(
     data: bytes,
     *,
-    digest: str,
     config_path: str,
     project: str,
     settings: ImageBuildConfig,
     emit: Emit,
 ) -> BuiltImage:
-    """Builds (or finds built) the image of the upload `data`; raises `BuildFailed`."""
+    """Builds (or finds built) the image of the upload `data` (a gzip tarball) for the
+    deployment `project`; raises `BuildFailed`."""
     work = settings.work_dir
     work.mkdir(parents=True, exist_ok=True)
     buildah = Buildah(work, settings.buildah)
@@ -237,7 +260,7 @@ def build_image(
         base, base_key = buildah.base(settings.base_archive)
     except FileNotFoundError as exc:
         raise BuildFailed(str(exc)) from None
-    key = image_key(digest, config_path, project, base_key)
+    key = image_key(content_digest(data), config_path, project, base_key)
     ref = f"{settings.repository}:{key[:16]}"
     archive = settings.output_dir / f"{settings.repository.rsplit('/', 1)[-1]}-{key[:16]}.tar"
     if archive.exists():

@@ -114,11 +114,10 @@ class ImageBuilder:
     def _thread_build(
         self, loaded: tuple[bytes, str], row: Any, emit: Callable[[str, str], None]
     ) -> tuple[str | None, str | None]:
-        data, digest = loaded
+        data, _ = loaded
         try:
             built = build_image(
                 data,
-                digest=digest,
                 config_path=row.langgraph_config_path or "langgraph.json",
                 project=_project(row.name),
                 settings=self._settings,
