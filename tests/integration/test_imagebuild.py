@@ -132,10 +132,11 @@ def free_port() -> int:
 
 @pytest.fixture
 def serve() -> Iterator[Any]:
-    """Runs an image's server (its own CMD, as nobody) on 127.0.0.1, stopped after."""
-    started: list[tuple[subprocess.Popen[bytes], list[str], str]] = []
+    """Runs an image's server (its own CMD, as nobody) on 127.0.0.1, stopped after;
+    returns the image's configuration (OCI config: Env, Cmd, User, WorkingDir)."""
+    started: list[tuple[subprocess.Popen[bytes], list[str], str, str]] = []
 
-    def start(builds: ImageBuildConfig, archive: Path, port: int) -> None:
+    def start(builds: ImageBuildConfig, archive: Path, port: int) -> dict[str, Any]:
         buildah = ["buildah", "--root", f"{builds.work_dir}/storage",
                    "--runroot", f"{builds.work_dir}/run"]  # fmt: skip
         pulled = [*buildah, "pull", "-q", f"oci-archive:{archive}"]
@@ -146,13 +147,18 @@ def serve() -> Iterator[Any]:
                "--env", "HOST=127.0.0.1", "--env", f"PORT={port}",
                ctr, "--", "python3", "/usr/local/bin/deployplane-agent-server"]  # fmt: skip
         proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL)
-        started.append((proc, buildah, ctr))
+        started.append((proc, buildah, ctr, image[-1]))
+        inspect = [*buildah, "inspect", "--type", "image", image[-1]]
+        out = subprocess.run(inspect, check=True, capture_output=True, text=True).stdout
+        config: dict[str, Any] = json.loads(out)["OCIv1"]["config"]
+        return config
 
     yield start
-    for proc, buildah, ctr in started:
+    for proc, buildah, ctr, image in started:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
         subprocess.run([*buildah, "rm", ctr], capture_output=True)
+        subprocess.run([*buildah, "rmi", image], capture_output=True)
 
 
 async def test_an_upload_becomes_an_image_whose_server_runs_the_graph(
@@ -177,7 +183,16 @@ async def test_an_upload_becomes_an_image_whose_server_runs_the_graph(
     assert any("already built from this upload on this base (cached)" in line for line in logs)
 
     port = free_port()
-    serve(builds, archive, port)
+    config = serve(builds, archive, port)
+    # outbound calls off: tracing off, no version check, no licence or LangSmith key
+    env = dict(item.split("=", 1) for item in config["Env"])
+    assert env["LANGSMITH_TRACING"] == env["LANGCHAIN_TRACING_V2"] == "false"
+    assert env["LANGGRAPH_NO_VERSION_CHECK"] == "true"
+    keys = {"LANGGRAPH_CLOUD_LICENSE_KEY", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY"}
+    assert not keys & set(env)
+    assert env["LANGSERVE_GRAPHS"] == '{"agent": "/deps/outer-two-nodes/src/agent.py:graph"}'
+    assert config["User"] == "65534:65534"
+    assert config["WorkingDir"] == "/deps/outer-two-nodes/src"
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
 
         async def ok() -> dict[str, Any] | None:

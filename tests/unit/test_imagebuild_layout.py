@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import posixpath
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from deployplane.controlplane.imagebuild.layout import LayoutError, plan_build
+from deployplane.controlplane.imagebuild.runner import BuildFailed, load_into_dev_cluster
 
 
 def lister(files: list[str]):  # type: ignore[no-untyped-def]
@@ -137,3 +139,18 @@ def test_refusals_say_why(config: dict[str, Any], files: list[str], reason: str)
     with pytest.raises(LayoutError) as caught:
         plan(config, ["langgraph.json", *files])
     assert str(caught.value) == reason
+
+
+def test_importing_into_a_dev_cluster_without_a_real_node_fails_with_the_clis_reason(
+    tmp_path: Path,
+) -> None:
+    lines: list[tuple[str, str]] = []
+    archive = tmp_path / "deployplane-agent-0123456789abcdef.tar"
+    archive.write_bytes(b"")
+    with pytest.raises(BuildFailed) as caught:
+        load_into_dev_cluster(archive, tmp_path / "no-cluster", lambda *line: lines.append(line))
+    assert str(caught.value) == (
+        "the image could not be imported into the node: no dev cluster with a real node in "
+        f"{tmp_path / 'no-cluster'}; run `up --real-node`"
+    )
+    assert lines[0] == ("INFO", f"Importing {archive.name} into the dev cluster's real node")

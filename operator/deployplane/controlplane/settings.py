@@ -198,8 +198,9 @@ class ImageBuildConfig(_Strict):
     """The remote build of an internal_source revision as real images (docs/emulator.md):
     buildah's storage and the builds' directories in `work_dir`, the agent base read from
     `base_archive` (`make images`), each built image written as an OCI archive to
-    `output_dir` and named `repository:<key>`. Unset (the default): the build only
-    checks the upload (`buildcheck`)."""
+    `output_dir` and named `repository:<key>`, imported into a dev cluster's real node
+    when `load_into_dev_cluster` names one. Unset (the default): the build only checks
+    the upload (`buildcheck`)."""
 
     work_dir: Path = Field(default_factory=lambda: _cache() / "agent-builds")
     base_archive: Path = Field(
@@ -208,6 +209,10 @@ class ImageBuildConfig(_Strict):
     output_dir: Path = Field(default_factory=lambda: _cache() / "agent-builds" / "images")
     repository: str = Field("localhost/deployplane-agent", pattern=r"^[a-z0-9./_-]+$")
     buildah: str = "buildah"
+    # The state directory of a dev cluster with a real node: each image built (or found
+    # built) is imported into that node's containerd (`deployplane dev cluster
+    # load-image`), as the real service pushes to a registry its clusters pull from.
+    load_into_dev_cluster: Path | None = None
 
 
 class EmulatorConfig(_Strict):

@@ -15,6 +15,7 @@ import json
 import os
 import shlex
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from deployplane.controlplane.buildcheck import MAX_UNPACKED_BYTES
 from deployplane.controlplane.imagebuild import layout
 from deployplane.controlplane.imagebuild.buildah import Buildah
 from deployplane.controlplane.imagebuild.check import CHECK_SCRIPT
-from deployplane.controlplane.imagebuild.commands import Emit, ProcessFailed
+from deployplane.controlplane.imagebuild.commands import Emit, ProcessFailed, run_streamed
 from deployplane.controlplane.imagebuild.extract import (
     UNPRIVILEGED,
     UnsafeArchive,
@@ -243,6 +244,19 @@ def _import_check(buildah: Buildah, image: str, emit: Emit) -> None:
         buildah.remove(containers=[container])
 
 
+def load_into_dev_cluster(archive: Path, state_dir: Path, emit: Emit) -> None:
+    """Imports `archive` into the real node of the dev cluster in `state_dir` (the
+    project's own CLI, `deployplane dev cluster load-image`); raises `BuildFailed`."""
+    emit("INFO", f"Importing {archive.name} into the dev cluster's real node")
+    main = "from deployplane.cli import main; main()"
+    cmd = [sys.executable, "-c", main, "dev", "cluster", "load-image"]
+    cmd += ["--state-dir", str(state_dir), str(archive)]
+    try:
+        run_streamed(cmd, emit, env=dict(os.environ))
+    except ProcessFailed as exc:
+        raise BuildFailed(f"the image could not be imported into the node: {exc}") from None
+
+
 def build_image(
     data: bytes,
     *,
@@ -265,6 +279,8 @@ def build_image(
     archive = settings.output_dir / f"{settings.repository.rsplit('/', 1)[-1]}-{key[:16]}.tar"
     if archive.exists():
         emit("INFO", f"Image {ref} already built from this upload on this base (cached)")
+        if settings.load_into_dev_cluster is not None:
+            load_into_dev_cluster(archive, settings.load_into_dev_cluster, emit)
         return BuiltImage(ref, archive, cached=True)
     emit("INFO", f"Building {ref} on {base}")
     build = _own_dir(work / "builds" / key[:16])
@@ -289,4 +305,6 @@ def build_image(
         buildah.remove(images=[ref])
         shutil.rmtree(build, ignore_errors=True)
     emit("INFO", f"Image {ref} written to {archive.name}")
+    if settings.load_into_dev_cluster is not None:
+        load_into_dev_cluster(archive, settings.load_into_dev_cluster, emit)
     return BuiltImage(ref, archive, cached=False)
