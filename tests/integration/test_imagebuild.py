@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tarfile
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from deployplane.controlplane.imagebuild.extract import (
     UnsafeArchive,
     extract_unprivileged,
 )
+from deployplane.controlplane.imagebuild.runner import build_image
 from deployplane.controlplane.settings import ImageBuildConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,12 +94,18 @@ def base_archive() -> Path:
     return archives[-1]
 
 
+@pytest.fixture(scope="module")
+def output_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where this module's builds write their archives (fresh: its first build is cold)."""
+    return tmp_path_factory.mktemp("images")
+
+
 @pytest.fixture
 async def emulator(
-    tmp_path: Path, base_archive: Path
+    tmp_path: Path, base_archive: Path, output_dir: Path
 ) -> AsyncIterator[tuple[ImageBuildConfig, httpx.AsyncClient]]:
     builds = ImageBuildConfig(
-        work_dir=CACHE / "agent-builds", base_archive=base_archive, output_dir=tmp_path / "images"
+        work_dir=CACHE / "agent-builds", base_archive=base_archive, output_dir=output_dir
     )
     settings = make_settings(tmp_path, image_builds=builds.model_dump(mode="json"))
     async with running_app(settings) as (_, api):
@@ -296,3 +304,58 @@ def test_a_1_gib_bomb_is_refused_and_writes_nothing(tmp_path: Path) -> None:
         extract_unprivileged(path, dest)
     assert list(dest.iterdir()) == []
     assert list(outside.iterdir()) == []
+
+
+CONTAINERD_CONFIG = """\
+version = 3
+root = "{d}/root"
+state = "{d}/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images",
+  "io.containerd.cri.v1.runtime", "io.containerd.nri.v1.nri"]
+[grpc]
+  address = "{d}/c.sock"
+[ttrpc]
+  address = "{d}/c.sock.ttrpc"
+[debug]
+  address = "{d}/debug.sock"
+"""
+
+
+def test_ctr_import_names_a_built_image_by_its_reference(
+    base_archive: Path, output_dir: Path, tmp_path: Path
+) -> None:
+    """What `load_into_dev_cluster` (the node's `ctr -n k8s.io images import`) does with
+    the archive, on a containerd of our own (no CRI, its own root and socket, a private
+    mount namespace), stopped by its pid afterwards."""
+    tools = Path(os.environ.get("DEPLOYPLANE_TOOLS_BIN", "/nonexistent"))
+    containerd, ctr = tools / "containerd", tools / "ctr"
+    if not (containerd.exists() and ctr.exists()):
+        pytest.skip("needs containerd and ctr in DEPLOYPLANE_TOOLS_BIN (the real node's)")
+    builds = ImageBuildConfig(
+        work_dir=CACHE / "agent-builds", base_archive=base_archive, output_dir=output_dir
+    )
+    built = build_image(
+        project(), config_path="langgraph.json", project="two-nodes", settings=builds,
+        emit=lambda level, line: None,
+    )  # fmt: skip
+    (tmp_path / "config.toml").write_text(CONTAINERD_CONFIG.format(d=tmp_path))
+    with (tmp_path / "containerd.log").open("w") as log:
+        daemon = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", str(containerd),
+             "--config", str(tmp_path / "config.toml")],
+            stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        address = ["--address", str(tmp_path / "c.sock"), "-n", "k8s.io"]
+        try:
+            for _ in range(100):
+                if (tmp_path / "c.sock").exists():
+                    break
+                time.sleep(0.1)
+            imported = [str(ctr), *address, "images", "import", "--no-unpack", str(built.archive)]
+            subprocess.run(imported, check=True, capture_output=True)
+            listed = [str(ctr), *address, "images", "ls", "-q"]
+            names = subprocess.run(listed, check=True, capture_output=True, text=True).stdout
+        finally:
+            daemon.terminate()
+            daemon.wait(timeout=30)
+    assert built.ref in names.split()

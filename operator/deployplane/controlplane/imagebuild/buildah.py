@@ -13,9 +13,10 @@ from pathlib import Path
 
 from deployplane.controlplane.imagebuild.commands import Emit, run_streamed, scrubbed_env
 
-__all__ = ["Buildah", "archive_key"]
+__all__ = ["KEY_ANNOTATION", "Buildah", "archive_key"]
 
 KEY_ANNOTATION = "io.deployplane.build-key"  # tools/images/recipes.py
+_BASE_NAME = "localhost/deployplane-agent-base"
 
 
 def archive_key(path: Path) -> str | None:
@@ -63,10 +64,14 @@ class Buildah:
         key = archive_key(archive)
         if key is None:
             raise FileNotFoundError(f"no agent base image at {archive} (make images builds it)")
-        local = f"localhost/deployplane-agent-base:{key[:16]}"
+        local = f"{_BASE_NAME}:{key[:16]}"
         if not self.has_image(local):
             image_id = self.output("pull", "--quiet", f"oci-archive:{archive}")
             self.output("tag", image_id.splitlines()[-1], local)
+            # An older base is stale: untagged (its layers go once no image uses them).
+            names = self.output("images", "--format", "{{.Name}}:{{.Tag}}").split()
+            stale = [n for n in names if n.startswith(_BASE_NAME + ":") and n != local]
+            self.remove(images=stale)
         return local, key
 
     def remove(self, *, containers: Sequence[str] = (), images: Sequence[str] = ()) -> None:

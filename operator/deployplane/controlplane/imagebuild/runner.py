@@ -16,12 +16,13 @@ import os
 import shlex
 import shutil
 import sys
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from deployplane.controlplane.buildcheck import MAX_UNPACKED_BYTES
 from deployplane.controlplane.imagebuild import layout
-from deployplane.controlplane.imagebuild.buildah import Buildah
+from deployplane.controlplane.imagebuild.buildah import KEY_ANNOTATION, Buildah
 from deployplane.controlplane.imagebuild.check import CHECK_SCRIPT
 from deployplane.controlplane.imagebuild.commands import Emit, ProcessFailed, run_streamed
 from deployplane.controlplane.imagebuild.extract import (
@@ -244,6 +245,28 @@ def _import_check(buildah: Buildah, image: str, emit: Emit) -> None:
         buildah.remove(containers=[container])
 
 
+def _export(buildah: Buildah, ref: str, key: str, build: Path, archive: Path) -> None:
+    """`ref` as an OCI archive whose index names it as `docker save` and
+    tools/images/build.py do (`io.containerd.image.name`, what `ctr images import`
+    names it by; the tag as `org.opencontainers.image.ref.name`; the key)."""
+    layout_dir = build / "layout"
+    buildah.output("push", "--quiet", ref, f"oci:{layout_dir}")
+    index = json.loads((layout_dir / "index.json").read_text())
+    (manifest,) = index["manifests"]
+    manifest["annotations"] = {
+        "io.containerd.image.name": ref,
+        "org.opencontainers.image.ref.name": ref.rsplit(":", 1)[1],
+        KEY_ANNOTATION: key,
+    }
+    (layout_dir / "index.json").write_text(json.dumps(index))
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    part = archive.with_suffix(".part")
+    with tarfile.open(part, "w") as tar:  # index.json first: archive_key reads it fast
+        for name in ("index.json", "oci-layout", "blobs"):
+            tar.add(layout_dir / name, arcname=name)
+    part.replace(archive)
+
+
 def load_into_dev_cluster(archive: Path, state_dir: Path, emit: Emit) -> None:
     """Imports `archive` into the real node of the dev cluster in `state_dir` (the
     project's own CLI, `deployplane dev cluster load-image`); raises `BuildFailed`."""
@@ -297,10 +320,7 @@ def build_image(
             buildah.remove(images=[deps_image])
         emit("INFO", "Checking that every graph imports")
         _import_check(buildah, ref, emit)
-        settings.output_dir.mkdir(parents=True, exist_ok=True)
-        part = archive.with_suffix(".part")
-        buildah.output("push", "--quiet", ref, f"oci-archive:{part}:{ref}")
-        part.replace(archive)
+        _export(buildah, ref, key, build, archive)
     finally:
         buildah.remove(images=[ref])
         shutil.rmtree(build, ignore_errors=True)
