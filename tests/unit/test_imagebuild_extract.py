@@ -76,7 +76,8 @@ HOSTILE = [
      "archive member 'up' is a link pointing out of the project"),
     ("hard link out", [link("passwd", "../outside/target", tarfile.LNKTYPE)],
      "archive member 'passwd' is a link pointing out of the project"),
-    ("device", [link("null", "", tarfile.CHRTYPE)], "archive member 'null' is a device or special file"),
+    ("device", [link("null", "", tarfile.CHRTYPE)],
+     "archive member 'null' is a device or special file"),
 ]  # fmt: skip
 
 

@@ -66,7 +66,7 @@ def test_a_flat_package_and_a_sibling_directory_of_a_nested_config() -> None:
         {
             "graphs": {"g": {"path": "./agent/graph.py:graph", "description": "d"}},
             "dependencies": ["./agent", "../shared"],
-        },  # fmt: skip
+        },
         ["app/langgraph.json", "app/agent/__init__.py", "app/agent/graph.py", "shared/x.py"],
         config_path="app/langgraph.json",
     )

@@ -7,7 +7,7 @@ Everything stateful (engine, pipeline worker, fault switches, counters) hangs of
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
@@ -117,14 +117,20 @@ _SERVICE_ROUTERS = (
 )
 
 
+def _image_builder(
+    settings: Settings, db: Database, notify: Callable[[], None]
+) -> ImageBuilder | None:
+    """The remote builds as real images, when configured (`image_builds`); the pipeline
+    starts and stops it."""
+    if settings.config.image_builds is None:
+        return None
+    return ImageBuilder(db=db, settings=settings.config.image_builds, on_verdict=notify)
+
+
 def create_app(settings: Settings) -> FastAPI:
     """A complete emulator; its lifespan creates the schema and runs the pipeline."""
     db = Database(settings.database_url)
-    builder: ImageBuilder | None = None
-    if settings.config.image_builds is not None:
-        builder = ImageBuilder(
-            db=db, settings=settings.config.image_builds, on_verdict=lambda: pipeline.notify()
-        )
+    builder = _image_builder(settings, db, lambda: pipeline.notify())
     pipeline = Pipeline(db=db, config=settings.config.pipeline, builder=builder)
 
     @asynccontextmanager
@@ -132,14 +138,10 @@ def create_app(settings: Settings) -> FastAPI:
         await db.create_schema()
         await db.load_secret_key(settings.config.secret_digest_key)
         pipeline.start()
-        if builder is not None:
-            builder.start()
         try:
             yield
         finally:
             app.state.faults.stop()
-            if builder is not None:
-                await builder.stop()
             await pipeline.stop()
             await db.dispose()
 

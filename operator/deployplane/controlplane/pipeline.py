@@ -183,6 +183,8 @@ class Pipeline:
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="deployplane-pipeline")
+        if self._builder is not None:
+            self._builder.start()
 
     async def stop(self) -> None:
         """Ends the worker: it finishes its round and leaves, or is cancelled.
@@ -193,6 +195,8 @@ class Pipeline:
         sleep until its next due step, up to a whole step away, and hang the shutdown.
         Asking also spares PostgreSQL a transaction cut off mid-round.
         """
+        if self._builder is not None:
+            await self._builder.stop()
         task, self._task = self._task, None
         if task is None:
             return

@@ -68,6 +68,10 @@ class ImageBuilds(Protocol):
 
     def submit(self, revision_id: Any) -> None: ...
 
+    def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
 
 async def hold_for_builder(conn: DbConn, ids: list[Any]) -> None:
     """Takes the revisions handed to the image builder off the pipeline's timers until
