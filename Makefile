@@ -35,7 +35,7 @@ postgres: ## PostgreSQL server binaries for the emulator's tests (apt-get when m
 image: ## build the Dockerfile as deployplane:dev without a Docker engine (buildah; cached by content): ~/.cache/deployplane/images/deployplane-dev.tar
 	@$(PYTHON) tools/images/build.py app
 
-images: ## make image, plus the data plane's PostgreSQL (pgvector) and Redis images from Debian packages
+images: ## make image, plus the data plane's PostgreSQL (pgvector) and Redis images from Debian packages and the agent servers' base (langgraph-api 0.16.7, in-memory runtime)
 	@$(PYTHON) tools/images/build.py all
 
 docs-cli: venv ## regenerate docs/cli.md's command reference from the commands' --help (a unit test fails when it drifts)

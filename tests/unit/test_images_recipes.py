@@ -156,3 +156,34 @@ def test_context_files_match_the_dockerignore() -> None:
     assert {"pyproject.toml", "README.md", "operator/deployplane/cli.py"} <= rel
     assert all(r in ("pyproject.toml", "README.md") or r.startswith("operator/") for r in rel)
     assert not any("__pycache__" in r or ".egg-info" in r for r in rel)
+
+
+def test_the_emulator_reads_the_agent_base_where_the_build_writes_it() -> None:
+    from deployplane.controlplane.settings import ImageBuildConfig
+
+    default = ImageBuildConfig().base_archive
+    assert default.name == recipes.archive_name(recipes.AGENT_BASE_REF)
+    assert default.parent.name == "images"
+
+
+def test_the_agent_base_key_follows_its_pins_its_server_and_its_base(tmp_path: Path) -> None:
+    for name in (recipes.AGENT_BASE_REQUIREMENTS, recipes.AGENT_SERVER):
+        shutil.copy(recipes.HERE / name, tmp_path / name)
+    key = recipes.agent_base_key("base-1", tmp_path)
+    assert key == recipes.agent_base_key("base-1", tmp_path)
+    assert key != recipes.agent_base_key("base-2", tmp_path)
+    pins = tmp_path / recipes.AGENT_BASE_REQUIREMENTS
+    pins.write_text(pins.read_text().replace("langgraph-api==0.16.7", "langgraph-api==0.16.8"))
+    assert key != recipes.agent_base_key("base-1", tmp_path)
+
+
+def test_the_agent_base_pins_the_vendors_server_and_turns_outbound_calls_off() -> None:
+    text = (recipes.HERE / recipes.AGENT_BASE_REQUIREMENTS).read_text()
+    pins = [line for line in text.splitlines() if line and not line.startswith("#")]
+    for pin in ("langgraph-api==0.16.7", "langgraph-runtime-inmem==0.36.7"):
+        assert pin in pins
+    assert all("==" in pin for pin in pins)  # every wheel pinned, dependencies too
+    env = recipes.AGENT_BASE_ENV
+    assert env["LANGSMITH_TRACING"] == env["LANGCHAIN_TRACING_V2"] == "false"
+    assert env["LANGGRAPH_NO_VERSION_CHECK"] == "true"
+    assert not {"LANGSMITH_API_KEY", "LANGGRAPH_CLOUD_LICENSE_KEY"} & set(env)

@@ -2,7 +2,8 @@
 
     python3 tools/images/build.py app         # `make image`: the Dockerfile as deployplane:dev
     python3 tools/images/build.py dataplane   # PostgreSQL with pgvector, Redis
-    python3 tools/images/build.py all
+    python3 tools/images/build.py agent-base  # the agent servers' base (langgraph-api)
+    python3 tools/images/build.py all         # app, dataplane and agent-base
     python3 tools/images/build.py dir         # print the images directory
 
 Bases come from Debian packages (mmdebstrap rootfs, `FROM scratch` + ADD), builds from
@@ -16,6 +17,7 @@ built from (recipes.py); an archive whose key matches is a cache hit and nothing
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -184,6 +186,49 @@ def build_dataplane() -> list[Path]:
     return outs
 
 
+def agent_base_target() -> tuple[Path, str]:
+    key = recipes.agent_base_key(recipes.debian_key(recipes.PYTHON_BASE))
+    return IMAGES / recipes.archive_name(recipes.AGENT_BASE_REF), key
+
+
+def host_wheels(requirements: Path, out: Path) -> None:
+    """The pinned wheels, downloaded (or built from an sdist) on the host by pip, with
+    the requirements file beside them (the RUN step reads it from the mount)."""
+    if (out / requirements.name).exists():
+        return
+    part = out.with_name(out.name + ".part")
+    shutil.rmtree(part, ignore_errors=True)
+    part.mkdir(parents=True)
+    cmd = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(part)]
+    subprocess.run([*cmd, "-r", str(requirements)], check=True)
+    shutil.copyfile(requirements, part / requirements.name)
+    os.replace(part, out)
+
+
+def build_agent_base() -> Path:
+    """The agent servers' base: the Python base plus the vendor's server from wheels."""
+    started = time.monotonic()
+    out, key = agent_base_target()
+    if archive_key(out) == key:
+        log(f"{out} is up to date (cache hit)")
+        return out
+    base, _ = debian_image(recipes.PYTHON_BASE)
+    requirements = (recipes.HERE / recipes.AGENT_BASE_REQUIREMENTS).read_bytes()
+    wheels = WORK / "wheels" / f"agent-base-{hashlib.sha256(requirements).hexdigest()[:16]}"
+    host_wheels(recipes.HERE / recipes.AGENT_BASE_REQUIREMENTS, wheels)
+    local = f"localhost/deployplane-agent-base:{key[:16]}"
+    with tempfile.TemporaryDirectory(dir=WORK) as context:
+        shutil.copy2(recipes.HERE / recipes.AGENT_SERVER, Path(context) / recipes.AGENT_SERVER)
+        containerfile = f"FROM {base}\n{recipes.AGENT_BASE_CONTAINERFILE}"
+        (Path(context) / "Containerfile").write_text(containerfile)
+        # pip --no-index: no download (chroot isolation has the host's network only)
+        buildah("bud", "--quiet", "--isolation", "chroot", "--network", "host",
+                "--layers=false", f"--volume={wheels}:/wheels:ro", "-t", local, context)  # fmt: skip
+    export(local, recipes.AGENT_BASE_REF, key)
+    log(f"{out}: built in {time.monotonic() - started:.0f} s, {out.stat().st_size >> 20} MiB")
+    return out
+
+
 def up_to_date(what: str) -> bool:
     """Every archive `what` names is there with its current key (read without the lock:
     an archive is replaced whole, by rename)."""
@@ -192,6 +237,8 @@ def up_to_date(what: str) -> bool:
         wanted += [
             (IMAGES / recipes.archive_name(i.ref), recipes.debian_key(i)) for i in recipes.DATAPLANE
         ]
+    if what in ("agent-base", "all"):
+        wanted.append(agent_base_target())
     return all(archive_key(out) == key for out, key in wanted)
 
 
@@ -200,7 +247,7 @@ def main(argv: list[str]) -> int:
     if what == "dir":
         print(IMAGES)
         return 0
-    if what not in ("app", "dataplane", "all"):
+    if what not in ("app", "dataplane", "agent-base", "all"):
         print(__doc__, file=sys.stderr)
         return 2
     started = time.monotonic()
@@ -217,6 +264,8 @@ def main(argv: list[str]) -> int:
         build_app()
     if what in ("dataplane", "all"):
         build_dataplane()
+    if what in ("agent-base", "all"):
+        build_agent_base()
     return 0
 
 

@@ -143,6 +143,50 @@ CMD ["python3", "-m", "http.server", "8000", "--directory", "/srv/agent"]
 """,
 )
 
+# The agent servers' base (issue 37): the Python base above plus the vendor's public
+# server `langgraph-api` with its in-memory runtime, `langgraph` and `langgraph-sdk`,
+# every wheel pinned in agent-base.txt, downloaded (or built, for an sdist) on the host
+# and installed offline (`/wheels` is a read-only mount of the RUN step, in no layer).
+# Outbound calls off: tracing off, no version check, no licence or LangSmith key (the
+# server then skips its metadata loop). The remote build of the emulator builds every
+# uploaded project on it (controlplane/imagebuild/).
+AGENT_BASE_VERSION = "0.16.7"
+AGENT_BASE_REF = f"docker.io/library/deployplane-agent-base:{AGENT_BASE_VERSION}"
+AGENT_BASE_REQUIREMENTS = "agent-base.txt"
+AGENT_SERVER = "agent-server.py"
+AGENT_BASE_ENV = {
+    "LANGSMITH_TRACING": "false",
+    "LANGCHAIN_TRACING_V2": "false",
+    "LANGGRAPH_NO_VERSION_CHECK": "true",
+    "LANGSMITH_LANGGRAPH_API_VARIANT": "local_dev",
+    "PORT": "8000",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONUNBUFFERED": "1",
+}
+AGENT_BASE_CONTAINERFILE = f"""\
+COPY {AGENT_SERVER} /usr/local/bin/deployplane-agent-server
+RUN pip install --no-cache-dir --no-index --no-deps --find-links /wheels -r /wheels/{AGENT_BASE_REQUIREMENTS} \\
+ && pip check && mkdir -p /deps
+ENV {" ".join(f"{k}={v}" for k, v in AGENT_BASE_ENV.items())}
+WORKDIR /deps
+USER 65534:65534
+EXPOSE 8000
+CMD ["python3", "/usr/local/bin/deployplane-agent-server"]
+"""
+
+
+def agent_base_key(python_base_key: str, files_dir: Path = HERE) -> str:
+    """The agent base's key: the Python base's, the Containerfile, the pinned wheels'
+    list and the server's entry script."""
+    parts = [
+        ("base", python_base_key.encode()),
+        ("version", RECIPE_VERSION.encode()),
+        ("containerfile", AGENT_BASE_CONTAINERFILE.encode()),
+    ]
+    parts += [(f"file:{f}", (files_dir / f).read_bytes()) for f in (AGENT_BASE_REQUIREMENTS, AGENT_SERVER)]
+    return _digest(parts)
+
+
 # What the data plane's pods run on a real node.
 DATAPLANE = (POSTGRES, REDIS, E2E_AGENT)
 APP_REF = "docker.io/library/deployplane:dev"

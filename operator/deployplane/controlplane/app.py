@@ -7,7 +7,7 @@ Everything stateful (engine, pipeline worker, fault switches, counters) hangs of
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
@@ -29,6 +29,7 @@ from deployplane.controlplane.errors import (
     RefusedError,
     StoreError,
 )
+from deployplane.controlplane.imagebuild.service import ImageBuilder
 from deployplane.controlplane.middleware import (
     BodyLimitMiddleware,
     FaultMiddleware,
@@ -116,10 +117,21 @@ _SERVICE_ROUTERS = (
 )
 
 
+def _image_builder(
+    settings: Settings, db: Database, notify: Callable[[], None]
+) -> ImageBuilder | None:
+    """The remote builds as real images, when configured (`image_builds`); the pipeline
+    starts and stops it."""
+    if settings.config.image_builds is None:
+        return None
+    return ImageBuilder(db=db, settings=settings.config.image_builds, on_verdict=notify)
+
+
 def create_app(settings: Settings) -> FastAPI:
     """A complete emulator; its lifespan creates the schema and runs the pipeline."""
     db = Database(settings.database_url)
-    pipeline = Pipeline(db=db, config=settings.config.pipeline)
+    builder = _image_builder(settings, db, lambda: pipeline.notify())
+    pipeline = Pipeline(db=db, config=settings.config.pipeline, builder=builder)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

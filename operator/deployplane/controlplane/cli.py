@@ -21,6 +21,7 @@ from deployplane.controlplane.settings import (
     DEFAULT_DATABASE_URL,
     ConfigError,
     EmulatorConfig,
+    ImageBuildConfig,
     Settings,
     dev_config,
     load_config,
@@ -182,6 +183,12 @@ def serve(
         help="Serve only the published contract: every emulator extension off "
         "(also the config key `strict: true`).",
     ),
+    build_images: bool = typer.Option(
+        False,
+        "--build-images",
+        help="Remote builds make real images (buildah, on the agent base of `make images`; "
+        "also the config key `image_builds:`, docs/emulator.md); else they check the upload.",
+    ),
 ) -> None:
     """Run the control-plane emulator."""
     from deployplane.controlplane.db import DatabaseUnavailable  # as in serve_forever
@@ -191,6 +198,8 @@ def serve(
     except (ConfigError, DatabaseUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
+    if build_images and emulator_config.image_builds is None:
+        emulator_config = emulator_config.model_copy(update={"image_builds": ImageBuildConfig()})
     settings = Settings(database_url=database, config=emulator_config)
     try:
         sock = listening_socket(host, port)

@@ -22,9 +22,14 @@ from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
 from deployplane.controlplane.agents import AGENT_TTL_SECONDS, listener_of, live_listeners
 from deployplane.controlplane.db import Database, DbConn
 from deployplane.controlplane.settings import PipelineConfig
-from deployplane.controlplane.stages import entered
+from deployplane.controlplane.stages import ImageBuilds, builds_image, entered, hold_for_builder
 from deployplane.controlplane.store.deletion import remove_deployments
-from deployplane.controlplane.tables import dataplane_revisions, deployments, revisions, utcnow
+from deployplane.controlplane.tables import (
+    dataplane_revisions,
+    deployments,
+    revisions,
+    utcnow,
+)
 
 __all__ = [
     "BATCH",
@@ -36,6 +41,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
 
 BATCH = 50  # per round, a transaction that holds the loop on SQLite (500: POST p99 x4)
 # How long `Pipeline.stop` lets a round in progress finish before cancelling it.
@@ -145,9 +151,13 @@ def image_version(source: Source, image_uri: str | None, repo_commit_sha: str | 
 class Pipeline:
     """The background worker. `notify()` after any write that schedules work."""
 
-    def __init__(self, *, db: Database, config: PipelineConfig) -> None:
+    def __init__(
+        self, *, db: Database, config: PipelineConfig, builder: ImageBuilds | None = None
+    ) -> None:
         self._db = db
         self._config = config
+        # The remote builds of uploads as real images (else checked only: `buildcheck`).
+        self._builder = builder
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -172,6 +182,8 @@ class Pipeline:
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="deployplane-pipeline")
+        if self._builder is not None:
+            self._builder.start()
 
     async def stop(self) -> None:
         """Ends the worker: it finishes its round and leaves, or is cancelled.
@@ -182,6 +194,8 @@ class Pipeline:
         sleep until its next due step, up to a whole step away, and hang the shutdown.
         Asking also spares PostgreSQL a transaction cut off mid-round.
         """
+        if self._builder is not None:
+            await self._builder.stop()
         task, self._task = self._task, None
         if task is None:
             return
@@ -231,6 +245,7 @@ class Pipeline:
         revisions). Another emulator's worker on the same database skips them too.
         """
         stamp = utcnow()
+        building: list[Any] = []  # handed to the image builder once this round commits
         async with self._db.write() as conn:
             due = await _hand_off(conn, await _due_revisions(conn, now), now)
             # One UPDATE per target state, not per revision: under a stream of creates
@@ -243,12 +258,17 @@ class Pipeline:
                 )
                 new = next_status(source, RevisionStatus(row.status), failure, row.build_error)
                 moves[new].append(row.id)
-                await entered(conn, row, source, new)
+                await entered(conn, row, source, new, checks_only=self._builder is None)
+                if self._builder is not None and builds_image(source, new):
+                    building.append(row.id)
                 if new is RevisionStatus.DEPLOYED:
                     await self._deployed(conn, row, source, stamp)
             moved = await self._move(conn, moves, now=now, stamp=stamp)
+            await hold_for_builder(conn, building)
             gone = await _due_deletions(conn, now)
             await remove_deployments(conn, gone)
+        for revision_id in building:
+            self._builder.submit(revision_id)  # type: ignore[union-attr]
         return moved + len(gone)
 
     async def _move(

@@ -7,6 +7,7 @@ a chaos or timing test lie about what it exercised.
 
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import uuid
@@ -37,6 +38,7 @@ __all__ = [
     "EmulatorConfig",
     "FailureRule",
     "FaultsConfig",
+    "ImageBuildConfig",
     "IntegrationConfig",
     "OAuthProviderConfig",
     "PipelineConfig",
@@ -188,12 +190,39 @@ class FaultsConfig(_Strict):
     latency_ms: float = Field(0, ge=0, le=MAX_LATENCY_MS)
 
 
+def _cache() -> Path:
+    return Path(os.environ.get("DEPLOYPLANE_CACHE") or Path.home() / ".cache" / "deployplane")
+
+
+class ImageBuildConfig(_Strict):
+    """The remote build of an internal_source revision as real images (docs/emulator.md):
+    buildah's storage and the builds' directories in `work_dir`, the agent base read from
+    `base_archive` (`make images`), each built image written as an OCI archive to
+    `output_dir` and named `repository:<key>`, imported into a dev cluster's real node
+    when `load_into_dev_cluster` names one. Unset (the default): the build only checks
+    the upload (`buildcheck`)."""
+
+    work_dir: Path = Field(default_factory=lambda: _cache() / "agent-builds")
+    base_archive: Path = Field(
+        default_factory=lambda: _cache() / "images" / "deployplane-agent-base-0.16.7.tar"
+    )
+    output_dir: Path = Field(default_factory=lambda: _cache() / "agent-builds" / "images")
+    repository: str = Field("localhost/deployplane-agent", pattern=r"^[a-z0-9./_-]+$")
+    buildah: str = "buildah"
+    # The state directory of a dev cluster with a real node: each image built (or found
+    # built) is imported into that node's containerd (`deployplane dev cluster
+    # load-image`), as the real service pushes to a registry its clusters pull from.
+    load_into_dev_cluster: Path | None = None
+
+
 class EmulatorConfig(_Strict):
     # Serve the published contract only: every emulator extension off (docs/emulator.md).
     strict: bool = False
     workspaces: list[WorkspaceConfig] = Field(default_factory=list)
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
     faults: FaultsConfig = Field(default_factory=FaultsConfig)
+    # Real image builds (None: the remote build checks the upload only).
+    image_builds: ImageBuildConfig | None = None
     # Credentials of the emulator's own endpoints (/_emulator/*: faults, statistics),
     # sent as X-Admin-Key. None configured: those endpoints answer 401 to everyone.
     admin_api_keys: list[str] = Field(default_factory=list)

@@ -6,7 +6,7 @@ lines of the revisions it runs (`dataplane.py`)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import update
 
@@ -18,7 +18,15 @@ from deployplane.controlplane.store.logs import LogKind, write_lines
 from deployplane.controlplane.store.rows import service_url
 from deployplane.controlplane.tables import revisions
 
-__all__ = ["RERENDERED", "StageLine", "entered", "stage_lines"]
+__all__ = [
+    "RERENDERED",
+    "ImageBuilds",
+    "StageLine",
+    "builds_image",
+    "entered",
+    "hold_for_builder",
+    "stage_lines",
+]
 
 RERENDERED = "Configuration change applied to the running revision"
 """The deploy log line of a simulated re-render (a change that made no revision)."""
@@ -37,6 +45,8 @@ def stage_lines(
         return [(_BUILD, "INFO", "Build queued")]
     if new is RevisionStatus.BUILDING and source is Source.GIT_HOST:
         return [(_BUILD, "INFO", "Building from the repository")]
+    if new is RevisionStatus.BUILDING and image is None and build_error is None:
+        return [(_BUILD, "INFO", "Building the image")]  # by the image builder
     if new is RevisionStatus.BUILD_FAILED and build_error is None:
         return [(_BUILD, "ERROR", "Build failed (a configured failure rule of the emulator)")]
     if new is RevisionStatus.AWAITING_DEPLOY:
@@ -53,13 +63,41 @@ def stage_lines(
     return []
 
 
-async def entered(conn: DbConn, row: Any, source: Source, new: RevisionStatus) -> None:
-    """Effects of the pipeline's move of `row` (a due revision) into `new`."""
+class ImageBuilds(Protocol):
+    """What the pipeline needs of the image builder (`imagebuild.service.ImageBuilder`)."""
+
+    def submit(self, revision_id: Any) -> None: ...
+
+    def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+async def hold_for_builder(conn: DbConn, ids: list[Any]) -> None:
+    """Takes the revisions handed to the image builder off the pipeline's timers until
+    its verdict (which sets `next_step_at` again)."""
+    if ids:
+        await conn.execute(
+            update(revisions).where(revisions.c.id.in_(ids)).values(next_step_at=None)
+        )
+
+
+def builds_image(source: Source, new: RevisionStatus) -> bool:
+    """The move that starts the remote build of an upload."""
+    return new is RevisionStatus.BUILDING and source is Source.INTERNAL_SOURCE
+
+
+async def entered(
+    conn: DbConn, row: Any, source: Source, new: RevisionStatus, *, checks_only: bool = True
+) -> None:
+    """Effects of the pipeline's move of `row` (a due revision) into `new`. The remote
+    build is the upload's check here (`checks_only`), else the image builder's
+    (`imagebuild.service`, which the pipeline hands the revision)."""
     image, build_error = row.image_uri, row.build_error
     if row.status == new.value:  # DEPLOYED again: the simulated re-render of a change
         lines: list[StageLine] = [(_DEPLOY, "INFO", RERENDERED)]
     else:
-        if new is RevisionStatus.BUILDING and source is Source.INTERNAL_SOURCE:
+        if builds_image(source, new) and checks_only:
             image, build_error = await _build(conn, row)
         lines = stage_lines(
             source, new, image=image, url=service_url(row.deployment_id), build_error=build_error

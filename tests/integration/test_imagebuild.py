@@ -1,0 +1,361 @@
+"""The emulator's remote build as real images (`image_builds`, controlplane/imagebuild/):
+a tiny two-node graph with one pure-Python dependency, uploaded as `langgraph deploy
+--remote` uploads it, becomes an image (buildah, on the agent base of `make images`)
+whose server answers /ok and runs the graph through langgraph-sdk's `runs.wait`; the
+same upload again is a cache hit; a missing module, a syntax error, a dependency that
+does not resolve and a hostile archive each give BUILD_FAILED with the reason as the
+build log's last line; the whole 1 GiB bomb is refused unpacking.
+
+Needs root and buildah (tools/images/ensure.sh installs it); the agent base is built
+(cached) by `tools/images/build.py agent-base` at the first test.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk import get_client
+from tests.integration._controlplane_harness import make_settings, running_app, wait_for
+from tests.integration.test_controlplane_builds import build, internal, put, upload_url
+from tests.support.tarballs import tarball
+
+from deployplane.controlplane.imagebuild.extract import (
+    UNPRIVILEGED,
+    UnsafeArchive,
+    extract_unprivileged,
+)
+from deployplane.controlplane.imagebuild.runner import build_image
+from deployplane.controlplane.settings import ImageBuildConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = Path(os.environ.get("DEPLOYPLANE_CACHE") or Path.home() / ".cache" / "deployplane")
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or (shutil.which("buildah") is None and shutil.which("apt-get") is None),
+    reason="image builds need root and buildah (Debian's package)",
+)
+
+AGENT = """\
+from typing import TypedDict
+
+import six
+from langgraph.graph import END, START, StateGraph
+
+
+class State(TypedDict):
+    text: str
+    steps: list[str]
+
+
+def first(state: State) -> dict:
+    return {"text": state["text"].upper(), "steps": [*state.get("steps", []), "first"]}
+
+
+def second(state: State) -> dict:
+    return {"text": six.ensure_str(state["text"] + "!"), "steps": [*state["steps"], "second"]}
+
+
+builder = StateGraph(State)
+builder.add_node("first", first)
+builder.add_node("second", second)
+builder.add_edge(START, "first")
+builder.add_edge("first", "second")
+builder.add_edge("second", END)
+graph = builder.compile()
+"""
+
+
+def project(agent: str = AGENT, dependencies: tuple[str, ...] = ("six==1.17.0",)) -> bytes:
+    config = {"graphs": {"agent": "./agent.py:graph"}, "dependencies": [".", *dependencies]}
+    return tarball({"langgraph.json": json.dumps(config), "agent.py": agent})
+
+
+@pytest.fixture(scope="module")
+def base_archive() -> Path:
+    """The agent base (`make images`; built here when missing, cached by content)."""
+    subprocess.run([sys.executable, str(ROOT / "tools/images/build.py"), "agent-base"], check=True)
+    archives = sorted((CACHE / "images").glob("deployplane-agent-base-*.tar"))
+    assert archives, "tools/images/build.py agent-base wrote no archive"
+    return archives[-1]
+
+
+@pytest.fixture(scope="module")
+def output_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where this module's builds write their archives (fresh: its first build is cold)."""
+    return tmp_path_factory.mktemp("images")
+
+
+@pytest.fixture
+async def emulator(
+    tmp_path: Path, base_archive: Path, output_dir: Path
+) -> AsyncIterator[tuple[ImageBuildConfig, httpx.AsyncClient]]:
+    builds = ImageBuildConfig(
+        work_dir=CACHE / "agent-builds", base_archive=base_archive, output_dir=output_dir
+    )
+    settings = make_settings(tmp_path, image_builds=builds.model_dump(mode="json"))
+    async with running_app(settings) as (_, api):
+        yield builds, api
+
+
+async def deploy(
+    api: httpx.AsyncClient, name: str, data: bytes, dep: str | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """Uploads `data` to a new deployment (or to `dep`), builds it; (its settled latest
+    revision, its build log)."""
+    dep = dep or await internal(api, name)
+    url = await upload_url(api, dep)
+    assert (await put(api, url, data)).status_code == 200
+    assert (await build(api, dep, url["object_path"])).status_code == 200
+
+    async def settled() -> dict[str, Any] | None:
+        revision = (await api.get(f"/v2/deployments/{dep}/revisions")).json()["resources"][0]
+        return revision if revision["status"] in ("DEPLOYED", "BUILD_FAILED") else None
+
+    revision: dict[str, Any] = await wait_for(settled, within=600, interval=0.5)
+    path = f"/v1/projects/{dep}/revisions/{revision['id']}/build_logs"
+    logs = (await api.post(path, json={"order": "asc", "limit": 1000})).json()["logs"]
+    return revision, [line["message"] for line in logs]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def serve() -> Iterator[Any]:
+    """Runs an image's server (its own CMD, as nobody) on 127.0.0.1, stopped after;
+    returns the image's configuration (OCI config: Env, Cmd, User, WorkingDir)."""
+    started: list[tuple[subprocess.Popen[bytes], list[str], str, str]] = []
+
+    def start(builds: ImageBuildConfig, archive: Path, port: int) -> dict[str, Any]:
+        buildah = ["buildah", "--root", f"{builds.work_dir}/storage",
+                   "--runroot", f"{builds.work_dir}/run"]  # fmt: skip
+        pulled = [*buildah, "pull", "-q", f"oci-archive:{archive}"]
+        image = subprocess.run(pulled, check=True, capture_output=True, text=True).stdout.split()
+        made = [*buildah, "from", "--pull-never", image[-1]]
+        ctr = subprocess.run(made, check=True, capture_output=True, text=True).stdout.strip()
+        cmd = [*buildah, "run", "--isolation", "chroot", "--user", f"{UNPRIVILEGED}:{UNPRIVILEGED}",
+               "--env", "HOST=127.0.0.1", "--env", f"PORT={port}",
+               ctr, "--", "python3", "/usr/local/bin/deployplane-agent-server"]  # fmt: skip
+        proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL)
+        started.append((proc, buildah, ctr, image[-1]))
+        inspect = [*buildah, "inspect", "--type", "image", image[-1]]
+        out = subprocess.run(inspect, check=True, capture_output=True, text=True).stdout
+        config: dict[str, Any] = json.loads(out)["OCIv1"]["config"]
+        return config
+
+    yield start
+    for proc, buildah, ctr, image in started:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+        subprocess.run([*buildah, "rm", ctr], capture_output=True)
+        subprocess.run([*buildah, "rmi", image], capture_output=True)
+
+
+async def test_an_upload_becomes_an_image_whose_server_runs_the_graph(
+    emulator: tuple[ImageBuildConfig, httpx.AsyncClient], serve: Any
+) -> None:
+    builds, api = emulator
+    dep = await internal(api, "two-nodes")
+    revision, logs = await deploy(api, "two-nodes", project(), dep=dep)
+    assert revision["status"] == "DEPLOYED", logs
+    image = revision["source_revision_config"]["image_uri"]
+    assert image.startswith("localhost/deployplane-agent:")
+    assert "Source . -> /deps/outer-two-nodes/src" in logs
+    assert any(line.startswith("Successfully installed six-1.17.0") for line in logs)
+    assert "Graph 'agent' imports (/deps/outer-two-nodes/src/agent.py:graph)" in logs
+    assert logs[-1] == f"Build succeeded: {image}"
+    archive = builds.output_dir / f"deployplane-agent-{image.rsplit(':', 1)[1]}.tar"
+    assert archive.is_file()
+    # the same upload again (a new revision): the same image, not built twice
+    again, logs = await deploy(api, "two-nodes", project(), dep=dep)
+    assert again["id"] != revision["id"]
+    assert again["source_revision_config"]["image_uri"] == image
+    assert any("already built from this upload on this base (cached)" in line for line in logs)
+
+    port = free_port()
+    config = serve(builds, archive, port)
+    # outbound calls off: tracing off, no version check, no licence or LangSmith key
+    env = dict(item.split("=", 1) for item in config["Env"])
+    assert env["LANGSMITH_TRACING"] == env["LANGCHAIN_TRACING_V2"] == "false"
+    assert env["LANGGRAPH_NO_VERSION_CHECK"] == "true"
+    keys = {"LANGGRAPH_CLOUD_LICENSE_KEY", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY"}
+    assert not keys & set(env)
+    assert env["LANGSERVE_GRAPHS"] == '{"agent": "/deps/outer-two-nodes/src/agent.py:graph"}'
+    assert config["User"] == "65534:65534"
+    assert config["WorkingDir"] == "/deps/outer-two-nodes/src"
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+
+        async def ok() -> dict[str, Any] | None:
+            try:
+                answer = await http.get("/ok")
+            except httpx.TransportError:
+                return None
+            return answer.json() if answer.status_code == 200 else None
+
+        assert await wait_for(ok, within=120, interval=0.5) == {"ok": True, "services": {}}
+    client = get_client(url=f"http://127.0.0.1:{port}", api_key=None)
+    state = await client.runs.wait(None, "agent", input={"text": "hi", "steps": []})
+    assert state == {"text": "HI!", "steps": ["first", "second"]}
+
+
+BROKEN = [
+    ("missing-module", project(agent="import nonexistent_module_xyz\ngraph = None\n"),
+     "Build failed: graph 'agent' does not import: "
+     "ModuleNotFoundError: No module named 'nonexistent_module_xyz'"),
+    ("syntax-error", project(agent="def graph(:\n"),
+     "Build failed: graph 'agent' does not import: "
+     "SyntaxError: invalid syntax (/deps/outer-syntax-error/src/agent.py, line 1)"),
+    ("no-attribute", project(agent="graf = None\n", dependencies=()),
+     "Build failed: graph 'agent': /deps/outer-no-attribute/src/agent.py has no attribute 'graph'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "data", "last"), BROKEN, ids=[b[0] for b in BROKEN])
+async def test_a_broken_graph_is_build_failed_with_the_reason_last(
+    emulator: tuple[ImageBuildConfig, httpx.AsyncClient], name: str, data: bytes, last: str
+) -> None:
+    _, api = emulator
+    revision, logs = await deploy(api, name, data)
+    assert revision["status"] == "BUILD_FAILED"
+    assert logs[-1] == last
+
+
+async def test_a_dependency_that_does_not_resolve_is_build_failed(
+    emulator: tuple[ImageBuildConfig, httpx.AsyncClient],
+) -> None:
+    _, api = emulator
+    data = project(dependencies=("deployplane-no-such-package-4f1c==1.0",))
+    revision, logs = await deploy(api, "no-such-dep", data)
+    assert revision["status"] == "BUILD_FAILED"
+    assert logs[-1].startswith("Build failed: dependencies do not resolve: ERROR: ")
+    assert "deployplane-no-such-package-4f1c" in logs[-1]
+
+
+def hostile(kind: bytes, target: str) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        config = json.dumps({"graphs": {"a": "./a.py:g"}, "dependencies": ["."]}).encode()
+        info = tarfile.TarInfo("langgraph.json")
+        info.size = len(config)
+        tar.addfile(info, io.BytesIO(config))
+        link = tarfile.TarInfo("a.py")
+        link.type, link.linkname = kind, target
+        tar.addfile(link)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("kind", "target"), [(tarfile.SYMTYPE, "/etc/passwd"), (tarfile.LNKTYPE, "../../etc/passwd")]
+)
+async def test_a_hostile_archive_is_build_failed_and_writes_nothing_outside(
+    emulator: tuple[ImageBuildConfig, httpx.AsyncClient], kind: bytes, target: str
+) -> None:
+    builds, api = emulator
+    before = (
+        set(os.listdir(builds.work_dir / "builds"))
+        if (builds.work_dir / "builds").exists()
+        else set()
+    )
+    revision, logs = await deploy(api, "hostile", hostile(kind, target))
+    assert revision["status"] == "BUILD_FAILED"
+    assert logs[-1] in (
+        "Build failed: archive member 'a.py' is a link to an absolute path",
+        "Build failed: archive member 'a.py' is a link pointing out of the project",
+    )
+    assert set(os.listdir(builds.work_dir / "builds")) == before  # its directory is gone too
+
+
+def test_a_1_gib_bomb_is_refused_and_writes_nothing(tmp_path: Path) -> None:
+    """1 GiB + 1 of zeros, about 1 MiB compressed (the upload route refuses it too)."""
+    dest, outside = tmp_path / "build" / "src", tmp_path / "outside"
+    dest.mkdir(parents=True)
+    outside.mkdir()
+    os.chown(dest, UNPRIVILEGED, UNPRIVILEGED)
+    path = tmp_path / "bomb.tar.gz"
+    size = (1 << 30) + 1
+    with gzip.open(path, "wb", compresslevel=1) as raw:
+        info = tarfile.TarInfo("zeros.bin")
+        info.size = size
+        raw.write(info.tobuf(format=tarfile.GNU_FORMAT))
+        chunk = bytes(1 << 20)
+        for _ in range(size // len(chunk)):
+            raw.write(chunk)
+        raw.write(bytes(1024 + 511))  # the last byte, padded to a block, and the end
+    assert path.stat().st_size < 8 << 20
+    with pytest.raises(UnsafeArchive, match=r"^archive unpacks to more than 1 GiB$"):
+        extract_unprivileged(path, dest)
+    assert list(dest.iterdir()) == []
+    assert list(outside.iterdir()) == []
+
+
+CONTAINERD_CONFIG = """\
+version = 3
+root = "{d}/root"
+state = "{d}/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images",
+  "io.containerd.cri.v1.runtime", "io.containerd.nri.v1.nri"]
+[grpc]
+  address = "{d}/c.sock"
+[ttrpc]
+  address = "{d}/c.sock.ttrpc"
+[debug]
+  address = "{d}/debug.sock"
+"""
+
+
+def test_ctr_import_names_a_built_image_by_its_reference(
+    base_archive: Path, output_dir: Path, tmp_path: Path
+) -> None:
+    """What `load_into_dev_cluster` (the node's `ctr -n k8s.io images import`) does with
+    the archive, on a containerd of our own (no CRI, its own root and socket, a private
+    mount namespace), stopped by its pid afterwards."""
+    tools = Path(os.environ.get("DEPLOYPLANE_TOOLS_BIN", "/nonexistent"))
+    containerd, ctr = tools / "containerd", tools / "ctr"
+    if not (containerd.exists() and ctr.exists()):
+        pytest.skip("needs containerd and ctr in DEPLOYPLANE_TOOLS_BIN (the real node's)")
+    builds = ImageBuildConfig(
+        work_dir=CACHE / "agent-builds", base_archive=base_archive, output_dir=output_dir
+    )
+    built = build_image(
+        project(), config_path="langgraph.json", project="two-nodes", settings=builds,
+        emit=lambda level, line: None,
+    )  # fmt: skip
+    (tmp_path / "config.toml").write_text(CONTAINERD_CONFIG.format(d=tmp_path))
+    with (tmp_path / "containerd.log").open("w") as log:
+        daemon = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", str(containerd),
+             "--config", str(tmp_path / "config.toml")],
+            stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        address = ["--address", str(tmp_path / "c.sock"), "-n", "k8s.io"]
+        try:
+            for _ in range(100):
+                if (tmp_path / "c.sock").exists():
+                    break
+                time.sleep(0.1)
+            imported = [str(ctr), *address, "images", "import", "--no-unpack", str(built.archive)]
+            subprocess.run(imported, check=True, capture_output=True)
+            listed = [str(ctr), *address, "images", "ls", "-q"]
+            names = subprocess.run(listed, check=True, capture_output=True, text=True).stdout
+        finally:
+            daemon.terminate()
+            daemon.wait(timeout=30)
+    assert built.ref in names.split()
