@@ -104,8 +104,13 @@ test: venv tools postgres lint ## the whole suite: lint, unit, integration, e2e 
 	@$(MAKE) --no-print-directory e2e-existing
 	@$(MAKE) --no-print-directory e2e-real-node
 
-demo: venv tools ## the local demo: Kubernetes API + emulator + operator; examples reach DEPLOYED
-	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(VENV)/bin/deployplane demo up
+# REAL_NODE=1: the same demo on a real node (root): the chart installed with the image of
+# `make images`, the operator, emulator and listener agent as pods, the workloads as real
+# containers (operator/deployplane/demo_realnode.py).
+REAL_NODE ?=
+demo: venv tools $(if $(filter 1,$(REAL_NODE)),node-tools images) ## the local demo: Kubernetes API + emulator + operator; examples reach DEPLOYED (REAL_NODE=1: on a real node, as pods)
+	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(VENV)/bin/deployplane demo up \
+	  $(if $(filter 1,$(REAL_NODE)),--real-node)
 
 bench: venv tools ## benchmarks (emulator; four floor and operator pairs in alternating order, on 1,000 AgentDeployments; data plane); ends with the BENCH lines. BENCH_PROFILE=dir: profiles
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m bench

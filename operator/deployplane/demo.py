@@ -3,7 +3,8 @@
 `up` starts a local Kubernetes API (etcd + kube-apiserver + kube-controller-manager),
 the control-plane emulator, the operator and the listener agent of the example Listener
 (the data plane: it rolls the example deployments out in namespace `agents`), applies
-the CRDs and `examples/`, and shows a live table until every example is Ready.
+the CRDs and `examples/`, and shows a live table until every example is Ready
+(`--real-node`: the same on a real node, the servers as pods: demo_realnode.py).
 Everything keeps running in the background afterwards (`down` stops it). Ctrl-C during
 `up` stops everything it started.
 """
@@ -30,6 +31,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from deployplane import demo_realnode
 from deployplane.api.connection import ENV_API_KEY, ENV_URL
 from deployplane.commands.output import FitColumn, fitted_table
 from deployplane.crd.specs import GROUP, VERSION
@@ -147,6 +149,7 @@ def _start_emulator() -> str:
 
 
 def _stop_all() -> None:
+    _stop_pidfile("port-forward")
     _stop_pidfile("listener-agent")
     _stop_pidfile("operator")
     _stop_pidfile("emulator")
@@ -254,6 +257,7 @@ def _table(rows: list[dict[str, Any]], elapsed: float, width: int) -> Table:
 @app.command()
 def up(
     timeout: float = typer.Option(300.0, help="Seconds to wait for every example to be Ready."),
+    real_node: bool = typer.Option(False, "--real-node", help=demo_realnode.HELP),
 ) -> None:
     """Start everything, apply examples/, show them until Ready."""
     if STATE.exists():
@@ -263,29 +267,10 @@ def up(
     STATE.mkdir(parents=True)
     started = time.monotonic()
     try:
-        with console.status("starting the local Kubernetes API (etcd + kube-apiserver)..."):
-            cluster = DevCluster(STATE / "cluster", detached=True, workloads=True).start()
-        console.print(f"[green]✓[/green] Kubernetes API at {cluster.server}")
-        with console.status("starting the control-plane emulator..."):
-            url = _start_emulator()
-        console.print(f"[green]✓[/green] control-plane emulator at {url}")
-        with console.status("applying CRDs and examples/..."), cluster.admin() as api:
-            _apply_examples(api, frozenset({"Secret", "ControlPlaneConnection", "Listener"}), url)
-        console.print(
-            f"[green]✓[/green] CRDs, the example connection and Listener applied in {NAMESPACE}"
-        )
-        _spawn(
-            "operator",
-            _cli("operator", "run", "--namespace", NAMESPACE),
-            env=_control_plane_env(cluster, url),
-        )
-        console.print(f"[green]✓[/green] operator started (log: {STATE / 'operator.log'})")
-        _start_listener_agent(cluster, url)
-        # Deployments only once the agent runs: before it, the emulator would deploy a
-        # revision on its timers, as for a listener without an agent.
-        with cluster.admin() as api:
-            _apply_examples(api, frozenset({"AgentDeployment"}))
-        console.print(f"[green]✓[/green] example AgentDeployments applied in {NAMESPACE}")
+        if real_node:
+            cluster = demo_realnode.start(STATE, console, _apply_examples, NAMESPACE)
+        else:
+            cluster = _start_local()
         all_ready = _watch(cluster, timeout, started)
     except KeyboardInterrupt:
         console.print("\ninterrupted: stopping everything the demo started")
@@ -305,6 +290,30 @@ def up(
             f"see {STATE / 'operator.log'}"
         )
         raise typer.Exit(1)
+
+
+def _start_local() -> DevCluster:
+    with console.status("starting the local Kubernetes API (etcd + kube-apiserver)..."):
+        cluster = DevCluster(STATE / "cluster", detached=True, workloads=True).start()
+    console.print(f"[green]✓[/green] Kubernetes API at {cluster.server}")
+    with console.status("starting the control-plane emulator..."):
+        url = _start_emulator()
+    console.print(f"[green]✓[/green] control-plane emulator at {url}")
+    with console.status("applying CRDs and examples/..."), cluster.admin() as api:
+        _apply_examples(api, frozenset({"Secret", "ControlPlaneConnection", "Listener"}), url)
+    console.print(
+        f"[green]✓[/green] CRDs, the example connection and Listener applied in {NAMESPACE}"
+    )
+    env = _control_plane_env(cluster, url)
+    _spawn("operator", _cli("operator", "run", "--namespace", NAMESPACE), env=env)
+    console.print(f"[green]✓[/green] operator started (log: {STATE / 'operator.log'})")
+    _start_listener_agent(cluster, url)
+    # Deployments only once the agent runs: before it, the emulator would deploy a
+    # revision on its timers, as for a listener without an agent.
+    with cluster.admin() as api:
+        _apply_examples(api, frozenset({"AgentDeployment"}))
+    console.print(f"[green]✓[/green] example AgentDeployments applied in {NAMESPACE}")
+    return cluster
 
 
 def _start_listener_agent(cluster: DevCluster, url: str) -> None:

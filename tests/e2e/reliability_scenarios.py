@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 from kubernetes import client
@@ -164,8 +164,14 @@ def wait_all(
         time.sleep(0.5)
 
 
+class ControlPlane(Protocol):
+    """Where the deployments are counted: the emulator, on loopback or in a pod."""
+
+    def all_deployments(self) -> list[dict[str, Any]]: ...
+
+
 def check_converged(
-    report: Report, emulator: Emulator, names: list[str], items: list[dict[str, Any]]
+    report: Report, emulator: ControlPlane, names: list[str], items: list[dict[str, Any]]
 ) -> None:
     """Every CR Ready, nothing stuck, and exactly one deployment per CR on the control plane."""
     not_ready = sorted(o["metadata"]["name"] for o in items if not is_ready(o))

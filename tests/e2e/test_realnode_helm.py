@@ -1,33 +1,61 @@
-"""`helm install` for real: the chart's operator and emulator as pods on the real node.
+"""`helm install` for real: the chart's operator, emulator and listener agent as pods on
+the real node, and the operator's faults for real.
 
 In the real-node tier (`make e2e-real-node`, tests/support/realnode.py) the module's
-`helm_release` installs charts/deployplane with the image `make image` built
-(deployplane:dev, imported into the node): the operator and the emulator become Ready
-through their real probes under the chart's securityContext, `kubectl logs` and `exec`
-work on the operator's pod, `/metrics` answers through its Service, and the examples'
-Listener and AgentDeployment become Ready.
+`helm_release` installs charts/deployplane once with the image `make image` built
+(deployplane:dev, imported into the node): two operator replicas (Kopf peering), the
+emulator, and the listener agent of the example Listener (values as in
+examples/helm/real-node-values.yaml). The operator and the emulator become Ready through
+their real probes under the chart's securityContext, `kubectl logs` and `exec` work on
+the operator's pod, `/metrics` answers through its Service, and the examples' Listener
+and AgentDeployment become Ready, the deployment's workloads rolled out as real
+containers by the in-cluster agent. Then, on the same release: the active replica's
+process killed -9 mid-burst (the kubelet restarts it) and the active pod deleted
+mid-create; no deployment is created twice, every resource is Ready again.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 import yaml
 from kubernetes import client
 from tests.e2e.operator_harness import Resources, ready_for_generation
+from tests.e2e.reliability_scenarios import (
+    PEERING_GROUP,
+    PEERING_PLURAL,
+    PEERING_VERSION,
+    Report,
+    check_converged,
+    docker_cr,
+    is_ready,
+)
 from tests.support import chart, polling, realnode
 from tests.support.e2ecluster import E2ECluster
+
+from deployplane import demo_realnode
+from deployplane.devcluster.realnode import images
 
 pytestmark = pytest.mark.skipif(
     realnode.skip_reason() is not None, reason=str(realnode.skip_reason())
 )
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 OPERATOR = "app.kubernetes.io/component=operator"
+AGENT = "app.kubernetes.io/component=listener-agent"
+COMPONENT = "app.kubernetes.io/component"
+AGD = "agentdeployments"
+# The release's values beyond the image and the emulator: what
+# examples/helm/real-node-values.yaml gives `make demo REAL_NODE=1` (a unit test keeps
+# the two alike), with the release namespace as the Listener's.
+VALUES_FILE = EXAMPLES / "helm" / "real-node-values.yaml"
 T = TypeVar("T")
 
 
@@ -57,9 +85,8 @@ def _available(apps: client.AppsV1Api, namespace: str) -> list[Any] | None:
     return None
 
 
-def _operator_pod(core: client.CoreV1Api, namespace: str) -> Any:
-    (pod,) = core.list_namespaced_pod(namespace, label_selector=OPERATOR).items
-    return pod
+def _operator_pods(core: client.CoreV1Api, namespace: str) -> list[Any]:
+    return list(core.list_namespaced_pod(namespace, label_selector=OPERATOR).items)
 
 
 def _fetch(core: client.CoreV1Api, namespace: str, name: str, url: str) -> str:
@@ -99,12 +126,87 @@ def _fetch(core: client.CoreV1Api, namespace: str, name: str, url: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def helm_release(dev_cluster: E2ECluster) -> Iterator[dict[str, str]]:
-    """The chart with image deployplane:dev, `pullPolicy: Never` (only the imported image
-    will do); module-scoped, so it is uninstalled before the tier's last tests stop the
-    node."""
-    with chart.release(dev_cluster, f"rn-{uuid.uuid4().hex[:8]}", realnode.APP_TAG, "Never") as r:
-        yield r
+def helm_release(
+    dev_cluster: E2ECluster, k8s_api: client.ApiClient, real_node_session: realnode.Session
+) -> Iterator[dict[str, str]]:
+    """One release for the module, with examples/helm/real-node-values.yaml: image
+    deployplane:dev with `pullPolicy: Never` (only the imported image will do), two
+    operator replicas, the listener agent of the example Listener; the example's image
+    is the tier's agent-server image under the example's name. Uninstalled before the
+    tier's last tests stop the node."""
+    values = yaml.safe_load(VALUES_FILE.read_text())
+    for key in ("image", "emulator"):  # chart.release sets these
+        values.pop(key)
+    (agents,) = values["listenerAgent"]["namespaces"]
+    session = real_node_session
+    ctr = session.cluster.tools.bin_dir / "ctr"
+    for example, stand_in in demo_realnode.STAND_INS.items():
+        images.tag(session.holder_pid(), ctr, stand_in, example)
+    core = client.CoreV1Api(k8s_api)
+    core.create_namespace({"metadata": {"name": agents}})
+    try:
+        run_id = f"rn-{uuid.uuid4().hex[:8]}"
+        with chart.release(dev_cluster, run_id, realnode.APP_TAG, "Never", values) as r:
+            yield r
+    finally:
+        core.delete_namespace(agents)
+
+
+@pytest.fixture(scope="module")
+def control_plane(
+    helm_release: dict[str, str], dev_cluster: E2ECluster, k8s_api: client.ApiClient
+) -> Iterator[InClusterEmulator]:
+    """The chart's emulator through `kubectl port-forward`, with the operator's key."""
+    namespace = helm_release["namespace"]
+    apps, core = client.AppsV1Api(k8s_api), client.CoreV1Api(k8s_api)
+    (operator,) = apps.list_namespaced_deployment(namespace, label_selector=OPERATOR).items
+    env = {e.name: e for e in operator.spec.template.spec.containers[0].env}
+    ref = env["DEPLOYPLANE_API_KEY"].value_from.secret_key_ref
+    secret = core.read_namespaced_secret(ref.name, namespace)
+    key = base64.b64decode(secret.data[ref.key]).decode()
+    service = next(
+        s.metadata.name
+        for s in core.list_namespaced_service(namespace).items
+        if s.metadata.name.endswith("-emulator")
+    )
+    with _port_forward(dev_cluster, namespace, f"svc/{service}", 8124) as url:
+        yield InClusterEmulator(url, key)
+
+
+@contextlib.contextmanager
+def _port_forward(cluster: E2ECluster, namespace: str, target: str, port: int) -> Iterator[str]:
+    assert cluster.tools.kubectl is not None
+    argv = [str(cluster.tools.kubectl), f"--kubeconfig={cluster.kubeconfig}", "port-forward"]
+    argv += ["-n", namespace, "--address", "127.0.0.1", target, f":{port}"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # Forwarding from 127.0.0.1:PORT -> 8124
+        assert line.startswith("Forwarding from 127.0.0.1:"), line
+        yield f"http://127.0.0.1:{line.split(':')[1].split()[0]}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+class InClusterEmulator:
+    """The chart's emulator, as `check_converged` counts deployments on it."""
+
+    def __init__(self, url: str, api_key: str) -> None:
+        self.url, self.api_key, self.prefix = url, api_key, ""
+
+    def all_deployments(self) -> list[dict[str, Any]]:
+        """The workspace's deployments named `prefix`... (every page): one burst's."""
+        found: list[dict[str, Any]] = []
+        with httpx.Client(base_url=self.url, headers={"X-Api-Key": self.api_key}) as http:
+            while True:
+                params = {"limit": 100, "offset": len(found)}
+                page = http.get("/v2/deployments", params=params, timeout=10)
+                page.raise_for_status()
+                resources: list[dict[str, Any]] = page.json()["resources"]
+                found += resources
+                if len(resources) < 100:
+                    return [d for d in found if str(d["name"]).startswith(self.prefix)]
 
 
 def test_chart_runs_for_real_and_brings_the_examples_to_ready(
@@ -114,7 +216,7 @@ def test_chart_runs_for_real_and_brings_the_examples_to_ready(
     core, apps = client.CoreV1Api(k8s_api), client.AppsV1Api(k8s_api)
     try:
         deployments = wait_until(
-            "the operator and emulator Available", lambda: _available(apps, namespace)
+            "the operator, emulator and agent Available", lambda: _available(apps, namespace)
         )
     except AssertionError:
         pods = kubectl(dev_cluster, "get", "pods", "-n", namespace, "-o", "wide", check=False)
@@ -122,16 +224,19 @@ def test_chart_runs_for_real_and_brings_the_examples_to_ready(
             dev_cluster, "logs", "-n", namespace, "-l", OPERATOR, "--tail=20", check=False
         )
         raise AssertionError(f"{pods.stdout}\n{tail.stdout[-3000:]}") from None
-    assert {d.metadata.name.rsplit("-", 1)[-1] for d in deployments} >= {"emulator"}
+    assert {d.metadata.name.rsplit("-", 1)[-1] for d in deployments} >= {"emulator", "agent"}
     for pod in core.list_namespaced_pod(namespace).items:
         assert pod.spec.node_name == "deployplane-node", pod.metadata.name
         for container in pod.spec.containers:
             assert container.image == realnode.APP_TAG, container.image
-            assert container.readiness_probe is not None, container.name
-            assert container.liveness_probe is not None, container.name
+            if pod.metadata.labels[COMPONENT] != "listener-agent":  # no port: no probe
+                assert container.readiness_probe is not None, container.name
+                assert container.liveness_probe is not None, container.name
         assert all(s.ready for s in pod.status.container_statuses), pod.metadata.name
 
-    operator = _operator_pod(core, namespace)
+    operators = _operator_pods(core, namespace)
+    assert len(operators) == 2
+    operator = operators[0]
     security = operator.spec.containers[0].security_context
     assert security.read_only_root_filesystem is True
     assert security.allow_privilege_escalation is False
@@ -152,23 +257,174 @@ def test_chart_runs_for_real_and_brings_the_examples_to_ready(
     metrics = _fetch(core, namespace, "metrics", f"http://{service}:9090/metrics")
     assert "# TYPE" in metrics, metrics[:2000]
     assert "deployplane" in metrics, metrics[:2000]
+    _examples_deployed_by_the_agent_pod(dev_cluster, k8s_api, namespace)
 
+
+def _examples_deployed_by_the_agent_pod(
+    cluster: E2ECluster, k8s_api: client.ApiClient, namespace: str
+) -> None:
+    """The examples' Listener and AgentDeployment Ready; the deployment DEPLOYED by the
+    listener agent's pod: its workloads run as real containers in `agents`."""
+    core = client.CoreV1Api(k8s_api)
     resources = Resources(k8s_api, namespace)
-    core.create_namespace({"metadata": {"name": "agents"}})
-    try:
-        docs = [
-            yaml.safe_load((EXAMPLES / f).read_text())
-            for f in ("secret.yaml", "listener.yaml", "agentdeployment-docker.yaml")
-        ]
-        core.create_namespaced_secret(namespace, docs[0])
-        resources.create("listeners", docs[1])
-        resources.create("agentdeployments", docs[2])
-        for plural, body in (("listeners", docs[1]), ("agentdeployments", docs[2])):
-            name = body["metadata"]["name"]
-            obj = resources.wait(plural, name, ready_for_generation, within=300, what="Ready")
-            assert obj is not None
-        for plural, body in (("agentdeployments", docs[2]), ("listeners", docs[1])):
-            resources.delete(plural, body["metadata"]["name"])
-            resources.wait(plural, body["metadata"]["name"], lambda o: o is None, within=180)
-    finally:
-        core.delete_namespace("agents")
+    docs = [
+        yaml.safe_load((EXAMPLES / f).read_text())
+        for f in ("secret.yaml", "listener.yaml", "agentdeployment-docker.yaml")
+    ]
+    (agents,) = docs[1]["spec"]["computeConfig"]["k8sNamespaces"]
+    core.create_namespaced_secret(namespace, docs[0])
+    resources.create("listeners", docs[1])
+    wait_until(
+        "the listener agent running",
+        lambda: (
+            "listener agent running"
+            in kubectl(
+                cluster, "logs", "-n", namespace, "-l", AGENT, "--tail=-1", check=False
+            ).stdout
+        ),
+    )
+    resources.create(AGD, docs[2])
+    for plural, body in (("listeners", docs[1]), (AGD, docs[2])):
+        name = body["metadata"]["name"]
+        obj = resources.wait(plural, name, ready_for_generation, within=300, what="Ready")
+        assert obj is not None
+    assert obj is not None
+    assert obj["status"]["revision"]["status"] == "DEPLOYED"
+    pods = core.list_namespaced_pod(agents).items
+    servers = [p for p in pods if p.metadata.labels.get(COMPONENT) == "agent-server"]
+    assert servers, [p.metadata.name for p in pods]
+    image = docs[2]["spec"]["sourceRevisionConfig"]["imageUri"]
+    for pod in servers:  # DEPLOYED: the rollout's pods passed their real readiness probe
+        assert pod.spec.node_name == "deployplane-node"
+        assert pod.spec.containers[0].image == image
+        assert all(s.ready and s.state.running for s in pod.status.container_statuses)
+    for plural, body in ((AGD, docs[2]), ("listeners", docs[1])):
+        resources.delete(plural, body["metadata"]["name"])
+        resources.wait(plural, body["metadata"]["name"], lambda o: o is None, within=180)
+    apps = client.AppsV1Api(k8s_api)
+    wait_until(
+        "the agent to remove the workloads",
+        lambda: not apps.list_namespaced_deployment(agents).items or None,
+    )
+
+
+def _active_operator(custom: client.CustomObjectsApi, core: client.CoreV1Api, ns: str) -> str:
+    """The replica that reconciles: the highest-priority peer among the running pods."""
+
+    def active() -> str | None:
+        running = {
+            p.metadata.name
+            for p in _operator_pods(core, ns)
+            if p.status.container_statuses and all(s.ready for s in p.status.container_statuses)
+        }
+        (peering,) = custom.list_namespaced_custom_object(
+            PEERING_GROUP, PEERING_VERSION, ns, PEERING_PLURAL
+        )["items"]
+        peers = {k: v for k, v in (peering.get("status") or {}).items() if k in running}
+        if len(peers) < 2:
+            return None
+        return str(max(peers, key=lambda pod: int(peers[pod].get("priority", 0))))
+
+    return wait_until("both replicas peered", active)
+
+
+def _burst(resources: Resources, prefix: str, count: int) -> list[str]:
+    names = [f"{prefix}-{i:02d}" for i in range(count)]
+    for name in names:
+        resources.create(AGD, docker_cr(name))
+    return names
+
+
+def _converged(
+    resources: Resources, emulator: InClusterEmulator, prefix: str, names: list[str]
+) -> None:
+    """Every resource of the burst Ready, exactly one deployment each on the control
+    plane (counted by name through its API); then the burst is deleted."""
+    wanted = set(names)
+    wait_until(
+        "every resource of the burst Ready",
+        lambda: (
+            all(is_ready(o) for o in resources.list_all(AGD) if o["metadata"]["name"] in wanted)
+            and len([o for o in resources.list_all(AGD) if o["metadata"]["name"] in wanted])
+            == len(names)
+        ),
+        within=300,
+    )
+    items = [o for o in resources.list_all(AGD) if o["metadata"]["name"] in wanted]
+    emulator.prefix = prefix
+    report = Report(prefix)
+    check_converged(report, emulator, names, items)
+    assert not report.violations, report.lines()
+    assert report.figures["duplicates found"] == 0
+    for name in names:
+        resources.delete(AGD, name)
+    wait_until(
+        "the burst deleted",
+        lambda: not [o for o in resources.list_all(AGD) if o["metadata"]["name"] in wanted],
+        within=180,
+    )
+
+
+def _in_flight(resources: Resources, names: list[str]) -> bool:
+    """Some of the burst have a deployment on the control plane, not all are Ready."""
+    items = [o for o in resources.list_all(AGD) if o["metadata"]["name"] in set(names)]
+    started = [o for o in items if (o.get("status") or {}).get("deploymentId")]
+    return bool(started) and not all(is_ready(o) for o in items)
+
+
+def test_operator_process_killed_mid_burst_is_restarted_by_the_kubelet(
+    helm_release: dict[str, str],
+    control_plane: InClusterEmulator,
+    k8s_api: client.ApiClient,
+    real_node_session: realnode.Session,
+) -> None:
+    """kill -9 of the active replica's main process (its containerd task) while a burst
+    of AgentDeployments is being reconciled: the kubelet restarts the container, the
+    replicas agree on an active one again, and the burst converges without duplicates."""
+    namespace = helm_release["namespace"]
+    core, custom = client.CoreV1Api(k8s_api), client.CustomObjectsApi(k8s_api)
+    resources = Resources(k8s_api, namespace)
+    active = _active_operator(custom, core, namespace)
+    before = core.read_namespaced_pod(active, namespace).status.container_statuses[0]
+    names = _burst(resources, "killed", 10)
+    wait_until("the burst in flight", lambda: _in_flight(resources, names))
+    session = real_node_session
+    container_id = before.container_id.split("://", 1)[1]
+    argv = images.ctr_argv(
+        session.holder_pid(), session.cluster.tools.bin_dir / "ctr", "tasks", "kill",
+        "--signal", "SIGKILL", container_id,
+    )  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+
+    def restarted() -> Any:
+        (status,) = core.read_namespaced_pod(active, namespace).status.container_statuses
+        return status.restart_count > before.restart_count and status.ready and status
+
+    after = wait_until("the kubelet to restart the operator's container", restarted)
+    assert after.last_state.terminated.exit_code == 137  # SIGKILL
+    _converged(resources, control_plane, "killed", names)
+
+
+def test_active_pod_deleted_mid_create_creates_nothing_twice(
+    helm_release: dict[str, str], control_plane: InClusterEmulator, k8s_api: client.ApiClient
+) -> None:
+    """The active replica's pod deleted (`kubectl delete pod`) while a burst is being
+    created on the control plane: the standby (or the Deployment's new pod) takes over,
+    and every resource is Ready with exactly one deployment."""
+    namespace = helm_release["namespace"]
+    core, custom = client.CoreV1Api(k8s_api), client.CustomObjectsApi(k8s_api)
+    apps = client.AppsV1Api(k8s_api)
+    resources = Resources(k8s_api, namespace)
+    active = _active_operator(custom, core, namespace)
+    names = _burst(resources, "deleted", 10)
+    wait_until("the burst in flight", lambda: _in_flight(resources, names))
+    core.delete_namespaced_pod(active, namespace)
+    _converged(resources, control_plane, "deleted", names)
+    wait_until(
+        "two operator replicas again, the deleted pod gone",
+        lambda: (
+            _available(apps, namespace)
+            and active not in {p.metadata.name for p in _operator_pods(core, namespace)}
+        ),
+    )

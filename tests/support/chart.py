@@ -214,11 +214,16 @@ def kustomize(directory: Path = MANIFESTS) -> list[Doc]:
 
 @contextlib.contextmanager
 def release(
-    cluster: Any, run_id: str, image: str, pull_policy: str = "IfNotPresent"
+    cluster: Any,
+    run_id: str,
+    image: str,
+    pull_policy: str = "IfNotPresent",
+    extra: Mapping[str, Any] | None = None,
 ) -> Iterator[dict[str, str]]:
     """The chart installed with the in-cluster emulator in a namespace of its own
     (`deployplane-e2e-<run_id>`), watching only that namespace; uninstalled, and its
-    namespace deleted, on exit. `cluster`: an E2ECluster (kubeconfig, admin())."""
+    namespace deleted, on exit. `cluster`: an E2ECluster (kubeconfig, admin());
+    `extra`: more top-level values (`--set-json key=value` each)."""
     from kubernetes import client
     from kubernetes.client.exceptions import ApiException
 
@@ -229,6 +234,7 @@ def release(
         f'watchNamespaces=["{namespace}"]',
         'emulator={"enabled": true}',
         f'image={{"repository": "{repository}", "tag": "{tag}", "pullPolicy": "{pull_policy}"}}',
+        *(f"{key}={json.dumps(value)}" for key, value in (extra or {}).items()),
     ]
     kubeconfig = str(cluster.kubeconfig)
     sets = [arg for value in values for arg in ("--set-json", value)]

@@ -78,6 +78,20 @@ def import_archives(holder: int, ctr: Path, archives: Sequence[Path]) -> list[st
     return names
 
 
+def tag(holder: int, ctr: Path, source: str, target: str) -> None:
+    """Give the imported image `source` the name `target` too (both fully qualified),
+    e.g. a stand-in for an image no registry here serves."""
+    done = subprocess.run(
+        ctr_argv(holder, ctr, "images", "tag", "--force", source, target),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise DevClusterError(f"ctr images tag {source} {target} failed: {done.stderr.strip()}")
+
+
 def list_images(holder: int, ctr: Path) -> list[str]:
     out = subprocess.run(
         ctr_argv(holder, ctr, "images", "list", "--quiet"),

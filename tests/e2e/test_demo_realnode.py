@@ -1,0 +1,87 @@
+"""`make demo REAL_NODE=1` (`deployplane demo up --real-node`): the README's demo on a real
+node, in the real-node tier. It starts its own dev cluster with the one real node of
+this machine, so the tier runs this module first, before `real_node_session` starts
+the tier's node (it asks for no cluster fixture).
+
+The examples Ready, the AgentDeployments DEPLOYED; the operator, emulator and listener
+agent are pods of the built image on the node, the example's workloads real containers
+in `agents`; `demo down` leaves no process behind and the host's network and mounts as
+they were.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+from tests.support import hostsnapshot, polling, realnode
+
+from deployplane import demo_realnode
+from deployplane.devcluster.cluster import attach
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(
+    realnode.skip_reason() is not None, reason=str(realnode.skip_reason())
+)
+
+
+def _demo(*args: str, state: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "DEPLOYPLANE_DEMO_DIR": str(state)}
+    argv = [sys.executable, "-m", "deployplane.cli", "demo", *args]
+    return subprocess.run(
+        argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def _processes_using(state: Path) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if str(state) in line]
+
+
+def test_demo_on_the_real_node_runs_the_servers_as_pods_and_down_cleans_up(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "demo"
+    before = hostsnapshot.snapshot(state / "cluster")
+    try:
+        up = _demo("up", "--real-node", "--timeout", "240", state=state, timeout=600)
+        assert up.returncode == 0, f"{up.stdout[-3000:]}{up.stderr[-3000:]}"
+        rows = json.loads(_demo("status", state=state, timeout=60).stdout)
+        assert len(rows) == 4, rows
+        assert all(r["ready"] == "True" for r in rows), rows
+        assert all(r["revision"] == "DEPLOYED" for r in rows if r["kind"] == "AgentDeployment")
+        _assert_pods_on_the_real_node(state)
+    finally:
+        down = _demo("down", state=state, timeout=300)
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert _processes_using(state) == []
+    assert hostsnapshot.snapshot(state / "cluster") == before
+
+
+def _assert_pods_on_the_real_node(state: Path) -> None:
+    cluster = attach(state / "cluster")
+    assert cluster is not None
+    with cluster.admin() as api:
+        core = client.CoreV1Api(api)
+        servers = core.list_namespaced_pod(demo_realnode.RELEASE_NAMESPACE).items
+        components = {p.metadata.labels["app.kubernetes.io/component"] for p in servers}
+        assert components == {"operator", "emulator", "listener-agent"}, components
+        workloads = core.list_namespaced_pod("agents").items
+        (example,) = demo_realnode.STAND_INS
+        images = {c.image for p in workloads for c in p.spec.containers}
+        assert images == {example, realnode.POSTGRES_IMAGE, realnode.REDIS_IMAGE}, images
+        for pod in [*servers, *workloads]:
+            assert pod.spec.node_name == "deployplane-node", pod.metadata.name
+        polling.wait_until(  # PostgreSQL's pod may still be starting: DEPLOYED needs not it
+            "every pod Running",
+            lambda: all(
+                p.status.phase == "Running"
+                for ns in (demo_realnode.RELEASE_NAMESPACE, "agents")
+                for p in core.list_namespaced_pod(ns).items
+            ),
+        )
