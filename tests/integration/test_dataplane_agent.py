@@ -164,6 +164,36 @@ async def test_an_image_that_cannot_be_pulled_fails_the_revision_with_the_reason
     )
 
 
+async def test_a_server_crashing_at_start_fails_with_its_last_log_lines(world: World) -> None:
+    deployment = await world.deploy()
+    await world.agent.round()
+    server = world.cluster.of_kind("Deployment")[0]
+    # the vendor's server may restart while its database starts: 3 restarts first
+    world.cluster.add_pod(server, waiting_reason="CrashLoopBackOff", restarts=2)
+    pod = f"{server['metadata']['name']}-pod"
+    world.cluster.logs[(pod, "agent-server")] = "\n".join(
+        [*(f"line {n}" for n in range(40)), "ImportError: No module named 'agent'"]
+    )
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOYING"
+    world.cluster.add_pod(server, waiting_reason="CrashLoopBackOff", restarts=3)
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOY_FAILED"
+    revision = deployment["latest_revision_id"]
+    logs = await world.api.post(
+        f"/v1/projects/{deployment['id']}/revisions/{revision}/deploy_logs",
+        json={"order": "asc"},
+    )
+    messages = [line["message"] for line in logs.json()["logs"]]
+    failed = (
+        "CrashLoopBackOff: container agent-server crashed at start 3 times (exit code 1, Error)"
+    )
+    assert f"rollout DEPLOY_FAILED: {failed}" in messages
+    # the server's own last words close the deploy log, as `langgraph deploy` prints it
+    assert messages[-1] == "agent-server log: ImportError: No module named 'agent'"
+    assert "agent-server log: line 11" in messages and "agent-server log: line 10" not in messages
+
+
 async def test_a_namespace_the_listener_does_not_have_fails_with_that_message(
     world: World,
 ) -> None:

@@ -28,6 +28,7 @@ from deployplane.api.dataplane import (
     ReportedStatus,
     RevisionReport,
     RevisionWork,
+    ServerRuntime,
 )
 from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
 from deployplane.controlplane.agents import check_listener, listener_of
@@ -56,6 +57,7 @@ __all__ = [
     "report_revision",
     "report_url",
     "revision_work",
+    "runtime_of",
 ]
 
 BUILT_IMAGE_REGISTRY = "registry.deployplane.local"
@@ -129,8 +131,16 @@ async def revision_work(
         status=RevisionStatus(row.status),
         image_uri=image,
         message=row.message,
+        runtime=runtime_of(Source(row.source)),
         secret_values=await read_secret_values(conn, deployment_id),
     )
+
+
+def runtime_of(source: Source) -> ServerRuntime:
+    """The server a revision's image runs: the emulator's remote build (internal_source)
+    makes images of the in-memory server (docs/dataplane.md, "Runtimes"); any other
+    image is the user's, built like the vendor's, so it gets the vendor's data plane."""
+    return ServerRuntime.INMEM if source is Source.INTERNAL_SOURCE else ServerRuntime.POSTGRES
 
 
 _BEFORE_BUILT = frozenset(

@@ -24,6 +24,7 @@ from deployplane.api.dataplane import (
     ReportLine,
     RevisionReport,
     RevisionWork,
+    ServerRuntime,
 )
 from deployplane.api.errors import ControlPlaneError
 from deployplane.api.models import Deployment, DeploymentStatus, Listener, Revision
@@ -257,8 +258,11 @@ class Agent:
                 database_password=password,
                 progress_deadline_seconds=self.settings.progress_deadline_seconds,
                 settings=self.settings.dataplane,
+                runtime=work.runtime,
             )
 
+        if work.runtime is ServerRuntime.INMEM:
+            return with_password("")  # no PostgreSQL, so no password to keep
         namespace = namespace_for(deployment, listener)
         secret = database_secret_name(deployment)
         return with_password(await database_password(self.cluster, namespace, secret))

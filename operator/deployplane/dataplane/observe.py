@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from deployplane.api.dataplane import ReportedDeploymentStatus, ReportedStatus
-from deployplane.dataplane.kube import Cluster
+from deployplane.dataplane.kube import Cluster, ClusterError
 from deployplane.dataplane.render import LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, SERVER, Rendered
 from deployplane.dataplane.rollout import (
     Verdict,
@@ -23,9 +23,13 @@ from deployplane.dataplane.rollout import (
 )
 from deployplane.dataplane.vendorparts import route_of
 
-__all__ = ["observe_rollout"]
+__all__ = ["CRASH_LOG_LINES", "observe_rollout"]
 
 Obj = dict[str, Any]
+
+# How many of a crashed server's last log lines go to the deploy logs (a report holds
+# 50 lines: the verdict, the pod states, then these, the server's last word last).
+CRASH_LOG_LINES = 30
 
 
 async def observe_rollout(
@@ -46,12 +50,31 @@ async def observe_rollout(
     db_status = (
         ReportedDeploymentStatus.READY if ready else ReportedDeploymentStatus.AWAITING_DATABASE
     )
-    verdict = rollout_verdict(current, pods, revision_id)
+    verdict = rollout_verdict(current, pods, revision_id, rendered.runtime)
     if verdict.status is ReportedStatus.DEPLOYED and route is not None:
         waiting = route_waiting(applied_route)
         if waiting is not None:
             verdict = Verdict(ReportedStatus.DEPLOYING, waiting)
-    return replace(verdict, lines=tuple(pod_states(pods))), db_status
+    log = await _crash_log(cluster, rendered.namespace, verdict.crashed)
+    return replace(verdict, lines=(*pod_states(pods), *log)), db_status
+
+
+async def _crash_log(
+    cluster: Cluster, namespace: str, crashed: tuple[str, str] | None
+) -> list[str]:
+    """The last lines the crashed container wrote (its previous run: the one that
+    exited), as the kubelet keeps them (the pods/log API), each naming its container."""
+    if crashed is None:
+        return []
+    pod, container = crashed
+    try:
+        text = await cluster.pod_log(namespace, pod, container, tail_lines=CRASH_LOG_LINES)
+    except ClusterError as exc:
+        return [f"{container} log: not readable ({exc})"]
+    lines = [line for line in text.splitlines() if line.strip()][-CRASH_LOG_LINES:]
+    if not lines:
+        return [f"{container} log: (empty)"]
+    return [f"{container} log: {line}" for line in lines]
 
 
 async def _read(cluster: Cluster, rendered: Obj | None, api_version: str, kind: str) -> Obj | None:
