@@ -191,7 +191,8 @@ async def test_a_server_crashing_at_start_fails_with_its_last_log_lines(world: W
     assert f"rollout DEPLOY_FAILED: {failed}" in messages
     # the server's own last words close the deploy log, as `langgraph deploy` prints it
     assert messages[-1] == "agent-server log: ImportError: No module named 'agent'"
-    assert "agent-server log: line 11" in messages and "agent-server log: line 10" not in messages
+    assert "agent-server log: line 11" in messages
+    assert "agent-server log: line 10" not in messages
 
 
 async def test_a_namespace_the_listener_does_not_have_fails_with_that_message(

@@ -14,6 +14,7 @@ import contextlib
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -54,10 +55,16 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
 
 async def serve_forever(
-    settings: Settings, *, sock: socket.socket, host: str, banner: list[str]
+    settings: Settings,
+    *,
+    sock: socket.socket,
+    host: str,
+    banner: list[str],
+    builtin_namespace: str | None = None,
 ) -> None:
     """Runs until interrupted on the bound `sock`; prints `banner` then the listening
-    line once started."""
+    line once started. With `builtin_namespace`, the built-in data plane runs beside
+    (`controlplane.builtin`); its failure to start stops the server."""
     # Imported here: every `deployplane ...` command loads this module, and the web stack
     # (FastAPI, SQLAlchemy, uvicorn) would add seconds to each of them.
     import uvicorn
@@ -92,6 +99,33 @@ async def serve_forever(
     for line in banner:
         print(line, flush=True)
     print(f"deployplane control plane listening on http://{host}:{bound_port}", flush=True)
+    if builtin_namespace is None:
+        await serving
+        return
+    await _with_builtin(settings, serving, server, f"http://{host}:{bound_port}", builtin_namespace)
+
+
+async def _with_builtin(
+    settings: Settings, serving: asyncio.Task[None], server: Any, url: str, namespace: str
+) -> None:
+    """Serves with the built-in data plane beside; a data plane that cannot start is
+    one line on stderr and the end of the server (exit 2)."""
+    from deployplane.controlplane.builtin import BuiltinError, run_builtin_dataplane
+
+    builtin = asyncio.create_task(run_builtin_dataplane(settings.config, url, namespace))
+    await asyncio.wait({serving, builtin}, return_when=asyncio.FIRST_COMPLETED)
+    if builtin.done() and not builtin.cancelled() and builtin.exception() is not None:
+        server.should_exit = True
+        await serving
+        error = builtin.exception()
+        assert error is not None
+        if isinstance(error, BuiltinError):
+            print(f"error: {error}", file=sys.stderr)
+            raise typer.Exit(2)
+        raise error
+    builtin.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await builtin
     await serving
 
 
@@ -182,10 +216,26 @@ def serve(
         help="Serve only the published contract: every emulator extension off "
         "(also the config key `strict: true`).",
     ),
+    builtin_dataplane: str | None = typer.Option(
+        None,
+        "--builtin-dataplane",
+        metavar="NAMESPACE",
+        envvar="DEPLOYPLANE_BUILTIN_DATAPLANE",
+        show_envvar=True,
+        help="Run the deployments that have no listener (cloud deployments, as "
+        "`langgraph deploy` makes) into NAMESPACE of the cluster of $KUBECONFIG: a "
+        "listener agent inside the emulator, one per workspace (docs/emulator.md).",
+    ),
 ) -> None:
     """Run the control-plane emulator."""
     from deployplane.controlplane.db import DatabaseUnavailable  # as in serve_forever
 
+    if builtin_dataplane is not None and strict:
+        print(
+            "error: --builtin-dataplane needs the data-plane extension: not with --strict",
+            file=sys.stderr,
+        )
+        raise typer.Exit(2)
     try:
         emulator_config, banner = _prepared(database, config, api_key, admin_key, strict=strict)
     except (ConfigError, DatabaseUnavailable) as exc:
@@ -198,4 +248,12 @@ def serve(
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(1) from None
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is the normal way to stop
-        asyncio.run(serve_forever(settings, sock=sock, host=host, banner=banner))
+        asyncio.run(
+            serve_forever(
+                settings,
+                sock=sock,
+                host=host,
+                banner=banner,
+                builtin_namespace=builtin_dataplane,
+            )
+        )

@@ -31,7 +31,7 @@ from deployplane.api.dataplane import (
     ServerRuntime,
 )
 from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
-from deployplane.controlplane.agents import check_listener, listener_of
+from deployplane.controlplane.agents import check_listener, runs_on
 from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import ConflictError
 from deployplane.controlplane.pipeline import (
@@ -96,7 +96,7 @@ async def _own_deployment(
     if conn.concurrent:
         query = query.with_for_update()
     row = await first_or_404(conn, query, deployment_not_found, deployment_id)
-    if listener_of(row.source_config) != listener_id:
+    if runs_on(row.source_config, workspace.id) != listener_id:
         raise _forbidden(deployment_id, listener_id)
     return row
 
