@@ -164,6 +164,20 @@ async def test_an_image_that_cannot_be_pulled_fails_the_revision_with_the_reason
     )
 
 
+async def test_deployed_waits_for_the_queue_and_redis_too(world: World) -> None:
+    deployment = await world.deploy()
+    await world.agent.round()
+    world.cluster.roll_out()
+    for other in world.cluster.of_kind("Deployment"):  # all but the server roll back
+        if other["metadata"]["labels"]["app.kubernetes.io/component"] != "agent-server":
+            other["status"] = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1}
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOYING"
+    world.cluster.roll_out()
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOYED"
+
+
 async def test_a_server_crashing_at_start_fails_with_its_last_log_lines(world: World) -> None:
     deployment = await world.deploy()
     await world.agent.round()

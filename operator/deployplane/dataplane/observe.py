@@ -16,6 +16,7 @@ from deployplane.dataplane.kube import Cluster, ClusterError
 from deployplane.dataplane.render import LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, SERVER, Rendered
 from deployplane.dataplane.rollout import (
     Verdict,
+    companions_verdict,
     database_ready,
     pod_states,
     rollout_verdict,
@@ -40,17 +41,24 @@ async def observe_rollout(
     server = _find(rendered.objects, "Deployment", SERVER)
     database = _find(rendered.objects, "StatefulSet", None)
     route = route_of(rendered.objects)
-    current, pods, statefulset, applied_route = await asyncio.gather(
-        _read(cluster, server, "apps/v1", "Deployment"),
-        _server_pods(cluster, rendered.namespace, server),
-        _read(cluster, database, "apps/v1", "StatefulSet"),
-        _read(cluster, route, *_type_of(route)),
+    # The queue workers and Redis, where the runtime has them (the in-memory one not).
+    others = [o for o in rendered.objects if o["kind"] == "Deployment" and o is not server]
+    (current, pods, statefulset, applied_route), companions = await asyncio.gather(
+        asyncio.gather(
+            _read(cluster, server, "apps/v1", "Deployment"),
+            _server_pods(cluster, rendered.namespace, server),
+            _read(cluster, database, "apps/v1", "StatefulSet"),
+            _read(cluster, route, *_type_of(route)),
+        ),
+        asyncio.gather(*(_read(cluster, other, "apps/v1", "Deployment") for other in others)),
     )
     ready = database is None or database_ready(statefulset)
     db_status = (
         ReportedDeploymentStatus.READY if ready else ReportedDeploymentStatus.AWAITING_DATABASE
     )
     verdict = rollout_verdict(current, pods, revision_id, rendered.runtime)
+    if verdict.status is ReportedStatus.DEPLOYED:
+        verdict = companions_verdict(companions) or verdict
     if verdict.status is ReportedStatus.DEPLOYED and route is not None:
         waiting = route_waiting(applied_route)
         if waiting is not None:
