@@ -116,7 +116,9 @@ def _stop_pidfile(name: str) -> None:
     pidfile.unlink(missing_ok=True)
 
 
-def _start_emulator() -> str:
+def _start_emulator(cluster: DevCluster) -> str:
+    """The emulator, with its built-in data plane running the deployments that have no
+    listener (`langgraph deploy`'s) in the agents' namespace of the demo's cluster."""
     config = _repo_file("examples/controlplane.yaml")
     proc = _spawn(
         "emulator",
@@ -129,7 +131,10 @@ def _start_emulator() -> str:
             str(config),
             "--database",
             f"sqlite+aiosqlite:///{STATE.resolve()}/controlplane.db",
+            "--builtin-dataplane",
+            AGENTS_NAMESPACE,
         ),
+        env={"KUBECONFIG": str(cluster.kubeconfig)},
     )
     assert proc.stdout is not None
     deadline = time.monotonic() + 60
@@ -267,7 +272,7 @@ def up(
             cluster = DevCluster(STATE / "cluster", detached=True, workloads=True).start()
         console.print(f"[green]✓[/green] Kubernetes API at {cluster.server}")
         with console.status("starting the control-plane emulator..."):
-            url = _start_emulator()
+            url = _start_emulator(cluster)
         console.print(f"[green]✓[/green] control-plane emulator at {url}")
         with console.status("applying CRDs and examples/..."), cluster.admin() as api:
             _apply_examples(api, frozenset({"Secret", "ControlPlaneConnection", "Listener"}), url)
