@@ -186,7 +186,11 @@ async def test_a_server_crashing_at_start_fails_with_its_last_log_lines(world: W
     world.cluster.add_pod(server, waiting_reason="CrashLoopBackOff", restarts=2)
     pod = f"{server['metadata']['name']}-pod"
     world.cluster.logs[(pod, "agent-server")] = "\n".join(
-        [*(f"line {n}" for n in range(40)), "ImportError: No module named 'agent'"]
+        [
+            *(f"line {n}" for n in range(40)),
+            "\x1b[2m2026-11-27T04:01:57Z\x1b[0m [\x1b[31m\x1b[1merror    \x1b[0m] startup failed",
+            "ImportError: No module named 'agent'",
+        ]
     )
     await world.agent.round()
     assert await world.revision_status(deployment) == "DEPLOYING"
@@ -205,8 +209,10 @@ async def test_a_server_crashing_at_start_fails_with_its_last_log_lines(world: W
     assert f"rollout DEPLOY_FAILED: {failed}" in messages
     # the server's own last words close the deploy log, as `langgraph deploy` prints it
     assert messages[-1] == "agent-server log: ImportError: No module named 'agent'"
-    assert "agent-server log: line 11" in messages
-    assert "agent-server log: line 10" not in messages
+    # the server's terminal colours are gone: a deploy log line is plain text
+    assert "agent-server log: 2026-11-27T04:01:57Z [error    ] startup failed" in messages
+    assert "agent-server log: line 12" in messages
+    assert "agent-server log: line 11" not in messages
 
 
 async def test_a_namespace_the_listener_does_not_have_fails_with_that_message(

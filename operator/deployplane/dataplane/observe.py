@@ -7,6 +7,7 @@ database's StatefulSet, the route) and `rollout` (pure) says what it means.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -31,6 +32,9 @@ Obj = dict[str, Any]
 # How many of a crashed server's last log lines go to the deploy logs (a report holds
 # 50 lines: the verdict, the pod states, then these, the server's last word last).
 CRASH_LOG_LINES = 30
+# Terminal colour and cursor sequences (the server's structlog colours its lines even
+# into a pipe), and other control characters but tab: a deploy log line is plain text.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f]")
 
 
 async def observe_rollout(
@@ -79,7 +83,8 @@ async def _crash_log(
         text = await cluster.pod_log(namespace, pod, container, tail_lines=CRASH_LOG_LINES)
     except ClusterError as exc:
         return [f"{container} log: not readable ({exc})"]
-    lines = [line for line in text.splitlines() if line.strip()][-CRASH_LOG_LINES:]
+    plain = _ANSI.sub("", text)
+    lines = [line for line in plain.splitlines() if line.strip()][-CRASH_LOG_LINES:]
     if not lines:
         return [f"{container} log: (empty)"]
     return [f"{container} log: {line}" for line in lines]
