@@ -26,6 +26,7 @@ __all__ = [
     "heartbeat",
     "listener_of",
     "live_listeners",
+    "runner_of",
     "runs_on",
 ]
 
@@ -52,6 +53,11 @@ def listener_of(source_config: dict[str, Any] | None) -> uuid.UUID | None:
 def runs_on(source_config: dict[str, Any] | None, workspace_id: uuid.UUID) -> uuid.UUID:
     """Whose agent runs a deployment: its listener's, else the built-in data plane's."""
     return listener_of(source_config) or builtin_listener_id(workspace_id)
+
+
+def runner_of(row: Any) -> uuid.UUID:
+    """`runs_on` of a deployment row (its `source_config` and `workspace_id`)."""
+    return runs_on(row.source_config, row.workspace_id)
 
 
 async def check_listener(conn: DbConn, workspace: WorkspaceConfig, listener_id: uuid.UUID) -> None:

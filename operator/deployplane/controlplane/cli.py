@@ -180,6 +180,18 @@ def _prepared(
     return emulator_config, banner
 
 
+_BUILTIN_DATAPLANE = typer.Option(
+    None,
+    "--builtin-dataplane",
+    metavar="NAMESPACE",
+    envvar="DEPLOYPLANE_BUILTIN_DATAPLANE",
+    show_envvar=True,
+    help="Run the deployments that have no listener (cloud deployments, as "
+    "`langgraph deploy` makes) into NAMESPACE of the cluster of $KUBECONFIG: a "
+    "listener agent inside the emulator, one per workspace (docs/emulator.md).",
+)
+
+
 @app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
@@ -216,27 +228,14 @@ def serve(
         help="Serve only the published contract: every emulator extension off "
         "(also the config key `strict: true`).",
     ),
-    builtin_dataplane: str | None = typer.Option(
-        None,
-        "--builtin-dataplane",
-        metavar="NAMESPACE",
-        envvar="DEPLOYPLANE_BUILTIN_DATAPLANE",
-        show_envvar=True,
-        help="Run the deployments that have no listener (cloud deployments, as "
-        "`langgraph deploy` makes) into NAMESPACE of the cluster of $KUBECONFIG: a "
-        "listener agent inside the emulator, one per workspace (docs/emulator.md).",
-    ),
+    builtin_dataplane: str | None = _BUILTIN_DATAPLANE,
 ) -> None:
     """Run the control-plane emulator."""
     from deployplane.controlplane.db import DatabaseUnavailable  # as in serve_forever
 
-    if builtin_dataplane is not None and strict:
-        print(
-            "error: --builtin-dataplane needs the data-plane extension: not with --strict",
-            file=sys.stderr,
-        )
-        raise typer.Exit(2)
     try:
+        if builtin_dataplane is not None and strict:
+            raise ConfigError("--builtin-dataplane needs the data-plane extension: not --strict")
         emulator_config, banner = _prepared(database, config, api_key, admin_key, strict=strict)
     except (ConfigError, DatabaseUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -247,13 +246,8 @@ def serve(
     except CannotListen as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(1) from None
+    forever = serve_forever(
+        settings, sock=sock, host=host, banner=banner, builtin_namespace=builtin_dataplane
+    )
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is the normal way to stop
-        asyncio.run(
-            serve_forever(
-                settings,
-                sock=sock,
-                host=host,
-                banner=banner,
-                builtin_namespace=builtin_dataplane,
-            )
-        )
+        asyncio.run(forever)

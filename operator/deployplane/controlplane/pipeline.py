@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import bindparam, case, delete, func, insert, select, update
 
 from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
-from deployplane.controlplane.agents import AGENT_TTL_SECONDS, live_listeners, runs_on
+from deployplane.controlplane.agents import AGENT_TTL_SECONDS, live_listeners, runner_of
 from deployplane.controlplane.db import Database, DbConn
 from deployplane.controlplane.settings import PipelineConfig
 from deployplane.controlplane.stages import entered
@@ -359,11 +359,7 @@ async def _hand_off(conn: DbConn, due: Sequence[Any], now: float) -> list[Any]:
     (docs/dataplane.md), and the re-render of a deployed one (`store.patch`, which has its
     row already): they leave the timers and wait for the agent's reports. Returns the rows
     the timers still move (a DEPLOYED one: the simulated re-render)."""
-    waiting = [
-        (row, runs_on(row.source_config, row.workspace_id))
-        for row in due
-        if row.status in _HANDED_OFF
-    ]
+    waiting = [(row, runner_of(row)) for row in due if row.status in _HANDED_OFF]
     live = await live_listeners(conn, (lid for _, lid in waiting), now)
     handed = {row.id: lid for row, lid in waiting if lid in live}
     if not handed:
@@ -392,7 +388,7 @@ async def _due_deletions(conn: DbConn, now: float) -> list[Any]:
             .with_for_update(skip_locked=True)
         )
     ).all()
-    on_listener = {row.id: runs_on(row.source_config, row.workspace_id) for row in rows}
+    on_listener = {row.id: runner_of(row) for row in rows}
     live = await live_listeners(conn, on_listener.values(), now)
     waiting = [did for did, lid in on_listener.items() if lid in live]
     if waiting:
