@@ -122,20 +122,14 @@ def render(
         deployment, revision, listener, image, progress_deadline_seconds, settings, runtime
     )
     env = secrets.app_env(deployment, ctx)
-    backing_services: list[Obj] = (
-        []
-        if ctx.in_memory
-        else [
-            secrets.db_secret(ctx, database_password),
-            *workload.queue(ctx, env),
-            *backing.redis(ctx),
-            *backing.database(ctx),
-        ]
-    )
+    vendor = not ctx.in_memory  # the vendor's server: its database, queue and Redis too
     objects: list[Obj] = [
         secrets.user_secrets(ctx, deployment, secret_values),
+        *([secrets.db_secret(ctx, database_password)] if vendor else []),
         *workload.server(ctx, env),
-        *backing_services,
+        *(workload.queue(ctx, env) if vendor else []),
+        *(backing.redis(ctx) if vendor else []),
+        *(backing.database(ctx) if vendor else []),
         *routing.route(ctx),
         *network.network_policy(ctx),
     ]
