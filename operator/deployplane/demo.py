@@ -12,7 +12,6 @@ Everything keeps running in the background afterwards (`down` stops it). Ctrl-C 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import os
 import shlex
@@ -29,12 +28,9 @@ import yaml
 from kubernetes import client
 from rich.console import Console
 from rich.live import Live
-from rich.table import Table
 
-from deployplane import demo_realnode
+from deployplane import demo_realnode, demo_table
 from deployplane.api.connection import ENV_API_KEY, ENV_URL
-from deployplane.commands.output import FitColumn, fitted_table
-from deployplane.crd.specs import GROUP, VERSION
 from deployplane.devcluster.cluster import DevCluster, DevClusterError, attach
 from deployplane.devcluster.manifests import Applier
 from deployplane.devcluster.tools import ToolsNotFound
@@ -46,11 +42,6 @@ STATE = Path(os.environ.get("DEPLOYPLANE_DEMO_DIR", ".deployplane/demo"))
 NAMESPACE = "demo"
 DEMO_API_KEY = "demo-key-not-secret"  # matches examples/controlplane.yaml; local only
 TENANT = "11111111-1111-1111-1111-111111111111"
-KINDS = (
-    ("ControlPlaneConnection", "controlplaneconnections"),
-    ("Listener", "listeners"),
-    ("AgentDeployment", "agentdeployments"),
-)
 # The example Listener (examples/listener.yaml) and its namespace, where its agent
 # deploys: `kubectl get deploy,pods -n agents` shows the example agents running.
 LISTENER = "dev-cluster"
@@ -118,7 +109,9 @@ def _stop_pidfile(name: str) -> None:
     pidfile.unlink(missing_ok=True)
 
 
-def _start_emulator() -> str:
+def _start_emulator(cluster: DevCluster) -> str:
+    """The emulator, with its built-in data plane running the deployments that have no
+    listener (`langgraph deploy`'s) in the agents' namespace of the demo's cluster."""
     config = _repo_file("examples/controlplane.yaml")
     proc = _spawn(
         "emulator",
@@ -131,7 +124,10 @@ def _start_emulator() -> str:
             str(config),
             "--database",
             f"sqlite+aiosqlite:///{STATE.resolve()}/controlplane.db",
+            "--builtin-dataplane",
+            AGENTS_NAMESPACE,
         ),
+        env={"KUBECONFIG": str(cluster.kubeconfig)},
     )
     assert proc.stdout is not None
     deadline = time.monotonic() + 60
@@ -187,70 +183,6 @@ def _apply_examples(
     applier.apply([d for d in docs if d.get("kind") in kinds], namespace=NAMESPACE)
 
 
-def _rows(api: client.ApiClient) -> list[dict[str, Any]]:
-    custom = client.CustomObjectsApi(api)
-    rows = []
-    for kind, plural in KINDS:
-        for obj in custom.list_namespaced_custom_object(GROUP, VERSION, NAMESPACE, plural)["items"]:
-            status = obj.get("status") or {}
-            conds = {c["type"]: c for c in status.get("conditions", [])}
-            created = dt.datetime.fromisoformat(obj["metadata"]["creationTimestamp"])
-            ready = conds.get("Ready", {})
-            until = (
-                dt.datetime.fromisoformat(ready["lastTransitionTime"])
-                if ready.get("status") == "True"
-                else dt.datetime.now(dt.UTC)
-            )
-            rows.append(
-                {
-                    "elapsed": f"{(until - created).total_seconds():.0f}s",
-                    "kind": kind,
-                    "name": obj["metadata"]["name"],
-                    "ready": conds.get("Ready", {}).get("status", "-"),
-                    "synced": conds.get("Synced", {}).get("status", "-"),
-                    "revision": (status.get("revision") or {}).get("status", "-"),
-                    "id": status.get("deploymentId")
-                    or status.get("listenerId")
-                    or status.get("url")
-                    or "-",
-                }
-            )
-    return rows
-
-
-# Fits 80 columns with long names: kinds by their kubectl short names, then the id folds,
-# then SYNCED and ELAPSED go; a name is never cut.
-_SHORT_KIND = {"AgentDeployment": "agd", "Listener": "dpl", "ControlPlaneConnection": "dpconn"}
-_COLUMNS = (
-    ("kind", FitColumn("KIND")),
-    ("name", FitColumn("NAME")),
-    ("ready", FitColumn("READY")),
-    ("synced", FitColumn("SYNCED", drop=2)),
-    ("revision", FitColumn("REVISION")),
-    ("elapsed", FitColumn("ELAPSED", drop=3)),
-    ("id", FitColumn("ID", drop=1, fold=True)),
-)
-
-
-def _table(rows: list[dict[str, Any]], elapsed: float, width: int) -> Table:
-    cells = [
-        [
-            _SHORT_KIND.get(str(row[key]), str(row[key])) if key == "kind" else str(row[key])
-            for key, _ in _COLUMNS
-        ]
-        for row in rows
-    ]
-    styles = ["green" if row["ready"] == "True" else "yellow" for row in rows]
-    table, _ = fitted_table(
-        [column for _, column in _COLUMNS],
-        cells,
-        width,
-        row_styles=styles,
-        title=f"deployplane demo: namespace {NAMESPACE} ({elapsed:.0f}s)",
-    )
-    return table
-
-
 # --------------------------------------------------------------------- commands
 
 
@@ -297,7 +229,7 @@ def _start_local() -> DevCluster:
         cluster = DevCluster(STATE / "cluster", detached=True, workloads=True).start()
     console.print(f"[green]✓[/green] Kubernetes API at {cluster.server}")
     with console.status("starting the control-plane emulator..."):
-        url = _start_emulator()
+        url = _start_emulator(cluster)
     console.print(f"[green]✓[/green] control-plane emulator at {url}")
     with console.status("applying CRDs and examples/..."), cluster.admin() as api:
         _apply_examples(api, frozenset({"Secret", "ControlPlaneConnection", "Listener"}), url)
@@ -341,8 +273,10 @@ def _watch(cluster: DevCluster, timeout: float, started: float) -> bool:
     deadline = time.monotonic() + timeout
     with cluster.admin() as api, Live(console=console, refresh_per_second=4) as live:
         while True:
-            rows = _rows(api)
-            live.update(_table(rows, time.monotonic() - started, console.width))
+            rows = demo_table.rows(api, NAMESPACE)
+            live.update(
+                demo_table.table(rows, NAMESPACE, time.monotonic() - started, console.width)
+            )
             if rows and all(r["ready"] == "True" for r in rows):
                 return True
             if time.monotonic() > deadline:
@@ -397,4 +331,4 @@ def status() -> None:
         console.print("no demo is running")
         raise typer.Exit(1)
     with cluster.admin() as api:
-        print(json.dumps(_rows(api), indent=2))
+        print(json.dumps(demo_table.rows(api, NAMESPACE), indent=2))

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
@@ -94,6 +94,8 @@ class Emulator:
     # 0 picks a free port; a restart (start() again) reuses the port it got, so an
     # operator configured with the URL reaches the restarted emulator.
     port: int = 0
+    args: tuple[str, ...] = ()  # more `serve` options (e.g. --builtin-dataplane NAMESPACE)
+    env: dict[str, str] = field(default_factory=dict)  # more environment (e.g. KUBECONFIG)
 
     @property
     def log_path(self) -> Path:
@@ -117,12 +119,13 @@ class Emulator:
                 "--config",
                 str(config),
                 *(["--strict"] if self.strict else []),
+                *self.args,
             ],
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
             start_new_session=True,
-            env={**os.environ, "DEPLOYPLANE_DATABASE_URL": database},
+            env={**os.environ, **self.env, "DEPLOYPLANE_DATABASE_URL": database},
         )
         assert self.process.stdout is not None
         deadline = time.monotonic() + 60

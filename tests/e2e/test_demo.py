@@ -79,6 +79,17 @@ def _assert_example_agent_runs_in_agents(state: Path) -> None:
         assert len(servers) == 1, [d.metadata.name for d in deployments]
         (server,) = servers
         assert server.status.available_replicas == server.spec.replicas
+        # The git example has no listener: the emulator's built-in data plane runs it.
+        cloud = [
+            d
+            for d in deployments
+            if d.metadata.name.startswith("support-bot-")
+            and not d.metadata.name.startswith("support-bot-docker-")
+            and d.metadata.labels.get("app.kubernetes.io/component") == "agent-server"
+        ]
+        assert len(cloud) == 1, [d.metadata.name for d in deployments]
+        listener_label = "deployplane.io/listener-id"
+        assert cloud[0].metadata.labels[listener_label] != server.metadata.labels[listener_label]
         pods = client.CoreV1Api(api).list_namespaced_pod("agents").items
         assert any(p.status.phase == "Running" for p in pods)
 

@@ -335,3 +335,33 @@ def test_the_dev_key_is_kept_in_a_postgresql_database_too(
         key = first.removeprefix(KEY_LINE)
         assert httpx.get(f"{url}/v2/listeners", headers={"X-Api-Key": key}).status_code == 200
     assert not (tmp_path / ".deployplane").exists()
+
+
+def _serve_once(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "deployplane.cli", "controlplane", "serve", "--port", "0", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**_inherited_env(), **env},
+        timeout=60,
+    )
+
+
+def test_the_builtin_data_plane_needs_the_extension_and_a_cluster(tmp_path: Path) -> None:
+    strict = _serve_once("--strict", "--builtin-dataplane", "agents", cwd=tmp_path, env={})
+    assert strict.returncode == 2
+    assert strict.stderr.strip() == (
+        "error: --builtin-dataplane needs the data-plane extension: not --strict"
+    )
+    # no cluster configuration: the server started, then stops with one line, exit 2
+    no_cluster = _serve_once(
+        "--builtin-dataplane",
+        "agents",
+        cwd=tmp_path,
+        env={"KUBECONFIG": str(tmp_path / "absent"), "HOME": str(tmp_path)},
+    )
+    assert no_cluster.returncode == 2, no_cluster.stderr
+    assert no_cluster.stderr.strip().splitlines()[-1] == (
+        "error: --builtin-dataplane needs a cluster: set KUBECONFIG, or run in a pod"
+    )

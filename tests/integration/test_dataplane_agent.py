@@ -164,6 +164,57 @@ async def test_an_image_that_cannot_be_pulled_fails_the_revision_with_the_reason
     )
 
 
+async def test_deployed_waits_for_the_queue_and_redis_too(world: World) -> None:
+    deployment = await world.deploy()
+    await world.agent.round()
+    world.cluster.roll_out()
+    for other in world.cluster.of_kind("Deployment"):  # all but the server roll back
+        if other["metadata"]["labels"]["app.kubernetes.io/component"] != "agent-server":
+            other["status"] = {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1}
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOYING"
+    world.cluster.roll_out()
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOYED"
+
+
+async def test_a_server_crashing_at_start_fails_with_its_last_log_lines(world: World) -> None:
+    deployment = await world.deploy()
+    await world.agent.round()
+    server = world.cluster.of_kind("Deployment")[0]
+    # the vendor's server may restart while its database starts: 3 restarts first
+    world.cluster.add_pod(server, waiting_reason="CrashLoopBackOff", restarts=2)
+    pod = f"{server['metadata']['name']}-pod"
+    world.cluster.logs[(pod, "agent-server")] = "\n".join(
+        [
+            *(f"line {n}" for n in range(40)),
+            "\x1b[2m2026-11-27T04:01:57Z\x1b[0m [\x1b[31m\x1b[1merror    \x1b[0m] startup failed",
+            "ImportError: No module named 'agent'",
+        ]
+    )
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOYING"
+    world.cluster.add_pod(server, waiting_reason="CrashLoopBackOff", restarts=3)
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOY_FAILED"
+    revision = deployment["latest_revision_id"]
+    logs = await world.api.post(
+        f"/v1/projects/{deployment['id']}/revisions/{revision}/deploy_logs",
+        json={"order": "asc"},
+    )
+    messages = [line["message"] for line in logs.json()["logs"]]
+    failed = (
+        "CrashLoopBackOff: container agent-server crashed at start 3 times (exit code 1, Error)"
+    )
+    assert f"rollout DEPLOY_FAILED: {failed}" in messages
+    # the server's own last words close the deploy log, as `langgraph deploy` prints it
+    assert messages[-1] == "agent-server log: ImportError: No module named 'agent'"
+    # the server's terminal colours are gone: a deploy log line is plain text
+    assert "agent-server log: 2026-11-27T04:01:57Z [error    ] startup failed" in messages
+    assert "agent-server log: line 12" in messages
+    assert "agent-server log: line 11" not in messages
+
+
 async def test_a_namespace_the_listener_does_not_have_fails_with_that_message(
     world: World,
 ) -> None:

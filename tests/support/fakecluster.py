@@ -34,6 +34,7 @@ class FakeCluster:
         self.writes = 0
         self.fail_on_apply: int | None = None  # 1-based index of the apply that dies
         self.unserved: set[str] = set()  # kinds whose CRD is "not installed"
+        self.logs: dict[tuple[str, str], str] = {}  # (pod, container) -> its last run's log
 
     def _key(self, kind: str, namespace: str, name: str) -> Key:
         return (kind, namespace, name)
@@ -98,6 +99,11 @@ class FakeCluster:
     async def served(self, api_version: str, kind: str) -> bool:
         return kind not in self.unserved
 
+    async def pod_log(self, namespace: str, pod: str, container: str, *, tail_lines: int) -> str:
+        if ("Pod", namespace, pod) not in self.objects:
+            raise ClusterError(f"pods {pod} not found", status=404)
+        return "\n".join(self.logs.get((pod, container), "").splitlines()[-tail_lines:])
+
     # ------------------------------------------------------------------ the world
 
     def of_kind(self, kind: str) -> Objs:
@@ -124,8 +130,9 @@ class FakeCluster:
                 "readyReplicas": replicas if ready_database else 0,
             }
 
-    def add_pod(self, deployment: Obj, *, waiting_reason: str) -> None:
-        """A pod of `deployment`'s current template stuck in `waiting_reason`."""
+    def add_pod(self, deployment: Obj, *, waiting_reason: str, restarts: int = 0) -> None:
+        """A pod of `deployment`'s current template stuck in `waiting_reason` (after
+        `restarts` restarts of its container, which last exited with code 1)."""
         template = deployment["spec"]["template"]
         namespace = deployment["metadata"]["namespace"]
         name = f"{deployment['metadata']['name']}-pod"
@@ -142,7 +149,15 @@ class FakeCluster:
             },
             "status": {
                 "containerStatuses": [
-                    {"image": image, "state": {"waiting": {"reason": waiting_reason}}}
+                    {
+                        "name": template["spec"]["containers"][0]["name"],
+                        "image": image,
+                        "restartCount": restarts,
+                        "state": {"waiting": {"reason": waiting_reason}},
+                        "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}
+                        if restarts
+                        else {},
+                    }
                 ]
             },
         }

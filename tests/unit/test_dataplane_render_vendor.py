@@ -20,6 +20,7 @@ from tests.unit.test_dataplane_render import (
     make_revision,
 )
 
+from deployplane.api.dataplane import ServerRuntime
 from deployplane.dataplane.render import (
     ANNOTATION_ROUTE,
     Autoscaler,
@@ -38,7 +39,11 @@ from deployplane.dataplane.render.settings import from_env
 GATEWAY = {"gateway_name": "public", "gateway_namespace": "infra"}
 
 
-def rendered_with(resource_spec: dict[str, Any] | None = None, **settings: Any) -> Rendered:
+def rendered_with(
+    resource_spec: dict[str, Any] | None = None,
+    runtime: ServerRuntime = ServerRuntime.POSTGRES,
+    **settings: Any,
+) -> Rendered:
     return render(
         make_deployment(resource_spec),
         make_revision(),
@@ -48,6 +53,7 @@ def rendered_with(resource_spec: dict[str, Any] | None = None, **settings: Any) 
         database_password=PASSWORD,
         progress_deadline_seconds=300,
         settings=DataPlaneSettings(**settings),
+        runtime=runtime,
     )
 
 
@@ -321,15 +327,17 @@ def test_docs_table_of_objects_is_the_renderer() -> None:
     rendered: set[tuple[str, str]] = set()
     every: set[tuple[str, str]] | None = None
     combinations = [
-        (spec, autoscaler, routing, network_policy)
+        (spec, autoscaler, routing, network_policy, runtime)
         for spec in ({"max_scale": 3, "queue_max_scale": 3}, {})
         for autoscaler in Autoscaler
         for routing in Routing
         for network_policy in (True, False)
+        for runtime in ServerRuntime
     ]
-    for spec, autoscaler, routing, network_policy in combinations:
+    for spec, autoscaler, routing, network_policy, runtime in combinations:
         result = rendered_with(
             spec,
+            runtime,
             autoscaler=autoscaler,
             routing=routing,
             host="a.example.com",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from deployplane.demo import _table
+from deployplane.demo_table import table
 
 NAMES = [
     "customer-support-assistant-for-emea-region-v2",
@@ -26,7 +26,7 @@ def _row(kind: str, name: str, ready: str) -> dict[str, str]:
 
 def render(rows: list[dict[str, str]], width: int) -> list[str]:
     console = Console(width=width, record=True, color_system=None)
-    console.print(_table(rows, 42.0, console.width))
+    console.print(table(rows, "demo", 42.0, console.width))
     return console.export_text().rstrip("\n").splitlines()
 
 

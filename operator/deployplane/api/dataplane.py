@@ -20,6 +20,7 @@ __all__ = [
     "RevisionReport",
     "RevisionWork",
     "RouteReport",
+    "ServerRuntime",
 ]
 
 
@@ -62,6 +63,20 @@ class RevisionReport(ApiModel):
     log_lines: list[ReportLine] = Field(default_factory=list, max_length=50)
 
 
+class ServerRuntime(StrEnum):
+    """Which server the revision's image runs, so the agent renders what it needs.
+
+    `postgres`: the vendor's production server (queue workers, PostgreSQL, Redis),
+    what an image of `langgraph build` runs and the default for any image the control
+    plane did not build. `inmem`: `langgraph-runtime-inmem`, the server of
+    `langgraph dev` (runs and threads in the server's memory): one server pod, nothing
+    beside it. The emulator's remote build (internal_source) makes `inmem` images.
+    """
+
+    POSTGRES = "postgres"
+    INMEM = "inmem"
+
+
 class RevisionWork(ApiModel):
     """What an agent needs beyond the published Revision: the image to run."""
 
@@ -69,6 +84,8 @@ class RevisionWork(ApiModel):
     status: RevisionStatus
     image_uri: str | None
     message: str | None = None
+    # Which server the image runs; an answer without it means the vendor's (postgres).
+    runtime: ServerRuntime = ServerRuntime.POSTGRES
     # The values of the deployment's secrets, which the published API never returns.
     secret_values: dict[str, str] = Field(default_factory=dict, repr=False)
 

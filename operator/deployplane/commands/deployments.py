@@ -1,9 +1,10 @@
-"""`deployplane deployments list|get|create|update|delete|wait`: every deployment
-command (get, create and update are made by `edit.commands.add_editing`; `logs` is in
-`logs`)."""
+"""`deployplane deployments list|get|create|update|delete|wait|port-forward`: every
+deployment command (get, create and update are made by `edit.commands.add_editing`;
+`logs` is in `logs`; port-forward's workings in `portforward`)."""
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any
 
 import typer
@@ -11,7 +12,7 @@ from rich.console import Console
 
 from deployplane.api import models
 from deployplane.api.client import ControlPlaneClient
-from deployplane.commands import resolve
+from deployplane.commands import portforward, resolve
 from deployplane.commands.common import (
     DEPLOYMENT_REF,
     LimitOption,
@@ -30,7 +31,7 @@ from deployplane.commands.edit.commands import add_editing
 from deployplane.commands.output import HeadersOption, Output, OutputOption, print_many
 from deployplane.commands.waiting import follow_revision, wait_deleted
 
-__all__ = ["delete_deployment", "list_deployments", "wait_deployment"]
+__all__ = ["delete_deployment", "list_deployments", "port_forward", "wait_deployment"]
 
 
 # -------------------------------------------------------------------- deployments
@@ -173,3 +174,52 @@ def wait_deployment(
         )
 
     print_final(call(action), output)
+
+
+@command(deployments, "port-forward")
+def port_forward(
+    ref: Annotated[str, typer.Argument(help=DEPLOYMENT_REF, metavar="DEPLOYMENT")],
+    local_port: Annotated[
+        int,
+        typer.Argument(
+            min=1, max=65535, metavar="LOCAL_PORT", help="Port on 127.0.0.1 to listen on."
+        ),
+    ],
+    namespace: Annotated[
+        str | None,
+        typer.Option(
+            "--namespace",
+            "-n",
+            help="Namespace the deployment runs in (default: its listener_config's, else "
+            "its listener's first; without a listener: looked up in every namespace).",
+        ),
+    ] = None,
+    kubeconfig: Annotated[
+        str | None,
+        typer.Option(
+            "--kubeconfig",
+            envvar="KUBECONFIG",
+            show_envvar=True,
+            help="Kubeconfig of the cluster the deployment runs on (default: kubectl's).",
+        ),
+    ] = None,
+) -> None:
+    """Reach a deployment's agent server on 127.0.0.1:LOCAL_PORT until Ctrl-C.
+
+    A real port-forward through the kubelet: `kubectl port-forward` of its
+    agent-server Service. Prints one line once listening; then try
+    `curl http://127.0.0.1:LOCAL_PORT/ok`. kubectl comes from
+    $DEPLOYPLANE_TOOLS_BIN, else PATH, else the dev cluster's tool cache.
+    """
+    target = call(lambda client: portforward.target_of(client, ref, namespace))
+    try:
+        kubectl = portforward.find_kubectl(os.environ)
+        where, service = portforward.find_service(kubectl, target, kubeconfig)
+        argv = portforward.forward_argv(kubectl, where, service, local_port, kubeconfig)
+        announce = (
+            f"forwarding http://127.0.0.1:{local_port} -> deployment {target.name} "
+            f"({where}/service/{service}:{portforward.SERVER_PORT}); Ctrl-C to stop"
+        )
+        portforward.run_forward(argv, announce)
+    except portforward.ForwardError as exc:
+        fail(f"port-forward: {exc}", ExitCode.API_ERROR)

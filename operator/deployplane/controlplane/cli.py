@@ -14,6 +14,7 @@ import contextlib
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -55,10 +56,16 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
 
 async def serve_forever(
-    settings: Settings, *, sock: socket.socket, host: str, banner: list[str]
+    settings: Settings,
+    *,
+    sock: socket.socket,
+    host: str,
+    banner: list[str],
+    builtin_namespace: str | None = None,
 ) -> None:
     """Runs until interrupted on the bound `sock`; prints `banner` then the listening
-    line once started."""
+    line once started. With `builtin_namespace`, the built-in data plane runs beside
+    (`controlplane.builtin`); its failure to start stops the server."""
     # Imported here: every `deployplane ...` command loads this module, and the web stack
     # (FastAPI, SQLAlchemy, uvicorn) would add seconds to each of them.
     import uvicorn
@@ -93,6 +100,33 @@ async def serve_forever(
     for line in banner:
         print(line, flush=True)
     print(f"deployplane control plane listening on http://{host}:{bound_port}", flush=True)
+    if builtin_namespace is None:
+        await serving
+        return
+    await _with_builtin(settings, serving, server, f"http://{host}:{bound_port}", builtin_namespace)
+
+
+async def _with_builtin(
+    settings: Settings, serving: asyncio.Task[None], server: Any, url: str, namespace: str
+) -> None:
+    """Serves with the built-in data plane beside; a data plane that cannot start is
+    one line on stderr and the end of the server (exit 2)."""
+    from deployplane.controlplane.builtin import BuiltinError, run_builtin_dataplane
+
+    builtin = asyncio.create_task(run_builtin_dataplane(settings.config, url, namespace))
+    await asyncio.wait({serving, builtin}, return_when=asyncio.FIRST_COMPLETED)
+    if builtin.done() and not builtin.cancelled() and builtin.exception() is not None:
+        server.should_exit = True
+        await serving
+        error = builtin.exception()
+        assert error is not None
+        if isinstance(error, BuiltinError):
+            print(f"error: {error}", file=sys.stderr)
+            raise typer.Exit(2)
+        raise error
+    builtin.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await builtin
     await serving
 
 
@@ -147,6 +181,30 @@ def _prepared(
     return emulator_config, banner
 
 
+_STRICT = typer.Option(
+    False,
+    "--strict",
+    help="Serve only the published contract: every emulator extension off "
+    "(also the config key `strict: true`).",
+)
+_BUILD_IMAGES = typer.Option(
+    False,
+    "--build-images",
+    help="Remote builds make real images (buildah, on the agent base of `make images`; "
+    "also the config key `image_builds:`, docs/emulator.md); else they check the upload.",
+)
+_BUILTIN_DATAPLANE = typer.Option(
+    None,
+    "--builtin-dataplane",
+    metavar="NAMESPACE",
+    envvar="DEPLOYPLANE_BUILTIN_DATAPLANE",
+    show_envvar=True,
+    help="Run the deployments that have no listener (cloud deployments, as "
+    "`langgraph deploy` makes) into NAMESPACE of the cluster of $KUBECONFIG: a "
+    "listener agent inside the emulator, one per workspace (docs/emulator.md).",
+)
+
+
 @app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
@@ -177,23 +235,16 @@ def serve(
         help="An extra admin key for /_emulator/* (sent as X-Admin-Key), besides the "
         "config's admin_api_keys.",
     ),
-    strict: bool = typer.Option(
-        False,
-        "--strict",
-        help="Serve only the published contract: every emulator extension off "
-        "(also the config key `strict: true`).",
-    ),
-    build_images: bool = typer.Option(
-        False,
-        "--build-images",
-        help="Remote builds make real images (buildah, on the agent base of `make images`; "
-        "also the config key `image_builds:`, docs/emulator.md); else they check the upload.",
-    ),
+    strict: bool = _STRICT,
+    build_images: bool = _BUILD_IMAGES,
+    builtin_dataplane: str | None = _BUILTIN_DATAPLANE,
 ) -> None:
     """Run the control-plane emulator."""
     from deployplane.controlplane.db import DatabaseUnavailable  # as in serve_forever
 
     try:
+        if builtin_dataplane is not None and strict:
+            raise ConfigError("--builtin-dataplane needs the data-plane extension: not --strict")
         emulator_config, banner = _prepared(database, config, api_key, admin_key, strict=strict)
     except (ConfigError, DatabaseUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -206,5 +257,8 @@ def serve(
     except CannotListen as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(1) from None
+    forever = serve_forever(
+        settings, sock=sock, host=host, banner=banner, builtin_namespace=builtin_dataplane
+    )
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is the normal way to stop
-        asyncio.run(serve_forever(settings, sock=sock, host=host, banner=banner))
+        asyncio.run(forever)

@@ -28,9 +28,10 @@ from deployplane.api.dataplane import (
     ReportedStatus,
     RevisionReport,
     RevisionWork,
+    ServerRuntime,
 )
 from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
-from deployplane.controlplane.agents import check_listener, listener_of
+from deployplane.controlplane.agents import check_listener, runs_on
 from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import ConflictError
 from deployplane.controlplane.pipeline import image_version, reconciled_on_reaching
@@ -53,6 +54,7 @@ __all__ = [
     "report_revision",
     "report_url",
     "revision_work",
+    "runtime_of",
 ]
 
 BUILT_IMAGE_REGISTRY = "registry.deployplane.local"
@@ -91,7 +93,7 @@ async def _own_deployment(
     if conn.concurrent:
         query = query.with_for_update()
     row = await first_or_404(conn, query, deployment_not_found, deployment_id)
-    if listener_of(row.source_config) != listener_id:
+    if runs_on(row.source_config, workspace.id) != listener_id:
         raise _forbidden(deployment_id, listener_id)
     return row
 
@@ -126,8 +128,16 @@ async def revision_work(
         status=RevisionStatus(row.status),
         image_uri=image,
         message=row.message,
+        runtime=runtime_of(Source(row.source)),
         secret_values=await read_secret_values(conn, deployment_id),
     )
+
+
+def runtime_of(source: Source) -> ServerRuntime:
+    """The server a revision's image runs: the emulator's remote build (internal_source)
+    makes images of the in-memory server (docs/dataplane.md, "Runtimes"); any other
+    image is the user's, built like the vendor's, so it gets the vendor's data plane."""
+    return ServerRuntime.INMEM if source is Source.INTERNAL_SOURCE else ServerRuntime.POSTGRES
 
 
 _BEFORE_BUILT = frozenset(

@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import bindparam, case, func, insert, select, update
 
 from deployplane.api.models import DeploymentStatus, RevisionStatus, Source
-from deployplane.controlplane.agents import AGENT_TTL_SECONDS, listener_of, live_listeners
+from deployplane.controlplane.agents import AGENT_TTL_SECONDS, live_listeners, runner_of
 from deployplane.controlplane.db import Database, DbConn
 from deployplane.controlplane.settings import PipelineConfig
 from deployplane.controlplane.stages import ImageBuilds, builds_image, entered, hold_for_builder
@@ -319,6 +319,7 @@ async def _due_revisions(conn: DbConn, now: float) -> Sequence[Any]:
                 revisions.c.build_error,
                 deployments.c.name,
                 deployments.c.source_config,
+                deployments.c.workspace_id,
             )
             .join(deployments, deployments.c.id == revisions.c.deployment_id)
             .where(revisions.c.next_step_at <= now)
@@ -338,8 +339,8 @@ async def _hand_off(conn: DbConn, due: Sequence[Any], now: float) -> list[Any]:
     (docs/dataplane.md), and the re-render of a deployed one (`store.patch`, which has its
     row already): they leave the timers and wait for the agent's reports. Returns the rows
     the timers still move (a DEPLOYED one: the simulated re-render)."""
-    waiting = [(row, listener_of(row.source_config)) for row in due if row.status in _HANDED_OFF]
-    live = await live_listeners(conn, (lid for _, lid in waiting if lid is not None), now)
+    waiting = [(row, runner_of(row)) for row in due if row.status in _HANDED_OFF]
+    live = await live_listeners(conn, (lid for _, lid in waiting), now)
     handed = {row.id: lid for row, lid in waiting if lid in live}
     if not handed:
         return list(due)
@@ -362,13 +363,13 @@ async def _due_deletions(conn: DbConn, now: float) -> list[Any]:
     the record goes, and the agent's orphan sweep cleans the cluster when it is back."""
     rows = (
         await conn.execute(
-            select(deployments.c.id, deployments.c.source_config)
+            select(deployments.c.id, deployments.c.source_config, deployments.c.workspace_id)
             .where(deployments.c.delete_at <= now)
             .with_for_update(skip_locked=True)
         )
     ).all()
-    on_listener = {row.id: listener_of(row.source_config) for row in rows}
-    live = await live_listeners(conn, (lid for lid in on_listener.values() if lid), now)
+    on_listener = {row.id: runner_of(row) for row in rows}
+    live = await live_listeners(conn, on_listener.values(), now)
     waiting = [did for did, lid in on_listener.items() if lid in live]
     if waiting:
         await conn.execute(

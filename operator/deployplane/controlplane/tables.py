@@ -39,6 +39,7 @@ from sqlalchemy.sql.functions import FunctionElement
 
 __all__ = [
     "add_missing_columns",
+    "builtin_agents",
     "dataplane_revisions",
     "deployments",
     "emulator_keys",
@@ -205,6 +206,17 @@ listener_agents = Table(
     Column("listener_id", Uuid, ForeignKey("listeners.id", ondelete="CASCADE"), primary_key=True),
     Column("workspace_id", Uuid, nullable=False),
     # epoch seconds of the agent's last heartbeat; alive while within AGENT_TTL_SECONDS
+    Column("seen_at", Float, nullable=False),
+)
+
+# The emulator's built-in data plane (`serve --builtin-dataplane`): one agent per
+# workspace, standing for a listener no listing shows (`agents.builtin_listener_id`),
+# which runs the deployments that have no listener. Its heartbeats, as above.
+builtin_agents = Table(
+    "builtin_agents",
+    metadata,
+    Column("listener_id", Uuid, primary_key=True),
+    Column("workspace_id", Uuid, nullable=False),
     Column("seen_at", Float, nullable=False),
 )
 

@@ -24,6 +24,7 @@ from deployplane.api.dataplane import (
     ReportLine,
     RevisionReport,
     RevisionWork,
+    ServerRuntime,
 )
 from deployplane.api.errors import ControlPlaneError
 from deployplane.api.models import Deployment, DeploymentStatus, Listener, Revision
@@ -85,11 +86,16 @@ class Agent:
         cluster: Cluster,
         listener_id: UUID,
         settings: AgentSettings | None = None,
+        builtin: Listener | None = None,
     ) -> None:
+        """`builtin`: the listener this agent stands for when the control plane lists
+        none (the emulator's built-in data plane, docs/emulator.md): the deployments
+        with no listener are then this agent's, in the namespaces `builtin` names."""
         self.client = client
         self.cluster = cluster
         self.listener_id = listener_id
         self.settings = settings or AgentSettings()
+        self.builtin = builtin
         self._limit = asyncio.Semaphore(self.settings.concurrency)
 
     # ------------------------------------------------------------------ the loops
@@ -123,7 +129,7 @@ class Agent:
 
     async def round(self, *, full: bool = False) -> None:
         """One pass over the listener's deployments (all of them when `full`)."""
-        listener = await self.client.get_listener(self.listener_id)
+        listener = self.builtin or await self.client.get_listener(self.listener_id)
         # The published filter: what the data plane has not reconciled yet; a full round
         # lists everything, to find deletions made while away (and asks which are not).
         mine = await self._mine(remote_reconciled=None if full else False)
@@ -142,7 +148,7 @@ class Agent:
             async for deployment in self.client.iter_deployments(
                 remote_reconciled=remote_reconciled
             )
-            if listener_of(deployment) == self.listener_id
+            if listener_of(deployment) == (None if self.builtin else self.listener_id)
         ]
 
     async def _guarded(
@@ -257,8 +263,11 @@ class Agent:
                 database_password=password,
                 progress_deadline_seconds=self.settings.progress_deadline_seconds,
                 settings=self.settings.dataplane,
+                runtime=work.runtime,
             )
 
+        if work.runtime is ServerRuntime.INMEM:
+            return with_password("")  # no PostgreSQL, so no password to keep
         namespace = namespace_for(deployment, listener)
         secret = database_secret_name(deployment)
         return with_password(await database_password(self.cluster, namespace, secret))

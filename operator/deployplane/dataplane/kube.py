@@ -64,6 +64,10 @@ class Cluster(Protocol):
 
     async def served(self, api_version: str, kind: str) -> bool: ...
 
+    async def pod_log(self, namespace: str, pod: str, container: str, *, tail_lines: int) -> str:
+        """The last lines of the container's previous run (the one that exited)."""
+        ...
+
 
 def object_path(api_version: str, kind: str, namespace: str, name: str | None = None) -> str:
     """The REST path of a namespaced object (or of its collection when name is None)."""
@@ -144,6 +148,23 @@ class ClusterApi(KubernetesApi):
         return (
             await self._call("DELETE", path, body=body, content_type="application/json") is not None
         )
+
+    async def pod_log(self, namespace: str, pod: str, container: str, *, tail_lines: int) -> str:
+        """The container's previous run's last `tail_lines` lines, as the kubelet keeps
+        them (`pods/log` with `previous=true`, what `kubectl logs --previous` reads)."""
+        path = object_path("v1", "Pod", namespace, pod) + "/log"
+        params = {"container": container, "previous": "true", "tailLines": str(tail_lines)}
+        try:
+            headers = {**self._headers(), "Accept": "text/plain, */*"}
+            async with self._session().get(path, params=params, headers=headers) as response:
+                text = await response.text()
+                if response.status >= 400:
+                    raise ClusterError(
+                        _reason("GET", path, response.status, text), status=response.status
+                    )
+                return text
+        except (OSError, TimeoutError) as exc:
+            raise ClusterError(f"GET {path}: {type(exc).__name__}", status=0) from exc
 
     async def served(self, api_version: str, kind: str) -> bool:
         """Whether the apiserver serves `kind` in `api_version` (discovery, which every

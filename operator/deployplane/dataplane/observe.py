@@ -7,15 +7,17 @@ database's StatefulSet, the route) and `rollout` (pure) says what it means.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from deployplane.api.dataplane import ReportedDeploymentStatus, ReportedStatus
-from deployplane.dataplane.kube import Cluster
+from deployplane.dataplane.kube import Cluster, ClusterError
 from deployplane.dataplane.render import LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, SERVER, Rendered
 from deployplane.dataplane.rollout import (
     Verdict,
+    companions_verdict,
     database_ready,
     pod_states,
     rollout_verdict,
@@ -23,9 +25,16 @@ from deployplane.dataplane.rollout import (
 )
 from deployplane.dataplane.vendorparts import route_of
 
-__all__ = ["observe_rollout"]
+__all__ = ["CRASH_LOG_LINES", "observe_rollout"]
 
 Obj = dict[str, Any]
+
+# How many of a crashed server's last log lines go to the deploy logs (a report holds
+# 50 lines: the verdict, the pod states, then these, the server's last word last).
+CRASH_LOG_LINES = 30
+# Terminal colour and cursor sequences (the server's structlog colours its lines even
+# into a pipe), and other control characters but tab: a deploy log line is plain text.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f]")
 
 
 async def observe_rollout(
@@ -36,22 +45,49 @@ async def observe_rollout(
     server = _find(rendered.objects, "Deployment", SERVER)
     database = _find(rendered.objects, "StatefulSet", None)
     route = route_of(rendered.objects)
-    current, pods, statefulset, applied_route = await asyncio.gather(
-        _read(cluster, server, "apps/v1", "Deployment"),
-        _server_pods(cluster, rendered.namespace, server),
-        _read(cluster, database, "apps/v1", "StatefulSet"),
-        _read(cluster, route, *_type_of(route)),
+    # The queue workers and Redis, where the runtime has them (the in-memory one not).
+    others = [o for o in rendered.objects if o["kind"] == "Deployment" and o is not server]
+    (current, pods, statefulset, applied_route), companions = await asyncio.gather(
+        asyncio.gather(
+            _read(cluster, server, "apps/v1", "Deployment"),
+            _server_pods(cluster, rendered.namespace, server),
+            _read(cluster, database, "apps/v1", "StatefulSet"),
+            _read(cluster, route, *_type_of(route)),
+        ),
+        asyncio.gather(*(_read(cluster, other, "apps/v1", "Deployment") for other in others)),
     )
     ready = database is None or database_ready(statefulset)
     db_status = (
         ReportedDeploymentStatus.READY if ready else ReportedDeploymentStatus.AWAITING_DATABASE
     )
-    verdict = rollout_verdict(current, pods, revision_id)
+    verdict = rollout_verdict(current, pods, revision_id, rendered.runtime)
+    if verdict.status is ReportedStatus.DEPLOYED:
+        verdict = companions_verdict(companions) or verdict
     if verdict.status is ReportedStatus.DEPLOYED and route is not None:
         waiting = route_waiting(applied_route)
         if waiting is not None:
             verdict = Verdict(ReportedStatus.DEPLOYING, waiting)
-    return replace(verdict, lines=tuple(pod_states(pods))), db_status
+    log = await _crash_log(cluster, rendered.namespace, verdict.crashed)
+    return replace(verdict, lines=(*pod_states(pods), *log)), db_status
+
+
+async def _crash_log(
+    cluster: Cluster, namespace: str, crashed: tuple[str, str] | None
+) -> list[str]:
+    """The last lines the crashed container wrote (its previous run: the one that
+    exited), as the kubelet keeps them (the pods/log API), each naming its container."""
+    if crashed is None:
+        return []
+    pod, container = crashed
+    try:
+        text = await cluster.pod_log(namespace, pod, container, tail_lines=CRASH_LOG_LINES)
+    except ClusterError as exc:
+        return [f"{container} log: not readable ({exc})"]
+    plain = _ANSI.sub("", text)
+    lines = [line for line in plain.splitlines() if line.strip()][-CRASH_LOG_LINES:]
+    if not lines:
+        return [f"{container} log: (empty)"]
+    return [f"{container} log: {line}" for line in lines]
 
 
 async def _read(cluster: Cluster, rendered: Obj | None, api_version: str, kind: str) -> Obj | None:

@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from deployplane.api.dataplane import ReportedStatus
+from deployplane.api.dataplane import ReportedStatus, ServerRuntime
 
 __all__ = [
+    "CRASH_RESTARTS",
     "IMAGE_PULL_FAILURES",
     "REVISION_ANNOTATION",
     "Verdict",
@@ -34,6 +35,13 @@ IMAGE_PULL_FAILURES = frozenset(
 )
 
 
+# How often a container of the new revision may crash at start before the rollout
+# fails: the in-memory server depends on nothing, so its first crash is its own (a
+# graph that fails at import); the vendor's server may exit while its PostgreSQL or
+# Redis still starts, so it gets a few restarts (kubelet's back-off: 10 s, 20 s, 40 s).
+CRASH_RESTARTS = {ServerRuntime.INMEM: 1, ServerRuntime.POSTGRES: 3}
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What the cluster says about one revision's rollout; `message` says why."""
@@ -41,6 +49,8 @@ class Verdict:
     status: ReportedStatus
     message: str | None = None
     lines: tuple[str, ...] = ()  # pod states, shipped as deploy log lines
+    # (pod, container) that crashed at start: its last log lines go to the deploy logs
+    crashed: tuple[str, str] | None = None
 
 
 def _get(obj: Obj | None, *path: str) -> Any:
@@ -65,8 +75,7 @@ def _deadline_exceeded(deployment: Obj) -> str | None:
     return None
 
 
-def _pod_failure(pod: Obj) -> str | None:
-    """Why a pod of the new revision cannot run, or None while it still may."""
+def _unschedulable(pod: Obj) -> str | None:
     for condition in _get(pod, "status", "conditions") or []:
         if (
             condition.get("type") == "PodScheduled"
@@ -74,6 +83,30 @@ def _pod_failure(pod: Obj) -> str | None:
             and condition.get("reason") == "Unschedulable"
         ):
             return f"Unschedulable: {condition.get('message') or 'no node fits the pod'}"
+    return None
+
+
+def _crash(status: Obj, crash_restarts: int) -> str | None:
+    """Why a container that keeps exiting at start fails the rollout, or None while
+    it may still come up: in CrashLoopBackOff after `crash_restarts` restarts."""
+    waiting = _get(status, "state", "waiting") or {}
+    restarts = int(status.get("restartCount") or 0)
+    if waiting.get("reason") != "CrashLoopBackOff" or restarts < crash_restarts:
+        return None
+    last = _get(status, "lastState", "terminated") or {}
+    how = f"exit code {last.get('exitCode')}" if last.get("exitCode") is not None else "exited"
+    if last.get("reason"):
+        how += f", {last['reason']}"
+    times = "once" if restarts == 1 else f"{restarts} times"
+    return f"CrashLoopBackOff: container {status.get('name')} crashed at start {times} ({how})"
+
+
+def _pod_failure(pod: Obj, crash_restarts: int) -> tuple[str, str | None] | None:
+    """Why a pod of the new revision cannot run, and the container that crashed (whose
+    log says why), or None while it still may."""
+    unschedulable = _unschedulable(pod)
+    if unschedulable is not None:
+        return unschedulable, None
     statuses = [
         *(_get(pod, "status", "initContainerStatuses") or []),
         *(_get(pod, "status", "containerStatuses") or []),
@@ -83,29 +116,43 @@ def _pod_failure(pod: Obj) -> str | None:
         reason = waiting.get("reason")
         if reason in IMAGE_PULL_FAILURES:
             image = status.get("image") or "the image"
-            return f"{reason}: {image} cannot be pulled"
+            return f"{reason}: {image} cannot be pulled", None
+        crash = _crash(status, crash_restarts)
+        if crash is not None:
+            return crash, str(status.get("name"))
     return None
 
 
-def rollout_verdict(deployment: Obj | None, pods: Sequence[Obj], revision_id: str) -> Verdict:
+def rollout_verdict(
+    deployment: Obj | None,
+    pods: Sequence[Obj],
+    revision_id: str,
+    runtime: ServerRuntime = ServerRuntime.POSTGRES,
+) -> Verdict:
     """The agent-server Deployment's rollout of `revision_id`.
 
     DEPLOYED once the Deployment controller has seen this revision's spec (observed
-    generation) and every wanted replica is updated and available, with no old pod
-    left; DEPLOY_FAILED when the progress deadline passed or a pod of this revision
-    cannot be pulled or scheduled; DEPLOYING otherwise.
+    generation) and every wanted replica is updated and available (its readiness
+    probe on `/ok` passed), with no old pod left; DEPLOY_FAILED when the progress
+    deadline passed or a pod of this revision cannot be pulled or scheduled, or keeps
+    crashing at start (`CRASH_RESTARTS` for the image's runtime); DEPLOYING otherwise.
     """
     if deployment is None:
         return Verdict(ReportedStatus.DEPLOYING, "the agent-server Deployment is not created yet")
     template = _get(deployment, "spec", "template") or {}
     if _revision_of(template) != revision_id:
         return Verdict(ReportedStatus.DEPLOYING, "the revision is not applied yet")
-    failure = _deadline_exceeded(deployment)
+    deadline = _deadline_exceeded(deployment)
+    if deadline is not None:
+        return Verdict(ReportedStatus.DEPLOY_FAILED, deadline)
     for pod in pods:
-        if failure is None and _revision_of(pod) == revision_id:
-            failure = _pod_failure(pod)
-    if failure is not None:
-        return Verdict(ReportedStatus.DEPLOY_FAILED, failure)
+        failure = (
+            _pod_failure(pod, CRASH_RESTARTS[runtime]) if _revision_of(pod) == revision_id else None
+        )
+        if failure is not None:
+            message, container = failure
+            crashed = None if container is None else (str(_get(pod, "metadata", "name")), container)
+            return Verdict(ReportedStatus.DEPLOY_FAILED, message, crashed=crashed)
     if _rolled_out(deployment):
         return Verdict(ReportedStatus.DEPLOYED)
     return Verdict(ReportedStatus.DEPLOYING, _progress(deployment))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from deployplane.api.dataplane import ServerRuntime
 from deployplane.api.models import Deployment, Listener, Revision
 from deployplane.dataplane.render import backing, network, routing, secrets, workload
 from deployplane.dataplane.render.context import (
@@ -102,6 +103,7 @@ def render(
     database_password: str,
     progress_deadline_seconds: int = DEFAULT_PROGRESS_DEADLINE_SECONDS,
     settings: DataPlaneSettings = DataPlaneSettings(),
+    runtime: ServerRuntime = ServerRuntime.POSTGRES,
 ) -> Rendered:
     """Every object of `deployment` at `revision`, in the namespace it must run in.
 
@@ -109,25 +111,37 @@ def render(
     for `git_host`). `secret_values` holds the value of each secret the deployment
     names (the API returns names only); `database_password` is the PostgreSQL
     password; `settings` are the agent's (PostgreSQL image, autoscaler, routing,
-    NetworkPolicy). Raises `RenderError` when the input cannot make valid objects.
+    NetworkPolicy); `runtime` the server the image runs: the in-memory one gets its
+    server alone (one replica: its runs and threads live in its memory), the vendor's
+    (the default) its queue workers, Redis and PostgreSQL too. Raises `RenderError`
+    when the input cannot make valid objects.
     """
     if not image:
         raise RenderError(f"revision {revision.id} has no image to deploy")
-    ctx = Context.of(deployment, revision, listener, image, progress_deadline_seconds, settings)
+    ctx = Context.of(
+        deployment, revision, listener, image, progress_deadline_seconds, settings, runtime
+    )
     env = secrets.app_env(deployment, ctx)
+    vendor = not ctx.in_memory  # the vendor's server: its database, queue and Redis too
     objects: list[Obj] = [
         secrets.user_secrets(ctx, deployment, secret_values),
-        secrets.db_secret(ctx, database_password),
+        *([secrets.db_secret(ctx, database_password)] if vendor else []),
         *workload.server(ctx, env),
-        *workload.queue(ctx, env),
-        *backing.redis(ctx),
-        *backing.database(ctx),
+        *(workload.queue(ctx, env) if vendor else []),
+        *(backing.redis(ctx) if vendor else []),
+        *(backing.database(ctx) if vendor else []),
         *routing.route(ctx),
         *network.network_policy(ctx),
     ]
     the_owner = owner(ctx)
     the_owner["data"][OWNER_DIGEST] = render_digest(objects)
-    return Rendered(namespace=ctx.namespace, owner=the_owner, objects=objects, url=routing.url(ctx))
+    return Rendered(
+        namespace=ctx.namespace,
+        owner=the_owner,
+        objects=objects,
+        url=routing.url(ctx),
+        runtime=runtime,
+    )
 
 
 def render_route(

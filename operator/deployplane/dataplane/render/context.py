@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from deployplane.api.dataplane import ServerRuntime
 from deployplane.api.models import Deployment, Listener, ResourceSpec, Revision
 from deployplane.dataplane.render.model import OWNER_UID_PLACEHOLDER, Obj, RenderError
 from deployplane.dataplane.render.settings import DataPlaneSettings
@@ -46,6 +47,12 @@ class Context:
     spec: ResourceSpec
     progress_deadline_seconds: int
     settings: DataPlaneSettings
+    runtime: ServerRuntime = ServerRuntime.POSTGRES
+
+    @property
+    def in_memory(self) -> bool:
+        """The image runs the in-memory server: no queue, PostgreSQL or Redis beside it."""
+        return self.runtime is ServerRuntime.INMEM
 
     @classmethod
     def of(
@@ -56,6 +63,7 @@ class Context:
         image: str,
         progress_deadline_seconds: int,
         settings: DataPlaneSettings,
+        runtime: ServerRuntime = ServerRuntime.POSTGRES,
     ) -> Context:
         source_config = deployment.source_config
         spec = (source_config.resource_spec if source_config else None) or ResourceSpec()
@@ -70,6 +78,7 @@ class Context:
             spec=spec,
             progress_deadline_seconds=progress_deadline_seconds,
             settings=settings,
+            runtime=runtime,
         )
 
     def name(self, component: str) -> str:

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from deployplane.api.dataplane import ServerRuntime
+
 Obj = dict[str, Any]
 
 # Filled in by `with_owner`; an empty uid is refused by the apiserver, so an object
@@ -24,6 +26,7 @@ class Rendered:
     owner: Obj
     objects: list[Obj]
     url: str | None = None  # what the route exposes (None without routing)
+    runtime: ServerRuntime = ServerRuntime.POSTGRES  # the server the image runs
 
     def __repr__(self) -> str:
         # Secrets are among the objects: name them, never print them.

@@ -93,6 +93,8 @@ def app_env(deployment: Deployment, ctx: Context) -> list[Obj]:
         add(secret_env(name, f"{ctx.base}-secrets", name), "secret")
     for name, secret, key in _secret_references(deployment):
         add(secret_env(name, secret, key), "secret_references entry")
+    if ctx.in_memory:
+        return env  # no PostgreSQL nor Redis to name
     db_host = f"{ctx.name(DATABASE)}:{POSTGRES_PORT}"
     env += [
         secret_env(DB_PASSWORD_ENV, f"{ctx.base}-db", "password"),

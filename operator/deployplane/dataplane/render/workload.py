@@ -32,6 +32,10 @@ STARTUP_PERIOD_SECONDS = 5
 def server(ctx: Context, env: list[Obj]) -> list[Obj]:
     replicas = count(ctx.spec.min_scale, "min_scale", 1)
     maximum = ctx.spec.max_scale
+    if ctx.in_memory:
+        # Runs and threads live in the server's memory: a second replica would answer
+        # for other threads than the first, so one replica and no autoscaler.
+        replicas, maximum = min(replicas, 1), None
     return [
         _app_deployment(ctx, SERVER, replicas, env),
         service(ctx, SERVER, SERVER_PORT),

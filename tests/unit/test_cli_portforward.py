@@ -1,0 +1,178 @@
+"""`deployplane deployments port-forward`: where the deployment runs, the Service it
+forwards to, the kubectl it runs (a stand-in script here; the real forward is in
+tests/e2e/test_realnode_server.py), and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import httpx
+import pytest
+from tests.unit import test_cli
+from tests.unit.test_cli import (
+    DEP_ID,
+    LIS_ID,
+    FakeService,
+    assert_one_error_line,
+    deployment,
+    listener,
+    run,
+)
+
+from deployplane.commands.portforward import (
+    ForwardError,
+    Target,
+    find_kubectl,
+    forward_argv,
+    kubectl_error,
+    pick_service,
+    service_query,
+)
+
+service = test_cli.service
+
+SERVICE = {"items": [{"metadata": {"namespace": "team-a", "name": "agent-one-11111111"}}]}
+
+
+def fake_kubectl(tmp_path: Path, *, services: object, forward: str) -> Path:
+    """A kubectl that answers `get services` with `services` and runs `forward` (shell)
+    for port-forward; every argv goes to calls.log."""
+    script = tmp_path / "kubectl"
+    listing = tmp_path / "services.json"
+    listing.write_text(json.dumps(services))
+    script.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> {tmp_path}/calls.log\n'
+        'case "$*" in\n'
+        f'  *"get services"*) cat {listing} ;;\n'
+        f"  *port-forward*) {forward} ;;\n"
+        "esac\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return tmp_path
+
+
+def calls(tmp_path: Path) -> list[str]:
+    return (tmp_path / "calls.log").read_text().splitlines()
+
+
+def on_listener(service: FakeService, **config: object) -> None:
+    source_config = {"listener_id": LIS_ID, **config}
+    service.on(
+        "GET",
+        f"/v2/deployments/{DEP_ID}",
+        [httpx.Response(200, json=deployment(source_config=source_config))],
+    )
+    service.on("GET", f"/v2/listeners/{LIS_ID}", [httpx.Response(200, json=listener())])
+
+
+def test_the_forward_runs_kubectl_on_the_listeners_namespace_and_127_0_0_1(
+    service: FakeService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_listener(service)
+    bin_dir = fake_kubectl(
+        tmp_path,
+        services=SERVICE,
+        forward="echo 'Forwarding from 127.0.0.1:18000 -> 8000'; "
+        "echo 'error: lost connection to pod' >&2; exit 1",
+    )
+    monkeypatch.setenv("DEPLOYPLANE_TOOLS_BIN", str(bin_dir))
+    result = run("deployments", "port-forward", DEP_ID, "18000", "--kubeconfig", "/k/config")
+    assert result.exit_code == 1
+    assert result.stdout.strip() == (
+        "forwarding http://127.0.0.1:18000 -> deployment agent-one "
+        "(team-a/service/agent-one-11111111:8000); Ctrl-C to stop"
+    )
+    line = assert_one_error_line(result)
+    assert line == "error: port-forward: lost connection to pod (the forward stopped)"
+    get, forward = calls(tmp_path)
+    assert get == (
+        f"--kubeconfig /k/config get services -n team-a -l deployplane.io/deployment-id={DEP_ID},"
+        "app.kubernetes.io/component=agent-server -o json"
+    )
+    assert forward == (
+        "--kubeconfig /k/config port-forward -n team-a service/agent-one-11111111 "
+        "18000:8000 --address 127.0.0.1"
+    )
+
+
+def test_a_kubectl_that_cannot_bind_is_one_line(
+    service: FakeService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_listener(service, listener_config={"k8s_namespace": "team-b"})
+    bin_dir = fake_kubectl(
+        tmp_path,
+        services=SERVICE,
+        forward="echo 'Unable to listen on port 18000: address already in use' >&2; "
+        "echo 'error: unable to listen on any of the requested ports' >&2; exit 1",
+    )
+    monkeypatch.setenv("DEPLOYPLANE_TOOLS_BIN", str(bin_dir))
+    result = run("deployments", "port-forward", DEP_ID, "18000")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    line = assert_one_error_line(result)
+    assert line == "error: port-forward: unable to listen on any of the requested ports"
+    assert " -n team-b " in calls(tmp_path)[0]  # listener_config's namespace wins
+
+
+def test_no_service_names_the_deployment_and_the_namespace(
+    service: FakeService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_listener(service)
+    bin_dir = fake_kubectl(tmp_path, services={"items": []}, forward="exit 0")
+    monkeypatch.setenv("DEPLOYPLANE_TOOLS_BIN", str(bin_dir))
+    result = run("deployments", "port-forward", DEP_ID, "18000", "-n", "other")
+    assert result.exit_code == 1
+    assert "deployment agent-one has no agent-server Service in namespace other" in (
+        assert_one_error_line(result)
+    )
+
+
+@pytest.mark.parametrize("port", ["0", "65536", "http"])
+def test_a_bad_local_port_is_a_usage_error(service: FakeService, port: str) -> None:
+    result = run("deployments", "port-forward", DEP_ID, port)
+    assert result.exit_code == 2
+    assert "LOCAL_PORT" in result.output
+    assert service.requests == []
+
+
+def test_an_unknown_deployment_is_one_line(service: FakeService) -> None:
+    service.on("GET", "/v2/deployments", [httpx.Response(200, json={"resources": [], "offset": 0})])
+    result = run("deployments", "port-forward", "nope", "18000")
+    assert result.exit_code == 1
+    assert "deployment 'nope' not found" in assert_one_error_line(result)
+
+
+def test_a_deployment_without_a_listener_is_looked_up_in_every_namespace() -> None:
+    target = Target(deployment_id=DEP_ID, name="agent-one", namespace=None)
+    argv = service_query("kubectl", target, None)
+    assert "--all-namespaces" in argv
+    assert "-n" not in argv
+    assert pick_service(json.dumps(SERVICE), target) == ("team-a", "agent-one-11111111")
+
+
+def test_pick_service_refuses_several_and_garbage() -> None:
+    target = Target(deployment_id=DEP_ID, name="agent-one", namespace="a")
+    with pytest.raises(ForwardError, match="has 2 agent-server Services"):
+        pick_service(json.dumps({"items": SERVICE["items"] * 2}), target)
+    with pytest.raises(ForwardError, match="did not answer JSON"):
+        pick_service("<html>", target)
+
+
+def test_the_forward_listens_on_loopback_only() -> None:
+    argv = forward_argv("kubectl", "ns", "svc", 9000, None)
+    assert argv[argv.index("--address") + 1] == "127.0.0.1"
+    assert "9000:8000" in argv
+
+
+def test_kubectl_error_is_its_last_error_line() -> None:
+    assert kubectl_error("") == "kubectl failed without a message"
+    text = 'Handling connection\nE1127 noise\nerror: pods "x" not found\n'
+    assert kubectl_error(text) == 'pods "x" not found'
+
+
+def test_a_tools_dir_without_kubectl_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ForwardError, match="has no kubectl"):
+        find_kubectl({"DEPLOYPLANE_TOOLS_BIN": str(tmp_path)})
