@@ -11,8 +11,10 @@ from bench.__main__ import bench_lines, pair_order
 from bench.audit_counts import requests_by_verb, writes_by_resource, writes_per_cr
 from bench.profiling import bucket, package, summarise
 from bench.report import (
+    CPU_RATIO_GOAL,
     FLOOR_RATIO_GOAL,
     Figure,
+    cpu_ratio,
     floor_ratio,
     median_ratio,
     parse,
@@ -237,3 +239,21 @@ def test_pairs_alternate_which_controller_runs_first() -> None:
     firsts = [pair_order(pair, floor, operator)[0][0] for pair in range(4)]
     assert firsts == ["floor", "operator", "floor", "operator"]
     assert pair_order(1, floor, operator) == [("operator", operator), ("floor", floor)]
+
+
+def test_cpu_ratio_is_operator_cpu_over_floor_cpu() -> None:
+    operator = ["BENCH converge_1000_s 18.0 s goal <= 60", "CPU operator_cpu_s_1000 9.00 s"]
+    floor = ["FLOOR converge_1000_s 16.0 s", "FLOOR cpu_s_1000 7.50 s"]
+    ratio = cpu_ratio(operator, floor)
+    assert ratio is not None
+    assert ratio.name == "operator_cpu_ratio"
+    assert ratio.value == pytest.approx(1.2)
+    assert ratio.goal == CPU_RATIO_GOAL
+    assert ratio.line() == "BENCH operator_cpu_ratio 1.20 x goal <= 1.2"
+
+
+def test_cpu_ratio_needs_both_lines_and_ignores_the_wall_clock_ones() -> None:
+    assert cpu_ratio(["BENCH converge_1000_s 18.0 s goal <= 60"], ["FLOOR cpu_s_1000 7.5 s"]) is None
+    assert cpu_ratio(["CPU operator_cpu_s_1000 9.0 s"], ["FLOOR converge_1000_s 16.0 s"]) is None
+    with pytest.raises(ValueError, match="positive"):
+        cpu_ratio(["CPU operator_cpu_s_1000 9.0 s"], ["FLOOR cpu_s_1000 0 s"])
