@@ -130,7 +130,8 @@ def main() -> int:
         cpu = cpu_ratio(lines, floor_lines)
         if cpu is not None:
             cpu_ratios.append(cpu)
-            print(f"== pair {pair + 1}/{args.pairs}: operator_cpu_ratio {cpu.value:.2f}", flush=True)
+            line = f"== pair {pair + 1}/{args.pairs}: operator_cpu_ratio {cpu.value:.2f}"
+            print(line, flush=True)
         ratio = floor_ratio(lines, floor_lines)
         if ratio is None:
             failures += 1

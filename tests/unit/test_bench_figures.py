@@ -10,6 +10,7 @@ import pytest
 from bench.__main__ import bench_lines, pair_order
 from bench.audit_counts import requests_by_verb, writes_by_resource, writes_per_cr
 from bench.profiling import bucket, package, summarise
+from bench.scale import GOALS, cpu_growth, scaled_name
 from bench.report import (
     CPU_RATIO_GOAL,
     FLOOR_RATIO_GOAL,
@@ -257,3 +258,22 @@ def test_cpu_ratio_needs_both_lines_and_ignores_the_wall_clock_ones() -> None:
     assert cpu_ratio(["CPU operator_cpu_s_1000 9.0 s"], ["FLOOR converge_1000_s 16.0 s"]) is None
     with pytest.raises(ValueError, match="positive"):
         cpu_ratio(["CPU operator_cpu_s_1000 9.0 s"], ["FLOOR cpu_s_1000 0 s"])
+
+
+def test_scale_figures_are_the_1000_ones_named_for_n() -> None:
+    assert scaled_name("converge_1000_s", 10000) == "converge_10000_s"
+    assert scaled_name("operator_rss_mb_1000", 10000) == "operator_rss_mb_10000"
+    assert scaled_name("k8s_writes_per_cr", 10000) == "k8s_writes_per_cr_10000"
+    assert scaled_name("apply_to_post_p99_ms", 10000) == "apply_to_post_p99_ms_10000"
+    assert GOALS["operator_rss_mb_1000"] == ("<=", 250)
+    assert GOALS["k8s_writes_per_cr"] == ("<=", 3)
+
+
+def test_cpu_growth_is_per_resource_cpu_at_n_over_the_baselines() -> None:
+    growth = cpu_growth(per_cr_at_n=0.0099, per_cr_at_baseline=0.009)
+    assert growth.name == "cpu_s_per_cr_growth"
+    assert growth.value == pytest.approx(1.1)
+    assert growth.met
+    assert not cpu_growth(0.0120, 0.009).met
+    with pytest.raises(ValueError, match="positive"):
+        cpu_growth(0.01, 0.0)
