@@ -269,7 +269,7 @@ def shard_lines() -> list[str]:
 
 
 def scale_args(argv: list[str] | None) -> argparse.Namespace:
-    extra = argparse.ArgumentParser(add_help=False)
+    extra = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     extra.add_argument("--baseline", type=int, default=1000, help="resources of the baseline")
     extra.add_argument("--listeners", type=int, default=10)
     extra.add_argument("--no-shards", action="store_true", help="skip bench/shards.py")

@@ -10,7 +10,6 @@ import pytest
 from bench.__main__ import bench_lines, pair_order
 from bench.audit_counts import requests_by_verb, writes_by_resource, writes_per_cr
 from bench.profiling import bucket, package, summarise
-from bench.scale import GOALS, cpu_growth, scaled_name
 from bench.report import (
     CPU_RATIO_GOAL,
     FLOOR_RATIO_GOAL,
@@ -22,6 +21,7 @@ from bench.report import (
     parse_floor,
     verdict,
 )
+from bench.scale import GOALS, cpu_growth, scaled_name
 
 OPERATOR = "system:serviceaccount:bench:deployplane-bench"
 T0 = dt.datetime(2026, 11, 23, 3, 0, 0, tzinfo=dt.UTC)
@@ -254,7 +254,8 @@ def test_cpu_ratio_is_operator_cpu_over_floor_cpu() -> None:
 
 
 def test_cpu_ratio_needs_both_lines_and_ignores_the_wall_clock_ones() -> None:
-    assert cpu_ratio(["BENCH converge_1000_s 18.0 s goal <= 60"], ["FLOOR cpu_s_1000 7.5 s"]) is None
+    wall = ["BENCH converge_1000_s 18.0 s goal <= 60"]
+    assert cpu_ratio(wall, ["FLOOR cpu_s_1000 7.5 s"]) is None
     assert cpu_ratio(["CPU operator_cpu_s_1000 9.0 s"], ["FLOOR converge_1000_s 16.0 s"]) is None
     with pytest.raises(ValueError, match="positive"):
         cpu_ratio(["CPU operator_cpu_s_1000 9.0 s"], ["FLOOR cpu_s_1000 0 s"])
