@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from asyncio.trsock import TransportSocket
 from typing import Any
 
 import httpcore
@@ -42,6 +43,31 @@ def test_readable_is_answered_from_the_kept_socket_and_other_info_passes_through
         assert stream.get_extra_info("is_readable") is True
         assert stream.get_extra_info("server_addr") == "inner:server_addr"
         assert inner.asked == ["socket", "server_addr"]  # never "is_readable"
+
+
+def test_asyncios_transport_socket_view_is_kept_too() -> None:
+    """anyio on asyncio hands out `TransportSocket`, not `socket.socket`."""
+    ours, peer = socket.socketpair()
+    with ours, peer:
+        inner = FakeStream(TransportSocket(ours))  # type: ignore[arg-type]
+        stream = netstream.LeanNetworkStream(inner)
+        assert stream.get_extra_info("is_readable") is False
+        peer.close()
+        assert stream.get_extra_info("is_readable") is True
+        assert inner.asked == ["socket"]
+
+
+async def test_a_real_pooled_connection_keeps_its_socket() -> None:
+    counts = {"connections": 0, "requests": 0}
+    server = await _serve(counts)
+    port = server.sockets[0].getsockname()[1]
+    async with server, ApiTransport(f"http://127.0.0.1:{port}", max_retries=0) as api:
+        await api._request("GET", "/x")
+        pool = api._http._transport._pool  # type: ignore[attr-defined]
+        [connection] = pool.connections
+        stream = connection._connection._network_stream
+        assert isinstance(stream, netstream.LeanNetworkStream)
+        assert stream._socket is not None  # answered by poll(), not anyio's attributes
 
 
 def test_a_stream_without_a_socket_asks_the_inner_one() -> None:

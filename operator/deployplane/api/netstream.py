@@ -12,16 +12,21 @@ meant it. Everything else passes through unchanged.
 from __future__ import annotations
 
 import select
-import socket
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import httpcore
 
 __all__ = ["LeanNetworkBackend", "LeanNetworkStream", "install", "socket_readable"]
 
 
-def socket_readable(sock: socket.socket | None) -> bool:
+class HasFileno(Protocol):
+    """A socket, or asyncio's `TransportSocket` view of one (what anyio hands out)."""
+
+    def fileno(self) -> int: ...
+
+
+def socket_readable(sock: HasFileno | None) -> bool:
     """True when `sock` has data or an end-of-file waiting (or is gone): an idle
     HTTP/1.1 connection in that state was closed by the server. httpcore's own test."""
     if sock is None or sock.fileno() == -1:
@@ -40,7 +45,7 @@ class LeanNetworkStream(httpcore.AsyncNetworkStream):
     def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
         self._inner = inner
         sock = inner.get_extra_info("socket")
-        self._socket: socket.socket | None = sock if isinstance(sock, socket.socket) else None
+        self._socket: HasFileno | None = sock if callable(getattr(sock, "fileno", None)) else None
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
         return await self._inner.read(max_bytes, timeout)
