@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: help venv tools node-tools e2e-real-node postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench clean
+.PHONY: help venv tools node-tools e2e-real-node postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench bench-scale clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk '!seen[$$0]++'
@@ -115,6 +115,9 @@ demo: venv tools $(if $(filter 1,$(REAL_NODE)),node-tools images) ## the local d
 
 bench: venv tools ## benchmarks (emulator; four floor and operator pairs in alternating order, on 1,000 AgentDeployments; data plane); ends with the BENCH lines. BENCH_PROFILE=dir: profiles
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m bench
+
+bench-scale: venv tools ## the operator at 10,000 AgentDeployments (with Listeners and a connection) against its 1,000 (~30-45 min); ends with the BENCH lines
+	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m bench.scale
 
 demo-down: venv ## stop everything the demo started
 	@$(VENV)/bin/deployplane demo down

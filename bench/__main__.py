@@ -6,7 +6,9 @@ Each benchmark runs as its own process (`python -m bench.controlplane`,
 `python -m bench.floor`, `python -m bench.operator`, `python -m bench.dataplane`) and
 its output streams through. The floor and the operator run back to back on the same
 set-up, in pairs whose order alternates, and `operator_floor_ratio` is the median
-pair's operator `converge_1000_s` over its floor's. `BENCH_PROFILE=dir` records
+pair's operator `converge_1000_s` over its floor's; `operator_cpu_ratio` the median
+pair's operator CPU seconds over the converge over the floor controller's (the
+`CPU operator_cpu_s_1000` and `FLOOR cpu_s_1000` lines). `BENCH_PROFILE=dir` records
 profiles of both (`bench/profiling.py`).
 The emulator benchmark prints its own table; when it prints no BENCH lines, they are
 derived from that table (`emulator_get_rps`, `emulator_post_rps`, and
@@ -20,7 +22,7 @@ import re
 import subprocess
 import sys
 
-from bench.report import Figure, floor_ratio, median_ratio, parse, verdict
+from bench.report import Figure, cpu_ratio, floor_ratio, median_ratio, parse, verdict
 
 _ROW = re.compile(
     r"^(GET|POST) /v2/deployments\S*\s+(\d+) req/s\s+p50\s+([\d.]+) ms\s+p99\s+([\d.]+) ms"
@@ -112,6 +114,7 @@ def main() -> int:
     # (`docs/benchmarks.md`, "Which runs first"). The first operator run measures
     # everything; the others only converge.
     ratios: list[Figure] = []
+    cpu_ratios: list[Figure] = []
     for pair in range(args.pairs):
         extra = [] if pair == 0 else ["--converge-only"]
         floor_run = ["-m", "bench.floor", *operator_args]
@@ -124,6 +127,11 @@ def main() -> int:
         if pair == 0:
             summary += bench_lines(lines)
             summary += [line for line in floor_lines if line.startswith("FLOOR ")]
+        cpu = cpu_ratio(lines, floor_lines)
+        if cpu is not None:
+            cpu_ratios.append(cpu)
+            line = f"== pair {pair + 1}/{args.pairs}: operator_cpu_ratio {cpu.value:.2f}"
+            print(line, flush=True)
         ratio = floor_ratio(lines, floor_lines)
         if ratio is None:
             failures += 1
@@ -139,6 +147,13 @@ def main() -> int:
         listed = ", ".join(f"{r.value:.2f}" for r in ratios)
         summary.append(median_ratio(ratios).line())
         summary.append(f"# operator_floor_ratio: the median of {len(ratios)} pairs ({listed})")
+    if cpu_ratios:
+        listed = ", ".join(f"{r.value:.2f}" for r in cpu_ratios)
+        summary.append(median_ratio(cpu_ratios).line())
+        summary.append(f"# operator_cpu_ratio: the median of {len(cpu_ratios)} pairs ({listed})")
+    else:
+        failures += 1
+        print("no operator_cpu_ratio: a CPU or FLOOR cpu_s_1000 line is missing", flush=True)
 
     # The listener agent: 100 deployments rolled out on kwok nodes (bench/dataplane.py).
     code, lines = run(["-m", "bench.dataplane", *(["--steady-window", "20"] if args.quick else [])])

@@ -60,6 +60,7 @@ class FloorBench(Bench):
         per_cr = writes_per_cr(writes, PLURAL, self.n)
         print(f"FLOOR k8s_writes_per_cr {per_cr:.2f} writes", flush=True)
         print(f"FLOOR rss_mb_1000 {rss:.1f} MB", flush=True)
+        print(f"FLOOR cpu_s_1000 {self.controller_cpu_s:.2f} s", flush=True)
 
     def run_floor(self) -> None:
         with self.stack:

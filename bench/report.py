@@ -78,6 +78,33 @@ def floor_ratio(operator_lines: list[str], floor_lines: list[str]) -> Figure | N
     return Figure("operator_floor_ratio", operator_s / floor_s, "x", "<=", FLOOR_RATIO_GOAL, 2)
 
 
+# The operator's CPU seconds over the converge (bench/operator.py prints it as a CPU line
+# next to its BENCH lines; the floor prints `FLOOR cpu_s_1000`).
+CPU_LINE = re.compile(r"^CPU (\S+) (\S+) (\S+)$")
+CPU_RATIO_GOAL = 1.2
+
+
+def cpu_ratio(operator_lines: list[str], floor_lines: list[str]) -> Figure | None:
+    """`operator_cpu_ratio`: the operator process's CPU seconds over the 1,000 converge
+    (its `CPU operator_cpu_s_1000` line) over the floor controller's (`FLOOR cpu_s_1000`)
+    from the same pair; None if either is missing. Steadier than the wall-clock ratio:
+    it leaves out the apiserver's and the machine's other work."""
+    operator_s = None
+    for line in operator_lines:
+        match = CPU_LINE.match(line.strip())
+        if match and match.group(1) == "operator_cpu_s_1000":
+            operator_s = float(match.group(2))
+    floor_s = next(
+        (v for name, v in filter(None, map(parse_floor, floor_lines)) if name == "cpu_s_1000"),
+        None,
+    )
+    if operator_s is None or floor_s is None:
+        return None
+    if floor_s <= 0:
+        raise ValueError(f"floor CPU seconds must be positive, got {floor_s}")
+    return Figure("operator_cpu_ratio", operator_s / floor_s, "x", "<=", CPU_RATIO_GOAL, 2)
+
+
 def median_ratio(ratios: list[Figure]) -> Figure:
     """`operator_floor_ratio` over several floor/operator pairs: the median pair's. One
     pair's ratio moves by ±0.15 on this machine with the same code (the 2 cores are

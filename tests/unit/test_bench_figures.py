@@ -11,14 +11,17 @@ from bench.__main__ import bench_lines, pair_order
 from bench.audit_counts import requests_by_verb, writes_by_resource, writes_per_cr
 from bench.profiling import bucket, package, summarise
 from bench.report import (
+    CPU_RATIO_GOAL,
     FLOOR_RATIO_GOAL,
     Figure,
+    cpu_ratio,
     floor_ratio,
     median_ratio,
     parse,
     parse_floor,
     verdict,
 )
+from bench.scale import GOALS, cpu_growth, scaled_name
 
 OPERATOR = "system:serviceaccount:bench:deployplane-bench"
 T0 = dt.datetime(2026, 11, 23, 3, 0, 0, tzinfo=dt.UTC)
@@ -251,3 +254,41 @@ def test_uid_ranges_cover_the_hash_space_without_gaps() -> None:
     bounds = [uid_range(i, 3).split("'")[1:4:2] for i in range(3)]
     assert bounds[0][0] == "0x0000000000000000"
     assert [b[1] for b in bounds[:-1]] == [b[0] for b in bounds[1:]]
+
+
+def test_cpu_ratio_is_operator_cpu_over_floor_cpu() -> None:
+    operator = ["BENCH converge_1000_s 18.0 s goal <= 60", "CPU operator_cpu_s_1000 9.00 s"]
+    floor = ["FLOOR converge_1000_s 16.0 s", "FLOOR cpu_s_1000 7.50 s"]
+    ratio = cpu_ratio(operator, floor)
+    assert ratio is not None
+    assert ratio.name == "operator_cpu_ratio"
+    assert ratio.value == pytest.approx(1.2)
+    assert ratio.goal == CPU_RATIO_GOAL
+    assert ratio.line() == "BENCH operator_cpu_ratio 1.20 x goal <= 1.2"
+
+
+def test_cpu_ratio_needs_both_lines_and_ignores_the_wall_clock_ones() -> None:
+    wall = ["BENCH converge_1000_s 18.0 s goal <= 60"]
+    assert cpu_ratio(wall, ["FLOOR cpu_s_1000 7.5 s"]) is None
+    assert cpu_ratio(["CPU operator_cpu_s_1000 9.0 s"], ["FLOOR converge_1000_s 16.0 s"]) is None
+    with pytest.raises(ValueError, match="positive"):
+        cpu_ratio(["CPU operator_cpu_s_1000 9.0 s"], ["FLOOR cpu_s_1000 0 s"])
+
+
+def test_scale_figures_are_the_1000_ones_named_for_n() -> None:
+    assert scaled_name("converge_1000_s", 10000) == "converge_10000_s"
+    assert scaled_name("operator_rss_mb_1000", 10000) == "operator_rss_mb_10000"
+    assert scaled_name("k8s_writes_per_cr", 10000) == "k8s_writes_per_cr_10000"
+    assert scaled_name("apply_to_post_p99_ms", 10000) == "apply_to_post_p99_ms_10000"
+    assert GOALS["operator_rss_mb_1000"] == ("<=", 250)
+    assert GOALS["k8s_writes_per_cr"] == ("<=", 3)
+
+
+def test_cpu_growth_is_per_resource_cpu_at_n_over_the_baselines() -> None:
+    growth = cpu_growth(per_cr_at_n=0.0099, per_cr_at_baseline=0.009)
+    assert growth.name == "cpu_s_per_cr_growth"
+    assert growth.value == pytest.approx(1.1)
+    assert growth.met
+    assert not cpu_growth(0.0120, 0.009).met
+    with pytest.raises(ValueError, match="positive"):
+        cpu_growth(0.01, 0.0)

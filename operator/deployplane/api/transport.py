@@ -31,6 +31,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from deployplane import __version__
+from deployplane.api import netstream
 from deployplane.api.errors import ControlPlaneError
 from deployplane.api.responses import error_from
 
@@ -101,6 +102,7 @@ class ApiTransport:
                 max_connections=max_in_flight, max_keepalive_connections=max_in_flight
             ),
         )
+        netstream.install(self._http)  # cheaper idle-connection checks (api/netstream.py)
         self._in_flight = asyncio.Semaphore(max_in_flight)
         self.max_retries = max_retries
         self.backoff_base = backoff_base
