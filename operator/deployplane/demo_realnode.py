@@ -4,11 +4,13 @@ The same demo as `demo up`, on the dev cluster's real node (realnode/, root) ins
 kwok's: `helm install` of charts/deployplane with examples/helm/real-node-values.yaml
 runs the operator (two replicas, Kopf peering), the control-plane emulator (with
 examples/controlplane.yaml) and the listener agent of the example Listener as pods of
-the image `make images` built, and the agent rolls the example deployments out as real
-containers in namespace `agents`. No registry is reachable from the node: the images are
-the archives `make images` left in the image cache, imported at `up`, and the example's
-image (`registry.example.com/...`, served by no registry here) is the tier's
-agent-server stand-in, tagged with the example's name.
+the image `make images` built, and the agent rolls the Listener's example deployment out
+as real containers in namespace `agents`; the emulator's built-in data plane
+(`emulator.builtinDataplane`) rolls out the one with no listener (the git example) there
+too. No registry is reachable from the node: the images are the archives `make images`
+left in the image cache, imported at `up`, and the examples' images (`registry.example.com/...`,
+and the git example's simulated build, `registry.deployplane.local/<name>:<commit>`,
+served by no registry here) are the tier's agent-server stand-in, tagged with their names.
 
 The emulator is reached from the host through a `kubectl port-forward` on 127.0.0.1
 (its pid in the demo's state, stopped by `demo down` with the rest); the cluster's stop
@@ -17,6 +19,7 @@ removes every container, process, namespace, veth and mount of the node.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import socket
@@ -31,6 +34,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from rich.console import Console
 
+from deployplane.api.connection import ConnectionSettings
+from deployplane.api.models import Source
 from deployplane.devcluster.cluster import DevCluster
 from deployplane.devcluster.errors import DevClusterError
 from deployplane.devcluster.realnode import images
@@ -45,6 +50,9 @@ EMULATOR_CONFIG = "examples/controlplane.yaml"
 STAND_INS = {
     "registry.example.com/acme/support-bot:1.0.0": "docker.io/library/deployplane-e2e-agent:1",
 }
+# ... and for the image of the git example's simulated build, known once its revision is.
+BUILT_STAND_IN = "docker.io/library/deployplane-e2e-agent:1"
+DEMO_API_KEY = "demo-key-not-secret"  # examples/controlplane.yaml's; local only
 AGENT_SELECTOR = "app.kubernetes.io/component=listener-agent"
 HELP = (
     "On a real node (root; `make images` first): the operator, emulator and listener "
@@ -72,6 +80,8 @@ def start(
         wait_agent_running(cluster)
     with cluster.admin() as api:
         apply_examples(api, frozenset({"AgentDeployment"}))
+    with console.status("tagging the git example's built image..."):
+        tag_built_images(cluster, url)
     console.print(f"[green]✓[/green] examples applied in {namespace}; listener agent running")
     return cluster
 
@@ -101,23 +111,25 @@ def install(cluster: DevCluster, state: Path, watch: str) -> None:
         if stand_in not in loaded:
             raise DevClusterError(f"{stand_in} is not on the node: run `make images` first")
         images.tag(_holder(cluster), ctr, stand_in, example)
-    agents = yaml.safe_load(Path(VALUES).read_text())["listenerAgent"]["namespaces"]
+    values = yaml.safe_load(Path(VALUES).read_text())
+    agents = values["listenerAgent"]["namespaces"]
+    builtin = values["emulator"]["builtinDataplane"]["namespace"]
     with cluster.admin() as api:  # the chart's Roles live in them
-        for name in (watch, *agents):
+        for name in dict.fromkeys((watch, *agents, builtin)):
             client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
     overrides: dict[str, Any] = {
         "watchNamespaces": [watch],
         "emulator": {"config": yaml.safe_load(Path(EMULATOR_CONFIG).read_text())},
         "listenerAgent": {"listenerNamespace": watch},
     }
-    values = state / "values.json"
-    values.write_text(json.dumps(overrides))  # JSON is YAML
+    overrides_file = state / "values.json"
+    overrides_file.write_text(json.dumps(overrides))  # JSON is YAML
     helm = cluster.tools.helm
     if helm is None:
         raise DevClusterError("helm not found: run `make tools`")
     argv = [str(helm), "install", RELEASE, "charts/deployplane", "--namespace"]
     argv += [RELEASE_NAMESPACE, "--create-namespace", "--kubeconfig", str(cluster.kubeconfig)]
-    argv += ["-f", VALUES, "-f", str(values), "--wait", "--timeout", "5m"]
+    argv += ["-f", VALUES, "-f", str(overrides_file), "--wait", "--timeout", "5m"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=330, check=False)
     if done.returncode != 0:
         raise DevClusterError(f"helm install failed: {done.stderr.strip()[-2000:]}")
@@ -163,3 +175,34 @@ def wait_agent_running(cluster: DevCluster, timeout: float = 120) -> None:
         f"the listener agent did not start; see kubectl logs -n {RELEASE_NAMESPACE} "
         f"-l {AGENT_SELECTOR}"
     )
+
+
+def tag_built_images(cluster: DevCluster, url: str, timeout: float = 120) -> list[str]:
+    """The stand-in tagged with the image name of each git_host deployment's simulated
+    build (`built_image`: the name and the revision's random commit, read from the
+    emulator at `url` once the operator created the deployment); the names tagged.
+    A pod made before the tag waits in the kubelet's pull back-off, then finds it."""
+    names = asyncio.run(_built_images(url, time.monotonic() + timeout))
+    ctr = cluster.tools.bin_dir / "ctr"
+    for name in names:
+        images.tag(_holder(cluster), ctr, BUILT_STAND_IN, name)
+    return names
+
+
+async def _built_images(url: str, deadline: float) -> list[str]:
+    # Imported here: the emulator's storage (SQLAlchemy) is slow to import, and only
+    # this step of `demo up --real-node` needs the build's naming.
+    from deployplane.controlplane.dataplane import built_image
+
+    async with ConnectionSettings(url=url, api_key=DEMO_API_KEY).client() as api:
+        while time.monotonic() < deadline:
+            names = []
+            async for d in api.iter_deployments():
+                if d.source == Source.GIT_HOST and d.latest_revision_id is not None:
+                    revision = await api.get_revision(d.id, d.latest_revision_id)
+                    commit = revision.source_revision_config.repo_commit_sha
+                    names.append(built_image(d.name, commit))
+            if names:
+                return names
+            await asyncio.sleep(0.5)
+    raise DevClusterError("the git example's deployment did not reach the emulator")

@@ -4,9 +4,10 @@ this machine, so the tier runs this module first, before `real_node_session` sta
 the tier's node (it asks for no cluster fixture).
 
 The examples Ready, the AgentDeployments DEPLOYED; the operator, emulator and listener
-agent are pods of the built image on the node, the example's workloads real containers
-in `agents`; `demo down` leaves no process behind and the host's network and mounts as
-they were.
+agent are pods of the built image on the node, the examples' workloads real containers
+in `agents`: the Listener's example by the listener agent, the git example (no
+listener) by the emulator's built-in data plane, its agent server Ready; `demo down`
+leaves no process behind and the host's network and mounts as they were.
 """
 
 from __future__ import annotations
@@ -15,16 +16,23 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
 from kubernetes import client
 from tests.support import hostsnapshot, polling, realnode
 
-from deployplane import demo_realnode
+from deployplane import demo, demo_realnode
+from deployplane.controlplane.agents import builtin_listener_id
+from deployplane.controlplane.dataplane import BUILT_IMAGE_REGISTRY
+from deployplane.dataplane.kube import FIELD_MANAGER
+from deployplane.dataplane.render.context import LABEL_COMPONENT, LABEL_LISTENER_ID, SERVER
 from deployplane.devcluster.cluster import attach
 
 REPO = Path(__file__).resolve().parents[2]
+# The emulator's built-in data plane stands for this listener in the demo's workspace.
+BUILTIN_LISTENER = str(builtin_listener_id(uuid.UUID(demo.TENANT)))
 pytestmark = pytest.mark.skipif(
     realnode.skip_reason() is not None, reason=str(realnode.skip_reason())
 )
@@ -74,7 +82,8 @@ def _assert_pods_on_the_real_node(state: Path) -> None:
         workloads = core.list_namespaced_pod("agents").items
         (example,) = demo_realnode.STAND_INS
         images = {c.image for p in workloads for c in p.spec.containers}
-        assert images == {example, realnode.POSTGRES_IMAGE, realnode.REDIS_IMAGE}, images
+        (built,) = {i for i in images if i.startswith(f"{BUILT_IMAGE_REGISTRY}/support-bot:")}
+        assert images == {example, built, realnode.POSTGRES_IMAGE, realnode.REDIS_IMAGE}, images
         for pod in [*servers, *workloads]:
             assert pod.spec.node_name == "deployplane-node", pod.metadata.name
         polling.wait_until(  # PostgreSQL's pod may still be starting: DEPLOYED needs not it
@@ -85,3 +94,22 @@ def _assert_pods_on_the_real_node(state: Path) -> None:
                 for p in core.list_namespaced_pod(ns).items
             ),
         )
+        _assert_the_builtin_data_plane_runs_the_git_example(api, built)
+
+
+def _assert_the_builtin_data_plane_runs_the_git_example(api: client.ApiClient, built: str) -> None:
+    """The git example (no listener) is the built-in agent's: its objects carry the
+    built-in listener's id, written by the agent's field manager, and its agent server
+    runs the image of the simulated build, Ready (its /ok probe answered)."""
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    selector = f"{LABEL_LISTENER_ID}={BUILTIN_LISTENER},{LABEL_COMPONENT}={SERVER}"
+    (server,) = apps.list_namespaced_deployment("agents", label_selector=selector).items
+    assert FIELD_MANAGER in {m.manager for m in server.metadata.managed_fields}
+    assert {c.image for c in server.spec.template.spec.containers} == {built}
+    pods = core.list_namespaced_pod("agents", label_selector=selector).items
+    assert pods, "no agent-server pod of the built-in data plane"
+    for pod in pods:
+        assert pod.spec.node_name == "deployplane-node", pod.metadata.name
+        ready = {c.type: c.status for c in pod.status.conditions or []}
+        assert pod.status.phase == "Running", pod.status
+        assert ready.get("Ready") == "True", pod.status
