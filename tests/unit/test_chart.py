@@ -18,7 +18,9 @@ from tests.support import chart
 from tests.support.chart import Doc, env_of, find, find_all, operator_container, operator_deployment
 
 from deployplane.controlplane.settings import load_config
+from deployplane.dataplane.render.settings import Autoscaler, Routing, from_env
 
+LISTENER_ID = "d3910ba1-0000-4000-8000-0000000000aa"
 EMULATOR_CONFIG = {
     "workspaces": [{"id": "11111111-1111-1111-1111-111111111111", "name": "trial", "mode": "both"}],
     "pipeline": {"step_seconds": 0.5},
@@ -304,6 +306,119 @@ def test_emulator_config_is_mounted(rendered: dict[str, list[Doc]], tmp_path: Pa
     assert "/etc/deployplane/emulator.yaml" in container["args"]
 
 
+# ------------------------------------------------- the built-in data plane
+
+EMULATOR = f"{chart.RELEASE}-emulator"
+BUILTIN_OFF: dict[str, Any] = {  # a named key Secret: nothing random in the render
+    "emulator": {"enabled": True},
+    "controlPlane": {"apiKeySecret": {"name": "cp-credentials"}},
+}
+BUILTIN_ON: dict[str, Any] = {
+    **BUILTIN_OFF,
+    "emulator": {
+        "enabled": True,
+        "builtinDataplane": {
+            "namespace": "agents",
+            "postgresImage": "localhost/postgres:17",
+            "redisImage": "localhost/redis:7",
+        },
+    },
+}
+
+
+def _builtin(**settings: Any) -> dict[str, Any]:
+    """BUILTIN_ON with some of emulator.builtinDataplane's values changed."""
+    builtin = {**BUILTIN_ON["emulator"]["builtinDataplane"], **settings}
+    return {**BUILTIN_ON, "emulator": {"enabled": True, "builtinDataplane": builtin}}
+
+
+def _template(values: dict[str, Any], tmp_path: Path) -> str:
+    return chart.helm(*chart.template_command(values, values_dir=str(tmp_path))).stdout
+
+
+def _emulator_pod(docs: list[Doc]) -> Doc:
+    spec: Doc = find(docs, "Deployment", EMULATOR)["spec"]["template"]["spec"]
+    return spec
+
+
+def test_builtin_dataplane_is_off_by_default_and_leaves_the_render_as_it_was(
+    rendered: dict[str, list[Doc]], tmp_path: Path
+) -> None:
+    for variant in ("emulator", "everything"):
+        docs = rendered[variant]
+        pod = _emulator_pod(docs)
+        assert pod["automountServiceAccountToken"] is False, variant
+        assert "serviceAccountName" not in pod, variant
+        (container,) = pod["containers"]
+        assert "--builtin-dataplane" not in container["args"], variant
+        assert not {n for n in env_of(container) if n.startswith("DEPLOYPLANE_")} - {
+            "DEPLOYPLANE_API_KEY"
+        }, variant
+        rbac = ("ServiceAccount", "Role", "RoleBinding")
+        assert [d for d in docs if d["kind"] in rbac and d["metadata"]["name"] == EMULATOR] == []
+    # Its other values change nothing while the namespace is empty: byte for byte.
+    off = _builtin(namespace="", networkPolicy=False)
+    assert _template(off, tmp_path) == _template(BUILTIN_OFF, tmp_path)
+
+
+def test_builtin_dataplane_runs_in_the_emulator_with_its_own_service_account() -> None:
+    docs = chart.render(BUILTIN_ON)
+    account = find(docs, "ServiceAccount", EMULATOR)
+    assert account["metadata"]["namespace"] == chart.NAMESPACE
+    assert account["automountServiceAccountToken"] is True
+    pod = _emulator_pod(docs)
+    assert pod["serviceAccountName"] == EMULATOR
+    assert pod["automountServiceAccountToken"] is True
+    (container,) = pod["containers"]
+    args = container["args"]
+    assert args[args.index("--builtin-dataplane") + 1] == "agents"
+    # What the built-in agent reads from its environment (controlplane/builtin.py).
+    env = {k: v for k, v in env_of(container).items() if isinstance(v, str)}
+    settings = from_env(env)
+    assert settings.postgres_image == "localhost/postgres:17"
+    assert settings.redis_image == "localhost/redis:7"
+    assert (settings.routing, settings.autoscaler) == (Routing.NONE, Autoscaler.HPA)
+    assert settings.network_policy is True
+
+
+def _listener_agent_rules(network_policy: bool) -> list[Doc]:
+    agent = {"enabled": True, "listenerId": LISTENER_ID, "namespaces": ["agents"]}
+    values = {"listenerAgent": {**agent, "networkPolicy": network_policy}}
+    rules: list[Doc] = find(chart.render(values), "Role", f"{chart.RELEASE}-listener-agent")[
+        "rules"
+    ]
+    return rules
+
+
+@pytest.mark.parametrize("network_policy", [True, False])
+def test_builtin_dataplane_rbac_is_the_listener_agents_in_its_namespace_only(
+    network_policy: bool, rendered: dict[str, list[Doc]]
+) -> None:
+    docs = chart.render(_builtin(networkPolicy=network_policy))
+    role = find(docs, "Role", EMULATOR)
+    assert role["metadata"]["namespace"] == "agents"
+    assert role["rules"] == _listener_agent_rules(network_policy)
+    granted = {r for rule in role["rules"] for r in rule["resources"]}
+    assert ("networkpolicies" in granted) is network_policy
+    assert not {"ingresses", "httproutes", "scaledobjects"} & granted
+    binding = find(docs, "RoleBinding", EMULATOR)
+    assert binding["metadata"]["namespace"] == "agents"
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": EMULATOR,
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": EMULATOR, "namespace": chart.NAMESPACE}
+    ]
+    # Nothing cluster-wide, no other Role: the operator's grants are as without it.
+    assert [r for r in find_all(docs, "Role") if r is not role] == []
+    for kind in ("ClusterRole", "ClusterRoleBinding"):
+        assert find_all(docs, kind) == find_all(rendered["emulator"], kind)
+    env = env_of(_emulator_pod(docs)["containers"][0])
+    assert env["DEPLOYPLANE_NETWORK_POLICY"] == str(network_policy).lower()
+
+
 # ------------------------------------------------------------ pod security
 
 
@@ -427,6 +542,11 @@ REFUSED: dict[str, dict[str, Any]] = {
     "event burst as a fraction": {"events": {"burst": 2.5}},
     "shard not a DNS label": {"shards": ["Team_A"]},
     "shard twice": {"shards": ["a", "a"]},
+    "built-in data plane namespace not a DNS label": {
+        "emulator": {"builtinDataplane": {"namespace": "Agents_1"}}
+    },
+    "built-in data plane unknown value": {"emulator": {"builtinDataplane": {"routing": "ingress"}}},
+    "built-in data plane empty image": {"emulator": {"builtinDataplane": {"postgresImage": ""}}},
 }
 
 

@@ -1,7 +1,8 @@
 """`make demo REAL_NODE=1`'s chart values (examples/helm/real-node-values.yaml), rendered
 by the real `helm template`, and what the demo assumes of them and of the examples: the
 images are the ones `make images` builds, the listener agent is the example Listener's,
-the emulator's Service is where the example connection points.
+the emulator's Service is where the example connection points, and the emulator's
+built-in data plane runs the example with no listener in the same namespace.
 
 That the release runs (pods Ready, the example DEPLOYED as real containers, faults) is
 proven in tests/e2e/test_realnode_helm.py, on these values; the demo itself was run by
@@ -104,3 +105,27 @@ def test_every_example_image_has_a_stand_in_that_make_images_builds() -> None:
     image = _example("agentdeployment-docker.yaml")["spec"]["sourceRevisionConfig"]["imageUri"]
     assert set(demo_realnode.STAND_INS) == {image}
     assert set(demo_realnode.STAND_INS.values()) <= _built_refs()
+    # The git example's image is its simulated build's, tagged once its commit is known.
+    assert _example("agentdeployment-git.yaml")["spec"]["source"] == "git_host"
+    assert demo_realnode.BUILT_STAND_IN in _built_refs()
+
+
+def test_the_emulator_runs_the_listenerless_example_in_the_agents_namespace(
+    docs: list[dict[str, Any]],
+) -> None:
+    git = _example("agentdeployment-git.yaml")["spec"]["sourceConfig"]
+    assert not {"listenerRef", "listenerId"} & set(git)  # the built-in data plane's
+    emulator = find(docs, "Deployment", f"{demo_realnode.RELEASE}-emulator")
+    pod = emulator["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    args = container["args"]
+    assert args[args.index("--builtin-dataplane") + 1] == demo.AGENTS_NAMESPACE
+    env = env_of(container)
+    assert env["DEPLOYPLANE_POSTGRES_IMAGE"] == realnode.POSTGRES_IMAGE
+    assert env["DEPLOYPLANE_REDIS_IMAGE"] == realnode.REDIS_IMAGE
+    # The in-cluster credentials of its own ServiceAccount, a Role in `agents` only.
+    assert pod["serviceAccountName"] == f"{demo_realnode.RELEASE}-emulator"
+    assert pod["automountServiceAccountToken"] is True
+    binding = find(docs, "RoleBinding", f"{demo_realnode.RELEASE}-emulator")
+    assert binding["metadata"]["namespace"] == demo.AGENTS_NAMESPACE
+    assert binding["subjects"][0]["name"] == pod["serviceAccountName"]
