@@ -49,8 +49,16 @@ async def observed_statuses(
     return seen
 
 
+# A step long enough that a poll (a GET every 5 ms, each one transaction) sees every
+# state even on a loaded 2-core machine: at 0.15 s, PostgreSQL under load missed one.
+WALK_STEP_SECONDS = 0.5
+
+
 async def test_git_revision_walks_every_state_in_order(database_url: str) -> None:
-    async with running_app(make_settings(database_url, step_seconds=0.15)) as (_, client):
+    async with running_app(make_settings(database_url, step_seconds=WALK_STEP_SECONDS)) as (
+        _,
+        client,
+    ):
         created = (await client.post("/v2/deployments", json=git_body())).json()
         seen = await observed_statuses(client, created["id"], created["latest_revision_id"])
         assert seen == GIT_PATH
@@ -62,7 +70,10 @@ async def test_git_revision_walks_every_state_in_order(database_url: str) -> Non
 
 
 async def test_image_revision_skips_the_build_states(database_url: str) -> None:
-    async with running_app(make_settings(database_url, step_seconds=0.15)) as (_, client):
+    async with running_app(make_settings(database_url, step_seconds=WALK_STEP_SECONDS)) as (
+        _,
+        client,
+    ):
         created = (await client.post("/v2/deployments", json=image_body())).json()
         seen = await observed_statuses(client, created["id"], created["latest_revision_id"])
         assert seen == IMAGE_PATH
