@@ -81,9 +81,10 @@ E2E_EXISTING ?= test_dataplane or test_devcluster or test_demo or test_examples_
 # The real-node tier: one dev cluster with a real node (kubelet, containerd, kube-proxy in
 # a sandbox; needs root) shared by its modules (tests/support/realnode.py), with the images
 # of `make images` imported: the node itself (test_realnode.py, whose teardown tests run
-# last) and the data plane's workloads as real containers (test_dataplane.py).
+# last), the data plane's workloads as real containers (test_dataplane.py) and
+# `langgraph deploy --remote` to images the emulator builds (test_realnode_langgraph.py).
 REAL_NODE_TESTS ?= tests/e2e/test_dataplane.py tests/e2e/test_realnode_helm.py \
-  tests/e2e/test_realnode_server.py \
+  tests/e2e/test_realnode_server.py tests/e2e/test_realnode_langgraph.py \
   tests/e2e/test_realnode.py
 e2e-real-node: venv node-tools images ## e2e on a real node (part of make test): pods, logs, exec, port-forward, Services, egress guard, the data plane's real containers, clean teardown (root)
 	@echo "== e2e on a real node"

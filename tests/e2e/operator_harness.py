@@ -96,6 +96,7 @@ class Emulator:
     port: int = 0
     args: tuple[str, ...] = ()  # more `serve` options (e.g. --builtin-dataplane NAMESPACE)
     env: dict[str, str] = field(default_factory=dict)  # more environment (e.g. KUBECONFIG)
+    config: dict[str, Any] = field(default_factory=dict)  # more settings (e.g. image_builds)
 
     @property
     def log_path(self) -> Path:
@@ -104,7 +105,7 @@ class Emulator:
     def start(self) -> Emulator:
         self.workdir.mkdir(parents=True, exist_ok=True)
         config = self.workdir / "emulator.yaml"
-        config.write_text(yaml.safe_dump(emulator_config(self.step_seconds)))
+        config.write_text(yaml.safe_dump({**emulator_config(self.step_seconds), **self.config}))
         database = self.database or f"sqlite+aiosqlite:///{self.workdir / 'controlplane.db'}"
         log = self.log_path.open("a")
         self.process = subprocess.Popen(

@@ -1,0 +1,345 @@
+"""On the real node (the tier's session), as a user would (issue 37 items 6 and 7): a
+tiny two-node graph with one pure-Python dependency (`six`, listed in `langgraph.json`)
+deployed by the vendor's own `langgraph deploy --remote` (langgraph-cli 0.4.40) to an
+emulator that builds real images (`serve --build-images`, imported into the tier's
+node) and runs listener-less deployments there (`--builtin-dataplane`); the graph run
+through `deployplane deployments port-forward` with the vendor's SDK (`langgraph-sdk`,
+`client.runs.wait`); a changed graph deployed again is a new revision that answers
+with the new output while the old revision's pods go; a graph that does not import is
+BUILD_FAILED with the reason in what the CLI prints. Then the operator path: an
+AgentDeployment (`external_docker`, the only non-git source the CRD has) of the image
+built here reaches Ready, `kubectl get agd` shows its URL, and the same server answers.
+
+One emulator, one project, builds cached by content (a warm run rebuilds nothing).
+Every wait is bounded only to stop a hang; the figures printed are measurements.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from langgraph_sdk import get_sync_client
+from tests.e2e.operator_harness import (
+    API_KEY,
+    WORKSPACE,
+    Emulator,
+    Resources,
+    kopf_operator,
+    operator_env,
+    ready_for_generation,
+)
+from tests.support import polling, realnode
+
+NAMESPACE = "langgraph-e2e"
+APP = "lg-e2e-app"
+LANGGRAPH = Path(sys.executable).parent / "langgraph"
+DEPLOYMENT_ID = "deployplane.io/deployment-id"
+REVISION_ID = "deployplane.io/revision-id"
+COMPONENT = "app.kubernetes.io/component"
+AGD = "agentdeployments"
+FIXED_MTIME = 1_767_225_600  # 2026-01-01T00:00:00Z
+
+AGENT = """\
+from typing import TypedDict
+
+import six
+from langgraph.graph import END, START, StateGraph
+
+
+class State(TypedDict):
+    text: str
+    steps: list[str]
+
+
+def first(state: State) -> dict:
+    return {"text": state["text"].upper(), "steps": [*state.get("steps", []), "first"]}
+
+
+def second(state: State) -> dict:
+    return {"text": six.ensure_str(state["text"] + "SUFFIX"), "steps": [*state["steps"], "NAME"]}
+
+
+builder = StateGraph(State)
+builder.add_node("first", first)
+builder.add_node("second", second)
+builder.add_edge(START, "first")
+builder.add_edge("first", "second")
+builder.add_edge("second", END)
+graph = builder.compile()
+"""
+
+
+def _write_project(path: Path, suffix: str, name: str) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    config = {"graphs": {"agent": "./agent.py:graph"}, "dependencies": [".", "six==1.17.0"]}
+    (path / "langgraph.json").write_text(json.dumps(config))
+    (path / "agent.py").write_text(AGENT.replace("SUFFIX", suffix).replace("NAME", name))
+    # Fixed times: the CLI's tarball records them and the build's cache key is the
+    # tarball's content, so the next run of this module reuses the images it built.
+    for item in (path, path / "langgraph.json", path / "agent.py"):
+        os.utime(item, (FIXED_MTIME, FIXED_MTIME))
+    return path
+
+
+@pytest.fixture(scope="module")
+def cloud(
+    real_node_session: realnode.Session,
+    kubeconfig: Path,
+    k8s_api: client.ApiClient,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Emulator]:
+    """The emulator building real images into the tier's node, its built-in data plane
+    deploying into NAMESPACE."""
+    core = client.CoreV1Api(k8s_api)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
+    state_dir = str(real_node_session.cluster.state_dir)
+    emulator = Emulator(
+        tmp_path_factory.mktemp("langgraph-cloud"),
+        step_seconds=0.2,
+        strict=False,
+        proxied=False,
+        args=("--builtin-dataplane", NAMESPACE),
+        env={
+            "KUBECONFIG": str(kubeconfig),
+            "DEPLOYPLANE_POSTGRES_IMAGE": realnode.POSTGRES_IMAGE,
+            "DEPLOYPLANE_REDIS_IMAGE": realnode.REDIS_IMAGE,
+        },
+        config={"image_builds": {"load_into_dev_cluster": state_dir}},
+    ).start()
+    try:
+        yield emulator
+    finally:
+        emulator.stop()
+        print("emulator log (tail):\n" + emulator.log_path.read_text()[-4000:])
+        with contextlib.suppress(ApiException):
+            core.delete_namespace(NAMESPACE)
+
+
+def _langgraph(cloud: Emulator, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The vendor's CLI as a user runs it: the host and key from its environment."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("LANGSMITH", "LANGCHAIN"))},
+        "LANGGRAPH_HOST_URL": cloud.url,
+        "LANGGRAPH_HOST_API_KEY": API_KEY,
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+    }
+    argv = [str(LANGGRAPH), *args]
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
+def _deploy(
+    cloud: Emulator, project: Path, name: str
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    started = time.monotonic()
+    done = _langgraph(cloud, project, "deploy", "--remote", "--no-input", "--name", name)
+    return done, time.monotonic() - started
+
+
+def _deployment_id(output: str) -> str:
+    found = re.search(r"Deployment ID: ([0-9a-f-]{36})", output)
+    assert found, output
+    return found.group(1)
+
+
+def _api(cloud: Emulator) -> httpx.Client:
+    headers = {"X-Api-Key": API_KEY, "X-Tenant-Id": WORKSPACE}
+    return httpx.Client(base_url=cloud.url, headers=headers, timeout=30)
+
+
+def _latest_revision(cloud: Emulator, deployment_id: str) -> dict[str, Any]:
+    with _api(cloud) as api:
+        current = api.get(f"/v2/deployments/{deployment_id}").json()
+        path = f"/v2/deployments/{deployment_id}/revisions/{current['latest_revision_id']}"
+        revision: dict[str, Any] = api.get(path).json()
+    return revision
+
+
+def _build_span(cloud: Emulator, deployment_id: str, revision_id: str) -> str:
+    """The build's own time, first to last build log line (a measurement, printed)."""
+    path = f"/v1/projects/{deployment_id}/revisions/{revision_id}/build_logs"
+    with _api(cloud) as api:
+        logs = api.post(path, json={"order": "asc", "limit": 1000}).json()["logs"]
+    span = (logs[-1]["timestamp"] - logs[0]["timestamp"]) / 1000
+    cached = any("(cached)" in line["message"] for line in logs)
+    return f"build {span:.1f} s{' (cached)' if cached else ''}"
+
+
+def _server_pods(k8s_api: client.ApiClient, deployment_id: str) -> list[Any]:
+    selector = f"{DEPLOYMENT_ID}={deployment_id},{COMPONENT}=agent-server"
+    core = client.CoreV1Api(k8s_api)
+    return list(core.list_namespaced_pod(NAMESPACE, label_selector=selector).items)
+
+
+def _pod_revisions(k8s_api: client.ApiClient, deployment_id: str) -> set[str]:
+    return {p.metadata.annotations[REVISION_ID] for p in _server_pods(k8s_api, deployment_id)}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _port_forward(cloud: Emulator, ref: str, kubeconfig: Path) -> Iterator[str]:
+    """`deployplane deployments port-forward REF PORT` as a subprocess (stopped at the
+    end by its pid, as Ctrl-C would); yields the local URL."""
+    port = _free_port()
+    argv = [sys.executable, "-m", "deployplane.cli", "deployments", "port-forward", ref,
+            str(port), "--url", cloud.url, "--kubeconfig", str(kubeconfig)]  # fmt: skip
+    process = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "DEPLOYPLANE_API_KEY": API_KEY},
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith(f"forwarding http://127.0.0.1:{port} -> deployment "), line + (
+            process.stderr.read() if process.poll() is not None and process.stderr else ""
+        )
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.send_signal(signal.SIGINT)
+        code = process.wait(30)
+    assert code == 0, process.stderr.read() if process.stderr else ""
+
+
+def _run_graph(url: str, text: str) -> tuple[Any, float]:
+    """The graph run through the vendor's SDK, as its docs show: (output, seconds)."""
+    sdk = get_sync_client(url=url, api_key=None)
+    started = time.monotonic()
+    output = sdk.runs.wait(None, "agent", input={"text": text, "steps": []})
+    return output, time.monotonic() - started
+
+
+def test_langgraph_deploy_builds_runs_the_graph_and_redeploys_a_new_revision(
+    cloud: Emulator, k8s_api: client.ApiClient, kubeconfig: Path, tmp_path: Path
+) -> None:
+    project = _write_project(tmp_path / "app", "!", "second")
+    done, upload_to_deployed = _deploy(cloud, project, APP)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Deployment successful!" in done.stdout
+    dep = _deployment_id(done.stdout)
+    first = _latest_revision(cloud, dep)
+    assert first["status"] == "DEPLOYED"
+    image = first["source_revision_config"]["image_uri"]
+    assert image.startswith("localhost/deployplane-agent:"), image
+    built = _build_span(cloud, dep, first["id"])
+    print(f"langgraph deploy -> DEPLOYED {upload_to_deployed:.1f} s ({built})")
+    assert _pod_revisions(k8s_api, dep) == {first["id"]}
+    with _port_forward(cloud, APP, kubeconfig) as url:
+        assert httpx.get(f"{url}/ok", timeout=30).json()["ok"] is True
+        output, first_wait = _run_graph(url, "hi")
+        assert output == {"text": "HI!", "steps": ["first", "second"]}
+        print(f"first runs.wait through port-forward {first_wait:.2f} s")
+
+    # A changed graph: a new revision (a new image), its output the new one.
+    _write_project(project, "?", "second-v2")
+    again, redeploy = _deploy(cloud, project, APP)
+    assert again.returncode == 0, again.stdout + again.stderr
+    second = _latest_revision(cloud, dep)
+    built = _build_span(cloud, dep, second["id"])
+    print(f"second langgraph deploy -> DEPLOYED {redeploy:.1f} s ({built})")
+    assert second["id"] != first["id"]
+    assert second["status"] == "DEPLOYED"
+    assert second["source_revision_config"]["image_uri"] != image
+    # The old revision's pods go (gracefully: bounded only to stop a hang).
+    polling.wait_until(
+        "only the new revision's server pods",
+        lambda: _pod_revisions(k8s_api, dep) == {second["id"]},
+        120,
+        interval=0.5,
+    )
+    with _port_forward(cloud, APP, kubeconfig) as url:
+        output, _ = _run_graph(url, "hi")
+        assert output == {"text": "HI?", "steps": ["first", "second-v2"]}
+
+
+def test_a_graph_that_does_not_import_is_build_failed_in_what_the_cli_prints(
+    cloud: Emulator, tmp_path: Path
+) -> None:
+    broken = _write_project(tmp_path / "broken", "!", "second")
+    (broken / "agent.py").write_text("import not_a_module_e2e\ngraph = None\n")
+    failed, _ = _deploy(cloud, broken, "lg-e2e-broken")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "Deployment failed" in failed.stdout
+    reason = (
+        "graph 'agent' does not import: ModuleNotFoundError: No module named 'not_a_module_e2e'"
+    )
+    assert f"| Build failed: {reason}" in failed.stdout, failed.stdout
+
+
+def test_an_agentdeployment_of_the_built_image_is_ready_with_its_url_and_serves(
+    cloud: Emulator,
+    resources: Resources,
+    namespace: str,
+    kubeconfig: Path,
+    real_node_session: realnode.Session,
+) -> None:
+    (built,) = cloud.deployments_named(APP)
+    image = built["source_revision_config"]["image_uri"]
+    body = {
+        "apiVersion": "deployplane.io/v1alpha1",
+        "kind": "AgentDeployment",
+        "metadata": {"name": "lg-operator"},
+        "spec": {
+            "source": "external_docker",
+            "sourceConfig": {"resourceSpec": {"minScale": 1}},
+            "sourceRevisionConfig": {"imageUri": image},
+        },
+    }
+    with kopf_operator(namespace, operator_env(cloud, kubeconfig)) as runner:
+        started = time.monotonic()
+        resources.create(AGD, body)
+        obj = resources.wait(AGD, "lg-operator", ready_for_generation, within=400, what="Ready")
+        took = time.monotonic() - started
+        assert obj is not None
+        url = obj["status"]["url"]
+        assert url.startswith("https://"), url
+        assert obj["status"]["revision"]["status"] == "DEPLOYED"
+        table = _kubectl(real_node_session, "get", "agd", "-n", namespace, "lg-operator")
+        header, row = table.splitlines()[:2]
+        assert "URL" in header.split()
+        assert url in row.split()
+        with _port_forward(cloud, "lg-operator", kubeconfig) as local:
+            assert httpx.get(f"{local}/ok", timeout=30).json()["ok"] is True
+            output, _ = _run_graph(local, "op")
+            assert output == {"text": "OP?", "steps": ["first", "second-v2"]}
+        resources.delete(AGD, "lg-operator")
+        resources.wait(AGD, "lg-operator", lambda o: o is None, within=120, what="deleted")
+    # (printed here: KopfRunner captures the test's stdout while it runs)
+    print(f"AgentDeployment (external_docker, the built image) -> Ready {took:.1f} s")
+    assert runner.exit_code == 0, runner.output[-3000:]
+    assert API_KEY not in runner.output
+
+
+def _kubectl(session: realnode.Session, *args: str) -> str:
+    kubectl = session.cluster.tools.kubectl
+    assert kubectl is not None
+    done = subprocess.run(
+        [str(kubectl), f"--kubeconfig={session.cluster.kubeconfig}", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
