@@ -86,9 +86,13 @@ E2E_EXISTING ?= test_dataplane or test_devcluster or test_demo or test_examples_
 REAL_NODE_TESTS ?= tests/e2e/test_dataplane.py tests/e2e/test_realnode_helm.py \
   tests/e2e/test_realnode_server.py tests/e2e/test_realnode_langgraph.py \
   tests/e2e/test_realnode.py
+# One real node per machine (fixed veth and namespace names): a second tier started
+# meanwhile waits for this lock instead of failing on the first one's node.
+REAL_NODE_LOCK ?= $(HOME)/.cache/deployplane/realnode.lock
 e2e-real-node: venv node-tools images ## e2e on a real node (part of make test): pods, logs, exec, port-forward, Services, egress guard, the data plane's real containers, clean teardown (root)
 	@echo "== e2e on a real node"
-	@DEPLOYPLANE_E2E_REAL_NODE=1 DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
+	@mkdir -p $(dir $(REAL_NODE_LOCK))
+	@flock $(REAL_NODE_LOCK) env DEPLOYPLANE_E2E_REAL_NODE=1 DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
 	  DEPLOYPLANE_E2E_AGENT_IMAGE=docker.io/library/deployplane-e2e-agent \
 	  DEPLOYPLANE_POSTGRES_IMAGE=docker.io/library/deployplane-postgres:17-pgvector \
 	  DEPLOYPLANE_REDIS_IMAGE=docker.io/library/deployplane-redis:7.0 \

@@ -5,7 +5,11 @@ tests/e2e/test_realnode_server.py), and one-line errors."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -176,3 +180,61 @@ def test_kubectl_error_is_its_last_error_line() -> None:
 def test_a_tools_dir_without_kubectl_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ForwardError, match="has no kubectl"):
         find_kubectl({"DEPLOYPLANE_TOOLS_BIN": str(tmp_path)})
+
+
+_FAKE_KUBECTL = """
+import sys, time
+print("Forwarding from 127.0.0.1:1 -> 8000", flush=True)
+time.sleep(120)
+"""
+
+_FORWARDER = """
+import signal, sys
+from deployplane.commands.portforward import run_forward
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a background job (`... &`) inherits it
+run_forward([sys.executable, "-c", sys.argv[1]], "announce")
+print("stopped", flush=True)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_ctrl_c_or_sigterm_stops_the_forward_and_kubectl_whatever_was_inherited(
+    sig: signal.Signals,
+) -> None:
+    """A forward started in the background once ignored Ctrl-C, and SIGTERM left
+    kubectl (in its own session) running: both now stop it, kubectl with it."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _FORWARDER, _FAKE_KUBECTL],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    kubectl: int | None = None
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == "announce\n"
+        kubectl = _child_of(process.pid)
+        process.send_signal(sig)
+        assert process.wait(timeout=30) == 0  # a bound for a hang, not a figure
+        assert process.stdout.read() == "stopped\n"
+        assert not _alive(kubectl), "kubectl outlived the forward"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if kubectl is not None and _alive(kubectl):  # ours, by its pid: leave nothing
+            os.kill(kubectl, signal.SIGKILL)
+
+
+def _child_of(pid: int) -> int:
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    assert len(children) == 1, children
+    return int(children[0])
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper is gone for this purpose)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"

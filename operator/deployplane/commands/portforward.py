@@ -11,6 +11,7 @@ not the Python client's `portforward`). Every failure is one line, exit 1 or 2.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -18,7 +19,7 @@ import signal
 import subprocess
 import threading
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -183,9 +184,32 @@ def find_service(kubectl: str, target: Target, kubeconfig: str | None) -> tuple[
     return pick_service(done.stdout, target)
 
 
+@contextlib.contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM end the forward (as KeyboardInterrupt), whatever this process
+    inherited: a command started as a background job (`... &`) gets SIGINT ignored,
+    and Python's default SIGTERM would end it at once, leaving kubectl (in a session of
+    its own, so a terminal's Ctrl-C reaches only us) running. kubectl does the same."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def run_forward(argv: list[str], announce: str) -> None:
     """Runs kubectl until it ends (a `ForwardError` with its last error line) or Ctrl-C
-    (then kubectl is stopped, and this returns)."""
+    or SIGTERM (then kubectl is stopped, and this returns)."""
+    with _stopped_by_signals():
+        _forward(argv, announce)
+
+
+def _forward(argv: list[str], announce: str) -> None:
     process = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
