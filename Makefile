@@ -111,8 +111,8 @@ test: venv tools postgres lint ## the whole suite: lint, unit, integration, e2e 
 	@$(MAKE) --no-print-directory e2e-real-node
 
 # REAL_NODE=1: the same demo on a real node (root): the chart installed with the image of
-# `make images`, the operator, emulator and listener agent as pods, the workloads as real
-# containers (operator/deployplane/demo_realnode.py).
+# `make images`, the operator and listener agent as pods, the emulator on the host
+# building real images, the workloads as real containers (operator/deployplane/demo_realnode.py).
 REAL_NODE ?=
 demo: venv tools $(if $(filter 1,$(REAL_NODE)),node-tools images) ## the local demo: Kubernetes API + emulator + operator; examples reach DEPLOYED (REAL_NODE=1: on a real node, as pods)
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(VENV)/bin/deployplane demo up \

@@ -4,7 +4,8 @@
 the control-plane emulator, the operator and the listener agent of the example Listener
 (the data plane: it rolls the example deployments out in namespace `agents`), applies
 the CRDs and `examples/`, and shows a live table until every example is Ready
-(`--real-node`: the same on a real node, the servers as pods: demo_realnode.py).
+(`--real-node`: the same on a real node, the operator and agent as pods:
+demo_realnode.py).
 Everything keeps running in the background afterwards (`down` stops it). Ctrl-C during
 `up` stops everything it started.
 """
@@ -109,25 +110,33 @@ def _stop_pidfile(name: str) -> None:
     pidfile.unlink(missing_ok=True)
 
 
-def _start_emulator(cluster: DevCluster) -> str:
-    """The emulator, with its built-in data plane running the deployments that have no
-    listener (`langgraph deploy`'s) in the agents' namespace of the demo's cluster."""
-    config = _repo_file("examples/controlplane.yaml")
+def _start_emulator(
+    cluster: DevCluster,
+    *,
+    host: str = "127.0.0.1",
+    config: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> str:
+    """The emulator on `host` (config: examples/controlplane.yaml), with its built-in
+    data plane running the deployments that have no listener (`langgraph deploy`'s) in
+    the agents' namespace of the demo's cluster (`env`: KUBECONFIG and more for it)."""
     proc = _spawn(
         "emulator",
         _cli(
             "controlplane",
             "serve",
+            "--host",
+            host,
             "--port",
             "0",
             "--config",
-            str(config),
+            str(config or _repo_file("examples/controlplane.yaml")),
             "--database",
             f"sqlite+aiosqlite:///{STATE.resolve()}/controlplane.db",
             "--builtin-dataplane",
             AGENTS_NAMESPACE,
         ),
-        env={"KUBECONFIG": str(cluster.kubeconfig)},
+        env=env or {"KUBECONFIG": str(cluster.kubeconfig)},
     )
     assert proc.stdout is not None
     deadline = time.monotonic() + 60
@@ -145,7 +154,6 @@ def _start_emulator(cluster: DevCluster) -> str:
 
 
 def _stop_all() -> None:
-    _stop_pidfile("port-forward")
     _stop_pidfile("listener-agent")
     _stop_pidfile("operator")
     _stop_pidfile("emulator")
@@ -200,7 +208,9 @@ def up(
     started = time.monotonic()
     try:
         if real_node:
-            cluster = demo_realnode.start(STATE, console, _apply_examples, NAMESPACE)
+            cluster = demo_realnode.start(
+                STATE, console, _apply_examples, _start_emulator, NAMESPACE
+            )
         else:
             cluster = _start_local()
         all_ready = _watch(cluster, timeout, started)

@@ -1,20 +1,25 @@
 """`deployplane demo up --real-node` (`make demo REAL_NODE=1`): the demo on a real node.
 
 The same demo as `demo up`, on the dev cluster's real node (realnode/, root) instead of
-kwok's: `helm install` of charts/deployplane with examples/helm/real-node-values.yaml
-runs the operator (two replicas, Kopf peering), the control-plane emulator (with
-examples/controlplane.yaml) and the listener agent of the example Listener as pods of
-the image `make images` built, and the agent rolls the Listener's example deployment out
-as real containers in namespace `agents`; the emulator's built-in data plane
-(`emulator.builtinDataplane`) rolls out the one with no listener (the git example) there
-too. No registry is reachable from the node: the images are the archives `make images`
-left in the image cache, imported at `up`, and the examples' images (`registry.example.com/...`,
-and the git example's simulated build, `registry.deployplane.local/<name>:<commit>`,
-served by no registry here) are the tier's agent-server stand-in, tagged with their names.
+kwok's. The control-plane emulator runs on the host, as in the kwok demo (same
+examples/controlplane.yaml, SQLite in the demo's state), with real image builds
+(`image_builds`, imported into the node: `langgraph deploy --remote` gets a runnable
+agent server) and its built-in data plane in namespace `agents` of the demo's cluster;
+it listens on the host's end of the node's veth (realnode layout.HOST_IP), which the
+node's pods reach (the egress guard lets them) and the host's user too. `helm install`
+of charts/deployplane with examples/helm/real-node-values.yaml and `chart_overrides`
+(the chart's emulator off, the operator and agent pointed at the host's emulator with
+the demo's key) runs the operator (two replicas, Kopf peering) and the listener agent of
+the example Listener as pods of the image `make images` built; the agent rolls the
+Listener's example deployment out as real containers in `agents`, and the built-in data
+plane the one with no listener (the git example) there too. No registry is reachable
+from the node: the images are the archives `make images` left in the image cache,
+imported at `up`, and the examples' images (`registry.example.com/...`, and the git
+example's simulated build, `registry.deployplane.local/<name>:<commit>`, served by no
+registry here) are the tier's agent-server stand-in, tagged with their names.
 
-The emulator is reached from the host through a `kubectl port-forward` on 127.0.0.1
-(its pid in the demo's state, stopped by `demo down` with the rest); the cluster's stop
-removes every container, process, namespace, veth and mount of the node.
+`demo down` stops the emulator by its pid, then the cluster, whose stop removes every
+container, process, namespace, veth and mount of the node.
 """
 
 from __future__ import annotations
@@ -22,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -38,13 +42,16 @@ from deployplane.api.connection import ConnectionSettings
 from deployplane.api.models import Source
 from deployplane.devcluster.cluster import DevCluster
 from deployplane.devcluster.errors import DevClusterError
-from deployplane.devcluster.realnode import images
+from deployplane.devcluster.realnode import images, layout
 
 RELEASE = "deployplane"
 RELEASE_NAMESPACE = "deployplane-system"
-EMULATOR_PORT = 8124
 VALUES = "examples/helm/real-node-values.yaml"
 EMULATOR_CONFIG = "examples/controlplane.yaml"
+# The emulator's address: the host's end of the node's veth (pods reach it, the host too).
+EMULATOR_HOST = layout.HOST_IP
+# The Secret (in RELEASE_NAMESPACE) of the demo's key, for the operator and the agent.
+KEY_SECRET = f"{RELEASE}-demo-api-key"
 # The example's image -> the image of `make images` that stands in for it on the node
 # (answers GET /ok on port 8000, as the rendered probes ask).
 STAND_INS = {
@@ -55,27 +62,41 @@ BUILT_STAND_IN = "docker.io/library/deployplane-e2e-agent:1"
 DEMO_API_KEY = "demo-key-not-secret"  # examples/controlplane.yaml's; local only
 AGENT_SELECTOR = "app.kubernetes.io/component=listener-agent"
 HELP = (
-    "On a real node (root; `make images` first): the operator, emulator and listener "
-    "agent as pods of the built image, the workloads as real containers."
+    "On a real node (root; `make images` first): the operator and listener agent as pods "
+    "of the built image, the emulator on the host building real images, the workloads "
+    "as real containers."
 )
 ApplyExamples = Callable[..., None]  # demo._apply_examples(api, kinds, url="")
+# demo._start_emulator(cluster, host=, config=, env=) -> its URL
+StartEmulator = Callable[..., str]
 
 
 def start(
-    state: Path, console: Console, apply_examples: ApplyExamples, namespace: str
+    state: Path,
+    console: Console,
+    apply_examples: ApplyExamples,
+    start_emulator: StartEmulator,
+    namespace: str,
 ) -> DevCluster:
-    """demo.up's steps, the servers as pods on a real node; the examples applied in
-    `namespace` (the AgentDeployments once the agent runs)."""
+    """demo.up's steps, the servers as pods on a real node, the emulator on the host;
+    the examples applied in `namespace` (the AgentDeployments once the agent runs)."""
     with console.status("starting the dev cluster with a real node..."):
         cluster = start_cluster(state)
     console.print(f"[green]✓[/green] Kubernetes API at {cluster.server}, real node Ready")
-    with console.status("helm install: operator, emulator, listener agent (pods)..."):
-        install(cluster, state, namespace)
-    url = forward_emulator(cluster, state)
-    console.print(f"[green]✓[/green] chart installed; emulator forwarded to {url}")
+    with console.status("starting the control-plane emulator (real image builds)..."):
+        config = state / "controlplane.yaml"
+        base = yaml.safe_load(Path(EMULATOR_CONFIG).read_text())
+        config.write_text(json.dumps(emulator_config(base, cluster.state_dir)))  # JSON is YAML
+        url = start_emulator(
+            cluster, host=EMULATOR_HOST, config=config, env=emulator_env(cluster.kubeconfig)
+        )
+    console.print(f"[green]✓[/green] control-plane emulator at {url}")
+    with console.status("helm install: operator, listener agent (pods)..."):
+        install(cluster, state, namespace, url)
+    console.print("[green]✓[/green] chart installed")
     with console.status("applying CRDs and examples/..."), cluster.admin() as api:
         kinds = frozenset({"Secret", "ControlPlaneConnection", "Listener"})
-        apply_examples(api, kinds, in_cluster_url())
+        apply_examples(api, kinds, url)
     with console.status("waiting for the listener agent's pod..."):
         wait_agent_running(cluster)
     with cluster.admin() as api:
@@ -86,9 +107,39 @@ def start(
     return cluster
 
 
-def in_cluster_url() -> str:
-    """The emulator's Service, as the operator's pods reach it."""
-    return f"http://{RELEASE}-emulator.{RELEASE_NAMESPACE}.svc:{EMULATOR_PORT}"
+def _values() -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load(Path(VALUES).read_text())
+    return loaded
+
+
+def emulator_config(base: dict[str, Any], cluster_state: Path) -> dict[str, Any]:
+    """The demo's emulator config (`base`, examples/controlplane.yaml) with real image
+    builds, each imported into the real node of the cluster at `cluster_state`."""
+    builds = {**base.get("image_builds", {}), "load_into_dev_cluster": str(cluster_state)}
+    return {**base, "image_builds": builds}
+
+
+def emulator_env(kubeconfig: Path, values: dict[str, Any] | None = None) -> dict[str, str]:
+    """The emulator's environment: its built-in data plane deploys into the demo's
+    cluster with the local PostgreSQL and Redis images, as the chart's agent does."""
+    agent = (values or _values())["listenerAgent"]
+    return {
+        "KUBECONFIG": str(kubeconfig),
+        "DEPLOYPLANE_POSTGRES_IMAGE": agent["postgresImage"],
+        "DEPLOYPLANE_REDIS_IMAGE": agent["redisImage"],
+    }
+
+
+def chart_overrides(watch: str, url: str) -> dict[str, Any]:
+    """The demo's values over VALUES: the chart's emulator off (it runs on the host), the
+    operator and the listener agent pointed at `url` with the key in KEY_SECRET,
+    watching `watch`."""
+    return {
+        "watchNamespaces": [watch],
+        "emulator": {"enabled": False},
+        "controlPlane": {"url": url, "apiKeySecret": {"name": KEY_SECRET, "key": "api-key"}},
+        "listenerAgent": {"listenerNamespace": watch},
+    }
 
 
 def start_cluster(state: Path) -> DevCluster:
@@ -102,59 +153,34 @@ def _holder(cluster: DevCluster) -> int:
     return next(p.pid for p in cluster.server_processes if p.name == images.HOLDER)
 
 
-def install(cluster: DevCluster, state: Path, watch: str) -> None:
-    """The stand-ins tagged, the agent's namespaces made, and the chart installed,
-    watching `watch` (helm waits for every Deployment of the release to be Available)."""
+def install(cluster: DevCluster, state: Path, watch: str, url: str) -> None:
+    """The stand-ins tagged, the namespaces and the key's Secret made, and the chart
+    installed, watching `watch`, its servers using the emulator at `url` (helm waits for
+    every Deployment of the release to be Available)."""
     ctr = cluster.tools.bin_dir / "ctr"
     loaded = images.list_images(_holder(cluster), ctr)
     for example, stand_in in STAND_INS.items():
         if stand_in not in loaded:
             raise DevClusterError(f"{stand_in} is not on the node: run `make images` first")
         images.tag(_holder(cluster), ctr, stand_in, example)
-    values = yaml.safe_load(Path(VALUES).read_text())
-    agents = values["listenerAgent"]["namespaces"]
-    builtin = values["emulator"]["builtinDataplane"]["namespace"]
+    agents = _values()["listenerAgent"]["namespaces"]
     with cluster.admin() as api:  # the chart's Roles live in them
-        for name in dict.fromkeys((watch, *agents, builtin)):
-            client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
-    overrides: dict[str, Any] = {
-        "watchNamespaces": [watch],
-        "emulator": {"config": yaml.safe_load(Path(EMULATOR_CONFIG).read_text())},
-        "listenerAgent": {"listenerNamespace": watch},
-    }
+        core = client.CoreV1Api(api)
+        for name in dict.fromkeys((watch, *agents, RELEASE_NAMESPACE)):
+            core.create_namespace({"metadata": {"name": name}})
+        secret = {"metadata": {"name": KEY_SECRET}, "stringData": {"api-key": DEMO_API_KEY}}
+        core.create_namespaced_secret(RELEASE_NAMESPACE, secret)
     overrides_file = state / "values.json"
-    overrides_file.write_text(json.dumps(overrides))  # JSON is YAML
+    overrides_file.write_text(json.dumps(chart_overrides(watch, url)))  # JSON is YAML
     helm = cluster.tools.helm
     if helm is None:
         raise DevClusterError("helm not found: run `make tools`")
     argv = [str(helm), "install", RELEASE, "charts/deployplane", "--namespace"]
-    argv += [RELEASE_NAMESPACE, "--create-namespace", "--kubeconfig", str(cluster.kubeconfig)]
+    argv += [RELEASE_NAMESPACE, "--kubeconfig", str(cluster.kubeconfig)]
     argv += ["-f", VALUES, "-f", str(overrides_file), "--wait", "--timeout", "5m"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=330, check=False)
     if done.returncode != 0:
         raise DevClusterError(f"helm install failed: {done.stderr.strip()[-2000:]}")
-
-
-def forward_emulator(cluster: DevCluster, state: Path) -> str:
-    """`kubectl port-forward` to the emulator on a free loopback port, in the background
-    (pid in `port-forward.pid`); its URL, also written to `emulator.url`."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    argv = [str(cluster.tools.kubectl), f"--kubeconfig={cluster.kubeconfig}", "port-forward"]
-    argv += ["-n", RELEASE_NAMESPACE, "--address", "127.0.0.1"]
-    argv += [f"svc/{RELEASE}-emulator", f"{port}:{EMULATOR_PORT}"]
-    with (state / "port-forward.log").open("a") as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
-    (state / "port-forward.pid").write_text(str(proc.pid))
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while "Forwarding from" not in (state / "port-forward.log").read_text(errors="replace"):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise DevClusterError(f"kubectl port-forward failed; see {state / 'port-forward.log'}")
-        time.sleep(0.2)
-    (state / "emulator.url").write_text(url)
-    return url
 
 
 def wait_agent_running(cluster: DevCluster, timeout: float = 120) -> None:

@@ -3,11 +3,16 @@ node, in the real-node tier. It starts its own dev cluster with the one real nod
 this machine, so the tier runs this module first, before `real_node_session` starts
 the tier's node (it asks for no cluster fixture).
 
-The examples Ready, the AgentDeployments DEPLOYED; the operator, emulator and listener
-agent are pods of the built image on the node, the examples' workloads real containers
-in `agents`: the Listener's example by the listener agent, the git example (no
-listener) by the emulator's built-in data plane, its agent server Ready; `demo down`
-leaves no process behind and the host's network and mounts as they were.
+The examples Ready, the AgentDeployments DEPLOYED; the operator and listener agent are
+pods of the built image on the node, the emulator a process on the host listening on
+the host's end of the node's veth; the examples' workloads real containers in
+`agents`: the Listener's example by the listener agent, the git example (no listener)
+by the emulator's built-in data plane, its agent server Ready. Then the user's flow
+(issue 37 item 6): a tiny graph deployed by the vendor's `langgraph deploy --remote`
+to the demo's emulator (its URL in `emulator.url`, the demo's key) is DEPLOYED, a real
+image built and run on the node, and the vendor's SDK (`runs.wait`) through
+`deployplane deployments port-forward` gets the graph's output. `demo down` leaves no
+process behind and the host's network and mounts as they were.
 """
 
 from __future__ import annotations
@@ -21,16 +26,22 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
-from tests.support import hostsnapshot, polling, realnode
+from tests.support import hostsnapshot, langgraph_app, polling, realnode
 
 from deployplane import demo, demo_realnode
 from deployplane.controlplane.agents import builtin_listener_id
 from deployplane.controlplane.dataplane import BUILT_IMAGE_REGISTRY
 from deployplane.dataplane.kube import FIELD_MANAGER
-from deployplane.dataplane.render.context import LABEL_COMPONENT, LABEL_LISTENER_ID, SERVER
+from deployplane.dataplane.render.context import (
+    LABEL_COMPONENT,
+    LABEL_DEPLOYMENT_ID,
+    LABEL_LISTENER_ID,
+    SERVER,
+)
 from deployplane.devcluster.cluster import attach
 
 REPO = Path(__file__).resolve().parents[2]
+APP = "demo-graph"
 # The emulator's built-in data plane stands for this listener in the demo's workspace.
 BUILTIN_LISTENER = str(builtin_listener_id(uuid.UUID(demo.TENANT)))
 pytestmark = pytest.mark.skipif(
@@ -51,7 +62,7 @@ def _processes_using(state: Path) -> list[str]:
     return [line for line in out.splitlines() if str(state) in line]
 
 
-def test_demo_on_the_real_node_runs_the_servers_as_pods_and_down_cleans_up(
+def test_demo_on_the_real_node_serves_langgraph_deploy_and_down_cleans_up(
     tmp_path: Path,
 ) -> None:
     state = tmp_path / "demo"
@@ -63,12 +74,49 @@ def test_demo_on_the_real_node_runs_the_servers_as_pods_and_down_cleans_up(
         assert len(rows) == 4, rows
         assert all(r["ready"] == "True" for r in rows), rows
         assert all(r["revision"] == "DEPLOYED" for r in rows if r["kind"] == "AgentDeployment")
+        _assert_the_emulator_is_a_host_process(state)
         _assert_pods_on_the_real_node(state)
+        _assert_langgraph_deploy_runs_the_graph(state, tmp_path / "app")
     finally:
         down = _demo("down", state=state, timeout=300)
     assert down.returncode == 0, down.stdout + down.stderr
     assert _processes_using(state) == []
     assert hostsnapshot.snapshot(state / "cluster") == before
+
+
+def _assert_the_emulator_is_a_host_process(state: Path) -> None:
+    pid = int((state / "emulator.pid").read_text())
+    args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert {b"controlplane", b"serve"} <= set(args), args
+    url = (state / "emulator.url").read_text().strip()
+    assert url.startswith(f"http://{demo_realnode.EMULATOR_HOST}:"), url
+
+
+def _assert_langgraph_deploy_runs_the_graph(state: Path, project: Path) -> None:
+    """`langgraph deploy --remote` to the demo's emulator, as the README shows: DEPLOYED
+    (a real image, built and imported into the node, runs in `agents`), and the graph
+    answers through `deployplane deployments port-forward` with the vendor's SDK."""
+    url = (state / "emulator.url").read_text().strip()
+    langgraph_app.write_project(project, "!", "second")
+    done, took = langgraph_app.deploy(url, demo.DEMO_API_KEY, project, APP)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Deployment successful!" in done.stdout
+    print(f"langgraph deploy -> DEPLOYED {took:.1f} s")
+    deployment = langgraph_app.deployment_id(done.stdout)
+    cluster = attach(state / "cluster")
+    assert cluster is not None
+    with cluster.admin() as api:
+        selector = f"{LABEL_DEPLOYMENT_ID}={deployment},{LABEL_COMPONENT}={SERVER}"
+        pods = client.CoreV1Api(api).list_namespaced_pod("agents", label_selector=selector)
+        assert pods.items, "no agent-server pod of the deployed graph"
+        for pod in pods.items:
+            assert pod.spec.node_name == "deployplane-node", pod.metadata.name
+            (image,) = {c.image for c in pod.spec.containers}
+            assert image.startswith("localhost/deployplane-agent:"), image
+    with langgraph_app.port_forward(url, demo.DEMO_API_KEY, APP, cluster.kubeconfig) as local:
+        output, first_wait = langgraph_app.run_graph(local, "hi")
+        assert output == {"text": "HI!", "steps": ["first", "second"]}
+    print(f"first runs.wait through port-forward {first_wait:.2f} s")
 
 
 def _assert_pods_on_the_real_node(state: Path) -> None:
@@ -78,7 +126,7 @@ def _assert_pods_on_the_real_node(state: Path) -> None:
         core = client.CoreV1Api(api)
         servers = core.list_namespaced_pod(demo_realnode.RELEASE_NAMESPACE).items
         components = {p.metadata.labels["app.kubernetes.io/component"] for p in servers}
-        assert components == {"operator", "emulator", "listener-agent"}, components
+        assert components == {"operator", "listener-agent"}, components
         workloads = core.list_namespaced_pod("agents").items
         (example,) = demo_realnode.STAND_INS
         images = {c.image for p in workloads for c in p.spec.containers}

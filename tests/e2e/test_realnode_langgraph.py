@@ -17,13 +17,7 @@ Every wait is bounded only to stop a hang; the figures printed are measurements.
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import re
-import signal
-import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +27,6 @@ import httpx
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from langgraph_sdk import get_sync_client
 from tests.e2e.operator_harness import (
     API_KEY,
     WORKSPACE,
@@ -43,57 +36,14 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.support import polling, realnode
+from tests.support import langgraph_app, polling, realnode
 
 NAMESPACE = "langgraph-e2e"
 APP = "lg-e2e-app"
-LANGGRAPH = Path(sys.executable).parent / "langgraph"
 DEPLOYMENT_ID = "deployplane.io/deployment-id"
 REVISION_ID = "deployplane.io/revision-id"
 COMPONENT = "app.kubernetes.io/component"
 AGD = "agentdeployments"
-FIXED_MTIME = 1_767_225_600  # 2026-01-01T00:00:00Z
-
-AGENT = """\
-from typing import TypedDict
-
-import six
-from langgraph.graph import END, START, StateGraph
-
-
-class State(TypedDict):
-    text: str
-    steps: list[str]
-
-
-def first(state: State) -> dict:
-    return {"text": state["text"].upper(), "steps": [*state.get("steps", []), "first"]}
-
-
-def second(state: State) -> dict:
-    return {"text": six.ensure_str(state["text"] + "SUFFIX"), "steps": [*state["steps"], "NAME"]}
-
-
-builder = StateGraph(State)
-builder.add_node("first", first)
-builder.add_node("second", second)
-builder.add_edge(START, "first")
-builder.add_edge("first", "second")
-builder.add_edge("second", END)
-graph = builder.compile()
-"""
-
-
-def _write_project(path: Path, suffix: str, name: str) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    config = {"graphs": {"agent": "./agent.py:graph"}, "dependencies": [".", "six==1.17.0"]}
-    (path / "langgraph.json").write_text(json.dumps(config))
-    (path / "agent.py").write_text(AGENT.replace("SUFFIX", suffix).replace("NAME", name))
-    # Fixed times: the CLI's tarball records them and the build's cache key is the
-    # tarball's content, so the next run of this module reuses the images it built.
-    for item in (path, path / "langgraph.json", path / "agent.py"):
-        os.utime(item, (FIXED_MTIME, FIXED_MTIME))
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -130,30 +80,10 @@ def cloud(
             core.delete_namespace(NAMESPACE)
 
 
-def _langgraph(cloud: Emulator, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The vendor's CLI as a user runs it: the host and key from its environment."""
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("LANGSMITH", "LANGCHAIN"))},
-        "LANGGRAPH_HOST_URL": cloud.url,
-        "LANGGRAPH_HOST_API_KEY": API_KEY,
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-    }
-    argv = [str(LANGGRAPH), *args]
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
-
-
 def _deploy(
     cloud: Emulator, project: Path, name: str
 ) -> tuple[subprocess.CompletedProcess[str], float]:
-    started = time.monotonic()
-    done = _langgraph(cloud, project, "deploy", "--remote", "--no-input", "--name", name)
-    return done, time.monotonic() - started
-
-
-def _deployment_id(output: str) -> str:
-    found = re.search(r"Deployment ID: ([0-9a-f-]{36})", output)
-    assert found, output
-    return found.group(1)
+    return langgraph_app.deploy(cloud.url, API_KEY, project, name)
 
 
 def _api(cloud: Emulator) -> httpx.Client:
@@ -189,55 +119,20 @@ def _pod_revisions(k8s_api: client.ApiClient, deployment_id: str) -> set[str]:
     return {p.metadata.annotations[REVISION_ID] for p in _server_pods(k8s_api, deployment_id)}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def _port_forward(cloud: Emulator, ref: str, kubeconfig: Path) -> Iterator[str]:
-    """`deployplane deployments port-forward REF PORT` as a subprocess (stopped at the
-    end by its pid, as Ctrl-C would); yields the local URL."""
-    port = _free_port()
-    argv = [sys.executable, "-m", "deployplane.cli", "deployments", "port-forward", ref,
-            str(port), "--url", cloud.url, "--kubeconfig", str(kubeconfig)]  # fmt: skip
-    process = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "DEPLOYPLANE_API_KEY": API_KEY},
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith(f"forwarding http://127.0.0.1:{port} -> deployment "), line + (
-            process.stderr.read() if process.poll() is not None and process.stderr else ""
-        )
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.send_signal(signal.SIGINT)
-        code = process.wait(30)
-    assert code == 0, process.stderr.read() if process.stderr else ""
-
-
-def _run_graph(url: str, text: str) -> tuple[Any, float]:
-    """The graph run through the vendor's SDK, as its docs show: (output, seconds)."""
-    sdk = get_sync_client(url=url, api_key=None)
-    started = time.monotonic()
-    output = sdk.runs.wait(None, "agent", input={"text": text, "steps": []})
-    return output, time.monotonic() - started
+def _port_forward(
+    cloud: Emulator, ref: str, kubeconfig: Path
+) -> contextlib.AbstractContextManager[str]:
+    return langgraph_app.port_forward(cloud.url, API_KEY, ref, kubeconfig)
 
 
 def test_langgraph_deploy_builds_runs_the_graph_and_redeploys_a_new_revision(
     cloud: Emulator, k8s_api: client.ApiClient, kubeconfig: Path, tmp_path: Path
 ) -> None:
-    project = _write_project(tmp_path / "app", "!", "second")
+    project = langgraph_app.write_project(tmp_path / "app", "!", "second")
     done, upload_to_deployed = _deploy(cloud, project, APP)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Deployment successful!" in done.stdout
-    dep = _deployment_id(done.stdout)
+    dep = langgraph_app.deployment_id(done.stdout)
     first = _latest_revision(cloud, dep)
     assert first["status"] == "DEPLOYED"
     image = first["source_revision_config"]["image_uri"]
@@ -247,12 +142,12 @@ def test_langgraph_deploy_builds_runs_the_graph_and_redeploys_a_new_revision(
     assert _pod_revisions(k8s_api, dep) == {first["id"]}
     with _port_forward(cloud, APP, kubeconfig) as url:
         assert httpx.get(f"{url}/ok", timeout=30).json()["ok"] is True
-        output, first_wait = _run_graph(url, "hi")
+        output, first_wait = langgraph_app.run_graph(url, "hi")
         assert output == {"text": "HI!", "steps": ["first", "second"]}
         print(f"first runs.wait through port-forward {first_wait:.2f} s")
 
     # A changed graph: a new revision (a new image), its output the new one.
-    _write_project(project, "?", "second-v2")
+    langgraph_app.write_project(project, "?", "second-v2")
     again, redeploy = _deploy(cloud, project, APP)
     assert again.returncode == 0, again.stdout + again.stderr
     second = _latest_revision(cloud, dep)
@@ -269,14 +164,14 @@ def test_langgraph_deploy_builds_runs_the_graph_and_redeploys_a_new_revision(
         interval=0.5,
     )
     with _port_forward(cloud, APP, kubeconfig) as url:
-        output, _ = _run_graph(url, "hi")
+        output, _ = langgraph_app.run_graph(url, "hi")
         assert output == {"text": "HI?", "steps": ["first", "second-v2"]}
 
 
 def test_a_graph_that_does_not_import_is_build_failed_in_what_the_cli_prints(
     cloud: Emulator, tmp_path: Path
 ) -> None:
-    broken = _write_project(tmp_path / "broken", "!", "second")
+    broken = langgraph_app.write_project(tmp_path / "broken", "!", "second")
     (broken / "agent.py").write_text("import not_a_module_e2e\ngraph = None\n")
     failed, _ = _deploy(cloud, broken, "lg-e2e-broken")
     assert failed.returncode == 1, failed.stdout + failed.stderr
@@ -321,7 +216,7 @@ def test_an_agentdeployment_of_the_built_image_is_ready_with_its_url_and_serves(
         assert url in row.split()
         with _port_forward(cloud, "lg-operator", kubeconfig) as local:
             assert httpx.get(f"{local}/ok", timeout=30).json()["ok"] is True
-            output, _ = _run_graph(local, "op")
+            output, _ = langgraph_app.run_graph(local, "op")
             assert output == {"text": "OP?", "steps": ["first", "second-v2"]}
         resources.delete(AGD, "lg-operator")
         resources.wait(AGD, "lg-operator", lambda o: o is None, within=120, what="deleted")

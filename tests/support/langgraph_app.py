@@ -1,0 +1,138 @@
+"""A user's LangGraph app and the vendor's tools, for the e2e tests that deploy it as a
+user would (tests/e2e/test_realnode_langgraph.py, tests/e2e/test_demo_realnode.py): a
+tiny two-node graph with one pure-Python dependency (`six`, listed in
+`langgraph.json`), the vendor's `langgraph` CLI (langgraph-cli 0.4.40) run with the host
+and key in its environment, `deployplane deployments port-forward` as a subprocess, and
+the graph run through the vendor's SDK (`langgraph-sdk`, `client.runs.wait`)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from langgraph_sdk import get_sync_client
+
+LANGGRAPH = Path(sys.executable).parent / "langgraph"
+FIXED_MTIME = 1_767_225_600  # 2026-01-01T00:00:00Z
+
+AGENT = """\
+from typing import TypedDict
+
+import six
+from langgraph.graph import END, START, StateGraph
+
+
+class State(TypedDict):
+    text: str
+    steps: list[str]
+
+
+def first(state: State) -> dict:
+    return {"text": state["text"].upper(), "steps": [*state.get("steps", []), "first"]}
+
+
+def second(state: State) -> dict:
+    return {"text": six.ensure_str(state["text"] + "SUFFIX"), "steps": [*state["steps"], "NAME"]}
+
+
+builder = StateGraph(State)
+builder.add_node("first", first)
+builder.add_node("second", second)
+builder.add_edge(START, "first")
+builder.add_edge("first", "second")
+builder.add_edge("second", END)
+graph = builder.compile()
+"""
+
+
+def write_project(path: Path, suffix: str, name: str) -> Path:
+    """The app in `path`: its graph upper-cases the text, appends `suffix`, and lists the
+    steps `first` and `name`."""
+    path.mkdir(parents=True, exist_ok=True)
+    config = {"graphs": {"agent": "./agent.py:graph"}, "dependencies": [".", "six==1.17.0"]}
+    (path / "langgraph.json").write_text(json.dumps(config))
+    (path / "agent.py").write_text(AGENT.replace("SUFFIX", suffix).replace("NAME", name))
+    # Fixed times: the CLI's tarball records them and the build's cache key is the
+    # tarball's content, so the next run reuses the images it built.
+    for item in (path, path / "langgraph.json", path / "agent.py"):
+        os.utime(item, (FIXED_MTIME, FIXED_MTIME))
+    return path
+
+
+def langgraph(url: str, api_key: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The vendor's CLI as a user runs it: the host and key from its environment."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("LANGSMITH", "LANGCHAIN"))},
+        "LANGGRAPH_HOST_URL": url,
+        "LANGGRAPH_HOST_API_KEY": api_key,
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+    }
+    argv = [str(LANGGRAPH), *args]
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
+def deploy(
+    url: str, api_key: str, project: Path, name: str
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """`langgraph deploy --remote` of `project` as `name`: (its result, seconds)."""
+    started = time.monotonic()
+    done = langgraph(url, api_key, project, "deploy", "--remote", "--no-input", "--name", name)
+    return done, time.monotonic() - started
+
+
+def deployment_id(output: str) -> str:
+    """The deployment's id in what `langgraph deploy` printed."""
+    found = re.search(r"Deployment ID: ([0-9a-f-]{36})", output)
+    assert found, output
+    return found.group(1)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def port_forward(url: str, api_key: str, ref: str, kubeconfig: Path) -> Iterator[str]:
+    """`deployplane deployments port-forward REF PORT` as a subprocess (stopped at the
+    end by its pid, as Ctrl-C would); yields the local URL."""
+    port = free_port()
+    argv = [sys.executable, "-m", "deployplane.cli", "deployments", "port-forward", ref,
+            str(port), "--url", url, "--kubeconfig", str(kubeconfig)]  # fmt: skip
+    process = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "DEPLOYPLANE_API_KEY": api_key},
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith(f"forwarding http://127.0.0.1:{port} -> deployment "), line + (
+            process.stderr.read() if process.poll() is not None and process.stderr else ""
+        )
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.send_signal(signal.SIGINT)
+        code = process.wait(30)
+    assert code == 0, process.stderr.read() if process.stderr else ""
+
+
+def run_graph(url: str, text: str) -> tuple[Any, float]:
+    """The graph run through the vendor's SDK, as its docs show: (output, seconds)."""
+    sdk = get_sync_client(url=url, api_key=None)
+    started = time.monotonic()
+    output = sdk.runs.wait(None, "agent", input={"text": text, "steps": []})
+    return output, time.monotonic() - started
