@@ -32,6 +32,7 @@ import pytest
 from langgraph_sdk import get_client
 from tests.integration._controlplane_harness import make_settings, running_app, wait_for
 from tests.integration.test_controlplane_builds import build, internal, put, upload_url
+from tests.support.langgraph_app import agent_source
 from tests.support.tarballs import tarball
 
 from deployplane.controlplane.imagebuild.extract import (
@@ -50,34 +51,7 @@ pytestmark = pytest.mark.skipif(
     reason="image builds need root and buildah (Debian's package)",
 )
 
-AGENT = """\
-from typing import TypedDict
-
-import six
-from langgraph.graph import END, START, StateGraph
-
-
-class State(TypedDict):
-    text: str
-    steps: list[str]
-
-
-def first(state: State) -> dict:
-    return {"text": state["text"].upper(), "steps": [*state.get("steps", []), "first"]}
-
-
-def second(state: State) -> dict:
-    return {"text": six.ensure_str(state["text"] + "!"), "steps": [*state["steps"], "second"]}
-
-
-builder = StateGraph(State)
-builder.add_node("first", first)
-builder.add_node("second", second)
-builder.add_edge(START, "first")
-builder.add_edge("first", "second")
-builder.add_edge("second", END)
-graph = builder.compile()
-"""
+AGENT = agent_source()  # the e2e tests' graph, as the build tests use it
 
 
 def project(agent: str = AGENT, dependencies: tuple[str, ...] = ("six==1.17.0",)) -> bytes:

@@ -55,13 +55,19 @@ graph = builder.compile()
 """
 
 
+def agent_source(suffix: str = "!", name: str = "second") -> str:
+    """The graph's module: it upper-cases the text, appends `suffix`, and lists the
+    steps `first` and `name`."""
+    return AGENT.replace("SUFFIX", suffix).replace("NAME", name)
+
+
 def write_project(path: Path, suffix: str, name: str) -> Path:
     """The app in `path`: its graph upper-cases the text, appends `suffix`, and lists the
     steps `first` and `name`."""
     path.mkdir(parents=True, exist_ok=True)
     config = {"graphs": {"agent": "./agent.py:graph"}, "dependencies": [".", "six==1.17.0"]}
     (path / "langgraph.json").write_text(json.dumps(config))
-    (path / "agent.py").write_text(AGENT.replace("SUFFIX", suffix).replace("NAME", name))
+    (path / "agent.py").write_text(agent_source(suffix, name))
     # Fixed times: the CLI's tarball records them and the build's cache key is the
     # tarball's content, so the next run reuses the images it built.
     for item in (path, path / "langgraph.json", path / "agent.py"):
