@@ -11,9 +11,10 @@ operator's three control-plane calls:
 4. poll the revision on the operator's schedule until terminal, GET the deployment,
 5. write Ready=True for the generation.
 
-Three writes per resource, on top of its create. The operator makes the same three plus
-the create-pending marker (crash safety) and two Events. What this process needs to
-converge N resources is a lower bound for any operator built on the Kubernetes API.
+Three writes per resource, on top of its create. The operator makes the same three (its
+create marker, for crash safety, rides in the finalizer's patch) and two Events. What
+this process needs to converge N resources is a lower bound for any operator built on
+the Kubernetes API.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from tests.e2e.operator_harness import (
     operator_env,
 )
 
-from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION
+from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION, LEGACY_ANNOTATION
 
 AGD = "agentdeployments"
 SECRET_VALUE = "sk-reliability-planted-7d41e9"
@@ -181,14 +181,13 @@ def check_converged(
         o["metadata"]["name"]
         for o in items
         if (o.get("status") or {}).get("createPending")
-        or (
-            CREATE_PENDING_ANNOTATION in (o["metadata"].get("annotations") or {})
-            and not (o.get("status") or {}).get("deploymentId")
-        )
+        or LEGACY_ANNOTATION in (o["metadata"].get("annotations") or {})
+        or (o["metadata"].get("annotations") or {}).get(EXTERNAL_NAME_ANNOTATION)
+        != o["metadata"]["name"]
     )
     report.figures["stuck CRs"] = len(stuck)
     report.check(not stuck, f"CRs not Ready: {stuck[:10]}")
-    report.check(not pending, f"create-pending marker left on: {pending[:10]}")
+    report.check(not pending, f"create marker missing, or an old one left on: {pending[:10]}")
 
     deployments = emulator.all_deployments()
     by_name: dict[str, list[str]] = {}

@@ -30,7 +30,7 @@ from tests.e2e.operator_harness import (
 from tests.support.e2ecluster import E2ECluster
 
 from deployplane.reconcile.finalizer import FINALIZER
-from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION
+from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION, LEGACY_ANNOTATION
 from deployplane.reconcile.resync import RESYNC_ANNOTATION
 
 SECRET_VALUE = "sk-e2e-planted-secret-4f9a2c"
@@ -81,12 +81,19 @@ def events_for(k8s_api: client.ApiClient, namespace: str, name: str) -> list[cli
     return [e for e in items if e.involved_object.name == name]
 
 
-def create_pending(obj: dict[str, Any] | None) -> str | None:
-    """The create-pending marker on the object (the operator writes it, with its
-    finalizer, before the create call)."""
+def create_marker(obj: dict[str, Any] | None) -> str | None:
+    """The create marker on the object (the external-name annotation: the operator
+    writes it, with its finalizer, before the first create call, and it stays)."""
     annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
-    marker: str | None = annotations.get(CREATE_PENDING_ANNOTATION)
+    marker: str | None = annotations.get(EXTERNAL_NAME_ANNOTATION)
     return marker
+
+
+def create_pending(obj: dict[str, Any] | None) -> bool:
+    """Whether the object carries an earlier version's create-pending annotation (no
+    Ready resource does)."""
+    annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
+    return LEGACY_ANNOTATION in annotations
 
 
 def test_external_docker_with_listener_ref_reaches_ready_and_kubectl_wait_works(
@@ -141,15 +148,15 @@ def test_external_docker_with_listener_ref_reaches_ready_and_kubectl_wait_works(
     assert "deploymentId" not in obj["spec"]
     reasons = {e.reason for e in events_for(k8s_api, namespace, "agent")}
     assert {"Created", "Deployed"} <= reasons
-    # The create is recorded (the id in the status): the marker came off with it.
-    assert create_pending(obj) is None
+    # The create is recorded (the id in the status): the marker stays, naming the
+    # deployment it was created under (Crossplane's external-name), and says no more.
+    assert create_marker(obj) == dep["name"]
+    assert not create_pending(obj)
     assert FINALIZER in obj["metadata"]["finalizers"]
-    resources.wait(
-        LST,
-        "edge",
-        lambda o: ready_for_generation(o) and create_pending(o) is None,
-        what="Ready and no create-pending marker",
-    )
+    edge = resources.wait(LST, "edge", ready_for_generation, what="Ready")
+    assert edge is not None
+    assert create_marker(edge) == compute_id
+    assert not create_pending(edge)
 
 
 def test_git_host_via_repository_reaches_ready_with_default_branch(
@@ -656,8 +663,8 @@ def test_operator_killed_between_post_and_status_write_creates_exactly_one(
         obj = resources.wait(
             AGD,
             "crashy",
-            lambda o: bool(create_pending(o)),
-            what="create-pending marker",
+            lambda o: bool(create_marker(o)),
+            what="create marker",
         )
         assert obj is not None
         first.kill9()
@@ -721,20 +728,15 @@ def test_killed_after_the_post_among_150_namesakes_adopts_its_own_deployment(
         emulator.proxy.clear_holds()
     obj = resources.get(AGD, name)
     assert obj is not None
-    assert create_pending(obj)
+    assert create_marker(obj) == name
     assert FINALIZER in obj["metadata"]["finalizers"]
     assert "deploymentId" not in (obj.get("status") or {})
 
     second = OperatorProcess(namespace, env, tmp_path / "operator-2.log").start()
     try:
         # Adopted, the deployment is DEPLOYED already: the pass that records the id also
-        # says Ready, and the marker comes off in the write right after it. Wait for both.
-        ready = resources.wait(
-            AGD,
-            name,
-            lambda o: ready_for_generation(o) and create_pending(o) is None,
-            what="Ready after restart, the marker taken off",
-        )
+        # says Ready.
+        ready = resources.wait(AGD, name, ready_for_generation, what="Ready after restart")
     finally:
         second.stop()
     assert ready is not None
@@ -742,9 +744,53 @@ def test_killed_after_the_post_among_150_namesakes_adopts_its_own_deployment(
     assert ready["status"]["deploymentId"] == dep["id"]
     assert "createPending" not in ready["status"]
     assert "deploymentId" in ready["status"]  # the id supersedes the marker on the object
-    assert create_pending(ready) is None  # recorded, the id took the marker off
+    assert create_marker(ready) == name  # which stays, saying no more
     # exactly one POST by the operator, the one killed: the restart adopted, never created
     assert emulator.stats()["arrived"]["POST /v2/deployments"] == posts_before + 1
+
+
+def test_a_status_lost_while_the_operator_was_down_is_recovered_by_the_external_name(
+    resources: Resources,
+    emulator: Emulator,
+    kubeconfig: Path,
+    namespace: str,
+    crds: None,
+    k8s_api: client.ApiClient,
+    tmp_path: Path,
+) -> None:
+    """A restore from a backup keeps metadata but not the status subresource. The
+    operator, down meanwhile, comes back to a Ready resource whose status is empty: the
+    external-name annotation that stayed on the object makes it look the deployment up
+    by name and adopt it, where without it the create would be refused as a name taken."""
+    env = operator_env(emulator, kubeconfig)
+    first = OperatorProcess(namespace, env, tmp_path / "operator-1.log").start()
+    try:
+        resources.create(AGD, docker("restored"))
+        ready = resources.wait(AGD, "restored", ready_for_generation, what="Ready")
+    finally:
+        first.stop()
+    assert ready is not None
+    assert create_marker(ready) == "restored"
+    dep_id = ready["status"]["deploymentId"]
+    posts_before = emulator.stats()["arrived"]["POST /v2/deployments"]
+    client.CustomObjectsApi(k8s_api).patch_namespaced_custom_object_status(
+        "deployplane.io", "v1alpha1", namespace, AGD, "restored", {"status": None}
+    )
+    lost = resources.get(AGD, "restored")
+    assert lost is not None
+    assert not (lost.get("status") or {}).get("deploymentId")
+
+    second = OperatorProcess(namespace, env, tmp_path / "operator-2.log").start()
+    try:
+        back = resources.wait(AGD, "restored", ready_for_generation, what="Ready again")
+    finally:
+        second.stop()
+    assert back is not None
+    assert back["status"]["deploymentId"] == dep_id
+    assert [d["id"] for d in emulator.deployments_named("restored")] == [dep_id]
+    assert emulator.stats()["arrived"]["POST /v2/deployments"] == posts_before
+    reasons = {e.reason for e in events_for(k8s_api, namespace, "restored")}
+    assert "Adopted" in reasons
 
 
 def resource_version(resources: Resources, plural: str, name: str) -> str:
@@ -762,16 +808,18 @@ def left_alone(resources: Resources, plural: str, name: str) -> None:
     assert resource_version(resources, plural, name) == before, f"{plural}/{name} was written"
 
 
-def test_a_ready_resource_carries_no_create_pending_marker_at_any_generation(
+def test_a_ready_resource_carries_its_external_name_and_no_create_pending_marker(
     operator: Any, resources: Resources
 ) -> None:
-    """The marker says "a create may have happened"; once the id is in the status it has
-    said all it had to and comes off (issue 35 saw it on a Ready resource at generation
-    2). A spec change afterwards writes no marker again."""
+    """Issue 35 saw `deployplane.io/create-pending` on a Ready resource at generation 2.
+    The marker is now the external-name annotation (the deployment's name, as Crossplane
+    keeps `crossplane.io/external-name`): it stays, and once the id is in the status it
+    says nothing; nothing writes it again at a spec change."""
     resources.create(AGD, docker("marked"))
     first = resources.wait(AGD, "marked", ready_for_generation, what="Ready")
     assert first is not None
-    assert create_pending(first) is None
+    assert create_marker(first) == "marked"
+    assert not create_pending(first)
     assert first["status"]["deploymentId"]
     resources.patch(AGD, "marked", {"spec": {"sourceConfig": {"resourceSpec": {"minScale": 2}}}})
     second = resources.wait(
@@ -781,7 +829,9 @@ def test_a_ready_resource_carries_no_create_pending_marker_at_any_generation(
         what="Ready at generation 2",
     )
     assert second is not None
-    assert create_pending(second) is None
+    assert create_marker(second) == "marked"
+    assert not create_pending(second)
+    assert second["metadata"]["annotations"] == first["metadata"]["annotations"]
     assert second["status"]["deploymentId"] == first["status"]["deploymentId"]
     left_alone(resources, AGD, "marked")
 
@@ -824,6 +874,7 @@ def test_a_status_wiped_by_hand_is_repaired_on_its_event_not_at_the_resync(
     )
     assert repaired is not None
     assert repaired["status"]["deploymentId"] == ready["status"]["deploymentId"]
-    assert create_pending(repaired) is None
+    assert create_marker(repaired) == name
+    assert not create_pending(repaired)
     left_alone(resources, AGD, name)
     left_alone(resources, AGD, untouched)

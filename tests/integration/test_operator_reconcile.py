@@ -34,7 +34,7 @@ from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.errors import classified
 from deployplane.externals.listener import ListenerConnecter
 from deployplane.reconcile.finalizer import FINALIZER
-from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION
+from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
@@ -303,7 +303,7 @@ async def test_crash_between_post_and_id_write_adopts_instead_of_creating_twice(
     # (with our finalizer), its status no id.
     harness.kube.fail_write_when = None
     stored = copy.deepcopy(harness.kube.objects[(NS, "agentdeployments", "crashy")])
-    assert CREATE_PENDING_ANNOTATION in stored["metadata"]["annotations"]
+    assert stored["metadata"]["annotations"][EXTERNAL_NAME_ANNOTATION] == "crashy"
     assert stored["metadata"]["finalizers"] == [FINALIZER]
     assert "deploymentId" not in harness.kube.statuses.get((NS, "agentdeployments", "crashy"), {})
     body = apply_merge_patch(body, stored)

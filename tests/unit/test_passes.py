@@ -4,6 +4,7 @@ operator's environment configuration. No emulator, no Kubernetes."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -32,7 +33,7 @@ from deployplane.reconcile.finalizer import (
     FINALIZER,
     NotYet,
 )
-from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION
+from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION, LEGACY_ANNOTATION
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
@@ -171,23 +172,21 @@ async def test_paused_annotation_stops_reconciling(value: str | None, paused: bo
 
 
 async def test_create_pass_writes_marker_with_finalizer_then_id_with_conditions() -> None:
-    """Three writes for a create: our finalizer and the marker in one patch of the object
-    before the call (crash safety), then the id and the first conditions together in the
-    status (one write, one watch event), then, the create recorded, the marker comes off
-    the object (Crossplane's create-succeeded): never before the id is in the status."""
+    """Two writes for a create pass: our finalizer and the marker (the external-name
+    annotation) in one patch of the object before the call (crash safety), then the id
+    and the first conditions together in the status (one write, one watch event). The
+    marker stays on: the recorded id supersedes it, and taking it off would cost a
+    third write (the Ready status is the third of a created resource's three)."""
     rig = Rig()
     state = ResourceState()
     await rig.one_pass(state)
-    marker, cleared = rig.sink.objects
+    (marker,) = rig.sink.objects
     assert marker == {
-        "metadata": {
-            "annotations": {CREATE_PENDING_ANNOTATION: '{"key":"agent","resourceVersion":"7"}'},
-            "finalizers": [FINALIZER],
-        }
+        "metadata": {"annotations": {EXTERNAL_NAME_ANNOTATION: "agent"}, "finalizers": [FINALIZER]}
     }
-    assert cleared == {"metadata": {"annotations": {CREATE_PENDING_ANNOTATION: None}}}
-    assert rig.sink.order == ["object", "status", "object"]
-    assert state.marker is None
+    assert rig.sink.order == ["object", "status"]
+    assert state.marker is not None
+    assert state.marker_on_object
     assert rig.ext.journal.index(("create",)) > 0
     (final,) = rig.sink.writes
     assert final["deploymentId"] == "dep-new"
@@ -198,24 +197,29 @@ async def test_create_pass_writes_marker_with_finalizer_then_id_with_conditions(
     assert "createPending" not in state.status
 
 
-async def test_the_marker_stays_while_the_id_is_not_in_the_status() -> None:
+async def test_the_marker_counts_while_the_id_is_not_in_the_status() -> None:
     """A status write that fails after the create: the marker is the only record that a
-    create happened, so it stays on the object; the next pass looks the id up by its
-    natural key, records it, and only then takes the marker off."""
+    create happened; the next pass looks the id up by its natural key and records it,
+    writing nothing to the object (the marker is there already, and stays)."""
     rig = Rig(ext=ExternalFns(find_fn=returns("dep-new")))
     state = ResourceState()
     rig.sink.fail_status = True
     with pytest.raises(RuntimeError):
         await rig.one_pass(state)
     (marker,) = rig.sink.objects
-    assert CREATE_PENDING_ANNOTATION in marker["metadata"]["annotations"]
+    assert marker["metadata"]["annotations"] == {EXTERNAL_NAME_ANNOTATION: "agent"}
     assert state.marker is not None
     rig.sink.fail_status = False
     await rig.one_pass(state)
     assert [c for c in rig.ext.journal if c[0] in ("create", "find")] == [("create",), ("find",)]
-    assert rig.sink.order == ["object", "status", "object"]
-    assert rig.sink.objects[-1] == {"metadata": {"annotations": {CREATE_PENDING_ANNOTATION: None}}}
-    assert state.marker is None
+    assert rig.sink.order == ["object", "status"]
+    assert state.status is not None
+    assert state.status["deploymentId"] == "dep-new"
+
+
+def gone_then(external_id: str, full: bool) -> Any:
+    """The recorded deployment no longer exists on the control plane."""
+    return dataclasses.replace(observed(external_id), exists=False)
 
 
 async def test_the_marker_is_written_before_the_create_call() -> None:
@@ -227,23 +231,90 @@ async def test_the_marker_is_written_before_the_create_call() -> None:
     assert order == ["create after 1"]
 
 
+async def test_a_recorded_id_supersedes_the_marker() -> None:
+    """The marker on a resource whose status records the id says nothing: the pass
+    neither looks the name up nor writes to the object."""
+    rig = Rig(ext=ExternalFns(find_fn=returns("someone-elses")))
+    marked = body(annotations={EXTERNAL_NAME_ANNOTATION: "agent"}, status={"deploymentId": DEP_ID})
+    marked["metadata"]["finalizers"] = [FINALIZER]
+    state = ResourceState()
+    state.seed(marked)
+    await rig.one_pass(state, marked)
+    assert ("find",) not in rig.ext.journal
+    assert rig.sink.objects == []
+
+
+async def test_a_re_create_after_the_deployment_vanished_needs_no_marker_write() -> None:
+    """The recorded deployment is gone: the id is forgotten (durably) and the resource
+    created again under the same key; the marker already on the object covers it."""
+    rig = Rig(ext=ExternalFns(observe_fn=gone_then))
+    marked = body(annotations={EXTERNAL_NAME_ANNOTATION: "agent"}, status={"deploymentId": DEP_ID})
+    marked["metadata"]["finalizers"] = [FINALIZER]
+    state = ResourceState()
+    state.seed(marked)
+    await rig.one_pass(state, marked)
+    assert ("create",) in rig.ext.journal
+    assert ("find",) not in rig.ext.journal
+    assert rig.sink.objects == []
+    assert rig.sink.writes[0]["deploymentId"] is None
+    assert state.status is not None
+    assert state.status["deploymentId"] == "dep-new"
+
+
+async def test_a_stale_marker_never_adopts_a_name_someone_else_took() -> None:
+    """The recorded deployment is gone and its name now someone else's (the create is
+    refused): the marker, written for the earlier create, does not make the pass adopt
+    theirs. It stalls on the conflict and the marker comes off."""
+    conflict = errors.Conflict("taken", method="POST", path="/v2/deployments", status_code=409)
+    ext = ExternalFns(observe_fn=gone_then, find_fn=returns("someone-elses"))
+    ext.create_fn = raises(conflict)
+    rig = Rig(ext=ext)
+    marked = body(annotations={EXTERNAL_NAME_ANNOTATION: "agent"}, status={"deploymentId": DEP_ID})
+    marked["metadata"]["finalizers"] = [FINALIZER]
+    state = ResourceState()
+    state.seed(marked)
+    await rig.one_pass(state, marked)
+    assert rig.sink.objects == [{"metadata": {"annotations": {EXTERNAL_NAME_ANNOTATION: None}}}]
+    assert state.status is not None
+    assert not state.status.get("deploymentId")
+    assert state.marker is None
+
+
 async def test_a_marker_on_the_object_without_an_id_looks_up_before_creating() -> None:
-    """Written by a pass that died before recording the id: the next process finds and
-    adopts instead of creating twice; only once the adopted id is in the status does the
-    marker come off the object."""
+    """Written by a pass that died before recording the id (or a status lost in a
+    restore, which keeps metadata only): the next process finds and adopts instead of
+    creating twice, and writes only the status."""
     rig = Rig(ext=ExternalFns(find_fn=returns(DEP_ID)))
-    marked = body(annotations={CREATE_PENDING_ANNOTATION: '{"key":"agent"}'})
+    marked = body(annotations={EXTERNAL_NAME_ANNOTATION: "agent"})
     marked["metadata"]["finalizers"] = [FINALIZER]
     state = ResourceState()
     state.seed(marked)
     await rig.one_pass(state, marked)
     assert ("create",) not in rig.ext.journal
     assert ("find",) in rig.ext.journal
-    assert rig.sink.objects == [{"metadata": {"annotations": {CREATE_PENDING_ANNOTATION: None}}}]
-    assert rig.sink.order == ["status", "object"]
+    assert rig.sink.objects == []
+    assert rig.sink.order == ["status"]
     assert rig.sink.writes[0]["deploymentId"] == DEP_ID
     assert state.status is not None
     assert state.status["deploymentId"] == DEP_ID
+
+
+async def test_an_earlier_versions_annotation_looks_up_and_is_replaced_by_the_marker() -> None:
+    """An object a version before issue 36 marked (JSON create-pending annotation) and
+    that died before the id: looked up, adopted; once the id is recorded, one write of
+    the object swaps the old annotation for the external-name marker."""
+    rig = Rig(ext=ExternalFns(find_fn=returns(DEP_ID)))
+    old = body(annotations={LEGACY_ANNOTATION: '{"key":"agent","resourceVersion":"3"}'})
+    old["metadata"]["finalizers"] = [FINALIZER]
+    state = ResourceState()
+    state.seed(old)
+    await rig.one_pass(state, old)
+    assert ("create",) not in rig.ext.journal
+    assert rig.sink.order == ["status", "object"]
+    swapped = {LEGACY_ANNOTATION: None, EXTERNAL_NAME_ANNOTATION: "agent"}
+    assert rig.sink.objects == [{"metadata": {"annotations": swapped}}]
+    assert not state.legacy_marker_on_object
+    assert state.marker_on_object
 
 
 async def test_an_earlier_versions_status_marker_still_looks_up_and_is_cleared() -> None:
@@ -266,8 +337,8 @@ async def test_a_refused_create_takes_the_marker_off_the_object() -> None:
     state = ResourceState()
     await rig.one_pass(state)
     marked, cleared = rig.sink.objects
-    assert CREATE_PENDING_ANNOTATION in marked["metadata"]["annotations"]
-    assert cleared == {"metadata": {"annotations": {CREATE_PENDING_ANNOTATION: None}}}
+    assert EXTERNAL_NAME_ANNOTATION in marked["metadata"]["annotations"]
+    assert cleared == {"metadata": {"annotations": {EXTERNAL_NAME_ANNOTATION: None}}}
     assert state.marker is None
 
 

@@ -1,5 +1,5 @@
 """Kubernetes reads and every write of the operator (status patches, the finalizer and
-create-pending marker, the finalizer's removal, Events), over one aiohttp session on
+create marker, the finalizer's removal, Events), over one aiohttp session on
 the event loop; the data-plane agent's `ClusterApi` builds on it.
 
 Every request goes through `_send`, which holds the policy (`deployplane.kube.retry`):
@@ -12,7 +12,7 @@ Why raw aiohttp rather than kubernetes_asyncio or lightkube: measured in
 docs/benchmarks.md ("Kubernetes client"): per status patch it costs the operator less
 CPU than either, and aiohttp is already here as Kopf's own client. Why not through
 Kopf's API: Kopf applies a handler's `patch` only when the handler returns, while the
-create-pending marker must be durable *during* a pass, before the create; and the
+create marker must be durable *during* a pass, before the create; and the
 workers that run the passes are not Kopf handlers.
 """
 

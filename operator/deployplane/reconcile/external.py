@@ -39,8 +39,9 @@ class Managed(Generic[SpecT, StatusT]):
     status: StatusT
     resource_version: str | None = None
     create_pending: CreatePending | None = None
-    """The create-pending marker on the object (`reconcile.marker`): a create of this
-    resource may have reached the control plane without its id being recorded."""
+    """The create marker on the object while no id is recorded (`reconcile.marker`): a
+    create of this resource may have reached the control plane without its id being
+    recorded (None once an id is: the id supersedes it)."""
 
     @property
     def key(self) -> str:

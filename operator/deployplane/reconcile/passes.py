@@ -71,7 +71,7 @@ class PassRunner(Generic[SpecT, StatusT]):
         marker: CreatePending | None = None,
     ) -> Managed[SpecT, StatusT]:
         """The snapshot the reconciler sees; the object's marker counts while no id is
-        recorded in the status (a recorded id supersedes it, and the pass clears it)."""
+        recorded in the status (a recorded id supersedes it; it stays on the object)."""
         pending = None if self.has_id(status) else marker
         return to_managed(self.spec_model, self.status_model, body, status, pending)
 

@@ -125,7 +125,7 @@ class Workers:
     async def stop(self, grace: float = 30.0) -> None:
         """Hand out no more work; wait at most `grace` seconds for the passes under
         way, then cancel what is left. A cancelled pass leaves what a crash would: every
-        write is one request, and a create is preceded by its create-pending marker, so
+        write is one request, and a create is preceded by its create marker, so
         the next operator adopts what this one created instead of creating it twice."""
         self.queue.stop()
         if self._tasks:
@@ -169,7 +169,7 @@ class Workers:
         """Another instance's now (its shard label moved away): forget it, as if it were
         deleted: no pass and no finalization, and our finalizer stays on it for the
         instance that takes it over (which adopts the remote object by the id the status
-        records, or by the create-pending marker). A pass under way ends unrequeued."""
+        records, or by the create marker). A pass under way ends unrequeued."""
         meta = body.get("metadata") or {}
         key = (kind, meta["namespace"], meta["name"], meta.get("uid") or "")
         if key in self.resources:

@@ -1,11 +1,12 @@
-"""A pass's writes to one object: the create-pending marker the reconciler asks for
+"""A pass's writes to one object: the create marker the reconciler asks for
 (`MarkerWriter`), our finalizer, and the status patch that publishes the pass.
 
-The marker goes on the object with our finalizer, in one merge patch, before the create
-call, so it costs no write of its own; a refused create takes it off. Once the status
-the apiserver holds has the new id, the publishing write takes it off too
-(`ObjectWriter.publish`, Crossplane's create-succeeded). The finalizer goes on with the
-first write of the operator to the object, so every resource the operator acted on is
+The marker (the external-name annotation, `reconcile.marker`) goes on the object with
+our finalizer, in one merge patch, before the first create call, so it costs no write of
+its own; it stays (a recorded id supersedes it), and only a refused create takes it off.
+So a created resource costs three writes: that patch, the status with the id and the
+first conditions, the status that says Ready. The finalizer goes on with the first
+write of the operator to the object, so every resource the operator acted on is
 finalized on deletion. Every status write is announced to the resource's state before
 it is sent (`ResourceState.expect`): its watch event may come before its answer, and
 must ask for nothing.
@@ -19,7 +20,11 @@ from typing import Any, Protocol
 
 from deployplane.reconcile.external import DependencyNotReady
 from deployplane.reconcile.finalizer import FINALIZER
-from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION, CreatePending
+from deployplane.reconcile.marker import (
+    EXTERNAL_NAME_ANNOTATION,
+    LEGACY_ANNOTATION,
+    CreatePending,
+)
 from deployplane.reconcile.state import ECHO_WAIT_SECONDS, ResourceState
 from deployplane.reconcile.statuspatch import apply_merge_patch, merge_patch
 
@@ -74,31 +79,48 @@ class ObjectWriter:
 
     async def mark(self, marker: CreatePending) -> None:
         state = self.state
-        annotations: dict[str, Any] = {}
+        annotations: dict[str, Any] = self._legacy_dropped()
         if state.marker is None or state.marker.key != marker.key or not state.marker_on_object:
-            annotations[CREATE_PENDING_ANNOTATION] = marker.render()
+            annotations[EXTERNAL_NAME_ANNOTATION] = marker.render()
         if (annotations or not state.finalizer) and not await self._patch_object(annotations):
             raise ResourceGone(f"{self.namespace}/{self.name} was deleted")
         state.marker, state.marker_on_object = marker, True
+        state.legacy_marker_on_object = False
 
     async def unmark(self) -> None:
-        """The marker comes off the object (a refused create, or a create recorded)."""
+        """The marker comes off the object: a refused create (the key is someone
+        else's, and no later pass may adopt it by the marker)."""
         state = self.state
+        annotations = self._legacy_dropped()
         if state.marker is not None and state.marker_on_object:
-            await self._patch_object({CREATE_PENDING_ANNOTATION: None})
+            annotations[EXTERNAL_NAME_ANNOTATION] = None
+        if annotations:
+            await self._patch_object(annotations)
         state.marker, state.marker_on_object = None, False
+        state.legacy_marker_on_object = False
 
     async def publish(self, status: dict[str, Any]) -> None:
         """The pass's status, patched against the one the apiserver holds (a status
-        edited or wiped by hand is repaired, an earlier version's status marker dropped);
-        then, the create recorded (the id in that status), the marker comes off: it has
-        said all it had to (Crossplane's create-succeeded). Never before: until the id
-        is in the status, the marker is the only record that a create may have happened."""
+        edited or wiped by hand is repaired, an earlier version's status marker dropped).
+        The marker stays: once the id is in the status it says nothing more, and taking
+        it off would cost a write. An earlier version's create-pending annotation does
+        come off then, replaced by the marker in the same write (once per such object: a
+        Ready resource carries no create-pending)."""
         patch = merge_patch(dict(self.observed), status)
         if patch:
             await self.write_status(patch)
-        if self.state.marker is not None and self.has_id(self.observed):
-            await self.unmark()
+        state = self.state
+        if state.legacy_marker_on_object and self.has_id(self.observed):
+            annotations = self._legacy_dropped()
+            if state.marker is not None and not state.marker_on_object:
+                annotations[EXTERNAL_NAME_ANNOTATION] = state.marker.render()  # same write
+            await self._patch_object(annotations)
+            state.marker_on_object = state.marker is not None
+            state.legacy_marker_on_object = False
+
+    def _legacy_dropped(self) -> dict[str, Any]:
+        """The annotation patch that drops an earlier version's marker, if it is there."""
+        return {LEGACY_ANNOTATION: None} if self.state.legacy_marker_on_object else {}
 
     async def write_status(self, status_patch: dict[str, Any]) -> None:
         """A status patch: the pass's publishing one, or a durable one of the reconciler
