@@ -319,7 +319,9 @@ class Bench:
         pids.update({server.name: server.pid for server in self.cluster.server_processes})
         return {name: cpu_seconds(pid) for name, pid in pids.items()}
 
-    def operator(self, resync: float, tag: str) -> OperatorProcess:
+    def operator(self, resync: float, tag: str, *args: str, **extra: str) -> OperatorProcess:
+        """`deployplane operator run` (not started) with the bench's environment, its
+        command-line `args` and `extra` environment on top."""
         env = operator_env(
             self.emulator,
             self.kubeconfig,
@@ -327,8 +329,10 @@ class Bench:
             DEPLOYPLANE_POLL_INTERVAL=str(self.args.poll_interval),
             DEPLOYPLANE_POLL_MAX_INTERVAL=str(self.args.poll_max),
             DEPLOYPLANE_RESYNC_INTERVAL=str(resync),
+            **extra,
         )
-        proc = OperatorProcess(self.namespace, env, self.workdir / f"operator-{tag}.log")
+        log_path = self.workdir / f"operator-{tag}.log"
+        proc = OperatorProcess(self.namespace, env, log_path, extra_args=args)
         self.stack.callback(proc.stop)
         return proc
 
@@ -561,6 +565,7 @@ class Bench:
         if "POST /v2/deployments" in stats["requests"] or writes:
             raise RuntimeError("resume created or wrote something")
         self.figure("resume_1000_s", resume_s, "s", "<=", 60)
+        self.resume_rss_mb = rss  # once it has checked every resource (bench/shardphase.py)
         proc.stop()
 
     def run(self) -> list[Figure]:

@@ -26,10 +26,18 @@ The Events phase (20,000 at 10/s would take over half an hour) and the steady ph
 the 1,000 bench are left out: both measure per-resource behaviour the 1,000 bench
 already pins.
 
-The label-shard bench (bench/shards.py, issue 36 items 3-4) runs last as
-`python -m bench.shards --n SHARD_N` (`--shard-n`, default 10,000: one operator over
-them, then two label shards over them; `--no-shards` skips it) and its BENCH lines
-(`shard_duplicate_creates`, `shard_rss_ratio`) join the summary.
+The resources are labelled half `sharding.fluxcd.io/key: a`, half `b` (the single
+operator, started with neither `--shard` nor `--shard-default`, reconciles them all).
+Last, the shard phase (bench/shardphase.py): the resumed operator stopped,
+`deployplane operator run --shard a` and `--shard b` take over the same resources
+together: `shard_rss_ratio` (the larger shard's VmRSS over the single operator's at the
+end of its resume: both just after a resume), `shard_duplicate_creates` and
+`shard_takeover_k8s_writes` (both must be 0). `--no-shards` skips it.
+
+The converge-based shard comparison on its own cluster, and the apiserver's uid-range
+shards (KEP-5866), stay in `python -m bench.shards` (not run by `make bench-scale`).
+
+Smaller sizes for a functional check: `--n 1500 --baseline 300 --listeners 4`.
 """
 
 from __future__ import annotations
@@ -38,17 +46,22 @@ import argparse
 import asyncio
 import random
 import signal
-import subprocess
 import sys
 import threading
 import time
 import zlib
-from pathlib import Path
 from typing import Any
 
 import httpx
 from kubernetes import client
-from tests.e2e.operator_harness import API_KEY, GROUP, VERSION, WORKSPACE, ready_for_generation
+from tests.e2e.operator_harness import (
+    API_KEY,
+    GROUP,
+    VERSION,
+    WORKSPACE,
+    OperatorProcess,
+    ready_for_generation,
+)
 
 from bench.operator import (
     Bench,
@@ -61,7 +74,9 @@ from bench.operator import (
     wait_until,
 )
 from bench.report import Figure, verdict
+from bench.shardphase import ShardTakeover, free_port, shard_key
 from deployplane.api.client import ControlPlaneClient
+from deployplane.controller.sharding import SHARD_LABEL
 
 CPU_GROWTH_GOAL = 1.1
 
@@ -146,6 +161,13 @@ class EmulatorLoad:
 class ScaleBench(Bench):
     workloads = True
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ports: dict[str, int] = {}
+        """Metrics port of each shard operator."""
+        self.notes: list[str] = []
+        """Lines for the summary besides the BENCH ones (evidence, no goal)."""
+
     def figure(self, *args: Any, **kwargs: Any) -> None:
         """The 1,000 bench's figure, named for N and with the issue's goal at N."""
         name, value, unit, op, goal, *rest = args
@@ -154,6 +176,7 @@ class ScaleBench(Bench):
 
     def resource(self, name: str) -> dict[str, Any]:
         body = agent_deployment(name)
+        body["metadata"]["labels"] = {SHARD_LABEL: shard_key(name)}
         listener = f"listener-{zlib.crc32(name.encode()) % self.args.listeners:02d}"
         body["spec"]["sourceConfig"]["listenerRef"] = {"name": listener}
         return body
@@ -210,14 +233,32 @@ class ScaleBench(Bench):
         per_cr_ms = self.cpu_per_cr * 1000
         log(f"converge: operator {self.controller_cpu_s:.1f} CPU-s, {per_cr_ms:.2f} ms a resource")
 
-    def deployment_ids(self) -> list[str]:
-        async def ids() -> list[str]:
+    def _deployments(self, field: str) -> list[str]:
+        async def values() -> list[str]:
             async with ControlPlaneClient(
                 self.emulator.url, api_key=API_KEY, tenant_id=WORKSPACE
             ) as cp:
-                return [str(dep.id) async for dep in cp.iter_deployments()]
+                return [str(getattr(dep, field)) async for dep in cp.iter_deployments()]
 
-        return asyncio.run(ids())
+        return asyncio.run(values())
+
+    def deployment_ids(self) -> list[str]:
+        return self._deployments("id")
+
+    def deployment_names(self) -> list[str]:
+        """Every deployment's name, through the control plane's API (all pages)."""
+        return self._deployments("name")
+
+    def shard_operator(self, shard: str) -> OperatorProcess:
+        """`deployplane operator run --shard SHARD`, started, with the resume's
+        environment and its metrics on a port of its own (`self.ports`)."""
+        self.ports[shard] = free_port()
+        metrics = {
+            "POD_NAME": f"shard-{shard}",
+            "DEPLOYPLANE_METRICS_PORT": str(self.ports[shard]),
+            "DEPLOYPLANE_METRICS_ADDR": "127.0.0.1",
+        }
+        return self.operator(600.0, f"shard-{shard}", "--shard", shard, **metrics).start()
 
     def first_passes(self, proc: Any) -> float:
         """As the 1,000 bench's, less the probe's own GETs of single deployments."""
@@ -252,20 +293,12 @@ class ScaleBench(Bench):
                 return self.figures
             self.latency()
             self.resume()
+            if not self.args.no_shards:
+                # Named as the issue names them, not for N (`self.figure` would).
+                for fig in ShardTakeover(self).run(self.resume_rss_mb):
+                    self.figures.append(fig)
+                    log(fig.line())
         return self.figures
-
-
-def shard_lines(n: int) -> list[str]:
-    """The label-shard bench's BENCH lines over `n` resources (one operator, then two
-    label shards), when `bench/shards.py` is there."""
-    if not (Path(__file__).parent / "shards.py").exists():
-        log("bench/shards.py not present: no shard figures")
-        return []
-    log("== python -m bench.shards")
-    command = [sys.executable, "-m", "bench.shards", "--n", str(n)]
-    out = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
-    print(out.stdout, end="", flush=True)
-    return [line for line in out.stdout.splitlines() if line.startswith("BENCH ")]
 
 
 def scale_args(argv: list[str] | None) -> argparse.Namespace:
@@ -274,10 +307,7 @@ def scale_args(argv: list[str] | None) -> argparse.Namespace:
         "--baseline", type=int, default=1000, help="resources of the baseline (0: none)"
     )
     extra.add_argument("--listeners", type=int, default=10)
-    extra.add_argument("--no-shards", action="store_true", help="skip bench/shards.py")
-    extra.add_argument(
-        "--shard-n", type=int, default=10000, help="resources of the label-shard phase"
-    )
+    extra.add_argument("--no-shards", action="store_true", help="skip the shard phase")
     ours, rest = extra.parse_known_args(argv)
     args = parse_args(["--n", "10000", "--timeout", "1200", *rest])
     return argparse.Namespace(**vars(args), **vars(ours))
@@ -304,9 +334,8 @@ def main(argv: list[str] | None = None) -> int:
         if base is not None:
             figures.append(cpu_growth(scale.cpu_per_cr, base.cpu_per_cr))
     lines = [fig.line() for fig in figures]
-    lines += [] if args.no_shards else shard_lines(args.shard_n)
     print(f"== BENCH summary ({time.monotonic() - began:.0f} s)", flush=True)
-    for line in lines:
+    for line in [*lines, *scale.notes]:
         print(line, flush=True)
     print(verdict(lines), flush=True)
     return 0

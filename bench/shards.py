@@ -1,5 +1,7 @@
-"""Label shards at scale (issue 36, item 3): one operator over N AgentDeployments, then
-two label shards over N others, on the dev cluster against the emulator.
+"""Label shards at scale (issue 36, items 3-4), converge-based: one operator over N
+AgentDeployments, then two label shards over N others, on a dev cluster of its own
+against the emulator. Run on its own; `make bench-scale` does not call it (its shard
+phase, bench/shardphase.py, has the shards take over the scale run's resources instead).
 
     DEPLOYPLANE_TOOLS_BIN=$(bash tools/k8s/build.sh path) .venv/bin/python -m bench.shards --n 1000
 
@@ -21,7 +23,7 @@ stopped before the next starts, so none shares the 2 cores with another phase's)
    started the same way (`kopf run`, DEPLOYPLANE_SHARD). Printed as `SHARDS` lines
    (evidence, no goal).
 
-`run(args)` returns the figures, for `make bench-scale`.
+`run(args)` returns the figures (`main` prints them as BENCH lines).
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,7 @@ from tests.e2e.operator_harness import (
     ready_for_generation,
 )
 
+from bench import shardphase
 from bench.operator import agent_deployment, log, vm_rss_mb
 from bench.report import Figure
 from deployplane.controller.sharding import SHARD_LABEL
@@ -84,21 +86,9 @@ class KopfProcess(OperatorProcess):
         return self
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def ready_held(port: int) -> int:
     """How many AgentDeployments the operator on metrics `port` holds Ready."""
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
-    wanted = 'deployplane_resources{condition="Ready",kind="AgentDeployment",status="True"}'
-    for line in text.splitlines():
-        if line.startswith(wanted):
-            return int(float(line.split()[-1]))
-    return 0
+    return shardphase.ready_held(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text)
 
 
 def uid_range(index: int, count: int) -> str:
@@ -156,7 +146,7 @@ class ShardBench:
         return name
 
     def metrics(self, tag: str) -> dict[str, str]:
-        self.ports[tag] = free_port()
+        self.ports[tag] = shardphase.free_port()
         return {
             "POD_NAME": tag,
             "DEPLOYPLANE_METRICS_PORT": str(self.ports[tag]),
@@ -319,7 +309,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace) -> list[Figure]:
-    """The figures (`shard_rss_ratio`, `shard_duplicate_creates`), for `make bench-scale`."""
+    """The figures (`shard_rss_ratio`, `shard_duplicate_creates`) of the converge-based
+    comparison."""
     if args.workdir is not None:
         args.workdir.mkdir(parents=True, exist_ok=True)
         return ShardBench(args, args.workdir).run()

@@ -292,3 +292,54 @@ def test_cpu_growth_is_per_resource_cpu_at_n_over_the_baselines() -> None:
     assert not cpu_growth(0.0120, 0.009).met
     with pytest.raises(ValueError, match="positive"):
         cpu_growth(0.01, 0.0)
+
+
+def test_shard_rss_ratio_is_the_larger_shard_over_the_single_operator() -> None:
+    from bench.shardphase import shard_rss_ratio
+
+    ratio = shard_rss_ratio({"a": 120.0, "b": 150.0}, single_rss_mb=200.0)
+    assert ratio.name == "shard_rss_ratio"
+    assert ratio.value == pytest.approx(0.75)
+    assert not ratio.met
+    assert ratio.line() == "BENCH shard_rss_ratio 0.75 x goal <= 0.6"
+    assert shard_rss_ratio({"a": 100.0, "b": 90.0}, 200.0).met
+    with pytest.raises(ValueError, match="positive"):
+        shard_rss_ratio({"a": 100.0}, 0.0)
+    with pytest.raises(ValueError, match="no shard"):
+        shard_rss_ratio({}, 200.0)
+
+
+def test_duplicate_creates_count_deployments_beyond_one_per_resource() -> None:
+    from bench.shardphase import duplicate_creates
+
+    assert duplicate_creates([]) == 0
+    assert duplicate_creates(["agent-00000", "agent-00001"]) == 0
+    twice = ["agent-00000", "agent-00001", "agent-00001", "agent-00002", "agent-00001"]
+    assert duplicate_creates(twice) == 2
+
+
+def test_the_scale_runs_resources_split_in_halves_between_two_shards() -> None:
+    from bench.shardphase import shard_counts, shard_key
+
+    names = [f"agent-{i:05d}" for i in range(1000)] + [f"agent-single-{i:03d}" for i in range(50)]
+    keys = [shard_key(name) for name in names]
+    assert keys[:3] == ["a", "b", "a"]
+    assert keys.count("a") == keys.count("b") == 525
+    assert shard_key("listener-x") in ("a", "b")  # no trailing number: a hash of the name
+    labelled = [{"metadata": {"labels": {"sharding.fluxcd.io/key": k}}} for k in keys]
+    assert shard_counts([*labelled, {"metadata": {}}]) == {"a": 525, "b": 525, "": 1}
+
+
+def test_ready_held_reads_the_ready_agentdeployments_series_only() -> None:
+    from bench.shardphase import ready_held
+
+    text = "\n".join(
+        [
+            "# HELP deployplane_resources Resources by condition type and status",
+            'deployplane_resources{condition="Ready",kind="Listener",status="True"} 4.0',
+            'deployplane_resources{condition="Ready",kind="AgentDeployment",status="False"} 2.0',
+            'deployplane_resources{condition="Ready",kind="AgentDeployment",status="True"} 750.0',
+        ]
+    )
+    assert ready_held(text) == 750
+    assert ready_held("") == 0
