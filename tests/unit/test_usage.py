@@ -155,12 +155,16 @@ async def stalled_rig() -> tuple[Any, ExternalFns]:
 
 async def test_a_connection_another_instance_reconciles_wakes_ours_when_it_turns_ready() -> None:
     workers, _ = await stalled_rig()
+    refreshed: list[tuple[str, str]] = []
+    workers.on_ready_elsewhere = lambda namespace, name: refreshed.append((namespace, name))
     workers.release("Conn", named("cp"), "ADDED")  # another shard's, not Ready yet
     assert await drain(workers) == []
     workers.release("Conn", ready("cp"), "MODIFIED")
+    assert refreshed == [(NS, "cp")], "its cached key dropped before the wake-up"
     assert await drain(workers) == [("Fake", NS, "stalled")], "woken: not the other namespace's"
     workers.release("Conn", ready("cp"), "MODIFIED")
     assert await drain(workers) == [], "Ready again: nothing woken"
+    assert len(refreshed) == 1
     workers.release("Conn", ready("cp"), "DELETED")
     assert len(workers.elsewhere) == 0
     assert "Conn" not in {key[0] for key in workers.resources}, "never ours to reconcile"

@@ -141,7 +141,15 @@ def build_runtime(
     metrics.watch_events(events)
     dependencies = {kind.kind: kind.used_by for kind in kinds if kind.used_by is not None}
     lister = kube if (sharding or Sharding()).enabled else None
-    workers = Workers(runners, kube, events, size=WORKERS, dependencies=dependencies, lister=lister)
+    workers = Workers(
+        runners,
+        kube,
+        events,
+        size=WORKERS,
+        dependencies=dependencies,
+        lister=lister,
+        on_ready_elsewhere=connections.forget_key,
+    )
     health = health or FailureClock()
     metrics.watch_health(health)
     return Runtime(config, kube, connections, metrics, workers, events, health)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -106,6 +106,7 @@ class Workers:
         size: int = 16,
         dependencies: Mapping[str, UsedBy] | None = None,
         lister: ObjectLister | None = None,
+        on_ready_elsewhere: Callable[[str, str], None] | None = None,
     ) -> None:
         self.runners = runners
         self.kube = kube
@@ -122,6 +123,9 @@ class Workers:
         the users of a dependency being deleted are listed from the apiserver."""
         self.elsewhere = ReadyWatch()
         """The dependencies another instance reconciles, as last seen (`release`)."""
+        self.on_ready_elsewhere = on_ready_elsewhere
+        """(namespace, name) of a dependency another instance found Ready: what this
+        one cached of it (a connection's API key) is read again before the wake-up."""
         self.queue: WorkQueue[Key] = WorkQueue(jitter=REQUEUE_JITTER)
         self.resources: dict[Key, Tracked] = {}
         self._uids: dict[tuple[str, str, str], str] = {}
@@ -195,6 +199,8 @@ class Workers:
         if event_type == "DELETED":
             self.elsewhere.forget(key)
         elif self.elsewhere.turned_ready(key, body):
+            if self.on_ready_elsewhere is not None:
+                self.on_ready_elsewhere(key[1], key[2])
             self._wake_unsettled(key[1])
 
     @staticmethod
