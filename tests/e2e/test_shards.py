@@ -9,6 +9,11 @@ shard b's active replica in the middle of its burst loses and duplicates nothing
 moving a resource from shard a to shard b by its label hands it over: the new shard
 reconciles its next change, the old one writes nothing more about it, and the control
 plane still holds exactly one deployment for it (not deleted, not created twice).
+
+Across shards (shard b and the default): a connection the default instance reconciles,
+turning Ready, wakes shard b's resources that its refused key had stalled (no edit, no
+10-minute resync); deleted while only shard b's resources use it, it keeps our
+finalizer, the default instance's InUse Event naming them, until they are gone.
 """
 
 from __future__ import annotations
@@ -20,7 +25,13 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from tests.e2e.operator_harness import API_KEY, WORKSPACE, ready_for_generation
+from tests.e2e.operator_harness import (
+    API_KEY,
+    WORKSPACE,
+    condition,
+    is_true,
+    ready_for_generation,
+)
 from tests.e2e.reliability_scenarios import (
     AGD,
     PEERING_GROUP,
@@ -200,3 +211,99 @@ def test_two_shards_and_the_default_each_reconcile_their_own_and_hand_over(
     report = Report("after the handover")
     check_converged(report, shards["emulator"], names, resources.list_all(AGD))
     assert not report.violations, report.violations
+
+
+@pytest.fixture
+def shard_b_and_default(stage: Stage) -> Iterator[dict[str, Any]]:
+    """The emulator, shard b and the default instance (one replica each), running."""
+    emulator = stage.emulator(step_seconds=0.5).start()
+    specs: dict[str, tuple[str, ...]] = {
+        "shard-b": ("--shard", "b"),
+        "default": ("--shard-default",),
+    }
+    operators = {
+        pod: stage.operator(emulator, f"{pod}.log", *args, POD_ID=pod, POD_NAME=pod).start()
+        for pod, args in specs.items()
+    }
+    with running(emulator, *operators.values()):
+        yield {"emulator": emulator, **operators}
+
+
+def in_use_events(stage: Stage, name: str) -> list[Any]:
+    events = client.CoreV1Api(stage.api).list_namespaced_event(stage.namespace).items
+    return [e for e in events if e.involved_object.name == name and e.reason == "InUse"]
+
+
+@pytest.mark.timeout(300)
+def test_a_connection_of_the_default_wakes_and_is_held_by_shard_bs_resources(
+    stage: Stage, shard_b_and_default: dict[str, Any]
+) -> None:
+    resources, emulator = stage.resources, shard_b_and_default["emulator"]
+    # The default instance reconciles the (unlabelled) connection; only shard b's
+    # resources use it. Its key is refused first: the connection and its users stall.
+    resources.put_secret("late-key", {"apiKey": "wrong-key-36b"})
+    conn: dict[str, Any] = {
+        "apiVersion": "deployplane.io/v1alpha1",
+        "kind": "ControlPlaneConnection",
+        "metadata": {"name": "conn-late"},
+        "spec": {
+            "url": emulator.url,
+            "tenantId": WORKSPACE,
+            "apiKeySecretRef": {"name": "late-key", "key": "apiKey"},
+        },
+    }
+    resources.create(CPC, conn)
+    users = ["b-late-0", "b-late-1"]
+    for name in users:
+        body = labelled(name, "b")
+        body["spec"]["connectionRef"] = {"name": "conn-late"}
+        resources.create(AGD, body)
+    for name in users:
+        resources.wait(
+            AGD,
+            name,
+            lambda o: condition(o, "Synced").get("reason") == "Unauthorized",
+            what="refused, stalled until its resync (10 minutes)",
+        )
+    refused = resources.get(CPC, "conn-late")
+    assert condition(refused, "Ready").get("reason") == "Unauthorized", refused
+
+    # The key is fixed: the default instance's recheck turns the connection Ready, and
+    # shard b, seeing that through its connections watch, reads the key again and wakes
+    # its stalled resources (else: their resync, 10 minutes away).
+    resources.put_secret("late-key", {"apiKey": API_KEY})
+    resources.wait(CPC, "conn-late", is_true("Ready"), within=90, what="the connection healed")
+    _, items = wait_all(resources, users, ready_for_generation, within=90)
+    assert all(ready_for_generation(o) for o in items), [o.get("status") for o in items]
+    on_the_control_plane = [d["name"] for d in emulator.all_deployments()]
+    assert [on_the_control_plane.count(name) for name in users] == [1, 1], on_the_control_plane
+    by_object = reporters(stage)
+    assert by_object["conn-late"] == {"default"}, by_object["conn-late"]
+    assert all(by_object[name] == {"shard-b"} for name in users), by_object
+
+    # Deleted while shard b's resources use it: the default instance, which watches
+    # none of them, lists them, keeps our finalizer and says who holds it.
+    resources.delete(CPC, "conn-late")
+    wait_for("the InUse Event", lambda: in_use_events(stage, "conn-late"), within=60)
+    (held,) = in_use_events(stage, "conn-late")
+    assert held.message == (
+        "still used by agentdeployment/b-late-0, agentdeployment/b-late-1 (2); deleted once none is"
+    ), held.message
+    assert held.reporting_instance == "default"
+    assert "wrong-key-36b" not in held.message
+    assert API_KEY not in held.message
+    obj = resources.get(CPC, "conn-late")
+    assert obj is not None
+    assert obj["metadata"].get("deletionTimestamp")
+    assert FINALIZER in obj["metadata"]["finalizers"], "held for its users"
+
+    # Its users go (finalized by shard b through it: their deployments deleted), then it.
+    resources.delete(AGD, users[0])
+    resources.wait(AGD, users[0], lambda o: o is None, what=f"{users[0]} deleted")
+    assert resources.get(CPC, "conn-late") is not None, "still held by the other one"
+    resources.delete(AGD, users[1])
+    for name in users:
+        resources.wait(AGD, name, lambda o: o is None, what=f"{name} deleted")
+    on_the_control_plane = [d["name"] for d in emulator.all_deployments()]
+    assert not set(users) & set(on_the_control_plane), "deleted through the connection"
+    resources.wait(CPC, "conn-late", lambda o: o is None, what="deleted once unused")

@@ -182,6 +182,24 @@ async def test_the_api_key_is_read_once_a_minute_and_rotation_is_picked_up() -> 
     await conns.aclose()
 
 
+async def test_a_connection_another_shard_found_ready_has_its_key_read_again() -> None:
+    """Sharded, another instance checks the connection: when it turns Ready there, the
+    key this instance cached (the refused one) is dropped, not used for a minute more."""
+    world = World()
+    world.index[(NS, "default")] = [spec()]
+    world.index[(NS, "open")] = [ControlPlaneConnectionSpec(url="http://open.test")]
+    conns = world.connections()
+    refused = await conns.client_for(NS, None)
+    world.kube.secrets["key"] = {"apiKey": "fixed"}
+    conns.forget_key(NS, "default")
+    conns.forget_key(NS, "open")  # no key Secret: nothing to forget
+    conns.forget_key(NS, "unknown")  # not in the index: nothing either
+    fixed = await conns.client_for(NS, None)
+    assert fixed is not refused
+    assert world.kube.reads == ["key", "key"]
+    await conns.aclose()
+
+
 def test_the_kopf_index_holds_each_connection_spec_by_namespace_and_name() -> None:
     kind = KINDS["ControlPlaneConnection"]
     body = {"url": "http://shared.test", "tenantId": "t"}

@@ -332,3 +332,34 @@ async def test_a_refused_configmap_request_is_told_as_the_outputs_port_error() -
         "POST /api/v1/namespaces/ns/configmaps: 403 "
         'configmaps is forbidden: User "sa" cannot create resource "configmaps"'
     )
+
+
+async def test_list_objects_reads_every_page_of_500_by_its_continue_token() -> None:
+    """A paged LIST (what a sharded instance reads when a connection is deleted): pages
+    of `limit`, each asked with the previous page's continue token, until none."""
+    asked: list[dict[str, str]] = []
+    pages = {
+        None: ({"continue": "t1"}, ["a", "b"]),
+        "t1": ({"continue": "t2"}, ["c"]),
+        "t2": ({}, []),
+    }
+
+    async def handler(request: web.Request) -> web.Response:
+        asked.append({"path": request.path, **request.query})
+        meta, names = pages[request.query.get("continue")]
+        items = [{"metadata": {"name": name}} for name in names]
+        return web.json_response({"metadata": meta, "items": items})
+
+    runner, api = await _serve(handler, "GET")
+    try:
+        names = [obj["metadata"]["name"] async for obj in api.list_objects("listeners", "ns")]
+    finally:
+        await api.aclose()
+        await runner.cleanup()
+    assert names == ["a", "b", "c"]
+    path = "/apis/deployplane.io/v1alpha1/namespaces/ns/listeners"
+    assert asked == [
+        {"path": path, "limit": "500"},
+        {"path": path, "limit": "500", "continue": "t1"},
+        {"path": path, "limit": "500", "continue": "t2"},
+    ]

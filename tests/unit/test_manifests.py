@@ -105,3 +105,92 @@ def test_same_metrics_service_and_disruption_budget(both: tuple[list[Doc], list[
     helm_docs, kustomized = both
     for kind in ("Service", "PodDisruptionBudget"):
         assert find(kustomized, kind)["spec"] == find(helm_docs, kind)["spec"], kind
+
+
+# ------------------------------------------------------------- the shards overlay
+
+SHARDS_OVERLAY = chart.ROOT / "examples" / "kustomize" / "shards"
+SHARD_VALUES = {"replicaCount": 2, "shards": ["a", "b"]}
+INSTANCES = {
+    "deployplane": ["--shard-default", "--peering", "deployplane"],
+    "deployplane-shard-a": ["--shard", "a", "--peering", "deployplane-shard-a"],
+    "deployplane-shard-b": ["--shard", "b", "--peering", "deployplane-shard-b"],
+}
+
+
+@pytest.fixture(scope="module")
+def sharded(both: tuple[list[Doc], list[Doc]]) -> tuple[list[Doc], list[Doc]]:
+    """The chart with two shards of HA pairs, and the kustomize overlay that says so."""
+    return chart.render(SHARD_VALUES), chart.kustomize(SHARDS_OVERLAY)
+
+
+def _by_name(docs: list[Doc], kind: str) -> dict[str, Doc]:
+    return {d["metadata"]["name"]: d for d in find_all(docs, kind)}
+
+
+def test_the_shards_overlay_has_the_charts_instances_budgets_and_peering_objects(
+    sharded: tuple[list[Doc], list[Doc]],
+) -> None:
+    helm_docs, overlay = sharded
+    for kind in ("Deployment", "PodDisruptionBudget"):
+        deployments = _by_name(overlay, kind)
+        assert sorted(deployments) == sorted(INSTANCES), kind
+        assert {d["metadata"]["namespace"] for d in deployments.values()} == {chart.NAMESPACE}
+    peering = _by_name(overlay, "ClusterKopfPeering")
+    assert sorted(peering) == sorted(INSTANCES)
+    assert all("namespace" not in d["metadata"] for d in peering.values()), "cluster-scoped"
+    assert sorted(peering) == sorted(_by_name(helm_docs, "ClusterKopfPeering"))
+    theirs = {d["metadata"]["name"]: d for d in find_all(helm_docs, "CustomResourceDefinition")}
+    for name, crd in _by_name(overlay, "CustomResourceDefinition").items():
+        if name.endswith(".kopf.dev"):
+            assert crd["spec"] == theirs[name]["spec"], name
+    assert {n for n in theirs if n.endswith(".kopf.dev")} <= set(
+        _by_name(overlay, "CustomResourceDefinition")
+    )
+    rules = find(overlay, "ClusterRole")["rules"]
+    assert rules == find(helm_docs, "ClusterRole")["rules"], "peering needs its grant"
+    assert {"apiGroups": ["kopf.dev"], "resources": ["clusterkopfpeerings"]}.items() <= (
+        rules[-1].items()
+    )
+
+
+def test_each_overlay_instance_runs_as_the_charts_with_its_shard_and_peering(
+    sharded: tuple[list[Doc], list[Doc]],
+) -> None:
+    helm_docs, overlay = sharded
+    ours, theirs = _by_name(overlay, "Deployment"), _by_name(helm_docs, "Deployment")
+    ours_pdb, theirs_pdb = (
+        _by_name(overlay, "PodDisruptionBudget"),
+        _by_name(helm_docs, "PodDisruptionBudget"),
+    )
+    (config_map,) = find_all(overlay, "ConfigMap")
+    for name, shard_args in INSTANCES.items():
+        deployment, chart_deployment = ours[name], theirs[name]
+        for key in ("replicas", "strategy", "selector"):
+            assert deployment["spec"][key] == chart_deployment["spec"][key], (name, key)
+        assert deployment["spec"]["replicas"] == 2
+        pod = deployment["spec"]["template"]
+        labels = pod["metadata"]["labels"]
+        shard = labels.get("deployplane.io/shard")
+        assert shard == (None if name == "deployplane" else name[-1])
+        assert deployment["metadata"]["labels"].get("deployplane.io/shard") == shard
+        assert labels == chart_deployment["spec"]["template"]["metadata"]["labels"]
+        assert deployment["spec"]["selector"]["matchLabels"].items() <= labels.items()
+        (container,) = pod["spec"]["containers"]
+        (chart_container,) = chart_deployment["spec"]["template"]["spec"]["containers"]
+        assert container["args"] == chart_container["args"], name
+        assert container["args"][3:] == [*shard_args, "--peering-lifetime", "30"]
+        # Every instance reads the base's configuration (its generated, hashed name).
+        assert container["envFrom"] == [
+            {"configMapRef": {"name": config_map["metadata"]["name"]}}
+        ], name
+        assert ours_pdb[name]["spec"] == theirs_pdb[name]["spec"], name
+
+
+def test_the_base_is_unchanged_by_the_overlay(both: tuple[list[Doc], list[Doc]]) -> None:
+    """The base stays one unsharded instance without peering (the chart's defaults)."""
+    _, kustomized = both
+    (deployment,) = find_all(kustomized, "Deployment")
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert not {"--shard", "--shard-default", "--peering"} & set(args)
+    assert not find_all(kustomized, "ClusterKopfPeering")

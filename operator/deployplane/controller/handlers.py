@@ -88,15 +88,43 @@ class Runtime:
     clock: Callable[[], float] = time.monotonic
 
 
+def pass_runners(
+    kinds: KindRegistry,
+    connections: Connections,
+    kube: KubernetesApi,
+    schedule: Schedule,
+    metrics: OperatorMetrics,
+) -> dict[str, PassRunner[Any, Any]]:
+    """One pass runner per kind: its reconciler over its external client."""
+    return {
+        kind.kind: PassRunner(
+            Reconciler(
+                classified(kind.connecter(connections, kube)), kind=kind.noun, schedule=schedule
+            ),
+            kind.spec_model,
+            kind.plural,
+            kube,
+            on_outcome=partial(metrics.observe_outcome, kind.kind),
+            status_model=kind.status_model,
+            on_gone=partial(metrics.forget, kind.kind),
+            config_maps=OutputsStore(kube),
+        )
+        for kind in kinds
+    }
+
+
 def build_runtime(
     config: OperatorConfig,
     kube: KubernetesApi,
     kinds: KindRegistry = KINDS,
     health: FailureClock | None = None,
     indices: Mapping[str, Any] | None = None,
+    sharding: Sharding | None = None,
 ) -> Runtime:
     """`indices`: Kopf's indices by id (`KindDef.index_id`), live; the connections
-    are read from the ControlPlaneConnection kind's."""
+    are read from the ControlPlaneConnection kind's. A label-sharded instance lists a
+    connection's users from the apiserver when it is deleted (its watch holds only its
+    shard's: `deployplane.reconcile.usage`)."""
     schedule = Schedule(
         poll_initial=config.poll_interval,
         poll_max=max(config.poll_max_interval, config.poll_interval),
@@ -113,22 +141,7 @@ def build_runtime(
         factory=client_factory,
         index=(indices or {}).get(CONNECTION_KIND.index_id),
     )
-    runners: dict[str, PassRunner[Any, Any]] = {
-        kind.kind: PassRunner(
-            Reconciler(
-                classified(kind.connecter(connections, kube)), kind=kind.noun, schedule=schedule
-            ),
-            kind.spec_model,
-            kind.plural,
-            kube,
-            on_outcome=partial(metrics.observe_outcome, kind.kind),
-            status_model=kind.status_model,
-            on_gone=partial(metrics.forget, kind.kind),
-            config_maps=OutputsStore(kube),
-        )
-        for kind in kinds
-    }
-
+    runners = pass_runners(kinds, connections, kube, schedule, metrics)
     events = EventRecorder(
         kube.post_event,
         qps=config.event_qps,
@@ -137,7 +150,16 @@ def build_runtime(
     )
     metrics.watch_events(events)
     dependencies = {kind.kind: kind.used_by for kind in kinds if kind.used_by is not None}
-    workers = Workers(runners, kube, events, size=WORKERS, dependencies=dependencies)
+    lister = kube if (sharding or Sharding()).enabled else None
+    workers = Workers(
+        runners,
+        kube,
+        events,
+        size=WORKERS,
+        dependencies=dependencies,
+        lister=lister,
+        on_ready_elsewhere=connections.forget_key,
+    )
     health = health or FailureClock()
     metrics.watch_health(health)
     return Runtime(config, kube, connections, metrics, workers, events, health)
@@ -225,7 +247,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
     config = OperatorConfig.from_env()
     kube = KubernetesApi.from_environment(health=kopfwatch.GUARD.health)
     memo.runtime = runtime = build_runtime(
-        config, kube, health=kopfwatch.GUARD.health, indices=kwargs
+        config, kube, health=kopfwatch.GUARD.health, indices=kwargs, sharding=sharding
     )
     if settings.peering.mandatory:
         # Kopf starts paused with peering on, until its first look at the peers; the
@@ -254,10 +276,11 @@ async def on_event(kind: str, event: Mapping[str, Any], memo: kopf.Memo, **_: An
 
 async def on_release(kind: str, event: Mapping[str, Any], memo: kopf.Memo, **_: Any) -> None:
     """An event of a resource of `kind` this instance watches but does not own (its
-    shard label says another instance's): let go of it if it was ours (`Workers.release`)."""
+    shard label says another instance's): let go of it if it was ours, wake ours that
+    wait for it if it turned Ready (`Workers.release`)."""
     runtime: Runtime | None = getattr(memo, "runtime", None)
     if runtime is not None:
-        runtime.workers.release(kind, event["object"])
+        runtime.workers.release(kind, event["object"], event.get("type"))
 
 
 def index_spec(kind: KindDef[Any], namespace: str, name: str, spec: Any, **_: Any) -> Any:

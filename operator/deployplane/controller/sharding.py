@@ -14,7 +14,9 @@ How an instance sees only its own (both through Kopf's public surface):
 - ControlPlaneConnections: watched whole (every instance needs the connections index
   to resolve its resources' `connectionRef`), reconciled by the instance their label
   says: a Kopf label filter on the event handler (`labels=`), and a second handler with
-  the complementary filter that lets go of one whose label moved away.
+  the complementary filter that lets go of one whose label moved away, and sees another
+  instance's connection turn Ready (`deployplane.reconcile.usage`: each instance wakes
+  its own resources; one being deleted is held by every shard's users, listed).
 """
 
 from __future__ import annotations

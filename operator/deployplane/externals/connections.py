@@ -10,7 +10,8 @@ The connections themselves are read from Kopf's in-memory index of the kind
 (`kopf.index`, complete before any handler runs), not fetched: every pass of every
 resource resolves its connection, and the namespace default must be looked up even when
 there is none. The API key Secret a connection names is read at most once a minute
-(`KEY_TTL`), and afresh whenever the connection itself is checked.
+(`KEY_TTL`), and afresh whenever the connection itself is checked, or another instance
+of a sharded install is seen to have checked it and found it Ready (`forget_key`).
 
 Clients are pooled per distinct connection so that 1,000 resources share one HTTP
 connection pool; the key of that pool holds a digest of the API key, never the key.
@@ -117,6 +118,14 @@ class Connections:
             if ref.kind is ConnectionKind.CONTROL_PLANE_CONNECTION:
                 raise DependencyNotReady(f"ControlPlaneConnection {ref.name} not found")
         return await self._from_secret(namespace, ref)
+
+    def forget_key(self, namespace: str, name: str) -> None:
+        """The connection `name` was checked by another instance (a label shard's) and
+        turned Ready: the API key this one read within `KEY_TTL` may be the refused one,
+        so its Secret is read again at the next use."""
+        spec = self.lookup(namespace, name)
+        if spec is not None and spec.api_key_secret_ref is not None:
+            self._keys.pop((namespace, spec.api_key_secret_ref.name), None)
 
     def lookup(self, namespace: str, name: str) -> ControlPlaneConnectionSpec | None:
         """The spec of the ControlPlaneConnection `name` of `namespace`, if there is one."""

@@ -21,7 +21,7 @@ from deployplane.crd.openapi import Schema
 from deployplane.crd.specs import GROUP
 from deployplane.reconcile.external import Connecter, SpecT
 from deployplane.reconcile.status import ResourceStatus
-from deployplane.reconcile.workers import UsedBy
+from deployplane.reconcile.usage import UsedBy
 
 if TYPE_CHECKING:
     from deployplane.externals.connections import Connections
@@ -64,7 +64,7 @@ class KindDef(Generic[SpecT]):
     turning Ready wakes the stalled or retrying resources of its namespace, and one being
     deleted keeps our finalizer while any resource still uses it (Crossplane's
     ProviderConfigUsage), so that they can still be finalized through it
-    (`reconcile.workers.Workers.dependencies`)."""
+    (`reconcile.workers.Workers.dependencies`, `reconcile.usage`)."""
 
     def __post_init__(self) -> None:
         if not self.singular:

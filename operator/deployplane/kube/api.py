@@ -26,7 +26,7 @@ import math
 import os
 import ssl
 import time
-from collections.abc import Awaitable, Callable, Container, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Container, Mapping
 from typing import Any
 
 import aiohttp
@@ -262,9 +262,19 @@ class KubernetesApi:
         obj: dict[str, Any] = json.loads(payload)
         return obj
 
-    async def list_objects(self, plural: str, namespace: str | None, *, limit: int = 1) -> None:
-        """List (a page of) a kind: what the probes ask to know the API and RBAC work."""
-        await self._send("GET", _collection(plural, namespace), params={"limit": str(limit)})
+    async def list_objects(
+        self, plural: str, namespace: str | None, *, limit: int = 500
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Every object of a kind of ours, a LIST page of `limit` at a time."""
+        params = {"limit": str(limit)}
+        while True:
+            _, payload = await self._send("GET", _collection(plural, namespace), params=params)
+            page = json.loads(payload)
+            for item in page.get("items") or []:
+                yield item
+            if not (token := (page.get("metadata") or {}).get("continue")):
+                return
+            params = {"limit": str(limit), "continue": token}
 
     async def patch_status(
         self, plural: str, namespace: str, name: str, patch: Mapping[str, Any]

@@ -26,6 +26,13 @@ from deployplane.reconcile.outcome import EventReason, EventRecord
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.schedule import Result, State
 from deployplane.reconcile.state import ResourceState, is_paused
+from deployplane.reconcile.usage import (
+    ObjectLister,
+    ReadyWatch,
+    UsedBy,
+    in_use_message,
+    listed_users,
+)
 from deployplane.reconcile.workqueue import WorkQueue
 
 log = logging.getLogger("deployplane.workers")
@@ -70,9 +77,6 @@ class Tracked:
     """A dependency being deleted while in use: its Warning Event is posted (once)."""
 
 
-UsedBy = Callable[[str, Mapping[str, Any]], bool]
-"""(name of a dependency, body of another resource of its namespace) -> uses it."""
-
 IN_USE_POLL_SECONDS: Final = 5.0
 """How often a dependency being deleted looks again whether it is still in use."""
 
@@ -101,6 +105,8 @@ class Workers:
         *,
         size: int = 16,
         dependencies: Mapping[str, UsedBy] | None = None,
+        lister: ObjectLister | None = None,
+        on_ready_elsewhere: Callable[[str, str], None] | None = None,
     ) -> None:
         self.runners = runners
         self.kube = kube
@@ -110,7 +116,16 @@ class Workers:
         """Kinds the others depend on (connections), each with its test of use. One
         turning Ready wakes the resources of its namespace that are stalled or retrying,
         which may have failed for want of it, instead of leaving them to their resync;
-        one being deleted keeps our finalizer while a resource still uses it."""
+        one being deleted keeps our finalizer while a resource still uses it
+        (`deployplane.reconcile.usage`)."""
+        self.lister = lister
+        """A label-sharded instance's: its watch holds only its shard's resources, so
+        the users of a dependency being deleted are listed from the apiserver."""
+        self.elsewhere = ReadyWatch()
+        """The dependencies another instance reconciles, as last seen (`release`)."""
+        self.on_ready_elsewhere = on_ready_elsewhere
+        """(namespace, name) of a dependency another instance found Ready: what this
+        one cached of it (a connection's API key) is read again before the wake-up."""
         self.queue: WorkQueue[Key] = WorkQueue(jitter=REQUEUE_JITTER)
         self.resources: dict[Key, Tracked] = {}
         self._uids: dict[tuple[str, str, str], str] = {}
@@ -142,6 +157,8 @@ class Workers:
         meta = body.get("metadata") or {}
         name = (kind, meta["namespace"], meta["name"])
         key = (*name, meta.get("uid") or "")
+        if kind in self.dependencies:
+            self.elsewhere.forget(key)  # ours now, if it was another instance's
         if event_type == "DELETED":
             if self._uids.get(name) == key[3]:
                 self._gone(key)
@@ -165,15 +182,26 @@ class Workers:
         elif tracked.state.changed(kept) or self._edited(tracked.state, kept):
             self.queue.add(key)
 
-    def release(self, kind: str, body: Mapping[str, Any]) -> None:
-        """Another instance's now (its shard label moved away): forget it, as if it were
+    def release(self, kind: str, body: Mapping[str, Any], event_type: str | None = None) -> None:
+        """A watch event of a resource another instance reconciles (its shard label
+        says so). If it was ours (its label moved away), forget it, as if it were
         deleted: no pass and no finalization, and our finalizer stays on it for the
         instance that takes it over (which adopts the remote object by the id the status
-        records, or by the create marker). A pass under way ends unrequeued."""
+        records, or by the create marker). A pass under way ends unrequeued.
+        A dependency seen turning Ready wakes our resources of its namespace that wait
+        (`deployplane.reconcile.usage`); its own instance wakes its own."""
         meta = body.get("metadata") or {}
         key = (kind, meta["namespace"], meta["name"], meta.get("uid") or "")
         if key in self.resources:
             self._gone(key)
+        if kind not in self.dependencies:
+            return
+        if event_type == "DELETED":
+            self.elsewhere.forget(key)
+        elif self.elsewhere.turned_ready(key, body):
+            if self.on_ready_elsewhere is not None:
+                self.on_ready_elsewhere(key[1], key[2])
+            self._wake_unsettled(key[1])
 
     @staticmethod
     def _edited(state: ResourceState, body: Mapping[str, Any]) -> bool:
@@ -190,8 +218,22 @@ class Workers:
             if tracked.state.history.last_state in (State.STALLED, State.RETRYING):
                 self.queue.add(key)
 
+    async def users_of(self, key: Key) -> list[str]:
+        """The resources (kind/name) of its namespace that use dependency `key`: every
+        shard's, listed, if this instance has a lister; else those it watches."""
+        used_by = self.dependencies.get(key[0])
+        if self.lister is None or used_by is None:
+            return self.users(key)
+        plurals = {
+            kind: runner.plural
+            for kind, runner in self.runners.items()
+            if kind not in self.dependencies
+        }
+        return await listed_users(self.lister, plurals, key[1], key[2], used_by)
+
     def users(self, key: Key) -> list[str]:
-        """The resources (kind/name) of its namespace that use dependency `key`."""
+        """The resources (kind/name) of its namespace, among those this instance
+        watches, that use dependency `key`."""
         used_by = self.dependencies.get(key[0])
         if used_by is None:
             return []
@@ -259,12 +301,12 @@ class Workers:
             return result
         if not has_finalizer(body):
             return Result()  # not ours to hold: the object goes
-        users = self.users(key)
+        users = await self.users_of(key)
         if users:
             if not tracked.in_use_told:
                 tracked.in_use_told = True
-                shown = ", ".join(sorted(users)[:3]) + (" and more" if len(users) > 3 else "")
-                message = f"still used by {shown} ({len(users)}); deleted once none is"
+                message = in_use_message(users)
+                log.info("%s/%s: %s", key[1], key[2], message)
                 self.events.record(
                     body, EventRecord("Warning", EventReason.IN_USE, message, "Delete")
                 )
