@@ -96,7 +96,7 @@ e2e-real-node: venv node-tools images ## e2e on a real node (part of make test):
 	  DEPLOYPLANE_E2E_AGENT_IMAGE=docker.io/library/deployplane-e2e-agent \
 	  DEPLOYPLANE_POSTGRES_IMAGE=docker.io/library/deployplane-postgres:17-pgvector \
 	  DEPLOYPLANE_REDIS_IMAGE=docker.io/library/deployplane-redis:7.0 \
-	  $(PY) -m pytest -q -p no:cacheprovider $(REAL_NODE_TESTS) $(E2E_ARGS)
+	  $(PY) -m pytest -q -p no:cacheprovider --durations=10 $(REAL_NODE_TESTS) $(E2E_ARGS)
 
 e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a dev cluster with kwok nodes, stopped afterwards)
 	@echo "== e2e on an existing cluster: a dev cluster with kwok nodes started as another process"
@@ -104,9 +104,10 @@ e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a 
 
 # `make test` ends with the two tiers that need a cluster started apart: the
 # existing-cluster path, then the real-node tier (its node tools and images built by its
-# own prerequisites, cached; skipped without root, failed so under CI=true).
+# own prerequisites, cached; skipped without root, failed so under CI=true). The pytest
+# run ends with its 25 slowest tests, so every run says where the time goes.
 test: venv tools postgres lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then e2e on a cluster it did not start, then the real-node tier
-	@echo "== pytest"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m pytest -q -p no:cacheprovider
+	@echo "== pytest"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m pytest -q -p no:cacheprovider --durations=25
 	@$(MAKE) --no-print-directory e2e-existing
 	@$(MAKE) --no-print-directory e2e-real-node
 

@@ -31,7 +31,7 @@ DEPLOYPLANE_TOOLS_BIN=$bin "${cli[@]}" up --workloads --state-dir "$state"
 kubectl=("$bin/kubectl" --kubeconfig "$state/admin.kubeconfig")
 "${kubectl[@]}" apply --server-side -f "$bin/crds" >/dev/null
 "${kubectl[@]}" wait --for condition=Established --timeout=60s -f "$bin/crds" >/dev/null
-args=(-rs)
+args=(-rs --durations=10)
 [ -n "$selection" ] && args+=(-k "$selection")
 # KUBECONFIG on make's command line: the only way the e2e target picks a cluster.
 make --no-print-directory e2e KUBECONFIG="$state/admin.kubeconfig" \

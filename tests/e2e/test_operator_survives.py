@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import itertools
+import json
 import os
 import signal
 import stat
@@ -344,20 +345,26 @@ def test_a_status_wiped_by_hand_is_repaired_and_an_agreeing_one_never_written(
         since = dt.datetime.now(dt.UTC)
         time.sleep(3)  # three passes, nothing changed
         assert dev_cluster.count_writes(since, namespace=namespace) == {}
-        kubectl(
-            dev_cluster,
-            "-n",
-            namespace,
-            "patch",
-            "agentdeployment",
-            "mended",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            '{"status":{"conditions":null,"deploymentId":null}}',
+        # The object as the patch left it (printed by kubectl): read afterwards, the
+        # operator (resyncing every second) may have repaired it already.
+        wiped = json.loads(
+            kubectl(
+                dev_cluster,
+                "-n",
+                namespace,
+                "patch",
+                "agentdeployment",
+                "mended",
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                '{"status":{"conditions":null,"deploymentId":null}}',
+                "-o",
+                "json",
+            )
         )
-        wiped = resources.get(AGD, "mended")
         assert condition(wiped, "Ready") == {}
+        assert "deploymentId" not in (wiped.get("status") or {})
         repaired = resources.wait(AGD, "mended", ready_for_generation, what="repaired", within=10)
     assert repaired is not None
     assert repaired["status"]["deploymentId"] == ready["status"]["deploymentId"]

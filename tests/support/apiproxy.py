@@ -114,7 +114,10 @@ class ApiServerProxy:
 
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", handle)
-        runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        # A second's grace at stop(), then what is still forwarded (the watches of an
+        # operator already stopped, open until the apiserver ends them) is cancelled:
+        # the default (60 s) outlasted stop()'s join, leaving the thread behind.
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         loop.run_until_complete(runner.setup())
         site = web.TCPSite(runner, "127.0.0.1", 0)
         loop.run_until_complete(site.start())
