@@ -10,7 +10,7 @@ changes nothing must write nothing to Kubernetes.
 
 What a pass leans on, each in its own module: the resource's memory between passes
 (`state.py`), the body -> `Managed` parsing (`parse.py`), the pass's writes to the
-object (`writer.py`: the create-pending marker, our finalizer, the status patch), and
+object (`writer.py`: the create marker, our finalizer, the status patch), and
 our finalizer's rules (`finalizer.py`).
 """
 

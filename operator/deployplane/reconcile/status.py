@@ -3,7 +3,7 @@
 A kind's status model derives from `ResourceStatus` and names which of its fields holds
 the external id (`external_id`/`with_external_id`), so the generic reconciler reads and
 writes the id and the conditions through typed attributes, never through hand-spelled
-camelCase keys. (The create-pending marker is not status: `reconcile.marker`.)
+camelCase keys. (The create marker is not status: `reconcile.marker`.)
 """
 
 from __future__ import annotations
