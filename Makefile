@@ -46,8 +46,12 @@ lint: venv ## ruff and mypy --strict
 	@$(VENV)/bin/ruff format --check operator tests bench
 	@echo "== mypy --strict"; $(VENV)/bin/mypy
 
-unit: venv postgres ## unit and integration tests only (no cluster)
-	@$(PY) -m pytest -q tests/unit tests/integration
+# The unit and integration tests run on PYTEST_WORKERS processes (pytest-xdist; each
+# worker its own PostgreSQL and emulators, on free ports): 3 min 35 s instead of 6 min 7 s
+# on this 2-core machine. The e2e tests share one dev cluster per session: one process.
+PYTEST_WORKERS ?= 2
+unit: venv postgres ## unit and integration tests only (no cluster); PYTEST_WORKERS processes (2)
+	@$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) tests/unit tests/integration
 
 # `make e2e KUBECONFIG=path` runs on that cluster instead of starting the dev cluster. Only
 # a KUBECONFIG given on make's command line counts: one merely exported in the shell
@@ -107,7 +111,10 @@ e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a 
 # own prerequisites, cached; skipped without root, failed so under CI=true). The pytest
 # run ends with its 25 slowest tests, so every run says where the time goes.
 test: venv tools postgres lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then e2e on a cluster it did not start, then the real-node tier
-	@echo "== pytest"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m pytest -q -p no:cacheprovider --durations=25
+	@echo "== pytest: unit and integration ($(PYTEST_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
+	  $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=10 tests/unit tests/integration
+	@echo "== pytest: e2e on the dev cluster"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
+	  $(PY) -m pytest -q -p no:cacheprovider --durations=25 tests/e2e
 	@$(MAKE) --no-print-directory e2e-existing
 	@$(MAKE) --no-print-directory e2e-real-node
 

@@ -24,20 +24,22 @@ from fastapi import FastAPI
 
 Emulator = tuple[FastAPI, httpx.AsyncClient]
 
+# Fixed ids (never a row of the emulator: it makes uuid4s), so that the test ids are
+# the same in every run and in every pytest-xdist worker.
 ENDPOINTS = [
     ("GET", "/v2/deployments"),
     ("POST", "/v2/deployments"),
-    ("GET", f"/v2/deployments/{uuid.uuid4()}"),
-    ("PATCH", f"/v2/deployments/{uuid.uuid4()}"),
-    ("DELETE", f"/v2/deployments/{uuid.uuid4()}"),
-    ("GET", f"/v2/deployments/{uuid.uuid4()}/revisions"),
-    ("GET", f"/v2/deployments/{uuid.uuid4()}/revisions/{uuid.uuid4()}"),
+    ("GET", f"/v2/deployments/{uuid.UUID(int=1)}"),
+    ("PATCH", f"/v2/deployments/{uuid.UUID(int=2)}"),
+    ("DELETE", f"/v2/deployments/{uuid.UUID(int=3)}"),
+    ("GET", f"/v2/deployments/{uuid.UUID(int=4)}/revisions"),
+    ("GET", f"/v2/deployments/{uuid.UUID(int=5)}/revisions/{uuid.UUID(int=6)}"),
     ("GET", "/v2/listeners"),
     ("POST", "/v2/listeners"),
-    ("GET", f"/v2/listeners/{uuid.uuid4()}"),
-    ("PATCH", f"/v2/listeners/{uuid.uuid4()}"),
-    ("PUT", f"/v2/listeners/{uuid.uuid4()}"),
-    ("DELETE", f"/v2/listeners/{uuid.uuid4()}"),
+    ("GET", f"/v2/listeners/{uuid.UUID(int=7)}"),
+    ("PATCH", f"/v2/listeners/{uuid.UUID(int=8)}"),
+    ("PUT", f"/v2/listeners/{uuid.UUID(int=9)}"),
+    ("DELETE", f"/v2/listeners/{uuid.UUID(int=10)}"),
     ("GET", f"/v1/integrations/git_host/{INTEGRATION_A}/repos"),
     ("GET", "/v2/auth/providers/prov-1"),
     ("GET", "/_emulator/stats"),
