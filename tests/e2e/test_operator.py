@@ -651,6 +651,20 @@ def test_the_resync_interval_annotation_sets_how_often_a_settled_resource_is_rea
     assert reads() - before >= 2
 
 
+def ready_under(
+    operator: OperatorProcess, resources: Resources, name: str, what: str
+) -> dict[str, Any]:
+    """Starts `operator`, waits until AgentDeployment `name` is Ready for its
+    generation, stops it; the resource as it was then."""
+    operator.start()
+    try:
+        ready = resources.wait(AGD, name, ready_for_generation, what=what)
+    finally:
+        operator.stop()
+    assert ready is not None
+    return ready
+
+
 def test_operator_killed_between_post_and_status_write_creates_exactly_one(
     resources: Resources,
     emulator: Emulator,
@@ -677,12 +691,8 @@ def test_operator_killed_between_post_and_status_write_creates_exactly_one(
         emulator.set_faults(latency_ms=0)
     assert "deploymentId" not in (obj.get("status") or {})
 
-    second = OperatorProcess(namespace, env, tmp_path / "operator-2.log").start()
-    try:
-        ready = resources.wait(AGD, "crashy", ready_for_generation, what="Ready after restart")
-    finally:
-        second.stop()
-    assert ready is not None
+    second = OperatorProcess(namespace, env, tmp_path / "operator-2.log")
+    ready = ready_under(second, resources, "crashy", "Ready after restart")
     deployments = emulator.deployments_named("crashy")
     assert len(deployments) == 1
     assert ready["status"]["deploymentId"] == deployments[0]["id"]
@@ -736,14 +746,10 @@ def test_killed_after_the_post_among_150_namesakes_adopts_its_own_deployment(
     assert FINALIZER in obj["metadata"]["finalizers"]
     assert "deploymentId" not in (obj.get("status") or {})
 
-    second = OperatorProcess(namespace, env, tmp_path / "operator-2.log").start()
-    try:
-        # Adopted, the deployment is DEPLOYED already: the pass that records the id also
-        # says Ready.
-        ready = resources.wait(AGD, name, ready_for_generation, what="Ready after restart")
-    finally:
-        second.stop()
-    assert ready is not None
+    # Adopted, the deployment is DEPLOYED already: the pass that records the id also
+    # says Ready.
+    second = OperatorProcess(namespace, env, tmp_path / "operator-2.log")
+    ready = ready_under(second, resources, name, "Ready after restart")
     (dep,) = emulator.deployments_named(name)
     assert ready["status"]["deploymentId"] == dep["id"]
     assert "createPending" not in ready["status"]
@@ -767,13 +773,9 @@ def test_a_status_lost_while_the_operator_was_down_is_recovered_by_the_external_
     external-name annotation that stayed on the object makes it look the deployment up
     by name and adopt it, where without it the create would be refused as a name taken."""
     env = operator_env(emulator, kubeconfig)
-    first = OperatorProcess(namespace, env, tmp_path / "operator-1.log").start()
-    try:
-        resources.create(AGD, docker("restored"))
-        ready = resources.wait(AGD, "restored", ready_for_generation, what="Ready")
-    finally:
-        first.stop()
-    assert ready is not None
+    resources.create(AGD, docker("restored"))
+    first = OperatorProcess(namespace, env, tmp_path / "operator-1.log")
+    ready = ready_under(first, resources, "restored", "Ready")
     assert create_marker(ready) == "restored"
     dep_id = ready["status"]["deploymentId"]
     posts_before = emulator.stats()["arrived"]["POST /v2/deployments"]
@@ -784,12 +786,8 @@ def test_a_status_lost_while_the_operator_was_down_is_recovered_by_the_external_
     assert lost is not None
     assert not (lost.get("status") or {}).get("deploymentId")
 
-    second = OperatorProcess(namespace, env, tmp_path / "operator-2.log").start()
-    try:
-        back = resources.wait(AGD, "restored", ready_for_generation, what="Ready again")
-    finally:
-        second.stop()
-    assert back is not None
+    second = OperatorProcess(namespace, env, tmp_path / "operator-2.log")
+    back = ready_under(second, resources, "restored", "Ready again")
     assert back["status"]["deploymentId"] == dep_id
     assert [d["id"] for d in emulator.deployments_named("restored")] == [dep_id]
     assert emulator.stats()["arrived"]["POST /v2/deployments"] == posts_before

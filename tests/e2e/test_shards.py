@@ -104,6 +104,18 @@ def wait_for(what: str, check: Any, within: float = 60) -> None:
         time.sleep(0.5)
 
 
+def running_instances(stage: Stage, specs: dict[str, tuple[str, ...]]) -> Iterator[dict[str, Any]]:
+    """The emulator and one operator process per POD_NAME in `specs` (its arguments),
+    running until the generator is closed."""
+    emulator = stage.emulator(step_seconds=0.5).start()
+    operators = {
+        pod: stage.operator(emulator, f"{pod}.log", *args, POD_ID=pod, POD_NAME=pod).start()
+        for pod, args in specs.items()
+    }
+    with running(emulator, *operators.values()):
+        yield {"emulator": emulator, **operators}
+
+
 @pytest.fixture
 def shards(stage: Stage) -> Iterator[dict[str, Any]]:
     """The emulator and the four operator processes (by POD_NAME), running."""
@@ -115,20 +127,16 @@ def shards(stage: Stage) -> Iterator[dict[str, Any]]:
         {"apiVersion": f"{PEERING_GROUP}/{PEERING_VERSION}", "kind": "KopfPeering"}
         | {"metadata": {"name": PEERING}},
     )
-    emulator = stage.emulator(step_seconds=0.5).start()
     peered = ("--peering", PEERING, "--peering-lifetime", str(LIFETIME))
-    specs: dict[str, tuple[str, ...]] = {
-        "shard-a": ("--shard", "a"),
-        "shard-b-1": ("--shard", "b", *peered),
-        "shard-b-2": ("--shard", "b", *peered),
-        "default": ("--shard-default",),
-    }
-    operators = {
-        pod: stage.operator(emulator, f"{pod}.log", *args, POD_ID=pod, POD_NAME=pod).start()
-        for pod, args in specs.items()
-    }
-    with running(emulator, *operators.values()):
-        yield {"emulator": emulator, **operators}
+    yield from running_instances(
+        stage,
+        {
+            "shard-a": ("--shard", "a"),
+            "shard-b-1": ("--shard", "b", *peered),
+            "shard-b-2": ("--shard", "b", *peered),
+            "default": ("--shard-default",),
+        },
+    )
 
 
 @pytest.mark.timeout(240)
@@ -216,17 +224,9 @@ def test_two_shards_and_the_default_each_reconcile_their_own_and_hand_over(
 @pytest.fixture
 def shard_b_and_default(stage: Stage) -> Iterator[dict[str, Any]]:
     """The emulator, shard b and the default instance (one replica each), running."""
-    emulator = stage.emulator(step_seconds=0.5).start()
-    specs: dict[str, tuple[str, ...]] = {
-        "shard-b": ("--shard", "b"),
-        "default": ("--shard-default",),
-    }
-    operators = {
-        pod: stage.operator(emulator, f"{pod}.log", *args, POD_ID=pod, POD_NAME=pod).start()
-        for pod, args in specs.items()
-    }
-    with running(emulator, *operators.values()):
-        yield {"emulator": emulator, **operators}
+    yield from running_instances(
+        stage, {"shard-b": ("--shard", "b"), "default": ("--shard-default",)}
+    )
 
 
 def in_use_events(stage: Stage, name: str) -> list[Any]:

@@ -115,6 +115,16 @@ def body(
     }
 
 
+def seen(**kwargs: Any) -> tuple[dict[str, Any], ResourceState]:
+    """A body carrying our finalizer (`body(**kwargs)`), and a state that has seen it
+    (first sight: the marker read from the object)."""
+    b = body(**kwargs)
+    b["metadata"]["finalizers"] = [FINALIZER]
+    state = ResourceState()
+    state.seed(b)
+    return b, state
+
+
 @dataclass
 class Rig:
     ext: ExternalFns = field(default_factory=ExternalFns)
@@ -235,10 +245,9 @@ async def test_a_recorded_id_supersedes_the_marker() -> None:
     """The marker on a resource whose status records the id says nothing: the pass
     neither looks the name up nor writes to the object."""
     rig = Rig(ext=ExternalFns(find_fn=returns("someone-elses")))
-    marked = body(annotations={EXTERNAL_NAME_ANNOTATION: "agent"}, status={"deploymentId": DEP_ID})
-    marked["metadata"]["finalizers"] = [FINALIZER]
-    state = ResourceState()
-    state.seed(marked)
+    marked, state = seen(
+        annotations={EXTERNAL_NAME_ANNOTATION: "agent"}, status={"deploymentId": DEP_ID}
+    )
     await rig.one_pass(state, marked)
     assert ("find",) not in rig.ext.journal
     assert rig.sink.objects == []
@@ -248,10 +257,9 @@ async def test_a_re_create_after_the_deployment_vanished_needs_no_marker_write()
     """The recorded deployment is gone: the id is forgotten (durably) and the resource
     created again under the same key; the marker already on the object covers it."""
     rig = Rig(ext=ExternalFns(observe_fn=gone_then))
-    marked = body(annotations={EXTERNAL_NAME_ANNOTATION: "agent"}, status={"deploymentId": DEP_ID})
-    marked["metadata"]["finalizers"] = [FINALIZER]
-    state = ResourceState()
-    state.seed(marked)
+    marked, state = seen(
+        annotations={EXTERNAL_NAME_ANNOTATION: "agent"}, status={"deploymentId": DEP_ID}
+    )
     await rig.one_pass(state, marked)
     assert ("create",) in rig.ext.journal
     assert ("find",) not in rig.ext.journal
@@ -269,10 +277,9 @@ async def test_a_stale_marker_never_adopts_a_name_someone_else_took() -> None:
     ext = ExternalFns(observe_fn=gone_then, find_fn=returns("someone-elses"))
     ext.create_fn = raises(conflict)
     rig = Rig(ext=ext)
-    marked = body(annotations={EXTERNAL_NAME_ANNOTATION: "agent"}, status={"deploymentId": DEP_ID})
-    marked["metadata"]["finalizers"] = [FINALIZER]
-    state = ResourceState()
-    state.seed(marked)
+    marked, state = seen(
+        annotations={EXTERNAL_NAME_ANNOTATION: "agent"}, status={"deploymentId": DEP_ID}
+    )
     await rig.one_pass(state, marked)
     assert rig.sink.objects == [{"metadata": {"annotations": {EXTERNAL_NAME_ANNOTATION: None}}}]
     assert state.status is not None
@@ -285,10 +292,7 @@ async def test_a_marker_on_the_object_without_an_id_looks_up_before_creating() -
     restore, which keeps metadata only): the next process finds and adopts instead of
     creating twice, and writes only the status."""
     rig = Rig(ext=ExternalFns(find_fn=returns(DEP_ID)))
-    marked = body(annotations={EXTERNAL_NAME_ANNOTATION: "agent"})
-    marked["metadata"]["finalizers"] = [FINALIZER]
-    state = ResourceState()
-    state.seed(marked)
+    marked, state = seen(annotations={EXTERNAL_NAME_ANNOTATION: "agent"})
     await rig.one_pass(state, marked)
     assert ("create",) not in rig.ext.journal
     assert ("find",) in rig.ext.journal
@@ -304,10 +308,7 @@ async def test_an_earlier_versions_annotation_looks_up_and_is_replaced_by_the_ma
     that died before the id: looked up, adopted; once the id is recorded, one write of
     the object swaps the old annotation for the external-name marker."""
     rig = Rig(ext=ExternalFns(find_fn=returns(DEP_ID)))
-    old = body(annotations={LEGACY_ANNOTATION: '{"key":"agent","resourceVersion":"3"}'})
-    old["metadata"]["finalizers"] = [FINALIZER]
-    state = ResourceState()
-    state.seed(old)
+    old, state = seen(annotations={LEGACY_ANNOTATION: '{"key":"agent","resourceVersion":"3"}'})
     await rig.one_pass(state, old)
     assert ("create",) not in rig.ext.journal
     assert rig.sink.order == ["status", "object"]
@@ -319,10 +320,7 @@ async def test_an_earlier_versions_annotation_looks_up_and_is_replaced_by_the_ma
 
 async def test_an_earlier_versions_status_marker_still_looks_up_and_is_cleared() -> None:
     rig = Rig(ext=ExternalFns(find_fn=returns(DEP_ID)))
-    old = body(status={"createPending": {"key": "agent"}})
-    old["metadata"]["finalizers"] = [FINALIZER]
-    state = ResourceState()
-    state.seed(old)  # first sight: the marker is read from the object, status included
+    old, state = seen(status={"createPending": {"key": "agent"}})
     await rig.one_pass(state, old)
     assert ("create",) not in rig.ext.journal
     (final,) = rig.sink.writes
