@@ -34,7 +34,6 @@ from deployplane.api.models.common import (
     Page,
     Source,
     ValidationErrorEntry,
-    camelize,
 )
 from deployplane.api.models.deployments import (
     BulkDeleteOutcome,
@@ -77,6 +76,7 @@ from deployplane.api.models.revisions import (
     SourceRevisionConfig,
     SourceRevisionConfigStatus,
 )
+from deployplane.naming import camelize
 
 __all__ = [
     "LOG_LIMIT_MAX",

@@ -30,8 +30,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from deployplane.api.models.common import camelize
 from deployplane.commands.connection import ExitCode, fail
+from deployplane.naming import camelize
 
 __all__ = [
     "FileOption",
