@@ -39,7 +39,7 @@ images: ## make image, plus the data plane's PostgreSQL (pgvector) and Redis ima
 	@$(PYTHON) tools/images/build.py all
 
 docs-cli: venv ## regenerate docs/cli.md's command reference from the commands' --help (a unit test fails when it drifts)
-	@$(PY) -m deployplane.docgen
+	@$(PY) -m deployplane.cli.docgen
 
 lint: venv ## ruff and mypy --strict
 	@echo "== ruff"; $(VENV)/bin/ruff check operator tests bench

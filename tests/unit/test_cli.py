@@ -16,7 +16,7 @@ from typer.testing import CliRunner, Result
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.connection import ConnectionSettings
-from deployplane.commands import connection, resources
+from deployplane.cli.commands import connection, resources
 
 API_KEY = "lsv2_sk_cli-secret-key-987654321"
 URL = "http://cp.test"

@@ -16,7 +16,7 @@ from tests.unit.test_cli import LIS_ID, FakeService, assert_one_error_line, list
 from typer.testing import CliRunner, Result
 
 from deployplane import __version__
-from deployplane.cliapp import app as root_app
+from deployplane.cli.root import app as root_app
 
 service = test_cli.service
 

@@ -52,7 +52,7 @@ def test_a_server_command_loads_none_of_the_other_commands(group: str) -> None:
     assert exit_line == "exit 2"
     imported = set(modules_line.split())
     assert SERVER_GROUPS[group] in imported
-    assert not {m for m in imported if m.startswith("deployplane.commands")}
+    assert not {m for m in imported if m.startswith("deployplane.cli.commands")}
     assert f"Usage: deployplane {group} {sub} [OPTIONS]" in done.stderr
 
 

@@ -25,7 +25,7 @@ from tests.unit.test_cli import (
     run,
 )
 
-from deployplane.commands.portforward import (
+from deployplane.cli.commands.portforward import (
     ForwardError,
     Target,
     find_kubectl,
@@ -190,7 +190,7 @@ time.sleep(120)
 
 _FORWARDER = """
 import signal, sys
-from deployplane.commands.portforward import run_forward
+from deployplane.cli.commands.portforward import run_forward
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a background job (`... &`) inherits it
 run_forward([sys.executable, "-c", sys.argv[1]], "announce")
 print("stopped", flush=True)

@@ -20,7 +20,7 @@ from tests.unit.test_cli import (
 )
 from typer.testing import CliRunner, Result
 
-from deployplane.cliapp import app
+from deployplane.cli.root import app
 
 service = test_cli.service
 SECRET_DEP = {

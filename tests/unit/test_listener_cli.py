@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from deployplane.cliapp import app
+from deployplane.cli.root import app
 from deployplane.controller.config import OperatorConfig
 from deployplane.dataplane import cli, options
 from deployplane.dataplane.render.settings import DataPlaneSettings

@@ -19,12 +19,12 @@ from tests.unit.test_cli import DEP_ID, LIS_ID, REV_ID, FakeService, deployment,
 from typer.testing import CliRunner, Result
 
 from deployplane.api.models import Deployment, Listener, Revision
-from deployplane.commands import tables
-from deployplane.commands import trace as trace_command
-from deployplane.commands.connection import ConnectedCommand
-from deployplane.commands.tables import render
-from deployplane.commands.trace.readers import KubeAccess, KubeError
-from deployplane.commands.trace.tree import (
+from deployplane.cli.commands import tables
+from deployplane.cli.commands import trace as trace_command
+from deployplane.cli.commands.connection import ConnectedCommand
+from deployplane.cli.commands.tables import render
+from deployplane.cli.commands.trace.readers import KubeAccess, KubeError
+from deployplane.cli.commands.trace.tree import (
     COLUMNS,
     Missing,
     Node,
