@@ -3,7 +3,7 @@
 `python -m deployplane.cli.docgen` rewrites the part of docs/cli.md between the
 two markers below; `--check` exits 1 when the file differs from the code (the unit
 test tests/unit/test_cli_docs.py fails the same way), so the reference cannot drift.
-The help is click's plain format at 88 columns (typer's rich boxes are for terminals).
+The help is exactly what a terminal of 80 columns shows (`deployplane.cli.helptext`).
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from typing import Any
 
 import click
 import typer
-import typer.core
+
+from deployplane.cli.helptext import HelpContext
 
 __all__ = ["BEGIN", "END", "reference", "updated"]
 
 BEGIN = "<!-- BEGIN GENERATED: python -m deployplane.cli.docgen -->"
 END = "<!-- END GENERATED -->"
-WIDTH = 88
+WIDTH = 80
 
 # The groups a user of the API and the emulator meets, and the listener agent (whose
 # settings are options); the cluster, operator and demo commands are documented with
@@ -37,6 +38,7 @@ DOCUMENTED = (
     "version",
     "trace",
     "export",
+    "completion",
     "controlplane",
     "listener",
 )
@@ -45,7 +47,7 @@ DOCUMENTED = (
 def _walk(command: Any, ctx: click.Context, path: str) -> Iterator[tuple[str, str]]:
     yield path, command.get_help(ctx)
     for name, sub in sorted(getattr(command, "commands", {}).items()):
-        sub_ctx = click.Context(sub, info_name=name, parent=ctx, terminal_width=WIDTH)
+        sub_ctx = HelpContext(sub, info_name=name, parent=ctx, terminal_width=WIDTH)
         yield from _walk(sub, sub_ctx, f"{path} {name}")
 
 
@@ -53,18 +55,14 @@ def reference() -> str:
     """The generated section (without the markers)."""
     from deployplane.cli.root import app
 
-    plain, typer.core.HAS_RICH = typer.core.HAS_RICH, False
-    try:
-        root: Any = typer.main.get_command(app)
-        root_ctx = click.Context(root, info_name="deployplane", terminal_width=WIDTH)
-        parts = ["## Command reference (generated from `--help`)\n"]
-        for name in DOCUMENTED:
-            sub = root.commands[name]
-            ctx = click.Context(sub, info_name=name, parent=root_ctx, terminal_width=WIDTH)
-            for path, text in _walk(sub, ctx, f"deployplane {name}"):
-                parts.append(f"### `{path}`\n\n```\n{text.rstrip()}\n```\n")
-    finally:
-        typer.core.HAS_RICH = plain
+    root: Any = typer.main.get_command(app)
+    root_ctx = HelpContext(root, info_name="deployplane", terminal_width=WIDTH)
+    parts = ["## Command reference (generated from `--help`)\n"]
+    for name in DOCUMENTED:
+        sub = root.get_command(root_ctx, name)
+        ctx = HelpContext(sub, info_name=name, parent=root_ctx, terminal_width=WIDTH)
+        for path, text in _walk(sub, ctx, f"deployplane {name}"):
+            parts.append(f"### `{path}`\n\n```\n{text.rstrip()}\n```\n")
     return "\n".join(parts)
 
 
@@ -85,7 +83,10 @@ def main() -> None:
     fresh = updated(current)
     if "--check" in sys.argv[1:]:
         if fresh != current:
-            print(f"{path} differs from the commands' --help: run {__name__}", file=sys.stderr)
+            print(
+                f"{path} differs from the commands' --help: run python -m deployplane.cli.docgen",
+                file=sys.stderr,
+            )
             raise SystemExit(1)
         return
     path.write_text(fresh, encoding="utf-8")

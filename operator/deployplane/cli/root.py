@@ -1,17 +1,17 @@
-"""`deployplane`: the whole command line (`deployplane.cli` starts it).
+"""`deployplane`: the command line's table of contents.
 
-Each command group lives beside the code it drives and is only registered here, so
-this module stays a table of contents:
+The root knows each command's name, its one line of help and where it lives, and
+imports nothing of it (`deployplane.cli.lazy`): a command's module is imported when the
+command runs, and each command imports what it needs (the client, the models, the
+Kubernetes client, rich) when it runs. So `--version`, `--help` and a TAB cost the
+interpreter and typer, and `operator run` loads the operator alone.
 
-- API resources (`deployments`, `revisions`, `listeners`, `repos`, `providers`):
-  `deployplane.cli.commands.resources`; `apply -f`: `deployplane.cli.commands.edit.apply`
-- `export`: existing deployments and listeners as custom resources to adopt:
-  `deployplane.cli.commands.export`
-- `trace KIND/NAME`: a resource's tree, Kubernetes to control plane to workloads:
-  `deployplane.cli.commands.trace`
-- `config get-contexts|use-context|set-context`: `deployplane.cli.commands.config`, over the
-  configuration library `deployplane.cli.config`
-- `version`, `--version`: `deployplane.cli.commands.about`
+- API resources (`deployments`, `revisions`, `listeners`, `repos`, `providers`), one
+  module each in `deployplane.cli.commands`; `apply -f`: `commands.edit.apply`
+- `export`: existing deployments and listeners as custom resources to adopt
+- `trace KIND/NAME`: a resource's tree, Kubernetes to control plane to workloads
+- `config get-contexts|use-context|set-context`, over `deployplane.cli.config`
+- `version`, `--version`; `completion bash|zsh|fish|powershell`
 - `controlplane serve`: the emulator, `deployplane.controlplane.cli`
 - `dev cluster up|down|kubeconfig`: the local Kubernetes API, `deployplane.devcluster.cli`
 - `operator run`: the Kopf operator, `deployplane.controller.cli`
@@ -21,23 +21,91 @@ this module stays a table of contents:
 
 from __future__ import annotations
 
-from typing import Annotated
+import contextlib
+import io
+import os
+import sys
+from collections.abc import Sequence
+from typing import Annotated, Final
 
 import typer
 
-from deployplane.cli.commands import about, common, config, export, logs, resources, trace
-from deployplane.cli.commands.connection import EXIT_CODES_HELP, ConnectedCommand
-from deployplane.cli.commands.edit import apply as applying
-from deployplane.controller.cli import app as operator_app
-from deployplane.controlplane.cli import app as controlplane_app
-from deployplane.dataplane.cli import app as listener_app
-from deployplane.demo import app as demo_app
-from deployplane.devcluster.cli import app as dev_app
+from deployplane import __version__
+from deployplane.cli.lazy import Entry, LazyGroup
+
+__all__ = ["COMPLETE_VAR", "ENTRIES", "PROG", "app", "run"]
+
+PROG: Final = "deployplane"
+COMPLETE_VAR: Final = "_DEPLOYPLANE_COMPLETE"
+"""Set by the scripts of `deployplane completion SHELL`: the process answers a TAB."""
+
+_COMMANDS: Final = "deployplane.cli.commands"
+ENTRIES: Final = (
+    Entry(
+        "deployments",
+        f"{_COMMANDS}.deployments:app",
+        "Create, change, delete and wait for deployments.",
+    ),
+    Entry("revisions", f"{_COMMANDS}.revisions:app", "Inspect the revisions of a deployment."),
+    Entry("listeners", f"{_COMMANDS}.listeners:app", "Manage listeners (compute infrastructure)."),
+    Entry("repos", f"{_COMMANDS}.lookups:repos", "List git-host repositories of an integration."),
+    Entry("providers", f"{_COMMANDS}.lookups:providers", "Look up OAuth providers."),
+    Entry(
+        "apply",
+        f"{_COMMANDS}.edit.apply:app",
+        "Create or update the resources of a file by their names.",
+        group=False,
+    ),
+    Entry(
+        "export",
+        f"{_COMMANDS}.export.command:app",
+        "Write existing deployments and listeners as custom resources.",
+        group=False,
+    ),
+    Entry(
+        "trace",
+        f"{_COMMANDS}.trace.command:app",
+        "Show a resource and everything it leads to, as a tree.",
+        group=False,
+    ),
+    Entry("config", f"{_COMMANDS}.config:app", "Contexts: named connections to a control plane."),
+    Entry(
+        "version",
+        f"{_COMMANDS}.about:app",
+        "Print the CLI's version and whether the control plane is reachable.",
+        group=False,
+    ),
+    Entry(
+        "completion",
+        f"{_COMMANDS}.completion:app",
+        "Print the completion script of a shell (bash, zsh, fish, powershell).",
+        group=False,
+    ),
+    Entry("controlplane", "deployplane.controlplane.cli:app", "Run the control-plane emulator."),
+    Entry(
+        "dev",
+        "deployplane.devcluster.cli:app",
+        "Local development cluster (kube-apiserver + etcd).",
+    ),
+    Entry("operator", "deployplane.controller.cli:app", "Run the deployplane operator."),
+    Entry("listener", "deployplane.dataplane.cli:app", "Run a listener's agent (the data plane)."),
+    Entry("demo", "deployplane.demo:app", "The local demo: cluster, emulator, operator."),
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"{PROG} {__version__}")
+        raise typer.Exit()
+
 
 app = typer.Typer(
-    name="deployplane",
+    name=PROG,
+    cls=LazyGroup.of(ENTRIES),
     help="Run agent-server deployments with GitOps.",
     no_args_is_help=True,
+    rich_markup_mode=None,
+    add_completion=False,
     pretty_exceptions_enable=False,
 )
 
@@ -47,22 +115,27 @@ def main(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", is_eager=True, callback=about.print_version, help="Print the version."
+            "--version", is_eager=True, callback=_print_version, help="Print the version."
         ),
     ] = False,
 ) -> None:
     """Run agent-server deployments with GitOps."""
 
 
-resources.register(app)
-logs.register(common.deployments)  # `deployplane deployments logs`
-app.command("apply", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(applying.apply)
-app.command("version", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(about.version)
-app.command("export", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(export.export_command)
-app.command("trace", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)(trace.trace)
-app.add_typer(config.app, name="config", help="Contexts: named connections to a control plane.")
-app.add_typer(controlplane_app, name="controlplane", help="Run the control-plane emulator.")
-app.add_typer(dev_app, name="dev", help="Local development cluster (kube-apiserver + etcd).")
-app.add_typer(operator_app, name="operator", help="Run the deployplane operator.")
-app.add_typer(listener_app, name="listener", help="Run a listener's agent (the data plane).")
-app.add_typer(demo_app, name="demo", help="The local demo: cluster, emulator, operator.")
+def run(argv: Sequence[str] | None = None) -> None:
+    """Run the command line on `argv` (default: the process's arguments)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    root = typer.main.get_group(app)
+    if not os.environ.get(COMPLETE_VAR):
+        root.main(args, prog_name=PROG)
+        return
+    # Answering a TAB: whatever goes wrong, nothing reaches the terminal (stderr is
+    # the user's screen) and the shell gets no answer rather than an error.
+    typer.completion.get_completion_inspect_parameters()  # typer's shells, registered
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            root.main(args, prog_name=PROG)
+        except SystemExit:
+            raise
+        except Exception:
+            sys.exit(0)

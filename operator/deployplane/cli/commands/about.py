@@ -1,4 +1,4 @@
-"""`deployplane --version` and `deployplane version`.
+"""`deployplane version` (the root's `--version` prints the first line alone).
 
 The published contract has no version endpoint, so `version` reports what can be known
 faithfully: this CLI's version and whether the control plane answers (one published
@@ -7,24 +7,28 @@ read, `GET /v2/listeners?limit=1`, with the configured credentials), with the UR
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 
 from deployplane import __version__
-from deployplane.api.client import ControlPlaneClient
-from deployplane.api.errors import ControlPlaneError
 from deployplane.cli.commands import connection
-from deployplane.cli.commands.connection import ExitCode, current_settings
+from deployplane.cli.commands.connection import (
+    EXIT_CODES_HELP,
+    ConnectedCommand,
+    ExitCode,
+    current_settings,
+)
 
-__all__ = ["print_version", "version"]
+if TYPE_CHECKING:
+    from deployplane.api.client import ControlPlaneClient
+
+__all__ = ["app", "version"]
+
+app = typer.Typer(rich_markup_mode=None, add_completion=False)
 
 
-def print_version(value: bool) -> None:
-    """The eager `--version` option of the root command."""
-    if value:
-        typer.echo(f"deployplane {__version__}")
-        raise typer.Exit()
-
-
+@app.command("version", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
 def version() -> None:
     """Print the CLI's version and whether the control plane is reachable."""
     import asyncio
@@ -44,6 +48,8 @@ def version() -> None:
 
 
 async def _reachable(client: ControlPlaneClient) -> tuple[bool, str]:
+    from deployplane.api.errors import ControlPlaneError
+
     try:
         await client.list_listeners(limit=1)
     except ControlPlaneError as exc:

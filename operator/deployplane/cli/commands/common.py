@@ -1,91 +1,33 @@
-"""What the API commands share: their groups, options, paging and `--wait`.
+"""What the API commands share when they run: paging, `--wait` and the final print.
 
-Every command of the API groups is registered with `command()` (it then takes the
-connection options and prints the exit codes in its help); the groups are defined here
-and filled by one module per resource (`deployments`, `revisions`, `listeners`,
-`lookups`), with `edit.commands` adding get/create/update of a kind.
+The options and the command groups are in `options` (imported by every command's
+definition, so cheap); this module is imported by the commands' bodies.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from typing import Annotated, TypeVar
+from collections.abc import AsyncIterator
+from typing import TypeVar
 
 import typer
 from rich.console import Console
 
 from deployplane.api import models
-from deployplane.cli.commands.connection import (
-    EXIT_CODES_HELP,
-    ConnectedCommand,
-    ExitCode,
-    call,
-    fail,
-    read_connection,
-)
-from deployplane.cli.commands.output import Output, print_one, resource_name
+from deployplane.cli.commands.connection import ExitCode, call, fail
+from deployplane.cli.commands.options import Output
+from deployplane.cli.commands.output import print_one, resource_name
 from deployplane.cli.commands.waiting import follow_revision
 
 __all__ = [
-    "DEPLOYMENT_REF",
-    "LISTENER_REF",
-    "LimitOption",
-    "TimeoutOption",
-    "WaitOption",
-    "command",
-    "deployments",
     "follow_new_revision",
-    "group",
     "latest_revision",
-    "listeners",
     "page_size",
     "print_final",
-    "providers",
-    "repos",
-    "revisions",
     "stderr_console",
     "take",
 ]
 
 T = TypeVar("T")
-
-LimitOption = Annotated[
-    int | None,
-    typer.Option("--limit", min=1, help="Show at most this many (default: all, page by page)."),
-]
-WaitOption = Annotated[
-    bool,
-    typer.Option(
-        "--wait",
-        help="Follow the new revision until it is terminal (exit 0 DEPLOYED, 3 otherwise).",
-    ),
-]
-TimeoutOption = Annotated[
-    float | None, typer.Option("--timeout", min=0, help="With --wait: give up after S seconds.")
-]
-DEPLOYMENT_REF = "Deployment name or id (or deployment/NAME)."
-LISTENER_REF = "Listener compute_id or id (or listener/NAME)."
-
-
-def group(help_text: str) -> typer.Typer:
-    """A command group whose callback reads the connection options."""
-    return typer.Typer(
-        no_args_is_help=True, help=f"{help_text}\n\n{EXIT_CODES_HELP}", callback=read_connection
-    )
-
-
-deployments = group("Deployments of agent servers.")
-revisions = group("Revisions of a deployment.")
-listeners = group("Listeners: the compute infrastructure deployments run on.")
-repos = group("Git-host repositories available through an integration.")
-providers = group("OAuth providers.")
-
-
-def command(
-    group: typer.Typer, name: str, help: str | None = None
-) -> Callable[[Callable[..., T]], Callable[..., T]]:
-    """Register a command that takes the connection options (and prints exit codes)."""
-    return group.command(name, cls=ConnectedCommand, epilog=EXIT_CODES_HELP, help=help)
 
 
 async def take(items: AsyncIterator[T], limit: int | None) -> list[T]:

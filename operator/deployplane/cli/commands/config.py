@@ -1,6 +1,6 @@
 """`deployplane config get-contexts|current-context|use-context|set-context`: the
 commands over the configuration library (`deployplane.cli.config`, where the config
-file's format is described)."""
+file's format is described). Each body imports the config file's models when it runs."""
 
 from __future__ import annotations
 
@@ -8,24 +8,17 @@ from collections.abc import Callable
 from typing import Annotated
 
 import typer
-from pydantic import ValidationError
 
-from deployplane.cli.config import (
-    CliConfig,
-    ConfigError,
-    Context,
-    config_path,
-    load_config,
-    save_config,
-)
 from deployplane.cli.commands.connection import ExitCode, fail
-from deployplane.cli.commands.tables import Col, render
+from deployplane.cli.config.options import ConfigError, config_path
 
 __all__ = ["app"]
 
 
 app = typer.Typer(
     no_args_is_help=True,
+    rich_markup_mode=None,
+    add_completion=False,
     help=f"Contexts: named connections in {config_path().name} "
     "($XDG_CONFIG_HOME/deployplane/config.yaml).",
 )
@@ -42,6 +35,8 @@ def _usage(action: Callable[[], None]) -> None:
 @app.command("get-contexts")
 def get_contexts() -> None:
     """List the contexts; the current one is marked with *."""
+    from deployplane.cli.commands.tables import Col, render
+    from deployplane.cli.config.contexts import load_config
 
     def show() -> None:
         config = load_config()
@@ -67,6 +62,7 @@ def get_contexts() -> None:
 @app.command("current-context")
 def current_context() -> None:
     """Print the current context's name."""
+    from deployplane.cli.config.contexts import load_config
 
     def show() -> None:
         name = load_config().current_context
@@ -80,6 +76,7 @@ def current_context() -> None:
 @app.command("use-context")
 def use_context(name: Annotated[str, typer.Argument(help="Context name.")]) -> None:
     """Make a context the current one."""
+    from deployplane.cli.config.contexts import load_config, save_config
 
     def use() -> None:
         config = load_config()
@@ -109,6 +106,9 @@ def set_context(
 ) -> None:
     """Create or change a context (only the options given change). The key itself is
     never stored: give where to read it."""
+    from pydantic import ValidationError
+
+    from deployplane.cli.config.contexts import CliConfig, Context, load_config, save_config
 
     def change() -> None:
         config = load_config()

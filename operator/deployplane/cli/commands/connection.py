@@ -10,31 +10,30 @@ into a `ConnectionSettings` (`deployplane.api.connection`) when a command first 
 API. `call()` turns any failure into exactly one line on stderr and a documented exit
 code, never a traceback. `make_client` is looked up at call time so tests can give the
 client a transport over `httpx.MockTransport`.
+
+Every command's definition imports this module, so it imports typer and nothing heavy:
+the client, its models and asyncio are imported by `call()`, when a command runs.
 """
 
 from __future__ import annotations
 
-import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from enum import IntEnum
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
+import click
 import typer
-from rich.console import Console
 from typer.core import TyperCommand
 
-from deployplane.api.client import ControlPlaneClient
-from deployplane.api.connection import ENV_API_KEY, ENV_TENANT_ID, ENV_URL, ConnectionSettings
-from deployplane.api.errors import ControlPlaneError
-from deployplane.cli.config import (
-    ENV_CONTEXT,
-    ConfigError,
-    ConnectionOptions,
-    resolve_connection,
-    url_given,
-)
+from deployplane.api.env import ENV_API_KEY, ENV_TENANT_ID, ENV_URL
+from deployplane.cli.config.options import ENV_CONTEXT, ConfigError, ConnectionOptions
+
+if TYPE_CHECKING:
+    from deployplane.api.client import ControlPlaneClient
+    from deployplane.api.connection import ConnectionSettings
 
 __all__ = [
     "EXIT_CODES_HELP",
@@ -125,12 +124,15 @@ def read_connection(
 _current: ContextVar[ConnectionOptions | None] = ContextVar("connection", default=None)
 
 
-def _connection_params() -> list[Any]:
-    # The click options typer makes of `read_connection`'s signature, fresh for each
-    # command, so a command's options and its group's can never differ.
+@functools.cache
+def _connection_params() -> tuple[click.Parameter, ...]:
+    # The click options typer makes of `read_connection`'s signature, so a command's
+    # options and its group's can never differ. Made once: a click option holds no
+    # state of its own (values go to each invocation's context), so every command can
+    # share them, and a group's commands are built without inspecting it each time.
     probe = typer.Typer(add_completion=False)
     probe.command()(read_connection)
-    return typer.main.get_command(probe).params
+    return tuple(typer.main.get_command(probe).params)
 
 
 class ConnectedCommand(TyperCommand):
@@ -141,7 +143,7 @@ class ConnectedCommand(TyperCommand):
         super().__init__(*args, **kwargs)
         self.params = [*self.params, *_connection_params()]
 
-    def invoke(self, ctx: Any) -> Any:  # typer's click Context has no public name
+    def invoke(self, ctx: click.Context) -> Any:
         options = ctx.ensure_object(ConnectionOptions)
         for name in _OPTION_NAMES:
             value = ctx.params.pop(name)
@@ -158,13 +160,10 @@ class ConnectedCommand(TyperCommand):
             _current.reset(token)
 
 
-_stderr = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
 def fail(message: str, code: ExitCode) -> NoReturn:
     """Print one `error: ...` line on stderr and exit with `code`."""
     one_line = " ".join(message.split())
-    _stderr.print(f"error: {one_line}", markup=False)
+    typer.echo(f"error: {one_line}", err=True)
     raise typer.Exit(int(code))
 
 
@@ -174,8 +173,10 @@ def make_client(settings: ConnectionSettings) -> ControlPlaneClient:
 
 
 def connection_settings(options: ConnectionOptions | None) -> ConnectionSettings:
-    """The invocation's connection (`deployplane.cli.config.resolve_connection`), or a
-    usage error naming what is missing or wrong, before any request."""
+    """The invocation's connection (`deployplane.cli.config.resolve`), or a usage error
+    naming what is missing or wrong, before any request."""
+    from deployplane.cli.config.resolve import resolve_connection
+
     try:
         return resolve_connection(options)
     except ConfigError as exc:
@@ -185,6 +186,8 @@ def connection_settings(options: ConnectionOptions | None) -> ConnectionSettings
 def has_url() -> bool:
     """Whether the command being run was given a control-plane URL (flag, variable or
     context), for a command that carries on without one (`trace`)."""
+    from deployplane.cli.config.resolve import url_given
+
     return url_given(_current.get())
 
 
@@ -198,6 +201,8 @@ def error_boundary(url: str | None = None) -> Iterator[None]:
     """The one error boundary of every command: any failure inside is one line on stderr
     and a documented exit code, never a traceback. `url`: where requests went, named when
     the control plane did not answer."""
+    from deployplane.api.errors import ControlPlaneError
+
     try:
         yield
     except typer.Exit:  # click's Exit is a RuntimeError: let the exits we chose through
@@ -218,6 +223,8 @@ def error_boundary(url: str | None = None) -> Iterator[None]:
 def call(action: Callable[[ControlPlaneClient], Awaitable[T]]) -> T:
     """Run `action` with a fresh client on the invocation's connection; map every
     failure to one line and an exit code."""
+    import asyncio
+
     settings = connection_settings(_current.get())
 
     async def main() -> T:

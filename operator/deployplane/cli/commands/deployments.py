@@ -1,54 +1,56 @@
-"""`deployplane deployments list|get|create|update|delete|wait|port-forward`: every
-deployment command (get, create and update are made by `edit.commands.add_editing`;
-`logs` is in `logs`; port-forward's workings in `portforward`)."""
+"""`deployplane deployments list|get|create|update|delete|wait|logs|port-forward`: the
+`deployments` command group (get, create and update are made by
+`edit.commands.add_editing`; `logs` by `logs.register`; port-forward's workings are in
+`portforward`).
+
+Only the commands' signatures are read when the group is loaded (its `--help`, shell
+completion): each body imports what it runs.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
-from deployplane.api import models
-from deployplane.api.client import ControlPlaneClient
-from deployplane.cli.commands import portforward, resolve
-from deployplane.cli.commands.common import (
+from deployplane.api.enums import DeploymentStatus, DeploymentType
+from deployplane.cli.commands import logs
+from deployplane.cli.commands.completers import deployment_names
+from deployplane.cli.commands.edit.commands import add_editing
+from deployplane.cli.commands.options import (
     DEPLOYMENT_REF,
+    DeploymentArgument,
+    HeadersOption,
     LimitOption,
+    Output,
+    OutputOption,
     TimeoutOption,
     command,
-    deployments,
-    page_size,
-    print_final,
-    stderr_console,
-    take,
+    group,
 )
-from deployplane.cli.commands.connection import ExitCode, call, fail
-from deployplane.cli.commands.deleting import delete_many
-from deployplane.cli.commands.edit import editing
-from deployplane.cli.commands.edit.commands import add_editing
-from deployplane.cli.commands.output import HeadersOption, Output, OutputOption, print_many
-from deployplane.cli.commands.waiting import follow_revision, wait_deleted
 
-__all__ = ["delete_deployment", "list_deployments", "port_forward", "wait_deployment"]
+if TYPE_CHECKING:
+    from deployplane.api import models
+    from deployplane.api.client import ControlPlaneClient
 
+__all__ = ["app"]
 
-# -------------------------------------------------------------------- deployments
+app = group("Deployments of agent servers.")
 
 
-@command(deployments, "list")
+@command(app, "list")
 def list_deployments(
     name: Annotated[str | None, typer.Option(help="Only the deployment with this name.")] = None,
     name_contains: Annotated[
         str | None, typer.Option(help="Only deployments whose name contains this.")
     ] = None,
     status: Annotated[
-        models.DeploymentStatus | None,
+        DeploymentStatus | None,
         typer.Option(help="Only deployments in this status.", case_sensitive=False),
     ] = None,
     deployment_type: Annotated[
-        models.DeploymentType | None,
+        DeploymentType | None,
         typer.Option(help="Only git_host deployments of this type.", case_sensitive=False),
     ] = None,
     image_version: Annotated[
@@ -59,6 +61,11 @@ def list_deployments(
     no_headers: HeadersOption = False,
 ) -> None:
     """List deployments (the filters are the service's own query parameters)."""
+    from deployplane.api import models
+    from deployplane.cli.commands.common import page_size, take
+    from deployplane.cli.commands.connection import call
+    from deployplane.cli.commands.output import print_many
+
     given = {
         "status": status.value if status else None,
         "deployment_type": deployment_type.value if deployment_type else None,
@@ -78,13 +85,18 @@ def list_deployments(
     print_many(call(action), models.Deployment, output, headers=not no_headers)
 
 
-add_editing(deployments, editing.DEPLOYMENT, DEPLOYMENT_REF)
+add_editing(app, "deployment", DEPLOYMENT_REF, deployment_names)
 
 
-@command(deployments, "delete")
+@command(app, "delete")
 def delete_deployment(
     refs: Annotated[
-        list[str], typer.Argument(help="Deployment names or ids (one or more).", metavar="REF")
+        list[str],
+        typer.Argument(
+            help="Deployment names or ids (one or more).",
+            metavar="REF",
+            autocompletion=deployment_names,
+        ),
     ],
     delete_tracing_project: Annotated[
         bool,
@@ -104,6 +116,10 @@ def delete_deployment(
     Prints one line per deployment: `deployment REF deleted` on stdout, or
     `error: deployment REF: why` on stderr; exits 1 if any was not deleted.
     """
+    from deployplane.cli.commands import resolve
+    from deployplane.cli.commands.connection import ExitCode, call
+    from deployplane.cli.commands.deleting import delete_many
+    from deployplane.cli.commands.waiting import wait_deleted
 
     async def action(client: ControlPlaneClient) -> tuple[dict[str, str], dict[str, str]]:
         ids: dict[str, str] = {}
@@ -123,10 +139,9 @@ def delete_deployment(
         return ids, failed
 
     ids, failed = call(action)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
     for ref in refs:
         if ref in failed:
-            err.print(f"error: {' '.join(failed[ref].split())}", markup=False)
+            typer.echo(f"error: {' '.join(failed[ref].split())}", err=True)
         else:
             shown = ref if ref == ids[ref] else f"{ref} ({ids[ref]})"
             typer.echo(f"deployment {shown} deleted")
@@ -134,9 +149,9 @@ def delete_deployment(
         raise typer.Exit(int(ExitCode.API_ERROR))
 
 
-@command(deployments, "wait")
+@command(app, "wait")
 def wait_deployment(
-    ref: Annotated[str, typer.Argument(help=DEPLOYMENT_REF, metavar="DEPLOYMENT")],
+    ref: DeploymentArgument,
     revision: Annotated[
         str | None,
         typer.Option("--revision", help="Revision id (default: the latest revision)."),
@@ -154,6 +169,11 @@ def wait_deployment(
     Exits 0 when it is DEPLOYED, 3 when it ended any other way (CREATE_FAILED,
     BUILD_FAILED, DEPLOY_FAILED, SKIPPED, INTERRUPTED), 4 on --timeout.
     """
+    from deployplane.cli.commands import resolve
+    from deployplane.cli.commands.common import print_final, stderr_console
+    from deployplane.cli.commands.connection import ExitCode, call, fail
+    from deployplane.cli.commands.waiting import follow_revision
+
     console = stderr_console()
 
     async def action(client: ControlPlaneClient) -> models.Revision:
@@ -176,9 +196,12 @@ def wait_deployment(
     print_final(call(action), output)
 
 
-@command(deployments, "port-forward")
+logs.register(app)
+
+
+@command(app, "port-forward")
 def port_forward(
-    ref: Annotated[str, typer.Argument(help=DEPLOYMENT_REF, metavar="DEPLOYMENT")],
+    ref: DeploymentArgument,
     local_port: Annotated[
         int,
         typer.Argument(
@@ -200,7 +223,8 @@ def port_forward(
             "--kubeconfig",
             envvar="KUBECONFIG",
             show_envvar=True,
-            help="Kubeconfig of the cluster the deployment runs on (default: kubectl's).",
+            help="Kubeconfig of the cluster the deployment runs on (default: kubectl's, "
+            "~/.kube/config).",
         ),
     ] = None,
 ) -> None:
@@ -211,6 +235,13 @@ def port_forward(
     `curl http://127.0.0.1:LOCAL_PORT/ok`. kubectl comes from
     $DEPLOYPLANE_TOOLS_BIN, else PATH, else the dev cluster's tool cache.
     """
+    from deployplane.cli.commands import portforward
+    from deployplane.cli.commands.connection import ExitCode, call, fail
+
+    try:
+        kubeconfig = portforward.kubeconfig_of(kubeconfig, os.environ)
+    except portforward.ForwardError as exc:
+        fail(f"port-forward: {exc}", ExitCode.USAGE)
     target = call(lambda client: portforward.target_of(client, ref, namespace))
     try:
         kubectl = portforward.find_kubectl(os.environ)

@@ -9,19 +9,14 @@ is finished (as `kubectl logs -f` ends with its container), then reads once more
 
 from __future__ import annotations
 
-import asyncio
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from deployplane.api import models
-from deployplane.api.client import ControlPlaneClient
-from deployplane.cli.commands import resolve
-from deployplane.cli.commands.common import DEPLOYMENT_REF
 from deployplane.cli.commands.connection import (
     EXIT_CODES_HELP,
     ConnectedCommand,
@@ -29,6 +24,11 @@ from deployplane.cli.commands.connection import (
     call,
     fail,
 )
+from deployplane.cli.commands.options import DeploymentArgument
+
+if TYPE_CHECKING:
+    from deployplane.api import models
+    from deployplane.api.client import ControlPlaneClient
 
 __all__ = ["register"]
 
@@ -77,6 +77,8 @@ def format_line(entry: models.LogEntry) -> str:
 
 
 async def _deployment(client: ControlPlaneClient, ref: str) -> models.Deployment:
+    from deployplane.cli.commands import resolve
+
     return await client.get_deployment(await resolve.deployment_id(client, ref))
 
 
@@ -96,6 +98,8 @@ class _Reader:
         self.offset: str | None = None
 
     async def _page(self) -> models.LogsPage:
+        from deployplane.api import models
+
         query = models.LogsQuery(
             order=models.LogOrder.ASC, limit=_PAGE, offset=self.offset, start_time=self.since
         )
@@ -130,7 +134,7 @@ def register(group: typer.Typer) -> None:
 
     @group.command("logs", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
     def deployment_logs(
-        deployment: Annotated[str, typer.Argument(help=DEPLOYMENT_REF, metavar="DEPLOYMENT")],
+        deployment: DeploymentArgument,
         log_type: Annotated[
             LogType, typer.Option("--type", help="Which log: build (a remote build's) or deploy.")
         ] = LogType.deploy,
@@ -154,6 +158,8 @@ def register(group: typer.Typer) -> None:
         With -f, keep printing new lines until the revision is finished (DEPLOYED or
         failed), like `kubectl logs -f`; Ctrl-C stops earlier.
         """
+        import asyncio
+
         start = parse_since(since, datetime.now(UTC))
         given_revision = parse_revision(revision)
 

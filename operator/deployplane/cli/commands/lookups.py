@@ -1,4 +1,5 @@
-"""`deployplane repos list` and `deployplane providers get`: read-only lookups."""
+"""`deployplane repos list` and `deployplane providers get`: the read-only lookups, two
+command groups. Each body imports what it runs."""
 
 from __future__ import annotations
 
@@ -6,12 +7,18 @@ from typing import Annotated
 
 import typer
 
-from deployplane.api import models
-from deployplane.cli.commands.common import command, providers, repos
-from deployplane.cli.commands.connection import call
-from deployplane.cli.commands.output import HeadersOption, Output, OutputOption, print_many, print_one
+from deployplane.cli.commands.options import (
+    HeadersOption,
+    Output,
+    OutputOption,
+    command,
+    group,
+)
 
-__all__ = ["get_provider", "list_repositories"]
+__all__ = ["providers", "repos"]
+
+repos = group("Git-host repositories available through an integration.")
+providers = group("OAuth providers.")
 
 
 @command(repos, "list")
@@ -21,6 +28,10 @@ def list_repositories(
     no_headers: HeadersOption = False,
 ) -> None:
     """List the repositories an integration can deploy from."""
+    from deployplane.api import models
+    from deployplane.cli.commands.connection import call
+    from deployplane.cli.commands.output import print_many
+
     found = call(lambda c: c.list_repositories(integration_id))
     print_many(found, models.GitRepository, output, headers=not no_headers)
 
@@ -31,4 +42,7 @@ def get_provider(
     output: OutputOption = Output.table,
 ) -> None:
     """Show one OAuth provider."""
+    from deployplane.cli.commands.connection import call
+    from deployplane.cli.commands.output import print_one
+
     print_one(call(lambda c: c.get_oauth_provider(provider_id)), output)

@@ -1,7 +1,8 @@
 """Rendering API models for people (tables) and for programs (JSON, YAML, names).
 
-JSON and YAML are the API's own snake_case shape (`model_dump(mode="json")`), so the
-output of `get -o yaml` can be edited and fed back to `update -f` or `apply -f`.
+JSON and YAML are the API's own snake_case shape (`model_dump(mode="json")`) without its
+null fields, so the output of `get -o yaml` can be edited and fed back to `update -f` or
+`apply -f` (a field left out is a field left as it is).
 List tables have a few columns per kind (`-o wide` adds the rest) and are rendered by
 `tables.render`, which never splits a value; `get` shows every top-level field (nested
 ones as indented YAML without the nulls). `-o name` prints `kind/name`, which every
@@ -16,8 +17,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 import yaml
@@ -33,43 +33,18 @@ from deployplane.api.models import (
     Revision,
 )
 from deployplane.cli.commands import tables
+from deployplane.cli.commands.options import Output
 from deployplane.cli.commands.tables import Col
 
 __all__ = [
     "FitColumn",
-    "HeadersOption",
-    "Output",
-    "OutputOption",
+    "api_fields",
     "dump_text",
     "fitted_table",
     "print_many",
     "print_one",
     "print_table",
     "resource_name",
-]
-
-
-class Output(StrEnum):
-    """Output formats."""
-
-    table = "table"
-    wide = "wide"
-    json = "json"
-    yaml = "yaml"
-    name = "name"
-
-
-OutputOption = Annotated[
-    Output,
-    typer.Option(
-        "--output",
-        "-o",
-        help="table, wide (every column), json, yaml or name (kind/name).",
-        case_sensitive=False,
-    ),
-]
-HeadersOption = Annotated[
-    bool, typer.Option("--no-headers", help="Tables without the header line.")
 ]
 
 
@@ -267,15 +242,21 @@ def _echo_table(header: str | None, lines: list[str]) -> None:
     typer.echo("\n".join(lines), color=color)
 
 
+def api_fields(model: BaseModel) -> dict[str, Any]:
+    """What `-o json|yaml` prints of a resource: the control plane's own fields (its
+    snake_case names), the null ones left out, as kubectl leaves out empty fields."""
+    return model.model_dump(mode="json", exclude_none=True)
+
+
 def print_one(model: BaseModel, fmt: Output) -> None:
     """Print one resource: FIELD and VALUE lines, nested values as indented YAML."""
-    data = model.model_dump(mode="json")
     if fmt is Output.name:
         typer.echo(resource_name(model))
         return
     if fmt in (Output.json, Output.yaml):
-        typer.echo(dump_text(data, fmt))
+        typer.echo(dump_text(api_fields(model), fmt))
         return
+    data = model.model_dump(mode="json")
     key_width = max(map(len, ["FIELD", *data])) + tables.GAP
     lines: list[str] = []
     for key, value in data.items():
@@ -296,7 +277,7 @@ def print_many(
     """Print a list of resources of one kind. `active`: the id a row is marked for
     (the active revision)."""
     if fmt in (Output.json, Output.yaml):
-        typer.echo(dump_text([m.model_dump(mode="json") for m in models], fmt))
+        typer.echo(dump_text([api_fields(m) for m in models], fmt))
         return
     if not models:  # as kubectl: a note for the person, nothing for the pipe
         typer.echo("No resources found.", err=True)

@@ -34,6 +34,7 @@ __all__ = [
     "Target",
     "find_kubectl",
     "forward_argv",
+    "kubeconfig_of",
     "kubectl_error",
     "pick_service",
     "service_query",
@@ -104,6 +105,26 @@ def find_kubectl(env: Mapping[str, str]) -> str:
     return str(cached)
 
 
+_SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+_NO_KUBECONFIG = "no kubeconfig: set KUBECONFIG or pass --kubeconfig"
+
+
+def kubeconfig_of(given: str | None, env: Mapping[str, str]) -> str | None:
+    """The kubeconfig kubectl is to use (None: its own default, which exists), or a
+    `ForwardError` saying what is missing: without one, kubectl falls back to
+    localhost:8080 and says only that the connection was refused."""
+    if given:
+        files = [Path(p).expanduser() for p in given.split(os.pathsep) if p]
+        if not any(f.is_file() for f in files):
+            raise ForwardError(f"kubeconfig {given} not found: set KUBECONFIG or pass --kubeconfig")
+        return given
+    default = Path(env.get("HOME") or Path.home()) / ".kube" / "config"
+    in_cluster = env.get("KUBERNETES_SERVICE_HOST") and _SERVICE_ACCOUNT_TOKEN.is_file()
+    if default.is_file() or in_cluster:
+        return None
+    raise ForwardError(_NO_KUBECONFIG)
+
+
 def _kube_args(kubeconfig: str | None) -> list[str]:
     return [] if kubeconfig is None else ["--kubeconfig", kubeconfig]
 
@@ -167,8 +188,13 @@ def kubectl_error(stderr: str) -> str:
     if not lines:
         return "kubectl failed without a message"
     errors = [line for line in lines if line.lower().startswith(("error", "unable"))]
-    last = (errors or lines)[-1]
-    return last.removeprefix("error: ").removeprefix("Error: ")
+    last = (errors or lines)[-1].removeprefix("error: ").removeprefix("Error: ")
+    if "localhost:8080" in last:  # kubectl's fallback when its kubeconfig names no server
+        return (
+            "the kubeconfig names no cluster (kubectl tried localhost:8080): "
+            "set KUBECONFIG or pass --kubeconfig"
+        )
+    return last
 
 
 def find_service(kubectl: str, target: Target, kubeconfig: str | None) -> tuple[str, str]:

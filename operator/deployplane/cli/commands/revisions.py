@@ -1,36 +1,40 @@
-"""`deployplane revisions list|get|redeploy`: the revisions of a deployment."""
+"""`deployplane revisions list|get|redeploy`: the `revisions` command group, the
+revisions of a deployment. Each body imports what it runs."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from deployplane.api import models
-from deployplane.api.client import ControlPlaneClient
-from deployplane.cli.commands import resolve
-from deployplane.cli.commands.common import (
-    DEPLOYMENT_REF,
+from deployplane.api.enums import RevisionStatus
+from deployplane.cli.commands.completers import revision_ids
+from deployplane.cli.commands.options import (
+    DeploymentArgument,
+    HeadersOption,
     LimitOption,
+    Output,
+    OutputOption,
     TimeoutOption,
     WaitOption,
     command,
-    follow_new_revision,
-    page_size,
-    revisions,
-    take,
+    group,
 )
-from deployplane.cli.commands.connection import call
-from deployplane.cli.commands.output import HeadersOption, Output, OutputOption, print_many, print_one
 
-__all__ = ["get_revision", "list_revisions", "redeploy_revision"]
+if TYPE_CHECKING:
+    from deployplane.api import models
+    from deployplane.api.client import ControlPlaneClient
+
+__all__ = ["app"]
+
+app = group("Revisions of a deployment.")
 
 
-@command(revisions, "list")
+@command(app, "list")
 def list_revisions(
-    ref: Annotated[str, typer.Argument(help=DEPLOYMENT_REF, metavar="DEPLOYMENT")],
+    ref: DeploymentArgument,
     status: Annotated[
-        models.RevisionStatus | None,
+        RevisionStatus | None,
         typer.Option(help="Only revisions in this status.", case_sensitive=False),
     ] = None,
     limit: LimitOption = None,
@@ -38,6 +42,11 @@ def list_revisions(
     no_headers: HeadersOption = False,
 ) -> None:
     """List the revisions of a deployment; ACTIVE marks the one serving (*)."""
+    from deployplane.api import models
+    from deployplane.cli.commands import resolve
+    from deployplane.cli.commands.common import page_size, take
+    from deployplane.cli.commands.connection import call
+    from deployplane.cli.commands.output import print_many
 
     async def action(client: ControlPlaneClient) -> tuple[list[models.Revision], str | None]:
         deployment = await client.get_deployment(await resolve.deployment_id(client, ref))
@@ -53,13 +62,20 @@ def list_revisions(
     print_many(found, models.Revision, output, headers=not no_headers, active=active)
 
 
-@command(revisions, "get")
+RevisionArgument = Annotated[str, typer.Argument(help="Revision id.", autocompletion=revision_ids)]
+
+
+@command(app, "get")
 def get_revision(
-    ref: Annotated[str, typer.Argument(help=DEPLOYMENT_REF, metavar="DEPLOYMENT")],
-    revision_id: Annotated[str, typer.Argument(help="Revision id.")],
+    ref: DeploymentArgument,
+    revision_id: RevisionArgument,
     output: OutputOption = Output.table,
 ) -> None:
     """Show one revision."""
+    from deployplane.cli.commands import resolve
+    from deployplane.cli.commands.connection import call
+    from deployplane.cli.commands.output import print_one
+
     rev = resolve.split_kind(revision_id, "revision")
 
     async def action(client: ControlPlaneClient) -> models.Revision:
@@ -68,10 +84,13 @@ def get_revision(
     print_one(call(action), output)
 
 
-@command(revisions, "redeploy")
+@command(app, "redeploy")
 def redeploy_revision(
-    ref: Annotated[str, typer.Argument(help=DEPLOYMENT_REF, metavar="DEPLOYMENT")],
-    revision_id: Annotated[str, typer.Argument(help="The earlier revision to roll back to.")],
+    ref: DeploymentArgument,
+    revision_id: Annotated[
+        str,
+        typer.Argument(help="The earlier revision to roll back to.", autocompletion=revision_ids),
+    ],
     wait: WaitOption = False,
     timeout: TimeoutOption = None,
     output: OutputOption = Output.table,
@@ -81,6 +100,11 @@ def redeploy_revision(
     Prints the deployment; with --wait, follows the new revision and exits as
     `deployments wait` does (0 DEPLOYED, 3 ended otherwise).
     """
+    from deployplane.cli.commands import resolve
+    from deployplane.cli.commands.common import follow_new_revision
+    from deployplane.cli.commands.connection import call
+    from deployplane.cli.commands.output import print_one
+
     rev = resolve.split_kind(revision_id, "revision")
 
     async def action(client: ControlPlaneClient) -> models.Deployment:

@@ -29,23 +29,16 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from deployplane.cli.config.options import ConfigError, config_path
+
 __all__ = [
-    "ENV_CONTEXT",
     "CliConfig",
-    "ConfigError",
     "Context",
     "api_key_of",
-    "config_path",
     "load_config",
     "save_config",
     "selected_context",
 ]
-
-ENV_CONTEXT = "DEPLOYPLANE_CONTEXT"
-
-
-class ConfigError(Exception):
-    """The config file, a context or a key source cannot be used: one line for the user."""
 
 
 class Context(BaseModel):
@@ -87,11 +80,6 @@ class CliConfig(BaseModel):
 
     def find(self, name: str) -> Context | None:
         return next((c for c in self.contexts if c.name == name), None)
-
-
-def config_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "deployplane" / "config.yaml"
 
 
 def load_config() -> CliConfig:

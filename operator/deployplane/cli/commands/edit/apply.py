@@ -10,21 +10,23 @@ Every document is checked before the first request.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from deployplane.api.client import ControlPlaneClient
-from deployplane.api.models import Deployment
-from deployplane.cli.commands.common import TimeoutOption, follow_new_revision, latest_revision
-from deployplane.cli.commands.connection import ExitCode, UsageError, call, fail
-from deployplane.cli.commands.edit import editing
-from deployplane.cli.commands.edit.bodies import FileOption, read_documents
-from deployplane.cli.commands.output import Output, print_one, resource_name
+from deployplane.cli.commands.connection import EXIT_CODES_HELP, ConnectedCommand
+from deployplane.cli.commands.options import FileOption, Output, TimeoutOption
 
-__all__ = ["apply"]
+if TYPE_CHECKING:
+    from deployplane.api.client import ControlPlaneClient
+    from deployplane.cli.commands.edit import editing
+
+__all__ = ["app", "apply"]
+
+app = typer.Typer(rich_markup_mode=None, add_completion=False)
 
 
+@app.command("apply", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
 def apply(
     file: FileOption,
     output: Annotated[
@@ -33,7 +35,8 @@ def apply(
             "--output",
             "-o",
             help="Default: one `kind/name created|configured|unchanged` line each; "
-            "json, yaml or name print the resources.",
+            "json or yaml (the control plane's own fields, nulls left out) or name "
+            "print the resources.",
             case_sensitive=False,
         ),
     ] = Output.table,
@@ -45,6 +48,13 @@ def apply(
 ) -> None:
     """Create or update each resource of FILE by its name (deployments by name,
     listeners by compute_id); nothing is sent for a resource that already matches."""
+    from deployplane.api.models import Deployment
+    from deployplane.cli.commands.common import follow_new_revision, latest_revision
+    from deployplane.cli.commands.connection import ExitCode, UsageError, call, fail
+    from deployplane.cli.commands.edit import editing
+    from deployplane.cli.commands.edit.bodies import read_documents
+    from deployplane.cli.commands.output import print_one, resource_name
+
     name = "stdin" if file == "-" else file
     try:
         plans = []

@@ -25,7 +25,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Union, get_args, get_origin
 
-import typer
 import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
@@ -34,17 +33,9 @@ from deployplane.api.models.common import camelize
 from deployplane.cli.commands.connection import ExitCode, fail
 
 __all__ = [
-    "FileOption",
     "check_fields",
     "field_errors",
     "read_documents",
-]
-
-FileOption = Annotated[
-    str,
-    typer.Option(
-        "--file", "-f", help="YAML or JSON body in the API's snake_case shape; '-' for stdin."
-    ),
 ]
 
 

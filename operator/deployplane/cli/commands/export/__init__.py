@@ -1,6 +1,3 @@
 """`deployplane export`: the command and its reads, GETs only (`command`), the custom
-resources made of what was read, pure (`cr`), and their names, pure (`names`)."""
-
-from deployplane.cli.commands.export.command import export_command
-
-__all__ = ["export_command"]
+resources made of what was read, pure (`cr`), their names, pure (`names`), and which
+deployments AgentDeployments already manage, pure (`managed`)."""

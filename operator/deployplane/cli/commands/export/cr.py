@@ -39,7 +39,12 @@ from deployplane.api.models import (
     Source,
     camelize,
 )
-from deployplane.cli.commands.export.names import ExportNameError, Named, is_secret_key, unique_names
+from deployplane.cli.commands.export.names import (
+    ExportNameError,
+    Named,
+    is_secret_key,
+    unique_names,
+)
 from deployplane.kube.paths import GROUP, VERSION
 
 __all__ = [

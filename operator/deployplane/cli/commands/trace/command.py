@@ -16,18 +16,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from deployplane.cli.commands import connection, tables
-from deployplane.cli.commands.output import Output, dump_text, print_table
-from deployplane.cli.commands.trace import tree
-from deployplane.cli.commands.trace.readers import KubeAccess, KubeError
-from deployplane.cli.commands.trace.walk import trace_agentdeployment, trace_listener
-from deployplane.kinds import KINDS
+from deployplane.cli.commands import connection
+from deployplane.cli.commands.connection import EXIT_CODES_HELP, ConnectedCommand
+from deployplane.cli.commands.options import Output
 
-__all__ = ["TraceOptions", "parse_reference", "trace"]
+if TYPE_CHECKING:
+    from deployplane.cli.commands.trace.readers import KubeAccess
+
+__all__ = ["TraceOptions", "app", "parse_reference", "trace"]
+
+app = typer.Typer(rich_markup_mode=None, add_completion=False)
 
 TRACEABLE = ("AgentDeployment", "Listener")
 """The kinds with a tree below them (a ControlPlaneConnection has none)."""
@@ -45,6 +47,8 @@ class TraceOutput(StrEnum):
 def parse_reference(reference: str, name: str | None) -> tuple[str, str]:
     """(kind, name) of `agd/bot`, `agentdeployment.deployplane.io/bot` or `agd bot`:
     every name kubectl accepts for the kinds (kind, plural, singular, short names)."""
+    from deployplane.kinds import KINDS
+
     kind_word, _, ref_name = reference.partition("/")
     if not ref_name:
         if not name:
@@ -86,6 +90,8 @@ class TraceOptions:
     def complete(self) -> tuple[KubeAccess, str]:
         """The Kubernetes access and the namespace (the kube context's by default);
         exit 1 when Kubernetes cannot be reached."""
+        from deployplane.cli.commands.trace.readers import KubeAccess, KubeError
+
         try:
             kube = KubeAccess.load(self.kubeconfig, self.kube_context)
         except KubeError as exc:
@@ -95,6 +101,13 @@ class TraceOptions:
 
 def run(kube: KubeAccess, namespace: str, kind: str, name: str, output: Output) -> None:
     """Read the resource, walk what it leads to, print the tree."""
+    from deployplane.cli.commands import tables
+    from deployplane.cli.commands.output import dump_text, print_table
+    from deployplane.cli.commands.trace import tree
+    from deployplane.cli.commands.trace.readers import KubeError
+    from deployplane.cli.commands.trace.walk import trace_agentdeployment, trace_listener
+    from deployplane.kinds import KINDS
+
     noun = KINDS[kind]
     try:
         obj: Mapping[str, Any] | None = kube.custom_resource(noun.plural, namespace, name)
@@ -114,6 +127,7 @@ def run(kube: KubeAccess, namespace: str, kind: str, name: str, output: Output) 
     print_table(tree.COLUMNS, tree.rows(found, tables.now()), output)
 
 
+@app.command("trace", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
 def trace(
     reference: Annotated[
         str, typer.Argument(help="agentdeployment/NAME or listener/NAME (or agd, dpl...).")
@@ -135,7 +149,10 @@ def trace(
     output_format: Annotated[
         TraceOutput,
         typer.Option(
-            "--output", "-o", help="table, wide (every column), json or yaml.", case_sensitive=False
+            "--output",
+            "-o",
+            help="table, wide (every column), json or yaml.",
+            case_sensitive=False,
         ),
     ] = TraceOutput.table,
 ) -> None:
