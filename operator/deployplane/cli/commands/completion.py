@@ -30,18 +30,20 @@ class Shell(StrEnum):
 @app.command("completion")
 def completion(
     ctx: typer.Context,
-    shell: Annotated[Shell, typer.Argument(help="bash, zsh, fish or powershell.")],
+    shell: Annotated[Shell, typer.Argument(metavar="SHELL", help="bash, zsh, fish or powershell.")],
 ) -> None:
     """Print the completion script of SHELL: TAB then completes commands, options and
     the names of deployments, listeners and revisions (asked of the control plane).
 
     \b
-    bash:        source <(deployplane completion bash)
-                 (for every shell: save it as
-                 ~/.local/share/bash-completion/completions/deployplane)
-    zsh:         source <(deployplane completion zsh)   (after compinit)
-    fish:        deployplane completion fish > ~/.config/fish/completions/deployplane.fish
-    powershell:  deployplane completion powershell | Out-String | Invoke-Expression
+    bash:  source <(deployplane completion bash)
+           (every new shell: save it as
+           ~/.local/share/bash-completion/completions/deployplane)
+    zsh:   source <(deployplane completion zsh)   (after compinit)
+    fish:  deployplane completion fish > \\
+             ~/.config/fish/completions/deployplane.fish
+    powershell:
+           deployplane completion powershell | Out-String | Invoke-Expression
     """
     # typer's own printer of its scripts (as its --show-completion): prints, exits 0.
     typer.completion.show_callback(ctx, ctx.command.params[0], shell.value)

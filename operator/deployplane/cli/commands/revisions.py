@@ -35,7 +35,11 @@ def list_revisions(
     ref: DeploymentArgument,
     status: Annotated[
         RevisionStatus | None,
-        typer.Option(help="Only revisions in this status.", case_sensitive=False),
+        typer.Option(
+            metavar="STATUS",
+            help=f"Only revisions in this status: {', '.join(s.lower() for s in RevisionStatus)}.",
+            case_sensitive=False,
+        ),
     ] = None,
     limit: LimitOption = None,
     output: OutputOption = Output.table,

@@ -233,74 +233,93 @@ def run(options: ExportOptions, found: ControlPlaneResources, managers: Managers
     _tell(result, options.policy, options.namespace)
 
 
+NameContainsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--name-contains",
+        help="Only deployments whose name contains this (and, with --listeners, "
+        "listeners whose computeId does).",
+    ),
+]
+
+ListenersOption = Annotated[
+    bool,
+    typer.Option(
+        "--listeners",
+        help="Export listeners too (those the exported deployments run on, and those "
+        "matching --name-contains); deployments then name them with listenerRef.",
+    ),
+]
+
+DirectoryOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--dir",
+        "-d",
+        help="Write one file per resource into this directory (created if needed) "
+        "instead of one stream on stdout.",
+        file_okay=False,
+    ),
+]
+
+OutputOption = Annotated[
+    ExportOutput,
+    typer.Option(
+        "--output",
+        "-o",
+        help="yaml (documents separated by ---) or json (one List).",
+        case_sensitive=False,
+    ),
+]
+
+ManageOption = Annotated[
+    bool,
+    typer.Option(
+        "--manage",
+        help="managementPolicy Full (the operator takes them over) instead of "
+        "ObserveOnly (it only reports them).",
+    ),
+]
+
+NamespaceOption = Annotated[
+    str | None,
+    typer.Option("--namespace", "-n", help="metadata.namespace of every resource."),
+]
+
+IncludeManagedOption = Annotated[
+    bool,
+    typer.Option(
+        "--include-managed",
+        help="Also export the deployments an AgentDeployment of the cluster already "
+        "manages (skipped by default, one line each), without reading the cluster.",
+    ),
+]
+
+KubeconfigOption = Annotated[
+    str | None,
+    typer.Option(
+        "--kubeconfig",
+        help="Kubeconfig of the cluster whose AgentDeployments to check (default: "
+        "$KUBECONFIG, ~/.kube/config).",
+    ),
+]
+
+KubeContextOption = Annotated[
+    str | None, typer.Option("--kube-context", help="Kubeconfig context (default: current).")
+]
+
+
 @app.command("export", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
 def export_command(
-    name_contains: Annotated[
-        str | None,
-        typer.Option(
-            "--name-contains",
-            help="Only deployments whose name contains this (and, with --listeners, "
-            "listeners whose computeId does).",
-        ),
-    ] = None,
-    listeners: Annotated[
-        bool,
-        typer.Option(
-            "--listeners",
-            help="Export listeners too (those the exported deployments run on, and those "
-            "matching --name-contains); deployments then name them with listenerRef.",
-        ),
-    ] = False,
-    directory: Annotated[
-        Path | None,
-        typer.Option(
-            "--dir",
-            "-d",
-            help="Write one file per resource into this directory (created if needed) "
-            "instead of one stream on stdout.",
-            file_okay=False,
-        ),
-    ] = None,
-    output: Annotated[
-        ExportOutput,
-        typer.Option(
-            "--output",
-            "-o",
-            help="yaml (documents separated by ---) or json (one List).",
-            case_sensitive=False,
-        ),
-    ] = ExportOutput.yaml,
-    manage: Annotated[
-        bool,
-        typer.Option(
-            "--manage",
-            help="managementPolicy Full (the operator takes them over) instead of "
-            "ObserveOnly (it only reports them).",
-        ),
-    ] = False,
-    namespace: Annotated[
-        str | None,
-        typer.Option("--namespace", "-n", help="metadata.namespace of every resource."),
-    ] = None,
-    include_managed: Annotated[
-        bool,
-        typer.Option(
-            "--include-managed",
-            help="Also export the deployments an AgentDeployment of the cluster already "
-            "manages (skipped by default, one line each), without reading the cluster.",
-        ),
-    ] = False,
-    kubeconfig: Annotated[
-        str | None,
-        typer.Option(
-            "--kubeconfig",
-            help="Kubeconfig of the cluster whose AgentDeployments to check (default: "
-            "$KUBECONFIG, ~/.kube/config).",
-        ),
-    ] = None,
-    kube_context: Annotated[
-        str | None, typer.Option("--kube-context", help="Kubeconfig context (default: current).")
-    ] = None,
+    name_contains: NameContainsOption = None,
+    listeners: ListenersOption = False,
+    directory: DirectoryOption = None,
+    output: OutputOption = ExportOutput.yaml,
+    manage: ManageOption = False,
+    namespace: NamespaceOption = None,
+    include_managed: IncludeManagedOption = False,
+    kubeconfig: KubeconfigOption = None,
+    kube_context: KubeContextOption = None,
 ) -> None:
     """Write existing deployments (and listeners) as AgentDeployment (and Listener) YAML
     that `kubectl apply` accepts as is: each adopts its control-plane resource by id,
