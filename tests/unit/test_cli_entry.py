@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from typing import Any
 
+import click
 import pytest
-import typer
 
-from deployplane.cli.root import ENTRIES, app
+from deployplane.cli.lazy import Entry, load
+from deployplane.cli.root import ENTRIES
 
 HEAVY = ("kubernetes", "kopf", "httpx", "pydantic", "rich", "yaml", "fastapi", "sqlalchemy")
 """What no answer of the root, of a group's help or of a TAB may import."""
@@ -117,15 +119,32 @@ def test_a_server_command_loads_none_of_the_other_commands(
     assert f"Usage: deployplane {group} {sub} [OPTIONS]" in output
 
 
-def test_every_entry_of_the_root_loads_as_what_it_says() -> None:
-    root: Any = typer.main.get_command(app)
-    ctx: Any = typer.Context(root)
-    for entry in ENTRIES:
-        command = root.get_command(ctx, entry.name)
-        assert command is not None, entry.name
-        assert command.name == entry.name
-        assert hasattr(command, "commands") == entry.group, entry.name
-        assert command.get_short_help_str(100) == entry.help
+def leaves(entries: tuple[Entry, ...], path: str = "") -> Iterator[tuple[str, Entry]]:
+    for entry in entries:
+        yield f"{path} {entry.name}".strip(), entry
+        yield from leaves(entry.commands, f"{path} {entry.name}")
+
+
+@pytest.mark.parametrize(("path", "entry"), list(leaves(ENTRIES)), ids=lambda v: str(v))
+def test_every_entry_of_the_table_loads_as_what_it_says(path: str, entry: Entry) -> None:
+    command = load(entry)
+    assert command.name == entry.name
+    assert isinstance(command, click.Group) == entry.group, path
+    assert command.get_short_help_str(100) == entry.help
+    if entry.commands:  # listed: exactly the commands its module has
+        spec, *where = leaf_target(entry).split()
+        depth = len(where) - 1 - entry_depth(entry)
+        real: Any = load(Entry(entry.name, " ".join([spec, *where[:depth]]), entry.help))
+        assert sorted(real.commands) == sorted(e.name for e in entry.commands), path
+
+
+def leaf_target(entry: Entry) -> str:
+    return entry.target if not entry.commands else leaf_target(entry.commands[0])
+
+
+def entry_depth(entry: Entry) -> int:
+    """How many levels below `entry` its first leaf is, less one."""
+    return 0 if not entry.commands[0].commands else 1 + entry_depth(entry.commands[0])
 
 
 def test_a_mistyped_command_is_suggested_without_loading_anything() -> None:

@@ -28,7 +28,9 @@ def every_command() -> Iterator[tuple[str, Any, click.Context]]:
 
     def walk(command: Any, ctx: click.Context, path: str) -> Iterator[tuple[str, Any, Any]]:
         yield path, command, ctx
-        for name, sub in sorted(getattr(command, "commands", {}).items()):
+        names = command.list_commands(ctx) if isinstance(command, click.Group) else []
+        for name in sorted(names):
+            sub = command.get_command(ctx, name)
             sub_ctx = HelpContext(sub, info_name=name, parent=ctx, terminal_width=WIDTH)
             yield from walk(sub, sub_ctx, f"{path} {name}")
 

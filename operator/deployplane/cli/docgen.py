@@ -46,7 +46,9 @@ DOCUMENTED = (
 
 def _walk(command: Any, ctx: click.Context, path: str) -> Iterator[tuple[str, str]]:
     yield path, command.get_help(ctx)
-    for name, sub in sorted(getattr(command, "commands", {}).items()):
+    names = command.list_commands(ctx) if isinstance(command, click.Group) else []
+    for name in sorted(names):
+        sub = command.get_command(ctx, name)
         sub_ctx = HelpContext(sub, info_name=name, parent=ctx, terminal_width=WIDTH)
         yield from _walk(sub, sub_ctx, f"{path} {name}")
 

@@ -32,34 +32,51 @@ class Entry:
 
     name: str
     target: str
-    """`module:attribute` of its `typer.Typer`."""
+    """`module:attribute` of its `typer.Typer`, followed by the names leading to a
+    command inside it (`deployplane.devcluster.cli:app cluster up`); none for a group
+    listed by `commands`."""
     help: str
     """The one line the group's listing shows (and the command's help when it has none)."""
     group: bool = True
     """A group of commands (`deployplane deployments ...`); else the app's one command
-    (`deployplane apply`)."""
+    (`deployplane apply`), or the command the target names."""
+    commands: tuple[Entry, ...] = ()
+    """A group's commands when they are listed here too: its `--help` and a TAB read
+    them, and its module is imported only to run (or show the help of) one of them."""
 
 
 def load(entry: Entry) -> Any:
-    """The click command of `entry`, imported now."""
-    module_name, _, attribute = entry.target.partition(":")
-    app = getattr(importlib.import_module(module_name), attribute)
-    if not isinstance(app, typer.Typer):
-        raise TypeError(f"{entry.target} is not a typer.Typer")
-    if entry.group:
-        # Mounted as `add_typer` mounts a group: a group even with one command
-        # (`operator run`), without the completion options typer gives a root app, with
-        # plain help whatever markup its module asked for.
-        mount = typer.Typer(add_completion=False, rich_markup_mode=None)
-        mount.add_typer(app, name=entry.name)
-        command = typer.main.get_group(mount).commands[entry.name]
+    """The click command of `entry`, imported now (a listed group: imported later)."""
+    if entry.commands:
+        command: Any = LazyGroup.of(entry.commands)(
+            name=entry.name, help=entry.help, no_args_is_help=True, rich_markup_mode=None
+        )
     else:
-        command = typer.main.get_command(app)
+        command = _imported(entry)
     command.name = entry.name
     command.short_help = entry.help
     if not command.help:
         command.help = entry.help
     plain_tree(command)
+    return command
+
+
+def _imported(entry: Entry) -> Any:
+    spec, *path = entry.target.split()
+    module_name, _, attribute = spec.partition(":")
+    app = getattr(importlib.import_module(module_name), attribute)
+    if not isinstance(app, typer.Typer):
+        raise TypeError(f"{spec} is not a typer.Typer")
+    if not entry.group and not path:
+        return typer.main.get_command(app)
+    # Mounted as `add_typer` mounts a group: a group even with one command (`operator
+    # run`), without the completion options typer gives a root app, with plain help
+    # whatever markup its module asked for.
+    mount = typer.Typer(add_completion=False, rich_markup_mode=None)
+    mount.add_typer(app, name=entry.name)
+    command = typer.main.get_group(mount).commands[entry.name]
+    for name in path:
+        command = command.commands[name]
     return command
 
 

@@ -81,15 +81,82 @@ ENTRIES: Final = (
         "Print the completion script of a shell (bash, zsh, fish, powershell).",
         group=False,
     ),
-    Entry("controlplane", "deployplane.controlplane.cli:app", "Run the control-plane emulator."),
+    # The servers, the dev cluster and the demo, with their commands: their modules
+    # import what they run at import time, so a group's --help is read from here.
+    Entry(
+        "controlplane",
+        "",
+        "Run the control-plane emulator.",
+        commands=(
+            Entry(
+                "serve",
+                "deployplane.controlplane.cli:app serve",
+                "Run the control-plane emulator.",
+                group=False,
+            ),
+        ),
+    ),
     Entry(
         "dev",
-        "deployplane.devcluster.cli:app",
+        "",
         "Local development cluster (kube-apiserver + etcd).",
+        commands=(
+            Entry(
+                "cluster",
+                "",
+                "Start, stop and locate the dev cluster.",
+                commands=tuple(
+                    Entry(name, f"deployplane.devcluster.cli:app cluster {name}", text, False)
+                    for name, text in (
+                        ("up", "Start the cluster in the background; return once ready."),
+                        ("down", "Stop the cluster and remove its state."),
+                        ("load-image", "Import image archives into the real node."),
+                        ("kubeconfig", "Print the admin kubeconfig path."),
+                        ("status", "Say whether the cluster runs and is ready."),
+                    )
+                ),
+            ),
+        ),
     ),
-    Entry("operator", "deployplane.controller.cli:app", "Run the deployplane operator."),
-    Entry("listener", "deployplane.dataplane.cli:app", "Run a listener's agent (the data plane)."),
-    Entry("demo", "deployplane.demo:app", "The local demo: cluster, emulator, operator."),
+    Entry(
+        "operator",
+        "",
+        "Run the deployplane operator.",
+        commands=(
+            Entry(
+                "run",
+                "deployplane.controller.cli:app run",
+                "Reconcile AgentDeployment and Listener resources.",
+                group=False,
+            ),
+        ),
+    ),
+    Entry(
+        "listener",
+        "",
+        "Run a listener's agent (the data plane).",
+        commands=(
+            Entry(
+                "run",
+                "deployplane.dataplane.cli:app run",
+                "Run the agent of one listener.",
+                group=False,
+            ),
+        ),
+    ),
+    Entry(
+        "demo",
+        "",
+        "The local demo: cluster, emulator, operator.",
+        commands=tuple(
+            Entry(name, f"deployplane.demo:app {name}", text, group=False)
+            for name, text in (
+                ("up", "Start everything, apply examples/, show them until Ready."),
+                ("down", "Stop the operator, the emulator and the cluster."),
+                ("status", "Print the demo's resources as JSON (for scripts)."),
+            )
+        ),
+    ),
 )
 
 

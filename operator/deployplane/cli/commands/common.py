@@ -7,16 +7,19 @@ definition, so cheap); this module is imported by the commands' bodies.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import typer
-from rich.console import Console
 
-from deployplane.api import models
+from deployplane.api.enums import RevisionStatus
 from deployplane.cli.commands.connection import ExitCode, call, fail
 from deployplane.cli.commands.options import Output
 from deployplane.cli.commands.output import print_one, resource_name
-from deployplane.cli.commands.waiting import follow_revision
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from deployplane.api import models
 
 __all__ = [
     "follow_new_revision",
@@ -48,12 +51,14 @@ def page_size(limit: int | None) -> int:
 def print_final(final: models.Revision, output: Output) -> None:
     """Print a followed revision; exit 3 unless it ended DEPLOYED."""
     print_one(final, output)
-    if final.status is not models.RevisionStatus.DEPLOYED:
+    if final.status is not RevisionStatus.DEPLOYED:
         fail(f"revision {final.id} ended {final.status.value}", ExitCode.REVISION_FAILED)
 
 
 def stderr_console() -> Console:
     """Where live progress goes: stderr, so stdout stays the result."""
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False)
 
 
@@ -77,6 +82,8 @@ def follow_new_revision(
         print_one(deployment, output)
         typer.echo(f"{resource_name(deployment)}: no new revision to wait for", err=True)
         return
+    from deployplane.cli.commands.waiting import follow_revision
+
     deployment_id, revision_id, console = str(deployment.id), str(latest), stderr_console()
     final = call(
         lambda c: follow_revision(

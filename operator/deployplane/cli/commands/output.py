@@ -17,13 +17,11 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-import yaml
 from pydantic import BaseModel
 from rich.cells import cell_len
-from rich.table import Table
 
 from deployplane.api.models import (
     Deployment,
@@ -35,6 +33,9 @@ from deployplane.api.models import (
 from deployplane.cli.commands import tables
 from deployplane.cli.commands.options import Output
 from deployplane.cli.commands.tables import Col
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 __all__ = [
     "FitColumn",
@@ -98,6 +99,8 @@ def fitted_table(
 ) -> tuple[Table, list[str]]:
     """A table of `rows` no wider than `width` (when the unfoldable values allow it),
     and the titles of the columns dropped to get there."""
+    from rich.table import Table
+
     widths = _natural_widths(columns, rows)
     keep, dropped = _kept_columns(columns, widths, width)
     excess = sum(widths[i] for i in keep) + _GAP * (len(keep) - 1) - width
@@ -222,6 +225,8 @@ def _cell(value: object) -> str:
         pruned = _prune(value)
         if not pruned:
             return "-"
+        import yaml
+
         return yaml.safe_dump(pruned, sort_keys=False, allow_unicode=True).rstrip("\n")
     return str(value)
 
@@ -230,6 +235,8 @@ def dump_text(data: Any, fmt: Output) -> str:
     """JSON (indented) or YAML (in the data's order) text of plain data."""
     if fmt is Output.json:
         return json.dumps(data, indent=2)
+    import yaml
+
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip("\n")
 
 
