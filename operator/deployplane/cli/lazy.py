@@ -74,7 +74,7 @@ def _imported(entry: Entry) -> Any:
     # whatever markup its module asked for.
     mount = typer.Typer(add_completion=False, rich_markup_mode=None)
     mount.add_typer(app, name=entry.name)
-    command = typer.main.get_group(mount).commands[entry.name]
+    command: Any = typer.main.get_group(mount).commands[entry.name]
     for name in path:
         command = command.commands[name]
     return command
