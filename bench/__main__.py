@@ -4,9 +4,9 @@
 
 Each benchmark runs as its own process (`python -m bench.controlplane`, `python -m
 bench.cli`, `python -m bench.floor`, `python -m bench.operator`, `python -m
-bench.dataplane`) and its output streams through. The floor and the operator run back to back on the same
-set-up, in pairs whose order alternates, and `operator_floor_ratio` is the median
-pair's operator `converge_1000_s` over its floor's; `operator_cpu_ratio` the median
+bench.dataplane`) and its output streams through. The floor and the operator run back
+to back on the same set-up, in pairs whose order alternates, and `operator_floor_ratio`
+is the median pair's operator `converge_1000_s` over its floor's; `operator_cpu_ratio` the median
 pair's operator CPU seconds over the converge over the floor controller's (the
 `CPU operator_cpu_s_1000` and `FLOOR cpu_s_1000` lines). `BENCH_PROFILE=dir` records
 profiles of both (`bench/profiling.py`).

@@ -62,10 +62,17 @@ def test_importing_the_cli_root_imports_no_heavy_library() -> None:
     assert not {m for m in imported if m.startswith("deployplane.cli.commands")}
 
 
+def test_version_answers_before_the_command_line_is_loaded() -> None:
+    output, imported = modules_after("--version")
+    assert output.splitlines()[0].startswith("deployplane ")
+    assert not {m for m in imported if m.split(".")[0] in ("typer", "click", *HEAVY)}
+    assert "deployplane.cli.root" not in imported
+
+
 @pytest.mark.parametrize(
     "args",
     [
-        ["--version"],
+        ["--version", "--help"],
         ["--help"],
         ["deployments", "--help"],
         ["revisions", "--help"],

@@ -8,16 +8,25 @@
 - `config/`: the connection's configuration (contexts, the config file, resolution);
 - `docgen`: docs/cli.md's command reference, generated from the commands' `--help`.
 
-Nothing is imported here, so `main` costs the root alone.
+Nothing is imported here, so `main` costs the root alone, and `deployplane --version`
+not even that: it prints the version before typer is imported (the root's own
+`--version` prints the same line).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """`deployplane ARGS...`."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--version"]:
+        from deployplane import __version__
+
+        print(f"deployplane {__version__}")
+        return
     from deployplane.cli.root import run
 
-    run(argv)
+    run(args)
