@@ -12,6 +12,12 @@ How one model reads both the API's snake_case and a custom resource's camelCase:
 
 from __future__ import annotations
 
+from deployplane.api.enums import (
+    TERMINAL_REVISION_STATUSES,
+    DeploymentStatus,
+    DeploymentType,
+    RevisionStatus,
+)
 from deployplane.api.models.builds import (
     LOG_LIMIT_MAX,
     LogEntry,
@@ -43,8 +49,6 @@ from deployplane.api.models.deployments import (
     Deployment,
     DeploymentCreate,
     DeploymentPatch,
-    DeploymentStatus,
-    DeploymentType,
     EnvVar,
     ImagePullSecret,
     ListenerConfig,
@@ -69,10 +73,8 @@ from deployplane.api.models.lookups import (
     OAuthProvider,
 )
 from deployplane.api.models.revisions import (
-    TERMINAL_REVISION_STATUSES,
     ManagedRevisionConfig,
     Revision,
-    RevisionStatus,
     SourceRevisionConfig,
     SourceRevisionConfigStatus,
 )
