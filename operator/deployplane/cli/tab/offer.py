@@ -85,68 +85,86 @@ def _unpack(args: list[str], nargs: list[int]) -> tuple[list[Any], list[str]]:
 
 def parse(node: Mapping[str, Any], args: Sequence[str]) -> Parsed:
     """Parse `args` as the command of `node` does (click's parser, leniently)."""
-    parsed = Parsed()
-    options = [p for p in node["params"] if _is_option(p)]
-    arguments = [p for p in node["params"] if not _is_option(p)]
-    short: dict[str, Any] = {}
-    long: dict[str, Any] = {}
-    for param in options:
-        for name in (*param[_OPTS], *param[_SECONDARY]):
-            (short if len(name) == 2 and name[1] != "-" else long)[name] = param
-    rargs = list(args)
-    largs: list[str] = []
+    return _Parser(node, args).run()
 
-    def value_of(param: Sequence[Any]) -> Any:
-        if not _takes_value(param):
-            return True
-        if not rargs:
-            raise _Stop  # "requires an argument"
-        return rargs.pop(0)
 
-    def given(param: Sequence[Any], value: Any) -> None:
-        parsed.given[param[_NAME]] = value
+class _Parser:
+    """click's `OptionParser` over one command of the tree: the options it knows take
+    their values, the rest are its arguments; where click would fail, parsing stops."""
 
-    def short_options(arg: str) -> None:
-        for at, char in enumerate(arg[1:], start=2):
-            param = short.get(arg[0] + char)
-            if param is None:
-                raise _Stop  # no such option
-            if _takes_value(param) and at < len(arg):
-                rargs.insert(0, arg[at:])  # -ovalue
-                given(param, value_of(param))
-                return
-            given(param, value_of(param))
+    def __init__(self, node: Mapping[str, Any], args: Sequence[str]) -> None:
+        self.node = node
+        self.parsed = Parsed()
+        self.arguments = [p for p in node["params"] if not _is_option(p)]
+        self.short: dict[str, Any] = {}
+        self.long: dict[str, Any] = {}
+        for param in (p for p in node["params"] if _is_option(p)):
+            for name in (*param[_OPTS], *param[_SECONDARY]):
+                (self.short if len(name) == 2 and name[1] != "-" else self.long)[name] = param
+        self.rargs = list(args)
+        self.largs: list[str] = []
 
-    try:
+    def run(self) -> Parsed:
+        try:
+            self._options()
+            values, self.parsed.rest = _unpack(
+                self.largs + self.rargs, [p[_NARGS] for p in self.arguments]
+            )
+            for param, value in zip(self.arguments, values, strict=True):
+                if value is not _UNSET:
+                    self._given(param, value)
+        except _Stop:
+            self.parsed.rest = self.largs
+        return self.parsed
+
+    def _options(self) -> None:
+        rargs = self.rargs
         while rargs:
             arg = rargs.pop(0)
             if arg == "--":
                 break
             if arg[:1] == "-" and len(arg) > 1:
-                name, equals, explicit = arg.partition("=")
-                if name in long:
-                    param = long[name]
-                    if equals:
-                        if not _takes_value(param):
-                            raise _Stop  # "does not take a value"
-                        rargs.insert(0, explicit)
-                    given(param, value_of(param))
-                elif arg[:2] != "--":
-                    short_options(arg)
-                else:
-                    raise _Stop  # no such option
-            elif node["interspersed"]:
-                largs.append(arg)
+                self._option(arg)
+            elif self.node["interspersed"]:
+                self.largs.append(arg)
             else:
                 rargs.insert(0, arg)
                 break
-        values, parsed.rest = _unpack(largs + rargs, [p[_NARGS] for p in arguments])
-        for param, value in zip(arguments, values, strict=True):
-            if value is not _UNSET:
-                given(param, value)
-    except _Stop:
-        parsed.rest = largs
-    return parsed
+
+    def _option(self, arg: str) -> None:
+        name, equals, explicit = arg.partition("=")
+        if name in self.long:
+            param = self.long[name]
+            if equals:
+                if not _takes_value(param):
+                    raise _Stop  # "does not take a value"
+                self.rargs.insert(0, explicit)
+            self._given(param, self._value_of(param))
+        elif arg[:2] != "--":
+            self._short_options(arg)
+        else:
+            raise _Stop  # no such option
+
+    def _short_options(self, arg: str) -> None:
+        for at, char in enumerate(arg[1:], start=2):
+            param = self.short.get(arg[0] + char)
+            if param is None:
+                raise _Stop  # no such option
+            if _takes_value(param) and at < len(arg):
+                self.rargs.insert(0, arg[at:])  # -ovalue
+                self._given(param, self._value_of(param))
+                return
+            self._given(param, self._value_of(param))
+
+    def _value_of(self, param: Sequence[Any]) -> Any:
+        if not _takes_value(param):
+            return True
+        if not self.rargs:
+            raise _Stop  # "requires an argument"
+        return self.rargs.pop(0)
+
+    def _given(self, param: Sequence[Any], value: Any) -> None:
+        self.parsed.given[param[_NAME]] = value
 
 
 def _context(
