@@ -15,6 +15,7 @@ from deployplane.devcluster import audit, processes
 from deployplane.devcluster import commandlines as cmd
 from deployplane.devcluster import workloads as workload_parts
 from deployplane.devcluster.errors import DevClusterError
+from deployplane.devcluster.gitops import find_gitops_tools
 from deployplane.devcluster.kubeconfig import write_kubeconfig
 from deployplane.devcluster.pki import (
     ADMIN_USER,
@@ -34,6 +35,11 @@ def check_tools(tools: Tools, settings: ClusterSettings) -> None:
     """Refuse before writing anything when a server the settings need is missing."""
     if settings.controller_manager and tools.kube_controller_manager is None:
         raise DevClusterError(f"kube-controller-manager is missing from {tools.bin_dir}")
+    if settings.gitops:
+        # Argo CD prunes with foreground deletion: only the garbage collector ends it.
+        if not settings.controller_manager:
+            raise DevClusterError("gitops=True needs the controller-manager")
+        find_gitops_tools()
     if not settings.workloads:
         return
     needed = [("kube-scheduler", tools.kube_scheduler)]
