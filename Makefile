@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: help venv tools node-tools gitops-tools e2e-real-node e2e-gitops postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench bench-scale clean
+.PHONY: help venv tools node-tools gitops-tools e2e-real-node e2e-gitops bench-gitops postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench bench-scale clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk '!seen[$$0]++'
@@ -151,6 +151,9 @@ bench: venv tools ## benchmarks (emulator; the CLI, whole processes; four floor 
 
 bench-scale: venv tools ## the operator at 10,000 AgentDeployments (with Listeners and a connection) against its 1,000, then two label shards taking them over (~30-45 min); ends with the BENCH lines
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m bench.scale
+
+bench-gitops: venv tools gitops-tools ## Argo CD and Flux on the dev cluster: a commit to Healthy / Ready against a direct apply, their controllers' memory; ends with the BENCH lines
+	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m bench.gitops
 
 demo-down: venv ## stop everything the demo started
 	@$(VENV)/bin/deployplane demo down

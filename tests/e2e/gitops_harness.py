@@ -47,9 +47,12 @@ def gitops_emulator(workdir: Path) -> Emulator:
     return Emulator(workdir, step_seconds=1.0, config=config)
 
 
-def agent_documents(emulator: Emulator, images: dict[str, str] | None = None) -> dict[str, str]:
+def agent_documents(
+    emulator: Emulator, compute_id: str, images: dict[str, str] | None = None
+) -> dict[str, str]:
     """examples/gitops/agents/ as the test's repository holds it: the connection pointed
-    at the test's emulator with its key, and `images` (name -> imageUri) set."""
+    at the test's emulator with its key, the Listener's computeId (one per listener in a
+    workspace) and `images` (name -> imageUri) set."""
     files = {}
     for name in AGENT_FILES:
         docs = list(yaml.safe_load_all((EXAMPLES / "agents" / name).read_text()))
@@ -58,6 +61,8 @@ def agent_documents(emulator: Emulator, images: dict[str, str] | None = None) ->
                 doc["spec"]["url"] = emulator.url
             if doc["kind"] == "Secret":
                 doc["stringData"]["apiKey"] = API_KEY
+            if doc["kind"] == "Listener":
+                doc["spec"]["computeId"] = compute_id
             image = (images or {}).get(doc["metadata"]["name"])
             if doc["kind"] == "AgentDeployment" and image is not None:
                 doc["spec"]["sourceRevisionConfig"]["imageUri"] = image
@@ -66,7 +71,9 @@ def agent_documents(emulator: Emulator, images: dict[str, str] | None = None) ->
 
 
 def push_agents(repo: GitRepo, emulator: Emulator, images: dict[str, str] | None = None) -> str:
-    for name, text in agent_documents(emulator, images).items():
+    """examples/gitops/agents/ (agent_documents, the repository's name as the Listener's
+    computeId) committed and pushed as `agents/`; the commit's sha."""
+    for name, text in agent_documents(emulator, repo.name, images).items():
         repo.write(f"agents/{name}", text)
     return repo.push("agents")
 

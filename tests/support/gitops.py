@@ -119,6 +119,7 @@ class GitRepo:
     repository is created under the git server's root, which serves it at once."""
 
     def __init__(self, info: GitOpsInfo, name: str, workdir: Path) -> None:
+        self.name = name
         self.url = f"{info.git_url}/{name}.git"
         self.workdir = workdir
         bare = Path(info.git_root) / f"{name}.git"
