@@ -7,13 +7,14 @@ from __future__ import annotations
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from deployplane.devcluster import statefile
+from deployplane.devcluster import processes, statefile
 from deployplane.devcluster.errors import DevClusterError
 from deployplane.devcluster.gitops import argocd, flux, gitserver, launch
 from deployplane.devcluster.gitops.tools import ENV_GITOPS_TOOLS, GitOpsTools, find_gitops_tools
@@ -165,3 +166,28 @@ def test_a_missing_repository_is_a_not_found(git_server: tuple[str, Path]) -> No
     )
     assert done.returncode != 0
     assert "not found" in done.stderr.lower()
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
+def test_redis_which_rewrites_its_title_is_still_found_and_stopped_by_its_pid(
+    tmp_path: Path,
+) -> None:
+    """redis-server overwrites its arguments with "<path> <addr>:<port>": a state file's
+    pid must still be recognised as the recorded server, or `down` would leave it running."""
+    redis = Path(shutil.which("redis-server") or "")
+    port = launch.Ports.pick().redis
+    argv = argocd.redis_argv(redis, port, tmp_path / "redis")
+    proc = processes.spawn("argocd-redis", argv, tmp_path / "redis.log", detached=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not launch._redis_pong(port):
+            assert time.monotonic() < deadline, (tmp_path / "redis.log").read_text()
+            time.sleep(0.05)
+        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        assert cmdline.split(b"\0")[0] != str(redis).encode()  # the title was rewritten
+        assert processes.pid_runs(proc.pid, str(redis))
+        recorded = processes.ServerProcess("argocd-redis", proc.pid, str(redis), proc.log)
+        processes.stop([recorded])
+        assert not processes.pid_runs(proc.pid, str(redis))
+    finally:
+        processes.stop([proc])
