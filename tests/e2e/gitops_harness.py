@@ -164,8 +164,14 @@ def ready_condition(obj: dict[str, Any] | None) -> dict[str, Any]:
 # ----------------------------------------------------------------------- waiting
 
 
-def wait_until(what: str, probe: Callable[[], Any], within: float = 180.0) -> Any:
-    """`probe()`'s first truthy answer (polled every 0.25 s); the bound only stops a hang."""
+def wait_until(
+    what: str,
+    probe: Callable[[], Any],
+    within: float = 180.0,
+    show: Callable[[], Any] | None = None,
+) -> Any:
+    """`probe()`'s first truthy answer (polled every 0.25 s); the bound only stops a hang.
+    On a timeout the error shows `show()` (what to look at), else probe's last answer."""
     deadline = time.monotonic() + within
     last = None
     while time.monotonic() < deadline:
@@ -173,7 +179,20 @@ def wait_until(what: str, probe: Callable[[], Any], within: float = 180.0) -> An
         if last:
             return last
         time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}; last seen: {last!r}"[:4000])
+    seen = show() if show is not None else last
+    raise AssertionError(f"timed out waiting for {what}; last seen: {seen!r}"[:6000])
+
+
+def app_status(apps: Applications, name: str) -> Callable[[], Any]:
+    """What a timed-out wait on an Application shows: its status but the bulky parts."""
+
+    def show() -> Any:
+        status = dict((apps.get(name) or {}).get("status") or {})
+        status.pop("history", None)
+        status.pop("sourceHydrator", None)
+        return status
+
+    return show
 
 
 def all_ready(resources: Resources, names: tuple[str, ...]) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from tests.e2e.gitops_harness import (
     UNBUILDABLE,
     Applications,
     all_ready,
+    app_status,
     application,
     argo_application,
     push_agents,
@@ -139,6 +141,9 @@ def test_waves_then_healthy_only_when_every_agentdeployment_is_ready_and_synced_
             assert bot["metadata"]["annotations"][EXTERNAL_NAME] == name
         for _ in range(3):
             before = app["status"]["reconciledAt"]
+            # reconciledAt has a precision of seconds: a comparison within the second
+            # of the last one could not be told from it.
+            time.sleep(1)
             apps.refresh(namespace)
             app = wait_until(
                 "another comparison", functools.partial(_compared_after, apps, namespace, before)
@@ -158,6 +163,11 @@ def _compared_after(apps: Applications, name: str, before: str) -> dict[str, Any
     meta, status = (app or {}).get("metadata") or {}, (app or {}).get("status") or {}
     served = REFRESH not in (meta.get("annotations") or {})
     return app if served and status.get("reconciledAt", before) > before else None
+
+
+def _last_operation(apps: Applications, name: str) -> dict[str, Any]:
+    """The Application's last sync operation, as Argo CD recorded it."""
+    return dict(((apps.get(name) or {}).get("status") or {}).get("operationState") or {})
 
 
 def _gone(resources: Resources, plural: str, name: str) -> bool:
@@ -221,6 +231,7 @@ def test_commit_hand_edit_prune_and_cascade_delete(
         assert _control_plane_image(emulator, "support-bot") == image
 
         # A hand edit of the spec is reverted by self-heal; the control plane follows git.
+        before = _last_operation(apps, namespace)
         by_hand = {"imageUri": "registry.example.com/acme/by-hand:1"}
         resources.patch(AGD, "support-bot", {"spec": {"sourceRevisionConfig": by_hand}})
         wait_until("self-heal", lambda: _spec_image(resources, "support-bot") == image)
@@ -232,6 +243,13 @@ def test_commit_hand_edit_prune_and_cascade_delete(
                 and _control_plane_image(emulator, "support-bot") == image
             ),
         )
+        # ... by an automated sync of Argo CD's of that resource alone (self-heal syncs only
+        # what is out of sync, and records no history entry for it).
+        heal = _last_operation(apps, namespace)
+        assert heal["startedAt"] != before["startedAt"], heal
+        assert heal["operation"]["initiatedBy"].get("automated") is True, heal
+        healed = {(r["kind"], r["name"]) for r in heal["operation"]["sync"].get("resources") or []}
+        assert healed == {("AgentDeployment", "support-bot")}, heal
 
         # Removed from git: pruned, its finalizer honoured, its deployment deleted.
         triage = emulator.deployments_named("triage-bot")
@@ -279,7 +297,16 @@ def test_failed_build_and_refused_spec_are_degraded(
         assert health.get("status") == "Degraded", app["status"].get("resources")
         assert "BuildFailed" in health.get("message", ""), health
         assert verdict(app)[0] == "Synced"
-        assert resource_health(app, "AgentDeployment", "support-bot").get("status") == "Healthy"
+        # The other deployment goes on to Healthy; the Application stays Degraded.
+        app = wait_until(
+            "support-bot Healthy beside the failed build",
+            lambda: (
+                (a := apps.get(namespace))
+                and resource_health(a, "AgentDeployment", "support-bot").get("status") == "Healthy"
+                and a
+            ),
+        )
+        assert verdict(app) == ("Synced", "Degraded", sha)
 
         # A spec the control plane refuses (an image reference no registry could serve).
         refused = "registry.example.com/acme/Triage-Bot:1"
@@ -332,7 +359,7 @@ def test_the_chart_as_an_application_installs_the_operator_and_its_crds_server_s
                 and verdict(a) == ("Synced", "Healthy", sha)
                 and a
             ),
-            within=240,
+            show=app_status(apps, body["metadata"]["name"]),
         )
         kinds = {(r["kind"], r["name"]) for r in app["status"]["resources"]}
         assert ("CustomResourceDefinition", "agentdeployments.deployplane.io") in kinds
