@@ -61,9 +61,11 @@ FINALIZER = "deployplane.io/finalizer"
 EXTERNAL_NAME = "deployplane.io/external-name"
 
 
-@pytest.fixture(scope="module")
-def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    emu = make_emulator(tmp_path_factory.mktemp("emulator")).start()
+@pytest.fixture
+def emulator(tmp_path: Path) -> Iterator[Emulator]:
+    """A control plane per test: the tests reuse the example's deployment names, and a
+    deleted deployment's name stays taken (its tracing project stays, as on the service)."""
+    emu = make_emulator(tmp_path / "emulator").start()
     yield emu
     emu.stop()
 
@@ -321,7 +323,8 @@ def test_failed_build_and_refused_spec_are_degraded(
 
         app = wait_until("Degraded by the refused spec", refused_spec_degraded)
         message = resource_health(app, "AgentDeployment", "triage-bot")["message"]
-        assert "imageUri" in message, message
+        # The control plane's 422, naming the field of its API body.
+        assert "image_uri: not a valid image reference" in message, message
 
         # Fixed in git: Healthy again.
         third = push_agents(
@@ -347,19 +350,16 @@ def test_the_chart_as_an_application_installs_the_operator_and_its_crds_server_s
     repo = GitRepo(info, f"{namespace}-chart", tmp_path / "repo")
     repo.copy_tree(gitops.REPO / "charts" / "deployplane", "charts/deployplane")
     sha = repo.push("the chart")
-    body = application(f"{namespace}-operator", repo.url, namespace, "argocd-operator.yaml")
-    body["spec"]["source"]["targetRevision"] = "main"
+    # Argo CD names the Helm release after the Application: at most 53 characters.
+    name = f"deployplane-{namespace[-6:]}"
+    body = application(name, repo.url, namespace, "argocd-operator.yaml")
     values = body["spec"]["source"]["helm"]["valuesObject"]
-    values["fullnameOverride"] = f"deployplane-{namespace}"[:52]
+    values["fullnameOverride"] = name
     with argo_application(apps, resources, body):
         app = wait_until(
             "the chart Synced and Healthy",
-            lambda: (
-                (a := apps.get(body["metadata"]["name"]))
-                and verdict(a) == ("Synced", "Healthy", sha)
-                and a
-            ),
-            show=app_status(apps, body["metadata"]["name"]),
+            lambda: (a := apps.get(name)) and verdict(a) == ("Synced", "Healthy", sha) and a,
+            show=app_status(apps, name),
         )
         kinds = {(r["kind"], r["name"]) for r in app["status"]["resources"]}
         assert ("CustomResourceDefinition", "agentdeployments.deployplane.io") in kinds

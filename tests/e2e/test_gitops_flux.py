@@ -41,9 +41,11 @@ pytestmark = pytest.mark.skipif(gitops.skip_reason() is not None, reason=str(git
 BOTS = ("support-bot", "triage-bot")
 
 
-@pytest.fixture(scope="module")
-def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
-    emu = make_emulator(tmp_path_factory.mktemp("emulator")).start()
+@pytest.fixture
+def emulator(tmp_path: Path) -> Iterator[Emulator]:
+    """A control plane per test: the tests reuse the example's deployment names, and a
+    deleted deployment's name stays taken (its tracing project stays, as on the service)."""
+    emu = make_emulator(tmp_path / "emulator").start()
     yield emu
     emu.stop()
 
