@@ -93,9 +93,12 @@ def ready_at_generation(custom: client.CustomObjectsApi, namespace: str) -> bool
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--workdir", type=Path, help="keep the logs (operator, emulator, cluster) here"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-gitops-") as scratch:
-        figures = run(Path(scratch), args.rounds)
+        figures = run(args.workdir or Path(scratch), args.rounds)
     for figure in figures:
         print(figure.line(), flush=True)
     sys.exit(0 if all(f.met for f in figures) else 1)

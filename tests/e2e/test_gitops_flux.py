@@ -179,15 +179,69 @@ def test_kustomization_is_not_ready_while_an_agentdeployment_is_stalled(
         _delete(flux, resources, namespace)
 
 
+def test_applied_at_once_with_its_listener_it_never_adopts_a_deployment_of_the_same_name(
+    flux: Flux,
+    resources: Resources,
+    emulator: Emulator,
+    info: GitOpsInfo,
+    namespace: str,
+    operator: Any,
+    applier: Applier,
+    tmp_path: Path,
+) -> None:
+    """Flux applies every object at once, so an AgentDeployment's first passes find its
+    Listener without an id yet. A deployment named like it already exists on the control
+    plane (someone else's: another namespace's, the CLI's): it must stay theirs, untouched,
+    and this resource stall with Conflict, never adopt it as its own lost create."""
+    theirs = "registry.example.com/someone-else:1"
+    body = {
+        "name": "support-bot",
+        "source": "external_docker",
+        "source_config": {},
+        "source_revision_config": {"image_uri": theirs},
+        "secrets": [],
+    }
+    with emulator.http() as h:
+        created = h.post("/v2/deployments", json=body)
+        assert created.status_code == 201, created.text
+    repo = GitRepo(info, namespace, tmp_path / "repo")
+    push_agents(repo, emulator)
+    applier.apply(flux_objects(namespace, repo.url, namespace))
+    try:
+        stalled = wait_until(
+            "support-bot Stalled with Conflict",
+            lambda: (
+                (obj := resources.get(AGD, "support-bot"))
+                and any(
+                    c["type"] == "Stalled" and c["reason"] == "Conflict"
+                    for c in (obj.get("status") or {}).get("conditions") or []
+                )
+                and obj
+            ),
+        )
+        assert not stalled["status"].get("deploymentId"), stalled["status"]
+        (deployment,) = emulator.deployments_named("support-bot")
+        assert deployment["id"] == created.json()["id"]
+        with emulator.http() as h:
+            now = h.get(f"/v2/deployments/{deployment['id']}").json()
+        assert now["source_revision_config"]["image_uri"] == theirs
+        assert not (now.get("source_config") or {}).get("listener_id"), now["source_config"]
+        assert ready_condition(flux.kustomizations.get(namespace)).get("status") != "True"
+    finally:
+        _delete(flux, resources, namespace)
+    # Deleting the resource that never owned it leaves their deployment alone.
+    assert len(emulator.deployments_named("support-bot")) == 1
+
+
 def _gone(resources: Resources, plural: str, name: str) -> bool:
     return resources.get(plural, name) is None
 
 
-def _delete(flux: Flux, resources: Resources, name: str) -> None:
+def _delete(flux: Flux, resources: Resources, name: str, deployed: tuple[str, ...] = BOTS) -> None:
     """The Kustomization deleted: with `prune`, Flux deletes what it applied (and the
     operator, still running, each deployment), then the GitRepository."""
     flux.kustomizations.delete(name)
     wait_until("the Kustomization deleted", lambda: flux.kustomizations.get(name) is None)
     flux.sources.delete(name)
-    for plural, kind_name in ((AGD, "support-bot"), (LST, "dev-cluster")):
+    for plural, kind_name in [(AGD, bot) for bot in BOTS] + [(LST, "dev-cluster")]:
         wait_until(f"{kind_name} deleted", functools.partial(_gone, resources, plural, kind_name))
