@@ -21,7 +21,8 @@ imageUri changes:
   Kustomization Ready at that commit.
 
 Medians of the rounds. Then the peak VmRSS, sampled through the run, of each GitOps
-process and `gitops_rss_mb`, their sum.
+process (`RSS` lines) and `gitops_rss_mb`, their sum. Each namespace's deployments carry
+its name on the control plane (`spec.name`): names are unique in a workspace.
 """
 
 from __future__ import annotations
@@ -121,10 +122,9 @@ def run(work: Path, rounds: int) -> list[Figure]:
         Figure(f"{name}_s", statistics.median(values), "s", "<=", COMMIT_GOAL_S)
         for name, values in times.items()
     ]
-    figures += [
-        Figure(f"{name.replace('-', '_')}_rss_mb", mb, "MB", "<=", RSS_GOAL_MB, 0)
-        for name, mb in rss.items()
-    ]
+    for name, mb in rss.items():
+        # Each process's share: evidence for the sum's goal, not a goal of its own.
+        print(f"RSS {name} {mb:.0f} MB", flush=True)
     figures.append(Figure("gitops_rss_mb", sum(rss.values()), "MB", "<=", RSS_GOAL_MB, 0))
     return figures
 
@@ -193,13 +193,14 @@ class Rounds:
 
     def set_up(self) -> None:
         ns = NAMESPACES
-        for text in agent_documents(self.emulator, ns["direct"]).values():
+        # Three namespaces on one control plane: each its own deployment names.
+        for text in agent_documents(self.emulator, ns["direct"], None, "direct-").values():
             self.applier.apply(text, namespace=ns["direct"])
-        argo_sha = push_agents(self.argo_repo, self.emulator)
+        argo_sha = push_agents(self.argo_repo, self.emulator, None, "argocd-")
         self.applier.apply(
             application("bench", self.argo_repo.url, ns["argocd"], "argocd-application.yaml")
         )
-        flux_sha = push_agents(self.flux_repo, self.emulator)
+        flux_sha = push_agents(self.flux_repo, self.emulator, None, "flux-")
         source, kustomization = example("flux.yaml")
         source["metadata"]["name"] = kustomization["metadata"]["name"] = "bench"
         source["spec"]["url"] = self.flux_repo.url
@@ -230,7 +231,7 @@ class Rounds:
     def argocd(self, image: str) -> float:
         ns = NAMESPACES["argocd"]
         start = time.monotonic()
-        sha = push_agents(self.argo_repo, self.emulator, {"support-bot": image})
+        sha = push_agents(self.argo_repo, self.emulator, {"support-bot": image}, "argocd-")
         self.apps.refresh("bench")
         wait(
             "Argo CD Healthy at the commit",
@@ -243,7 +244,7 @@ class Rounds:
 
     def flux_round(self, image: str) -> float:
         start = time.monotonic()
-        sha = push_agents(self.flux_repo, self.emulator, {"support-bot": image})
+        sha = push_agents(self.flux_repo, self.emulator, {"support-bot": image}, "flux-")
         self.flux.reconcile("bench")
         wait("Flux Ready at the commit", lambda: self.flux_ready(sha))
         return time.monotonic() - start

@@ -48,11 +48,15 @@ def gitops_emulator(workdir: Path) -> Emulator:
 
 
 def agent_documents(
-    emulator: Emulator, compute_id: str, images: dict[str, str] | None = None
+    emulator: Emulator,
+    compute_id: str,
+    images: dict[str, str] | None = None,
+    name_prefix: str = "",
 ) -> dict[str, str]:
     """examples/gitops/agents/ as the test's repository holds it: the connection pointed
     at the test's emulator with its key, the Listener's computeId (one per listener in a
-    workspace) and `images` (name -> imageUri) set."""
+    workspace) and `images` (name -> imageUri) set; with `name_prefix`, the deployments'
+    names on the control plane (`spec.name`, unique in a workspace) carry it."""
     files = {}
     for name in AGENT_FILES:
         docs = list(yaml.safe_load_all((EXAMPLES / "agents" / name).read_text()))
@@ -66,14 +70,18 @@ def agent_documents(
             image = (images or {}).get(doc["metadata"]["name"])
             if doc["kind"] == "AgentDeployment" and image is not None:
                 doc["spec"]["sourceRevisionConfig"]["imageUri"] = image
+            if doc["kind"] == "AgentDeployment" and name_prefix:
+                doc["spec"]["name"] = f"{name_prefix}{doc['metadata']['name']}"
         files[name] = yaml.safe_dump_all(docs, sort_keys=False)
     return files
 
 
-def push_agents(repo: GitRepo, emulator: Emulator, images: dict[str, str] | None = None) -> str:
+def push_agents(
+    repo: GitRepo, emulator: Emulator, images: dict[str, str] | None = None, name_prefix: str = ""
+) -> str:
     """examples/gitops/agents/ (agent_documents, the repository's name as the Listener's
     computeId) committed and pushed as `agents/`; the commit's sha."""
-    for name, text in agent_documents(emulator, repo.name, images).items():
+    for name, text in agent_documents(emulator, repo.name, images, name_prefix).items():
         repo.write(f"agents/{name}", text)
     return repo.push("agents")
 
