@@ -11,6 +11,7 @@ and Argo CD follows.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,12 @@ def application(name: str, repo_url: str, namespace: str) -> dict[str, Any]:
     return app
 
 
-def sync_examples(cluster: DevCluster, api: client.ApiClient, namespace: str) -> str:
-    """Push examples/agentdeployment-*.yaml and apply the Application; the repository's URL."""
+def sync_examples(
+    cluster: DevCluster, api: client.ApiClient, namespace: str, timeout: float = 180.0
+) -> str:
+    """Push examples/agentdeployment-*.yaml, apply the Application and wait until Argo CD
+    has created every one of them (the demo's table then follows them to Ready); the
+    repository's URL."""
     info = read_info(cluster.state_dir)
     if info is None:
         raise DevClusterError("the cluster runs no GitOps tools (no gitops.json)")
@@ -47,7 +52,21 @@ def sync_examples(cluster: DevCluster, api: client.ApiClient, namespace: str) ->
     }
     url = repos.push(info, REPOSITORY, files, "the demo's AgentDeployments")
     Applier(api).apply(application(REPOSITORY, url, namespace))
-    return url
+    names = {yaml.safe_load(text)["metadata"]["name"] for text in files.values()}
+    custom = client.CustomObjectsApi(api)
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = custom.list_namespaced_custom_object(
+            "deployplane.io", "v1alpha1", namespace, "agentdeployments"
+        )
+        if names <= {item["metadata"]["name"] for item in listed["items"]}:
+            return url
+        if time.monotonic() > deadline:
+            raise DevClusterError(
+                f"Argo CD did not sync {url} within {timeout:.0f}s: "
+                f"kubectl -n {info.argocd_namespace} get application {REPOSITORY} -o yaml"
+            )
+        time.sleep(0.5)
 
 
 def next_steps(url: str, argocd_namespace: str = "argocd") -> list[str]:
