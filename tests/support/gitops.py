@@ -22,7 +22,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from deployplane.devcluster import DevCluster, attach
+from deployplane.devcluster import DevCluster
 from deployplane.devcluster.errors import DevClusterError
 from deployplane.devcluster.gitops import GitOpsInfo, find_gitops_tools, read_info
 
@@ -82,7 +82,7 @@ def start(state: Path) -> Session:
     except BaseException:
         stop_recorded(state_dir)
         raise
-    cluster, info = attach(state_dir), read_info(state_dir)
+    cluster, info = DevCluster.attach(state_dir), read_info(state_dir)
     assert cluster is not None, f"no state.json in {state_dir}"
     assert info is not None, f"no gitops.json in {state_dir}"
     return Session(cluster, info, state_dir)
@@ -90,7 +90,7 @@ def start(state: Path) -> Session:
 
 def stop_recorded(state_dir: Path) -> None:
     """Stop whatever a (partial) `up` recorded in `state_dir`."""
-    cluster = attach(state_dir)
+    cluster = DevCluster.attach(state_dir)
     if cluster is not None:
         cluster.stop()
 

@@ -321,15 +321,11 @@ class DevCluster:
                 # First, while the apiserver still answers the kubelet.
                 node = [p for p in self._procs if p.name in real_node.NODE_PROCESSES]
                 self.node_leftovers = real_node.stop(node, grace)
-            # Then the GitOps controllers, while the apiserver still answers them.
-            processes.stop([p for p in self._procs if p.name in gitops.PROCESS_NAMES], grace)
             etcd = [p for p in self._procs if p.name == "etcd"]
             others = [
                 p
                 for p in self._procs
-                if p.name != "etcd"
-                and p.name not in real_node.NODE_PROCESSES
-                and p.name not in gitops.PROCESS_NAMES
+                if p.name != "etcd" and p.name not in real_node.NODE_PROCESSES
             ]
             processes.stop(others, grace)
             processes.stop(etcd, grace)
