@@ -59,6 +59,8 @@ RUN_LAST = ("test_down_stops_every_process_and_leaves_nothing",)
 BOTS = ("support-bot", "triage-bot")
 FINALIZER = "deployplane.io/finalizer"
 EXTERNAL_NAME = "deployplane.io/external-name"
+# Argo CD's tracking label (the annotation argocd.argoproj.io/tracking-id by default).
+INSTANCE = "app.kubernetes.io/instance"
 
 
 @pytest.fixture
@@ -152,10 +154,17 @@ def test_waves_then_healthy_only_when_every_agentdeployment_is_ready_and_synced_
             )
             assert verdict(app) == ("Synced", "Healthy", sha), json.dumps(app["status"])[:3000]
             assert len(app["status"].get("history") or []) == history, "synced again"
+        # The outputs ConfigMap: still there (pruning is on), carrying none of Argo CD's
+        # tracking (no label or annotation copied from its AgentDeployment), so never one
+        # of the Application's own resources.
         outputs = client.CoreV1Api(k8s_api).read_namespaced_config_map(
             "support-bot-outputs", namespace
         )
         assert outputs.data["deploymentId"]
+        marks = {**(outputs.metadata.labels or {}), **(outputs.metadata.annotations or {})}
+        assert not [key for key in marks if "argoproj.io" in key or key == INSTANCE], marks
+        managed = {(r["kind"], r["name"]) for r in app["status"]["resources"]}
+        assert ("ConfigMap", "support-bot-outputs") not in managed, managed
 
 
 def _compared_after(apps: Applications, name: str, before: str) -> dict[str, Any] | None:
