@@ -260,7 +260,7 @@ def _start_local(gitops: bool = False) -> DevCluster:
         if gitops:
             repo_url = demo_gitops.sync_examples(cluster, api, NAMESPACE)
             console.print(f"[green]✓[/green] example AgentDeployments pushed to {repo_url}")
-            for line in demo_gitops.next_steps(repo_url):
+            for line in demo_gitops.next_steps(cluster, repo_url):
                 console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
             return cluster
         _apply_examples(api, frozenset({"AgentDeployment"}))

@@ -69,8 +69,11 @@ def sync_examples(
         time.sleep(0.5)
 
 
-def next_steps(url: str, argocd_namespace: str = "argocd") -> list[str]:
+def next_steps(cluster: DevCluster, url: str) -> list[str]:
+    """What to try next, with the Argo CD namespace the cluster recorded."""
+    info = read_info(cluster.state_dir)
+    namespace = info.argocd_namespace if info else "argocd"
     return [
         f"git clone {url}   # edit agents/, commit, git push: Argo CD syncs it",
-        f"kubectl -n {argocd_namespace} get application {REPOSITORY}   # Argo CD's verdict",
+        f"kubectl -n {namespace} get application {REPOSITORY}   # Argo CD's verdict",
     ]
