@@ -69,7 +69,16 @@ def up(
     """Start the cluster in the background and return once it is ready."""
     existing = DevCluster.attach(state_dir)
     if existing is not None and existing.ready():
+        if with_gitops and gitops.read_info(state_dir) is None:
+            # Argo CD and Flux are not added to a running cluster: they start with it.
+            typer.echo(
+                f"error: the dev cluster at {existing.server} runs without --gitops: "
+                "`deployplane dev cluster down`, then `up --gitops`",
+                err=True,
+            )
+            raise typer.Exit(1)
         typer.echo(f"dev cluster already running at {existing.server}")
+        _print_gitops(state_dir)
         _print_kubeconfig(existing)
         return
     started = time.monotonic()
