@@ -69,17 +69,7 @@ def up(
     """Start the cluster in the background and return once it is ready."""
     existing = DevCluster.attach(state_dir)
     if existing is not None and existing.ready():
-        if with_gitops and gitops.read_info(state_dir) is None:
-            # Argo CD and Flux are not added to a running cluster: they start with it.
-            typer.echo(
-                f"error: the dev cluster at {existing.server} runs without --gitops: "
-                "`deployplane dev cluster down`, then `up --gitops`",
-                err=True,
-            )
-            raise typer.Exit(1)
-        typer.echo(f"dev cluster already running at {existing.server}")
-        _print_gitops(state_dir)
-        _print_kubeconfig(existing)
+        _already_running(existing, with_gitops)
         return
     started = time.monotonic()
     cluster = DevCluster(
@@ -101,6 +91,20 @@ def up(
     typer.echo(f"dev cluster ready at {cluster.server} in {time.monotonic() - started:.1f}s")
     _print_gitops(cluster.state_dir)
     _print_kubeconfig(cluster)
+
+
+def _already_running(existing: DevCluster, with_gitops: bool) -> None:
+    if with_gitops and gitops.read_info(existing.state_dir) is None:
+        # Argo CD and Flux are not added to a running cluster: they start with it.
+        typer.echo(
+            f"error: the dev cluster at {existing.server} runs without --gitops: "
+            "`deployplane dev cluster down`, then `up --gitops`",
+            err=True,
+        )
+        raise typer.Exit(1)
+    typer.echo(f"dev cluster already running at {existing.server}")
+    _print_gitops(existing.state_dir)
+    _print_kubeconfig(existing)
 
 
 def _print_gitops(state_dir: Path) -> None:
