@@ -14,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -37,11 +38,14 @@ from deployplane.dataplane.applier import (
     is_applied,
     owner_selector,
 )
+from deployplane.dataplane.events import warning_event
 from deployplane.dataplane.kube import Cluster, ClusterError
 from deployplane.dataplane.observe import observe_rollout
 from deployplane.dataplane.protocol import DataPlaneClient
 from deployplane.dataplane.render import (
+    LABEL_COMPONENT,
     LABEL_DEPLOYMENT_ID,
+    SERVER,
     DataPlaneSettings,
     Rendered,
     RenderError,
@@ -201,6 +205,10 @@ class Agent:
             await self._failed(deployment, revision, failure, rerender=steady)
             return
         verdict, db_status = await observe_rollout(self.cluster, rendered, str(revision.id))
+        if verdict.status is not ReportedStatus.DEPLOYING:
+            # Once per revision: with the report that ends its rollout.
+            said = tuple(w.message for w in rendered.warnings)
+            verdict = replace(verdict, warnings=(*said, *verdict.warnings))
         if verdict.status is ReportedStatus.DEPLOYED:
             # Before DEPLOYED, so whoever sees the deployment deployed sees its URL too.
             await self._report_url(deployment, rendered.url)
@@ -283,12 +291,33 @@ class Agent:
         if missing is not None:
             return Verdict(ReportedStatus.DEPLOY_FAILED, missing)
         try:
-            await apply_rendered(self.cluster, rendered, owner)
+            applied = await apply_rendered(self.cluster, rendered, owner)
         except ClusterError as exc:
             if exc.retryable:
                 raise
             return Verdict(ReportedStatus.DEPLOY_FAILED, f"the cluster refused the objects: {exc}")
+        await self._warn(rendered, applied)
         return None
+
+    async def _warn(self, rendered: Rendered, applied: list[Obj]) -> None:
+        """Each render warning as a Warning Event on the agent-server Deployment. An
+        Event that cannot be posted is logged: it never fails the rollout."""
+        server = next(
+            (
+                obj
+                for obj in applied
+                if obj.get("kind") == "Deployment"
+                and (obj["metadata"].get("labels") or {}).get(LABEL_COMPONENT) == SERVER
+            ),
+            None,
+        )
+        if server is None:
+            return
+        for warning in rendered.warnings:
+            try:
+                await self.cluster.apply(warning_event(server, warning, datetime.now(UTC)))
+            except ClusterError as exc:
+                log.warning("event %s not posted: %s", warning.reason, exc)
 
     async def _report(
         self,
@@ -310,6 +339,7 @@ class Agent:
         if verdict.status is ReportedStatus.DEPLOYED and await self._changed_meanwhile(deployment):
             return
         failed = verdict.status is ReportedStatus.DEPLOY_FAILED
+        warnings = verdict.warnings[:10]
         said = (
             ("change applied: " if rerender else "")
             + f"rollout {verdict.status.value}"
@@ -321,7 +351,8 @@ class Agent:
             deployment_status=deployment_status,
             log_lines=[
                 ReportLine(level="ERROR" if failed else "INFO", message=said[:2000]),
-                *(ReportLine(message=line[:2000]) for line in verdict.lines[:49]),
+                *(ReportLine(level="WARNING", message=w[:2000]) for w in warnings),
+                *(ReportLine(message=line[:2000]) for line in verdict.lines[: 49 - len(warnings)]),
             ],
         )
         accepted = await self.client.report(self.listener_id, deployment.id, revision.id, report)
