@@ -15,7 +15,6 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
@@ -38,14 +37,12 @@ from deployplane.dataplane.applier import (
     is_applied,
     owner_selector,
 )
-from deployplane.dataplane.events import warning_event
+from deployplane.dataplane.events import post_warnings
 from deployplane.dataplane.kube import Cluster, ClusterError
 from deployplane.dataplane.observe import observe_rollout
 from deployplane.dataplane.protocol import DataPlaneClient
 from deployplane.dataplane.render import (
-    LABEL_COMPONENT,
     LABEL_DEPLOYMENT_ID,
-    SERVER,
     DataPlaneSettings,
     Rendered,
     RenderError,
@@ -296,28 +293,8 @@ class Agent:
             if exc.retryable:
                 raise
             return Verdict(ReportedStatus.DEPLOY_FAILED, f"the cluster refused the objects: {exc}")
-        await self._warn(rendered, applied)
+        await post_warnings(self.cluster, rendered, applied)
         return None
-
-    async def _warn(self, rendered: Rendered, applied: list[Obj]) -> None:
-        """Each render warning as a Warning Event on the agent-server Deployment. An
-        Event that cannot be posted is logged: it never fails the rollout."""
-        server = next(
-            (
-                obj
-                for obj in applied
-                if obj.get("kind") == "Deployment"
-                and (obj["metadata"].get("labels") or {}).get(LABEL_COMPONENT) == SERVER
-            ),
-            None,
-        )
-        if server is None:
-            return
-        for warning in rendered.warnings:
-            try:
-                await self.cluster.apply(warning_event(server, warning, datetime.now(UTC)))
-            except ClusterError as exc:
-                log.warning("event %s not posted: %s", warning.reason, exc)
 
     async def _report(
         self,

@@ -8,20 +8,46 @@ again (the next revision, a re-render) updates one Event instead of adding anoth
 from __future__ import annotations
 
 import hashlib
+import logging
 import socket
-from collections.abc import Mapping
-from datetime import datetime
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
-from deployplane.dataplane.render import RenderWarning
+from deployplane.dataplane.kube import Cluster, ClusterError
+from deployplane.dataplane.render import LABEL_COMPONENT, SERVER, Rendered, RenderWarning
 
-__all__ = ["COMPONENT", "warning_event"]
+__all__ = ["COMPONENT", "post_warnings", "warning_event"]
 
 COMPONENT = "deployplane-listener-agent"
 # The apiserver refuses a longer message.
 MESSAGE_MAX = 1024
 
 Obj = dict[str, Any]
+
+log = logging.getLogger(__name__)
+
+
+async def post_warnings(cluster: Cluster, rendered: Rendered, applied: Sequence[Obj]) -> None:
+    """Each of `rendered`'s warnings as a Warning Event on the agent-server Deployment
+    (as `applied` answered it: with its uid). An Event that cannot be posted is logged:
+    it never fails the rollout."""
+    server = next(
+        (
+            obj
+            for obj in applied
+            if obj.get("kind") == "Deployment"
+            and (obj["metadata"].get("labels") or {}).get(LABEL_COMPONENT) == SERVER
+        ),
+        None,
+    )
+    if server is None:
+        return
+    for warning in rendered.warnings:
+        try:
+            await cluster.apply(warning_event(server, warning, datetime.now(UTC)))
+        except ClusterError as exc:
+            log.warning("event %s not posted: %s", warning.reason, exc)
 
 
 def warning_event(involved: Mapping[str, Any], warning: RenderWarning, now: datetime) -> Obj:
