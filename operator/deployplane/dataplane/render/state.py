@@ -60,10 +60,10 @@ def claim_name(ctx: Context) -> str:
 
 
 def state_annotation(ctx: Context) -> str:
+    # What matters first: `kubectl describe` cuts a value at 140 characters.
     return (
-        f"in-memory runtime: threads, runs and store in claim {claim_name(ctx)} "
-        f"(flushed every {FLUSH_INTERVAL_SECONDS} s and at shutdown); one pod at a time "
-        f"(Recreate, {ACCESS_MODE}): the files have one writer"
+        f"one pod at a time (Recreate, {ACCESS_MODE}): the in-memory server writes its "
+        f"threads, runs and store every {FLUSH_INTERVAL_SECONDS} s to claim {claim_name(ctx)}"
     )
 
 
