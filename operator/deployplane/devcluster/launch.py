@@ -1,5 +1,6 @@
-"""Starting one cluster's servers in order: etcd, certificates, kube-apiserver, then the
-controller-manager and, with workloads, kube-scheduler and kwok.
+"""Starting one cluster's servers in order: etcd, certificates, kube-apiserver, with
+workloads kube-scheduler and kwok, the real node, and once the apiserver is ready the
+controller-manager.
 
 Each server is appended to the caller's list as soon as it is spawned, so a launch
 that fails half-way leaves the caller knowing exactly what to stop.
@@ -8,10 +9,11 @@ that fails half-way leaves the caller knowing exactly what to stop.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from deployplane.devcluster import audit, processes
+from deployplane.devcluster import audit, processes, readiness
 from deployplane.devcluster import commandlines as cmd
 from deployplane.devcluster import workloads as workload_parts
 from deployplane.devcluster.errors import DevClusterError
@@ -77,14 +79,27 @@ class Launch:
             audit.write_policy(audit_files.policy)
         argv = cmd.apiserver_argv(tools.kube_apiserver, self.ports, pki, d / "pki", audit_files)
         self._spawn("kube-apiserver", argv)
-        if self.settings.controller_manager and tools.kube_controller_manager is not None:
-            self._controller_manager(tools.kube_controller_manager, pki)
         if self.settings.workloads:
             self._workloads(pki)
         if self.settings.real_node:
             real_node.NodeStart(
                 d, tools.bin_dir, pki, self.ports.apiserver, self.settings.detached, self.procs
             ).run()
+        if self.settings.controller_manager and tools.kube_controller_manager is not None:
+            # kube-controller-manager gives the apiserver 10 s to turn healthy, then
+            # exits; on a loaded machine, or beside a real node importing its images,
+            # the RBAC bootstrap takes longer. So it starts once the apiserver is ready.
+            deadline = time.monotonic() + self.settings.ready_timeout
+            readiness.wait_ok(
+                self.server,
+                readiness.admin_ssl_context(pki),
+                ["/readyz"],
+                deadline,
+                self.settings.ready_timeout,
+                lambda: readiness.check_alive(self.procs),
+                d / "logs",
+            )
+            self._controller_manager(tools.kube_controller_manager, pki)
 
     def _controller_manager(self, binary: Path, pki: PkiFiles) -> None:
         kubeconfig = self._kubeconfig(
