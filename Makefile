@@ -146,7 +146,7 @@ demo: venv tools $(if $(filter 1,$(REAL_NODE)),node-tools images) $(if $(filter 
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(VENV)/bin/deployplane demo up \
 	  $(if $(filter 1,$(REAL_NODE)),--real-node) $(if $(filter 1,$(GITOPS)),--gitops)
 
-bench: venv tools ## benchmarks (emulator; the CLI, whole processes; four floor and operator pairs in alternating order, on 1,000 AgentDeployments; data plane); ends with the BENCH lines. BENCH_PROFILE=dir: profiles
+bench: venv tools ## benchmarks (emulator; the CLI, whole processes; four floor and operator pairs in alternating order, on 1,000 AgentDeployments; data plane; the in-memory server's restart on 1,000 threads); ends with the BENCH lines. BENCH_PROFILE=dir: profiles
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m bench
 
 bench-scale: venv tools ## the operator at 10,000 AgentDeployments (with Listeners and a connection) against its 1,000, then two label shards taking them over (~30-45 min); ends with the BENCH lines

@@ -45,6 +45,7 @@ from deployplane.devcluster.errors import DevClusterError, PortTaken
 from deployplane.devcluster.pki import PkiFiles, pki_files
 from deployplane.devcluster.processes import ServerProcess
 from deployplane.devcluster.realnode import node as real_node
+from deployplane.devcluster.realnode import storage as real_node_storage
 from deployplane.devcluster.serviceaccounts import write_service_account_kubeconfig
 from deployplane.devcluster.settings import ClusterSettings
 from deployplane.devcluster.tools import Tools, find_tools
@@ -250,6 +251,7 @@ class DevCluster:
         if self.settings.real_node:
             with self.admin() as api:
                 real_node.publish_services(api, real_node.has_dns(self.tools.bin_dir))
+                real_node_storage.install(api)
                 real_node.wait_ready(api, deadline, self._check_alive, self.state_dir / "logs")
         if self.settings.gitops:
             start = gitops.GitOpsLaunch(

@@ -1,5 +1,6 @@
-"""Starting one cluster's servers in order: etcd, certificates, kube-apiserver, then the
-controller-manager and, with workloads, kube-scheduler and kwok.
+"""Starting one cluster's servers in order: etcd, certificates, kube-apiserver, with
+workloads kube-scheduler and kwok, the real node, and once the apiserver is ready the
+controller-manager.
 
 Each server is appended to the caller's list as soon as it is spawned, so a launch
 that fails half-way leaves the caller knowing exactly what to stop.
@@ -84,15 +85,15 @@ class Launch:
             audit.write_policy(audit_files.policy)
         argv = cmd.apiserver_argv(tools.kube_apiserver, self.ports, pki, d / "pki", audit_files)
         self._spawn("kube-apiserver", argv)
-        if self.settings.controller_manager and tools.kube_controller_manager is not None:
-            self._wait_apiserver_ready(pki)
-            self._controller_manager(tools.kube_controller_manager, pki)
         if self.settings.workloads:
             self._workloads(pki)
         if self.settings.real_node:
             real_node.NodeStart(
                 d, tools.bin_dir, pki, self.ports.apiserver, self.settings.detached, self.procs
             ).run()
+        if self.settings.controller_manager and tools.kube_controller_manager is not None:
+            self._wait_apiserver_ready(pki)
+            self._controller_manager(tools.kube_controller_manager, pki)
 
     def _controller_manager(self, binary: Path, pki: PkiFiles) -> None:
         kubeconfig = self._kubeconfig(

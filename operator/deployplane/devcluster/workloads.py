@@ -35,8 +35,16 @@ WORKLOAD_CONTROLLERS = (
 # What a real node (realnode/) needs on top: Service endpoints for kube-proxy, the
 # node-lifecycle controller (it lifts a Ready node's not-ready taint, and marks a
 # silent one NotReady), the `kube-root-ca.crt` ConfigMap every pod's token volume
-# mounts, and garbage collection of terminated pods.
-REAL_NODE_CONTROLLERS = ("endpointslice", "nodelifecycle", "root-ca-cert-publisher", "podgc")
+# mounts, garbage collection of terminated pods, and the PersistentVolume controller
+# (it hands a claim to its class's provisioner, the node's local-path-provisioner, and
+# binds and releases volumes: realnode/storage.py).
+REAL_NODE_CONTROLLERS = (
+    "endpointslice",
+    "nodelifecycle",
+    "root-ca-cert-publisher",
+    "podgc",
+    "persistentvolume-binder",
+)
 DEFAULT_NODES = 3
 
 
