@@ -116,12 +116,13 @@ class ExternalFns:
     create_fn: Callable[[], Obs] = lambda: observed("dep-new", Phase.PROGRESSING, Reason.CREATING)
     update_fn: Callable[[Obs], Obs] = _synced
     delete_fn: Callable[[str], bool] = lambda _external_id: True
+    resolve_fn: Callable[[], str] = lambda: "desired"
     resolved: int = 0
     """How many times the references were resolved (at most once a pass)."""
 
     async def resolve(self, mr: Mr) -> str:
         self.resolved += 1
-        return "desired"
+        return self.resolve_fn()
 
     async def observe(self, mr: Mr, external_id: str, desired: str | None) -> Obs:
         full = desired is not None

@@ -257,6 +257,24 @@ CASES: dict[str, Case] = {
             status={CREATE_PENDING: ABSENT_FIELD, "deploymentId": ABSENT_FIELD},
         ),
     ),
+    "no id, a dependency not ready: no marker, no create (a later pass must not adopt)": Case(
+        status={},
+        fns={"resolve_fn": raises(NOT_READY)},
+        want=Want(
+            conditions=conds(
+                "Unknown/DependencyNotReady",
+                "False/DependencyNotReady",
+                "True/DependencyNotReady",
+                IDLE,
+            ),
+            moved=ALL,
+            calls=[CONNECT],
+            requeue_after=2.0,
+            settled=False,
+            events=[("Warning", "DependencyNotReady", "Secret llm-keys has no key openai")],
+            status={"deploymentId": ABSENT_FIELD},
+        ),
+    ),
     # ----------------------------------------------------------------- observe
     "id known, up to date: one full observe, no update, nothing changes": Case(
         status=SETTLED,

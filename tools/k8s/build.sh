@@ -203,7 +203,8 @@ build_node() {
   # containerd, its runc shim and ctr from their Go module (CGO_ENABLED=0, as upstream's
   # static release), and the pause binary compiled from kubernetes' own
   # build/pause/linux/pause.c. runc and the CNI plugins come from Debian
-  # (tools/node.sh); CoreDNS for cluster DNS from tools/k8s/coredns. Each has its stamp.
+  # (tools/node.sh); CoreDNS for cluster DNS from tools/k8s/coredns; the volume
+  # provisioner from its Go module. Each has its stamp.
   local want="v$K8S_VERSION"
   if ! { have kubelet "$want" && have kube-proxy "$want"; }; then
     local mod="$work/node-$K8S_VERSION"
@@ -240,6 +241,18 @@ build_node() {
     stamp pause "$pause_want"
   fi
   build_coredns
+  build_local_path
+}
+
+build_local_path() {
+  # rancher's local-path-provisioner (realnode/storage.py): its go.mod has no replaces,
+  # so a plain `go install` of the pinned version works.
+  local want="v$LOCAL_PATH_PROVISIONER_VERSION"
+  if have local-path-provisioner "$want"; then log "local-path-provisioner $want: cached"; return; fi
+  log "building local-path-provisioner $want"
+  (cd "$work" && GOBIN="$bin" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w -X main.VERSION=$want" \
+    "github.com/rancher/local-path-provisioner@$want")
+  stamp local-path-provisioner "$want"
 }
 
 build_coredns() {
