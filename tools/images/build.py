@@ -36,6 +36,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("DEPLOYPLANE_CACHE") or Path.home() / ".cache/deployplane")
 IMAGES = CACHE / "images"
 WORK = CACHE / "image-build"
+LOCK = WORK / "lock"
+LOCK_FD_ENV = "DEPLOYPLANE_IMAGES_LOCK_FD"
+_held: list[object] = []  # the lock file, open until the process exits
 # The machine's CA certificates and pip configuration, mounted read-only into the RUN
 # steps when present: a package index behind a TLS-inspecting proxy is trusted only
 # through this machine's bundle. Nothing of them lands in a layer.
@@ -229,6 +232,23 @@ def build_agent_base() -> Path:
     return out
 
 
+def hold_lock() -> None:
+    """One build at a time on this machine (two checkouts' test runs, or make image
+    twice): the second waits, then finds built what the first built. Held until the
+    process exits. A caller that holds the lock already (a test module that must read
+    the archives it built before anyone replaces them, tests/support/imagelock.py)
+    passes its open lock file as the descriptor in DEPLOYPLANE_IMAGES_LOCK_FD: a lock
+    on that same open file is granted at once."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    inherited = os.environ.get(LOCK_FD_ENV)
+    if inherited:
+        fcntl.flock(int(inherited), fcntl.LOCK_EX)
+        return
+    lock = open(LOCK, "w")  # noqa: SIM115 (held until the process exits)
+    _held.append(lock)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+
+
 def up_to_date(what: str) -> bool:
     """Every archive `what` names is there with its current key (read without the lock:
     an archive is replaced whole, by rename)."""
@@ -256,10 +276,7 @@ def main(argv: list[str]) -> int:
         log(f"{what}: every archive in {IMAGES} is up to date (cache hit, {elapsed:.1f} s)")
         return 0
     subprocess.run(["bash", str(recipes.HERE / "ensure.sh")], check=True)
-    WORK.mkdir(parents=True, exist_ok=True)
-    # One build at a time (two test sessions, or make image twice): the second waits.
-    lock = open(WORK / "lock", "w")  # noqa: SIM115 (held until the process exits)
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    hold_lock()
     if what in ("app", "all"):
         build_app()
     if what in ("dataplane", "all"):

@@ -18,7 +18,26 @@ work="$cache/k8s/build"
 mkdir -p "$bin" "$work"
 export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
 log() { printf '[tools %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
-have() { [ -x "$bin/$1" ] && [ "$(cat "$bin/.$1.stamp" 2>/dev/null)" = "$2" ]; }
+# Two builds may run at once (two checkouts' `make test`, or `make tools` beside a test
+# run): a tool found built (binary there, then its stamp written) needs no lock; the first
+# one found missing takes the cache's lock, held until this script exits, and is looked
+# for again, as the other build may have made it meanwhile. Every build below runs
+# under the lock (they share the module directories in $work and the binaries in $bin).
+lock="$cache/k8s/build.lock"
+locked=""
+under_lock() {
+  "$@" && return 0
+  [ -z "$locked" ] || return 1
+  exec 9>>"$lock"
+  if ! flock -n 9; then
+    log "waiting for another build of the tools ($lock)"
+    flock 9
+  fi
+  locked=1
+  "$@"
+}
+built() { [ -x "$bin/$1" ] && [ "$(cat "$bin/.$1.stamp" 2>/dev/null)" = "$2" ]; }
+have() { under_lock built "$@"; }
 stamp() { echo "$2" >"$bin/.$1.stamp"; }
 
 minor=${K8S_VERSION#*.}; minor=${minor%%.*}; patch=${K8S_VERSION##*.}
@@ -114,6 +133,10 @@ build_promql() {
   stamp promql "$want"
 }
 
+crds_built() {
+  built controller-gen "v$CONTROLLER_TOOLS_VERSION" && [ "$(cat "$bin/crds/.stamp" 2>/dev/null)" = "$1" ]
+}
+
 build_crds() {
   # The Gateway API's and KEDA's CRDs for the dev cluster (docs/dataplane.md): the
   # listener agent renders HTTPRoutes and ScaledObjects, which the e2e tests apply to
@@ -124,8 +147,7 @@ build_crds() {
   # packages are compiled (type-checked), never KEDA's scalers: seconds, once the
   # modules are downloaded.
   local want="cgen-v$CONTROLLER_TOOLS_VERSION-gateway-v$GATEWAY_API_VERSION-keda-v$KEDA_VERSION-annotated"
-  if have controller-gen "v$CONTROLLER_TOOLS_VERSION" \
-    && [ "$(cat "$bin/crds/.stamp" 2>/dev/null)" = "$want" ]; then
+  if under_lock crds_built "$want"; then
     log "CRDs $want: cached in $bin/crds"; return
   fi
   if ! have controller-gen "v$CONTROLLER_TOOLS_VERSION"; then
