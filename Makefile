@@ -107,10 +107,12 @@ e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a 
 	@bash tools/e2e-existing.sh "$(E2E_EXISTING)"
 
 # `make test` ends with the two tiers that need a cluster started apart: the
-# existing-cluster path, then the real-node tier (its node tools and images built by its
-# own prerequisites, cached; skipped without root, failed so under CI=true). The pytest
-# run ends with its 25 slowest tests, so every run says where the time goes.
-test: venv tools postgres lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then e2e on a cluster it did not start, then the real-node tier
+# existing-cluster path, then the real-node tier (its node tools built by its own
+# prerequisite, cached; skipped without root, failed so under CI=true). The images come
+# first, as the tools do: on a fresh machine their build (minutes) inside the first test
+# that needs one would outrun that test's timeout. The pytest run ends with its 25
+# slowest tests, so every run says where the time goes.
+test: venv tools postgres images lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then e2e on a cluster it did not start, then the real-node tier
 	@echo "== pytest: unit and integration ($(PYTEST_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
 	  $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=10 tests/unit tests/integration
 	@echo "== pytest: e2e on the dev cluster"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
