@@ -467,8 +467,10 @@ def test_ctr_import_names_a_built_image_by_its_reference(
     builds = ImageBuildConfig(
         work_dir=CACHE / "agent-builds", base_archive=base_archive, output_dir=output_dir
     )
+    # Any image will do: one without dependencies builds in seconds (no pip wheel).
+    light = project("graph = 'imported'\n", dependencies=())
     built = build_image(
-        project(), config_path="langgraph.json", project="two-nodes", settings=builds,
+        light, config_path="langgraph.json", project="ctr-import", settings=builds,
         emit=lambda level, line: None,
     )  # fmt: skip
     (tmp_path / "config.toml").write_text(CONTAINERD_CONFIG.format(d=tmp_path))
