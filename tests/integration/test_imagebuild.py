@@ -77,11 +77,14 @@ def project(agent: str = AGENT, dependencies: tuple[str, ...] = ("six==1.17.0",)
 
 @pytest.fixture(scope="module")
 def base_archive() -> Path:
-    """The agent base (`make images`; built here when missing, cached by content), where
-    the emulator reads it by default."""
-    subprocess.run([sys.executable, str(ROOT / "tools/images/build.py"), "agent-base"], check=True)
-    archive = ImageBuildConfig().base_archive
-    assert archive_key(archive), f"tools/images/build.py agent-base wrote no {archive}"
+    """This checkout's agent base (`make images`; built here when missing, cached by
+    content), as kept under its key: the archive the emulator reads by default has one
+    name for every checkout on the machine, and another's build replaces it."""
+    build = [sys.executable, str(ROOT / "tools/images/build.py")]
+    subprocess.run([*build, "agent-base"], check=True)
+    kept = subprocess.run([*build, "kept", "agent-base"], check=True, capture_output=True)
+    archive = Path(kept.stdout.decode().strip())
+    assert archive_key(archive), f"tools/images/build.py agent-base kept no {archive}"
     return archive
 
 
