@@ -138,3 +138,42 @@ def test_images_build_waits_for_the_lock_unless_its_caller_holds_it(tmp_path: Pa
         marker.write_text("released by the caller")
     out, _ = waiting.communicate(timeout=60)
     assert out.strip() == "released by the caller"
+
+
+FAKE_GO_BUILD = """#!/bin/sh
+# go as the build script calls it for kstatus: `mod init`, `get` and `mod tidy` pass;
+# `build ... -o OUT .` writes a new binary to OUT and logs OUT and what the tool's
+# final path held meanwhile.
+[ "$1" = build ] || exit 0
+while [ $# -gt 0 ]; do [ "$1" = -o ] && out=$2; shift; done
+printf '#!/bin/sh\\necho new\\n' >"$out"
+chmod +x "$out"
+{ echo "$out"; cat "$FINAL"; } >"$LOG"
+"""
+
+
+def test_a_rebuilt_tool_replaces_the_old_one_whole(tmp_path: Path) -> None:
+    """A tool whose stamp names another version (another checkout's) is rebuilt under a
+    temporary name beside it and renamed over it: until then the tool's path holds the
+    old binary whole, never a part of the new one."""
+    env = env_for(tmp_path / "cache", tmp_path)
+    bin_path = bin_dir(env)
+    (bin_path / "kstatus").write_text("#!/bin/sh\necho old\n")
+    (bin_path / "kstatus").chmod(0o755)
+    (bin_path / ".kstatus.stamp").write_text("v0-another-checkout\n")
+    go = tmp_path / "fake-bin" / "go"
+    go.write_text(FAKE_GO_BUILD)
+    log = tmp_path / "go.log"
+    env = {**env, "LOG": str(log), "FINAL": str(bin_path / "kstatus")}
+    done = subprocess.run(
+        ["bash", str(BUILD_SH), "kstatus"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    out, *held_meanwhile = log.read_text().splitlines()
+    assert Path(out).parent == bin_path  # on the same file system: a rename
+    assert Path(out) != bin_path / "kstatus"
+    assert held_meanwhile == ["#!/bin/sh", "echo old"]
+    ran = subprocess.run([str(bin_path / "kstatus")], capture_output=True, text=True, check=True)
+    assert ran.stdout == "new\n"
+    assert (bin_path / ".kstatus.stamp").read_text() == kstatus_want() + "\n"
+    assert sorted(p.name for p in bin_path.iterdir()) == [".kstatus.stamp", "kstatus"]
