@@ -12,13 +12,16 @@ emulator): a test asserts only on its own build's traces (its directory, named b
 revision, and its own output), and two tests run a second build beside the one they
 check, paused inside its build directory, to show that neither disturbs the other.
 
-Needs root and buildah (tools/images/ensure.sh installs it); the agent base is built
-(cached) by `tools/images/build.py agent-base` at the first test.
+Needs root and buildah (tools/images/ensure.sh installs it). The agent base is this
+checkout's, built (or found cached) before the first test, outside its timeout
+(tests/support/agentbase.py); `make test` builds it before pytest starts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import gzip
 import io
 import json
@@ -27,7 +30,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tarfile
 import tempfile
 import threading
@@ -42,6 +44,7 @@ import pytest
 from langgraph_sdk import get_client
 from tests.integration._controlplane_harness import make_settings, running_app, wait_for
 from tests.integration.test_controlplane_builds import build, internal, put, upload_url
+from tests.support import agentbase
 from tests.support.langgraph_app import agent_source
 from tests.support.tarballs import tarball
 
@@ -59,12 +62,10 @@ from deployplane.controlplane.imagebuild.runner import (
 )
 from deployplane.controlplane.settings import ImageBuildConfig
 
-ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("DEPLOYPLANE_CACHE") or Path.home() / ".cache" / "deployplane")
 
 pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or (shutil.which("buildah") is None and shutil.which("apt-get") is None),
-    reason="image builds need root and buildah (Debian's package)",
+    agentbase.skip_reason() is not None, reason=str(agentbase.skip_reason())
 )
 
 AGENT = agent_source()  # the e2e tests' graph, as the build tests use it
@@ -77,15 +78,10 @@ def project(agent: str = AGENT, dependencies: tuple[str, ...] = ("six==1.17.0",)
 
 @pytest.fixture(scope="module")
 def base_archive() -> Path:
-    """This checkout's agent base (`make images`; built here when missing, cached by
-    content), as kept under its key: the archive the emulator reads by default has one
-    name for every checkout on the machine, and another's build replaces it."""
-    build = [sys.executable, str(ROOT / "tools/images/build.py")]
-    subprocess.run([*build, "agent-base"], check=True)
-    kept = subprocess.run([*build, "kept", "agent-base"], check=True, capture_output=True)
-    archive = Path(kept.stdout.decode().strip())
-    assert archive_key(archive), f"tools/images/build.py agent-base kept no {archive}"
-    return archive
+    """This checkout's agent base, as kept under its key: the archive the emulator reads
+    by default has one name for every checkout on the machine, and another's build
+    replaces it."""
+    return agentbase.archive()
 
 
 @pytest.fixture(scope="module")
@@ -183,35 +179,60 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def buildah_of(builds: ImageBuildConfig) -> list[str]:
+    storage = [f"--root={builds.work_dir}/storage", f"--runroot={builds.work_dir}/run"]
+    return ["buildah", *storage]
+
+
+@contextlib.contextmanager
+def pulled(builds: ImageBuildConfig, archive: Path) -> Iterator[str]:
+    """The image of `archive` pulled into the shared storage (its id), where another
+    process may hold the same image meanwhile: every holder takes a shared lock named
+    by the archive's key (the same key, the same image), and only the last to let go
+    removes it."""
+    key = archive_key(archive)
+    assert key
+    locks = builds.work_dir / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"served-{key[:16]}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        pull = [*buildah_of(builds), "pull", "-q", f"oci-archive:{archive}"]
+        image = subprocess.run(pull, check=True, capture_output=True, text=True).stdout.split()[-1]
+        yield image
+        with contextlib.suppress(BlockingIOError):
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            subprocess.run([*buildah_of(builds), "rmi", image], capture_output=True)
+
+
 @pytest.fixture
 def serve() -> Iterator[Any]:
     """Runs an image's server (its own CMD, as nobody) on 127.0.0.1, stopped after;
     returns the image's configuration (OCI config: Env, Cmd, User, WorkingDir)."""
-    started: list[tuple[subprocess.Popen[bytes], list[str], str, str]] = []
+    with contextlib.ExitStack() as stack:
 
-    def start(builds: ImageBuildConfig, archive: Path, port: int) -> dict[str, Any]:
-        buildah = ["buildah", "--root", f"{builds.work_dir}/storage",
-                   "--runroot", f"{builds.work_dir}/run"]  # fmt: skip
-        pulled = [*buildah, "pull", "-q", f"oci-archive:{archive}"]
-        image = subprocess.run(pulled, check=True, capture_output=True, text=True).stdout.split()
-        made = [*buildah, "from", "--pull-never", image[-1]]
-        ctr = subprocess.run(made, check=True, capture_output=True, text=True).stdout.strip()
-        cmd = [*buildah, "run", "--isolation", "chroot", "--user", f"{UNPRIVILEGED}:{UNPRIVILEGED}",
-               "--env", "HOST=127.0.0.1", "--env", f"PORT={port}",
-               ctr, "--", "python3", "/usr/local/bin/deployplane-agent-server"]  # fmt: skip
-        proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL)
-        started.append((proc, buildah, ctr, image[-1]))
-        inspect = [*buildah, "inspect", "--type", "image", image[-1]]
-        out = subprocess.run(inspect, check=True, capture_output=True, text=True).stdout
-        config: dict[str, Any] = json.loads(out)["OCIv1"]["config"]
-        return config
+        def start(builds: ImageBuildConfig, archive: Path, port: int) -> dict[str, Any]:
+            buildah = buildah_of(builds)
+            image = stack.enter_context(pulled(builds, archive))
+            made = [*buildah, "from", "--pull-never", image]
+            ctr = subprocess.run(made, check=True, capture_output=True, text=True).stdout.strip()
+            stack.callback(subprocess.run, [*buildah, "rm", ctr], capture_output=True)
+            cmd = [*buildah, "run", "--isolation", "chroot",
+                   "--user", f"{UNPRIVILEGED}:{UNPRIVILEGED}",
+                   "--env", "HOST=127.0.0.1", "--env", f"PORT={port}",
+                   ctr, "--", "python3", "/usr/local/bin/deployplane-agent-server"]  # fmt: skip
+            proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL)
+            stack.callback(stop, proc)
+            inspect = [*buildah, "inspect", "--type", "image", image]
+            out = subprocess.run(inspect, check=True, capture_output=True, text=True).stdout
+            config: dict[str, Any] = json.loads(out)["OCIv1"]["config"]
+            return config
 
-    yield start
-    for proc, buildah, ctr, image in started:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
-        subprocess.run([*buildah, "rm", ctr], capture_output=True)
-        subprocess.run([*buildah, "rmi", image], capture_output=True)
+        yield start
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=30)
 
 
 async def test_an_upload_becomes_an_image_whose_server_runs_the_graph(
