@@ -134,13 +134,14 @@ async def test_the_client_transport_is_lean_unless_one_is_given(
 
 async def test_httpcore_errors_reach_the_caller_as_httpx_errors() -> None:
     """The retry policy tells httpx's errors apart (connect: surely not sent)."""
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
     transport = netstream.LeanTransport(httpx.Limits())
     async with httpx.AsyncClient(transport=transport, timeout=0.5) as http:
-        with pytest.raises(httpx.ConnectError):
-            await http.get(f"http://127.0.0.1:{port}/")
+        # A port bound but not listening refuses connections, and stays ours meanwhile
+        # (a port closed again could be taken by another process before the request).
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            with pytest.raises(httpx.ConnectError):
+                await http.get(f"http://127.0.0.1:{closed.getsockname()[1]}/")
 
         async def truncated(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             await reader.readuntil(b"\r\n\r\n")

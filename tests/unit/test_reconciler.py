@@ -19,6 +19,7 @@ from tests.support.fakeexternal import (
     ExternalFns,
     FakeSpec,
     FakeStatus,
+    fresh,
     observed,
     raises,
     returns,
@@ -751,7 +752,7 @@ CASES: dict[str, Case] = {
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 async def test_reconcile(case: Case) -> None:
-    ext = ExternalFns(**case.fns)
+    ext = ExternalFns(**fresh(case.fns))
     reconciler = Reconciler(
         ConnecterFns(ext, connect_error=case.connect_error), kind="deployment", schedule=TIMING
     )
@@ -776,7 +777,7 @@ def state_by_conditions(status: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 async def test_outcome_state_is_what_the_conditions_say(case: Case) -> None:
-    ext = ExternalFns(**case.fns)
+    ext = ExternalFns(**fresh(case.fns))
     reconciler = Reconciler(
         ConnecterFns(ext, connect_error=case.connect_error), kind="deployment", schedule=TIMING
     )
@@ -1019,7 +1020,7 @@ FINALIZE_CASES: dict[str, FinalizeCase] = {
 
 @pytest.mark.parametrize("case", FINALIZE_CASES.values(), ids=FINALIZE_CASES.keys())
 async def test_finalize(case: FinalizeCase) -> None:
-    ext = ExternalFns(**case.fns)
+    ext = ExternalFns(**fresh(case.fns))
     reconciler = Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING)
     gone = await reconciler.finalize(managed(case.status, deletion_policy=case.policy))
     assert {"released": gone, "calls": ext.journal} == {"released": case.want, "calls": case.calls}

@@ -11,9 +11,8 @@ real node, a kubelet, containerd and kube-proxy in a sandbox (realnode/), stoppe
 first at `stop()`. With `gitops=True`, Argo CD and Flux controllers and a git server
 run beside it (gitops/), started once the apiserver is ready.
 
-This module holds the cluster's lifecycle and its clients; starting the servers is in
-launch.py (their command lines in commandlines.py), the startup wait in readiness.py,
-`state.json` in statefile.py and the stop-at-exit registry in owned.py.
+Here: the cluster's lifecycle and clients. launch.py starts the servers (commandlines.py),
+readiness.py waits, statefile.py keeps `state.json`, owned.py stops them at exit.
 
 Owned clusters (tests, `with DevCluster() as c:`) are stopped by `stop()`, by `atexit`,
 on SIGTERM / SIGHUP, and by the kernel if the Python process dies (see processes.py).
