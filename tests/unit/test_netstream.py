@@ -119,8 +119,8 @@ async def test_the_client_transport_is_lean_unless_one_is_given(
     made: list[netstream.LeanTransport] = []
 
     class Seen(netstream.LeanTransport):
-        def __init__(self, limits: httpx.Limits) -> None:
-            super().__init__(limits)
+        def __init__(self, limits: httpx.Limits, **options: Any) -> None:
+            super().__init__(limits, **options)
             made.append(self)
 
     monkeypatch.setattr("deployplane.api.transport.LeanTransport", Seen)
@@ -203,3 +203,17 @@ async def test_keep_alive_reuse_and_a_server_closed_connection_through_the_wrapp
         # instead of failing the request on it.
         assert (await api._request("GET", "/x")).json() == {"ok": True}
         assert counts["connections"] == 2
+
+
+async def test_only_an_https_control_plane_gets_a_tls_context(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Loading the CA bundle is most of a short command's network set-up: an http://
+    control plane never needs it."""
+    made: list[object] = []
+    real = httpx.create_ssl_context
+    monkeypatch.setattr(netstream.httpx, "create_ssl_context", lambda: made.append(1) or real())
+    async with ApiTransport("http://127.0.0.1:1"):
+        assert made == []
+    async with ApiTransport("HTTPS://control-plane.example"):
+        assert made == [1]
