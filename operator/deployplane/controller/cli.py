@@ -7,7 +7,7 @@ import secrets
 
 import typer
 
-from deployplane.controller.config import ConfigError, OperatorConfig
+from deployplane.controller.config import ENV_READINESS, ConfigError, Endpoint, OperatorConfig
 from deployplane.controller.sharding import SHARD_LABEL, ShardError, Sharding
 
 app = typer.Typer(no_args_is_help=True)
@@ -53,7 +53,15 @@ def run(
         "before taking over from a replica that died without saying so (kill -9).",
     ),
     liveness: str | None = typer.Option(
-        None, "--liveness", help="Liveness endpoint, e.g. http://0.0.0.0:8080/healthz."
+        None,
+        "--liveness",
+        help="Liveness endpoint (is the process stuck?), e.g. http://0.0.0.0:8080/healthz.",
+    ),
+    readiness: str | None = typer.Option(
+        None,
+        "--readiness",
+        help="Readiness endpoint (can it work now: Kubernetes API and control plane), e.g. "
+        f"http://0.0.0.0:8081/readyz. Default: {ENV_READINESS}.",
     ),
     shard: str | None = SHARD_OPTION,
     shard_default: bool = SHARD_DEFAULT_OPTION,
@@ -66,6 +74,9 @@ def run(
     DEPLOYPLANE_NAMESPACES, DEPLOYPLANE_POLL_INTERVAL, DEPLOYPLANE_RESYNC_INTERVAL.
     """
     try:
+        if readiness is not None:
+            Endpoint.parse(readiness, "--readiness")
+            os.environ[ENV_READINESS] = readiness  # the start-up handler serves it
         config = OperatorConfig.from_env()
         sharding = Sharding.from_env()
         if shard is not None or shard_default:

@@ -1,5 +1,5 @@
 """The Kopf layer: thin. Kopf runs the process (login, start-up and clean-up, peering,
-the probes) and lists and watches every kind of the registry (one `kopf.on.event`
+liveness) and lists and watches every kind of the registry (one `kopf.on.event`
 handler per kind); each watch event reaches `on_event` through Kopf's handler
 machinery, which hands it to the pool of workers (`deployplane.reconcile.workers`)
 and returns. The workers reconcile, finalize and take our finalizer off, and
@@ -39,10 +39,11 @@ from typing import Any
 import kopf
 
 from deployplane.api.client import ControlPlaneClient
-from deployplane.controller import kopfwatch
+from deployplane.controller import kopfwatch, probes
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.metrics import OperatorMetrics
 from deployplane.controller.outputstore import OutputsStore
+from deployplane.controller.probes import ControlPlaneCheck, Readiness, ReadinessServer
 from deployplane.controller.sharding import SHARD_LABEL, Sharding
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.errors import classified
@@ -82,7 +83,10 @@ class Runtime:
     events: EventRecorder
     """Posts the passes' Events in the background, at `config.event_qps`."""
     health: FailureClock
-    """How long the Kubernetes API and each watch have been failing (the probes)."""
+    """How long the Kubernetes API and each watch have been failing (readiness)."""
+    readiness: Readiness
+    """What the readiness probe looks at (`deployplane.controller.probes`)."""
+    readiness_server: ReadinessServer | None = None
     last_event: dict[str, float] = field(default_factory=dict)
     """When (`clock`) the handlers last saw an event of each kind, for the probe's answer."""
     clock: Callable[[], float] = time.monotonic
@@ -162,7 +166,14 @@ def build_runtime(
     )
     health = health or FailureClock()
     metrics.watch_health(health)
-    return Runtime(config, kube, connections, metrics, workers, events, health)
+    default = config.default_connection()
+    control_plane = ControlPlaneCheck(
+        None
+        if default is None
+        else default.client(max_retries=0, max_in_flight=1, on_response=metrics.observe_api)
+    )
+    readiness = Readiness(health, control_plane, config.unhealthy_after)
+    return Runtime(config, kube, connections, metrics, workers, events, health, readiness)
 
 
 @kopf.on.login()
@@ -259,6 +270,9 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
     tune_gc()
     if config.metrics_port is not None:
         runtime.metrics.serve(config.metrics_port, config.metrics_addr)
+    if config.readiness is not None:
+        runtime.readiness_server = ReadinessServer(config.readiness, runtime.readiness.check)
+        await runtime.readiness_server.start()
 
 
 async def on_event(kind: str, event: Mapping[str, Any], memo: kopf.Memo, **_: Any) -> None:
@@ -329,22 +343,17 @@ register(sharding=Sharding.from_env())
 kopfwatch.install()
 
 
-@kopf.on.probe(id="kubernetes")
-def health(memo: kopf.Memo, **_: Any) -> dict[str, float]:
-    """Liveness and readiness: fails (HTTP 500) once the Kubernetes API or a watch has
-    been failing for longer than DEPLOYPLANE_UNHEALTHY_AFTER (a log line says which);
-    else how long anything has been failing, and how long ago the handlers last saw an
-    event of each kind. That age informs and never fails the probe: a quiet cluster
-    sends no event for hours, and Kopf reopens a silent stream by itself
-    (`settings.watching.inactivity_timeout`)."""
+@kopf.on.probe(id="alive")
+async def alive(memo: kopf.Memo, **_: Any) -> dict[str, Any]:
+    """Liveness (`deployplane.controller.probes`): answered from the event loop, it
+    fails (HTTP 500) only when a task that moves the work has ended. What has been
+    failing on the Kubernetes side, and how long ago the handlers last saw an event of
+    each kind, only inform: readiness judges the first, and a quiet cluster sends no
+    event for hours (Kopf reopens a silent stream by itself)."""
     runtime: Runtime = memo.runtime
-    broken = runtime.health.unhealthy(runtime.config.unhealthy_after)
-    if broken:
-        raise kopf.PermanentError(
-            "failing for over "
-            f"{runtime.config.unhealthy_after:.0f}s: "
-            + "; ".join(f"{what} ({error})" for what, error in sorted(broken.items()))
-        )
+    ended = probes.stalled(runtime.workers, runtime.events)
+    if ended:
+        raise kopf.PermanentError("stuck: " + "; ".join(ended))
     now = runtime.clock()
     seen = {f"seconds since a {kind} event": now - at for kind, at in runtime.last_event.items()}
     return {**runtime.health.failing(), **seen}
@@ -367,6 +376,9 @@ def tune_gc() -> None:
 @kopf.on.cleanup()
 async def close_clients(memo: kopf.Memo, **_: Any) -> None:
     runtime: Runtime = memo.runtime
+    if runtime.readiness_server is not None:
+        await runtime.readiness_server.stop()  # unready while the passes drain
+    await runtime.readiness.control_plane.aclose()
     await runtime.workers.stop(runtime.config.shutdown_timeout)
     await runtime.events.stop()
     await runtime.connections.aclose()
