@@ -50,6 +50,7 @@ def test_roles_in_the_listeners_namespaces_and_a_read_of_its_own_listener() -> N
     kinds = sorted((d["kind"], d["metadata"].get("namespace", "")) for d in docs)
     assert kinds == [
         ("Deployment", chart.NAMESPACE),
+        ("NetworkPolicy", chart.NAMESPACE),
         ("Role", "agents"),
         ("Role", "agents"),
         ("Role", "agents-prod"),
