@@ -29,6 +29,11 @@ class FakeKube:
     specs: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     """Custom resources' specs, for `read_object` (their status is in `statuses`)."""
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    apiserver_away: str | None = None
+    """Why the apiserver does not answer the readiness question (None: it answers)."""
+
+    async def unanswered(self) -> str | None:
+        return self.apiserver_away
 
     def put_secret(self, namespace: str, name: str, data: Mapping[str, str]) -> None:
         # Round-trip through base64 as the real API does, to keep the fake honest.

@@ -18,10 +18,10 @@ import pytest
 from tests.support.fakekube import FakeKube
 
 from deployplane.api.client import ControlPlaneClient
-from deployplane.controller import handlers
+from deployplane.controller import handlers, probes
 from deployplane.controller.config import ConfigError, Endpoint, OperatorConfig
 from deployplane.controller.metrics import exported_metric_names
-from deployplane.controller.probes import ControlPlaneCheck, Readiness, ReadinessServer
+from deployplane.controller.probes import Reachability, Readiness, ReadinessServer
 from deployplane.kube.health import FailureClock
 
 URL = "http://control-plane.test"
@@ -35,9 +35,11 @@ class Clock:
         return self.now
 
 
-def runtime_with(health: FailureClock, **config: Any) -> handlers.Runtime:
+def runtime_with(
+    health: FailureClock, kube: FakeKube | None = None, **config: Any
+) -> handlers.Runtime:
     settings = OperatorConfig(unhealthy_after=60.0, **config)
-    return handlers.build_runtime(settings, FakeKube(), health=health)  # type: ignore[arg-type]
+    return handlers.build_runtime(settings, kube or FakeKube(), health=health)  # type: ignore[arg-type]
 
 
 def alive(memo: kopf.Memo) -> dict[str, Any]:
@@ -52,7 +54,23 @@ def ready(readiness: Readiness) -> tuple[bool, dict[str, Any]]:
     return asyncio.run(readiness.check())
 
 
-def test_a_lost_apiserver_makes_the_operator_unready_past_the_threshold_never_dead(
+def test_a_lost_apiserver_makes_the_operator_unready_at_once_never_dead() -> None:
+    clock = Clock()
+    kube = FakeKube()
+    runtime = runtime_with(FailureClock(clock=clock), kube)
+    runtime.readiness.kubernetes.clock = clock
+    memo = kopf.Memo(runtime=runtime)
+    assert ready(runtime.readiness) == (True, {})
+    kube.apiserver_away = "GET /readyz: ClientConnectorError: refused"
+    clock.now += probes.RECHECK
+    assert ready(runtime.readiness) == (False, {"kubernetes": kube.apiserver_away})
+    assert alive(memo) == {}, "alive: a restart cannot bring the apiserver back"
+    kube.apiserver_away = None
+    clock.now += probes.RECHECK
+    assert ready(runtime.readiness) == (True, {})
+
+
+def test_watches_failing_past_the_threshold_make_the_operator_unready_never_dead(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     clock = Clock()
@@ -94,8 +112,8 @@ def test_an_unreachable_control_plane_makes_the_operator_unready_never_dead() ->
 
     clock = Clock()
     runtime = runtime_with(FailureClock(clock=clock))
-    check = ControlPlaneCheck(control_plane(answer), clock=clock)
-    readiness = Readiness(runtime.health, check, 60.0)
+    check = Reachability(probes.control_plane(control_plane(answer)), clock=clock)
+    readiness = Readiness(runtime.health, runtime.readiness.kubernetes, check, 60.0)
     memo = kopf.Memo(runtime=runtime)
     is_ready, found = ready(readiness)
     assert not is_ready
@@ -113,26 +131,24 @@ def test_an_unreachable_control_plane_makes_the_operator_unready_never_dead() ->
 
 
 def test_a_control_plane_slower_than_the_timeout_is_no_answer() -> None:
-    async def scenario() -> tuple[bool, dict[str, Any]]:
+    async def scenario() -> str | None:
         async def answer(request: httpx.Request) -> httpx.Response:
             await asyncio.sleep(5)
             return httpx.Response(200, json={"resources": []})
 
         client = ControlPlaneClient(URL, transport=httpx.MockTransport(answer), max_retries=0)
-        check = ControlPlaneCheck(client, timeout=0.05)
-        return await Readiness(FailureClock(), check, 60.0).check()
+        return await Reachability(probes.control_plane(client), timeout=0.05).unreachable()
 
-    is_ready, found = asyncio.run(scenario())
-    assert not is_ready
-    assert found == {"control plane": "the control plane did not answer within 0.05s"}
+    assert asyncio.run(scenario()) == "no answer within 0.05s"
 
 
-def test_the_operator_reads_its_own_control_plane_for_readiness_with_no_retries() -> None:
+def test_the_operator_asks_its_own_control_plane_with_a_client_that_never_retries() -> None:
     runtime = runtime_with(FailureClock(), control_plane_url=URL, api_key="k")
-    client = runtime.readiness.control_plane.client
-    assert client is not None
-    assert client.max_retries == 0
-    assert runtime_with(FailureClock()).readiness.control_plane.client is None
+    assert runtime.readiness.control_plane is not None
+    assert runtime.readiness_client is not None
+    assert runtime.readiness_client.max_retries == 0
+    alone = runtime_with(FailureClock())
+    assert (alone.readiness.control_plane, alone.readiness_client) == (None, None)
 
 
 def test_liveness_fails_when_a_worker_or_the_event_recorder_ended() -> None:

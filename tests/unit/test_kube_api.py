@@ -363,3 +363,30 @@ async def test_list_objects_reads_every_page_of_500_by_its_continue_token() -> N
         {"path": path, "limit": "500", "continue": "t1"},
         {"path": path, "limit": "500", "continue": "t2"},
     ]
+
+
+async def test_the_readiness_question_is_the_apiservers_readyz_asked_once() -> None:
+    """Ready answers None; a not-ready apiserver (500) or none at all, the reason; a
+    refused token is still an answer (the watches' failure clock judges lasting trouble);
+    never retried, so the probe learns at once."""
+    answers = [200, 500, 401]
+    seen: list[tuple[str, str | None]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append((request.path, request.headers.get("Authorization")))
+        status = answers.pop(0)
+        return web.Response(status=status, text="ok" if status == 200 else "[-]etcd failed")
+
+    runner, api = await _serve(handler, "GET")
+    api._configuration.api_key = {"BearerToken": "Bearer sa-token-123"}
+    try:
+        assert await api.unanswered() is None
+        assert await api.unanswered() == "GET /readyz: 500 [-]etcd failed"
+        assert await api.unanswered() is None
+    finally:
+        await runner.cleanup()
+    assert seen == [("/readyz", "Bearer sa-token-123")] * 3
+    refused = await api.unanswered()
+    assert refused is not None
+    assert refused.startswith("GET /readyz: ClientConnectorError")
+    await api.aclose()

@@ -43,7 +43,7 @@ from deployplane.controller import kopfwatch, probes
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.metrics import OperatorMetrics
 from deployplane.controller.outputstore import OutputsStore
-from deployplane.controller.probes import ControlPlaneCheck, Readiness, ReadinessServer
+from deployplane.controller.probes import Reachability, Readiness, ReadinessServer
 from deployplane.controller.sharding import SHARD_LABEL, Sharding
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.errors import classified
@@ -87,6 +87,8 @@ class Runtime:
     readiness: Readiness
     """What the readiness probe looks at (`deployplane.controller.probes`)."""
     readiness_server: ReadinessServer | None = None
+    readiness_client: ControlPlaneClient | None = None
+    """The client readiness asks the operator's own control plane with."""
     last_event: dict[str, float] = field(default_factory=dict)
     """When (`clock`) the handlers last saw an event of each kind, for the probe's answer."""
     clock: Callable[[], float] = time.monotonic
@@ -167,13 +169,17 @@ def build_runtime(
     health = health or FailureClock()
     metrics.watch_health(health)
     default = config.default_connection()
-    control_plane = ControlPlaneCheck(
-        None
-        if default is None
-        else default.client(max_retries=0, max_in_flight=1, on_response=metrics.observe_api)
+    # A client of its own: one request at a time, no retries (the probe's question).
+    asker = None if default is None else default.client(max_retries=0, max_in_flight=1)
+    readiness = Readiness(
+        health,
+        Reachability(kube.unanswered),
+        None if asker is None else Reachability(probes.control_plane(asker)),
+        config.unhealthy_after,
     )
-    readiness = Readiness(health, control_plane, config.unhealthy_after)
-    return Runtime(config, kube, connections, metrics, workers, events, health, readiness)
+    runtime = Runtime(config, kube, connections, metrics, workers, events, health, readiness)
+    runtime.readiness_client = asker
+    return runtime
 
 
 @kopf.on.login()
@@ -378,7 +384,8 @@ async def close_clients(memo: kopf.Memo, **_: Any) -> None:
     runtime: Runtime = memo.runtime
     if runtime.readiness_server is not None:
         await runtime.readiness_server.stop()  # unready while the passes drain
-    await runtime.readiness.control_plane.aclose()
+    if runtime.readiness_client is not None:
+        await runtime.readiness_client.aclose()
     await runtime.workers.stop(runtime.config.shutdown_timeout)
     await runtime.events.stop()
     await runtime.connections.aclose()

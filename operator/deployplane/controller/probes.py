@@ -11,13 +11,16 @@
   whenever a dependency does restarts a pod that is only waiting for it, and turns an
   outage into a restart storm.
 - Readiness, "can it work now?": `--readiness URL`, served here (`ReadinessServer`) once
-  the operator's runtime is built. It fails (503) while the Kubernetes API or a watch has
-  been failing for longer than DEPLOYPLANE_UNHEALTHY_AFTER (`FailureClock`), or while the
-  control plane of the operator's own connection (DEPLOYPLANE_CONTROL_PLANE_URL) does not
-  answer one published read, `GET /v2/listeners?limit=1` (no answer, or a 5xx; any other
-  status is an answer: a refused key shows on the resources, not here), the same read
-  `deployplane version` makes. An unready operator is not restarted; its pod only leaves
-  the Service's endpoints (the chart's metrics Service publishes it anyway).
+  the operator's runtime is built. It fails (503, saying what it found) while the
+  apiserver does not answer `GET /readyz` as ready, while a watch or the operator's own
+  requests have been failing for longer than DEPLOYPLANE_UNHEALTHY_AFTER (`FailureClock`),
+  or while the control plane of the operator's own connection
+  (DEPLOYPLANE_CONTROL_PLANE_URL) does not answer one published read,
+  `GET /v2/listeners?limit=1` (no answer, or a 5xx; any other status is an answer: a
+  refused key shows on the resources, not here), the read `deployplane version` makes.
+  Each is asked on a connection of its own, at most every `RECHECK` seconds, within
+  `ANSWER_TIMEOUT`. An unready operator is not restarted; its pod only leaves the
+  Service's endpoints (the chart's metrics Service publishes it anyway).
 """
 
 from __future__ import annotations
@@ -35,21 +38,16 @@ from deployplane.api.errors import ControlPlaneError
 from deployplane.controller.config import Endpoint
 from deployplane.kube.health import FailureClock
 
-__all__ = [
-    "CONTROL_PLANE_TIMEOUT",
-    "ControlPlaneCheck",
-    "Readiness",
-    "ReadinessServer",
-    "stalled",
-]
+__all__ = ["ANSWER_TIMEOUT", "RECHECK", "Reachability", "Readiness", "ReadinessServer", "stalled"]
 
-CONTROL_PLANE_TIMEOUT: Final = 3.0
-"""Seconds the readiness read of the control plane may take: under the kubelet's probe
-timeout (the chart's is 5 s), so a slow answer is an unready pod, not a probe timeout."""
+ANSWER_TIMEOUT: Final = 3.0
+"""Seconds readiness waits for the apiserver or the control plane to answer: under the
+kubelet's probe timeout (the chart's is 5 s), so a slow answer is an unready pod, not
+a probe timeout."""
 
-CONTROL_PLANE_RECHECK: Final = 5.0
-"""Seconds an answer of the control plane is reused: however often /readyz is asked, the
-control plane sees at most one read per this many seconds from each replica."""
+RECHECK: Final = 5.0
+"""Seconds an answer is reused: however often /readyz is asked, the apiserver and the
+control plane see at most one request per this many seconds from each replica."""
 
 
 class Pool(Protocol):
@@ -71,21 +69,23 @@ def stalled(workers: Pool, events: Recorder) -> list[str]:
     return found
 
 
-class ControlPlaneCheck:
-    """Whether the operator's own control plane answers; the reason when it does not.
+Ask = Callable[[], Awaitable["str | None"]]
+"""Asks something once: None when it answered, else why not."""
 
-    A client of its own (no retries, a short timeout, one request at a time), so the
-    check neither waits behind the passes' requests nor counts their retries."""
+
+class Reachability:
+    """Whether something answers now (`ask`), asked at most every `recheck` seconds and
+    given `timeout` seconds; the reason when it does not."""
 
     def __init__(
         self,
-        client: ControlPlaneClient | None,
+        ask: Ask,
         *,
-        recheck: float = CONTROL_PLANE_RECHECK,
-        timeout: float = CONTROL_PLANE_TIMEOUT,
+        recheck: float = RECHECK,
+        timeout: float = ANSWER_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.client = client
+        self.ask = ask
         self.recheck = recheck
         self.timeout = timeout
         self.clock = clock
@@ -93,49 +93,55 @@ class ControlPlaneCheck:
         self._lock = asyncio.Lock()
 
     async def unreachable(self) -> str | None:
-        """None when the control plane answered (or there is no default connection)."""
-        if self.client is None:
-            return None
         async with self._lock:
             if self._last is not None and self.clock() - self._last[0] < self.recheck:
                 return self._last[1]
-            why = await self._ask(self.client)
+            try:
+                why = await asyncio.wait_for(self.ask(), self.timeout)
+            except TimeoutError:
+                why = f"no answer within {self.timeout:g}s"
             self._last = (self.clock(), why)
             return why
 
-    async def _ask(self, client: ControlPlaneClient) -> str | None:
+
+def control_plane(client: ControlPlaneClient) -> Ask:
+    """The operator's own control plane, asked one published read (no answer or a 5xx is
+    no answer; any other status is: a refused key shows on the resources)."""
+
+    async def ask() -> str | None:
         try:
-            await asyncio.wait_for(client.list_listeners(limit=1), self.timeout)
-        except TimeoutError:
-            return f"the control plane did not answer within {self.timeout:g}s"
+            await client.list_listeners(limit=1)
         except ControlPlaneError as exc:
             if exc.status_code is None or exc.status_code >= 500:
-                return f"the control plane did not answer: {exc}"
+                return str(exc)
         return None
 
-    async def aclose(self) -> None:
-        if self.client is not None:
-            await self.client.aclose()
+    return ask
 
 
 @dataclass
 class Readiness:
-    """What readiness looks at: the Kubernetes side's failure clock and the control plane."""
+    """What readiness looks at: the apiserver (answering now, and no watch or request
+    failing for longer than `unhealthy_after`) and the operator's own control plane."""
 
     health: FailureClock
-    control_plane: ControlPlaneCheck
+    kubernetes: Reachability
+    control_plane: Reachability | None
     unhealthy_after: float
 
     async def check(self) -> tuple[bool, dict[str, Any]]:
         """(ready, what was found): the body of /readyz."""
-        broken = self.health.unhealthy(self.unhealthy_after)
-        found: dict[str, Any] = {
-            f"kubernetes {what}": f"failing for over {self.unhealthy_after:.0f}s: {error}"
-            for what, error in sorted(broken.items())
-        }
-        why = await self.control_plane.unreachable()
+        found: dict[str, Any] = {}
+        why = await self.kubernetes.unreachable()
         if why is not None:
-            found["control plane"] = why
+            found["kubernetes"] = why
+        broken = self.health.unhealthy(self.unhealthy_after)
+        for what, error in sorted(broken.items()):
+            found[f"kubernetes {what}"] = f"failing for over {self.unhealthy_after:.0f}s: {error}"
+        if self.control_plane is not None:
+            why = await self.control_plane.unreachable()
+            if why is not None:
+                found["control plane"] = why
         return not found, found
 
 

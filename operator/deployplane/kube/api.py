@@ -80,6 +80,7 @@ class KubernetesApi:
         self._configuration: client.Configuration = api_client
         self._max_in_flight = max_in_flight
         self._http: aiohttp.ClientSession | None = None
+        self._probe_http: aiohttp.ClientSession | None = None
         self._token: str | None = None
         self._token_checked = -math.inf
         self.backoff = backoff or Backoff()
@@ -98,23 +99,42 @@ class KubernetesApi:
         """Built on first use, inside the running loop, at most `max_in_flight`
         connections."""
         if self._http is None:
-            cfg = self._configuration
-            verify: ssl.SSLContext | bool = False
-            if cfg.verify_ssl:
-                verify = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
-                if cfg.cert_file:
-                    verify.load_cert_chain(cfg.cert_file, cfg.key_file)
-            self._http = aiohttp.ClientSession(
-                base_url=cfg.host,
-                connector=aiohttp.TCPConnector(limit=self._max_in_flight, ssl=verify),
-                timeout=aiohttp.ClientTimeout(total=60.0),
-            )
+            self._http = self._new_session(self._max_in_flight, 60.0)
         return self._http
 
+    def _new_session(self, connections: int, timeout: float) -> aiohttp.ClientSession:
+        cfg = self._configuration
+        verify: ssl.SSLContext | bool = False
+        if cfg.verify_ssl:
+            verify = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
+            if cfg.cert_file:
+                verify.load_cert_chain(cfg.cert_file, cfg.key_file)
+        return aiohttp.ClientSession(
+            base_url=cfg.host,
+            connector=aiohttp.TCPConnector(limit=connections, ssl=verify),
+            timeout=aiohttp.ClientTimeout(total=timeout),
+        )
+
+    async def unanswered(self) -> str | None:
+        """Why the apiserver does not answer `GET /readyz` now (None: it answers ready),
+        asked once, on a connection of its own: the readiness probe's question, which
+        neither waits behind the passes' requests nor retries (the caller bounds it)."""
+        if self._probe_http is None:
+            self._probe_http = self._new_session(1, 10.0)
+        try:
+            async with self._probe_http.get("/readyz", headers=self._headers()) as r:
+                status, payload = r.status, await r.read()
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            return f"GET /readyz: {type(exc).__name__}: {exc}"
+        if status >= 500:
+            return f"GET /readyz: {status} {_reason(payload)}"
+        return None
+
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.close()
-        self._http = None
+        for session in (self._http, self._probe_http):
+            if session is not None:
+                await session.close()
+        self._http = self._probe_http = None
 
     async def refresh_credentials(self) -> None:
         """Log in again: a fresh configuration (the token file, the kubeconfig and its
