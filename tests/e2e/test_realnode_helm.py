@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import subprocess
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -305,6 +306,104 @@ def _examples_deployed_by_the_agent_pod(
     wait_until(
         "the agent to remove the workloads",
         lambda: not apps.list_namespaced_deployment(agents).items or None,
+    )
+
+
+def _operator_status(core: client.CoreV1Api, namespace: str, name: str) -> Any:
+    (status,) = core.read_namespaced_pod(name, namespace).status.container_statuses
+    return status
+
+
+def _ctr_signal(session: realnode.Session, container_id: str, signal_name: str) -> None:
+    """`ctr tasks kill --signal` of a container's main process, inside the node."""
+    ctr = session.cluster.tools.bin_dir / "ctr"
+    cid = container_id.split("://", 1)[1]
+    argv = images.ctr_argv(session.holder_pid(), ctr, "tasks", "kill", "--signal", signal_name, cid)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def _local_disk(cluster: E2ECluster, namespace: str, pod: str, path: str) -> int:
+    """Kibibytes under `path` in `pod` (du inside the container)."""
+    out = kubectl(cluster, "exec", "-n", namespace, pod, "--", "du", "-sk", path).stdout
+    return int(out.split()[0])
+
+
+def test_a_frozen_operator_is_restarted_and_one_waiting_on_the_control_plane_is_not(
+    helm_release: dict[str, str],
+    dev_cluster: E2ECluster,
+    k8s_api: client.ApiClient,
+    real_node_session: realnode.Session,
+) -> None:
+    """The probes for real, on the two replicas at once: replica A's process frozen
+    (SIGSTOP: the event loop answers nothing) is restarted by the kubelet through its
+    liveness probe; replica B, running but with the control plane unreachable (the
+    emulator's Service selects no pod), turns unready and is not restarted. Neither had
+    restarted before: the probes kept both Ready through the module's normal work. The
+    control plane back, both are Ready again."""
+    namespace = helm_release["namespace"]
+    core = client.CoreV1Api(k8s_api)
+    first, second = sorted(p.metadata.name for p in _operator_pods(core, namespace))
+    before = {name: _operator_status(core, namespace, name) for name in (first, second)}
+    assert all(s.ready and s.restart_count == 0 for s in before.values()), before
+    tmp_kib = _local_disk(dev_cluster, namespace, first, "/tmp")
+    logs = kubectl(dev_cluster, "logs", "-n", namespace, first).stdout
+    emulator_pod = next(
+        p.metadata.name
+        for p in core.list_namespaced_pod(namespace).items
+        if p.metadata.labels[COMPONENT] == "emulator"
+    )
+    data_kib = _local_disk(dev_cluster, namespace, emulator_pod, "/data")
+    print(f"operator /tmp {tmp_kib} KiB, its log {len(logs.encode()) // 1024} KiB; "
+          f"emulator /data {data_kib} KiB")  # fmt: skip
+
+    service = next(
+        s for s in core.list_namespaced_service(namespace).items
+        if s.metadata.name.endswith("-emulator")
+    )  # fmt: skip
+    selector = dict(service.spec.selector)
+    nowhere = {"deployplane.io/test": "control-plane-unreachable"}
+    started = time.monotonic()
+    core.patch_namespaced_service(service.metadata.name, namespace, {"spec": {"selector": nowhere}})
+    try:
+        _ctr_signal(real_node_session, before[first].container_id, "SIGSTOP")
+        unready = wait_until(
+            "replica B unready",
+            lambda: (s := _operator_status(core, namespace, second)) and not s.ready and s,
+            within=120,
+        )
+        seen_unready = time.monotonic() - started
+        restarted = wait_until(
+            "the kubelet to restart frozen replica A",
+            lambda: (
+                (s := _operator_status(core, namespace, first)).restart_count
+                > before[first].restart_count
+                and s
+            ),
+            within=120,
+        )
+        seen_restart = time.monotonic() - started
+        assert restarted.last_state.terminated is not None
+        assert unready.restart_count == before[second].restart_count
+        events = core.list_namespaced_event(
+            namespace, field_selector=f"involvedObject.name={first},reason=Unhealthy"
+        ).items
+        assert any("Liveness probe failed" in (e.message or "") for e in events), events
+    finally:
+        core.patch_namespaced_service(
+            service.metadata.name, namespace, {"spec": {"selector": selector}}
+        )
+    wait_until(
+        "both replicas Ready again",
+        lambda: all(_operator_status(core, namespace, n).ready for n in (first, second)),
+        within=180,
+    )
+    seen_ready = time.monotonic() - started
+    after = _operator_status(core, namespace, second)
+    assert after.restart_count == before[second].restart_count, "B was never restarted"
+    print(
+        f"control plane cut and A frozen -> B unready {seen_unready:.0f} s, A restarted "
+        f"{seen_restart:.0f} s; control plane back -> both Ready {seen_ready:.0f} s"
     )
 
 

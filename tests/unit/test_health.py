@@ -18,6 +18,7 @@ import pytest
 from tests.support.fakekube import FakeKube
 
 from deployplane.api.client import ControlPlaneClient
+from deployplane.api.connection import ConnectionSettings
 from deployplane.controller import handlers, probes
 from deployplane.controller.config import ConfigError, Endpoint, OperatorConfig
 from deployplane.controller.metrics import exported_metric_names
@@ -61,9 +62,10 @@ def test_a_lost_apiserver_makes_the_operator_unready_at_once_never_dead() -> Non
     runtime.readiness.kubernetes.clock = clock
     memo = kopf.Memo(runtime=runtime)
     assert ready(runtime.readiness) == (True, {})
-    kube.apiserver_away = "GET /readyz: ClientConnectorError: refused"
+    kube.apiserver_away = "[-]etcd failed: reason withheld"
     clock.now += probes.RECHECK
-    assert ready(runtime.readiness) == (False, {"kubernetes": kube.apiserver_away})
+    found = {"kubernetes": "GET /readyz: 500 [-]etcd failed: reason withheld"}
+    assert ready(runtime.readiness) == (False, found)
     assert alive(memo) == {}, "alive: a restart cannot bring the apiserver back"
     kube.apiserver_away = None
     clock.now += probes.RECHECK
@@ -112,7 +114,7 @@ def test_an_unreachable_control_plane_makes_the_operator_unready_never_dead() ->
 
     clock = Clock()
     runtime = runtime_with(FailureClock(clock=clock))
-    check = Reachability(probes.control_plane(control_plane(answer)), clock=clock)
+    check = Reachability(probes.ask_control_plane(control_plane(answer)), clock=clock)
     readiness = Readiness(runtime.health, runtime.readiness.kubernetes, check, 60.0)
     memo = kopf.Memo(runtime=runtime)
     is_ready, found = ready(readiness)
@@ -137,18 +139,22 @@ def test_a_control_plane_slower_than_the_timeout_is_no_answer() -> None:
             return httpx.Response(200, json={"resources": []})
 
         client = ControlPlaneClient(URL, transport=httpx.MockTransport(answer), max_retries=0)
-        return await Reachability(probes.control_plane(client), timeout=0.05).unreachable()
+        return await Reachability(probes.ask_control_plane(client), timeout=0.05).unreachable()
 
     assert asyncio.run(scenario()) == "no answer within 0.05s"
 
 
 def test_the_operator_asks_its_own_control_plane_with_a_client_that_never_retries() -> None:
-    runtime = runtime_with(FailureClock(), control_plane_url=URL, api_key="k")
-    assert runtime.readiness.control_plane is not None
-    assert runtime.readiness_client is not None
-    assert runtime.readiness_client.max_retries == 0
-    alone = runtime_with(FailureClock())
-    assert (alone.readiness.control_plane, alone.readiness_client) == (None, None)
+    connection = ConnectionSettings(URL, "k")
+    apiserver = probes.ask_apiserver(FakeKube())
+    readiness, closing = probes.build_readiness(FailureClock(), apiserver, connection, 60)
+    assert readiness.control_plane is not None
+    (close,) = closing
+    client = close.__self__  # type: ignore[attr-defined]
+    assert isinstance(client, ControlPlaneClient)
+    assert client.max_retries == 0
+    runtime = runtime_with(FailureClock())
+    assert (runtime.readiness.control_plane, runtime.closing) == (None, [])
 
 
 def test_liveness_fails_when_a_worker_or_the_event_recorder_ended() -> None:

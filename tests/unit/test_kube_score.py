@@ -198,3 +198,4 @@ def test_docs_list_every_excuse_with_its_reason() -> None:
         assert f"`{excuse.check}`" in text, excuse.check
         for summary in excuse.summaries:
             assert summary in text, summary
+        assert " ".join(excuse.reason.split()) in text, f"{excuse.check}: reason"

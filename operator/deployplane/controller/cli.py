@@ -26,6 +26,19 @@ SHARD_DEFAULT_OPTION = typer.Option(
 )
 
 
+LIVENESS_OPTION = typer.Option(
+    None,
+    "--liveness",
+    help="Liveness endpoint (is the process stuck?), e.g. http://0.0.0.0:8080/healthz.",
+)
+READINESS_OPTION = typer.Option(
+    None,
+    "--readiness",
+    help="Readiness endpoint (can it work now: Kubernetes API and control plane), e.g. "
+    f"http://0.0.0.0:8081/readyz. Default: {ENV_READINESS}.",
+)
+
+
 @app.command("run")
 def run(
     namespace: list[str] = typer.Option(
@@ -52,17 +65,8 @@ def run(
         help="Seconds a replica's keep-alive stays valid: how long a standby waits "
         "before taking over from a replica that died without saying so (kill -9).",
     ),
-    liveness: str | None = typer.Option(
-        None,
-        "--liveness",
-        help="Liveness endpoint (is the process stuck?), e.g. http://0.0.0.0:8080/healthz.",
-    ),
-    readiness: str | None = typer.Option(
-        None,
-        "--readiness",
-        help="Readiness endpoint (can it work now: Kubernetes API and control plane), e.g. "
-        f"http://0.0.0.0:8081/readyz. Default: {ENV_READINESS}.",
-    ),
+    liveness: str | None = LIVENESS_OPTION,
+    readiness: str | None = READINESS_OPTION,
     shard: str | None = SHARD_OPTION,
     shard_default: bool = SHARD_DEFAULT_OPTION,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),

@@ -31,7 +31,7 @@ import gc
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -43,7 +43,7 @@ from deployplane.controller import kopfwatch, probes
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.metrics import OperatorMetrics
 from deployplane.controller.outputstore import OutputsStore
-from deployplane.controller.probes import Reachability, Readiness, ReadinessServer
+from deployplane.controller.probes import Readiness, ReadinessServer
 from deployplane.controller.sharding import SHARD_LABEL, Sharding
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.errors import classified
@@ -53,6 +53,7 @@ from deployplane.kube.api import KubernetesApi
 from deployplane.kube.credentials import bearer_token, load_configuration
 from deployplane.kube.health import FailureClock
 from deployplane.kube.paths import GROUP, VERSION
+from deployplane.kube.retry import Backoff
 from deployplane.reconcile.eventrecorder import EventRecorder
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
@@ -87,8 +88,8 @@ class Runtime:
     readiness: Readiness
     """What the readiness probe looks at (`deployplane.controller.probes`)."""
     readiness_server: ReadinessServer | None = None
-    readiness_client: ControlPlaneClient | None = None
-    """The client readiness asks the operator's own control plane with."""
+    closing: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    """What to close at clean-up beside the above: readiness's own clients."""
     last_event: dict[str, float] = field(default_factory=dict)
     """When (`clock`) the handlers last saw an event of each kind, for the probe's answer."""
     clock: Callable[[], float] = time.monotonic
@@ -126,11 +127,13 @@ def build_runtime(
     health: FailureClock | None = None,
     indices: Mapping[str, Any] | None = None,
     sharding: Sharding | None = None,
+    apiserver: probes.Ask | None = None,
 ) -> Runtime:
     """`indices`: Kopf's indices by id (`KindDef.index_id`), live; the connections
     are read from the ControlPlaneConnection kind's. A label-sharded instance lists a
     connection's users from the apiserver when it is deleted (its watch holds only its
-    shard's: `deployplane.reconcile.usage`)."""
+    shard's: `deployplane.reconcile.usage`). `apiserver`: how readiness asks the apiserver
+    (default: through `kube`)."""
     schedule = Schedule(
         poll_initial=config.poll_interval,
         poll_max=max(config.poll_max_interval, config.poll_interval),
@@ -168,18 +171,15 @@ def build_runtime(
     )
     health = health or FailureClock()
     metrics.watch_health(health)
-    default = config.default_connection()
-    # A client of its own: one request at a time, no retries (the probe's question).
-    asker = None if default is None else default.client(max_retries=0, max_in_flight=1)
-    readiness = Readiness(
+    readiness, closing = probes.build_readiness(
         health,
-        Reachability(kube.unanswered),
-        None if asker is None else Reachability(probes.control_plane(asker)),
+        apiserver or probes.ask_apiserver(kube),
+        config.default_connection(),
         config.unhealthy_after,
     )
-    runtime = Runtime(config, kube, connections, metrics, workers, events, health, readiness)
-    runtime.readiness_client = asker
-    return runtime
+    return Runtime(
+        config, kube, connections, metrics, workers, events, health, readiness, closing=closing
+    )
 
 
 @kopf.on.login()
@@ -263,9 +263,17 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per API call otherwise
     config = OperatorConfig.from_env()
     kube = KubernetesApi.from_environment(health=kopfwatch.GUARD.health)
+    # Readiness asks on a connection of its own, never retried: not behind the passes.
+    asker = KubernetesApi.from_environment(max_in_flight=1, backoff=Backoff(attempts=0))
     memo.runtime = runtime = build_runtime(
-        config, kube, health=kopfwatch.GUARD.health, indices=kwargs, sharding=sharding
+        config,
+        kube,
+        health=kopfwatch.GUARD.health,
+        indices=kwargs,
+        sharding=sharding,
+        apiserver=probes.ask_apiserver(asker),
     )
+    runtime.closing.append(asker.aclose)
     if settings.peering.mandatory:
         # Kopf starts paused with peering on, until its first look at the peers; the
         # queue waits with it (the adapter resumes it with the first watch).
@@ -384,8 +392,8 @@ async def close_clients(memo: kopf.Memo, **_: Any) -> None:
     runtime: Runtime = memo.runtime
     if runtime.readiness_server is not None:
         await runtime.readiness_server.stop()  # unready while the passes drain
-    if runtime.readiness_client is not None:
-        await runtime.readiness_client.aclose()
+    for close in runtime.closing:
+        await close()
     await runtime.workers.stop(runtime.config.shutdown_timeout)
     await runtime.events.stop()
     await runtime.connections.aclose()

@@ -32,13 +32,25 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from aiohttp import web
+from kubernetes.client.exceptions import ApiException
 
 from deployplane.api.client import ControlPlaneClient
+from deployplane.api.connection import ConnectionSettings
 from deployplane.api.errors import ControlPlaneError
 from deployplane.controller.config import Endpoint
 from deployplane.kube.health import FailureClock
 
-__all__ = ["ANSWER_TIMEOUT", "RECHECK", "Reachability", "Readiness", "ReadinessServer", "stalled"]
+__all__ = [
+    "ANSWER_TIMEOUT",
+    "RECHECK",
+    "Reachability",
+    "Readiness",
+    "ReadinessServer",
+    "ask_apiserver",
+    "ask_control_plane",
+    "build_readiness",
+    "stalled",
+]
 
 ANSWER_TIMEOUT: Final = 3.0
 """Seconds readiness waits for the apiserver or the control plane to answer: under the
@@ -104,7 +116,28 @@ class Reachability:
             return why
 
 
-def control_plane(client: ControlPlaneClient) -> Ask:
+class Getter(Protocol):
+    async def get_path(self, path: str) -> tuple[int, bytes]: ...
+
+
+def ask_apiserver(kube: Getter) -> Ask:
+    """The apiserver's own readiness, `GET /readyz` (a 5xx: not ready; any other status
+    is an answer: a refused token shows on the watches' failure clock). Ask it of a
+    Kubernetes client of its own, without retries (`handlers.configure` does)."""
+
+    async def ask() -> str | None:
+        try:
+            status, payload = await kube.get_path("/readyz")
+        except ApiException as exc:
+            return f"GET /readyz: {exc.reason}"
+        if status >= 500:
+            return f"GET /readyz: {status} {payload.decode(errors='replace')[:200]}"
+        return None
+
+    return ask
+
+
+def ask_control_plane(client: ControlPlaneClient) -> Ask:
     """The operator's own control plane, asked one published read (no answer or a 5xx is
     no answer; any other status is: a refused key shows on the resources)."""
 
@@ -143,6 +176,24 @@ class Readiness:
             if why is not None:
                 found["control plane"] = why
         return not found, found
+
+
+Close = Callable[[], Awaitable[None]]
+
+
+def build_readiness(
+    health: FailureClock,
+    apiserver: Ask,
+    control_plane: ConnectionSettings | None,
+    unhealthy_after: float,
+) -> tuple[Readiness, list[Close]]:
+    """Readiness over the apiserver and the operator's own control plane, this one asked
+    with a client of its own (one request at a time, no retries); and what to close."""
+    if control_plane is None:
+        return Readiness(health, Reachability(apiserver), None, unhealthy_after), []
+    client = control_plane.client(max_retries=0, max_in_flight=1)
+    asked = Reachability(ask_control_plane(client))
+    return Readiness(health, Reachability(apiserver), asked, unhealthy_after), [client.aclose]
 
 
 class ReadinessServer:

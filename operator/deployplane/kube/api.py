@@ -24,7 +24,6 @@ import json
 import logging
 import math
 import os
-import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Mapping
 from typing import Any
@@ -33,7 +32,7 @@ import aiohttp
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from deployplane.kube.credentials import bearer_token, load_configuration
+from deployplane.kube.credentials import bearer_token, load_configuration, ssl_context
 from deployplane.kube.events import event_body
 from deployplane.kube.health import FailureClock
 from deployplane.kube.paths import collection as _collection
@@ -80,7 +79,6 @@ class KubernetesApi:
         self._configuration: client.Configuration = api_client
         self._max_in_flight = max_in_flight
         self._http: aiohttp.ClientSession | None = None
-        self._probe_http: aiohttp.ClientSession | None = None
         self._token: str | None = None
         self._token_checked = -math.inf
         self.backoff = backoff or Backoff()
@@ -99,42 +97,18 @@ class KubernetesApi:
         """Built on first use, inside the running loop, at most `max_in_flight`
         connections."""
         if self._http is None:
-            self._http = self._new_session(self._max_in_flight, 60.0)
+            cfg = self._configuration
+            self._http = aiohttp.ClientSession(
+                base_url=cfg.host,
+                connector=aiohttp.TCPConnector(limit=self._max_in_flight, ssl=ssl_context(cfg)),
+                timeout=aiohttp.ClientTimeout(total=60.0),
+            )
         return self._http
 
-    def _new_session(self, connections: int, timeout: float) -> aiohttp.ClientSession:
-        cfg = self._configuration
-        verify: ssl.SSLContext | bool = False
-        if cfg.verify_ssl:
-            verify = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
-            if cfg.cert_file:
-                verify.load_cert_chain(cfg.cert_file, cfg.key_file)
-        return aiohttp.ClientSession(
-            base_url=cfg.host,
-            connector=aiohttp.TCPConnector(limit=connections, ssl=verify),
-            timeout=aiohttp.ClientTimeout(total=timeout),
-        )
-
-    async def unanswered(self) -> str | None:
-        """Why the apiserver does not answer `GET /readyz` now (None: it answers ready),
-        asked once, on a connection of its own: the readiness probe's question, which
-        neither waits behind the passes' requests nor retries (the caller bounds it)."""
-        if self._probe_http is None:
-            self._probe_http = self._new_session(1, 10.0)
-        try:
-            async with self._probe_http.get("/readyz", headers=self._headers()) as r:
-                status, payload = r.status, await r.read()
-        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            return f"GET /readyz: {type(exc).__name__}: {exc}"
-        if status >= 500:
-            return f"GET /readyz: {status} {_reason(payload)}"
-        return None
-
     async def aclose(self) -> None:
-        for session in (self._http, self._probe_http):
-            if session is not None:
-                await session.close()
-        self._http = self._probe_http = None
+        if self._http is not None:
+            await self._http.close()
+        self._http = None
 
     async def refresh_credentials(self) -> None:
         """Log in again: a fresh configuration (the token file, the kubeconfig and its
@@ -217,6 +191,10 @@ class KubernetesApi:
             if (status >= 400 and status not in allowed) or status == 0:
                 raise ApiException(status=status, reason=_reason(payload))
             return status, payload
+
+    async def get_path(self, path: str) -> tuple[int, bytes]:
+        """GET `path`: its status (any) and body; ApiException, status 0, for no answer."""
+        return await self._send("GET", path, allowed=range(400, 600))
 
     async def read_secret(self, namespace: str, name: str) -> Mapping[str, str] | None:
         status, payload = await self._send(
