@@ -342,7 +342,8 @@ def test_a_frozen_operator_is_restarted_and_one_waiting_on_the_control_plane_is_
     restarted before: the probes kept both Ready through the module's normal work. The
     control plane back, both are Ready again."""
     namespace = helm_release["namespace"]
-    core = client.CoreV1Api(k8s_api)
+    core, apps = client.CoreV1Api(k8s_api), client.AppsV1Api(k8s_api)
+    wait_until("the release Available", lambda: _available(apps, namespace))
     first, second = sorted(p.metadata.name for p in _operator_pods(core, namespace))
     before = {name: _operator_status(core, namespace, name) for name in (first, second)}
     assert all(s.ready and s.restart_count == 0 for s in before.values()), before
@@ -389,10 +390,11 @@ def test_a_frozen_operator_is_restarted_and_one_waiting_on_the_control_plane_is_
             namespace, field_selector=f"involvedObject.name={first},reason=Unhealthy"
         ).items
         assert any("Liveness probe failed" in (e.message or "") for e in events), events
-    finally:
-        core.patch_namespaced_service(
-            service.metadata.name, namespace, {"spec": {"selector": selector}}
-        )
+    finally:  # a merge patch: the added key goes (null), the others stay as they were
+        back = {"spec": {"selector": {**dict.fromkeys(nowhere), **selector}}}
+        core.patch_namespaced_service(service.metadata.name, namespace, back)
+        restored = core.read_namespaced_service(service.metadata.name, namespace)
+        assert restored.spec.selector == selector
     wait_until(
         "both replicas Ready again",
         lambda: all(_operator_status(core, namespace, n).ready for n in (first, second)),
