@@ -124,7 +124,7 @@ class ApiServerProxy:
         # so a kubeconfig naming the proxy reaches it once it is back.
         site = web.TCPSite(runner, "127.0.0.1", self.port)
         loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = runner.addresses[0][1]
         ready.set()
         try:
             loop.run_forever()
