@@ -22,7 +22,7 @@ from deployplane.api.connection import ConnectionSettings
 from deployplane.controller import handlers, probes
 from deployplane.controller.config import ConfigError, Endpoint, OperatorConfig
 from deployplane.controller.metrics import exported_metric_names
-from deployplane.controller.probes import Reachability, Readiness, ReadinessServer
+from deployplane.controller.probes import ProbeServer, Reachability, Readiness
 from deployplane.kube.health import FailureClock
 
 URL = "http://control-plane.test"
@@ -229,7 +229,7 @@ def test_readiness_is_served_as_200_or_503_with_what_was_found() -> None:
 
     async def scenario() -> list[tuple[int, Any]]:
         endpoint = Endpoint.parse(f"http://127.0.0.1:{_free_port()}/readyz")
-        server = ReadinessServer(endpoint, check)
+        server = ProbeServer(endpoint, check)
         await server.start()
         answers = []
         try:

@@ -43,7 +43,7 @@ from deployplane.controller import kopfwatch, probes
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.metrics import OperatorMetrics
 from deployplane.controller.outputstore import OutputsStore
-from deployplane.controller.probes import Readiness, ReadinessServer
+from deployplane.controller.probes import ProbeServer, Readiness
 from deployplane.controller.sharding import SHARD_LABEL, Sharding
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.errors import classified
@@ -87,7 +87,7 @@ class Runtime:
     """How long the Kubernetes API and each watch have been failing (readiness)."""
     readiness: Readiness
     """What the readiness probe looks at (`deployplane.controller.probes`)."""
-    readiness_server: ReadinessServer | None = None
+    readiness_server: ProbeServer | None = None
     closing: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     """What to close at clean-up beside the above: readiness's own clients."""
     last_event: dict[str, float] = field(default_factory=dict)
@@ -285,7 +285,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
     if config.metrics_port is not None:
         runtime.metrics.serve(config.metrics_port, config.metrics_addr)
     if config.readiness is not None:
-        runtime.readiness_server = ReadinessServer(config.readiness, runtime.readiness.check)
+        runtime.readiness_server = ProbeServer(config.readiness, runtime.readiness.check)
         await runtime.readiness_server.start()
 
 

@@ -10,7 +10,7 @@
   It never looks at the Kubernetes API or the control plane: a liveness probe that fails
   whenever a dependency does restarts a pod that is only waiting for it, and turns an
   outage into a restart storm.
-- Readiness, "can it work now?": `--readiness URL`, served here (`ReadinessServer`) once
+- Readiness, "can it work now?": `--readiness URL`, served here (`ProbeServer`) once
   the operator's runtime is built. It fails (503, saying what it found) while the
   apiserver does not answer `GET /readyz` as ready, while a watch or the operator's own
   requests have been failing for longer than DEPLOYPLANE_UNHEALTHY_AFTER (`FailureClock`),
@@ -43,9 +43,10 @@ from deployplane.kube.health import FailureClock
 __all__ = [
     "ANSWER_TIMEOUT",
     "RECHECK",
+    "Close",
+    "ProbeServer",
     "Reachability",
     "Readiness",
-    "ReadinessServer",
     "ask_apiserver",
     "ask_control_plane",
     "build_readiness",
@@ -196,9 +197,10 @@ def build_readiness(
     return Readiness(health, Reachability(apiserver), asked, unhealthy_after), [client.aclose]
 
 
-class ReadinessServer:
-    """Serves `check` at `endpoint`: 200 when ready, 503 when not, each with a JSON body
-    saying what was found."""
+class ProbeServer:
+    """Serves a probe's `check` at `endpoint`: 200 when it passes, 503 when not, each
+    with a JSON body saying what was found (the operator's readiness; the listener
+    agent's two probes, `deployplane.dataplane.probes`)."""
 
     def __init__(
         self, endpoint: Endpoint, check: Callable[[], Awaitable[tuple[bool, dict[str, Any]]]]
