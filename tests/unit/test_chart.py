@@ -473,6 +473,26 @@ def test_emulator_readiness_asks_its_database() -> None:
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
 
 
+def test_the_listener_agents_probes_are_the_operators_questions() -> None:
+    """Its own liveness (the loop answers, the heartbeat lives) and readiness (running,
+    the apiserver and the control plane answer), with the operator's ports and timings."""
+    values = {"listenerAgent": {"enabled": True, "listenerName": "x", "namespaces": ["a"]}}
+    docs = chart.render(values)
+    deployment = find(docs, "Deployment", f"{chart.RELEASE}-listener-agent")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"health": 8080, "ready": 8081}
+    args = container["args"]
+    assert args[args.index("--liveness") + 1] == "http://0.0.0.0:8080/healthz"
+    assert args[args.index("--readiness") + 1] == "http://0.0.0.0:8081/readyz"
+    operator = operator_container(docs)
+    for probe, path, port in (
+        ("livenessProbe", "/healthz", "health"),
+        ("readinessProbe", "/readyz", "ready"),
+    ):
+        assert container[probe] == {**operator[probe], "httpGet": {"path": path, "port": port}}
+
+
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_every_container_requests_and_limits_its_local_disk(
     variant: str, rendered: dict[str, list[Doc]]
