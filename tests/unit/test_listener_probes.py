@@ -1,7 +1,7 @@
-"""The listener agent's two probes (`deployplane.dataplane.probes`): alive and unready
-until it runs; ready while it runs and the apiserver answers; a lost apiserver makes it
-unready, never dead; a heartbeat task that ended makes it dead. Served over HTTP as the
-chart's kubelet asks them."""
+"""The listener agent's two probes (`deployplane.dataplane.probes`): alive and ready
+before it runs (waiting for its Listener's id) and while it runs; a lost apiserver makes
+it unready, never dead; a heartbeat task that ended makes it dead. Served over HTTP as
+the chart's kubelet asks them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import httpx
 from tests.support.fakekube import FakeKube
 
 from deployplane.api.dataplane import Heartbeat
-from deployplane.api.errors import ControlPlaneError
+from deployplane.api.errors import ControlPlaneError, Unavailable
 from deployplane.controller import probes
 from deployplane.controller.config import Endpoint
 from deployplane.dataplane.agent import Agent, AgentSettings
@@ -25,16 +25,19 @@ LISTENER = uuid.UUID("d3910ba1-0000-4000-8000-000000000001")
 
 
 class Client:
-    """The control plane as the agent's loop sees it: heartbeats answered (until
-    `beats_left` runs out: then an error the heartbeat does not expect), every round
-    refused (the loop logs it and goes on)."""
+    """The control plane as the agent's loop sees it: heartbeats answered until
+    `beats_left` runs out, then `then` raised (by default an error the heartbeat does not
+    expect); every round refused (the loop logs it and goes on)."""
 
-    def __init__(self, beats_left: int = 1_000) -> None:
+    def __init__(self, beats_left: int = 1_000, then: Exception | None = None) -> None:
         self.beats_left = beats_left
+        self.then = then or RuntimeError("unexpected answer")
+        self.refused = 0
 
     async def heartbeat(self, listener_id: uuid.UUID) -> Heartbeat:
         if self.beats_left == 0:
-            raise RuntimeError("unexpected answer")
+            self.refused += 1
+            raise self.then
         self.beats_left -= 1
         return Heartbeat(listener_id=listener_id, ttl_seconds=0.03)
 
@@ -62,15 +65,16 @@ async def _until(what: str, done: Any) -> None:
     raise AssertionError(what)
 
 
-def test_alive_and_unready_until_it_runs_then_unready_only_while_the_apiserver_is_away() -> None:
+def test_alive_and_ready_from_the_start_unready_only_while_the_apiserver_is_away() -> None:
     async def scenario() -> list[tuple[bool, dict[str, Any]]]:
         kube = FakeKube()
-        found = [await check() for check in (agent_probes(kube).alive, agent_probes(kube).ready)]
         checks = agent_probes(kube)
-        checks.agent = agent(Client())
+        found = [await checks.alive(), await checks.ready()]  # no listener id yet
+        client = Client()
+        checks.agent = agent(client)
         running = asyncio.create_task(checks.agent.run())
         try:
-            await _until("the agent to run", lambda: checks.agent and checks.agent.running)
+            await _until("a heartbeat after the first", lambda: client.beats_left < 999)
             found += [await checks.alive(), await checks.ready()]
             kube.apiserver_away = "[-]etcd failed"
             found += [await checks.alive(), await checks.ready()]
@@ -80,10 +84,9 @@ def test_alive_and_unready_until_it_runs_then_unready_only_while_the_apiserver_i
             running.cancel()
         return found
 
-    waiting = {"agent": "not running yet: no listener id or no heartbeat answered"}
     assert asyncio.run(scenario()) == [
         (True, {}),
-        (False, waiting),
+        (True, {}),
         (True, {}),
         (True, {}),
         (True, {}),
@@ -93,19 +96,33 @@ def test_alive_and_unready_until_it_runs_then_unready_only_while_the_apiserver_i
 
 
 def test_a_heartbeat_that_ended_makes_the_agent_dead() -> None:
-    async def scenario() -> tuple[tuple[bool, dict[str, Any]], tuple[bool, dict[str, Any]]]:
+    async def scenario() -> tuple[bool, dict[str, Any]]:
         checks = agent_probes(FakeKube())
         checks.agent = agent(Client(beats_left=2))  # the first beat, and one more
         running = asyncio.create_task(checks.agent.run())
         try:
             await _until("the heartbeat to end", lambda: checks.agent and checks.agent.stalled())
-            return await checks.alive(), await checks.ready()
+            return await checks.alive()
         finally:
             running.cancel()
 
-    alive, ready = asyncio.run(scenario())
+    alive = asyncio.run(scenario())
     assert alive == (False, {"stuck": "the heartbeat ended: RuntimeError('unexpected answer')"})
-    assert not ready[0]
+
+
+def test_a_control_plane_that_does_not_answer_the_heartbeat_leaves_the_agent_alive() -> None:
+    async def scenario() -> tuple[bool, dict[str, Any]]:
+        checks = agent_probes(FakeKube())
+        client = Client(beats_left=1, then=Unavailable("POST /heartbeat: connection failed"))
+        checks.agent = agent(client)
+        running = asyncio.create_task(checks.agent.run())
+        try:
+            await _until("three heartbeats refused", lambda: client.refused >= 3)
+            return await checks.alive()
+        finally:
+            running.cancel()
+
+    assert asyncio.run(scenario()) == (True, {})
 
 
 def _free_port() -> int:
@@ -118,7 +135,9 @@ def test_both_probes_are_served_on_their_own_endpoints_and_closed() -> None:
     async def scenario() -> list[tuple[int, Any]]:
         live = Endpoint.parse(f"http://127.0.0.1:{_free_port()}/healthz")
         ready = Endpoint.parse(f"http://127.0.0.1:{_free_port()}/readyz")
-        checks = agent_probes(FakeKube())
+        kube = FakeKube()
+        kube.apiserver_away = "[-]etcd failed"
+        checks = agent_probes(kube)
         await checks.serve(live, ready)
         answers = []
         try:
@@ -135,5 +154,5 @@ def test_both_probes_are_served_on_their_own_endpoints_and_closed() -> None:
                 answers.append((0, "closed"))
         return answers
 
-    waiting = {"agent": "not running yet: no listener id or no heartbeat answered"}
-    assert asyncio.run(scenario()) == [(200, {}), (503, waiting), (0, "closed")]
+    away = {"kubernetes": "GET /readyz: 500 [-]etcd failed"}
+    assert asyncio.run(scenario()) == [(200, {}), (503, away), (0, "closed")]

@@ -99,11 +99,6 @@ class Agent:
         self._limit = asyncio.Semaphore(self.settings.concurrency)
         self._beating: asyncio.Task[None] | None = None
 
-    @property
-    def running(self) -> bool:
-        """Whether `run()` is under way: its first heartbeat answered, its loop going."""
-        return self._beating is not None and not self._beating.done()
-
     def stalled(self) -> list[str]:
         """What has stopped moving the work while `run()` goes on (the liveness probe's
         question, `deployplane.dataplane.probes`): the heartbeat task, which tells the

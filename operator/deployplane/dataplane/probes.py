@@ -5,14 +5,15 @@
   loop, so a loop that no longer turns answers nothing; it fails when the agent's
   heartbeat task ended (`Agent.stalled`). It never looks at the Kubernetes API or the
   control plane: restarting cannot bring them back;
-- readiness, "can it work now?" (`--readiness URL`): it fails until the agent runs (its
-  listener's id known, its first heartbeat answered), while the apiserver does not answer
-  `GET /readyz` as ready, while the agent's own Kubernetes requests have been failing for
-  over a minute (`OperatorConfig.unhealthy_after`), or while the control plane does not answer a
-  published read; each asked as the operator asks them.
+- readiness, "can it work now?" (`--readiness URL`): it fails while the apiserver does not
+  answer `GET /readyz` as ready, while the agent's own Kubernetes requests have been
+  failing for longer than `OperatorConfig.unhealthy_after`, or while the control plane
+  does not answer a published read; each asked as the operator asks them.
 
-Both are served from the start, before the agent has its listener's id: a pod waiting
-for the operator to give its Listener an id is alive, and not ready.
+Both are served from the start. An agent still waiting for its Listener's id (the
+operator writes it once the Listener resource exists) is alive and ready: it needs
+nothing that is away, and an install that waits for Ready (`helm install --wait`,
+`kubectl rollout status`) must finish before the Listener is applied.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ Found = tuple[bool, dict[str, Any]]
 
 @dataclass
 class AgentProbes:
-    """The agent's probes; `agent` is set once it runs."""
+    """The agent's probes; `agent` is set once it runs (liveness then asks it)."""
 
     readiness: Readiness | None
     agent: Agent | None = None
@@ -66,9 +67,7 @@ class AgentProbes:
         return not stalled, {"stuck": "; ".join(stalled)} if stalled else {}
 
     async def ready(self) -> Found:
-        if self.agent is None or not self.agent.running:
-            return False, {"agent": "not running yet: no listener id or no heartbeat answered"}
-        assert self.readiness is not None
+        assert self.readiness is not None  # served only when built
         return await self.readiness.check()
 
     async def serve(self, liveness: Endpoint | None, readiness: Endpoint | None) -> None:
