@@ -230,9 +230,8 @@ def test_chart_runs_for_real_and_brings_the_examples_to_ready(
         assert pod.spec.node_name == "deployplane-node", pod.metadata.name
         for container in pod.spec.containers:
             assert container.image == realnode.APP_TAG, container.image
-            if pod.metadata.labels[COMPONENT] != "listener-agent":  # no port: no probe
-                assert container.readiness_probe is not None, container.name
-                assert container.liveness_probe is not None, container.name
+            assert container.readiness_probe is not None, container.name
+            assert container.liveness_probe is not None, container.name
         assert all(s.ready for s in pod.status.container_statuses), pod.metadata.name
 
     operators = _operator_pods(core, namespace)
@@ -309,7 +308,16 @@ def _examples_deployed_by_the_agent_pod(
     )
 
 
-def _operator_status(core: client.CoreV1Api, namespace: str, name: str) -> Any:
+def _pod_of(core: client.CoreV1Api, namespace: str, component: str) -> str:
+    (name,) = [
+        p.metadata.name
+        for p in core.list_namespaced_pod(namespace).items
+        if p.metadata.labels[COMPONENT] == component
+    ]
+    return str(name)
+
+
+def _container_status(core: client.CoreV1Api, namespace: str, name: str) -> Any:
     (status,) = core.read_namespaced_pod(name, namespace).status.container_statuses
     return status
 
@@ -338,22 +346,21 @@ def test_a_frozen_operator_is_restarted_and_one_waiting_on_the_control_plane_is_
     """The probes for real, on the two replicas at once: replica A's process frozen
     (SIGSTOP: the event loop answers nothing) is restarted by the kubelet through its
     liveness probe; replica B, running but with the control plane unreachable (the
-    emulator's Service selects no pod), turns unready and is not restarted. Neither had
-    restarted before: the probes kept both Ready through the module's normal work. The
-    control plane back, both are Ready again."""
+    emulator's Service selects no pod), turns unready and is not restarted, and so does
+    the listener agent. None had restarted before: the probes kept them Ready through the
+    module's normal work. The control plane back, all are Ready again."""
     namespace = helm_release["namespace"]
     core, apps = client.CoreV1Api(k8s_api), client.AppsV1Api(k8s_api)
     wait_until("the release Available", lambda: _available(apps, namespace))
     first, second = sorted(p.metadata.name for p in _operator_pods(core, namespace))
-    before = {name: _operator_status(core, namespace, name) for name in (first, second)}
+    before = {name: _container_status(core, namespace, name) for name in (first, second)}
     assert all(s.ready and s.restart_count == 0 for s in before.values()), before
     tmp_kib = _local_disk(dev_cluster, namespace, first, "/tmp")
     logs = kubectl(dev_cluster, "logs", "-n", namespace, first).stdout
-    emulator_pod = next(
-        p.metadata.name
-        for p in core.list_namespaced_pod(namespace).items
-        if p.metadata.labels[COMPONENT] == "emulator"
-    )
+    emulator_pod, agent = (_pod_of(core, namespace, c) for c in ("emulator", "listener-agent"))
+    agent_before = _container_status(core, namespace, agent)
+    assert agent_before.ready, agent_before
+    assert agent_before.restart_count == 0, agent_before
     data_kib = _local_disk(dev_cluster, namespace, emulator_pod, "/data")
     print(f"operator /tmp {tmp_kib} KiB, its log {len(logs.encode()) // 1024} KiB; "
           f"emulator /data {data_kib} KiB")  # fmt: skip
@@ -370,14 +377,20 @@ def test_a_frozen_operator_is_restarted_and_one_waiting_on_the_control_plane_is_
         _ctr_signal(real_node_session, before[first].container_id, "SIGSTOP")
         unready = wait_until(
             "replica B unready",
-            lambda: (s := _operator_status(core, namespace, second)) and not s.ready and s,
+            lambda: (s := _container_status(core, namespace, second)) and not s.ready and s,
             within=120,
         )
         seen_unready = time.monotonic() - started
+        agent_unready = wait_until(
+            "the listener agent unready",
+            lambda: (s := _container_status(core, namespace, agent)) and not s.ready and s,
+            within=120,
+        )
+        seen_agent_unready = time.monotonic() - started
         restarted = wait_until(
             "the kubelet to restart frozen replica A",
             lambda: (
-                (s := _operator_status(core, namespace, first)).restart_count
+                (s := _container_status(core, namespace, first)).restart_count
                 > before[first].restart_count
                 and s
             ),
@@ -386,6 +399,7 @@ def test_a_frozen_operator_is_restarted_and_one_waiting_on_the_control_plane_is_
         seen_restart = time.monotonic() - started
         assert restarted.last_state.terminated is not None
         assert unready.restart_count == before[second].restart_count
+        assert agent_unready.restart_count == agent_before.restart_count
         events = core.list_namespaced_event(
             namespace, field_selector=f"involvedObject.name={first},reason=Unhealthy"
         ).items
@@ -396,16 +410,19 @@ def test_a_frozen_operator_is_restarted_and_one_waiting_on_the_control_plane_is_
         restored = core.read_namespaced_service(service.metadata.name, namespace)
         assert restored.spec.selector == selector
     wait_until(
-        "both replicas Ready again",
-        lambda: all(_operator_status(core, namespace, n).ready for n in (first, second)),
+        "both replicas and the listener agent Ready again",
+        lambda: all(_container_status(core, namespace, n).ready for n in (first, second, agent)),
         within=180,
     )
     seen_ready = time.monotonic() - started
-    after = _operator_status(core, namespace, second)
+    after = _container_status(core, namespace, second)
     assert after.restart_count == before[second].restart_count, "B was never restarted"
+    agent_after = _container_status(core, namespace, agent)
+    assert agent_after.restart_count == agent_before.restart_count, "nor was the agent"
     print(
-        f"control plane cut and A frozen -> B unready {seen_unready:.0f} s, A restarted "
-        f"{seen_restart:.0f} s; control plane back -> both Ready {seen_ready:.0f} s"
+        f"control plane cut and A frozen -> B unready {seen_unready:.0f} s, the agent "
+        f"unready {seen_agent_unready:.0f} s, A restarted {seen_restart:.0f} s; control "
+        f"plane back -> all Ready {seen_ready:.0f} s"
     )
 
 
