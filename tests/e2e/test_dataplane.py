@@ -11,8 +11,9 @@ Every wait is bounded only to stop a hang; nothing asserts how long a step took.
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,9 +50,25 @@ def wait_until(what: str, probe: Callable[[], T | None], within: float = 120.0) 
     return polling.wait_until(what, probe, within, interval=0.25)
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _answers(url: str) -> int | None:
+    with contextlib.suppress(httpx.HTTPError):
+        return httpx.get(url, timeout=2).status_code
+    return None
+
+
 @dataclass
 class AgentProcess(CliProcess):
-    """`deployplane listener run` for the test's Listener."""
+    """`deployplane listener run` for the test's Listener, serving its probes as the
+    chart's kubelet asks them."""
+
+    liveness: str = field(default_factory=lambda: f"http://127.0.0.1:{_free_port()}/healthz")
+    readiness: str = field(default_factory=lambda: f"http://127.0.0.1:{_free_port()}/readyz")
 
     def arguments(self) -> list[str]:
         return [
@@ -61,14 +78,21 @@ class AgentProcess(CliProcess):
             LISTENER,
             "--namespace",
             self.namespace,
+            "--liveness",
+            self.liveness,
+            "--readiness",
+            self.readiness,
             "--verbose",
         ]
 
     def wait_running(self) -> None:
         """Until the agent has its listener's id and sent its first heartbeat: only then
         does the control plane hand it the deploy stages (before, the simulated pipeline
-        would deploy a revision on its timers, as for a listener without an agent)."""
+        would deploy a revision on its timers, as for a listener without an agent). Its
+        readiness says so too (the apiserver and the control plane answer), alive."""
         wait_until("the agent to run", lambda: "listener agent running" in self.log)
+        wait_until("the agent ready", lambda: _answers(self.readiness) == 200, within=30)
+        assert _answers(self.liveness) == 200
 
 
 @pytest.fixture(scope="module")

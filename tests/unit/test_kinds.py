@@ -266,7 +266,7 @@ def test_kopf_has_event_handlers_only_so_it_never_touches_an_object() -> None:
             ("index", "controlplaneconnections_index"),
             ("login", None),
             ("startup", None),
-            ("probe", "kubernetes"),
+            ("probe", "alive"),
             ("cleanup", None),
         ],
         key=str,

@@ -7,7 +7,7 @@ import secrets
 
 import typer
 
-from deployplane.controller.config import ConfigError, OperatorConfig
+from deployplane.controller.config import ENV_READINESS, ConfigError, Endpoint, OperatorConfig
 from deployplane.controller.sharding import SHARD_LABEL, ShardError, Sharding
 
 app = typer.Typer(no_args_is_help=True)
@@ -23,6 +23,19 @@ SHARD_DEFAULT_OPTION = typer.Option(
     "--shard-default",
     help=f"The default instance of a sharded install: reconcile only the resources "
     f"without a {SHARD_LABEL} label. With neither this nor --shard: every resource.",
+)
+
+
+LIVENESS_OPTION = typer.Option(
+    None,
+    "--liveness",
+    help="Liveness endpoint (is the process stuck?), e.g. http://0.0.0.0:8080/healthz.",
+)
+READINESS_OPTION = typer.Option(
+    None,
+    "--readiness",
+    help="Readiness endpoint (can it work now: Kubernetes API and control plane), e.g. "
+    f"http://0.0.0.0:8081/readyz. Default: {ENV_READINESS}.",
 )
 
 
@@ -52,9 +65,8 @@ def run(
         help="Seconds a replica's keep-alive stays valid: how long a standby waits "
         "before taking over from a replica that died without saying so (kill -9).",
     ),
-    liveness: str | None = typer.Option(
-        None, "--liveness", help="Liveness endpoint, e.g. http://0.0.0.0:8080/healthz."
-    ),
+    liveness: str | None = LIVENESS_OPTION,
+    readiness: str | None = READINESS_OPTION,
     shard: str | None = SHARD_OPTION,
     shard_default: bool = SHARD_DEFAULT_OPTION,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
@@ -66,6 +78,9 @@ def run(
     DEPLOYPLANE_NAMESPACES, DEPLOYPLANE_POLL_INTERVAL, DEPLOYPLANE_RESYNC_INTERVAL.
     """
     try:
+        if readiness is not None:
+            Endpoint.parse(readiness, "--readiness")
+            os.environ[ENV_READINESS] = readiness  # the start-up handler serves it
         config = OperatorConfig.from_env()
         sharding = Sharding.from_env()
         if shard is not None or shard_default:

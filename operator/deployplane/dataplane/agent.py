@@ -98,6 +98,17 @@ class Agent:
         self.settings = settings or AgentSettings()
         self.builtin = builtin
         self._limit = asyncio.Semaphore(self.settings.concurrency)
+        self._beating: asyncio.Task[None] | None = None
+
+    def stalled(self) -> list[str]:
+        """What has stopped moving the work while `run()` goes on (the liveness probe's
+        question, `deployplane.dataplane.probes`): the heartbeat task, which tells the
+        control plane to hand this agent the deploy stages, ended on an error it does
+        not expect."""
+        beating = self._beating
+        if beating is None or not beating.done() or beating.cancelled():
+            return []
+        return [f"the heartbeat ended: {beating.exception()!r}"]
 
     # ------------------------------------------------------------------ the loops
 
@@ -105,7 +116,9 @@ class Agent:
         """Heartbeats and rounds until cancelled. The first round is a full one, so a
         restarted agent sweeps what was deleted while it was away."""
         ttl = (await self.client.heartbeat(self.listener_id)).ttl_seconds
-        beating = asyncio.create_task(self._beat(ttl / 3), name="listener-heartbeat")
+        self._beating = beating = asyncio.create_task(
+            self._beat(ttl / 3), name="listener-heartbeat"
+        )
         try:
             last_full = -float("inf")
             while True:

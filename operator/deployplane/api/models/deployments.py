@@ -143,7 +143,12 @@ class ResourceSpec(ApiModel):
         None, description="Max orchestrator replicas."
     )
     # Cache
+    redis_cpu: CpuRequest | None = Field(None, description="Redis CPU request (0.1..8).")
+    redis_cpu_limit: CpuLimit | None = Field(None, description="Redis CPU limit (0.1..16).")
     redis_memory_mb: NonNegativeNumber | None = Field(None, description="Redis memory (MB).")
+    redis_memory_limit_mb: NonNegativeNumber | None = Field(
+        None, description="Redis memory limit (MB)."
+    )
     # Database
     db_cpu: NonNegativeNumber | None = Field(None, description="Database CPU request.")
     db_cpu_limit: NonNegativeNumber | None = Field(None, description="Database CPU limit.")
