@@ -238,7 +238,9 @@ class Agent:
     async def _changed_meanwhile(self, deployment: Deployment) -> bool:
         """Whether the deployment changed what a render reads since it was listed: a
         DEPLOYED report would then say a render that is not the current one is rolled
-        out (and reconcile it); the next round renders the change instead."""
+        out (and reconcile it), a DEPLOY_FAILED one would fail the revision for a render
+        the change may fix (and the change, made while the revision was on its way,
+        would never run); the next round renders the change instead."""
         fresh = await self.client.get_deployment(deployment.id)
         return rendered_inputs(fresh) != rendered_inputs(deployment)
 
@@ -307,7 +309,8 @@ class Agent:
         )
         if unchanged and not rerender:
             return
-        if verdict.status is ReportedStatus.DEPLOYED and await self._changed_meanwhile(deployment):
+        final = verdict.status is not ReportedStatus.DEPLOYING
+        if final and await self._changed_meanwhile(deployment):
             return
         failed = verdict.status is ReportedStatus.DEPLOY_FAILED
         said = (
