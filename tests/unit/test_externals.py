@@ -1401,7 +1401,8 @@ async def test_a_failed_revision_says_why_with_its_log_tail(status: str, path: s
     assert api.sent("POST") == [{"order": "desc", "limit": 5}]
     head, *tail = obs.message.split("\n")
     assert head == (
-        f"Revision {REV} ended {status}; the next change of the spec rolls a new revision. Last log lines:"
+        f"Revision {REV} ended {status}; the next change of the spec rolls a new revision."
+        " Last log lines:"
     )
     assert tail[0] == "  line 3"
     assert tail[-1].startswith("  line 7 y y")  # the last five, oldest first

@@ -358,7 +358,8 @@ CASES: dict[str, Case] = {
                 (
                     "Normal",
                     "DriftCorrected",
-                    "Corrected drift of sourceRevisionConfig.imageUri: changed on the control plane",
+                    "Corrected drift of sourceRevisionConfig.imageUri: changed on the control"
+                    " plane",
                 )
             ],
             status={"latestRevisionId": "rev-2"},
