@@ -279,9 +279,7 @@ def applied_at(status: ResourceStatus, generation: int) -> bool:
     (Synced=True, set for it): a difference found now was made on the control plane
     (drift), not by an edit of the spec, which a pass has yet to apply."""
     synced = find_condition(status.conditions, ConditionType.SYNCED)
-    return (
-        synced is not None and synced.status == TRUE and synced.observed_generation == generation
-    )
+    return synced is not None and synced.status == TRUE and synced.observed_generation == generation
 
 
 def observe_only(mr: Managed[Any, Any]) -> bool:
