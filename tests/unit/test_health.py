@@ -11,7 +11,7 @@ import kopf
 import pytest
 from tests.support.fakekube import FakeKube
 
-from deployplane.controller import handlers
+from deployplane.controller import handlers, kopfwatch
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.metrics import exported_metric_names
 from deployplane.kube.health import FailureClock
@@ -75,3 +75,27 @@ def test_the_metric_says_what_has_been_failing_for_how_long() -> None:
     assert "deployplane_kube_failing_seconds" in exported_metric_names(registry)
     health.succeeded("api")
     assert registry.get_sample_value("deployplane_kube_failing_seconds", {"what": "api"}) is None
+
+
+def test_the_probe_says_the_scope_kopf_lists() -> None:
+    """`/healthz` holds every probe's answer by its id: `scope` says what is watched."""
+    saved = set(kopfwatch.GUARD.listed)
+    try:
+        kopfwatch.GUARD.listed = {"demo"}
+        assert handlers.scope() == {"watching": "demo"}
+        kopfwatch.GUARD.listed = {None}
+        assert handlers.scope() == {"watching": "every namespace"}
+    finally:
+        kopfwatch.GUARD.listed = saved
+
+
+@pytest.mark.parametrize(
+    ("namespaces", "words"),
+    [
+        ("", "every namespace (cluster-wide)"),
+        ("demo", "namespaces demo only"),
+        ("team-a, team-*", "namespaces team-a, team-* only"),
+    ],
+)
+def test_the_start_up_line_says_what_kopf_was_told_to_watch(namespaces: str, words: str) -> None:
+    assert OperatorConfig.from_env({"DEPLOYPLANE_NAMESPACES": namespaces}).scope() == words

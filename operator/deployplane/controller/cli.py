@@ -75,8 +75,11 @@ def run(
         raise typer.Exit(2) from None
     # The handlers read it when imported (their filters) and at start-up (the watch's).
     os.environ.update(sharding.to_env())
+    namespaces = list(namespace) or list(config.namespaces)
+    # What Kopf watches, for the start-up log line (`--namespace` wins over the variable).
+    os.environ["DEPLOYPLANE_NAMESPACES"] = ",".join(namespaces)
     _run_kopf(
-        namespaces=list(namespace) or list(config.namespaces),
+        namespaces=namespaces,
         peering=peering,
         priority=secrets.randbelow(2**31 - 1) + 1 if priority is None else priority,
         peering_lifetime=peering_lifetime,
