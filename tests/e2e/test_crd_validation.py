@@ -368,7 +368,7 @@ INVALID: list[tuple[str, Obj | Update, str]] = [
         (
             f"{low}-above-{high}",
             agd(DOCKER, sourceConfig__resourceSpec={low: above, high: below}),
-            f'spec.sourceConfig.resourceSpec.{low}: Invalid value: "object": '
+            f"spec.sourceConfig.resourceSpec.{low}: Invalid value: "
             f"spec.sourceConfig.resourceSpec.{low} must not be above "
             f"spec.sourceConfig.resourceSpec.{high}",
         )
