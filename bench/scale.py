@@ -59,7 +59,6 @@ from tests.e2e.operator_harness import (
     GROUP,
     VERSION,
     WORKSPACE,
-    OperatorProcess,
     ready_for_generation,
 )
 
@@ -74,7 +73,7 @@ from bench.operator import (
     wait_until,
 )
 from bench.report import Figure, verdict
-from bench.shardphase import ShardTakeover, free_port, shard_key
+from bench.shardphase import ShardTakeover, shard_key
 from deployplane.api.client import ControlPlaneClient
 from deployplane.controller.sharding import SHARD_LABEL
 
@@ -163,8 +162,6 @@ class ScaleBench(Bench):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.ports: dict[str, int] = {}
-        """Metrics port of each shard operator."""
         self.notes: list[str] = []
         """Lines for the summary besides the BENCH ones (evidence, no goal)."""
 
@@ -249,17 +246,6 @@ class ScaleBench(Bench):
         """Every deployment's name, through the control plane's API (all pages)."""
         return self._deployments("name")
 
-    def shard_operator(self, shard: str) -> OperatorProcess:
-        """`deployplane operator run --shard SHARD`, started, with the resume's
-        environment and its metrics on a port of its own (`self.ports`)."""
-        self.ports[shard] = free_port()
-        metrics = {
-            "POD_NAME": f"shard-{shard}",
-            "DEPLOYPLANE_METRICS_PORT": str(self.ports[shard]),
-            "DEPLOYPLANE_METRICS_ADDR": "127.0.0.1",
-        }
-        return self.operator(600.0, f"shard-{shard}", "--shard", shard, **metrics).start()
-
     def first_passes(self, proc: Any) -> float:
         """As the 1,000 bench's, less the probe's own GETs of single deployments."""
         self.emu.reset()
@@ -295,9 +281,11 @@ class ScaleBench(Bench):
             self.resume()
             if not self.args.no_shards:
                 # Named as the issue names them, not for N (`self.figure` would).
-                for fig in ShardTakeover(self).run(self.resume_rss_mb):
+                takeover = ShardTakeover(self, self.deployment_names)
+                for fig in takeover.run(self.resume_rss_mb):
                     self.figures.append(fig)
                     log(fig.line())
+                self.notes += takeover.notes
         return self.figures
 
 

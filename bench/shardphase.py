@@ -18,7 +18,9 @@ per resource), each one's VmRSS is read. Figures:
 - `shard_takeover_k8s_writes`: the Kubernetes writes the shards made while taking over
   (the audit log, by the operator's user; must be 0, like the resume's).
 
-The pure computations are here (unit-tested); the process handling is `ShardTakeover`.
+The pure computations are here (unit-tested); the process handling is `ShardTakeover`,
+which drives any `Bench` (bench/operator.py) whose single operator has resumed: the
+scale run hands it its own (bench/scale.py imports this module, never the reverse).
 """
 
 from __future__ import annotations
@@ -28,18 +30,15 @@ import socket
 import time
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import httpx
-from tests.e2e.operator_harness import GROUP, VERSION
+from tests.e2e.operator_harness import GROUP, VERSION, OperatorProcess
 
-from bench.operator import PLURAL, log, vm_rss_mb, wait_until
+from bench.operator import PLURAL, Bench, log, vm_rss_mb, wait_until
 from bench.report import Figure
 from deployplane.controller.sharding import SHARD_LABEL
-
-if TYPE_CHECKING:
-    from bench.scale import ScaleBench
 
 SHARDS = ("a", "b")
 SHARD_RSS_RATIO_GOAL = 0.6
@@ -103,10 +102,27 @@ def held(port: int) -> int:
 
 
 class ShardTakeover:
-    """The phase, on a `ScaleBench` whose single operator has resumed and stopped."""
+    """The phase, on a bench whose single operator has resumed and stopped;
+    `deployment_names` lists every deployment's name through the control plane's API."""
 
-    def __init__(self, bench: ScaleBench) -> None:
+    def __init__(self, bench: Bench, deployment_names: Callable[[], list[str]]) -> None:
         self.bench = bench
+        self.deployment_names = deployment_names
+        self.ports: dict[str, int] = {}
+        """Metrics port of each shard operator."""
+        self.notes: list[str] = []
+        """Lines for the summary besides the BENCH ones (evidence, no goal)."""
+
+    def shard_operator(self, shard: str) -> OperatorProcess:
+        """`deployplane operator run --shard SHARD`, started, with the resume's
+        environment and its metrics on a port of its own (`self.ports`)."""
+        self.ports[shard] = free_port()
+        metrics = {
+            "POD_NAME": f"shard-{shard}",
+            "DEPLOYPLANE_METRICS_PORT": str(self.ports[shard]),
+            "DEPLOYPLANE_METRICS_ADDR": "127.0.0.1",
+        }
+        return self.bench.operator(600.0, f"shard-{shard}", "--shard", shard, **metrics).start()
 
     def expected(self) -> dict[str, int]:
         bench = self.bench
@@ -125,11 +141,11 @@ class ShardTakeover:
         bench.emu.reset()
         since = dt.datetime.now(dt.UTC)
         began = time.monotonic()
-        procs = {s: bench.shard_operator(s) for s in SHARDS}
+        procs = {s: self.shard_operator(s) for s in SHARDS}
         route = "GET /v2/deployments/{deployment_id}"
         wait_until(
             lambda: (
-                all(held(bench.ports[s]) >= expected[s] for s in SHARDS)
+                all(held(self.ports[s]) >= expected[s] for s in SHARDS)
                 and bench.emu.count(route) >= bench.total
             ),
             within=bench.args.timeout,
@@ -146,10 +162,10 @@ class ShardTakeover:
         stats = bench.emu.stats()
         for proc in procs.values():
             proc.stop()
-        names = bench.deployment_names()
+        names = self.deployment_names()
         log(f"shards: took over in {takeover_s:.1f} s; RSS {rss} (single {single_rss_mb:.0f})")
         log(f"shards: emulator {stats}; k8s writes {writes}; {len(names)} deployments")
-        bench.notes += [
+        self.notes += [
             f"SHARDS single_resume_rss_mb_{bench.n} {single_rss_mb:.0f} MB",
             *(f"SHARDS shard_{s}_rss_mb_{bench.n} {rss[s]:.0f} MB" for s in SHARDS),
             f"SHARDS shard_takeover_{bench.n}_s {takeover_s:.1f} s",
