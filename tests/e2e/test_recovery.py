@@ -314,9 +314,11 @@ def test_a_resource_fix_reaches_what_runs_from_every_revision_state(
     by_name = {case.name: case for case in all_cases}
     unschedulable = by_name["unschedulable"]
     assert "Unschedulable" in unschedulable.stalled, unschedulable.stalled
-    pods = client.CoreV1Api(k8s_api).list_namespaced_pod(
-        agents_namespace, label_selector=SERVER_LABEL
-    ).items
+    pods = (
+        client.CoreV1Api(k8s_api)
+        .list_namespaced_pod(agents_namespace, label_selector=SERVER_LABEL)
+        .items
+    )
     ours = [
         p
         for p in pods

@@ -175,9 +175,7 @@ class ResourceSpec(ApiModel):
         None, description="Database memory limit (MB)."
     )
     db_storage_gi: NonNegativeInt | None = Field(None, description="Database storage (GiB).")
-    db_max_connections: NonNegativeInt | None = Field(
-        None, description="Database max connections."
-    )
+    db_max_connections: NonNegativeInt | None = Field(None, description="Database max connections.")
     # Pod shape
     labels: FreeForm | None = Field(None, description="Labels (free-form).")
     annotations: FreeForm | None = Field(None, description="Annotations (free-form).")
