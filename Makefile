@@ -39,7 +39,7 @@ images: ## make image, plus the data plane's PostgreSQL (pgvector) and Redis ima
 	@$(PYTHON) tools/images/build.py all
 
 docs-cli: venv ## regenerate docs/cli.md's command reference from the commands' --help (a unit test fails when it drifts)
-	@$(PY) -m deployplane.docgen
+	@$(PY) -m deployplane.cli.docgen
 
 lint: venv ## ruff and mypy --strict
 	@echo "== ruff"; $(VENV)/bin/ruff check operator tests bench
@@ -106,11 +106,14 @@ e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a 
 	@echo "== e2e on an existing cluster: a dev cluster with kwok nodes started as another process"
 	@bash tools/e2e-existing.sh "$(E2E_EXISTING)"
 
+# Every image is built (or found cached) by the `images` prerequisite before any pytest
+# run: a first build belongs to the build, not to a test's timeout (on a slow machine a
+# cold image build inside a fixture outlasted pytest-timeout's 300 s).
 # `make test` ends with the two tiers that need a cluster started apart: the
 # existing-cluster path, then the real-node tier (its node tools and images built by its
 # own prerequisites, cached; skipped without root, failed so under CI=true). The pytest
 # run ends with its 25 slowest tests, so every run says where the time goes.
-test: venv tools postgres lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then e2e on a cluster it did not start, then the real-node tier
+test: venv tools postgres images lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then e2e on a cluster it did not start, then the real-node tier
 	@echo "== pytest: unit and integration ($(PYTEST_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
 	  $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=10 tests/unit tests/integration
 	@echo "== pytest: e2e on the dev cluster"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
@@ -126,7 +129,7 @@ demo: venv tools $(if $(filter 1,$(REAL_NODE)),node-tools images) ## the local d
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(VENV)/bin/deployplane demo up \
 	  $(if $(filter 1,$(REAL_NODE)),--real-node)
 
-bench: venv tools ## benchmarks (emulator; four floor and operator pairs in alternating order, on 1,000 AgentDeployments; data plane); ends with the BENCH lines. BENCH_PROFILE=dir: profiles
+bench: venv tools ## benchmarks (emulator; the CLI, whole processes; four floor and operator pairs in alternating order, on 1,000 AgentDeployments; data plane); ends with the BENCH lines. BENCH_PROFILE=dir: profiles
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m bench
 
 bench-scale: venv tools ## the operator at 10,000 AgentDeployments (with Listeners and a connection) against its 1,000, then two label shards taking them over (~30-45 min); ends with the BENCH lines

@@ -2,11 +2,11 @@
 
     DEPLOYPLANE_TOOLS_BIN=$(bash tools/k8s/build.sh path) .venv/bin/python -m bench [--quick]
 
-Each benchmark runs as its own process (`python -m bench.controlplane`,
-`python -m bench.floor`, `python -m bench.operator`, `python -m bench.dataplane`) and
-its output streams through. The floor and the operator run back to back on the same
-set-up, in pairs whose order alternates, and `operator_floor_ratio` is the median
-pair's operator `converge_1000_s` over its floor's; `operator_cpu_ratio` the median
+Each benchmark runs as its own process (`python -m bench.controlplane`, `python -m
+bench.cli`, `python -m bench.floor`, `python -m bench.operator`, `python -m
+bench.dataplane`) and its output streams through. The floor and the operator run back
+to back on the same set-up, in pairs whose order alternates, and `operator_floor_ratio`
+is the median pair's operator `converge_1000_s` over its floor's; `operator_cpu_ratio` the median
 pair's operator CPU seconds over the converge over the floor controller's (the
 `CPU operator_cpu_s_1000` and `FLOOR cpu_s_1000` lines). `BENCH_PROFILE=dir` records
 profiles of both (`bench/profiling.py`).
@@ -106,6 +106,11 @@ def main() -> int:
     failures += code != 0
     found = bench_lines(lines)
     summary += found or [figure.line() for figure in emulator_figures(lines)]
+
+    # The command line as a user meets it: whole processes, against the emulator.
+    code, lines = run(["-m", "bench.cli", *(["--runs", "3"] if args.quick else [])])
+    failures += code != 0
+    summary += bench_lines(lines)
 
     # The pairs alternate which of the two runs first (floor, operator; then operator,
     # floor; ...). On this machine every run of a long sequence tends to be slower than

@@ -80,9 +80,9 @@ async def kubernetes_asyncio(url: str, count: int) -> float:
     from kubernetes_asyncio import client
 
     cfg = client.Configuration(host=url)
+    cfg.connection_pool_maxsize = 32  # its aiohttp connector's limit
     async with client.ApiClient(cfg) as api_client:
         custom = client.CustomObjectsApi(api_client)
-        api_client.rest_client.pool_manager.connector._limit = 32
 
         async def send(i: int) -> Any:
             return await custom.patch_namespaced_custom_object_status(

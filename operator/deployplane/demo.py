@@ -32,7 +32,7 @@ from rich.live import Live
 
 from deployplane import demo_realnode, demo_table
 from deployplane.api.connection import ENV_API_KEY, ENV_URL
-from deployplane.devcluster.cluster import DevCluster, DevClusterError, attach
+from deployplane.devcluster.cluster import DevCluster, DevClusterError
 from deployplane.devcluster.manifests import Applier
 from deployplane.devcluster.tools import ToolsNotFound
 
@@ -157,7 +157,7 @@ def _stop_all() -> None:
     _stop_pidfile("listener-agent")
     _stop_pidfile("operator")
     _stop_pidfile("emulator")
-    cluster = attach(STATE / "cluster")
+    cluster = DevCluster.attach(STATE / "cluster")
     if cluster is not None:
         cluster.stop()
 
@@ -341,7 +341,7 @@ def down() -> None:
 @app.command()
 def status() -> None:
     """Print the demo's resources as JSON (for scripts)."""
-    cluster = attach(STATE / "cluster")
+    cluster = DevCluster.attach(STATE / "cluster")
     if cluster is None or not cluster.ready():
         console.print("no demo is running")
         raise typer.Exit(1)

@@ -9,7 +9,7 @@ from typing import Any
 from kubernetes import client
 from rich.table import Table
 
-from deployplane.commands.output import FitColumn, fitted_table
+from deployplane.cli.commands.output import FitColumn, fitted_table
 from deployplane.crd.specs import GROUP, VERSION
 
 KINDS = (

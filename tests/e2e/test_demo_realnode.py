@@ -38,7 +38,7 @@ from deployplane.dataplane.render.context import (
     LABEL_LISTENER_ID,
     SERVER,
 )
-from deployplane.devcluster.cluster import attach
+from deployplane.devcluster import DevCluster
 
 REPO = Path(__file__).resolve().parents[2]
 APP = "demo-graph"
@@ -103,7 +103,7 @@ def _assert_langgraph_deploy_runs_the_graph(state: Path, project: Path) -> None:
     assert "Deployment successful!" in done.stdout
     print(f"langgraph deploy -> DEPLOYED {took:.1f} s")
     deployment = langgraph_app.deployment_id(done.stdout)
-    cluster = attach(state / "cluster")
+    cluster = DevCluster.attach(state / "cluster")
     assert cluster is not None
     with cluster.admin() as api:
         selector = f"{LABEL_DEPLOYMENT_ID}={deployment},{LABEL_COMPONENT}={SERVER}"
@@ -120,7 +120,7 @@ def _assert_langgraph_deploy_runs_the_graph(state: Path, project: Path) -> None:
 
 
 def _assert_pods_on_the_real_node(state: Path) -> None:
-    cluster = attach(state / "cluster")
+    cluster = DevCluster.attach(state / "cluster")
     assert cluster is not None
     with cluster.admin() as api:
         core = client.CoreV1Api(api)

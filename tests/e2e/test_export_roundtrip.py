@@ -163,7 +163,8 @@ def test_export_apply_is_ready_without_writes_then_full_without_drift(
     ids = {dep.name: str(dep.id) for dep in made}
 
     out = tmp_path / "exported"
-    done = cli(emulator, "export", "--name-contains", token, "--listeners", "-o", str(out))
+    kube = ("--kubeconfig", str(dev_cluster.kubeconfig))
+    done = cli(emulator, "export", "--name-contains", token, "--listeners", "-d", str(out), *kube)
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     files = sorted(p.name for p in out.iterdir())
@@ -204,6 +205,14 @@ def test_export_apply_is_ready_without_writes_then_full_without_drift(
         assert obj is not None
         assert obj["status"]["deploymentId"] in ids.values()
     assert writes(emulator) == before, "ObserveOnly wrote to the control plane"
+
+    # Exported again: each is managed by its AgentDeployment now, and skipped.
+    again = cli(emulator, "export", "--name-contains", token, *kube)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == ""
+    for name, deployment_id in ids.items():
+        line = f"skipped deployment {name} ({deployment_id}): managed by agentdeployment "
+        assert line in again.stderr
 
     # Take them over: Full, and still nothing to change.
     for plural, name in everything:

@@ -33,7 +33,7 @@ from tests.e2e.operator_harness import (
 from tests.support.e2ecluster import E2ECluster
 
 from deployplane.reconcile.finalizer import FINALIZER
-from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION, LEGACY_ANNOTATION
+from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION
 from deployplane.reconcile.resync import RESYNC_ANNOTATION
 
 SECRET_VALUE = "sk-e2e-planted-secret-4f9a2c"
@@ -92,13 +92,6 @@ def create_marker(obj: dict[str, Any] | None) -> str | None:
     return marker
 
 
-def create_pending(obj: dict[str, Any] | None) -> bool:
-    """Whether the object carries an earlier version's create-pending annotation (no
-    Ready resource does)."""
-    annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {}
-    return LEGACY_ANNOTATION in annotations
-
-
 def test_external_docker_with_listener_ref_reaches_ready_and_kubectl_wait_works(
     operator: Any,
     resources: Resources,
@@ -154,12 +147,10 @@ def test_external_docker_with_listener_ref_reaches_ready_and_kubectl_wait_works(
     # The create is recorded (the id in the status): the marker stays, naming the
     # deployment it was created under (Crossplane's external-name), and says no more.
     assert create_marker(obj) == dep["name"]
-    assert not create_pending(obj)
     assert FINALIZER in obj["metadata"]["finalizers"]
     edge = resources.wait(LST, "edge", ready_for_generation, what="Ready")
     assert edge is not None
     assert create_marker(edge) == compute_id
-    assert not create_pending(edge)
 
 
 def test_git_host_via_repository_reaches_ready_with_default_branch(
@@ -817,18 +808,16 @@ def left_alone(resources: Resources, plural: str, *names: str) -> None:
         )
 
 
-def test_a_ready_resource_carries_its_external_name_and_no_create_pending_marker(
+def test_a_ready_resource_keeps_its_external_name_marker_through_a_spec_change(
     operator: Any, resources: Resources
 ) -> None:
-    """Issue 35 saw `deployplane.io/create-pending` on a Ready resource at generation 2.
-    The marker is now the external-name annotation (the deployment's name, as Crossplane
-    keeps `crossplane.io/external-name`): it stays, and once the id is in the status it
-    says nothing; nothing writes it again at a spec change."""
+    """The create marker is the external-name annotation (the deployment's name, as
+    Crossplane keeps `crossplane.io/external-name`): it stays, and once the id is in the
+    status it says nothing; nothing writes it again at a spec change."""
     resources.create(AGD, docker("marked"))
     first = resources.wait(AGD, "marked", ready_for_generation, what="Ready")
     assert first is not None
     assert create_marker(first) == "marked"
-    assert not create_pending(first)
     assert first["status"]["deploymentId"]
     resources.patch(AGD, "marked", {"spec": {"sourceConfig": {"resourceSpec": {"minScale": 2}}}})
     second = resources.wait(
@@ -839,7 +828,6 @@ def test_a_ready_resource_carries_its_external_name_and_no_create_pending_marker
     )
     assert second is not None
     assert create_marker(second) == "marked"
-    assert not create_pending(second)
     assert second["metadata"]["annotations"] == first["metadata"]["annotations"]
     assert second["status"]["deploymentId"] == first["status"]["deploymentId"]
     left_alone(resources, AGD, "marked")
@@ -884,7 +872,6 @@ def test_a_status_wiped_by_hand_is_repaired_on_its_event_not_at_the_resync(
     assert repaired is not None
     assert repaired["status"]["deploymentId"] == ready["status"]["deploymentId"]
     assert create_marker(repaired) == name
-    assert not create_pending(repaired)
     left_alone(resources, AGD, name, untouched)
 
 

@@ -15,7 +15,7 @@ import yaml
 from test_controlplane_cli import serve
 from typer.testing import CliRunner, Result
 
-from deployplane.cliapp import app
+from deployplane.cli.root import app
 from deployplane.controlplane.answers import SECRET_VALUE_MASK
 from deployplane.controlplane.settings import DEV_INTEGRATION_ID
 

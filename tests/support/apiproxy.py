@@ -121,7 +121,7 @@ class ApiServerProxy:
         loop.run_until_complete(runner.setup())
         site = web.TCPSite(runner, "127.0.0.1", 0)
         loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = runner.addresses[0][1]
         ready.set()
         try:
             loop.run_forever()

@@ -16,7 +16,7 @@ from tests.unit.test_cli import LIS_ID, FakeService, assert_one_error_line, list
 from typer.testing import CliRunner, Result
 
 from deployplane import __version__
-from deployplane.cliapp import app as root_app
+from deployplane.cli.root import app as root_app
 
 service = test_cli.service
 
@@ -175,13 +175,14 @@ def test_version_of_an_unreachable_server_exits_1(service: FakeService, config_h
 
 def test_every_api_command_takes_context() -> None:
     command: Any = typer.main.get_command(root_app)
+    ctx: Any = typer.Context(command)
     missing = []
     for group_name in ("deployments", "revisions", "listeners", "repos", "providers"):
-        group = command.commands[group_name]
+        group = command.get_command(ctx, group_name)
         for name, sub in group.commands.items():
             if not any("--context" in p.opts for p in sub.params):
                 missing.append(f"{group_name} {name}")
-    for name in ("apply", "version"):
-        if not any("--context" in p.opts for p in command.commands[name].params):
+    for name in ("apply", "version", "export"):
+        if not any("--context" in p.opts for p in command.get_command(ctx, name).params):
             missing.append(name)
     assert missing == []

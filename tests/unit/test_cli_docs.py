@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from deployplane import docgen
+from deployplane.cli import docgen
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
@@ -12,7 +12,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 def test_docs_cli_md_is_generated_from_the_real_help() -> None:
     current = DOC.read_text(encoding="utf-8")
     assert docgen.updated(current) == current, (
-        "docs/cli.md drifted from the code: run .venv/bin/python -m deployplane.docgen"
+        "docs/cli.md drifted from the code: run .venv/bin/python -m deployplane.cli.docgen"
     )
 
 

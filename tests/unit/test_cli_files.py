@@ -16,7 +16,7 @@ from tests.unit.test_cli import DEP_ID, FakeService, assert_one_error_line, depl
 
 from deployplane.api.imageref import image_reference_error
 from deployplane.api.models import Deployment, Listener
-from deployplane.commands.edit import planning
+from deployplane.cli.commands.edit import planning
 
 service = test_cli.service
 

@@ -21,9 +21,9 @@ from tests.unit.test_cli import (
 )
 from typer.testing import CliRunner, Result
 
-from deployplane.commands import tables
-from deployplane.commands.output import FitColumn, fitted_table
-from deployplane.commands.tables import Col, human_age, render
+from deployplane.cli.commands import tables
+from deployplane.cli.commands.output import FitColumn, fitted_table
+from deployplane.cli.commands.tables import Col, human_age, render
 
 service = test_cli.service  # the same fake control plane, as a fixture of this module
 

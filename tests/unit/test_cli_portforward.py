@@ -25,17 +25,31 @@ from tests.unit.test_cli import (
     run,
 )
 
-from deployplane.commands.portforward import (
+from deployplane.cli.commands.portforward import (
     ForwardError,
     Target,
     find_kubectl,
     forward_argv,
+    kubeconfig_of,
     kubectl_error,
     pick_service,
     service_query,
 )
 
 service = test_cli.service
+
+
+@pytest.fixture(autouse=True)
+def home_kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A kubeconfig where kubectl looks by default (~/.kube/config), none in $KUBECONFIG."""
+    home = tmp_path / "home"
+    (home / ".kube").mkdir(parents=True)
+    (home / ".kube" / "config").write_text("apiVersion: v1\nkind: Config\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    return home / ".kube" / "config"
+
 
 SERVICE = {"items": [{"metadata": {"namespace": "team-a", "name": "agent-one-11111111"}}]}
 
@@ -83,7 +97,10 @@ def test_the_forward_runs_kubectl_on_the_listeners_namespace_and_127_0_0_1(
         "echo 'error: lost connection to pod' >&2; exit 1",
     )
     monkeypatch.setenv("DEPLOYPLANE_TOOLS_BIN", str(bin_dir))
-    result = run("deployments", "port-forward", DEP_ID, "18000", "--kubeconfig", "/k/config")
+    kubeconfig = tmp_path / "k" / "config"
+    kubeconfig.parent.mkdir()
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    result = run("deployments", "port-forward", DEP_ID, "18000", "--kubeconfig", str(kubeconfig))
     assert result.exit_code == 1
     assert result.stdout.strip() == (
         "forwarding http://127.0.0.1:18000 -> deployment agent-one "
@@ -93,11 +110,11 @@ def test_the_forward_runs_kubectl_on_the_listeners_namespace_and_127_0_0_1(
     assert line == "error: port-forward: lost connection to pod (the forward stopped)"
     get, forward = calls(tmp_path)
     assert get == (
-        f"--kubeconfig /k/config get services -n team-a -l deployplane.io/deployment-id={DEP_ID},"
-        "app.kubernetes.io/component=agent-server -o json"
+        f"--kubeconfig {kubeconfig} get services -n team-a -l "
+        f"deployplane.io/deployment-id={DEP_ID},app.kubernetes.io/component=agent-server -o json"
     )
     assert forward == (
-        "--kubeconfig /k/config port-forward -n team-a service/agent-one-11111111 "
+        f"--kubeconfig {kubeconfig} port-forward -n team-a service/agent-one-11111111 "
         "18000:8000 --address 127.0.0.1"
     )
 
@@ -149,6 +166,56 @@ def test_an_unknown_deployment_is_one_line(service: FakeService) -> None:
     assert "deployment 'nope' not found" in assert_one_error_line(result)
 
 
+def test_without_a_kubeconfig_it_says_what_is_missing_before_any_request(
+    service: FakeService, home_kubeconfig: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kubectl would fall back to localhost:8080 and say only that the connection was
+    refused: the command says what to give, and neither asks the control plane nor
+    runs kubectl."""
+    home_kubeconfig.unlink()
+    bin_dir = fake_kubectl(tmp_path, services=SERVICE, forward="exit 0")
+    monkeypatch.setenv("DEPLOYPLANE_TOOLS_BIN", str(bin_dir))
+    result = run("deployments", "port-forward", DEP_ID, "18000")
+    assert result.exit_code == 2
+    line = assert_one_error_line(result)
+    assert line == "error: port-forward: no kubeconfig: set KUBECONFIG or pass --kubeconfig"
+    assert service.requests == []
+    assert not (tmp_path / "calls.log").exists()
+
+
+def test_a_kubeconfig_that_is_not_there_is_named(
+    service: FakeService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "nope"))
+    result = run("deployments", "port-forward", DEP_ID, "18000")
+    assert result.exit_code == 2
+    assert assert_one_error_line(result) == (
+        f"error: port-forward: kubeconfig {tmp_path / 'nope'} not found: "
+        "set KUBECONFIG or pass --kubeconfig"
+    )
+    assert service.requests == []
+
+
+def test_which_kubeconfig_kubectl_gets(home_kubeconfig: Path, tmp_path: Path) -> None:
+    env = {"HOME": str(home_kubeconfig.parents[1])}
+    assert kubeconfig_of(None, env) is None  # kubectl's own default, which exists
+    listed = f"{tmp_path / 'missing'}{os.pathsep}{home_kubeconfig}"
+    assert kubeconfig_of(listed, env) == listed  # a list: one of its files is enough
+    with pytest.raises(ForwardError, match=r"^no kubeconfig"):
+        kubeconfig_of(None, {"HOME": str(tmp_path)})
+
+
+def test_kubectls_localhost_fallback_is_said_as_a_missing_kubeconfig() -> None:
+    refused = (
+        "The connection to the server localhost:8080 was refused - did you specify the "
+        "right host or port?"
+    )
+    assert kubectl_error(refused) == (
+        "the kubeconfig names no cluster (kubectl tried localhost:8080): "
+        "set KUBECONFIG or pass --kubeconfig"
+    )
+
+
 def test_a_deployment_without_a_listener_is_looked_up_in_every_namespace() -> None:
     target = Target(deployment_id=DEP_ID, name="agent-one", namespace=None)
     argv = service_query("kubectl", target, None)
@@ -190,7 +257,7 @@ time.sleep(120)
 
 _FORWARDER = """
 import signal, sys
-from deployplane.commands.portforward import run_forward
+from deployplane.cli.commands.portforward import run_forward
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a background job (`... &`) inherits it
 run_forward([sys.executable, "-c", sys.argv[1]], "announce")
 print("stopped", flush=True)

@@ -753,3 +753,26 @@ async def test_iter_counts_resources_itself_when_a_body_has_no_offset() -> None:
         items = [x async for x in client.iter_listeners(page_size=2)]
     assert len(items) == 3
     assert [r.url.params.get("offset") for r in rec.requests] == [None, "2"]
+
+
+def test_every_public_method_of_the_client_has_a_caller() -> None:
+    """The client is the operator's and the CLI's: a method nothing of deployplane calls
+    is dead code (the emulator's route functions, which share the endpoints' names, do
+    not count)."""
+    import re
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[2] / "operator" / "deployplane"
+    sources = [
+        path.read_text(encoding="utf-8")
+        for path in package.rglob("*.py")
+        if "controlplane" not in path.relative_to(package).parts
+    ]
+    uncalled = [
+        name
+        for name, member in vars(ControlPlaneClient).items()
+        if callable(member)
+        and not name.startswith("_")
+        and not any(re.search(rf"\.{name}\(", text) for text in sources)
+    ]
+    assert uncalled == []

@@ -1,6 +1,6 @@
 """The generic core imports no kind and no HTTP or Kopf library: `deployplane.reconcile`
 and everything it imports load with httpx and kopf blocked, and no per-kind module
-(externals, kinds, the CRD spec models) comes along."""
+(externals, kinds, the CRD spec models) and nothing of the API (its models) comes along."""
 
 from __future__ import annotations
 
@@ -30,9 +30,9 @@ def test_reconcile_imports_no_kind_no_http_and_no_kopf() -> None:
     assert "deployplane.reconcile.reconciler" in loaded
     assert "deployplane.reconcile.passes" in loaded
     assert [m for m in loaded if m.startswith(KIND_MODULES)] == []
-    assert "deployplane.api.client" not in loaded
-    # The control plane's exception tree is the kinds' to classify (externals/errors.py).
-    assert "deployplane.api.errors" not in loaded
+    # Nothing of the API: its client, its exception tree (the kinds' to classify,
+    # externals/errors.py), its models (the core names fields by deployplane.naming).
+    assert [m for m in loaded if m.startswith("deployplane.api")] == []
 
 
 def test_the_probe_would_notice_a_blocked_import() -> None:

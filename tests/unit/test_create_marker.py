@@ -1,5 +1,5 @@
 """The create marker is modelled once: an annotation on the object (Crossplane's
-external-name: the natural key), never status; earlier versions' markers still read."""
+external-name: the natural key), never status."""
 
 from __future__ import annotations
 
@@ -7,12 +7,7 @@ import pytest
 
 from deployplane.crdgen.schema import custom_resource_definitions
 from deployplane.kinds import KINDS
-from deployplane.reconcile.marker import (
-    EXTERNAL_NAME_ANNOTATION,
-    LEGACY_ANNOTATION,
-    CreatePending,
-    read_marker,
-)
+from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION, CreatePending, read_marker
 from deployplane.reconcile.status import ResourceStatus
 
 
@@ -33,26 +28,15 @@ def test_the_annotation_is_the_key_alone(key: str) -> None:
     assert read_marker(body) == CreatePending(key)
 
 
-def test_an_earlier_versions_annotation_is_read_as_the_marker() -> None:
-    raw = '{"key":"agent","resourceVersion":"3"}'
-    assert read_marker({"metadata": {"annotations": {LEGACY_ANNOTATION: raw}}}) == CreatePending(
-        "agent", "3"
-    )
-
-
-def test_the_external_name_wins_over_an_earlier_versions_annotation() -> None:
-    annotations = {EXTERNAL_NAME_ANNOTATION: "new", LEGACY_ANNOTATION: '{"key":"old"}'}
-    assert read_marker({"metadata": {"annotations": annotations}}) == CreatePending("new")
-
-
-def test_a_damaged_annotation_still_says_a_create_may_have_happened() -> None:
-    body = {"metadata": {"annotations": {LEGACY_ANNOTATION: "{agent"}}}
+def test_a_hand_written_annotation_is_the_key_as_written() -> None:
+    """Adoption by external-name (Crossplane's import): whatever the value, it is the
+    key a create may have happened under."""
+    body = {"metadata": {"annotations": {EXTERNAL_NAME_ANNOTATION: "{agent"}}}
     assert read_marker(body) == CreatePending("{agent")
 
 
-def test_an_earlier_versions_status_field_is_read_as_the_marker() -> None:
-    body = {"metadata": {}, "status": {"createPending": {"key": "agent", "resourceVersion": "3"}}}
-    assert read_marker(body) == CreatePending("agent", "3")
+def test_an_empty_annotation_is_no_marker() -> None:
+    assert read_marker({"metadata": {"annotations": {EXTERNAL_NAME_ANNOTATION: ""}}}) is None
 
 
 def test_no_marker() -> None:

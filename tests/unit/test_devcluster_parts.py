@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from deployplane.devcluster import statefile
+from deployplane.devcluster import DevCluster, statefile
 from deployplane.devcluster.commandlines import (
     AuditFiles,
     Ports,
@@ -71,4 +71,22 @@ def test_unreadable_state_file_means_no_cluster(tmp_path: Path) -> None:
     (tmp_path / statefile.STATE_FILE).write_text("{not json")
     assert statefile.read_state(tmp_path) is None
     (tmp_path / statefile.STATE_FILE).write_text(json.dumps([1]))
+    assert statefile.read_state(tmp_path) is None
+
+
+def test_attach_reads_back_a_recorded_cluster(tmp_path: Path) -> None:
+    assert DevCluster.attach(tmp_path) is None
+    proc = ServerProcess(name="etcd", pid=2**22 + 7, executable="/bin/etcd", log=tmp_path / "l")
+    fields = {"server": "https://127.0.0.1:1", "nodes": 2, "workloads": True, "audit_log": "a"}
+    statefile.write_state(tmp_path, fields, [proc])
+    cluster = DevCluster.attach(tmp_path)
+    assert cluster is not None
+    assert cluster.server == "https://127.0.0.1:1"
+    assert cluster.server_processes == [proc]
+    assert (cluster.settings.nodes, cluster.settings.workloads) == (2, True)
+    assert cluster.settings.audit_log
+    assert cluster.settings.detached
+    assert not cluster.settings.controller_manager
+    assert not cluster.running()  # no such pid
+    cluster.stop()  # an attached cluster owns its files: stop removes them
     assert statefile.read_state(tmp_path) is None

@@ -1,13 +1,16 @@
-"""`deployplane export` through typer's runner, against the fake service of test_cli.py:
-what it reads (published listings only, every page), what it writes where, one-line
-errors."""
+"""`deployplane export` through typer's runner, against the fake service of test_cli.py
+and a fake cluster: what it reads (published listings only, every page; the cluster's
+AgentDeployments), what it skips, what it writes where, one-line errors."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import yaml
 from tests.unit import test_cli
 from tests.unit.test_cli import (
@@ -20,9 +23,46 @@ from tests.unit.test_cli import (
 )
 from typer.testing import CliRunner, Result
 
-from deployplane.cliapp import app
+from deployplane.cli.commands.kube import KubeAccess, KubeError
+from deployplane.cli.root import app
 
 service = test_cli.service
+
+
+class FakeCluster:
+    """The cluster's AgentDeployments, as `KubeAccess` lists them; every list recorded."""
+
+    namespace = "team-a"
+
+    def __init__(self) -> None:
+        self.agentdeployments: list[Mapping[str, Any]] = []
+        self.refuse: dict[str | None, KubeError] = {}
+        self.lists: list[tuple[str, str | None]] = []
+        self.loaded: list[tuple[str | None, str | None]] = []
+
+    def custom_resources(self, plural: str, namespace: str | None) -> list[Mapping[str, Any]]:
+        self.lists.append((plural, namespace))
+        if namespace in self.refuse:
+            raise self.refuse[namespace]
+        return self.agentdeployments
+
+
+@pytest.fixture(autouse=True)
+def cluster(monkeypatch: pytest.MonkeyPatch) -> FakeCluster:
+    fake = FakeCluster()
+
+    def load(cls: type, kubeconfig: str | None, context: str | None) -> FakeCluster:
+        fake.loaded.append((kubeconfig, context))
+        return fake
+
+    monkeypatch.setattr(KubeAccess, "load", classmethod(load))
+    return fake
+
+
+def agentdeployment(name: str, **parts: Any) -> dict[str, Any]:
+    return {"metadata": {"namespace": "team-a", "name": name, **parts.pop("metadata", {})}, **parts}
+
+
 SECRET_DEP = {
     "source_config": {"listener_id": LIS_ID},
     "secrets": [{"name": "OPENAI_API_KEY"}],
@@ -113,7 +153,7 @@ def test_output_dir_gets_one_file_per_resource_and_says_which(
 ) -> None:
     serve(service, [deployment(**SECRET_DEP)], [listener()])
     out = tmp_path / "new" / "dir"
-    result = run("--listeners", "-o", str(out))
+    result = run("--listeners", "--dir", str(out))
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     files = sorted(p.name for p in out.iterdir())
@@ -144,7 +184,7 @@ def test_an_unwritable_output_dir_is_one_line_exit_2(service: FakeService, tmp_p
     serve(service, [deployment()], [])
     blocker = tmp_path / "file"
     blocker.write_text("")
-    result = run("-o", str(blocker / "sub"))
+    result = run("-d", str(blocker / "sub"))
     assert result.exit_code == 2
     assert assert_one_error_line(result).startswith(f"error: cannot write to {blocker / 'sub'}")
 
@@ -176,3 +216,105 @@ def test_an_api_error_is_one_line_exit_1(service: FakeService) -> None:
     result = run()
     assert result.exit_code == 1
     assert "forbidden" in assert_one_error_line(result)
+
+
+# ------------------------------------------------- what AgentDeployments manage already
+
+
+MANAGED_ID = "77777777-7777-4777-8777-777777777777"
+
+
+@pytest.mark.parametrize(
+    "manager",
+    [
+        agentdeployment("by-status", status={"deploymentId": MANAGED_ID}),
+        agentdeployment("by-spec", spec={"deploymentId": MANAGED_ID}),
+        agentdeployment(
+            "by-marker", metadata={"annotations": {"deployplane.io/external-name": "managed"}}
+        ),
+    ],
+    ids=["status deploymentId", "spec deploymentId", "external-name annotation"],
+)
+def test_a_deployment_an_agentdeployment_manages_is_skipped_with_one_line(
+    service: FakeService, cluster: FakeCluster, manager: dict[str, Any]
+) -> None:
+    """Applying its export would make an ObserveOnly twin of a managed resource."""
+    cluster.agentdeployments = [manager]
+    serve(service, [deployment(id=MANAGED_ID, name="managed"), deployment()], [])
+    result = run()
+    assert result.exit_code == 0, result.output
+    assert [d["metadata"]["name"] for d in yaml.safe_load_all(result.stdout)] == ["agent-one"]
+    who = f"team-a/{manager['metadata']['name']}"
+    skipped = [line for line in result.stderr.splitlines() if line.startswith("skipped")]
+    assert skipped == [
+        f"skipped deployment managed ({MANAGED_ID}): managed by agentdeployment {who} "
+        "already (--include-managed exports it)"
+    ]
+    assert cluster.lists == [("agentdeployments", None)]  # every namespace
+
+
+def test_include_managed_exports_them_without_reading_the_cluster(
+    service: FakeService, cluster: FakeCluster
+) -> None:
+    cluster.agentdeployments = [agentdeployment("x", status={"deploymentId": DEP_ID})]
+    serve(service, [deployment()], [])
+    result = run("--include-managed")
+    assert result.exit_code == 0, result.output
+    assert [d["metadata"]["name"] for d in yaml.safe_load_all(result.stdout)] == ["agent-one"]
+    assert cluster.loaded == []
+
+
+def test_the_kube_options_choose_the_cluster(service: FakeService, cluster: FakeCluster) -> None:
+    serve(service, [deployment()], [])
+    result = run("--kubeconfig", "/k/config", "--kube-context", "prod")
+    assert result.exit_code == 0, result.output
+    assert cluster.loaded == [("/k/config", "prod")]
+
+
+def test_forbidden_in_every_namespace_reads_the_kube_contexts_own(
+    service: FakeService, cluster: FakeCluster
+) -> None:
+    cluster.refuse[None] = KubeError("list agentdeployments: 403 Forbidden", 403)
+    cluster.agentdeployments = [agentdeployment("x", status={"deploymentId": DEP_ID})]
+    serve(service, [deployment()], [])
+    result = run()
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert cluster.lists == [("agentdeployments", None), ("agentdeployments", "team-a")]
+
+
+def test_a_cluster_that_cannot_be_read_is_one_line_exit_1(
+    service: FakeService, cluster: FakeCluster
+) -> None:
+    cluster.refuse[None] = KubeError("list agentdeployments in every namespace: Timeout")
+    serve(service, [deployment()], [])
+    result = run()
+    assert result.exit_code == 1
+    assert assert_one_error_line(result) == (
+        "error: cannot tell which deployments AgentDeployments already manage "
+        "(list agentdeployments in every namespace: Timeout): pass --kubeconfig, or "
+        "--include-managed to export them all"
+    )
+    assert result.stdout == ""
+
+
+# --------------------------------------------------------------------- -o json
+
+
+def test_json_is_one_list_kubectl_apply_reads(service: FakeService) -> None:
+    serve(service, [deployment(**SECRET_DEP)], [listener()])
+    result = run("--listeners", "-o", "json")
+    assert result.exit_code == 0, result.output
+    listing = json.loads(result.stdout)
+    assert listing["apiVersion"] == "v1"
+    assert listing["kind"] == "List"
+    assert [i["kind"] for i in listing["items"]] == ["Listener", "AgentDeployment"]
+
+
+def test_json_files_in_a_dir(service: FakeService, tmp_path: Path) -> None:
+    serve(service, [deployment()], [])
+    result = run("-o", "json", "-d", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    (path,) = tmp_path.iterdir()
+    assert path.name == "agentdeployment-agent-one.json"
+    assert json.loads(path.read_text())["kind"] == "AgentDeployment"

@@ -16,7 +16,7 @@ from tests.unit.test_crd_schema import _root, _unknown_keys
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Deployment, Listener
-from deployplane.commands.export.cr import (
+from deployplane.cli.commands.export.cr import (
     API_VERSION,
     ExportNameError,
     Policy,
@@ -24,7 +24,7 @@ from deployplane.commands.export.cr import (
     deployment_cr,
     export,
 )
-from deployplane.commands.export.names import Named, dns_label, unique_names
+from deployplane.cli.commands.export.names import Named, dns_label, unique_names
 from deployplane.crd.specs import AgentDeploymentSpec, ListenerSpec
 from deployplane.crd.status import AgentDeploymentStatus
 from deployplane.externals.agentdeployment.diff import diff

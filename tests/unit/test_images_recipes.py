@@ -153,7 +153,7 @@ def test_context_files_match_the_dockerignore() -> None:
     }
     files = recipes.context_files(ROOT)
     rel = {f.relative_to(ROOT).as_posix() for f in files}
-    assert {"pyproject.toml", "README.md", "operator/deployplane/cli.py"} <= rel
+    assert {"pyproject.toml", "README.md", "operator/deployplane/cli/root.py"} <= rel
     assert all(r in ("pyproject.toml", "README.md") or r.startswith("operator/") for r in rel)
     assert not any("__pycache__" in r or ".egg-info" in r for r in rel)
 

@@ -40,7 +40,7 @@ async def test_status_patch_sends_the_bearer_token_and_a_merge_patch() -> None:
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = runner.addresses[0][1]
     try:
         cfg = client.Configuration()
         cfg.host = f"http://127.0.0.1:{port}"
@@ -71,7 +71,7 @@ async def _serve(handler: Any, method: str = "*") -> tuple[web.AppRunner, Kubern
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = runner.addresses[0][1]
     cfg = client.Configuration()
     cfg.host = f"http://127.0.0.1:{port}"
     return runner, KubernetesApi(client.ApiClient(cfg))

@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from deployplane.cliapp import app
+from deployplane.cli.root import app
 from deployplane.controller.config import OperatorConfig
 from deployplane.dataplane import cli, options
 from deployplane.dataplane.render.settings import DataPlaneSettings
@@ -116,7 +116,8 @@ def test_help_documents_every_setting_the_agent_reads_with_its_variable() -> Non
     """Every variable the chart sets for the agent (and every setting the agent reads) is
     an option of `listener run`, shown in --help with the variable it is read from."""
     command: Any = typer.main.get_command(app)
-    run = command.commands["listener"].commands["run"]
+    ctx = typer.Context(command)
+    run = command.get_command(ctx, "listener").get_command(ctx, "run")
     envvars = {p.envvar: p.opts[0] for p in run.params if p.envvar}
     assert chart_agent_variables() <= set(envvars)
     assert {options.variable(n) for n in options.SETTINGS} <= set(envvars)

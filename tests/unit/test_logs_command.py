@@ -8,7 +8,7 @@ import pytest
 import typer
 
 from deployplane.api.models import LogEntry, LogLevel
-from deployplane.commands.logs import format_line, parse_revision, parse_since
+from deployplane.cli.commands.logs import format_line, parse_revision, parse_since
 
 NOW = datetime(2026, 3, 8, 12, 0, tzinfo=UTC)
 

@@ -1,5 +1,6 @@
-"""`deployplane.api.netstream`: the pooled-connection check from a kept raw socket, and a
-real keep-alive server round trip through the wrapped backend."""
+"""`deployplane.api.netstream`: the pooled-connection check from a kept raw socket, a
+real keep-alive server round trip through the wrapped backend, and the transport that
+plugs it into httpx (httpcore's errors raised as httpx's)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import httpcore
 import httpx
+import pytest
 
 from deployplane.api import netstream
 from deployplane.api.transport import ApiTransport
@@ -57,17 +59,106 @@ def test_asyncios_transport_socket_view_is_kept_too() -> None:
         assert inner.asked == ["socket"]
 
 
-async def test_a_real_pooled_connection_keeps_its_socket() -> None:
+class RecordingBackend(httpcore.AnyIOBackend):
+    """anyio's backend, its streams recording what they are asked."""
+
+    def __init__(self) -> None:
+        self.streams: list[Recording] = []
+
+    async def connect_tcp(self, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
+        stream = await super().connect_tcp(*args, **kwargs)
+        recording = Recording(stream)
+        self.streams.append(recording)
+        return recording
+
+
+class Recording(httpcore.AsyncNetworkStream):
+    def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
+        self.inner = inner
+        self.asked: list[str] = []
+
+    def get_extra_info(self, info: str) -> Any:
+        self.asked.append(info)
+        return self.inner.get_extra_info(info)
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
+        return await self.inner.read(max_bytes, timeout)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        await self.inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_real_pooled_connection_is_checked_by_poll_on_its_kept_socket(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """httpcore asks the idle connection whether it is readable before reusing it: the
+    answer comes from the kept socket, never from anyio's attribute table."""
+    polled: list[object] = []
+    real = netstream.socket_readable
+    monkeypatch.setattr(netstream, "socket_readable", lambda s: polled.append(s) or real(s))
     counts = {"connections": 0, "requests": 0}
     server = await _serve(counts)
     port = server.sockets[0].getsockname()[1]
-    async with server, ApiTransport(f"http://127.0.0.1:{port}", max_retries=0) as api:
-        await api._request("GET", "/x")
-        pool = api._http._transport._pool  # type: ignore[attr-defined]
-        [connection] = pool.connections
-        stream = connection._connection._network_stream
-        assert isinstance(stream, netstream.LeanNetworkStream)
-        assert stream._socket is not None  # answered by poll(), not anyio's attributes
+    backend = RecordingBackend()
+    transport = netstream.LeanTransport(httpx.Limits(max_connections=4), backend)
+    async with server, httpx.AsyncClient(transport=transport) as http:
+        for _ in range(2):
+            assert (await http.get(f"http://127.0.0.1:{port}/x")).json() == {"ok": True}
+    [stream] = backend.streams
+    assert counts["connections"] == 1
+    assert polled
+    assert "is_readable" not in stream.asked
+
+
+async def test_the_client_transport_is_lean_unless_one_is_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made: list[netstream.LeanTransport] = []
+
+    class Seen(netstream.LeanTransport):
+        def __init__(self, limits: httpx.Limits) -> None:
+            super().__init__(limits)
+            made.append(self)
+
+    monkeypatch.setattr("deployplane.api.transport.LeanTransport", Seen)
+    async with ApiTransport("http://127.0.0.1:1", max_in_flight=3):
+        [transport] = made
+        assert isinstance(transport.pool, httpcore.AsyncConnectionPool)
+    mocked = httpx.MockTransport(lambda r: httpx.Response(200))
+    async with ApiTransport("http://127.0.0.1:1", transport=mocked):
+        assert len(made) == 1
+
+
+async def test_httpcore_errors_reach_the_caller_as_httpx_errors() -> None:
+    """The retry policy tells httpx's errors apart (connect: surely not sent)."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    transport = netstream.LeanTransport(httpx.Limits())
+    async with httpx.AsyncClient(transport=transport, timeout=0.5) as http:
+        with pytest.raises(httpx.ConnectError):
+            await http.get(f"http://127.0.0.1:{port}/")
+
+        async def truncated(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort")
+            await writer.drain()
+            writer.close()
+
+        async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            await asyncio.sleep(5)
+
+        for handler, error in ((truncated, httpx.RemoteProtocolError), (silent, httpx.ReadTimeout)):
+            server = await asyncio.start_server(handler, "127.0.0.1", 0)
+            async with server:
+                url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+                with pytest.raises(error):
+                    await http.get(url)
+                server.close()
 
 
 def test_a_stream_without_a_socket_asks_the_inner_one() -> None:
@@ -80,17 +171,6 @@ def test_socket_readable_treats_a_missing_or_closed_socket_as_gone() -> None:
     sock = socket.socket()
     sock.close()
     assert netstream.socket_readable(sock) is True
-
-
-async def test_the_transport_installs_it_on_its_default_pool_only() -> None:
-    async with ApiTransport("http://127.0.0.1:1") as api:
-        pool = api._http._transport._pool  # type: ignore[attr-defined]
-        assert isinstance(pool._network_backend, netstream.LeanNetworkBackend)
-        assert netstream.install(api._http)  # twice: not wrapped again
-        assert not isinstance(pool._network_backend._inner, netstream.LeanNetworkBackend)
-    mocked = httpx.AsyncClient(transport=httpx.MockTransport(lambda r: httpx.Response(200)))
-    async with mocked:
-        assert netstream.install(mocked) is False
 
 
 async def _serve(counts: dict[str, int]) -> asyncio.Server:

@@ -33,7 +33,7 @@ from deployplane.reconcile.finalizer import (
     FINALIZER,
     NotYet,
 )
-from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION, LEGACY_ANNOTATION
+from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
@@ -196,7 +196,6 @@ async def test_create_pass_writes_marker_with_finalizer_then_id_with_conditions(
     }
     assert rig.sink.order == ["object", "status"]
     assert state.marker is not None
-    assert state.marker_on_object
     assert rig.ext.journal.index(("create",)) > 0
     (final,) = rig.sink.writes
     assert final["deploymentId"] == "dep-new"
@@ -301,31 +300,6 @@ async def test_a_marker_on_the_object_without_an_id_looks_up_before_creating() -
     assert rig.sink.writes[0]["deploymentId"] == DEP_ID
     assert state.status is not None
     assert state.status["deploymentId"] == DEP_ID
-
-
-async def test_an_earlier_versions_annotation_looks_up_and_is_replaced_by_the_marker() -> None:
-    """An object a version before issue 36 marked (JSON create-pending annotation) and
-    that died before the id: looked up, adopted; once the id is recorded, one write of
-    the object swaps the old annotation for the external-name marker."""
-    rig = Rig(ext=ExternalFns(find_fn=returns(DEP_ID)))
-    old, state = seen(annotations={LEGACY_ANNOTATION: '{"key":"agent","resourceVersion":"3"}'})
-    await rig.one_pass(state, old)
-    assert ("create",) not in rig.ext.journal
-    assert rig.sink.order == ["status", "object"]
-    swapped = {LEGACY_ANNOTATION: None, EXTERNAL_NAME_ANNOTATION: "agent"}
-    assert rig.sink.objects == [{"metadata": {"annotations": swapped}}]
-    assert not state.legacy_marker_on_object
-    assert state.marker_on_object
-
-
-async def test_an_earlier_versions_status_marker_still_looks_up_and_is_cleared() -> None:
-    rig = Rig(ext=ExternalFns(find_fn=returns(DEP_ID)))
-    old, state = seen(status={"createPending": {"key": "agent"}})
-    await rig.one_pass(state, old)
-    assert ("create",) not in rig.ext.journal
-    (final,) = rig.sink.writes
-    assert final["createPending"] is None
-    assert final["deploymentId"] == DEP_ID
 
 
 async def test_a_refused_create_takes_the_marker_off_the_object() -> None:

@@ -41,9 +41,9 @@ OLD = "2020-01-01T00:00:00Z"
 ABSENT_FIELD = "<absent>"
 ALL = ["Ready", "Reconciling", "Stalled", "Synced"]
 CREATE_PENDING = "createPending"
-"""Where earlier versions kept the marker in the status: here, a case's `status` with it
-stands for a resource whose object carries the marker (`Managed.create_pending`), and
-a wanted status proves the marker never shows in the status."""
+"""A case's `status` with this key stands for a resource whose object carries the
+marker (`Managed.create_pending`: the key and resourceVersion it holds), and a wanted
+status with it absent proves the marker never shows in the status."""
 TIMING = Schedule()  # poll 2 s -> 30 s, retry 2 s -> 120 s, resync 600 s
 
 MARKER_VALUE = {"key": "agent", "resourceVersion": "7"}
@@ -169,7 +169,9 @@ def managed(
         spec=FakeSpec(**spec),
         status=FakeStatus.model_validate(status),
         resource_version="7",
-        create_pending=None if marker is None else CreatePending.parse(marker),
+        create_pending=None
+        if marker is None
+        else CreatePending(marker["key"], marker["resourceVersion"]),
     )
 
 

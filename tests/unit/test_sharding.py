@@ -15,7 +15,7 @@ from tests.support.fakekube import FakeKube
 from tests.unit.test_workers import KEY, NS, body, rig, settle
 from typer.testing import CliRunner
 
-from deployplane import cliapp
+from deployplane.cli import root as cliapp
 from deployplane.controller import handlers
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.sharding import (

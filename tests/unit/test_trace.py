@@ -13,18 +13,16 @@ from typing import Any
 
 import httpx
 import pytest
-import typer
 from tests.unit import test_cli
 from tests.unit.test_cli import DEP_ID, LIS_ID, REV_ID, FakeService, deployment, listener, revision
 from typer.testing import CliRunner, Result
 
 from deployplane.api.models import Deployment, Listener, Revision
-from deployplane.commands import tables
-from deployplane.commands import trace as trace_command
-from deployplane.commands.connection import ConnectedCommand
-from deployplane.commands.tables import render
-from deployplane.commands.trace.readers import KubeAccess, KubeError
-from deployplane.commands.trace.tree import (
+from deployplane.cli.commands import tables
+from deployplane.cli.commands.tables import render
+from deployplane.cli.commands.trace import command as trace_command
+from deployplane.cli.commands.trace.readers import KubeAccess, KubeError
+from deployplane.cli.commands.trace.tree import (
     COLUMNS,
     Missing,
     Node,
@@ -34,6 +32,7 @@ from deployplane.commands.trace.tree import (
     rows,
     to_data,
 )
+from deployplane.cli.root import app as root_app
 
 service = test_cli.service  # the fake control plane, as a fixture of this module
 
@@ -386,10 +385,7 @@ def cp_routes(service: FakeService) -> None:
 
 
 def invoke(*args: str, width: int = 200) -> Result:
-    app = typer.Typer(pretty_exceptions_enable=False)
-    app.callback()(lambda: None)
-    app.command("trace", cls=ConnectedCommand)(trace_command.trace)
-    return CliRunner().invoke(app, ["trace", *args], env={"COLUMNS": str(width)})
+    return CliRunner().invoke(root_app, ["trace", *args], env={"COLUMNS": str(width)})
 
 
 def test_trace_prints_the_tree_with_gets_only(service: FakeService, kube: FakeKube) -> None:

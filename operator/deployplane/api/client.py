@@ -1,11 +1,15 @@
 """`ControlPlaneClient`: the typed async client of the control-plane API.
 
-One method per endpoint, models in and out (`deployplane.api.models`), typed errors out
-(`deployplane.api.errors`). How a call travels (credentials, pool, retries, parsing) is
-`ApiTransport`'s (`deployplane.api.transport`), whose retry policy says which calls are
-retried. The transport is injectable so tests and the emulator's in-process checks run
-without sockets (`httpx.MockTransport`, `httpx.ASGITransport`). Build a client from a
-`ConnectionSettings` (`deployplane.api.connection`).
+One method per endpoint the operator or the CLI calls, models in and out
+(`deployplane.api.models`), typed errors out (`deployplane.api.errors`). The source
+upload and the registry push token are the vendor CLI's (`langgraph deploy`): the
+emulator serves them, and nothing of deployplane calls them (the operator manages
+`git_host` and `external_docker` deployments only). How a call travels (credentials,
+pool, retries, parsing) is `ApiTransport`'s (`deployplane.api.transport`), whose retry
+policy says which calls are retried. The transport is injectable so tests and the
+emulator's in-process checks run without sockets (`httpx.MockTransport`,
+`httpx.ASGITransport`). Build a client from a `ConnectionSettings`
+(`deployplane.api.connection`).
 """
 
 from __future__ import annotations
@@ -30,12 +34,8 @@ from deployplane.api.models import (
     LogsQuery,
     OAuthProvider,
     Page,
-    PushToken,
-    PushTokenRequest,
     Revision,
     RevisionStatus,
-    UploadUrl,
-    UploadUrlRequest,
 )
 from deployplane.api.transport import MAX_HONOURED_RETRY_AFTER, ApiTransport, Id, ModelT
 
@@ -58,8 +58,6 @@ LISTENER = "/v2/listeners/{listener_id}"
 REPOSITORIES = "/v1/integrations/git_host/{integration_id}/repos"
 OAUTH_PROVIDER = "/v2/auth/providers/{provider_id}"
 # What the vendor's CLI calls besides the published contract (docs/emulator.md).
-UPLOAD_URL = "/v2/deployments/{deployment_id}/upload-url"
-PUSH_TOKEN = "/v2/deployments/{deployment_id}/push-token"
 BUILD_LOGS = "/v1/projects/{project_id}/revisions/{revision_id}/build_logs"
 REVISION_DEPLOY_LOGS = "/v1/projects/{project_id}/revisions/{revision_id}/deploy_logs"
 DEPLOY_LOGS = "/v1/projects/{project_id}/deploy_logs"
@@ -302,21 +300,7 @@ class ControlPlaneClient(ApiTransport):
         async for item in _paginate(page, page_size):
             yield item
 
-    # ------------------------------------------------- builds and logs (vendor CLI's)
-
-    async def request_upload_url(self, deployment_id: Id) -> UploadUrl:
-        """A signed single-use URL for an internal_source deployment's source tarball."""
-        body = _dump(UploadUrlRequest(supports_upload_headers=True))
-        return await self._call(
-            UploadUrl, "POST", UPLOAD_URL, {"deployment_id": deployment_id}, json=body
-        )
-
-    async def request_push_token(self, deployment_id: Id) -> PushToken:
-        """Registry credentials for an internal_docker deployment's image."""
-        body = _dump(PushTokenRequest(supports_registry_username=True))
-        return await self._call(
-            PushToken, "POST", PUSH_TOKEN, {"deployment_id": deployment_id}, json=body
-        )
+    # --------------------------------------------------------- build and deploy logs
 
     async def get_build_logs(
         self, deployment_id: Id, revision_id: Id, query: LogsQuery

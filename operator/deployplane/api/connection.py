@@ -15,12 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
 from deployplane.api.client import ControlPlaneClient
+from deployplane.api.env import ENV_API_KEY, ENV_TENANT_ID, ENV_URL
 
 __all__ = ["ENV_API_KEY", "ENV_TENANT_ID", "ENV_URL", "ConnectionSettings"]
-
-ENV_URL = "DEPLOYPLANE_CONTROL_PLANE_URL"
-ENV_API_KEY = "DEPLOYPLANE_API_KEY"
-ENV_TENANT_ID = "DEPLOYPLANE_TENANT_ID"
 
 ClientT = TypeVar("ClientT", bound=ControlPlaneClient)
 

@@ -7,17 +7,25 @@ only to reach the raw socket: in the 1,000-resource converge (py-spy, bench/) th
 checks were ~5% of the operator's CPU. `LeanNetworkBackend` wraps the backend httpcore
 would use and keeps each stream's raw socket, so the check is one `poll()` as httpcore
 meant it. Everything else passes through unchanged.
+
+`LeanTransport` is how the control-plane client gets it, through public surfaces only:
+httpx takes any `AsyncBaseTransport`, and httpcore's `AsyncConnectionPool` takes a
+`network_backend`. It is what `httpx.AsyncHTTPTransport` does without a proxy (the
+request and response handed between the two libraries, httpcore's errors raised as
+httpx's), which offers no way to choose the backend.
 """
 
 from __future__ import annotations
 
+import contextlib
 import select
-from collections.abc import Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from typing import Any, Protocol
 
 import httpcore
+import httpx
 
-__all__ = ["LeanNetworkBackend", "LeanNetworkStream", "install", "socket_readable"]
+__all__ = ["LeanNetworkBackend", "LeanNetworkStream", "LeanTransport", "socket_readable"]
 
 
 class HasFileno(Protocol):
@@ -99,16 +107,96 @@ class LeanNetworkBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-def install(client: Any) -> bool:
-    """Wrap the network backend of `client`'s (an `httpx.AsyncClient`) default pool;
-    False, changing nothing, when the client has another transport (a test's mock, an
-    in-process app) or httpx/httpcore are laid out otherwise."""
-    pool = getattr(getattr(client, "_transport", None), "_pool", None)
-    if not isinstance(pool, httpcore.AsyncConnectionPool):
-        return False
-    inner = getattr(pool, "_network_backend", None)
-    if not isinstance(inner, httpcore.AsyncNetworkBackend):
-        return False
-    if not isinstance(inner, LeanNetworkBackend):
-        pool._network_backend = LeanNetworkBackend(inner)
-    return True
+# httpcore's errors -> httpx's, the most specific first (httpx's own mapping, which is
+# private to its transport).
+_ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+    (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout),
+    (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.TimeoutException, httpx.TimeoutException),
+    (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError),
+    (httpcore.NetworkError, httpx.NetworkError),
+    (httpcore.ProxyError, httpx.ProxyError),
+    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+    (httpcore.ProtocolError, httpx.ProtocolError),
+)
+
+
+@contextlib.contextmanager
+def httpx_errors() -> Iterator[None]:
+    """Raise an httpcore error as the httpx error it stands for (the retry policy,
+    `deployplane.api.transport`, tells them apart)."""
+    try:
+        yield
+    except Exception as exc:
+        for theirs, ours in _ERRORS:
+            if isinstance(exc, theirs):
+                raise ours(str(exc)) from exc
+        raise
+
+
+class _ResponseStream(httpx.AsyncByteStream):
+    """httpcore's response body as httpx reads it, its errors raised as httpx's."""
+
+    def __init__(self, inner: AsyncIterable[bytes]) -> None:
+        self._inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        with httpx_errors():
+            async for part in self._inner:
+                yield part
+
+    async def aclose(self) -> None:
+        close = getattr(self._inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
+class LeanTransport(httpx.AsyncBaseTransport):
+    """httpx's default transport (HTTP/1.1, verified TLS, `limits`) over an httpcore
+    pool whose streams are `LeanNetworkStream`s."""
+
+    def __init__(
+        self, limits: httpx.Limits, backend: httpcore.AsyncNetworkBackend | None = None
+    ) -> None:
+        """`backend`: the one whose streams are wrapped (anyio's, as httpcore's own
+        choice on asyncio)."""
+        self.pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=LeanNetworkBackend(backend or httpcore.AnyIOBackend()),
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        assert isinstance(request.stream, httpx.AsyncByteStream)
+        sent = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(
+                scheme=request.url.raw_scheme,
+                host=request.url.raw_host,
+                port=request.url.port,
+                target=request.url.raw_path,
+            ),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with httpx_errors():
+            answer = await self.pool.handle_async_request(sent)
+        assert isinstance(answer.stream, AsyncIterable)
+        return httpx.Response(
+            status_code=answer.status,
+            headers=answer.headers,
+            stream=_ResponseStream(answer.stream),
+            extensions=answer.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()

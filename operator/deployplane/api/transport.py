@@ -31,8 +31,8 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from deployplane import __version__
-from deployplane.api import netstream
 from deployplane.api.errors import ControlPlaneError
+from deployplane.api.netstream import LeanTransport
 from deployplane.api.responses import error_from
 
 __all__ = ["MAX_HONOURED_RETRY_AFTER", "MAX_IN_FLIGHT", "ApiTransport", "Id"]
@@ -93,16 +93,17 @@ class ApiTransport:
         if tenant_id:
             headers["X-Tenant-Id"] = str(tenant_id)
         self._secrets = tuple(s for s in (api_key, bearer_token) if s)
+        limits = httpx.Limits(
+            max_connections=max_in_flight, max_keepalive_connections=max_in_flight
+        )
         self._http = httpx.AsyncClient(
             base_url=base_url,
             headers=headers,
             timeout=timeout,
-            transport=transport,
-            limits=httpx.Limits(
-                max_connections=max_in_flight, max_keepalive_connections=max_in_flight
-            ),
+            # httpx's default transport, with cheaper idle-connection checks (netstream.py)
+            transport=transport if transport is not None else LeanTransport(limits),
+            limits=limits,  # the proxies' transports (HTTPS_PROXY and the like) too
         )
-        netstream.install(self._http)  # cheaper idle-connection checks (api/netstream.py)
         self._in_flight = asyncio.Semaphore(max_in_flight)
         self.max_retries = max_retries
         self.backoff_base = backoff_base

@@ -11,7 +11,7 @@ package runs them the way envtest does. Public API:
         cluster.settings                        # ClusterSettings: what it runs
 """
 
-from deployplane.devcluster.cluster import ClusterSettings, DevCluster, DevClusterError, attach
+from deployplane.devcluster.cluster import ClusterSettings, DevCluster, DevClusterError
 from deployplane.devcluster.serviceaccounts import service_account_username
 from deployplane.devcluster.tools import Tools, ToolsNotFound, find_tools
 
@@ -21,7 +21,6 @@ __all__ = [
     "DevClusterError",
     "Tools",
     "ToolsNotFound",
-    "attach",
     "find_tools",
     "service_account_username",
 ]

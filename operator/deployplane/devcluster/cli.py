@@ -14,7 +14,7 @@ from pathlib import Path
 
 import typer
 
-from deployplane.devcluster.cluster import DevCluster, DevClusterError, attach
+from deployplane.devcluster.cluster import DevCluster, DevClusterError
 from deployplane.devcluster.realnode import images as node_images
 from deployplane.devcluster.tools import ToolsNotFound
 from deployplane.devcluster.workloads import DEFAULT_NODES
@@ -58,7 +58,7 @@ def up(
     timeout: float = typer.Option(60.0, help="Seconds to wait for readiness."),
 ) -> None:
     """Start the cluster in the background and return once it is ready."""
-    existing = attach(state_dir)
+    existing = DevCluster.attach(state_dir)
     if existing is not None and existing.ready():
         typer.echo(f"dev cluster already running at {existing.server}")
         _print_kubeconfig(existing)
@@ -86,7 +86,7 @@ def up(
 @cluster_app.command()
 def down(state_dir: Path = StateDir) -> None:
     """Stop the cluster and remove its state (certificates, data, logs)."""
-    cluster = attach(state_dir)
+    cluster = DevCluster.attach(state_dir)
     if cluster is None:
         typer.echo(f"no dev cluster recorded in {state_dir}")
         return
@@ -103,7 +103,7 @@ def load_image(
     state_dir: Path = StateDir,
 ) -> None:
     """Import image archives into the real node's containerd (like `kind load image-archive`)."""
-    cluster = attach(state_dir)
+    cluster = DevCluster.attach(state_dir)
     if cluster is None or not cluster.settings.real_node:
         typer.echo(
             f"no dev cluster with a real node in {state_dir}; run `up --real-node`", err=True
@@ -121,7 +121,7 @@ def load_image(
 @cluster_app.command()
 def kubeconfig(state_dir: Path = StateDir) -> None:
     """Print the admin kubeconfig path (e.g. `export KUBECONFIG=$(... kubeconfig)`)."""
-    cluster = attach(state_dir)
+    cluster = DevCluster.attach(state_dir)
     if cluster is None:
         typer.echo(f"no dev cluster in {state_dir}; run `deployplane dev cluster up`", err=True)
         raise typer.Exit(1)
@@ -131,7 +131,7 @@ def kubeconfig(state_dir: Path = StateDir) -> None:
 @cluster_app.command()
 def status(state_dir: Path = StateDir) -> None:
     """Say whether the cluster runs and is ready; exit 1 when it is not."""
-    cluster = attach(state_dir)
+    cluster = DevCluster.attach(state_dir)
     if cluster is None:
         typer.echo(f"no dev cluster in {state_dir}")
         raise typer.Exit(1)

@@ -17,7 +17,8 @@ launch.py (their command lines in commandlines.py), the startup wait in readines
 Owned clusters (tests, `with DevCluster() as c:`) are stopped by `stop()`, by `atexit`,
 on SIGTERM / SIGHUP, and by the kernel if the Python process dies (see processes.py).
 Detached clusters (`deployplane dev cluster up`) outlive the process that started them;
-their pids live in `state.json` in the state directory, which `attach()` reads back.
+their pids live in `state.json` in the state directory, which `DevCluster.attach()`
+reads back.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from deployplane.devcluster.serviceaccounts import write_service_account_kubecon
 from deployplane.devcluster.settings import ClusterSettings
 from deployplane.devcluster.tools import Tools, find_tools
 
-__all__ = ["ClusterSettings", "DevCluster", "DevClusterError", "attach"]
+__all__ = ["ClusterSettings", "DevCluster", "DevClusterError"]
 
 _PORT_ATTEMPTS = 3
 _T = TypeVar("_T")
@@ -95,6 +96,28 @@ class DevCluster:
         self._owns_files = False
         # What the real node's stop could not remove (see realnode.node.stop).
         self.node_leftovers: list[str] = []
+
+    @classmethod
+    def attach(cls, state_dir: Path) -> DevCluster | None:
+        """The cluster recorded in `state_dir/state.json` (running or not), if any, with
+        the settings, server and processes recorded there; it may stop them and remove
+        its files (a detached cluster's `down`)."""
+        state = statefile.read_state(state_dir)
+        if state is None:
+            return None
+        cluster = cls(
+            state_dir,
+            controller_manager=bool(state.get("controller_manager")),
+            workloads=bool(state.get("workloads")),
+            nodes=int(state.get("nodes") or workload_parts.DEFAULT_NODES),
+            audit_log=state.get("audit_log") is not None,
+            detached=True,
+            real_node=bool(state.get("real_node")),
+        )
+        cluster._server = str(state["server"])
+        cluster._owns_files = True
+        cluster._procs = statefile.recorded_processes(state)
+        return cluster
 
     # ---------------------------------------------------------------- paths
     @property
@@ -181,7 +204,7 @@ class DevCluster:
             self._scratch = True
             self._owns_files = True
             return
-        existing = attach(self._dir)
+        existing = DevCluster.attach(self._dir)
         if existing is not None and existing.running():
             raise DevClusterError(f"a dev cluster is already running from {self._dir}")
         if existing is not None:
@@ -358,23 +381,3 @@ class DevCluster:
     def _require_audit(self) -> None:
         if not self.settings.audit_log:
             raise DevClusterError("start the cluster with audit_log=True to count requests")
-
-
-def attach(state_dir: Path) -> DevCluster | None:
-    """The cluster recorded in `state_dir/state.json` (running or not), if any."""
-    state = statefile.read_state(state_dir)
-    if state is None:
-        return None
-    cluster = DevCluster(
-        state_dir,
-        controller_manager=bool(state.get("controller_manager")),
-        workloads=bool(state.get("workloads")),
-        nodes=int(state.get("nodes") or workload_parts.DEFAULT_NODES),
-        audit_log=state.get("audit_log") is not None,
-        detached=True,
-        real_node=bool(state.get("real_node")),
-    )
-    cluster._server = str(state["server"])
-    cluster._owns_files = True
-    cluster._procs = statefile.recorded_processes(state)
-    return cluster

@@ -1,7 +1,7 @@
 """A cluster's `state.json` and the files it owns in its state directory.
 
 Detached clusters (`deployplane dev cluster up`) outlive the process that started
-them; `state.json` is how `attach()` finds their servers again.
+them; `state.json` is how `DevCluster.attach()` finds their servers again.
 """
 
 from __future__ import annotations

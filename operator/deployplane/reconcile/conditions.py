@@ -24,7 +24,7 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from deployplane.api.models import camelize
+from deployplane.naming import camelize
 
 
 class ConditionType(StrEnum):

@@ -17,23 +17,15 @@ someone else's) takes it off, so that no later pass adopts what is not ours.
 
 It lives here and on the object only: the reconciler reads it from
 `Managed.create_pending` and writes it through a `MarkerWriter`, never through the status.
-
-Earlier versions wrote `deployplane.io/create-pending` (a JSON value; taken off once the
-id was recorded), and before that `status.createPending`: both are still read, and the
-next write of the object (or of the status) drops them.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 EXTERNAL_NAME_ANNOTATION: Final = "deployplane.io/external-name"
-LEGACY_ANNOTATION: Final = "deployplane.io/create-pending"
-"""The marker of versions before issue 36 (taken off once the id was recorded)."""
-LEGACY_STATUS_FIELD: Final = "createPending"
 
 
 @dataclass(frozen=True)
@@ -50,34 +42,16 @@ class CreatePending:
         """The annotation's value: the key."""
         return self.key
 
-    @classmethod
-    def parse(cls, raw: Any) -> CreatePending:
-        """From the annotation's value, or an earlier version's JSON value or status
-        field. A hand-written or damaged value still says "a create may have happened"."""
-        value = raw
-        if isinstance(raw, str) and raw.startswith("{"):
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                value = raw
-        if isinstance(value, Mapping) and value.get("key"):
-            version = value.get("resourceVersion")
-            return cls(str(value["key"]), None if version is None else str(version))
-        return cls(str(raw))
-
 
 def annotations_of(body: Mapping[str, Any]) -> Mapping[str, Any]:
     return (body.get("metadata") or {}).get("annotations") or {}
 
 
 def read_marker(body: Mapping[str, Any]) -> CreatePending | None:
-    """The object's marker: its annotation, else an earlier version's annotation or
-    status field."""
-    annotations = annotations_of(body)
-    raw = annotations.get(EXTERNAL_NAME_ANNOTATION) or annotations.get(LEGACY_ANNOTATION)
-    if not raw:
-        raw = (body.get("status") or {}).get(LEGACY_STATUS_FIELD)
-    return CreatePending.parse(raw) if raw else None
+    """The object's marker: its annotation's value, as written (by a pass, or by hand to
+    adopt a resource by that key)."""
+    raw = annotations_of(body).get(EXTERNAL_NAME_ANNOTATION)
+    return CreatePending(str(raw)) if raw else None
 
 
 class MarkerWriter(Protocol):

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from deployplane.api.models import camelize
+from deployplane.naming import camelize
 from deployplane.reconcile.external import Managed, SpecT
 from deployplane.reconcile.marker import CreatePending
 from deployplane.reconcile.status import StatusT

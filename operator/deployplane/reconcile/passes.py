@@ -95,7 +95,7 @@ class PassRunner(Generic[SpecT, StatusT]):
 
         now = time.monotonic()
         observed = state.settle_observed(body, now, self.has_id)
-        write = ObjectWriter(self.sink, self.plural, body, state, observed, has_id=self.has_id)
+        write = ObjectWriter(self.sink, self.plural, body, state, observed)
         resync_due = schedule.begin(state.history, now, resync.seconds)
         try:
             mr = self.managed(body, state.status, state.marker)

@@ -22,13 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from deployplane.reconcile.finalizer import has_finalizer
-from deployplane.reconcile.marker import (
-    EXTERNAL_NAME_ANNOTATION,
-    LEGACY_ANNOTATION,
-    CreatePending,
-    annotations_of,
-    read_marker,
-)
+from deployplane.reconcile.marker import CreatePending, read_marker
 from deployplane.reconcile.resync import annotation_value as resync_annotation
 from deployplane.reconcile.schedule import PassHistory
 
@@ -72,12 +66,6 @@ class ResourceState:
     history: PassHistory = field(default_factory=PassHistory)
     marker: CreatePending | None = None
     """The create marker on the object (`reconcile.marker`), as last read or written."""
-    marker_on_object: bool = False
-    """Whether `marker` is the object's external-name annotation (not an earlier
-    version's marker): only then does it need no write before a create."""
-    legacy_marker_on_object: bool = False
-    """Whether the object still carries an earlier version's create-pending annotation:
-    the next write of the object, or the status write that records the id, drops it."""
     finalizer: bool = False
     """Whether the object carries our finalizer (read, or written by this process)."""
     outputs_seen: tuple[str, dict[str, str]] | None = None
@@ -90,9 +78,6 @@ class ResourceState:
         if self.status is None:
             self.status = dict(body.get("status") or {})
         self.marker = read_marker(body)
-        annotations = annotations_of(body)
-        self.marker_on_object = bool(annotations.get(EXTERNAL_NAME_ANNOTATION))
-        self.legacy_marker_on_object = LEGACY_ANNOTATION in annotations
 
     def begin_pass(self, body: Mapping[str, Any]) -> None:
         """A pass starts over `body`: first sight seeds the state; the pass has seen its

@@ -15,16 +15,12 @@ must ask for nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from deployplane.reconcile.external import DependencyNotReady
 from deployplane.reconcile.finalizer import FINALIZER
-from deployplane.reconcile.marker import (
-    EXTERNAL_NAME_ANNOTATION,
-    LEGACY_ANNOTATION,
-    CreatePending,
-)
+from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION, CreatePending
 from deployplane.reconcile.state import ECHO_WAIT_SECONDS, ResourceState
 from deployplane.reconcile.statuspatch import apply_merge_patch, merge_patch
 
@@ -64,12 +60,8 @@ class ObjectWriter:
         body: Mapping[str, Any],
         state: ResourceState,
         observed: Mapping[str, Any],
-        *,
-        has_id: Callable[[Mapping[str, Any]], bool],
     ):
         self.sink, self.plural, self.body, self.state = sink, plural, body, state
-        self.has_id = has_id
-        """Whether a status records the external id (the kind's status model says)."""
         self.observed = observed
         """The status the apiserver holds (`ResourceState.observed`): what a patch is
         computed against, so a status edited or wiped by hand is repaired, and nothing
@@ -79,48 +71,28 @@ class ObjectWriter:
 
     async def mark(self, marker: CreatePending) -> None:
         state = self.state
-        annotations: dict[str, Any] = self._legacy_dropped()
-        if state.marker is None or state.marker.key != marker.key or not state.marker_on_object:
+        annotations: dict[str, Any] = {}
+        if state.marker is None or state.marker.key != marker.key:
             annotations[EXTERNAL_NAME_ANNOTATION] = marker.render()
         if (annotations or not state.finalizer) and not await self._patch_object(annotations):
             raise ResourceGone(f"{self.namespace}/{self.name} was deleted")
-        state.marker, state.marker_on_object = marker, True
-        state.legacy_marker_on_object = False
+        state.marker = marker
 
     async def unmark(self) -> None:
         """The marker comes off the object: a refused create (the key is someone
         else's, and no later pass may adopt it by the marker)."""
         state = self.state
-        annotations = self._legacy_dropped()
-        if state.marker is not None and state.marker_on_object:
-            annotations[EXTERNAL_NAME_ANNOTATION] = None
-        if annotations:
-            await self._patch_object(annotations)
-        state.marker, state.marker_on_object = None, False
-        state.legacy_marker_on_object = False
+        if state.marker is not None:
+            await self._patch_object({EXTERNAL_NAME_ANNOTATION: None})
+        state.marker = None
 
     async def publish(self, status: dict[str, Any]) -> None:
         """The pass's status, patched against the one the apiserver holds (a status
-        edited or wiped by hand is repaired, an earlier version's status marker dropped).
-        The marker stays: once the id is in the status it says nothing more, and taking
-        it off would cost a write. An earlier version's create-pending annotation does
-        come off then, replaced by the marker in the same write (once per such object: a
-        Ready resource carries no create-pending)."""
+        edited or wiped by hand is repaired). The marker stays: once the id is in the
+        status it says nothing more, and taking it off would cost a write."""
         patch = merge_patch(dict(self.observed), status)
         if patch:
             await self.write_status(patch)
-        state = self.state
-        if state.legacy_marker_on_object and self.has_id(self.observed):
-            annotations = self._legacy_dropped()
-            if state.marker is not None and not state.marker_on_object:
-                annotations[EXTERNAL_NAME_ANNOTATION] = state.marker.render()  # same write
-            await self._patch_object(annotations)
-            state.marker_on_object = state.marker is not None
-            state.legacy_marker_on_object = False
-
-    def _legacy_dropped(self) -> dict[str, Any]:
-        """The annotation patch that drops an earlier version's marker, if it is there."""
-        return {LEGACY_ANNOTATION: None} if self.state.legacy_marker_on_object else {}
 
     async def write_status(self, status_patch: dict[str, Any]) -> None:
         """A status patch: the pass's publishing one, or a durable one of the reconciler

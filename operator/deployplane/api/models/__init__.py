@@ -12,6 +12,12 @@ How one model reads both the API's snake_case and a custom resource's camelCase:
 
 from __future__ import annotations
 
+from deployplane.api.enums import (
+    TERMINAL_REVISION_STATUSES,
+    DeploymentStatus,
+    DeploymentType,
+    RevisionStatus,
+)
 from deployplane.api.models.builds import (
     LOG_LIMIT_MAX,
     LogEntry,
@@ -34,7 +40,6 @@ from deployplane.api.models.common import (
     Page,
     Source,
     ValidationErrorEntry,
-    camelize,
 )
 from deployplane.api.models.deployments import (
     BulkDeleteOutcome,
@@ -44,8 +49,6 @@ from deployplane.api.models.deployments import (
     Deployment,
     DeploymentCreate,
     DeploymentPatch,
-    DeploymentStatus,
-    DeploymentType,
     EnvVar,
     ImagePullSecret,
     ListenerConfig,
@@ -70,13 +73,12 @@ from deployplane.api.models.lookups import (
     OAuthProvider,
 )
 from deployplane.api.models.revisions import (
-    TERMINAL_REVISION_STATUSES,
     ManagedRevisionConfig,
     Revision,
-    RevisionStatus,
     SourceRevisionConfig,
     SourceRevisionConfigStatus,
 )
+from deployplane.naming import camelize
 
 __all__ = [
     "LOG_LIMIT_MAX",

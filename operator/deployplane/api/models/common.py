@@ -15,7 +15,6 @@ Fields that the spec already spells in camelCase (Kubernetes shapes inside
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from typing import Annotated, Any, Generic, TypeVar
 
@@ -29,12 +28,7 @@ from pydantic import (
     WithJsonSchema,
 )
 
-_UNDERSCORE_LETTER = re.compile(r"_([a-z0-9])")
-
-
-def camelize(name: str) -> str:
-    """`repo_url` -> `repoUrl`; names without underscores (`mountPath`) are unchanged."""
-    return _UNDERSCORE_LETTER.sub(lambda m: m.group(1).upper(), name)
+from deployplane.naming import camelize
 
 
 def _snake_then_camel(name: str) -> AliasChoices:

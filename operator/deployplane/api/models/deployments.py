@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from enum import StrEnum
 from typing import Annotated
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from deployplane.api.enums import DeploymentStatus, DeploymentType
 from deployplane.api.models.common import (
     NAME_MAX_LENGTH,
     ApiModel,
@@ -26,28 +26,6 @@ from deployplane.api.models.common import (
     require_fields,
 )
 from deployplane.api.models.revisions import SourceRevisionConfig, SourceRevisionConfigStatus
-
-
-class DeploymentStatus(StrEnum):
-    """Every deployment state named by the spec."""
-
-    AWAITING_DATABASE = "AWAITING_DATABASE"
-    READY = "READY"
-    UNUSED = "UNUSED"
-    AWAITING_DELETE = "AWAITING_DELETE"
-    UNKNOWN = "UNKNOWN"
-
-
-class DeploymentType(StrEnum):
-    """`source_config.deployment_type`: the published three, and `dev_zero`, which the
-    vendor's CLI sends for its `--deployment-type serverless` (scale to zero); its
-    `dedicated` is sent as `prod`."""
-
-    DEV_FREE = "dev_free"
-    DEV = "dev"
-    DEV_ZERO = "dev_zero"
-    PROD = "prod"
-
 
 ReportedDeploymentStatus = Annotated[DeploymentStatus, or_unknown(DeploymentStatus)]
 

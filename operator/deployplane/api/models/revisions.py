@@ -3,55 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from typing import Annotated
 from uuid import UUID
 
 from pydantic import Field
 
+from deployplane.api.enums import RevisionStatus
 from deployplane.api.models.common import ApiModel, ReportedSource, or_unknown
-
-
-class RevisionStatus(StrEnum):
-    """Every revision state named by the spec."""
-
-    CREATING = "CREATING"
-    QUEUED = "QUEUED"
-    AWAITING_BUILD = "AWAITING_BUILD"
-    BUILDING = "BUILDING"
-    AWAITING_DEPLOY = "AWAITING_DEPLOY"
-    DEPLOYING = "DEPLOYING"
-    CREATE_FAILED = "CREATE_FAILED"
-    BUILD_FAILED = "BUILD_FAILED"
-    DEPLOY_FAILED = "DEPLOY_FAILED"
-    DEPLOYED = "DEPLOYED"
-    SKIPPED = "SKIPPED"
-    INTERRUPTED = "INTERRUPTED"
-    UNKNOWN = "UNKNOWN"
-
-    @property
-    def is_terminal(self) -> bool:
-        return self in TERMINAL_REVISION_STATUSES
-
-    @property
-    def is_failure(self) -> bool:
-        return self in _FAILED_REVISION_STATUSES
-
-
-TERMINAL_REVISION_STATUSES: frozenset[RevisionStatus] = frozenset(
-    {
-        RevisionStatus.DEPLOYED,
-        RevisionStatus.CREATE_FAILED,
-        RevisionStatus.BUILD_FAILED,
-        RevisionStatus.DEPLOY_FAILED,
-        RevisionStatus.SKIPPED,
-        RevisionStatus.INTERRUPTED,
-    }
-)
-_FAILED_REVISION_STATUSES: frozenset[RevisionStatus] = frozenset(
-    {RevisionStatus.CREATE_FAILED, RevisionStatus.BUILD_FAILED, RevisionStatus.DEPLOY_FAILED}
-)
-
 
 ReportedRevisionStatus = Annotated[RevisionStatus, or_unknown(RevisionStatus)]
 
