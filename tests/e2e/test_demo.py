@@ -124,7 +124,7 @@ def _closing_commands_run_as_printed(stdout: str) -> None:
 
 def _demo_shell(state: Path) -> dict[str, str]:
     """The environment of a shell set up as `up`'s closing lines set it."""
-    cluster = attach(state / "cluster")
+    cluster = DevCluster.attach(state / "cluster")
     assert cluster is not None
     kubectl = cluster.tools.kubectl
     assert kubectl is not None

@@ -136,8 +136,7 @@ def decide_patch(
     new_revision = new_revision or bool(references)
     if body.secrets is not None:
         errors += secret_errors(body.secrets, ("body", "secrets"))
-        if secretdigest.changed(secret_key, current.id, body.secrets, current.secrets):
-            new_revision = True
+        new_revision |= secretdigest.changed(secret_key, current.id, body.secrets, current.secrets)
         # rewritten even when unchanged: digests of the old scheme become keyed ones
         values["secrets"] = secretdigest.records(secret_key, current.id, body.secrets)
     errors += published_rule_errors(
@@ -151,9 +150,7 @@ def decide_patch(
         revision_source=revision_source,
     )
     named = body.source_config.model_fields_set if body.source_config is not None else set()
-    changed = rendered_change(current.source_config, stored_config)
-    status = current.revision_status
-    retry = changed and not new_revision and _ended_undeployed(status)
+    retry, rerender = _reaching_what_runs(current, stored_config, new_revision=new_revision)
     new_revision = new_revision or retry
     return PatchDecision(
         values=values,
@@ -171,14 +168,24 @@ def decide_patch(
             if new_revision and revision_source is Source.INTERNAL_SOURCE
             else None
         ),
-        rerender=changed and not new_revision and status is RevisionStatus.DEPLOYED,
+        rerender=rerender,
         retry=retry,
     )
 
 
-def _ended_undeployed(status: RevisionStatus | None) -> bool:
-    """Whether the latest revision ended without deploying: nothing of it runs."""
-    return status is not None and status.is_terminal and status is not RevisionStatus.DEPLOYED
+def _reaching_what_runs(
+    current: StoredDeployment, stored_config: dict[str, Any], *, new_revision: bool
+) -> tuple[bool, bool]:
+    """(retry, rerender): how a change of what the data plane renders, in a PATCH that
+    makes no revision of its own, reaches what runs. A deployed latest revision is
+    rendered again; one that ended without deploying runs nothing, so a new revision
+    retries it; one on its way needs neither (it deploys with the change)."""
+    if new_revision or not rendered_change(current.source_config, stored_config):
+        return False, False
+    status = current.revision_status
+    if status is RevisionStatus.DEPLOYED:
+        return False, True
+    return status is not None and status.is_terminal, False
 
 
 def rendered_change(stored: dict[str, Any], merged: dict[str, Any]) -> bool:
