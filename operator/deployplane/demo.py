@@ -5,7 +5,7 @@ the control-plane emulator, the operator and the listener agent of the example L
 (the data plane: it rolls the example deployments out in namespace `agents`), applies
 the CRDs and `examples/`, and shows a live table until every example is Ready
 (`--real-node`: the same on a real node, the operator and agent as pods:
-demo_realnode.py).
+demo_realnode.py; `--gitops`: the AgentDeployments through Argo CD: demo_gitops.py).
 Everything keeps running in the background afterwards (`down` stops it). Ctrl-C during
 `up` stops everything it started.
 """
@@ -30,7 +30,7 @@ from kubernetes import client
 from rich.console import Console
 from rich.live import Live
 
-from deployplane import demo_realnode, demo_table
+from deployplane import demo_gitops, demo_realnode, demo_table
 from deployplane.api.connection import ENV_API_KEY, ENV_URL
 from deployplane.devcluster.cluster import DevCluster, DevClusterError
 from deployplane.devcluster.manifests import Applier
@@ -198,8 +198,11 @@ def _apply_examples(
 def up(
     timeout: float = typer.Option(300.0, help="Seconds to wait for every example to be Ready."),
     real_node: bool = typer.Option(False, "--real-node", help=demo_realnode.HELP),
+    gitops: bool = typer.Option(False, "--gitops", help=demo_gitops.HELP),
 ) -> None:
     """Start everything, apply examples/, show them until Ready."""
+    if real_node and gitops:
+        raise typer.BadParameter("--gitops runs on the kwok demo, not with --real-node")
     if STATE.exists():
         console.print("[dim]stopping the previous demo first[/dim]")
         _stop_all()
@@ -212,7 +215,7 @@ def up(
                 STATE, console, _apply_examples, _start_emulator, NAMESPACE
             )
         else:
-            cluster = _start_local()
+            cluster = _start_local(gitops)
         all_ready = _watch(cluster, timeout, started)
     except KeyboardInterrupt:
         console.print("\ninterrupted: stopping everything the demo started")
@@ -234,9 +237,10 @@ def up(
         raise typer.Exit(1)
 
 
-def _start_local() -> DevCluster:
+def _start_local(gitops: bool = False) -> DevCluster:
     with console.status("starting the local Kubernetes API (etcd + kube-apiserver)..."):
-        cluster = DevCluster(STATE / "cluster", detached=True, workloads=True).start()
+        cluster = DevCluster(STATE / "cluster", detached=True, workloads=True, gitops=gitops)
+        cluster.start()
     console.print(f"[green]✓[/green] Kubernetes API at {cluster.server}")
     with console.status("starting the control-plane emulator..."):
         url = _start_emulator(cluster)
@@ -258,6 +262,12 @@ def _start_local() -> DevCluster:
     # Deployments only once the agent runs: before it, the emulator would deploy a
     # revision on its timers, as for a listener without an agent.
     with cluster.admin() as api:
+        if gitops:
+            repo_url = demo_gitops.sync_examples(cluster, api, NAMESPACE)
+            console.print(f"[green]✓[/green] example AgentDeployments pushed to {repo_url}")
+            for line in demo_gitops.next_steps(cluster, repo_url):
+                console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
+            return cluster
         _apply_examples(api, frozenset({"AgentDeployment"}))
     console.print(f"[green]✓[/green] example AgentDeployments applied in {NAMESPACE}")
     return cluster
