@@ -19,7 +19,7 @@ from tests.support.fakekube import FakeKube
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.connection import ConnectionSettings
-from deployplane.controller import handlers, probes
+from deployplane.controller import handlers, kopfwatch, probes
 from deployplane.controller.config import ConfigError, Endpoint, OperatorConfig
 from deployplane.controller.metrics import exported_metric_names
 from deployplane.controller.probes import ProbeServer, Reachability, Readiness
@@ -255,3 +255,27 @@ def test_a_readiness_endpoint_that_cannot_be_served_is_refused_naming_it(url: st
         OperatorConfig.from_env({"DEPLOYPLANE_READINESS_ENDPOINT": url})
     config = OperatorConfig.from_env({"DEPLOYPLANE_READINESS_ENDPOINT": "http://0.0.0.0:81/r"})
     assert config.readiness == Endpoint("0.0.0.0", 81, "/r")
+
+
+def test_the_probe_says_the_scope_kopf_lists() -> None:
+    """`/healthz` holds every probe's answer by its id: `scope` says what is watched."""
+    saved = set(kopfwatch.GUARD.listed)
+    try:
+        kopfwatch.GUARD.listed = {"demo"}
+        assert handlers.scope() == {"watching": "demo"}
+        kopfwatch.GUARD.listed = {None}
+        assert handlers.scope() == {"watching": "every namespace"}
+    finally:
+        kopfwatch.GUARD.listed = saved
+
+
+@pytest.mark.parametrize(
+    ("namespaces", "words"),
+    [
+        ("", "every namespace (cluster-wide)"),
+        ("demo", "namespaces demo only"),
+        ("team-a, team-*", "namespaces team-a, team-* only"),
+    ],
+)
+def test_the_start_up_line_says_what_kopf_was_told_to_watch(namespaces: str, words: str) -> None:
+    assert OperatorConfig.from_env({"DEPLOYPLANE_NAMESPACES": namespaces}).scope() == words

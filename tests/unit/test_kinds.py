@@ -267,6 +267,7 @@ def test_kopf_has_event_handlers_only_so_it_never_touches_an_object() -> None:
             ("login", None),
             ("startup", None),
             ("probe", "alive"),
+            ("probe", "scope"),
             ("cleanup", None),
         ],
         key=str,

@@ -77,6 +77,24 @@ def run(
     Configured by DEPLOYPLANE_CONTROL_PLANE_URL, DEPLOYPLANE_API_KEY, DEPLOYPLANE_TENANT_ID,
     DEPLOYPLANE_NAMESPACES, DEPLOYPLANE_POLL_INTERVAL, DEPLOYPLANE_RESYNC_INTERVAL.
     """
+    namespaces = _configure(list(namespace), readiness, shard, shard_default)
+    _run_kopf(
+        namespaces=namespaces,
+        peering=peering,
+        priority=secrets.randbelow(2**31 - 1) + 1 if priority is None else priority,
+        peering_lifetime=peering_lifetime,
+        liveness=liveness,
+        verbose=verbose,
+        json_logs=json_logs,
+    )
+
+
+def _configure(
+    namespace: list[str], readiness: str | None, shard: str | None, shard_default: bool
+) -> list[str]:
+    """Checks the options and the environment, hands the start-up handlers what they
+    read from the environment, and returns the namespaces Kopf watches; a bad value is
+    a one-line error (exit 2)."""
     try:
         if readiness is not None:
             Endpoint.parse(readiness, "--readiness")
@@ -90,15 +108,10 @@ def run(
         raise typer.Exit(2) from None
     # The handlers read it when imported (their filters) and at start-up (the watch's).
     os.environ.update(sharding.to_env())
-    _run_kopf(
-        namespaces=list(namespace) or list(config.namespaces),
-        peering=peering,
-        priority=secrets.randbelow(2**31 - 1) + 1 if priority is None else priority,
-        peering_lifetime=peering_lifetime,
-        liveness=liveness,
-        verbose=verbose,
-        json_logs=json_logs,
-    )
+    namespaces = namespace or list(config.namespaces)
+    # What Kopf watches, for the start-up log line (`--namespace` wins over the variable).
+    os.environ["DEPLOYPLANE_NAMESPACES"] = ",".join(namespaces)
+    return namespaces
 
 
 def _run_kopf(

@@ -85,6 +85,12 @@ class OperatorConfig:
     shutdown_timeout: float = 30.0
     """On shutdown, passes under way get this long to finish before they are cancelled."""
 
+    def scope(self) -> str:
+        """The namespaces it watches, in words, for its start-up log line."""
+        if not self.namespaces:
+            return "every namespace (cluster-wide)"
+        return "namespaces " + ", ".join(self.namespaces) + " only"
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:
         env = os.environ if env is None else env

@@ -257,11 +257,14 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
     fill as the watches list, before any event handler runs)."""
     sharding = Sharding.from_env()
     tune_kopf(settings, sharding)
+    config = OperatorConfig.from_env()
+    # What Kopf was told to watch (`operator run` puts --namespace here); a resource
+    # elsewhere is never seen. The probe's `scope` says what it lists.
+    log.info("watching %s", config.scope())
     log.info("reconciling %s", sharding.describe())
     # Quiet kopf's per-handler INFO chatter ("Handler ... succeeded") at scale.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per API call otherwise
-    config = OperatorConfig.from_env()
     kube = KubernetesApi.from_environment(health=kopfwatch.GUARD.health)
     # Readiness asks on a connection of its own, never retried: not behind the passes.
     asker = KubernetesApi.from_environment(max_in_flight=1, backoff=Backoff(attempts=0))
@@ -371,6 +374,14 @@ async def alive(memo: kopf.Memo, **_: Any) -> dict[str, Any]:
     now = runtime.clock()
     seen = {f"seconds since a {kind} event": now - at for kind, at in runtime.last_event.items()}
     return {**runtime.health.failing(), **seen}
+
+
+@kopf.on.probe(id="scope")
+def scope(**_: Any) -> dict[str, str]:
+    """The namespaces this instance watches, as Kopf lists them (`every namespace`, or
+    their names, globs resolved): a resource anywhere else is never seen, so it gets no
+    status, Event or finalizer (docs/install.md, "The operator's scope")."""
+    return {"watching": kopfwatch.GUARD.scope()}
 
 
 GC_THRESHOLDS = (10_000, 20, 20)
