@@ -14,6 +14,7 @@ from tests.support.fakekube import FakeKube
 from deployplane.controller import handlers
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.metrics import exported_metric_names
+from deployplane.controller.runtime import Runtime, build_runtime
 from deployplane.kube.health import FailureClock
 
 
@@ -25,9 +26,9 @@ class Clock:
         return self.now
 
 
-def runtime_with(health: FailureClock) -> handlers.Runtime:
+def runtime_with(health: FailureClock) -> Runtime:
     config = OperatorConfig(unhealthy_after=60.0)
-    return handlers.build_runtime(config, FakeKube(), health=health)  # type: ignore[arg-type]
+    return build_runtime(config, FakeKube(), health=health)  # type: ignore[arg-type]
 
 
 def test_the_probe_fails_past_the_threshold_and_recovers(caplog: pytest.LogCaptureFixture) -> None:
