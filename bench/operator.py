@@ -427,7 +427,7 @@ class Bench:
         self.figure("api_calls_per_cr", stats["total"] / self.n, "calls", "<=", 4, digits=2)
         per_cr = writes_per_cr(writes, PLURAL, self.n)
         # The floor's three: the create marker rides in the finalizer's patch and stays
-        # (issue 36: Crossplane's external-name; a recorded id supersedes it).
+        # (as Crossplane's external-name; a recorded id supersedes it).
         self.figure("k8s_writes_per_cr", per_cr, "writes", "<=", 3, digits=2)
         latencies = self.apply_to_post(sent)
         median = sorted(zip(latencies, sent, strict=True))[len(latencies) // 2][1]

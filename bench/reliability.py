@@ -1,4 +1,4 @@
-"""Reliability at the issue's scale (issue 7): crash, faults, outage, HA, secrets.
+"""Reliability at full scale: crash, faults, outage, HA, secrets.
 
 Starts a dev cluster (etcd + kube-apiserver, `make tools`), applies the CRDs and the
 Kopf peering CRD, and runs the scenarios of `tests/e2e/reliability_scenarios.py`

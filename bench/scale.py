@@ -89,8 +89,8 @@ def scaled_name(name: str, n: int) -> str:
 
 
 GOALS: dict[str, tuple[str, float]] = {
-    # The 1,000 bench's name -> the scale run's goal (issue 36).
-    "converge_1000_s": ("<=", 600),  # no goal in the issue: the 1,000's 60 s, times ten
+    # The 1,000 bench's name -> the scale run's goal.
+    "converge_1000_s": ("<=", 600),  # the 1,000's 60 s, times ten
     "k8s_writes_per_cr": ("<=", 3),
     "operator_rss_mb_1000": ("<=", 250),
     "resume_1000_s": ("<=", 60),
@@ -166,7 +166,7 @@ class ScaleBench(Bench):
         """Lines for the summary besides the BENCH ones (evidence, no goal)."""
 
     def figure(self, *args: Any, **kwargs: Any) -> None:
-        """The 1,000 bench's figure, named for N and with the issue's goal at N."""
+        """The 1,000 bench's figure, named for N and with its goal at N (`GOALS`)."""
         name, value, unit, op, goal, *rest = args
         op, goal = GOALS.get(name, (op, goal))
         super().figure(scaled_name(name, self.n), value, unit, op, goal, *rest, **kwargs)
@@ -268,7 +268,7 @@ class ScaleBench(Bench):
         self.figure("emulator_list_page_p99_ms", percentile(self.load.pages, 99), "ms", "<=", 100)
         self.figure("emulator_get_p99_ms", percentile(self.load.gets, 99), "ms", "<=", 50)
         db = sum(f.stat().st_size for f in (self.workdir / "emulator").glob("controlplane.db*"))
-        # No goal in the issue: 50 KB a deployment (with its revision) at most.
+        # Ours: 50 KB a deployment (with its revision) at most.
         self.figure("emulator_db_mb", db / 2**20, "MB", "<=", round(self.total * 50 / 1024))
 
     def run(self) -> list[Figure]:
@@ -280,7 +280,7 @@ class ScaleBench(Bench):
             self.latency()
             self.resume()
             if not self.args.no_shards:
-                # Named as the issue names them, not for N (`self.figure` would).
+                # Named without N (`shard_rss_ratio`, ...), not for N as `self.figure` would.
                 takeover = ShardTakeover(self, self.deployment_names)
                 for fig in takeover.run(self.resume_rss_mb):
                     self.figures.append(fig)

@@ -1,4 +1,4 @@
-"""Label shards at scale (issue 36, items 3-4), converge-based: one operator over N
+"""Label shards at scale, converge-based: one operator over N
 AgentDeployments, then two label shards over N others, on a dev cluster of its own
 against the emulator. Run on its own; `make bench-scale` does not call it (its shard
 phase, bench/shardphase.py, has the shards take over the scale run's resources instead).

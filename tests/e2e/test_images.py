@@ -3,7 +3,7 @@ project's Dockerfile as deployplane:dev, and the data plane's PostgreSQL and Red
 
 Gated like the rest of this tier: without root, or without buildah and mmdebstrap and no
 apt-get to install them, the tests skip locally and fail under CI=true. The first run
-builds (minutes); later runs are cache hits (docs/benchmarks.md). No cluster is needed:
+builds (minutes); later runs are cache hits (docs/development.md). No cluster is needed:
 the images are started by tools/images/smoke.sh (chroot in a private mount namespace).
 """
 

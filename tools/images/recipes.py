@@ -128,8 +128,8 @@ CMD ["redis-server"]
 )
 
 # A stand-in for the agent server, for the data plane's end-to-end tests on a real node
-# only (issue 37 brings the real one): what the rendered pods need of it is GET /ok on
-# port 8000 (their probes). Tagged :1 and :2, so that a test can roll an update out
+# (the real server's base is AGENT_BASE_REF below): what the rendered pods need of it is
+# GET /ok on port 8000 (their probes). Tagged :1 and :2, so that a test can roll an update out
 # (DEPLOYPLANE_E2E_AGENT_IMAGE=docker.io/library/deployplane-e2e-agent, docs/kind.md).
 E2E_AGENT = DebianImage(
     ref="docker.io/library/deployplane-e2e-agent:1",
@@ -143,7 +143,7 @@ CMD ["python3", "-m", "http.server", "8000", "--directory", "/srv/agent"]
 """,
 )
 
-# The agent servers' base (issue 37): the Python base above plus the vendor's public
+# The agent servers' base: the Python base above plus the vendor's public
 # server `langgraph-api` with its in-memory runtime, `langgraph` and `langgraph-sdk`,
 # every wheel pinned in agent-base.txt, downloaded (or built, for an sdist) on the host
 # and installed offline (`/wheels` is a read-only mount of the RUN step, in no layer).

@@ -3,10 +3,10 @@
 Each time httpcore's pool assigns a request or takes a response back, it asks every idle
 connection whether its socket is readable (a server that closed it). Through anyio that
 question rebuilds the stream's whole attribute table, with a `getpeername()` system call,
-only to reach the raw socket: in the 1,000-resource converge (py-spy, bench/) those
-checks were ~5% of the operator's CPU. `LeanNetworkBackend` wraps the backend httpcore
-would use and keeps each stream's raw socket, so the check is one `poll()` as httpcore
-meant it. Everything else passes through unchanged.
+only to reach the raw socket, a share of the operator's CPU that a py-spy profile of the
+1,000-resource converge shows (docs/benchmarks.md, "Profiling"). `LeanNetworkBackend`
+wraps the backend httpcore would use and keeps each stream's raw socket, so the check is
+one `poll()` as httpcore meant it. Everything else passes through unchanged.
 
 `LeanTransport` is how the control-plane client gets it, through public surfaces only:
 httpx takes any `AsyncBaseTransport`, and httpcore's `AsyncConnectionPool` takes a

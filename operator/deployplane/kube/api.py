@@ -144,7 +144,7 @@ class KubernetesApi:
     def _authorization(self) -> str | None:
         """The bearer token's header value, asked of the configuration at most every
         `_TOKEN_RECHECK_SECONDS` (asking re-reads the kubeconfig and scans the
-        environment for proxies: ~4% of the operator's CPU when asked per request); a
+        environment for proxies: too dear to do for every request); a
         401 asks again at once (`refresh_credentials`)."""
         now = time.monotonic()
         if now >= self._token_checked + _TOKEN_RECHECK_SECONDS:

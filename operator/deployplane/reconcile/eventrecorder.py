@@ -2,12 +2,12 @@
 shape. No Kopf, no HTTP: the sink that creates an Event is handed in.
 
 Why a recorder and not a post per event: an Event is an apiserver write like any
-other (~3-4 ms of its CPU, and an etcd write), and the operator makes two per new
-resource (`Created`, then `Deployed`). Posted as they happen, a burst of 1,000 new
-resources sent 2,000 Events in the same seconds as the writes that make the
-resources Ready, and those took 40% longer to converge (bench/operator.py against
-bench/floor.py; docs/benchmarks.md). client-go's recorder posts from a bounded queue
-of 1,000, one at a time, and drops what does not fit; this one:
+other (CPU and an etcd write), and the operator makes two per new resource
+(`Created`, then `Deployed`). Posted as they happen, a burst of 1,000 new resources
+sends 2,000 Events in the same seconds as the writes that make the resources Ready,
+and slows those down (`events_posted_1000_s` of bench/operator.py is how long the
+Events trail behind). client-go's recorder posts from a bounded queue of 1,000, one at a
+time, and drops what does not fit; this one:
 
 - posts at most `qps` Events a second once a `burst` of them is spent (a token
   bucket), so a quiet operator's Events go out at once and a burst's go out behind the

@@ -10,9 +10,9 @@ What it says depends on the status:
   between the create call and the status write creates nothing twice; so does a status
   lost in a backup and restore, which keeps metadata but not the status subresource);
 - an id recorded: nothing. The id supersedes it.
-Leaving it on costs nothing, where taking it off costs one write per created resource
-(a status patch cannot touch annotations): that write is what kept the operator at 4
-writes per resource instead of 3 (docs/benchmarks.md). A refused create (the key is
+Leaving it on costs nothing, where taking it off would cost one write per created
+resource (a status patch cannot touch annotations): 4 writes per resource instead of
+the floor's 3 (docs/benchmarks.md). A refused create (the key is
 someone else's) takes it off, so that no later pass adopts what is not ours.
 
 It lives here and on the object only: the reconciler reads it from

@@ -3,8 +3,8 @@ it, a bounded pool of workers takes them off, and each pass puts its key back af
 delay the pass asked for. No Kopf code, no Kubernetes: keys are any hashable values.
 
 Why a queue and not one long-lived task per resource: an idle resource is then an entry
-in a heap instead of a handful of tasks, coroutines and events (1,000 resources held
-~16 MB and ~200,000 gc-tracked objects that way), and the event loop schedules a fixed
+in a heap instead of a handful of tasks, coroutines and events (memory and gc-tracked
+objects by the thousand), and the event loop schedules a fixed
 number of workers however many resources there are.
 
 The rules (the delays themselves are the schedule's, `deployplane.reconcile.schedule`):
