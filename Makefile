@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: help venv tools node-tools e2e-real-node postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench bench-scale clean
+.PHONY: help venv tools node-tools gitops-tools e2e-real-node e2e-gitops bench-gitops postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench bench-scale clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk '!seen[$$0]++'
@@ -26,6 +26,9 @@ node-tools: tools ## the real node's binaries: kubelet, kube-proxy, containerd (
 	@bash tools/node.sh ensure
 	@bash tools/k8s/build.sh node
 
+gitops-tools: ## Argo CD v3.5.3 and Flux's source- and kustomize-controller v1.9.6 from Go modules (tools/gitops/build.sh; about 25 min the first time, cached), redis and git (apt-get)
+	@bash tools/gitops/build.sh all
+
 postgres: ## PostgreSQL server binaries for the emulator's tests (apt-get when missing)
 	@bash tools/postgres.sh ensure
 
@@ -38,8 +41,9 @@ image: ## build the Dockerfile as deployplane:dev without a Docker engine (build
 images: ## make image, plus the data plane's PostgreSQL (pgvector) and Redis images from Debian packages and the agent servers' base (langgraph-api 0.16.7, in-memory runtime)
 	@$(PYTHON) tools/images/build.py all
 
-docs-cli: venv ## regenerate docs/cli.md's command reference from the commands' --help (a unit test fails when it drifts)
+docs-cli: venv ## regenerate docs/cli.md's command reference and the completion tree (cli/tab/tree/) from the commands (unit tests fail when either drifts)
 	@$(PY) -m deployplane.cli.docgen
+	@$(PY) -m deployplane.cli.treegen
 
 lint: venv ## ruff and mypy --strict
 	@echo "== ruff"; $(VENV)/bin/ruff check operator tests bench
@@ -102,38 +106,55 @@ e2e-real-node: venv node-tools images ## e2e on a real node (part of make test):
 	  DEPLOYPLANE_REDIS_IMAGE=docker.io/library/deployplane-redis:7.0 \
 	  $(PY) -m pytest -q -p no:cacheprovider --durations=10 $(REAL_NODE_TESTS) $(E2E_ARGS)
 
+# The GitOps tier: one dev cluster started by `deployplane dev cluster up --gitops
+# --workloads` (Argo CD, Flux, the git server beside it), Applications and Kustomizations
+# of the examples/gitops/ manifests, judged by the controllers themselves; its last test
+# stops the cluster with `down` and checks that no process is left.
+GITOPS_TESTS ?= tests/e2e/test_gitops_argocd.py tests/e2e/test_gitops_flux.py
+e2e-gitops: venv tools gitops-tools ## e2e with Argo CD and Flux (part of make test): sync waves, health, self-heal, prune, cascade deletion, the chart as an Application
+	@echo "== e2e with Argo CD and Flux"
+	@DEPLOYPLANE_E2E_GITOPS=1 DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
+	  $(PY) -m pytest -q -p no:cacheprovider --durations=10 $(GITOPS_TESTS) $(E2E_ARGS)
+
 e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a dev cluster with kwok nodes, stopped afterwards)
 	@echo "== e2e on an existing cluster: a dev cluster with kwok nodes started as another process"
 	@bash tools/e2e-existing.sh "$(E2E_EXISTING)"
 
 # Every image is built (or found cached) by the `images` prerequisite before any pytest
 # run: a first build belongs to the build, not to a test's timeout (on a slow machine a
-# cold image build inside a fixture outlasted pytest-timeout's 300 s).
-# `make test` ends with the two tiers that need a cluster started apart: the
-# existing-cluster path, then the real-node tier (its node tools and images built by its
-# own prerequisites, cached; skipped without root, failed so under CI=true). The pytest
-# run ends with its 25 slowest tests, so every run says where the time goes.
-test: venv tools postgres images lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then e2e on a cluster it did not start, then the real-node tier
+# cold image build inside a fixture outlasted pytest-timeout's 300 s); so are the GitOps
+# tools (`gitops-tools`).
+# `make test` ends with the three tiers that need a cluster started apart: the GitOps
+# tier, the existing-cluster path, then the real-node tier (its node tools and images
+# built by its own prerequisites, cached; skipped without root, failed so under CI=true).
+# The pytest run ends with its 25 slowest tests, so every run says where the time goes.
+test: venv tools postgres images gitops-tools lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, the GitOps tier, then e2e on a cluster it did not start, then the real-node tier
 	@echo "== pytest: unit and integration ($(PYTEST_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
 	  $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=10 tests/unit tests/integration
 	@echo "== pytest: e2e on the dev cluster"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
 	  $(PY) -m pytest -q -p no:cacheprovider --durations=25 tests/e2e
+	@$(MAKE) --no-print-directory e2e-gitops
 	@$(MAKE) --no-print-directory e2e-existing
 	@$(MAKE) --no-print-directory e2e-real-node
 
 # REAL_NODE=1: the same demo on a real node (root): the chart installed with the image of
 # `make images`, the operator and listener agent as pods, the emulator on the host
 # building real images, the workloads as real containers (operator/deployplane/demo_realnode.py).
+# GITOPS=1: the example AgentDeployments reach the cluster through Argo CD from the cluster's git server.
 REAL_NODE ?=
-demo: venv tools $(if $(filter 1,$(REAL_NODE)),node-tools images) ## the local demo: Kubernetes API + emulator + operator; examples reach DEPLOYED (REAL_NODE=1: on a real node, as pods)
+GITOPS ?=
+demo: venv tools $(if $(filter 1,$(REAL_NODE)),node-tools images) $(if $(filter 1,$(GITOPS)),gitops-tools) ## the local demo: Kubernetes API + emulator + operator; examples reach DEPLOYED (REAL_NODE=1: on a real node, as pods; GITOPS=1: through Argo CD)
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(VENV)/bin/deployplane demo up \
-	  $(if $(filter 1,$(REAL_NODE)),--real-node)
+	  $(if $(filter 1,$(REAL_NODE)),--real-node) $(if $(filter 1,$(GITOPS)),--gitops)
 
-bench: venv tools ## benchmarks (emulator; the CLI, whole processes; four floor and operator pairs in alternating order, on 1,000 AgentDeployments; data plane); ends with the BENCH lines. BENCH_PROFILE=dir: profiles
+bench: venv tools ## benchmarks (emulator; the CLI, whole processes; four floor and operator pairs in alternating order, on 1,000 AgentDeployments; data plane; the in-memory server's restart on 1,000 threads); ends with the BENCH lines. BENCH_PROFILE=dir: profiles
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m bench
 
 bench-scale: venv tools ## the operator at 10,000 AgentDeployments (with Listeners and a connection) against its 1,000, then two label shards taking them over (~30-45 min); ends with the BENCH lines
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m bench.scale
+
+bench-gitops: venv tools gitops-tools ## Argo CD and Flux on the dev cluster: a commit to Healthy / Ready against a direct apply, their controllers' memory; ends with the BENCH lines
+	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m bench.gitops
 
 demo-down: venv ## stop everything the demo started
 	@$(VENV)/bin/deployplane demo down

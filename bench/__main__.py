@@ -4,12 +4,12 @@
 
 Each benchmark runs as its own process (`python -m bench.controlplane`, `python -m
 bench.cli`, `python -m bench.floor`, `python -m bench.operator`, `python -m
-bench.dataplane`) and its output streams through. The floor and the operator run back
-to back on the same set-up, in pairs whose order alternates, and `operator_floor_ratio`
-is the median pair's operator `converge_1000_s` over its floor's; `operator_cpu_ratio` the median
-pair's operator CPU seconds over the converge over the floor controller's (the
-`CPU operator_cpu_s_1000` and `FLOOR cpu_s_1000` lines). `BENCH_PROFILE=dir` records
-profiles of both (`bench/profiling.py`).
+bench.dataplane`, `python -m bench.threads`) and its output streams through. The floor
+and the operator run back to back on the same set-up, in pairs whose order alternates,
+and `operator_floor_ratio` is the median pair's operator `converge_1000_s` over its
+floor's; `operator_cpu_ratio` the median pair's operator CPU seconds over the converge
+over the floor controller's (the `CPU operator_cpu_s_1000` and `FLOOR cpu_s_1000`
+lines). `BENCH_PROFILE=dir` records profiles of both (`bench/profiling.py`).
 The emulator benchmark prints its own table; when it prints no BENCH lines, they are
 derived from that table (`emulator_get_rps`, `emulator_post_rps`, and
 `emulator_p99_ms`, the worse of the two p99 latencies).
@@ -162,6 +162,13 @@ def main() -> int:
 
     # The listener agent: 100 deployments rolled out on kwok nodes (bench/dataplane.py).
     code, lines = run(["-m", "bench.dataplane", *(["--steady-window", "20"] if args.quick else [])])
+    failures += code != 0
+    summary += bench_lines(lines)
+
+    # The in-memory agent server's restart on its saved threads (bench/threads.py).
+    code, lines = run(
+        ["-m", "bench.threads", *(["--threads", "100", "--starts", "1"] if args.quick else [])]
+    )
     failures += code != 0
     summary += bench_lines(lines)
 

@@ -5,7 +5,8 @@
 Each figure is the whole process: the user + system CPU seconds and the peak resident
 memory of one `deployplane` process (read with `os.wait4`, so interpreter start-up and
 every import count), and its wall time; the median of `--runs` runs, after one run
-that is not counted (it warms the file cache and the bytecode).
+that is not counted (it warms the file cache and writes the bytecode, as installing a
+package does: `PYTHONDONTWRITEBYTECODE` is not passed on).
 
 - `cli_version_cpu_s`: `deployplane --version`.
 - `cli_help_cpu_s`: `deployplane --help` and every command group's `--help`; the worst.
@@ -219,7 +220,14 @@ def main() -> int:
     args = parser.parse_args()
     cli = [args.cli] if args.cli else default_cli()
     runs = args.runs
-    base = {k: v for k, v in os.environ.items() if not k.startswith("DEPLOYPLANE_")}
+    # Bytecode as an installed package has it: the uncounted first run writes it, which
+    # PYTHONDONTWRITEBYTECODE (set in some shells and sandboxes) would forbid, leaving
+    # every run to compile deployplane's modules anew.
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("DEPLOYPLANE_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
     base["PATH"] = os.environ.get("PATH", "")
     base["COLUMNS"] = "80"
 

@@ -54,10 +54,17 @@ install() {
     cannot_install "no apt-get here: install PostgreSQL >= 10 server binaries" \
       "and set DEPLOYPLANE_PG_BIN to their directory"
   fi
+  # Another checkout's run may be installing right now (dpkg allows one at a time):
+  # wait for its turn, then look again.
+  local cache=${DEPLOYPLANE_CACHE:-$HOME/.cache/deployplane}
+  mkdir -p "$cache"
+  exec 9>>"$cache/apt.lock"
+  flock 9
+  if find_bin >/dev/null; then return 0; fi
   echo "== postgresql: installing the server binaries (apt-get)"
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-    postgresql
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=600 \
+    --no-install-recommends postgresql
 }
 
 case "${1:-ensure}" in

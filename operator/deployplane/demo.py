@@ -5,7 +5,7 @@ the control-plane emulator, the operator and the listener agent of the example L
 (the data plane: it rolls the example deployments out in namespace `agents`), applies
 the CRDs and `examples/`, and shows a live table until every example is Ready
 (`--real-node`: the same on a real node, the operator and agent as pods:
-realnode.py).
+realnode.py; `--gitops`: the AgentDeployments through Argo CD: gitops.py).
 Everything keeps running in the background afterwards (`down` stops it). Ctrl-C during
 `up` stops everything it started.
 """
@@ -24,6 +24,7 @@ import typer
 from rich.console import Console
 from rich.live import Live
 
+from deployplane import demo_gitops as gitops_demo
 from deployplane import demo_realnode as realnode
 from deployplane import demo_table as table
 from deployplane.api.connection import ENV_API_KEY, ENV_URL
@@ -74,8 +75,11 @@ def _stop_all() -> None:
 def up(
     timeout: float = typer.Option(300.0, help="Seconds to wait for every example to be Ready."),
     real_node: bool = typer.Option(False, "--real-node", help=realnode.HELP),
+    gitops: bool = typer.Option(False, "--gitops", help=gitops_demo.HELP),
 ) -> None:
     """Start everything, apply examples/, show them until Ready."""
+    if real_node and gitops:
+        raise typer.BadParameter("--gitops runs on the kwok demo, not with --real-node")
     if STATE.exists():
         console.print("[dim]stopping the previous demo first[/dim]")
         _stop_all()
@@ -83,7 +87,10 @@ def up(
     STATE.mkdir(parents=True)
     started = time.monotonic()
     try:
-        cluster = realnode.start(STATE, console, NAMESPACE) if real_node else _start_local()
+        if real_node:
+            cluster = realnode.start(STATE, console, NAMESPACE)
+        else:
+            cluster = _start_local(gitops)
         all_ready = _watch(cluster, timeout, started)
     except KeyboardInterrupt:
         console.print("\ninterrupted: stopping everything the demo started")
@@ -105,9 +112,10 @@ def up(
         raise typer.Exit(1)
 
 
-def _start_local() -> DevCluster:
+def _start_local(gitops: bool = False) -> DevCluster:
     with console.status("starting the local Kubernetes API (etcd + kube-apiserver)..."):
-        cluster = DevCluster(STATE / "cluster", detached=True, workloads=True).start()
+        cluster = DevCluster(STATE / "cluster", detached=True, workloads=True, gitops=gitops)
+        cluster.start()
     console.print(f"[green]✓[/green] Kubernetes API at {cluster.server}")
     with console.status("starting the control-plane emulator..."):
         url = start_emulator(cluster)
@@ -124,6 +132,12 @@ def _start_local() -> DevCluster:
     # Deployments only once the agent runs: before it, the emulator would deploy a
     # revision on its timers, as for a listener without an agent.
     with cluster.admin() as api:
+        if gitops:
+            repo_url = gitops_demo.sync_examples(cluster, api, NAMESPACE)
+            console.print(f"[green]✓[/green] example AgentDeployments pushed to {repo_url}")
+            for line in gitops_demo.next_steps(cluster, repo_url):
+                console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
+            return cluster
         apply_examples(api, frozenset({"AgentDeployment"}))
     console.print(f"[green]✓[/green] example AgentDeployments applied in {NAMESPACE}")
     return cluster

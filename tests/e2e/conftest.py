@@ -26,6 +26,10 @@ Real-node mode (`make e2e-real-node` sets DEPLOYPLANE_E2E_REAL_NODE=1): `dev_clu
 `real_node_session`'s cluster, one real node and no kwok nodes with the built images
 imported (tests/support/realnode.py); tests a module lists in RUN_LAST run at the end.
 
+GitOps mode (`make e2e-gitops` sets DEPLOYPLANE_E2E_GITOPS=1): `dev_cluster` is
+`gitops_session`'s cluster, started by `deployplane dev cluster up --gitops --workloads`
+with Argo CD, Flux and the git server beside it (tests/support/gitops.py).
+
 Without the binaries the tests skip locally (run `make tools`) and fail under CI=true:
 CI must never pass by silently skipping the end-to-end tests.
 
@@ -57,7 +61,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from tests.e2e.operator_harness import REPO, Emulator, Resources
-from tests.support import chart, nodes, realnode
+from tests.support import chart, gitops, nodes, realnode
 from tests.support.e2ecluster import E2ECluster
 from tests.support.existing_cluster import ENV_KUBECONFIG, ExistingCluster
 from tests.support.nodes import Workloads
@@ -122,6 +126,21 @@ def real_node_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[real
 
 
 @pytest.fixture(scope="session")
+def gitops_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[gitops.Session]:
+    """The GitOps tier's cluster (DEPLOYPLANE_E2E_GITOPS=1, tests/support/gitops.py)."""
+    reason = gitops.skip_reason()
+    if reason is not None:
+        if gitops.enabled() and os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"the GitOps tier cannot run: {reason}", pytrace=False)
+        pytest.skip(reason)
+    session = gitops.start(tmp_path_factory.mktemp("gitops"))
+    try:
+        yield session
+    finally:
+        session.cluster.stop()  # a no-op once the tier's last test has run `down`
+
+
+@pytest.fixture(scope="session")
 def dev_cluster(request: pytest.FixtureRequest) -> Iterator[E2ECluster]:
     # Typed with the Protocol both kinds of cluster satisfy: mypy refuses a test that
     # uses what only the dev cluster has (use `started_cluster` for that).
@@ -131,6 +150,10 @@ def dev_cluster(request: pytest.FixtureRequest) -> Iterator[E2ECluster]:
     if realnode.enabled():
         session: realnode.Session = request.getfixturevalue("real_node_session")
         yield session.cluster
+        return
+    if gitops.enabled():
+        with_gitops: gitops.Session = request.getfixturevalue("gitops_session")
+        yield with_gitops.cluster
         return
     try:
         tools = find_tools()

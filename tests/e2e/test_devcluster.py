@@ -300,6 +300,11 @@ def test_cli_up_is_idempotent_and_down_leaves_nothing(
         assert all(pid_runs(pid, exe) for pid, exe in pids.values())
         again = _cli("up", "--state-dir", str(state_dir))
         assert "already running" in again.stdout
+        # Argo CD and Flux start with a cluster, never added to a running one: refused.
+        gitops = _cli("up", "--gitops", "--state-dir", str(state_dir), check=False)
+        assert gitops.returncode == 1, gitops
+        assert gitops.stderr.strip().count("\n") == 0, gitops.stderr
+        assert "runs without --gitops" in gitops.stderr
         assert json.loads((state_dir / "state.json").read_text()) == state
         assert _cli("kubeconfig", "--state-dir", str(state_dir)).stdout.strip() == str(kubeconfig)
         assert started_cluster.tools.kubectl is not None

@@ -5,6 +5,10 @@ Gated like the rest of this tier: without root, or without buildah and mmdebstra
 apt-get to install them, the tests skip locally and fail under CI=true. The first run
 builds (minutes); later runs are cache hits (docs/development.md). No cluster is needed:
 the images are started by tools/images/smoke.sh (chroot in a private mount namespace).
+
+The module holds the images lock (tests/support/imagelock.py) from its first build to
+its last read: the archives it checks are this checkout's, whatever another checkout
+on the machine builds meanwhile (that build waits).
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from tests.support import imagelock
 
 import deployplane
 
@@ -43,16 +49,27 @@ def _recipes() -> ModuleType:
 recipes = _recipes()
 
 
-def _run(*args: str) -> str:
+def _run(*args: str, lock: imagelock.ImagesLock | None = None) -> str:
     done = subprocess.run(
-        [*args], cwd=ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False
-    )
+        [*args], cwd=ROOT, capture_output=True, text=True, timeout=BUILD_TIMEOUT, check=False,
+        env=lock.env() if lock else None, pass_fds=(lock.fd,) if lock else (),
+    )  # fmt: skip
     assert done.returncode == 0, f"{' '.join(args)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done.stdout
 
 
+def _build(what: str, lock: imagelock.ImagesLock) -> str:
+    return _run(sys.executable, str(TOOLS / "build.py"), what, lock=lock)
+
+
 @pytest.fixture(scope="module")
-def images_dir() -> Path:
+def images_lock() -> Iterator[imagelock.ImagesLock]:
+    with imagelock.held() as lock:
+        yield lock
+
+
+@pytest.fixture(scope="module")
+def images_dir(images_lock: imagelock.ImagesLock) -> Path:
     # root: mmdebstrap's root mode, buildah's chroot isolation, smoke.sh's mount namespace
     have_tools = shutil.which("buildah") and shutil.which("mmdebstrap")
     reason = ""
@@ -86,8 +103,8 @@ def _archive(path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def app_archive(images_dir: Path) -> Path:
-    _run(sys.executable, str(TOOLS / "build.py"), "app")
+def app_archive(images_dir: Path, images_lock: imagelock.ImagesLock) -> Path:
+    _build("app", images_lock)
     return images_dir / "deployplane-dev.tar"
 
 
@@ -110,9 +127,11 @@ def test_make_image_exports_deployplane_dev_named_for_ctr_import(app_archive: Pa
     assert config["architecture"] == "amd64"
 
 
-def test_a_rebuild_with_nothing_changed_is_a_cache_hit(app_archive: Path) -> None:
+def test_a_rebuild_with_nothing_changed_is_a_cache_hit(
+    app_archive: Path, images_lock: imagelock.ImagesLock
+) -> None:
     before = app_archive.stat()
-    out = _run(sys.executable, str(TOOLS / "build.py"), "app")
+    out = _build("app", images_lock)
     assert "cache hit" in out
     after = app_archive.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
@@ -128,8 +147,8 @@ def test_the_image_runs_as_10001_on_a_read_only_root(app_archive: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def dataplane_images(images_dir: Path) -> Path:
-    _run(sys.executable, str(TOOLS / "build.py"), "dataplane")
+def dataplane_images(images_dir: Path, images_lock: imagelock.ImagesLock) -> Path:
+    _build("dataplane", images_lock)
     return images_dir
 
 

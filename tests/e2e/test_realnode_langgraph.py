@@ -27,6 +27,7 @@ import httpx
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from langgraph_sdk import get_sync_client
 from tests.e2e.operator_harness import (
     API_KEY,
     WORKSPACE,
@@ -238,3 +239,172 @@ def _kubectl(session: realnode.Session, *args: str) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+THREADS_APP = "lg-e2e-threads"
+THREADS_META = {"e2e": "threads"}
+STORE_ITEM = (["e2e", "threads"], "prefs")
+
+
+def _ready_server_pod(k8s_api: client.ApiClient, deployment_id: str, revision: str) -> Any:
+    """The one Ready agent-server pod of `revision` (None while there is none, or more)."""
+    pods = _server_pods(k8s_api, deployment_id)
+    ready = [
+        p
+        for p in pods
+        if p.metadata.annotations[REVISION_ID] == revision
+        and p.metadata.deletion_timestamp is None
+        and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+    ]
+    return ready[0] if len(ready) == len(pods) == 1 else None
+
+
+def _until_served_again(
+    k8s_api: client.ApiClient, deployment_id: str, revision: str, not_pod: str | None
+) -> str:
+    pod = polling.wait_until(
+        "one Ready server pod again",
+        lambda: (
+            p
+            if (p := _ready_server_pod(k8s_api, deployment_id, revision)) is not None
+            and p.metadata.name != not_pod
+            else None
+        ),
+        300,
+        interval=0.5,
+    )
+    return str(pod.metadata.name)
+
+
+@pytest.mark.timeout(900)  # four rollouts of a real server, three of them deploys
+def test_threads_runs_and_the_store_survive_restarts_and_redeploys(
+    cloud: Emulator,
+    k8s_api: client.ApiClient,
+    kubeconfig: Path,
+    tmp_path: Path,
+    real_node_session: realnode.Session,
+) -> None:
+    """As a user would: a thread run twice and a store item, then the server's pod
+    deleted, a new revision of the same graph, `kubectl rollout restart`: after each the
+    thread's state, the search and the store item are as they were. The claim is a
+    directory under the node's state. Then a graph whose state class moved: the server
+    discards its saved threads, and `langgraph deploy logs` shows the warning."""
+    project = langgraph_app.write_threads_project(tmp_path / "threads", "notes")
+    done, took = _deploy(cloud, project, THREADS_APP)
+    assert done.returncode == 0, done.stdout + done.stderr
+    dep = langgraph_app.deployment_id(done.stdout)
+    revision = _latest_revision(cloud, dep)["id"]
+    print(f"threads app: langgraph deploy -> DEPLOYED {took:.1f} s")
+    pod = _until_served_again(k8s_api, dep, revision, None)
+    with _port_forward(cloud, THREADS_APP, kubeconfig) as url:
+        sdk = get_sync_client(url=url, api_key=None)
+        thread = sdk.threads.create(metadata=THREADS_META)["thread_id"]
+        for text in ("hello", "again"):
+            sdk.runs.wait(thread, "agent", input={"text": text})
+        sdk.store.put_item(*STORE_ITEM, {"theme": "dark"})
+        saved = sdk.threads.get_state(thread)["values"]
+    notes = [{"text": "hello"}, {"text": "again"}]
+    assert saved == {"text": "again", "count": 2, "notes": notes}
+
+    def survived(after: str) -> None:
+        started = time.monotonic()
+        with _port_forward(cloud, THREADS_APP, kubeconfig) as url:
+            forwarding = time.monotonic() - started
+            sdk = get_sync_client(url=url, api_key=None)
+            assert sdk.threads.get_state(thread)["values"] == saved, after
+            found = sdk.threads.search(metadata=THREADS_META)
+            assert [t["thread_id"] for t in found] == [thread], after
+            item = sdk.store.get_item(*STORE_ITEM)
+            assert item is not None, after
+            assert item["value"] == {"theme": "dark"}, after
+            asked = time.monotonic() - started - forwarding
+        print(
+            f"{after}: the thread, its search and the store item as they were "
+            f"(port-forward {forwarding:.1f} s, the three calls {asked:.1f} s)"
+        )
+
+    # (a) the server's pod deleted: its replacement loads what the old one wrote at its stop
+    started = time.monotonic()
+    client.CoreV1Api(k8s_api).delete_namespaced_pod(pod, NAMESPACE)
+    pod = _until_served_again(k8s_api, dep, revision, pod)
+    print(f"pod deleted -> a Ready server again {time.monotonic() - started:.1f} s")
+    survived("pod deleted")
+
+    # (b) a new revision of the same graph
+    again, took = _deploy(cloud, project, THREADS_APP)
+    assert again.returncode == 0, again.stdout + again.stderr
+    second = _latest_revision(cloud, dep)["id"]
+    assert second != revision
+    pod = _until_served_again(k8s_api, dep, second, pod)
+    print(f"same graph, new revision -> DEPLOYED {took:.1f} s")
+    survived("new revision")
+
+    # (c) kubectl rollout restart
+    selector = f"{DEPLOYMENT_ID}={dep},{COMPONENT}=agent-server"
+    (found,) = (
+        client.AppsV1Api(k8s_api)
+        .list_namespaced_deployment(NAMESPACE, label_selector=selector)
+        .items
+    )
+    server = found.metadata.name
+    started = time.monotonic()
+    _kubectl(real_node_session, "rollout", "restart", f"deployment/{server}", "-n", NAMESPACE)
+    _kubectl(
+        real_node_session,
+        "rollout",
+        "status",
+        f"deployment/{server}",
+        "-n",
+        NAMESPACE,
+        "--timeout=300s",
+    )
+    pod = _until_served_again(k8s_api, dep, second, pod)
+    print(f"rollout restart -> a Ready server again {time.monotonic() - started:.1f} s")
+    survived("rollout restart")
+
+    # The claim: bound by the node's local-path provisioner to a directory of the node's state.
+    core = client.CoreV1Api(k8s_api)
+    claim: Any = core.read_namespaced_persistent_volume_claim(f"{server}-state", NAMESPACE)
+    assert claim.status.phase == "Bound"
+    assert claim.spec.storage_class_name == "local-path"
+    volume: Any = core.read_persistent_volume(claim.spec.volume_name)
+    on_node = Path(volume.spec.host_path.path)
+    assert on_node.is_relative_to("/var/lib/local-path-provisioner"), on_node
+    directory = (
+        real_node_session.cluster.state_dir / "node" / "var-lib" / on_node.relative_to("/var/lib")
+    )
+    assert (directory / ".langgraph_ops.pckl").is_file(), sorted(directory.iterdir())
+    files = sum(f.stat().st_size for f in directory.iterdir())
+    print(f"the claim's files after one thread: {files} bytes")
+
+    # A graph whose state class moved (notes.Note -> memos.Note): the saved threads
+    # cannot be loaded, the server deletes them, and the deploy logs say so.
+    langgraph_app.write_threads_project(project, "memos")
+    moved, _ = _deploy(cloud, project, THREADS_APP)
+    assert moved.returncode == 0, moved.stdout + moved.stderr
+    logs = langgraph_app.langgraph(
+        cloud.url, API_KEY, project, "deploy", "logs", "--name", THREADS_APP, "--level", "WARNING"
+    )
+    assert logs.returncode == 0, logs.stdout + logs.stderr
+    warning = (
+        "[WARNING] the server could not load its saved threads, runs, assistants and crons "
+        "and deleted them"
+    )
+    assert warning in logs.stdout, logs.stdout
+    assert "Unable to load cached data" in logs.stdout
+    with _port_forward(cloud, THREADS_APP, kubeconfig) as url:
+        sdk = get_sync_client(url=url, api_key=None)
+        assert sdk.threads.search(metadata=THREADS_META) == []
+        item = sdk.store.get_item(*STORE_ITEM)
+        assert item is not None  # the store keeps plain values: it loads
+        assert item["value"] == {"theme": "dark"}
+
+    # Deleted with the deployment: the claim, its volume and the node's directory.
+    with _api(cloud) as api:
+        assert api.delete(f"/v2/deployments/{dep}").status_code in (202, 204)
+    polling.wait_until(
+        "the claim's directory removed", lambda: not directory.exists() or None, 300, interval=1
+    )
+    assert not core.list_namespaced_persistent_volume_claim(
+        NAMESPACE, label_selector=f"{DEPLOYMENT_ID}={dep}"
+    ).items

@@ -7,6 +7,10 @@
 
 Without PostgreSQL binaries those runs skip, except under CI=true where they fail:
 CI must prove the PostgreSQL support rather than quietly skip it.
+
+When the image-build tests (test_imagebuild.py) are selected, each test process builds
+(or finds cached) this checkout's agent base before its first test, outside every
+test's timeout (tests/support/agentbase.py).
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.support import agentbase
 from tests.support.postgres import PostgresServer, find_bin, missing_reason
 
 BACKENDS = ["sqlite", "postgresql"]
+IMAGE_BUILDS = Path(__file__).parent / "test_imagebuild.py"
 
 
 def _in_ci() -> bool:
@@ -30,6 +36,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "database_url" in metafunc.fixturenames and marker is not None:
         backends = ["postgresql"] if marker.kwargs.get("only") else BACKENDS
         metafunc.parametrize("database_url", backends, indirect=True)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.option.collectonly or agentbase.skip_reason() is not None:
+        return
+    if any(item.path == IMAGE_BUILDS for item in session.items):
+        agentbase.prepare()
 
 
 @pytest.fixture(scope="session")

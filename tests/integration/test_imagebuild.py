@@ -6,12 +6,22 @@ same upload again is a cache hit; a missing module, a syntax error, a dependency
 does not resolve and a hostile archive each give BUILD_FAILED with the reason as the
 build log's last line; the whole 1 GiB bomb is refused unpacking.
 
-Needs root and buildah (tools/images/ensure.sh installs it); the agent base is built
-(cached) by `tools/images/build.py agent-base` at the first test.
+The builds share the machine's work directory (~/.cache/deployplane/agent-builds) with
+every other build on this machine (the other test worker's, another checkout's, a demo's
+emulator): a test asserts only on its own build's traces (its directory, named by its
+revision, and its own output), and two tests run a second build beside the one they
+check, paused inside its build directory, to show that neither disturbs the other.
+
+Needs root and buildah (tools/images/ensure.sh installs it). The agent base is this
+checkout's, built (or found cached) before the first test, outside its timeout
+(tests/support/agentbase.py); `make test` builds it before pytest starts.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import fcntl
 import gzip
 import io
 import json
@@ -20,10 +30,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tarfile
+import tempfile
+import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,23 +44,28 @@ import pytest
 from langgraph_sdk import get_client
 from tests.integration._controlplane_harness import make_settings, running_app, wait_for
 from tests.integration.test_controlplane_builds import build, internal, put, upload_url
+from tests.support import agentbase
 from tests.support.langgraph_app import agent_source
 from tests.support.tarballs import tarball
 
+from deployplane.controlplane.imagebuild.buildah import KEY_ANNOTATION, archive_key
 from deployplane.controlplane.imagebuild.extract import (
     UNPRIVILEGED,
     UnsafeArchive,
     extract_unprivileged,
 )
-from deployplane.controlplane.imagebuild.runner import build_image
+from deployplane.controlplane.imagebuild.runner import (
+    BuiltImage,
+    build_image,
+    content_digest,
+    image_key,
+)
 from deployplane.controlplane.settings import ImageBuildConfig
 
-ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("DEPLOYPLANE_CACHE") or Path.home() / ".cache" / "deployplane")
 
 pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or (shutil.which("buildah") is None and shutil.which("apt-get") is None),
-    reason="image builds need root and buildah (Debian's package)",
+    agentbase.skip_reason() is not None, reason=str(agentbase.skip_reason())
 )
 
 AGENT = agent_source()  # the e2e tests' graph, as the build tests use it
@@ -61,11 +78,10 @@ def project(agent: str = AGENT, dependencies: tuple[str, ...] = ("six==1.17.0",)
 
 @pytest.fixture(scope="module")
 def base_archive() -> Path:
-    """The agent base (`make images`; built here when missing, cached by content)."""
-    subprocess.run([sys.executable, str(ROOT / "tools/images/build.py"), "agent-base"], check=True)
-    archives = sorted((CACHE / "images").glob("deployplane-agent-base-*.tar"))
-    assert archives, "tools/images/build.py agent-base wrote no archive"
-    return archives[-1]
+    """This checkout's agent base, as kept under its key: the archive the emulator reads
+    by default has one name for every checkout on the machine, and another's build
+    replaces it."""
+    return agentbase.archive()
 
 
 @pytest.fixture(scope="module")
@@ -106,41 +122,117 @@ async def deploy(
     return revision, [line["message"] for line in logs]
 
 
+def builds_labelled(builds: ImageBuildConfig, label: str) -> list[str]:
+    """The directories of the builds labelled `label` (a revision's id) in the shared
+    work directory: `<label>-<random>` while they run."""
+    root = builds.work_dir / "builds"
+    return sorted(name for name in os.listdir(root) if name.startswith(f"{label}-"))
+
+
+def unpacked(builds: ImageBuildConfig, build: str) -> list[str]:
+    return sorted(os.listdir(builds.work_dir / "builds" / build / "src"))
+
+
+class Paused:
+    """A build run beside a test's own, in a thread on the same work directory, held
+    inside its build directory (at its `Unpacked` line) until `resume()`."""
+
+    def __init__(self, builds: ImageBuildConfig, data: bytes, project: str) -> None:
+        self.label = f"beside-{uuid.uuid4().hex[:12]}"
+        self._inside, self._resume = threading.Event(), threading.Event()
+        self.result: BuiltImage | BaseException | None = None
+
+        def emit(level: str, line: str) -> None:
+            if line.startswith("Unpacked "):
+                self._inside.set()
+                self._resume.wait(900)  # a bound for a hang: resume() comes first
+
+        def run() -> None:
+            try:
+                self.result = build_image(data, config_path="langgraph.json", project=project,
+                                          settings=builds, emit=emit, label=self.label)  # fmt: skip
+            except BaseException as exc:  # handed to the test, which re-raises it
+                self.result = exc
+
+        self._thread = threading.Thread(target=run, name=self.label)
+        self._thread.start()
+
+    def wait_inside(self) -> None:
+        """Blocks until the build is held in its directory (or has ended: its error)."""
+        while not self._inside.wait(0.1):
+            if not self._thread.is_alive():
+                raise AssertionError(f"the build beside ended before its unpacking: {self.result}")
+
+    def resume(self) -> BuiltImage:
+        self._resume.set()
+        self._thread.join(900)
+        assert not self._thread.is_alive(), "the build beside did not end"
+        if isinstance(self.result, BaseException):
+            raise self.result
+        assert self.result is not None
+        return self.result
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
+def buildah_of(builds: ImageBuildConfig) -> list[str]:
+    storage = [f"--root={builds.work_dir}/storage", f"--runroot={builds.work_dir}/run"]
+    return ["buildah", *storage]
+
+
+@contextlib.contextmanager
+def pulled(builds: ImageBuildConfig, archive: Path) -> Iterator[str]:
+    """The image of `archive` pulled into the shared storage (its id), where another
+    process may hold the same image meanwhile: every holder takes a shared lock named
+    by the archive's key (the same key, the same image), and only the last to let go
+    removes it."""
+    key = archive_key(archive)
+    assert key
+    locks = builds.work_dir / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / f"served-{key[:16]}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        pull = [*buildah_of(builds), "pull", "-q", f"oci-archive:{archive}"]
+        image = subprocess.run(pull, check=True, capture_output=True, text=True).stdout.split()[-1]
+        yield image
+        with contextlib.suppress(BlockingIOError):
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            subprocess.run([*buildah_of(builds), "rmi", image], capture_output=True)
+
+
 @pytest.fixture
 def serve() -> Iterator[Any]:
     """Runs an image's server (its own CMD, as nobody) on 127.0.0.1, stopped after;
     returns the image's configuration (OCI config: Env, Cmd, User, WorkingDir)."""
-    started: list[tuple[subprocess.Popen[bytes], list[str], str, str]] = []
+    with contextlib.ExitStack() as stack:
 
-    def start(builds: ImageBuildConfig, archive: Path, port: int) -> dict[str, Any]:
-        buildah = ["buildah", "--root", f"{builds.work_dir}/storage",
-                   "--runroot", f"{builds.work_dir}/run"]  # fmt: skip
-        pulled = [*buildah, "pull", "-q", f"oci-archive:{archive}"]
-        image = subprocess.run(pulled, check=True, capture_output=True, text=True).stdout.split()
-        made = [*buildah, "from", "--pull-never", image[-1]]
-        ctr = subprocess.run(made, check=True, capture_output=True, text=True).stdout.strip()
-        cmd = [*buildah, "run", "--isolation", "chroot", "--user", f"{UNPRIVILEGED}:{UNPRIVILEGED}",
-               "--env", "HOST=127.0.0.1", "--env", f"PORT={port}",
-               ctr, "--", "python3", "/usr/local/bin/deployplane-agent-server"]  # fmt: skip
-        proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL)
-        started.append((proc, buildah, ctr, image[-1]))
-        inspect = [*buildah, "inspect", "--type", "image", image[-1]]
-        out = subprocess.run(inspect, check=True, capture_output=True, text=True).stdout
-        config: dict[str, Any] = json.loads(out)["OCIv1"]["config"]
-        return config
+        def start(builds: ImageBuildConfig, archive: Path, port: int) -> dict[str, Any]:
+            buildah = buildah_of(builds)
+            image = stack.enter_context(pulled(builds, archive))
+            made = [*buildah, "from", "--pull-never", image]
+            ctr = subprocess.run(made, check=True, capture_output=True, text=True).stdout.strip()
+            stack.callback(subprocess.run, [*buildah, "rm", ctr], capture_output=True)
+            cmd = [*buildah, "run", "--isolation", "chroot",
+                   "--user", f"{UNPRIVILEGED}:{UNPRIVILEGED}",
+                   "--env", "HOST=127.0.0.1", "--env", f"PORT={port}",
+                   ctr, "--", "python3", "/usr/local/bin/deployplane-agent-server"]  # fmt: skip
+            proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL)
+            stack.callback(stop, proc)
+            inspect = [*buildah, "inspect", "--type", "image", image]
+            out = subprocess.run(inspect, check=True, capture_output=True, text=True).stdout
+            config: dict[str, Any] = json.loads(out)["OCIv1"]["config"]
+            return config
 
-    yield start
-    for proc, buildah, ctr, image in started:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
-        subprocess.run([*buildah, "rm", ctr], capture_output=True)
-        subprocess.run([*buildah, "rmi", image], capture_output=True)
+        yield start
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    os.killpg(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=30)
 
 
 async def test_an_upload_becomes_an_image_whose_server_runs_the_graph(
@@ -224,6 +316,8 @@ async def test_a_dependency_that_does_not_resolve_is_build_failed(
 
 
 def hostile(kind: bytes, target: str) -> bytes:
+    """A project whose `a.py` is first a link to `target`, then a file written through
+    it: unpacked without the checks, the file's bytes would land on the target."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         config = json.dumps({"graphs": {"a": "./a.py:g"}, "dependencies": ["."]}).encode()
@@ -233,28 +327,117 @@ def hostile(kind: bytes, target: str) -> bytes:
         link = tarfile.TarInfo("a.py")
         link.type, link.linkname = kind, target
         tar.addfile(link)
+        body = b"g = 'written through the link'\n"
+        through = tarfile.TarInfo("a.py")
+        through.size = len(body)
+        tar.addfile(through, io.BytesIO(body))
     return buffer.getvalue()
 
 
-@pytest.mark.parametrize(
-    ("kind", "target"), [(tarfile.SYMTYPE, "/etc/passwd"), (tarfile.LNKTYPE, "../../etc/passwd")]
-)
+@pytest.fixture
+def canary() -> Iterator[Path]:
+    """A file outside every build directory, in a directory of its own, that the user
+    who unpacks uploads (nobody) could write: what a hostile archive aims at."""
+    directory = Path(tempfile.mkdtemp(prefix="deployplane-canary-"))
+    try:
+        path = directory / "canary"
+        path.write_text("untouched\n")
+        for owned in (directory, path):
+            os.chown(owned, UNPRIVILEGED, UNPRIVILEGED)
+        directory.chmod(0o755)
+        yield path
+    finally:
+        shutil.rmtree(directory)
+
+
+# (link kind, the link's target for the canary, the reason in the build log)
+LINKS: dict[str, tuple[bytes, Callable[[Path, ImageBuildConfig], str], str]] = {
+    "symlink": (tarfile.SYMTYPE, lambda canary, _: str(canary),
+                "is a link to an absolute path"),
+    # relative to the unpacking's root, <work_dir>/builds/<build>/src
+    "hardlink": (tarfile.LNKTYPE,
+                 lambda canary, b: os.path.relpath(canary, b.work_dir / "builds" / "x" / "src"),
+                 "is a link pointing out of the project"),
+}  # fmt: skip
+
+
+async def refused_hostile(
+    builds: ImageBuildConfig, api: httpx.AsyncClient, link: str, canary: Path
+) -> None:
+    """A hostile upload through the API: BUILD_FAILED with the reason last, the canary
+    untouched, and no directory of this build (named by its revision) left."""
+    kind, target, reason = LINKS[link]
+    revision, logs = await deploy(api, "hostile", hostile(kind, target(canary, builds)))
+    assert revision["status"] == "BUILD_FAILED"
+    assert logs[-1] == f"Build failed: archive member 'a.py' {reason}"
+    assert_nothing_left(builds, revision["id"], canary)
+
+
+def assert_nothing_left(builds: ImageBuildConfig, label: str, canary: Path) -> None:
+    assert canary.read_text() == "untouched\n"
+    assert os.listdir(canary.parent) == ["canary"]
+    assert builds_labelled(builds, label) == []
+
+
+@pytest.mark.parametrize("link", list(LINKS))
 async def test_a_hostile_archive_is_build_failed_and_writes_nothing_outside(
-    emulator: tuple[ImageBuildConfig, httpx.AsyncClient], kind: bytes, target: str
+    emulator: tuple[ImageBuildConfig, httpx.AsyncClient], canary: Path, link: str
 ) -> None:
     builds, api = emulator
-    before = (
-        set(os.listdir(builds.work_dir / "builds"))
-        if (builds.work_dir / "builds").exists()
-        else set()
+    await refused_hostile(builds, api, link, canary)
+
+
+async def test_a_hostile_archive_beside_another_build_leaves_that_build_alone(
+    emulator: tuple[ImageBuildConfig, httpx.AsyncClient], canary: Path
+) -> None:
+    """The hostile build runs and is cleaned up while another build of the same work
+    directory is held inside its own directory; that one then finishes as usual."""
+    builds, api = emulator
+    beside = Paused(builds, project("graph = 'beside'\n", dependencies=()), "beside")
+    try:
+        await asyncio.to_thread(beside.wait_inside)
+        (held,) = builds_labelled(builds, beside.label)
+        await refused_hostile(builds, api, "symlink", canary)
+        assert unpacked(builds, held) == ["agent.py", "langgraph.json"]  # still there
+    finally:
+        built = await asyncio.to_thread(beside.resume)
+    assert not built.cached
+    assert archive_key(built.archive)
+    assert builds_labelled(builds, beside.label) == []
+
+
+def test_the_same_upload_built_twice_at_once_gives_one_archive(
+    base_archive: Path, tmp_path: Path
+) -> None:
+    """Two builds of one upload on one work directory (two emulators, or a retried
+    revision), the second run whole while the first is held inside its directory: both
+    give the same image, the archive is whole, and neither leaves anything behind."""
+    builds = ImageBuildConfig(
+        work_dir=CACHE / "agent-builds", base_archive=base_archive, output_dir=tmp_path / "out"
     )
-    revision, logs = await deploy(api, "hostile", hostile(kind, target))
-    assert revision["status"] == "BUILD_FAILED"
-    assert logs[-1] in (
-        "Build failed: archive member 'a.py' is a link to an absolute path",
-        "Build failed: archive member 'a.py' is a link pointing out of the project",
-    )
-    assert set(os.listdir(builds.work_dir / "builds")) == before  # its directory is gone too
+    data = project("graph = 'twice'\n", dependencies=())
+    first = Paused(builds, data, "twice")
+    try:
+        first.wait_inside()
+        label = f"second-{uuid.uuid4().hex[:12]}"
+        second = build_image(data, config_path="langgraph.json", project="twice",
+                             settings=builds, emit=lambda *_: None, label=label)  # fmt: skip
+    finally:
+        built = first.resume()
+    assert (built.ref, built.archive, built.cached) == (second.ref, second.archive, False)
+    assert not second.cached
+    base_key = archive_key(base_archive)
+    assert base_key
+    key = image_key(content_digest(data), "langgraph.json", "twice", base_key)
+    assert built.ref.endswith(f":{key[:16]}")
+    with tarfile.open(built.archive) as tar:  # whole: every blob the index leads to is there
+        index = json.load(tar.extractfile("index.json"))  # type: ignore[arg-type]
+        names = set(tar.getnames())
+    (manifest,) = index["manifests"]
+    assert manifest["annotations"][KEY_ANNOTATION] == key
+    assert f"blobs/sha256/{manifest['digest'].removeprefix('sha256:')}" in names
+    assert os.listdir(builds.output_dir) == [built.archive.name]  # no temporary file left
+    assert builds_labelled(builds, first.label) == builds_labelled(builds, label) == []
 
 
 def test_a_1_gib_bomb_is_refused_and_writes_nothing(tmp_path: Path) -> None:
@@ -308,8 +491,10 @@ def test_ctr_import_names_a_built_image_by_its_reference(
     builds = ImageBuildConfig(
         work_dir=CACHE / "agent-builds", base_archive=base_archive, output_dir=output_dir
     )
+    # Any image will do: one without dependencies builds in seconds (no pip wheel).
+    light = project("graph = 'imported'\n", dependencies=())
     built = build_image(
-        project(), config_path="langgraph.json", project="two-nodes", settings=builds,
+        light, config_path="langgraph.json", project="ctr-import", settings=builds,
         emit=lambda level, line: None,
     )  # fmt: skip
     (tmp_path / "config.toml").write_text(CONTAINERD_CONFIG.format(d=tmp_path))

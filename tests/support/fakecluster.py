@@ -35,6 +35,7 @@ class FakeCluster:
         self.fail_on_apply: int | None = None  # 1-based index of the apply that dies
         self.unserved: set[str] = set()  # kinds whose CRD is "not installed"
         self.logs: dict[tuple[str, str], str] = {}  # (pod, container) -> its last run's log
+        self.current_logs: dict[tuple[str, str], str] = {}  # ... -> its running one's
 
     def _key(self, kind: str, namespace: str, name: str) -> Key:
         return (kind, namespace, name)
@@ -99,10 +100,22 @@ class FakeCluster:
     async def served(self, api_version: str, kind: str) -> bool:
         return kind not in self.unserved
 
-    async def pod_log(self, namespace: str, pod: str, container: str, *, tail_lines: int) -> str:
+    async def pod_log(
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        *,
+        previous: bool = True,
+        tail_lines: int | None = None,
+        limit_bytes: int | None = None,
+    ) -> str:
         if ("Pod", namespace, pod) not in self.objects:
             raise ClusterError(f"pods {pod} not found", status=404)
-        return "\n".join(self.logs.get((pod, container), "").splitlines()[-tail_lines:])
+        text = (self.logs if previous else self.current_logs).get((pod, container), "")
+        if tail_lines is not None:
+            text = "\n".join(text.splitlines()[-tail_lines:])
+        return text if limit_bytes is None else text[:limit_bytes]
 
     # ------------------------------------------------------------------ the world
 
@@ -130,9 +143,10 @@ class FakeCluster:
                 "readyReplicas": replicas if ready_database else 0,
             }
 
-    def add_pod(self, deployment: Obj, *, waiting_reason: str, restarts: int = 0) -> None:
+    def add_pod(self, deployment: Obj, *, waiting_reason: str | None, restarts: int = 0) -> None:
         """A pod of `deployment`'s current template stuck in `waiting_reason` (after
-        `restarts` restarts of its container, which last exited with code 1)."""
+        `restarts` restarts of its container, which last exited with code 1); with no
+        reason, running and ready."""
         template = deployment["spec"]["template"]
         namespace = deployment["metadata"]["namespace"]
         name = f"{deployment['metadata']['name']}-pod"
@@ -153,7 +167,10 @@ class FakeCluster:
                         "name": template["spec"]["containers"][0]["name"],
                         "image": image,
                         "restartCount": restarts,
-                        "state": {"waiting": {"reason": waiting_reason}},
+                        "ready": waiting_reason is None,
+                        "state": {"running": {}}
+                        if waiting_reason is None
+                        else {"waiting": {"reason": waiting_reason}},
                         "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}}
                         if restarts
                         else {},

@@ -6,9 +6,9 @@ only the behaviour it is about. Every call, and every status write made through
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -86,18 +86,32 @@ def raises(exc: BaseException) -> Callable[..., Any]:
     return fail
 
 
-def returns(*values: T) -> Callable[..., T]:
+@dataclass
+class Returns(Generic[T]):
+    """A behaviour that returns `values` one after another, then the last one again.
+    It keeps its place: a table of cases that several tests run hands each run a
+    `fresh()` copy (see `fresh`), so that a case gives the same in any order."""
+
+    values: tuple[T, ...]
+    calls: int = 0
+
+    def __call__(self, *_: Any) -> T:
+        value = self.values[min(self.calls, len(self.values) - 1)]
+        self.calls += 1
+        return value
+
+    def fresh(self) -> Returns[T]:
+        return Returns(self.values)
+
+
+def returns(*values: T) -> Returns[T]:
     """A behaviour that returns `values` one after another, then the last one again."""
-    it: Iterator[T] = iter(values)
-    last: list[T] = []
+    return Returns(values)
 
-    def next_value(*_: Any) -> T:
-        for value in it:
-            last[:] = [value]
-            return value
-        return last[0]
 
-    return next_value
+def fresh(fns: dict[str, Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+    """A case's behaviours for one run: each `returns` from its first value again."""
+    return {name: fn.fresh() if isinstance(fn, Returns) else fn for name, fn in fns.items()}
 
 
 def _synced(latest: Obs) -> Obs:
@@ -116,12 +130,13 @@ class ExternalFns:
     create_fn: Callable[[], Obs] = lambda: observed("dep-new", Phase.PROGRESSING, Reason.CREATING)
     update_fn: Callable[[Obs], Obs] = _synced
     delete_fn: Callable[[str], bool] = lambda _external_id: True
+    resolve_fn: Callable[[], str] = lambda: "desired"
     resolved: int = 0
     """How many times the references were resolved (at most once a pass)."""
 
     async def resolve(self, mr: Mr) -> str:
         self.resolved += 1
-        return "desired"
+        return self.resolve_fn()
 
     async def observe(self, mr: Mr, external_id: str, desired: str | None) -> Obs:
         full = desired is not None

@@ -75,6 +75,57 @@ def write_project(path: Path, suffix: str, name: str) -> Path:
     return path
 
 
+# A graph that keeps a conversation: each run on a thread adds a `Note` of its text and
+# counts the runs. `Note` lives in a module of its own, imported by name (as a state
+# class must, for the in-memory server to load its saved threads: docs/dataplane.md).
+THREADS_AGENT = """\
+from typing import TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from MODULE import Note
+
+
+class State(TypedDict, total=False):
+    text: str
+    count: int
+    notes: list[Note]
+
+
+def remember(state: State) -> dict:
+    notes = [*state.get("notes", []), Note(state["text"])]
+    return {"count": state.get("count", 0) + 1, "notes": notes}
+
+
+builder = StateGraph(State)
+builder.add_node("remember", remember)
+builder.add_edge(START, "remember")
+builder.add_edge("remember", END)
+graph = builder.compile()
+"""
+NOTE = """\
+from dataclasses import dataclass
+
+
+@dataclass
+class Note:
+    text: str
+"""
+
+
+def write_threads_project(path: Path, module: str = "notes") -> Path:
+    """The threads app in `path`, its `Note` class in `<module>.py` (and no other)."""
+    path.mkdir(parents=True, exist_ok=True)
+    for old in path.glob("*.py"):
+        old.unlink()
+    config = {"graphs": {"agent": "./agent.py:graph"}, "dependencies": ["."]}
+    (path / "langgraph.json").write_text(json.dumps(config))
+    (path / "agent.py").write_text(THREADS_AGENT.replace("MODULE", module))
+    (path / f"{module}.py").write_text(NOTE)
+    for item in (path, *path.iterdir()):
+        os.utime(item, (FIXED_MTIME, FIXED_MTIME))
+    return path
+
+
 def langgraph(url: str, api_key: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The vendor's CLI as a user runs it: the host and key from its environment."""
     env = {

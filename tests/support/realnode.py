@@ -5,22 +5,27 @@
 node (kubelet, containerd, kube-proxy in a sandbox) and no kwok nodes, with the tests'
 busybox image and every archive of `make images` (~/.cache/deployplane/images) imported.
 There is one real node per machine (fixed names), so the modules share it serially; the
-tests that stop it (`RUN_LAST` of a module) run after every other test.
+tests that stop it (`RUN_LAST` of a module) run after every other test. The archives are
+this checkout's: made sure of (a cache hit after `make images`) and imported under the
+images lock (tests/support/imagelock.py), which no other checkout's build passes.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support import hostsnapshot
+from tests.support import hostsnapshot, imagelock
 
 from deployplane.devcluster import DevCluster, find_tools
 from deployplane.devcluster.realnode import images, ociarchive
 from deployplane.devcluster.realnode import node as real_node
 
 ENV = "DEPLOYPLANE_E2E_REAL_NODE"
+IMAGES_BUILD = Path(__file__).resolve().parents[2] / "tools" / "images" / "build.py"
 TEST_IMAGE = "localhost/deployplane-test/busybox:1"
 BUSYBOX = Path("/bin/busybox")
 APPLETS = (
@@ -94,9 +99,12 @@ def start(state: Path) -> Session:
     cluster.start()
     try:
         session = Session(cluster, before, [])
-        archives = [busybox_image(state / "busybox.tar"), *images.cached_archives()]
         bin_dir = cluster.tools.bin_dir
-        session.loaded = images.import_archives(session.holder_pid(), bin_dir / "ctr", archives)
+        with imagelock.held() as lock:
+            build = [sys.executable, str(IMAGES_BUILD), "all"]
+            subprocess.run(build, check=True, env=lock.env(), pass_fds=(lock.fd,))
+            archives = [busybox_image(state / "busybox.tar"), *images.cached_archives()]
+            session.loaded = images.import_archives(session.holder_pid(), bin_dir / "ctr", archives)
     except BaseException:
         cluster.stop()
         raise

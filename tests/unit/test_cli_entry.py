@@ -88,21 +88,55 @@ def test_help_and_version_import_no_heavy_library(args: list[str]) -> None:
     assert heavy(imported) == []
 
 
-def test_a_tab_imports_no_heavy_library_and_only_the_group_it_completes() -> None:
+@pytest.mark.parametrize(
+    "words",
+    [
+        "deployplane ",
+        "deployplane deployments ",
+        "deployplane deployments list --",
+        "deployplane deployments get ",
+    ],
+    ids=repr,
+)
+def test_a_tab_is_answered_without_typer_or_any_command(words: str) -> None:
     env = {
         "_DEPLOYPLANE_COMPLETE": "complete_bash",
-        "COMP_WORDS": "deployplane deployments get ",
-        "COMP_CWORD": "3",
-        # nothing answers there: the TAB offers nothing, and says nothing
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(words.count(" ")),
+        # nothing answers there: the TAB offers no name, and says nothing
         "DEPLOYPLANE_CONTROL_PLANE_URL": "http://127.0.0.1:9",
         "DEPLOYPLANE_API_KEY": "k",
     }
     output, imported = modules_after(env=env)
-    assert output.strip() == "exit 0"  # no name offered, no word on stderr
-    assert heavy(imported) == []
-    commands = {m for m in imported if m.startswith("deployplane.cli.commands.")}
-    assert "deployplane.cli.commands.deployments" in commands
-    assert "deployplane.cli.commands.revisions" not in commands
+    assert output.endswith("exit 0")
+    assert not {m for m in imported if m.split(".")[0] in ("typer", "click", *HEAVY)}
+    assert not {
+        m for m in imported if m.startswith(("deployplane.cli.commands", "deployplane.cli.root"))
+    }
+    # nor typing or dataclasses (a tenth of the answer each), nor re where no name is
+    # asked of the control plane (http.client imports it)
+    assert not {"typing", "dataclasses"} & imported
+    if not words.endswith(" get "):
+        assert "re" not in imported
+
+
+def test_a_tab_the_tree_leaves_to_click_is_clicks(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What `deployplane.cli.tab` does not answer, the root answers through click."""
+    import deployplane.cli
+
+    monkeypatch.setattr(deployplane.cli, "answer", lambda environ: None)
+    for name, value in {
+        "_DEPLOYPLANE_COMPLETE": "complete_bash",
+        "COMP_WORDS": "deployplane dep",
+        "COMP_CWORD": "1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as exit:
+        deployplane.cli.main([])
+    assert exit.value.code == 0
+    assert capsys.readouterr().out == "deployments\n"
 
 
 @pytest.mark.parametrize(

@@ -121,3 +121,18 @@ async def test_a_refusal_names_the_apiservers_reason_never_the_body(
     assert "forbidden" in str(caught.value)
     assert "c2VjcmV0LXZhbHVl" not in str(caught.value)
     assert not caught.value.retryable
+
+
+async def test_pod_log_reads_the_previous_run_or_the_start_of_the_running_one(
+    apiserver: tuple[ClusterApi, list[dict[str, Any]]],
+) -> None:
+    cluster, seen = apiserver
+    await cluster.pod_log("ns", "p", "agent-server", tail_lines=30)
+    assert seen[-1]["path"] == "/api/v1/namespaces/ns/pods/p/log"
+    assert seen[-1]["query"] == {"container": "agent-server", "previous": "true", "tailLines": "30"}
+    await cluster.pod_log("ns", "p", "agent-server", previous=False, limit_bytes=1024)
+    assert seen[-1]["query"] == {
+        "container": "agent-server",
+        "previous": "false",
+        "limitBytes": "1024",
+    }

@@ -57,6 +57,17 @@ UNSCHEDULABLE = {
     "reason": "Unschedulable",
     "message": "0/3 nodes are available",
 }
+# The scheduler's own words while a pod waits for its claim (kube-scheduler 1.36).
+WAITING_FOR_CLAIM = {
+    **UNSCHEDULABLE,
+    "message": "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. "
+    "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
+}
+WAITING_FOR_PREVIOUS_POD = {
+    **UNSCHEDULABLE,
+    "message": "0/1 nodes are available: 1 node has pod using PersistentVolumeClaim with the "
+    "same name and ReadWriteOncePod access mode.",
+}
 DEADLINE = {
     "type": "Progressing",
     "status": "False",
@@ -128,6 +139,18 @@ CASES: list[tuple[str, dict[str, Any] | None, list[dict[str, Any]], Verdict]] = 
         deployment(status={"observedGeneration": 2}),
         [pod(conditions=[UNSCHEDULABLE])],
         Verdict(ReportedStatus.DEPLOY_FAILED, "Unschedulable: 0/3 nodes are available"),
+    ),
+    (
+        "a pod waiting for its claim to be bound is not a failure",
+        deployment(status={"observedGeneration": 2}),
+        [pod(conditions=[WAITING_FOR_CLAIM])],
+        Verdict(ReportedStatus.DEPLOYING, "0 of 2 replicas updated, 0 available"),
+    ),
+    (
+        "a pod waiting for the previous pod of its ReadWriteOncePod claim is not a failure",
+        deployment(status={"observedGeneration": 2}),
+        [pod(conditions=[WAITING_FOR_PREVIOUS_POD])],
+        Verdict(ReportedStatus.DEPLOYING, "0 of 2 replicas updated, 0 available"),
     ),
     (
         "an old revision's failing pod does not fail the new one",

@@ -48,12 +48,19 @@ def test_the_in_memory_server_is_rendered_alone() -> None:
     assert kinds(r) == [
         ("Deployment", BASE),
         ("NetworkPolicy", BASE),
+        ("PersistentVolumeClaim", f"{BASE}-state"),
         ("Secret", f"{BASE}-secrets"),
         ("Service", BASE),
     ]
     assert r.runtime is ServerRuntime.INMEM
     env = {e["name"] for e in server_container(r)["env"]}
-    assert env == {"OPENAI_API_KEY", "DEPLOYPLANE_COMPONENT"}  # no database nor Redis
+    # no database nor Redis; where its files are and how long it drains at a stop
+    assert env == {
+        "OPENAI_API_KEY",
+        "DEPLOYPLANE_COMPONENT",
+        "LANGGRAPH_DATA_DIR",
+        "DEPLOYPLANE_DRAIN_SECONDS",
+    }
 
 
 def test_the_in_memory_server_runs_one_replica_without_an_autoscaler() -> None:

@@ -119,8 +119,8 @@ async def test_the_client_transport_is_lean_unless_one_is_given(
     made: list[netstream.LeanTransport] = []
 
     class Seen(netstream.LeanTransport):
-        def __init__(self, limits: httpx.Limits) -> None:
-            super().__init__(limits)
+        def __init__(self, limits: httpx.Limits, **options: Any) -> None:
+            super().__init__(limits, **options)
             made.append(self)
 
     monkeypatch.setattr("deployplane.api.transport.LeanTransport", Seen)
@@ -134,13 +134,14 @@ async def test_the_client_transport_is_lean_unless_one_is_given(
 
 async def test_httpcore_errors_reach_the_caller_as_httpx_errors() -> None:
     """The retry policy tells httpx's errors apart (connect: surely not sent)."""
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
     transport = netstream.LeanTransport(httpx.Limits())
     async with httpx.AsyncClient(transport=transport, timeout=0.5) as http:
-        with pytest.raises(httpx.ConnectError):
-            await http.get(f"http://127.0.0.1:{port}/")
+        # A port bound but not listening refuses connections, and stays ours meanwhile
+        # (a port closed again could be taken by another process before the request).
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            with pytest.raises(httpx.ConnectError):
+                await http.get(f"http://127.0.0.1:{closed.getsockname()[1]}/")
 
         async def truncated(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             await reader.readuntil(b"\r\n\r\n")
@@ -202,3 +203,17 @@ async def test_keep_alive_reuse_and_a_server_closed_connection_through_the_wrapp
         # instead of failing the request on it.
         assert (await api._request("GET", "/x")).json() == {"ok": True}
         assert counts["connections"] == 2
+
+
+async def test_only_an_https_control_plane_gets_a_tls_context(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Loading the CA bundle is most of a short command's network set-up: an http://
+    control plane never needs it."""
+    made: list[object] = []
+    real = httpx.create_ssl_context
+    monkeypatch.setattr(netstream.httpx, "create_ssl_context", lambda: made.append(1) or real())
+    async with ApiTransport("http://127.0.0.1:1"):
+        assert made == []
+    async with ApiTransport("HTTPS://control-plane.example"):
+        assert made == [1]

@@ -19,6 +19,7 @@ from tests.support.fakeexternal import (
     ExternalFns,
     FakeSpec,
     FakeStatus,
+    fresh,
     observed,
     raises,
     returns,
@@ -255,6 +256,24 @@ CASES: dict[str, Case] = {
             settled=False,
             events=[("Warning", "ControlPlaneUnavailable", str(UNAVAILABLE))],
             status={CREATE_PENDING: ABSENT_FIELD, "deploymentId": ABSENT_FIELD},
+        ),
+    ),
+    "no id, a dependency not ready: no marker, no create (a later pass must not adopt)": Case(
+        status={},
+        fns={"resolve_fn": raises(NOT_READY)},
+        want=Want(
+            conditions=conds(
+                "Unknown/DependencyNotReady",
+                "False/DependencyNotReady",
+                "True/DependencyNotReady",
+                IDLE,
+            ),
+            moved=ALL,
+            calls=[CONNECT],
+            requeue_after=2.0,
+            settled=False,
+            events=[("Warning", "DependencyNotReady", "Secret llm-keys has no key openai")],
+            status={"deploymentId": ABSENT_FIELD},
         ),
     ),
     # ----------------------------------------------------------------- observe
@@ -733,7 +752,7 @@ CASES: dict[str, Case] = {
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 async def test_reconcile(case: Case) -> None:
-    ext = ExternalFns(**case.fns)
+    ext = ExternalFns(**fresh(case.fns))
     reconciler = Reconciler(
         ConnecterFns(ext, connect_error=case.connect_error), kind="deployment", schedule=TIMING
     )
@@ -758,7 +777,7 @@ def state_by_conditions(status: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 async def test_outcome_state_is_what_the_conditions_say(case: Case) -> None:
-    ext = ExternalFns(**case.fns)
+    ext = ExternalFns(**fresh(case.fns))
     reconciler = Reconciler(
         ConnecterFns(ext, connect_error=case.connect_error), kind="deployment", schedule=TIMING
     )
@@ -1001,7 +1020,7 @@ FINALIZE_CASES: dict[str, FinalizeCase] = {
 
 @pytest.mark.parametrize("case", FINALIZE_CASES.values(), ids=FINALIZE_CASES.keys())
 async def test_finalize(case: FinalizeCase) -> None:
-    ext = ExternalFns(**case.fns)
+    ext = ExternalFns(**fresh(case.fns))
     reconciler = Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING)
     gone = await reconciler.finalize(managed(case.status, deletion_policy=case.policy))
     assert {"released": gone, "calls": ext.journal} == {"released": case.want, "calls": case.calls}

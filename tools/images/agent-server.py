@@ -6,7 +6,12 @@ What `langgraph dev` runs, without its config file, browser or tunnel.
 The in-memory runtime keeps its files (`.langgraph_api/`) in the working directory, which
 the image's user cannot write (/deps is root's): the server runs in
 $LANGGRAPH_DATA_DIR (/tmp/langgraph-api) instead; the graphs are loaded by their
-absolute paths and the project's directories are on sys.path (a .pth file)."""
+absolute paths and the project's directories are on sys.path (a .pth file).
+
+At SIGTERM uvicorn stops accepting, waits for the requests in flight (a stream too) at
+most $DEPLOYPLANE_DRAIN_SECONDS (15), then ends the server's lifespan, where the
+runtime writes its files a last time: bounded, so that final write happens within the
+pod's grace period even while a client keeps a stream open."""
 
 import json
 import os
@@ -24,4 +29,5 @@ if __name__ == "__main__":
         graphs=json.loads(os.environ.get("LANGSERVE_GRAPHS") or "{}"),
         runtime_edition="inmem",
         server_level=os.environ.get("LANGGRAPH_SERVER_LOG_LEVEL", "INFO"),
+        timeout_graceful_shutdown=int(os.environ.get("DEPLOYPLANE_DRAIN_SECONDS", "15")),
     )

@@ -5,6 +5,8 @@
     python3 tools/images/build.py agent-base  # the agent servers' base (langgraph-api)
     python3 tools/images/build.py all         # app, dataplane and agent-base
     python3 tools/images/build.py dir         # print the images directory
+    python3 tools/images/build.py kept agent-base  # print where this checkout's agent
+                                              # base is kept by its key (by-key/)
 
 Bases come from Debian packages (mmdebstrap rootfs, `FROM scratch` + ADD), builds from
 buildah (chroot isolation, host network), both Debian packages installed by
@@ -12,6 +14,11 @@ tools/images/ensure.sh. Everything lives under $DEPLOYPLANE_CACHE (~/.cache/depl
 archives in images/ (what `deployplane dev cluster load-image` imports), buildah's
 storage and the rootfs tarballs in image-build/. Each archive carries the key it was
 built from (recipes.py); an archive whose key matches is a cache hit and nothing runs.
+
+Checkouts of other code on one machine want other keys under the same archive name:
+each archive is also kept under its key in images/by-key/ (a hard link, the last
+KEPT_PER_NAME of each name), so that one checkout's archive is put back by a rename
+after another's build, not built again, and a test can read its own by key.
 """
 
 from __future__ import annotations
@@ -35,7 +42,12 @@ from recipes import DebianImage
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("DEPLOYPLANE_CACHE") or Path.home() / ".cache/deployplane")
 IMAGES = CACHE / "images"
+KEYED = IMAGES / "by-key"
+KEPT_PER_NAME = 3
 WORK = CACHE / "image-build"
+LOCK = WORK / "lock"
+LOCK_FD_ENV = "DEPLOYPLANE_IMAGES_LOCK_FD"
+_held: list[object] = []  # the lock file, open until the process exits
 # The machine's CA certificates and pip configuration, mounted read-only into the RUN
 # steps when present: a package index behind a TLS-inspecting proxy is trusted only
 # through this machine's bundle. Nothing of them lands in a layer.
@@ -68,6 +80,44 @@ def archive_key(path: Path) -> str | None:
     annotations = (index.get("manifests") or [{}])[0].get("annotations") or {}
     key = annotations.get(recipes.KEY_ANNOTATION)
     return key if isinstance(key, str) else None
+
+
+def keyed(out: Path, key: str) -> Path:
+    """Where the archive `out` of `key` is kept (images/by-key/<name>-<key>.tar)."""
+    return KEYED / f"{out.stem}-{key[:16]}.tar"
+
+
+def _link_over(source: Path, target: Path) -> None:
+    """`target` becomes a hard link to `source`, at once (a link under a temporary
+    name, then a rename over `target`)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.link")
+    temporary.unlink(missing_ok=True)
+    os.link(source, temporary)
+    os.replace(temporary, target)
+
+
+def keep(out: Path, key: str) -> None:
+    """Keeps the archive just written to `out` under its key; drops the oldest kept
+    archives of the same name beyond KEPT_PER_NAME."""
+    _link_over(out, keyed(out, key))
+    kept = sorted(KEYED.glob(f"{out.stem}-" + "?" * 16 + ".tar"), key=lambda p: p.stat().st_mtime)
+    for old in kept[:-KEPT_PER_NAME]:
+        old.unlink(missing_ok=True)
+
+
+def cached(out: Path, key: str) -> bool:
+    """`out` holds the archive of `key`, or now does again: one kept under that key
+    is put back (an archive of other code was written over it)."""
+    if archive_key(out) == key:
+        if not keyed(out, key).exists():  # built before archives were kept by key
+            _link_over(out, keyed(out, key))
+        return True
+    if archive_key(keyed(out, key)) != key:
+        return False
+    _link_over(keyed(out, key), out)
+    log(f"{out.name}: the archive of key {key[:16]} put back from {KEYED.name}/")
+    return True
 
 
 def rootfs(image: DebianImage, key: str) -> Path:
@@ -138,6 +188,7 @@ def export(local: str, ref: str, key: str, also: tuple[str, ...] = ()) -> Path:
                 tar.add(layout / name, arcname=name)
             tar.add(layout / "blobs", arcname="blobs")
         os.replace(part, out)
+    keep(out, key)
     return out
 
 
@@ -153,7 +204,7 @@ def build_app() -> Path:
     """`make image`: the Dockerfile as deployplane:dev on the Debian python base."""
     started = time.monotonic()
     out, key, args = app_target()
-    if archive_key(out) == key:
+    if cached(out, key):
         log(f"{out} is up to date (cache hit)")
         return out
     debian_image(recipes.PYTHON_BASE)
@@ -175,7 +226,7 @@ def build_dataplane() -> list[Path]:
         started = time.monotonic()
         key = recipes.debian_key(image)
         out = IMAGES / recipes.archive_name(image.ref)
-        if archive_key(out) == key:
+        if cached(out, key):
             log(f"{out} is up to date (cache hit)")
         else:
             local, _ = debian_image(image)
@@ -209,7 +260,7 @@ def build_agent_base() -> Path:
     """The agent servers' base: the Python base plus the vendor's server from wheels."""
     started = time.monotonic()
     out, key = agent_base_target()
-    if archive_key(out) == key:
+    if cached(out, key):
         log(f"{out} is up to date (cache hit)")
         return out
     base, _ = debian_image(recipes.PYTHON_BASE)
@@ -229,9 +280,26 @@ def build_agent_base() -> Path:
     return out
 
 
+def hold_lock() -> None:
+    """One build at a time on this machine (two checkouts' test runs, or make image
+    twice): the second waits, then finds built what the first built. Held until the
+    process exits. A caller that holds the lock already (a test module that must read
+    the archives it built before anyone replaces them, tests/support/imagelock.py)
+    passes its open lock file as the descriptor in DEPLOYPLANE_IMAGES_LOCK_FD: a lock
+    on that same open file is granted at once."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    inherited = os.environ.get(LOCK_FD_ENV)
+    if inherited:
+        fcntl.flock(int(inherited), fcntl.LOCK_EX)
+        return
+    lock = open(LOCK, "w")  # noqa: SIM115 (held until the process exits)
+    _held.append(lock)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+
+
 def up_to_date(what: str) -> bool:
-    """Every archive `what` names is there with its current key (read without the lock:
-    an archive is replaced whole, by rename)."""
+    """Every archive `what` names is there with its current key, and kept under it
+    (read without the lock: an archive is replaced whole, by rename)."""
     wanted = [app_target()[:2]] if what in ("app", "all") else []
     if what in ("dataplane", "all"):
         wanted += [
@@ -239,13 +307,16 @@ def up_to_date(what: str) -> bool:
         ]
     if what in ("agent-base", "all"):
         wanted.append(agent_base_target())
-    return all(archive_key(out) == key for out, key in wanted)
+    return all(archive_key(out) == key and keyed(out, key).exists() for out, key in wanted)
 
 
 def main(argv: list[str]) -> int:
     what = argv[0] if argv else "app"
     if what == "dir":
         print(IMAGES)
+        return 0
+    if what == "kept" and argv[1:] == ["agent-base"]:
+        print(keyed(*agent_base_target()))
         return 0
     if what not in ("app", "dataplane", "agent-base", "all"):
         print(__doc__, file=sys.stderr)
@@ -256,10 +327,7 @@ def main(argv: list[str]) -> int:
         log(f"{what}: every archive in {IMAGES} is up to date (cache hit, {elapsed:.1f} s)")
         return 0
     subprocess.run(["bash", str(recipes.HERE / "ensure.sh")], check=True)
-    WORK.mkdir(parents=True, exist_ok=True)
-    # One build at a time (two test sessions, or make image twice): the second waits.
-    lock = open(WORK / "lock", "w")  # noqa: SIM115 (held until the process exits)
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    hold_lock()
     if what in ("app", "all"):
         build_app()
     if what in ("dataplane", "all"):

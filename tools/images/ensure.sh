@@ -7,9 +7,20 @@
 # Like tools/postgres.sh: apt-get as root (or passwordless sudo); a clear error otherwise.
 set -euo pipefail
 
-missing=()
-command -v buildah >/dev/null || missing+=(buildah)
-command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
+find_missing() {
+  missing=()
+  command -v buildah >/dev/null || missing+=(buildah)
+  command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
+}
+find_missing
+[ ${#missing[@]} -eq 0 ] && exit 0
+# Another checkout's run may be installing right now (dpkg allows one at a time): wait
+# for its turn, then look again.
+cache=${DEPLOYPLANE_CACHE:-$HOME/.cache/deployplane}
+mkdir -p "$cache"
+exec 9>>"$cache/apt.lock"
+flock 9
+find_missing
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 sudo=""
@@ -30,5 +41,5 @@ echo "== images: installing ${missing[*]} (apt-get)"
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
 # buildah's Recommends bring crun/fuse-overlayfs/slirp4netns; as root with the vfs or
 # overlay driver and chroot isolation they are not needed, but they are harmless.
-$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-  "${missing[@]}" uidmap
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=600 \
+  --no-install-recommends "${missing[@]}" uidmap

@@ -15,11 +15,38 @@ source "$here/versions.env"
 cache=${DEPLOYPLANE_CACHE:-$HOME/.cache/deployplane}
 bin="$cache/k8s/v$K8S_VERSION-etcd$ETCD_VERSION-helm$HELM_VERSION/bin"
 work="$cache/k8s/build"
-mkdir -p "$bin" "$work"
+mkdir -p "$bin" "$work" "$cache/k8s/parts"
 export GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
 log() { printf '[tools %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
-have() { [ -x "$bin/$1" ] && [ "$(cat "$bin/.$1.stamp" 2>/dev/null)" = "$2" ]; }
-stamp() { echo "$2" >"$bin/.$1.stamp"; }
+# Two builds may run at once (two checkouts' `make test`, or `make tools` beside a test
+# run): a tool found built (binary there, then its stamp written) needs no lock; the first
+# one found missing takes the cache's lock, held until this script exits, and is looked
+# for again, as the other build may have made it meanwhile. Every build below runs
+# under the lock (they share the module directories in $work and the binaries in $bin).
+lock="$cache/k8s/build.lock"
+locked=""
+under_lock() {
+  "$@" && return 0
+  [ -z "$locked" ] || return 1
+  exec 9>>"$lock"
+  if ! flock -n 9; then
+    log "waiting for another build of the tools ($lock)"
+    flock 9
+  fi
+  locked=1
+  "$@"
+}
+built() { [ -x "$bin/$1" ] && [ "$(cat "$bin/.$1.stamp" 2>/dev/null)" = "$2" ]; }
+have() { under_lock built "$@"; }
+# A tool or stamp lands whole: written under a temporary name beside it, then renamed
+# over the old one (which a process running it keeps), so that another checkout's tests
+# never run a binary half written by a rebuild (a stamp of another version). `go
+# install` writes into $parts, on the same file system.
+parts="$cache/k8s/parts"
+part() { echo "$bin/.$1.part"; }
+put() { mv -f "$bin/.$1.part" "$bin/$1"; }
+put_installed() { local tool; for tool in "$@"; do mv -f "$parts/$tool" "$bin/$tool"; done; }
+stamp() { echo "$2" >"$bin/.$1.stamp.part"; mv -f "$bin/.$1.stamp.part" "$bin/.$1.stamp"; }
 
 minor=${K8S_VERSION#*.}; minor=${minor%%.*}; patch=${K8S_VERSION##*.}
 staging_version="v0.$minor.$patch"
@@ -43,7 +70,8 @@ build_kube() {
     # A tool added later (kube-scheduler) must not relink the ones already built.
     if have "$tool" "$want"; then log "$tool $want: cached"; continue; fi
     log "building $tool $want (first build takes many minutes on 2 cores)"
-    (cd "$mod" && go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$tool" "./cmd/$tool")
+    (cd "$mod" && go build -trimpath -ldflags "-s -w $ldflags" -o "$(part "$tool")" "./cmd/$tool")
+    put "$tool"
     stamp "$tool" "$want"
   done
 }
@@ -78,7 +106,8 @@ build_etcd() {
   (cd "$mod" && go mod init deployplane.local/etcd >/dev/null 2>&1 \
     && go get "go.etcd.io/etcd/server/v3@$want" && go mod tidy)
   log "building etcd $want"
-  (cd "$mod" && go build -trimpath -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=deployplane" -o "$bin/etcd" .)
+  (cd "$mod" && go build -trimpath -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=deployplane" -o "$(part etcd)" .)
+  put etcd
   stamp etcd "$want"
 }
 
@@ -95,7 +124,8 @@ build_kstatus() {
   (cd "$mod" && go mod init deployplane.local/kstatus >/dev/null 2>&1 \
     && go get "github.com/fluxcd/cli-utils@v$KSTATUS_VERSION" && go mod tidy)
   log "building kstatus (fluxcd/cli-utils v$KSTATUS_VERSION)"
-  (cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$bin/kstatus" .)
+  (cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$(part kstatus)" .)
+  put kstatus
   stamp kstatus "$want"
 }
 
@@ -110,8 +140,13 @@ build_promql() {
   (cd "$mod" && go mod init deployplane.local/promql >/dev/null 2>&1 \
     && go get "github.com/prometheus/prometheus@v$PROMETHEUS_VERSION" && go mod tidy)
   log "building promql (prometheus v$PROMETHEUS_VERSION parser)"
-  (cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$bin/promql" .)
+  (cd "$mod" && go build -trimpath -ldflags "-s -w" -o "$(part promql)" .)
+  put promql
   stamp promql "$want"
+}
+
+crds_built() {
+  built controller-gen "v$CONTROLLER_TOOLS_VERSION" && [ "$(cat "$bin/crds/.stamp" 2>/dev/null)" = "$1" ]
 }
 
 build_crds() {
@@ -124,14 +159,14 @@ build_crds() {
   # packages are compiled (type-checked), never KEDA's scalers: seconds, once the
   # modules are downloaded.
   local want="cgen-v$CONTROLLER_TOOLS_VERSION-gateway-v$GATEWAY_API_VERSION-keda-v$KEDA_VERSION-annotated"
-  if have controller-gen "v$CONTROLLER_TOOLS_VERSION" \
-    && [ "$(cat "$bin/crds/.stamp" 2>/dev/null)" = "$want" ]; then
+  if under_lock crds_built "$want"; then
     log "CRDs $want: cached in $bin/crds"; return
   fi
   if ! have controller-gen "v$CONTROLLER_TOOLS_VERSION"; then
     log "building controller-gen v$CONTROLLER_TOOLS_VERSION"
-    GOBIN="$bin" go install -trimpath -ldflags "-s -w" \
+    GOBIN="$parts" go install -trimpath -ldflags "-s -w" \
       "sigs.k8s.io/controller-tools/cmd/controller-gen@v$CONTROLLER_TOOLS_VERSION"
+    put_installed controller-gen
     stamp controller-gen "v$CONTROLLER_TOOLS_VERSION"
   fi
   local mod="$work/crds-$want" out="$work/crds-$want/out"
@@ -162,14 +197,21 @@ GO
   [ -n "$link" ] || { echo "no ApprovalLink in $consts" >&2; exit 1; }
   sed -i "s#^  annotations:\$#  annotations:\n    api-approved.kubernetes.io: $link\n    gateway.networking.k8s.io/bundle-version: v$GATEWAY_API_VERSION#" \
     "$out"/gateway.networking.k8s.io_*.yaml
-  rm -rf "$bin/crds"; mkdir -p "$bin/crds"
-  # What the data plane uses, and what those refer to (an HTTPRoute's parent Gateway).
-  for crd in gateway.networking.k8s.io_gatewayclasses gateway.networking.k8s.io_gateways \
-    gateway.networking.k8s.io_httproutes keda.sh_scaledobjects \
-    keda.sh_triggerauthentications keda.sh_clustertriggerauthentications; do
-    cp "$out/$crd.yaml" "$bin/crds/"
+  # What the data plane uses, and what those refer to (an HTTPRoute's parent Gateway);
+  # each file replaced whole (a reader applies the directory), any other one removed.
+  local crds=(gateway.networking.k8s.io_gatewayclasses gateway.networking.k8s.io_gateways
+    gateway.networking.k8s.io_httproutes keda.sh_scaledobjects
+    keda.sh_triggerauthentications keda.sh_clustertriggerauthentications) crd file
+  mkdir -p "$bin/crds"
+  for crd in "${crds[@]}"; do
+    cp "$out/$crd.yaml" "$bin/crds/.$crd.yaml.part"
+    mv -f "$bin/crds/.$crd.yaml.part" "$bin/crds/$crd.yaml"
   done
-  echo "$want" >"$bin/crds/.stamp"
+  for file in "$bin"/crds/*.yaml; do
+    [[ " ${crds[*]} " == *" $(basename "$file" .yaml) "* ]] || rm -f "$file"
+  done
+  echo "$want" >"$bin/crds/.stamp.part"
+  mv -f "$bin/crds/.stamp.part" "$bin/crds/.stamp"
 }
 
 # The two test checkers and the CRDs build on their own (`build.sh kstatus|promql|crds`); this
@@ -191,9 +233,10 @@ build_helm() {
     flags+=" -X $pkg.k8sVersionMajor=$k8s_major -X $pkg.k8sVersionMinor=$k8s_minor"
   done
   log "building helm v$HELM_VERSION (Kubernetes capabilities v$k8s_major.$k8s_minor)"
-  GOBIN="$bin" go install -trimpath \
+  GOBIN="$parts" go install -trimpath \
     -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION $flags" \
     "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION"
+  put_installed helm
   stamp helm "$want"
 }
 
@@ -203,7 +246,8 @@ build_node() {
   # containerd, its runc shim and ctr from their Go module (CGO_ENABLED=0, as upstream's
   # static release), and the pause binary compiled from kubernetes' own
   # build/pause/linux/pause.c. runc and the CNI plugins come from Debian
-  # (tools/node.sh); CoreDNS for cluster DNS from tools/k8s/coredns. Each has its stamp.
+  # (tools/node.sh); CoreDNS for cluster DNS from tools/k8s/coredns; the volume
+  # provisioner from its Go module. Each has its stamp.
   local want="v$K8S_VERSION"
   if ! { have kubelet "$want" && have kube-proxy "$want"; }; then
     local mod="$work/node-$K8S_VERSION"
@@ -212,7 +256,8 @@ build_node() {
     for tool in kubelet kube-proxy; do
       if have "$tool" "$want"; then continue; fi
       log "building $tool $want"
-      (cd "$mod" && go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$tool" "./cmd/$tool")
+      (cd "$mod" && go build -trimpath -ldflags "-s -w $ldflags" -o "$(part "$tool")" "./cmd/$tool")
+      put "$tool"
       stamp "$tool" "$want"
     done
   else
@@ -224,9 +269,10 @@ build_node() {
   else
     log "building containerd $ctrd (containerd, containerd-shim-runc-v2, ctr)"
     local pkg=github.com/containerd/containerd/v2
-    (cd "$work" && GOBIN="$bin" CGO_ENABLED=0 go install -trimpath \
+    (cd "$work" && GOBIN="$parts" CGO_ENABLED=0 go install -trimpath \
       -ldflags "-s -w -X $pkg/version.Version=$ctrd -X $pkg/version.Revision=deployplane-gomod" \
       "$pkg/cmd/containerd@$ctrd" "$pkg/cmd/containerd-shim-runc-v2@$ctrd" "$pkg/cmd/ctr@$ctrd")
+    put_installed containerd containerd-shim-runc-v2 ctr
     for tool in containerd containerd-shim-runc-v2 ctr; do stamp "$tool" "$ctrd"; done
   fi
   local src
@@ -235,11 +281,24 @@ build_node() {
   pause_want="$want-$(sha1sum "$src" | cut -c1-12)"
   if have pause "$pause_want"; then log "pause $pause_want: cached"; else
     log "compiling pause from $src"
-    gcc -Os -static -Wall -Werror -DVERSION="$want" -o "$bin/pause" "$src"
-    strip "$bin/pause"
+    gcc -Os -static -Wall -Werror -DVERSION="$want" -o "$(part pause)" "$src"
+    strip "$(part pause)"
+    put pause
     stamp pause "$pause_want"
   fi
   build_coredns
+  build_local_path
+}
+
+build_local_path() {
+  # rancher's local-path-provisioner (realnode/storage.py): its go.mod has no replaces,
+  # so a plain `go install` of the pinned version works.
+  local want="v$LOCAL_PATH_PROVISIONER_VERSION"
+  if have local-path-provisioner "$want"; then log "local-path-provisioner $want: cached"; return; fi
+  log "building local-path-provisioner $want"
+  (cd "$work" && GOBIN="$bin" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w -X main.VERSION=$want" \
+    "github.com/rancher/local-path-provisioner@$want")
+  stamp local-path-provisioner "$want"
 }
 
 build_coredns() {
@@ -253,7 +312,8 @@ build_coredns() {
   (cd "$mod" && go mod init deployplane.local/coredns >/dev/null 2>&1 \
     && go get "github.com/coredns/coredns@v$COREDNS_VERSION" && go mod tidy)
   log "building coredns v$COREDNS_VERSION"
-  (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/coredns" .)
+  (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$(part coredns)" .)
+  put coredns
   stamp coredns "$want"
 }
 
@@ -264,7 +324,8 @@ build_kwok() {
   local want="v$KWOK_VERSION"
   if have kwok "$want"; then log "kwok $want: cached"; return; fi
   log "building kwok $want"
-  GOBIN="$bin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$want"
+  GOBIN="$parts" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$want"
+  put_installed kwok
   stamp kwok "$want"
 }
 

@@ -1,7 +1,9 @@
--- Argo CD health check for deployplane.io AgentDeployment and Listener.
+-- Argo CD health check for every deployplane.io kind (AgentDeployment, Listener,
+-- ControlPlaneConnection).
 --
--- Install it in argocd-cm as resource.customizations.health.deployplane.io_AgentDeployment
--- and resource.customizations.health.deployplane.io_Listener (docs/install.md).
+-- Install it in argocd-cm once per kind, as
+-- resource.customizations.health.deployplane.io_<Kind> (docs/gitops.md); the dev
+-- cluster's Argo CD (deployplane dev cluster up --gitops) installs it from this file.
 -- Written for Lua 5.1 (Argo CD runs gopher-lua); `obj` is the live object.
 --
 -- It reads the kstatus conditions the operator writes (Ready and Synced always,

@@ -14,30 +14,34 @@ emulator's in-process checks run without sockets (`httpx.MockTransport`,
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from deployplane.api import models
 from deployplane.api.errors import ControlPlaneError
-from deployplane.api.models import (
-    BulkDeleteResult,
-    Deployment,
-    DeploymentCreate,
-    DeploymentPatch,
-    GitRepository,
-    Listener,
-    ListenerCreate,
-    ListenerPatch,
-    LogsPage,
-    LogsQuery,
-    OAuthProvider,
-    Page,
-    Revision,
-    RevisionStatus,
-)
 from deployplane.api.transport import MAX_HONOURED_RETRY_AFTER, ApiTransport, Id, ModelT
+
+if TYPE_CHECKING:
+    from deployplane.api.models import (
+        BulkDeleteResult,
+        Deployment,
+        DeploymentCreate,
+        DeploymentPatch,
+        GitRepository,
+        Listener,
+        ListenerCreate,
+        ListenerPatch,
+        LogsPage,
+        LogsQuery,
+        OAuthProvider,
+        Page,
+        Revision,
+        RevisionStatus,
+    )
 
 __all__ = [
     "MAX_BULK_DELETE",
@@ -68,7 +72,10 @@ MAX_BULK_DELETE = 100
 MAX_FIND_PAGES = 50
 """Pages of 100 `find_deployment_by_name` reads at most before it gives up."""
 
-_REPOSITORY_LIST = TypeAdapter(list[GitRepository])
+
+@functools.cache
+def _repository_list() -> TypeAdapter[list[GitRepository]]:
+    return TypeAdapter(list[models.GitRepository])
 
 
 def _dump(body: BaseModel) -> dict[str, Any]:
@@ -96,14 +103,20 @@ class ControlPlaneClient(ApiTransport):
     # ------------------------------------------------------------------ deployments
 
     async def create_deployment(self, body: DeploymentCreate) -> Deployment:
-        return await self._call(Deployment, "POST", DEPLOYMENTS, json=_dump(body))
+        return await self._call(models.Deployment, "POST", DEPLOYMENTS, json=_dump(body))
 
     async def get_deployment(self, deployment_id: Id) -> Deployment:
-        return await self._call(Deployment, "GET", DEPLOYMENT, {"deployment_id": deployment_id})
+        return await self._call(
+            models.Deployment, "GET", DEPLOYMENT, {"deployment_id": deployment_id}
+        )
 
     async def update_deployment(self, deployment_id: Id, body: DeploymentPatch) -> Deployment:
         return await self._call(
-            Deployment, "PATCH", DEPLOYMENT, {"deployment_id": deployment_id}, json=_dump(body)
+            models.Deployment,
+            "PATCH",
+            DEPLOYMENT,
+            {"deployment_id": deployment_id},
+            json=_dump(body),
         )
 
     async def delete_deployment(
@@ -119,7 +132,7 @@ class ControlPlaneClient(ApiTransport):
         if not 1 <= len(deployment_ids) <= MAX_BULK_DELETE:
             raise ValueError(f"between 1 and {MAX_BULK_DELETE} deployment ids per call")
         params = {"deployment_ids": [str(i) for i in deployment_ids]}
-        return await self._call(BulkDeleteResult, "DELETE", DEPLOYMENTS, params=params)
+        return await self._call(models.BulkDeleteResult, "DELETE", DEPLOYMENTS, params=params)
 
     async def list_deployments(
         self,
@@ -145,7 +158,7 @@ class ControlPlaneClient(ApiTransport):
             limit=limit,
             offset=offset,
         )
-        return await self._call(Page[Deployment], "GET", DEPLOYMENTS, params=params)
+        return await self._call(models.Page[models.Deployment], "GET", DEPLOYMENTS, params=params)
 
     async def iter_deployments(
         self, *, name_contains: str | None = None, page_size: int = 100, **filters: Any
@@ -188,13 +201,13 @@ class ControlPlaneClient(ApiTransport):
     async def redeploy_revision(self, deployment_id: Id, revision_id: Id) -> Deployment:
         """Roll back: a new revision with that revision's source revision config."""
         ids = {"deployment_id": deployment_id, "revision_id": revision_id}
-        return await self._call(Deployment, "POST", REDEPLOY, ids)
+        return await self._call(models.Deployment, "POST", REDEPLOY, ids)
 
     # -------------------------------------------------------------------- revisions
 
     async def get_revision(self, deployment_id: Id, revision_id: Id) -> Revision:
         ids = {"deployment_id": deployment_id, "revision_id": revision_id}
-        return await self._call(Revision, "GET", REVISION, ids)
+        return await self._call(models.Revision, "GET", REVISION, ids)
 
     async def list_revisions(
         self,
@@ -213,7 +226,11 @@ class ControlPlaneClient(ApiTransport):
             offset=offset,
         )
         return await self._call(
-            Page[Revision], "GET", REVISIONS, {"deployment_id": deployment_id}, params=params
+            models.Page[models.Revision],
+            "GET",
+            REVISIONS,
+            {"deployment_id": deployment_id},
+            params=params,
         )
 
     async def iter_revisions(
@@ -274,14 +291,14 @@ class ControlPlaneClient(ApiTransport):
     # -------------------------------------------------------------------- listeners
 
     async def create_listener(self, body: ListenerCreate) -> Listener:
-        return await self._call(Listener, "POST", LISTENERS, json=_dump(body))
+        return await self._call(models.Listener, "POST", LISTENERS, json=_dump(body))
 
     async def get_listener(self, listener_id: Id) -> Listener:
-        return await self._call(Listener, "GET", LISTENER, {"listener_id": listener_id})
+        return await self._call(models.Listener, "GET", LISTENER, {"listener_id": listener_id})
 
     async def update_listener(self, listener_id: Id, body: ListenerPatch) -> Listener:
         return await self._call(
-            Listener, "PATCH", LISTENER, {"listener_id": listener_id}, json=_dump(body)
+            models.Listener, "PATCH", LISTENER, {"listener_id": listener_id}, json=_dump(body)
         )
 
     async def delete_listener(self, listener_id: Id) -> None:
@@ -291,7 +308,7 @@ class ControlPlaneClient(ApiTransport):
         self, *, limit: int | None = None, offset: int | None = None
     ) -> Page[Listener]:
         params = _query(limit=limit, offset=offset)
-        return await self._call(Page[Listener], "GET", LISTENERS, params=params)
+        return await self._call(models.Page[models.Listener], "GET", LISTENERS, params=params)
 
     async def iter_listeners(self, *, page_size: int = 100) -> AsyncIterator[Listener]:
         async def page(offset: int | None) -> Page[Listener]:
@@ -306,7 +323,7 @@ class ControlPlaneClient(ApiTransport):
         self, deployment_id: Id, revision_id: Id, query: LogsQuery
     ) -> LogsPage:
         ids = {"project_id": deployment_id, "revision_id": revision_id}
-        return await self._call(LogsPage, "POST", BUILD_LOGS, ids, json=_logs(query))
+        return await self._call(models.LogsPage, "POST", BUILD_LOGS, ids, json=_logs(query))
 
     async def get_deploy_logs(
         self, deployment_id: Id, query: LogsQuery, revision_id: Id | None = None
@@ -314,21 +331,25 @@ class ControlPlaneClient(ApiTransport):
         """A revision's deploy logs, or the deployment's (every revision) without one."""
         if revision_id is None:
             ids: dict[str, Id] = {"project_id": deployment_id}
-            return await self._call(LogsPage, "POST", DEPLOY_LOGS, ids, json=_logs(query))
+            return await self._call(models.LogsPage, "POST", DEPLOY_LOGS, ids, json=_logs(query))
         ids = {"project_id": deployment_id, "revision_id": revision_id}
-        return await self._call(LogsPage, "POST", REVISION_DEPLOY_LOGS, ids, json=_logs(query))
+        return await self._call(
+            models.LogsPage, "POST", REVISION_DEPLOY_LOGS, ids, json=_logs(query)
+        )
 
     # ------------------------------------------------------------- read-only lookups
 
     async def list_repositories(self, integration_id: Id) -> list[GitRepository]:
         response = await self._request("GET", REPOSITORIES, {"integration_id": integration_id})
         try:
-            return _REPOSITORY_LIST.validate_python(response.json())
+            return _repository_list().validate_python(response.json())
         except (ValueError, ValidationError) as exc:
             raise self._bad_body("GET", REPOSITORIES, response, exc) from exc
 
     async def get_oauth_provider(self, provider_id: str) -> OAuthProvider:
-        return await self._call(OAuthProvider, "GET", OAUTH_PROVIDER, {"provider_id": provider_id})
+        return await self._call(
+            models.OAuthProvider, "GET", OAUTH_PROVIDER, {"provider_id": provider_id}
+        )
 
     # --------------------------------------------------------------------- plumbing
 

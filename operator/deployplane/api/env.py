@@ -7,7 +7,9 @@ cost: every CLI command's options name them.
 
 from __future__ import annotations
 
-from typing import Final
+TYPE_CHECKING = False  # typing's import would cost a TAB more than this module is worth
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = ["ENV_API_KEY", "ENV_TENANT_ID", "ENV_URL"]
 

@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any, Self, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 from uuid import UUID
 
 import httpx
@@ -96,12 +96,15 @@ class ApiTransport:
         limits = httpx.Limits(
             max_connections=max_in_flight, max_keepalive_connections=max_in_flight
         )
+        if transport is None:
+            # httpx's default transport, with cheaper idle-connection checks (netstream.py).
+            # Every request goes to `base_url` (no redirect is followed): TLS if https.
+            transport = LeanTransport(limits, tls=urlsplit(base_url).scheme.lower() != "http")
         self._http = httpx.AsyncClient(
             base_url=base_url,
             headers=headers,
             timeout=timeout,
-            # httpx's default transport, with cheaper idle-connection checks (netstream.py)
-            transport=transport if transport is not None else LeanTransport(limits),
+            transport=transport,
             limits=limits,  # the proxies' transports (HTTPS_PROXY and the like) too
         )
         self._in_flight = asyncio.Semaphore(max_in_flight)

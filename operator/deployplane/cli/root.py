@@ -3,8 +3,9 @@
 The root knows each command's name, its one line of help and where it lives, and
 imports nothing of it (`deployplane.cli.lazy`): a command's module is imported when the
 command runs, and each command imports what it needs (the client, the models, the
-Kubernetes client, rich) when it runs. So `--version`, `--help` and a TAB cost the
-interpreter and typer, and `operator run` loads the operator alone.
+Kubernetes client, rich) when it runs. So `--help` costs the interpreter and typer,
+and `operator run` loads the operator alone (`--version` and a TAB are answered before
+the root is imported: `deployplane.cli`).
 
 - API resources (`deployments`, `revisions`, `listeners`, `repos`, `providers`), one
   module each in `deployplane.cli.commands`; `apply -f`: `commands.edit.apply`
@@ -32,12 +33,11 @@ import typer
 
 from deployplane import __version__
 from deployplane.cli.lazy import Entry, LazyGroup
+from deployplane.cli.tab import COMPLETE_VAR
 
-__all__ = ["COMPLETE_VAR", "ENTRIES", "PROG", "app", "run"]
+__all__ = ["ENTRIES", "PROG", "app", "run"]
 
 PROG: Final = "deployplane"
-COMPLETE_VAR: Final = "_DEPLOYPLANE_COMPLETE"
-"""Set by the scripts of `deployplane completion SHELL`: the process answers a TAB."""
 
 _COMMANDS: Final = "deployplane.cli.commands"
 ENTRIES: Final = (
@@ -160,8 +160,8 @@ ENTRIES: Final = (
 )
 
 
-def _print_version(value: bool) -> None:
-    if value:
+def _print_version(ctx: typer.Context, value: bool) -> None:
+    if value and not ctx.resilient_parsing:  # not while completing a TAB
         typer.echo(f"{PROG} {__version__}")
         raise typer.Exit()
 
@@ -196,8 +196,9 @@ def run(argv: Sequence[str] | None = None) -> None:
     if not os.environ.get(COMPLETE_VAR):
         root.main(args, prog_name=PROG)
         return
-    # Answering a TAB: whatever goes wrong, nothing reaches the terminal (stderr is
-    # the user's screen) and the shell gets no answer rather than an error.
+    # Answering a TAB that `deployplane.cli.tab` left to click: whatever goes wrong,
+    # nothing reaches the terminal (stderr is the user's screen) and the shell gets no
+    # answer rather than an error.
     typer.completion.get_completion_inspect_parameters()  # typer's shells, registered
     with contextlib.redirect_stderr(io.StringIO()):
         try:

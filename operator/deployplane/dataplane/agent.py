@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from uuid import UUID
 
@@ -37,6 +37,7 @@ from deployplane.dataplane.applier import (
     is_applied,
     owner_selector,
 )
+from deployplane.dataplane.events import post_warnings
 from deployplane.dataplane.kube import Cluster, ClusterError
 from deployplane.dataplane.observe import observe_rollout
 from deployplane.dataplane.protocol import DataPlaneClient
@@ -201,6 +202,10 @@ class Agent:
             await self._failed(deployment, revision, failure, rerender=steady)
             return
         verdict, db_status = await observe_rollout(self.cluster, rendered, str(revision.id))
+        if verdict.status is not ReportedStatus.DEPLOYING:
+            # Once per revision: with the report that ends its rollout.
+            said = tuple(w.message for w in rendered.warnings)
+            verdict = replace(verdict, warnings=(*said, *verdict.warnings))
         if verdict.status is ReportedStatus.DEPLOYED:
             # Before DEPLOYED, so whoever sees the deployment deployed sees its URL too.
             await self._report_url(deployment, rendered.url)
@@ -283,11 +288,12 @@ class Agent:
         if missing is not None:
             return Verdict(ReportedStatus.DEPLOY_FAILED, missing)
         try:
-            await apply_rendered(self.cluster, rendered, owner)
+            applied = await apply_rendered(self.cluster, rendered, owner)
         except ClusterError as exc:
             if exc.retryable:
                 raise
             return Verdict(ReportedStatus.DEPLOY_FAILED, f"the cluster refused the objects: {exc}")
+        await post_warnings(self.cluster, rendered, applied)
         return None
 
     async def _report(
@@ -310,6 +316,7 @@ class Agent:
         if verdict.status is ReportedStatus.DEPLOYED and await self._changed_meanwhile(deployment):
             return
         failed = verdict.status is ReportedStatus.DEPLOY_FAILED
+        warnings = verdict.warnings[:10]
         said = (
             ("change applied: " if rerender else "")
             + f"rollout {verdict.status.value}"
@@ -321,7 +328,8 @@ class Agent:
             deployment_status=deployment_status,
             log_lines=[
                 ReportLine(level="ERROR" if failed else "INFO", message=said[:2000]),
-                *(ReportLine(message=line[:2000]) for line in verdict.lines[:49]),
+                *(ReportLine(level="WARNING", message=w[:2000]) for w in warnings),
+                *(ReportLine(message=line[:2000]) for line in verdict.lines[: 49 - len(warnings)]),
             ],
         )
         accepted = await self.client.report(self.listener_id, deployment.id, revision.id, report)

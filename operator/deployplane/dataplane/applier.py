@@ -71,16 +71,20 @@ async def get_owner(cluster: Cluster, rendered: Rendered) -> Obj | None:
     return await cluster.get("v1", "ConfigMap", meta["namespace"], meta["name"])
 
 
-async def apply_rendered(cluster: Cluster, rendered: Rendered, owner: Obj | None) -> None:
+async def apply_rendered(cluster: Cluster, rendered: Rendered, owner: Obj | None) -> list[Obj]:
     """Applies `rendered` in the restart-safe order above; `owner` is the owner as it is
-    in the cluster now (None: absent)."""
+    in the cluster now (None: absent). Returns the objects as the cluster answered,
+    in the order of `rendered.objects`."""
     if owner is None:
         bare = {**rendered.owner, "data": _without_marker(rendered.owner.get("data"))}
         owner = await cluster.apply(bare)
     uid = str(owner["metadata"]["uid"])
     # Independent of each other (references between them are by name), so at once.
-    await asyncio.gather(*(cluster.apply(obj) for obj in with_owner(rendered.objects, uid)))
+    applied = await asyncio.gather(
+        *(cluster.apply(obj) for obj in with_owner(rendered.objects, uid))
+    )
     await cluster.apply(rendered.owner)
+    return list(applied)
 
 
 def _without_marker(data: Mapping[str, str] | None) -> dict[str, str]:

@@ -64,8 +64,19 @@ class Cluster(Protocol):
 
     async def served(self, api_version: str, kind: str) -> bool: ...
 
-    async def pod_log(self, namespace: str, pod: str, container: str, *, tail_lines: int) -> str:
-        """The last lines of the container's previous run (the one that exited)."""
+    async def pod_log(
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        *,
+        previous: bool = True,
+        tail_lines: int | None = None,
+        limit_bytes: int | None = None,
+    ) -> str:
+        """The container's log: of its previous run (the one that exited) or, with
+        `previous=False`, of the running one; its last `tail_lines` lines, or its first
+        `limit_bytes` bytes."""
         ...
 
 
@@ -149,11 +160,24 @@ class ClusterApi(KubernetesApi):
             await self._call("DELETE", path, body=body, content_type="application/json") is not None
         )
 
-    async def pod_log(self, namespace: str, pod: str, container: str, *, tail_lines: int) -> str:
-        """The container's previous run's last `tail_lines` lines, as the kubelet keeps
-        them (`pods/log` with `previous=true`, what `kubectl logs --previous` reads)."""
+    async def pod_log(
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        *,
+        previous: bool = True,
+        tail_lines: int | None = None,
+        limit_bytes: int | None = None,
+    ) -> str:
+        """The container's log as the kubelet keeps it (`pods/log`; `previous=true` is
+        what `kubectl logs --previous` reads)."""
         path = object_path("v1", "Pod", namespace, pod) + "/log"
-        params = {"container": container, "previous": "true", "tailLines": str(tail_lines)}
+        params = {"container": container, "previous": "true" if previous else "false"}
+        if tail_lines is not None:
+            params["tailLines"] = str(tail_lines)
+        if limit_bytes is not None:
+            params["limitBytes"] = str(limit_bytes)
         try:
             headers = {**self._headers(), "Accept": "text/plain, */*"}
             async with self._session().get(path, params=params, headers=headers) as response:

@@ -12,10 +12,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from deployplane.api.dataplane import ReportedDeploymentStatus, ReportedStatus
+from deployplane.api.dataplane import ReportedDeploymentStatus, ReportedStatus, ServerRuntime
 from deployplane.dataplane.kube import Cluster, ClusterError
 from deployplane.dataplane.render import LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, SERVER, Rendered
 from deployplane.dataplane.rollout import (
+    REVISION_ANNOTATION,
     Verdict,
     companions_verdict,
     database_ready,
@@ -25,7 +26,7 @@ from deployplane.dataplane.rollout import (
 )
 from deployplane.dataplane.vendorparts import route_of
 
-__all__ = ["CRASH_LOG_LINES", "observe_rollout"]
+__all__ = ["CRASH_LOG_LINES", "DISCARDED", "observe_rollout"]
 
 Obj = dict[str, Any]
 
@@ -35,6 +36,11 @@ CRASH_LOG_LINES = 30
 # Terminal colour and cursor sequences (the server's structlog colours its lines even
 # into a pipe), and other control characters but tab: a deploy log line is plain text.
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f]")
+# What langgraph-runtime-inmem logs when it cannot load its saved files at start (a
+# class they name has moved or changed) and deletes them (its database.start_pool and
+# checkpoint.InMemorySaver); read from the start of the new server's log.
+DISCARDED = ("Unable to load cached data", "Failed to load cached data")
+START_LOG_BYTES = 256 * 1024
 
 
 async def observe_rollout(
@@ -68,7 +74,38 @@ async def observe_rollout(
         if waiting is not None:
             verdict = Verdict(ReportedStatus.DEPLOYING, waiting)
     log = await _crash_log(cluster, rendered.namespace, verdict.crashed)
-    return replace(verdict, lines=(*pod_states(pods), *log)), db_status
+    verdict = replace(verdict, lines=(*pod_states(pods), *log))
+    if verdict.status is ReportedStatus.DEPLOYED and rendered.runtime is ServerRuntime.INMEM:
+        verdict = await _discarded_state(cluster, rendered.namespace, pods, revision_id, verdict)
+    return verdict, db_status
+
+
+async def _discarded_state(
+    cluster: Cluster, namespace: str, pods: Sequence[Obj], revision_id: str, verdict: Verdict
+) -> Verdict:
+    """The in-memory server's start, as its log tells it: a warning for each time it
+    discarded its saved threads and runs (never silently)."""
+    warnings: dict[str, None] = {}  # in order, each once
+    lines: list[str] = []
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        if (meta.get("annotations") or {}).get(REVISION_ANNOTATION) != revision_id:
+            continue
+        try:
+            text = await cluster.pod_log(
+                namespace, meta["name"], SERVER, previous=False, limit_bytes=START_LOG_BYTES
+            )
+        except ClusterError as exc:
+            lines.append(f"{SERVER} log: not readable, its saved state unchecked ({exc})")
+            continue
+        for line in _ANSI.sub("", text).splitlines():
+            if any(said in line for said in DISCARDED):
+                said = (
+                    "the server could not load its saved threads, runs, assistants and "
+                    f"crons and deleted them ({meta['name']}): {line.strip()}"
+                )
+                warnings[said[:2000]] = None
+    return replace(verdict, lines=(*verdict.lines, *lines), warnings=(*verdict.warnings, *warnings))
 
 
 async def _crash_log(

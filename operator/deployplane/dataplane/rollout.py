@@ -51,6 +51,7 @@ class Verdict:
     lines: tuple[str, ...] = ()  # pod states, shipped as deploy log lines
     # (pod, container) that crashed at start: its last log lines go to the deploy logs
     crashed: tuple[str, str] | None = None
+    warnings: tuple[str, ...] = ()  # shipped as WARNING deploy log lines
 
 
 def _get(obj: Obj | None, *path: str) -> Any:
@@ -75,6 +76,16 @@ def _deadline_exceeded(deployment: Obj) -> str | None:
     return None
 
 
+# The scheduler's words for a pod that waits for its claim rather than for a node: a
+# claim still being provisioned and bound, or a ReadWriteOncePod claim whose previous
+# pod is still stopping (the in-memory server's, render/state.py). Both pass; a claim
+# that never binds fails the rollout at its progress deadline.
+VOLUME_WAITS = (
+    "pod has unbound immediate PersistentVolumeClaims",
+    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod",
+)
+
+
 def _unschedulable(pod: Obj) -> str | None:
     for condition in _get(pod, "status", "conditions") or []:
         if (
@@ -82,7 +93,10 @@ def _unschedulable(pod: Obj) -> str | None:
             and condition.get("status") == "False"
             and condition.get("reason") == "Unschedulable"
         ):
-            return f"Unschedulable: {condition.get('message') or 'no node fits the pod'}"
+            message = condition.get("message") or "no node fits the pod"
+            if any(wait in message for wait in VOLUME_WAITS):
+                return None
+            return f"Unschedulable: {message}"
     return None
 
 

@@ -4,7 +4,8 @@
 keep running after it exits), waits until the apiserver is ready and records the pids
 in the state directory; `down` stops them and removes the files they wrote. With
 `--real-node` one real node runs beside them (realnode/); `load-image` imports image
-archives into it.
+archives into it. With `--gitops`, Argo CD, Flux and a git server run beside them
+(gitops/); `gitops.json` in the state directory says where.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import typer
 
+from deployplane.devcluster import gitops
 from deployplane.devcluster.cluster import DevCluster, DevClusterError
 from deployplane.devcluster.realnode import images as node_images
 from deployplane.devcluster.tools import ToolsNotFound
@@ -55,13 +57,19 @@ def up(
     nodes: int = typer.Option(
         -1, "--kwok-nodes", help="Fake kwok nodes (default 3, or 0 with --real-node)."
     ),
-    timeout: float = typer.Option(60.0, help="Seconds to wait for readiness."),
+    with_gitops: bool = typer.Option(
+        False,
+        "--gitops",
+        help="Also run Argo CD, Flux and a git server on 127.0.0.1 (state-dir/gitops.json).",
+    ),
+    timeout: float = typer.Option(
+        60.0, help="Seconds to wait for readiness (then as long again for --gitops)."
+    ),
 ) -> None:
     """Start the cluster in the background and return once it is ready."""
     existing = DevCluster.attach(state_dir)
     if existing is not None and existing.ready():
-        typer.echo(f"dev cluster already running at {existing.server}")
-        _print_kubeconfig(existing)
+        _already_running(existing, with_gitops)
         return
     started = time.monotonic()
     cluster = DevCluster(
@@ -73,6 +81,7 @@ def up(
         ready_timeout=timeout,
         real_node=real_node,
         nodes=nodes if nodes >= 0 else (0 if real_node else DEFAULT_NODES),
+        gitops=with_gitops,
     )
     try:
         cluster.start()
@@ -80,7 +89,33 @@ def up(
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from e
     typer.echo(f"dev cluster ready at {cluster.server} in {time.monotonic() - started:.1f}s")
+    _print_gitops(cluster.state_dir)
     _print_kubeconfig(cluster)
+
+
+def _already_running(existing: DevCluster, with_gitops: bool) -> None:
+    if with_gitops and gitops.read_info(existing.state_dir) is None:
+        # Argo CD and Flux are not added to a running cluster: they start with it.
+        typer.echo(
+            f"error: the dev cluster at {existing.server} runs without --gitops: "
+            "`deployplane dev cluster down`, then `up --gitops`",
+            err=True,
+        )
+        raise typer.Exit(1)
+    typer.echo(f"dev cluster already running at {existing.server}")
+    _print_gitops(existing.state_dir)
+    _print_kubeconfig(existing)
+
+
+def _print_gitops(state_dir: Path) -> None:
+    info = gitops.read_info(state_dir)
+    if info is None:
+        return
+    typer.echo(f"git server: {info.git_url}/<name>.git serves {info.git_root}/<name>.git")
+    typer.echo(
+        f"Argo CD in namespace {info.argocd_namespace}, Flux in {info.flux_namespace} "
+        f"({state_dir / gitops.INFO_FILE})"
+    )
 
 
 @cluster_app.command()
@@ -141,6 +176,7 @@ def status(state_dir: Path = StateDir) -> None:
         typer.echo(f"not ready ({cluster.server})")
         raise typer.Exit(1)
     typer.echo(f"ready at {cluster.server}")
+    _print_gitops(state_dir)
     _print_kubeconfig(cluster)
 
 

@@ -8,11 +8,11 @@ make the API lie: namespace deletion, garbage collection of owned objects, and t
 runs kube-scheduler, the workload controllers and kwok with fake nodes, so
 Deployments roll out (workloads.py, kwok.py). With `real_node=True` it also runs one
 real node, a kubelet, containerd and kube-proxy in a sandbox (realnode/), stopped
-first at `stop()`.
+first at `stop()`. With `gitops=True`, Argo CD and Flux controllers and a git server
+run beside it (gitops/), started once the apiserver is ready.
 
-This module holds the cluster's lifecycle and its clients; starting the servers is in
-launch.py (their command lines in commandlines.py), the startup wait in readiness.py,
-`state.json` in statefile.py and the stop-at-exit registry in owned.py.
+Here: the cluster's lifecycle and clients. launch.py starts the servers (commandlines.py),
+readiness.py waits, statefile.py keeps `state.json`, owned.py stops them at exit.
 
 Owned clusters (tests, `with DevCluster() as c:`) are stopped by `stop()`, by `atexit`,
 on SIGTERM / SIGHUP, and by the kernel if the Python process dies (see processes.py).
@@ -37,13 +37,14 @@ from typing import Any, Self, TypeVar
 
 from kubernetes import client
 
-from deployplane.devcluster import audit, launch, owned, processes, readiness, statefile
+from deployplane.devcluster import audit, gitops, launch, owned, processes, readiness, statefile
 from deployplane.devcluster import workloads as workload_parts
 from deployplane.devcluster.commandlines import free_ports
 from deployplane.devcluster.errors import DevClusterError, PortTaken
 from deployplane.devcluster.pki import PkiFiles, pki_files
 from deployplane.devcluster.processes import ServerProcess
 from deployplane.devcluster.realnode import node as real_node
+from deployplane.devcluster.realnode import storage as real_node_storage
 from deployplane.devcluster.serviceaccounts import write_service_account_kubeconfig
 from deployplane.devcluster.settings import ClusterSettings
 from deployplane.devcluster.tools import Tools, find_tools
@@ -75,6 +76,7 @@ class DevCluster:
         tools: Tools | None = None,
         ready_timeout: float = 60.0,
         real_node: bool = False,
+        gitops: bool = False,
     ) -> None:
         self.settings = ClusterSettings(
             controller_manager,
@@ -84,6 +86,7 @@ class DevCluster:
             detached,
             ready_timeout,
             real_node,
+            gitops,
         )
         self._tools = tools
         self._dir: Path | None = state_dir.resolve() if state_dir is not None else None
@@ -113,6 +116,7 @@ class DevCluster:
             audit_log=state.get("audit_log") is not None,
             detached=True,
             real_node=bool(state.get("real_node")),
+            gitops=bool(state.get("gitops")),
         )
         cluster._server = str(state["server"])
         cluster._owns_files = True
@@ -246,7 +250,19 @@ class DevCluster:
         if self.settings.real_node:
             with self.admin() as api:
                 real_node.publish_services(api, real_node.has_dns(self.tools.bin_dir))
+                real_node_storage.install(api)
                 real_node.wait_ready(api, deadline, self._check_alive, self.state_dir / "logs")
+        if self.settings.gitops:
+            start = gitops.GitOpsLaunch(
+                self.state_dir, self.kubeconfig, self.tools.bin_dir, gitops.find_gitops_tools(),
+                self.settings.detached, self._procs,
+            )  # fmt: skip
+            with self.admin() as api:
+                try:
+                    # Its own ready_timeout: the controllers start once the cluster is ready.
+                    start.run(api, time.monotonic() + self.settings.ready_timeout)
+                finally:
+                    self._save_state()  # the processes spawned, for a `down` after a failure
 
     def _check_alive(self) -> None:
         readiness.check_alive(self._procs)
@@ -289,6 +305,7 @@ class DevCluster:
             "nodes": s.nodes,
             "detached": s.detached,
             "real_node": s.real_node,
+            "gitops": s.gitops,
         }
         statefile.write_state(self.state_dir, fields, self._procs)
 

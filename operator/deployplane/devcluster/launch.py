@@ -1,5 +1,6 @@
-"""Starting one cluster's servers in order: etcd, certificates, kube-apiserver, then the
-controller-manager and, with workloads, kube-scheduler and kwok.
+"""Starting one cluster's servers in order: etcd, certificates, kube-apiserver, with
+workloads kube-scheduler and kwok, the real node, and once the apiserver is ready the
+controller-manager.
 
 Each server is appended to the caller's list as soon as it is spawned, so a launch
 that fails half-way leaves the caller knowing exactly what to stop.
@@ -8,13 +9,15 @@ that fails half-way leaves the caller knowing exactly what to stop.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from deployplane.devcluster import audit, processes
+from deployplane.devcluster import audit, processes, readiness
 from deployplane.devcluster import commandlines as cmd
 from deployplane.devcluster import workloads as workload_parts
 from deployplane.devcluster.errors import DevClusterError
+from deployplane.devcluster.gitops import find_gitops_tools
 from deployplane.devcluster.kubeconfig import write_kubeconfig
 from deployplane.devcluster.pki import (
     ADMIN_USER,
@@ -34,6 +37,11 @@ def check_tools(tools: Tools, settings: ClusterSettings) -> None:
     """Refuse before writing anything when a server the settings need is missing."""
     if settings.controller_manager and tools.kube_controller_manager is None:
         raise DevClusterError(f"kube-controller-manager is missing from {tools.bin_dir}")
+    if settings.gitops:
+        # Argo CD prunes with foreground deletion: only the garbage collector ends it.
+        if not settings.controller_manager:
+            raise DevClusterError("gitops=True needs the controller-manager")
+        find_gitops_tools()
     if not settings.workloads:
         return
     needed = [("kube-scheduler", tools.kube_scheduler)]
@@ -77,14 +85,15 @@ class Launch:
             audit.write_policy(audit_files.policy)
         argv = cmd.apiserver_argv(tools.kube_apiserver, self.ports, pki, d / "pki", audit_files)
         self._spawn("kube-apiserver", argv)
-        if self.settings.controller_manager and tools.kube_controller_manager is not None:
-            self._controller_manager(tools.kube_controller_manager, pki)
         if self.settings.workloads:
             self._workloads(pki)
         if self.settings.real_node:
             real_node.NodeStart(
                 d, tools.bin_dir, pki, self.ports.apiserver, self.settings.detached, self.procs
             ).run()
+        if self.settings.controller_manager and tools.kube_controller_manager is not None:
+            self._wait_apiserver_ready(pki)
+            self._controller_manager(tools.kube_controller_manager, pki)
 
     def _controller_manager(self, binary: Path, pki: PkiFiles) -> None:
         kubeconfig = self._kubeconfig(
@@ -98,9 +107,23 @@ class Launch:
             controllers += workload_parts.WORKLOAD_CONTROLLERS
         if self.settings.real_node:
             controllers += workload_parts.REAL_NODE_CONTROLLERS
-        # It retries until the apiserver answers, so it can start right away.
         argv = cmd.controller_manager_argv(binary, kubeconfig, controllers, pki.ca_cert)
         self._spawn("kube-controller-manager", argv)
+
+    def _wait_apiserver_ready(self, pki: PkiFiles) -> None:
+        """kube-controller-manager exits when the apiserver is not healthy 10 s after it
+        starts: on a loaded machine the apiserver's post-start hooks (the RBAC bootstrap
+        roles) take longer than that, so it starts once /readyz answers ok."""
+        timeout = self.settings.ready_timeout
+        readiness.wait_ok(
+            self.server,
+            readiness.admin_ssl_context(pki),
+            ["/readyz"],
+            time.monotonic() + timeout,
+            timeout,
+            lambda: readiness.check_alive(self.procs),
+            self.state_dir / "logs",
+        )
 
     def _workloads(self, pki: PkiFiles) -> None:
         """kube-scheduler and kwok, each with its own identity; both wait for the apiserver."""

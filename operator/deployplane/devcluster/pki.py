@@ -36,6 +36,9 @@ KUBELET_CLIENT_USER = "kube-apiserver-kubelet-client"
 # The node's CoreDNS reads Services, EndpointSlices, Namespaces and Pods: a cluster
 # admin here, like kwok (a dev cluster on 127.0.0.1, not a security boundary).
 COREDNS_USER = "deployplane-coredns"
+# The node's volume provisioner (realnode/storage.py) creates volumes, reads claims and
+# nodes and runs helper pods: a cluster admin too.
+LOCAL_PATH_USER = "deployplane-local-path"
 # The admin, controller-manager and kwok identities are cluster admins: the
 # controller-manager runs controllers that touch every kind, and kwok plays every
 # kubelet and a volume provisioner. The scheduler is exactly `system:kube-scheduler`,
@@ -92,6 +95,8 @@ class PkiFiles:
     kubelet_serving_key: Path
     coredns_cert: Path
     coredns_key: Path
+    local_path_cert: Path
+    local_path_key: Path
 
 
 def _new_key() -> ec.EllipticCurvePrivateKey:
@@ -199,6 +204,7 @@ def write_pki(directory: Path) -> PkiFiles:
     kube_proxy = ca.issue(KUBE_PROXY_USER)
     kubelet_client = ca.issue(KUBELET_CLIENT_USER)
     coredns = ca.issue(COREDNS_USER, [MASTERS_GROUP])
+    local_path = ca.issue(LOCAL_PATH_USER, [MASTERS_GROUP])
     kubelet_serving = ca.issue(
         NODE_USER, [NODES_GROUP], dns_names=(REAL_NODE_NAME,), ip_addresses=(REAL_NODE_IP,)
     )
@@ -219,6 +225,7 @@ def write_pki(directory: Path) -> PkiFiles:
         (files.kubelet_client_cert, files.kubelet_client_key, kubelet_client),
         (files.kubelet_serving_cert, files.kubelet_serving_key, kubelet_serving),
         (files.coredns_cert, files.coredns_key, coredns),
+        (files.local_path_cert, files.local_path_key, local_path),
     ):
         _write(cert, pem.cert, secret=False)
         _write(key, pem.key, secret=True)
@@ -250,4 +257,5 @@ def pki_files(directory: Path) -> PkiFiles:
         *pair("apiserver-kubelet-client"),
         *pair("kubelet"),
         *pair("coredns"),
+        *pair("local-path"),
     )

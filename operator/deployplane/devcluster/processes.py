@@ -118,7 +118,9 @@ def pid_runs(pid: int, executable: str) -> bool:
             argv0 = f.read().split(b"\0", 1)[0].decode(errors="replace")
     except (OSError, IndexError):
         return False
-    return state not in (b"Z", b"X") and argv0 == executable
+    # A server may rewrite its title over its arguments (redis-server shows
+    # "<path> <addr>:<port>"): its path still comes first.
+    return state not in (b"Z", b"X") and executable in (argv0, argv0.split(" ", 1)[0])
 
 
 def _signal_group(proc: ServerProcess, sig: signal.Signals) -> None:

@@ -19,6 +19,8 @@ class ClusterSettings:
     # One real node (kubelet, containerd, kube-proxy in a sandbox: realnode/) beside the
     # kwok nodes; implies workloads.
     real_node: bool = False
+    # Argo CD and Flux controllers and a git server beside the cluster (gitops/).
+    gitops: bool = False
 
     @property
     def kwok(self) -> bool:

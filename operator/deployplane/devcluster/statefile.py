@@ -31,6 +31,9 @@ OWNED_ENTRIES = (
     "node",
     "audit-policy.yaml",
     "audit.log",
+    "gitops",
+    "gitops.json",
+    "git",
     STATE_FILE,
 )
 

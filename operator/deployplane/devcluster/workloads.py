@@ -21,19 +21,30 @@ from deployplane.devcluster import kwok
 # Controllers a rollout needs, on top of the cluster's base ones: Deployments make
 # ReplicaSets, ReplicaSets make Pods, StatefulSets make Pods and PVCs; the two
 # protection controllers finish the deletion of claims and volumes (their admission
-# plugin adds finalizers that only these controllers remove).
+# plugin adds finalizers that only these controllers remove); the disruption controller
+# writes a PodDisruptionBudget's status, without which Argo CD calls a PDB (the chart
+# has one) Progressing forever.
 WORKLOAD_CONTROLLERS = (
     "deployment",
     "replicaset",
     "statefulset",
     "pvc-protection",
     "pv-protection",
+    "disruption",
 )
 # What a real node (realnode/) needs on top: Service endpoints for kube-proxy, the
 # node-lifecycle controller (it lifts a Ready node's not-ready taint, and marks a
 # silent one NotReady), the `kube-root-ca.crt` ConfigMap every pod's token volume
-# mounts, and garbage collection of terminated pods.
-REAL_NODE_CONTROLLERS = ("endpointslice", "nodelifecycle", "root-ca-cert-publisher", "podgc")
+# mounts, garbage collection of terminated pods, and the PersistentVolume controller
+# (it hands a claim to its class's provisioner, the node's local-path-provisioner, and
+# binds and releases volumes: realnode/storage.py).
+REAL_NODE_CONTROLLERS = (
+    "endpointslice",
+    "nodelifecycle",
+    "root-ca-cert-publisher",
+    "podgc",
+    "persistentvolume-binder",
+)
 DEFAULT_NODES = 3
 
 

@@ -1,9 +1,11 @@
 """The create marker: the one record that makes creation crash-safe.
 
 Written on the object, as the annotation `deployplane.io/external-name` (the natural
-key the resource is created under: a deployment's name, a listener's computeId), before
-the first create call, with our finalizer in the same merge patch of the object, so it
-costs no write of its own. It is Crossplane's `crossplane.io/external-name`: it stays.
+key the resource is created under: a deployment's name, a listener's computeId) right
+before the first create call, once the references are resolved (a pass that ends on a
+dependency not ready creates nothing, so it marks nothing), with our finalizer in the
+same merge patch of the object, so it costs no write of its own. It is Crossplane's
+`crossplane.io/external-name`: it stays.
 What it says depends on the status:
 - no id recorded in the status: a create under that key may have happened; the pass
   looks the resource up by the key before creating, and adopts what it finds (a crash

@@ -199,10 +199,15 @@ class _Pass(Generic[SpecT, StatusT]):
                     "Normal", EventReason.ADOPTED, f"Recovered {self.kind} {found} after restart"
                 )
                 return await ext.observe(mr, found, await self.desired())
+        # The references first: a dependency not ready yet (a Listener without its id,
+        # as when Flux applies everything at once) ends the pass before any create, and
+        # must leave no marker, or the next pass would adopt whatever carries the name
+        # (another namespace's deployment) as its own.
+        desired = await self.desired()
         # Written even when a marker is there already: this pass is about to create.
         await self.writes.mark(CreatePending(ext.natural_key, mr.resource_version))
         try:
-            obs = await ext.create(mr, await self.desired())
+            obs = await ext.create(mr, desired)
         except ExternalError as exc:
             if exc.refusal is None:
                 raise

@@ -23,19 +23,14 @@ import typer
 from pydantic import BaseModel
 from rich.cells import cell_len
 
-from deployplane.api.models import (
-    Deployment,
-    GitRepository,
-    Listener,
-    OAuthProvider,
-    Revision,
-)
 from deployplane.cli.commands import tables
 from deployplane.cli.commands.options import Output
 from deployplane.cli.commands.tables import Col
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+    from deployplane.api.models import Deployment, Listener, Revision
 
 __all__ = [
     "FitColumn",
@@ -155,8 +150,9 @@ def _namespaces(x: Listener) -> object:
 
 # Default columns fit 80 with names up to ~45 characters; `drop` says what goes first
 # when they do not. `wide` columns (ids above all: 36 characters each) are -o wide only.
-_COLUMNS: dict[type[BaseModel], list[Column]] = {
-    Deployment: [
+# Keyed by the model's class name: a listing imports its own kind's models only.
+_COLUMNS: dict[str, list[Column]] = {
+    "Deployment": [
         Column("NAME", get=lambda d, _: d.name),
         Column("STATUS", get=lambda d, _: d.status.value),
         Column("SOURCE", drop=1, get=lambda d, _: d.source),
@@ -166,7 +162,7 @@ _COLUMNS: dict[type[BaseModel], list[Column]] = {
         Column("LATEST REVISION", wide=True, get=lambda d, _: d.latest_revision_id),
         Column("ACTIVE REVISION", wide=True, get=lambda d, _: d.active_revision_id),
     ],
-    Revision: [
+    "Revision": [
         Column("ACTIVE", get=lambda r, active: "*" if str(r.id) == active else ""),
         Column("ID", get=lambda r, _: r.id),
         Column("STATUS", get=lambda r, _: r.status.value),
@@ -175,7 +171,7 @@ _COLUMNS: dict[type[BaseModel], list[Column]] = {
         Column("IMAGE / REF", wide=True, get=lambda r, _: _revision_ref(r)),
         Column("COMMIT", wide=True, get=lambda r, _: r.source_revision_config.repo_commit_sha),
     ],
-    Listener: [
+    "Listener": [
         Column("COMPUTE ID", get=lambda x, _: x.compute_id),
         Column("TYPE", drop=1, get=lambda x, _: x.compute_type.value),
         Column("NAMESPACES", drop=2, get=lambda x, _: _namespaces(x)),
@@ -183,7 +179,7 @@ _COLUMNS: dict[type[BaseModel], list[Column]] = {
         Column("ID", wide=True, get=lambda x, _: x.id),
         Column("VERSION", wide=True, get=lambda x, _: x.version),
     ],
-    GitRepository: [
+    "GitRepository": [
         Column("OWNER", get=lambda g, _: g.owner),
         Column("NAME", get=lambda g, _: g.name),
         Column("DEFAULT BRANCH", drop=1, get=lambda g, _: g.default_branch),
@@ -196,6 +192,8 @@ _COLUMNS: dict[type[BaseModel], list[Column]] = {
 
 def resource_name(model: BaseModel) -> str:
     """`kind/name`, as `-o name` prints it and as commands taking an id accept it."""
+    from deployplane.api.models import Deployment, GitRepository, Listener, OAuthProvider, Revision
+
     if isinstance(model, Deployment):
         return f"deployment/{model.name}"
     if isinstance(model, Listener):
@@ -292,7 +290,7 @@ def print_many(
     if fmt is Output.name:
         typer.echo("\n".join(resource_name(m) for m in models))
         return
-    columns = _COLUMNS[kind]
+    columns = _COLUMNS[kind.__name__]
     rows = [[_cell(col.get(model, active)) for col in columns] for model in models]
     print_table(columns, rows, fmt, headers=headers)
 

@@ -10,17 +10,16 @@ variables, and shell completion, never load it.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from deployplane.api.env import ENV_API_KEY, ENV_URL
 from deployplane.cli.config.options import (
     ENV_CONTEXT,
     ConfigError,
     ConnectionOptions,
-    config_path,
+    config_file,
 )
 
+TYPE_CHECKING = False  # not typing's, nor dataclasses: see deployplane.cli.config.options
 if TYPE_CHECKING:
     from deployplane.api.connection import ConnectionSettings
     from deployplane.cli.config.contexts import Context
@@ -28,13 +27,15 @@ if TYPE_CHECKING:
 __all__ = ["Resolved", "resolve_connection", "resolved", "url_given"]
 
 
-@dataclass(frozen=True, repr=False)
 class Resolved:
     """The three values of a connection, before the URL is checked."""
 
-    url: str
-    api_key: str
-    tenant_id: str | None
+    __slots__ = ("api_key", "tenant_id", "url")
+
+    def __init__(self, url: str, api_key: str, tenant_id: str | None) -> None:
+        self.url = url
+        self.api_key = api_key
+        self.tenant_id = tenant_id
 
     def __repr__(self) -> str:  # never show the key
         return f"Resolved(url={self.url!r}, tenant_id={self.tenant_id!r})"
@@ -44,7 +45,7 @@ def _selected(options: ConnectionOptions) -> Context | None:
     """The context the invocation names, else the config file's current one; None
     without either (the file is not read when there is none)."""
     named = options.context or os.environ.get(ENV_CONTEXT)
-    if not named and not config_path().exists():
+    if not named and not os.path.exists(config_file()):
         return None
     from deployplane.cli.config.contexts import selected_context
 

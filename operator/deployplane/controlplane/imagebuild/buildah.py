@@ -1,19 +1,26 @@
 """buildah, the daemonless image builder (Debian's package; tools/images/ensure.sh
 installs it), over the build's own storage under the build directory, and the agent
 base it builds on: imported once from the base's OCI archive (`make images` writes it),
-named by the key recorded in that archive."""
+named by the key recorded in that archive.
+
+Builds in other processes may share the storage (buildah locks it itself). An older
+base is untagged when a newer one is imported, but never while a build uses it: a build
+holds a shared lock on its base's lock file (`locks/base-<key>.lock`) for as long as it
+runs, and the untagging takes that lock exclusively, or leaves the base for later."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import subprocess
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from deployplane.controlplane.imagebuild.commands import Emit, run_streamed, scrubbed_env
 
-__all__ = ["KEY_ANNOTATION", "Buildah", "archive_key"]
+__all__ = ["KEY_ANNOTATION", "Buildah", "archive_key", "base_archive_key"]
 
 KEY_ANNOTATION = "io.deployplane.build-key"  # tools/images/recipes.py
 _BASE_NAME = "localhost/deployplane-agent-base"
@@ -30,6 +37,14 @@ def archive_key(path: Path) -> str | None:
     annotations = (index.get("manifests") or [{}])[0].get("annotations") or {}
     key = annotations.get(KEY_ANNOTATION)
     return key if isinstance(key, str) else None
+
+
+def base_archive_key(archive: Path) -> str:
+    """The agent base archive's key; FileNotFoundError when there is none."""
+    key = archive_key(archive)
+    if key is None:
+        raise FileNotFoundError(f"no agent base image at {archive} (make images builds it)")
+    return key
 
 
 class Buildah:
@@ -59,20 +74,36 @@ class Buildah:
         )
         return done.returncode == 0
 
-    def base(self, archive: Path) -> tuple[str, str]:
-        """(local name, key) of the agent base, imported from `archive` unless there."""
-        key = archive_key(archive)
-        if key is None:
-            raise FileNotFoundError(f"no agent base image at {archive} (make images builds it)")
+    @contextlib.contextmanager
+    def base(self, archive: Path, key: str) -> Iterator[str]:
+        """The local name of the agent base of `key`, imported from `archive` unless
+        there, kept (not untagged by another build) until the block ends."""
         local = f"{_BASE_NAME}:{key[:16]}"
-        if not self.has_image(local):
-            image_id = self.output("pull", "--quiet", f"oci-archive:{archive}")
-            self.output("tag", image_id.splitlines()[-1], local)
-            # An older base is stale: untagged (its layers go once no image uses them).
-            names = self.output("images", "--format", "{{.Name}}:{{.Tag}}").split()
-            stale = [n for n in names if n.startswith(_BASE_NAME + ":") and n != local]
-            self.remove(images=stale)
-        return local, key
+        with self._base_lock(local, fcntl.LOCK_SH):
+            if not self.has_image(local):
+                image_id = self.output("pull", "--quiet", f"oci-archive:{archive}")
+                self.output("tag", image_id.splitlines()[-1], local)
+                self._untag_older_bases(local)
+            yield local
+
+    def _untag_older_bases(self, local: str) -> None:
+        """An older base is stale: untagged (its layers go once no image uses them),
+        unless a build still holds it."""
+        names = self.output("images", "--format", "{{.Name}}:{{.Tag}}").split()
+        for name in names:
+            if not name.startswith(_BASE_NAME + ":") or name == local:
+                continue
+            exclusive = self._base_lock(name, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with contextlib.suppress(BlockingIOError), exclusive:
+                self.remove(images=[name])
+
+    @contextlib.contextmanager
+    def _base_lock(self, local: str, operation: int) -> Iterator[None]:
+        locks = self.root / "locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        with open(locks / f"base-{local.rsplit(':', 1)[1]}.lock", "a") as file:
+            fcntl.flock(file, operation)  # released when the file closes
+            yield
 
     def remove(self, *, containers: Sequence[str] = (), images: Sequence[str] = ()) -> None:
         for container in containers:

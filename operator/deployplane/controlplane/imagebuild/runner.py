@@ -4,7 +4,12 @@ host (pip, scrubbed environment, unprivileged), then with buildah on the agent b
 layer of dependencies (installed offline from those wheels) and one of source, the
 import check of every graph inside the image (unprivileged, `check`), and the image
 written as an OCI archive. Cached by content: the same upload on the same base is the
-same image, built once."""
+same image, built once.
+
+Several builders may share one work directory (two emulators, or test processes, on one
+machine): each build has a directory and intermediate image names of its own, and an
+archive lands in the output directory whole (a temporary name in that directory, then a
+rename), so a reader sees no archive or a complete one."""
 
 from __future__ import annotations
 
@@ -17,12 +22,13 @@ import shlex
 import shutil
 import sys
 import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from deployplane.controlplane.buildcheck import MAX_UNPACKED_BYTES
 from deployplane.controlplane.imagebuild import layout
-from deployplane.controlplane.imagebuild.buildah import KEY_ANNOTATION, Buildah
+from deployplane.controlplane.imagebuild.buildah import KEY_ANNOTATION, Buildah, base_archive_key
 from deployplane.controlplane.imagebuild.check import CHECK_SCRIPT
 from deployplane.controlplane.imagebuild.commands import Emit, ProcessFailed, run_streamed
 from deployplane.controlplane.imagebuild.extract import (
@@ -32,7 +38,7 @@ from deployplane.controlplane.imagebuild.extract import (
 )
 from deployplane.controlplane.settings import ImageBuildConfig
 
-__all__ = ["BuildFailed", "BuiltImage", "build_image", "image_key"]
+__all__ = ["BuildFailed", "BuiltImage", "build_image", "image_key", "write_archive"]
 
 RECIPE = "1"  # bumped when the way an upload becomes an image changes
 SITE_PACKAGES = "/opt/python/lib/python3.11/site-packages"  # the agent base's venv
@@ -86,6 +92,36 @@ def _own_dir(path: Path) -> Path:
     if os.geteuid() == 0:
         os.chown(path, UNPRIVILEGED, UNPRIVILEGED)
     return path
+
+
+def _build_dir(builds: Path, label: str) -> Path:
+    """A new directory for one build, `<label>-<random>` in `builds`, that no other
+    build (of the same upload, or in another process) ever uses; owned as `_own_dir`."""
+    builds.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix=f"{label}-", dir=builds))
+    path.chmod(0o755)
+    if os.geteuid() == 0:
+        os.chown(path, UNPRIVILEGED, UNPRIVILEGED)
+    return path
+
+
+def write_archive(layout_dir: Path, archive: Path) -> None:
+    """The OCI layout `layout_dir` as the tar archive `archive`, which appears whole:
+    written under a temporary name of its own in the same directory, then renamed
+    (another writer of the same archive writes its own temporary file)."""
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{archive.name}.", suffix=".part", dir=archive.parent)
+    os.close(fd)
+    part = Path(name)
+    try:
+        part.chmod(0o644)
+        with tarfile.open(part, "w") as tar:  # index.json first: archive_key reads it fast
+            for entry in ("index.json", "oci-layout", "blobs"):
+                tar.add(layout_dir / entry, arcname=entry)
+        part.replace(archive)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
 
 
 def _unpack(data: bytes, build: Path, emit: Emit) -> Path:
@@ -205,7 +241,8 @@ def _dependency_layer(buildah: Buildah, base: str, plan: layout.BuildPlan, wheel
 def _source_layer(buildah: Buildah, deps_image: str, plan: layout.BuildPlan, src: Path,
                   final: str, emit: Emit) -> None:  # fmt: skip
     """On the dependencies' image: the source under /deps (layer 2) and the image's
-    configuration (the graphs' paths, the working directory, the unprivileged user)."""
+    configuration (the graphs' paths, the working directory, the unprivileged user),
+    committed as `final`."""
     container = buildah.output("from", "--pull-never", deps_image)
     try:
         for archive_dir, container_dir in plan.copies:
@@ -219,7 +256,6 @@ def _source_layer(buildah: Buildah, deps_image: str, plan: layout.BuildPlan, src
     except BaseException:
         buildah.remove(containers=[container])
         raise
-    emit("INFO", f"Committed {final}")
 
 
 def _import_check(buildah: Buildah, image: str, emit: Emit) -> None:
@@ -245,12 +281,12 @@ def _import_check(buildah: Buildah, image: str, emit: Emit) -> None:
         buildah.remove(containers=[container])
 
 
-def _export(buildah: Buildah, ref: str, key: str, build: Path, archive: Path) -> None:
-    """`ref` as an OCI archive whose index names it as `docker save` and
-    tools/images/build.py do (`io.containerd.image.name`, what `ctr images import`
+def _export(buildah: Buildah, image: str, ref: str, key: str, build: Path, archive: Path) -> None:
+    """The local `image` as an OCI archive naming it `ref` in its index as `docker save`
+    and tools/images/build.py do (`io.containerd.image.name`, what `ctr images import`
     names it by; the tag as `org.opencontainers.image.ref.name`; the key)."""
     layout_dir = build / "layout"
-    buildah.output("push", "--quiet", ref, f"oci:{layout_dir}")
+    buildah.output("push", "--quiet", image, f"oci:{layout_dir}")
     index = json.loads((layout_dir / "index.json").read_text())
     (manifest,) = index["manifests"]
     manifest["annotations"] = {
@@ -259,12 +295,7 @@ def _export(buildah: Buildah, ref: str, key: str, build: Path, archive: Path) ->
         KEY_ANNOTATION: key,
     }
     (layout_dir / "index.json").write_text(json.dumps(index))
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    part = archive.with_suffix(".part")
-    with tarfile.open(part, "w") as tar:  # index.json first: archive_key reads it fast
-        for name in ("index.json", "oci-layout", "blobs"):
-            tar.add(layout_dir / name, arcname=name)
-    part.replace(archive)
+    write_archive(layout_dir, archive)
 
 
 def load_into_dev_cluster(archive: Path, state_dir: Path, emit: Emit) -> None:
@@ -287,14 +318,17 @@ def build_image(
     project: str,
     settings: ImageBuildConfig,
     emit: Emit,
+    label: str | None = None,
 ) -> BuiltImage:
     """Builds (or finds built) the image of the upload `data` (a gzip tarball) for the
-    deployment `project`; raises `BuildFailed`."""
+    deployment `project`; raises `BuildFailed`. The build's directory in the work
+    directory's `builds/` is named `<label>-<random>` (`label`: the revision's id;
+    the key's start when none)."""
     work = settings.work_dir
     work.mkdir(parents=True, exist_ok=True)
     buildah = Buildah(work, settings.buildah)
     try:
-        base, base_key = buildah.base(settings.base_archive)
+        base_key = base_archive_key(settings.base_archive)
     except FileNotFoundError as exc:
         raise BuildFailed(str(exc)) from None
     key = image_key(content_digest(data), config_path, project, base_key)
@@ -305,25 +339,30 @@ def build_image(
         if settings.load_into_dev_cluster is not None:
             load_into_dev_cluster(archive, settings.load_into_dev_cluster, emit)
         return BuiltImage(ref, archive, cached=True)
-    emit("INFO", f"Building {ref} on {base}")
-    build = _own_dir(work / "builds" / key[:16])
-    try:
-        src = _unpack(data, build, emit)
-        plan = _plan(src, config_path, project, emit)
-        wheels = _wheels(buildah, base, plan, src, build, emit)
-        deps_container = _dependency_layer(buildah, base, plan, wheels, emit)
-        deps_image = f"localhost/deployplane-deps:{key[:16]}"
-        buildah.output("commit", "--quiet", "--rm", deps_container, deps_image)
+    with buildah.base(settings.base_archive, base_key) as base:
+        emit("INFO", f"Building {ref} on {base}")
+        build = _build_dir(work / "builds", label or key[:16])
+        # This build's own names in the shared storage: another build of the same upload
+        # (the same `ref`) must neither commit over nor remove the images this one uses.
+        deps_image = f"localhost/deployplane-deps:{build.name}"
+        image = f"localhost/deployplane-build:{build.name}"
         try:
-            _source_layer(buildah, deps_image, plan, src, ref, emit)
+            src = _unpack(data, build, emit)
+            plan = _plan(src, config_path, project, emit)
+            wheels = _wheels(buildah, base, plan, src, build, emit)
+            deps_container = _dependency_layer(buildah, base, plan, wheels, emit)
+            buildah.output("commit", "--quiet", "--rm", deps_container, deps_image)
+            try:
+                _source_layer(buildah, deps_image, plan, src, image, emit)
+            finally:
+                buildah.remove(images=[deps_image])
+            emit("INFO", f"Committed {ref}")
+            emit("INFO", "Checking that every graph imports")
+            _import_check(buildah, image, emit)
+            _export(buildah, image, ref, key, build, archive)
         finally:
-            buildah.remove(images=[deps_image])
-        emit("INFO", "Checking that every graph imports")
-        _import_check(buildah, ref, emit)
-        _export(buildah, ref, key, build, archive)
-    finally:
-        buildah.remove(images=[ref])
-        shutil.rmtree(build, ignore_errors=True)
+            buildah.remove(images=[image])
+            shutil.rmtree(build, ignore_errors=True)
     emit("INFO", f"Image {ref} written to {archive.name}")
     if settings.load_into_dev_cluster is not None:
         load_into_dev_cluster(archive, settings.load_into_dev_cluster, emit)

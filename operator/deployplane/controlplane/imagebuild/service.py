@@ -105,14 +105,18 @@ class ImageBuilder:
         if loaded is None:
             error = "the uploaded source tarball is gone"
         else:
-            image, error = await lines.during(self._thread_build, loaded, row)
+            image, error = await lines.during(self._thread_build, loaded, row, revision_id)
         if error is not None:
             lines.emit("ERROR", f"Build failed: {error}")
         await lines.flush()
         await self._verdict(revision_id, image, error)
 
     def _thread_build(
-        self, loaded: tuple[bytes, str], row: Any, emit: Callable[[str, str], None]
+        self,
+        loaded: tuple[bytes, str],
+        row: Any,
+        revision_id: uuid.UUID,
+        emit: Callable[[str, str], None],
     ) -> tuple[str | None, str | None]:
         data, _ = loaded
         try:
@@ -122,6 +126,7 @@ class ImageBuilder:
                 project=_project(row.name),
                 settings=self._settings,
                 emit=emit,
+                label=str(revision_id),
             )
         except BuildFailed as exc:
             return None, str(exc)

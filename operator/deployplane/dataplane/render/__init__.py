@@ -9,14 +9,15 @@ Every object but the owner carries an ownerReference to the owner ConfigMap whos
 is a placeholder: the uid exists only once the owner has been applied, so the agent
 applies `Rendered.owner` first and then `with_owner(rendered.objects, uid)`. Deleting
 the owner then garbage-collects everything else (StatefulSet PVCs included, through
-the StatefulSet's `whenDeleted: Delete` retention policy).
+the StatefulSet's `whenDeleted: Delete` retention policy, and the in-memory server's
+claim, which the owner owns directly).
 
 This module is the entry point (`render`) and the public names; the parts are split by
 what they render: context.py (names, labels, the owner ConfigMap), secrets.py (Secrets
-and environment), workload.py (agent server and queue), service.py, backing.py (Redis
-and PostgreSQL), quantities.py (CPU, memory, counts), model.py (`Rendered`), and
-fieldmap.py (`FIELD_MAP`: what each ResourceSpec field becomes; docs/dataplane.md
-prints it).
+and environment), workload.py (agent server and queue), state.py (the in-memory
+server's files on the deployment's claim), service.py, backing.py (Redis and
+PostgreSQL), quantities.py (CPU, memory, counts), model.py (`Rendered`), and fieldmap.py
+(`FIELD_MAP`: what each ResourceSpec field becomes; docs/dataplane.md prints it).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Mapping
 
 from deployplane.api.dataplane import ServerRuntime
 from deployplane.api.models import Deployment, Listener, Revision
-from deployplane.dataplane.render import backing, network, routing, secrets, workload
+from deployplane.dataplane.render import backing, network, routing, secrets, state, workload
 from deployplane.dataplane.render.context import (
     ANNOTATION_REVISION_ID,
     DATABASE,
@@ -48,6 +49,7 @@ from deployplane.dataplane.render.model import (
     Obj,
     Rendered,
     RenderError,
+    RenderWarning,
     render_digest,
     with_owner,
 )
@@ -77,6 +79,7 @@ __all__ = [
     "Autoscaler",
     "DataPlaneSettings",
     "RenderError",
+    "RenderWarning",
     "Rendered",
     "Routing",
     "SettingsError",
@@ -112,9 +115,10 @@ def render(
     names (the API returns names only); `database_password` is the PostgreSQL
     password; `settings` are the agent's (PostgreSQL image, autoscaler, routing,
     NetworkPolicy); `runtime` the server the image runs: the in-memory one gets its
-    server alone (one replica: its runs and threads live in its memory), the vendor's
-    (the default) its queue workers, Redis and PostgreSQL too. Raises `RenderError`
-    when the input cannot make valid objects.
+    server alone (one replica: its runs and threads live in its memory) with its files
+    on the deployment's claim (state.py), the vendor's (the default) its queue workers,
+    Redis and PostgreSQL too. Raises `RenderError` when the input cannot make valid
+    objects.
     """
     if not image:
         raise RenderError(f"revision {revision.id} has no image to deploy")
@@ -135,12 +139,14 @@ def render(
     ]
     the_owner = owner(ctx)
     the_owner["data"][OWNER_DIGEST] = render_digest(objects)
+    clamped = state.scale_warning(ctx) if ctx.in_memory else None
     return Rendered(
         namespace=ctx.namespace,
         owner=the_owner,
         objects=objects,
         url=routing.url(ctx),
         runtime=runtime,
+        warnings=() if clamped is None else (clamped,),
     )
 
 

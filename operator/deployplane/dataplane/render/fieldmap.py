@@ -7,8 +7,10 @@ published contract is missing.
 from __future__ import annotations
 
 FIELD_MAP: dict[str, str] = {
-    "min_scale": "agent-server Deployment `replicas` (default 1); HPA `minReplicas`",
-    "max_scale": "HPA `maxReplicas` (no HPA when unset or when min_scale is 0)",
+    "min_scale": "agent-server Deployment `replicas` (default 1; runtime `inmem`: at most 1); "
+    "HPA `minReplicas`",
+    "max_scale": "HPA `maxReplicas` (no HPA when unset or when min_scale is 0; runtime `inmem`: "
+    "none, a Warning Event when above 1)",
     "cpu": "agent-server container `requests.cpu` (cores)",
     "cpu_limit": "agent-server container `limits.cpu` (cores)",
     "memory_mb": "agent-server container `requests.memory` (megabytes, suffix M)",
@@ -47,6 +49,7 @@ FIELD_MAP: dict[str, str] = {
     "db_cpu_limit": "PostgreSQL container `limits.cpu`",
     "db_memory_mb": "PostgreSQL container `requests.memory`",
     "db_memory_limit_mb": "PostgreSQL container `limits.memory`",
-    "db_storage_gi": "PostgreSQL PVC (volumeClaimTemplate) `requests.storage` in Gi (default 1)",
+    "db_storage_gi": "PostgreSQL PVC (volumeClaimTemplate) `requests.storage` in Gi (default 1); "
+    "runtime `inmem`: the claim `B-state`'s (default 1)",
     "db_max_connections": "PostgreSQL `-c max_connections=N`",
 }

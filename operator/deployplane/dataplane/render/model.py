@@ -19,6 +19,14 @@ OWNER_UID_PLACEHOLDER = ""
 
 
 @dataclass(frozen=True)
+class RenderWarning:
+    """`reason`: an Event reason (CamelCase); `message`: one sentence, never a value."""
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
 class Rendered:
     """What the agent applies: `owner` first, then `with_owner(objects, owner_uid)`."""
 
@@ -27,6 +35,9 @@ class Rendered:
     objects: list[Obj]
     url: str | None = None  # what the route exposes (None without routing)
     runtime: ServerRuntime = ServerRuntime.POSTGRES  # the server the image runs
+    # What the render did otherwise than the spec asks, and why: the agent says each in
+    # a Warning Event on the agent-server Deployment and in the deploy logs.
+    warnings: tuple[RenderWarning, ...] = ()
 
     def __repr__(self) -> str:
         # Secrets are among the objects: name them, never print them.

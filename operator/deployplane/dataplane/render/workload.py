@@ -22,6 +22,7 @@ from deployplane.dataplane.render.model import Obj, RenderError
 from deployplane.dataplane.render.quantities import count, resources
 from deployplane.dataplane.render.service import service
 from deployplane.dataplane.render.settings import Autoscaler
+from deployplane.dataplane.render.state import claim, keep_state
 
 HPA_CPU_UTILIZATION = 80
 REVISION_HISTORY_LIMIT = 3
@@ -33,9 +34,15 @@ def server(ctx: Context, env: list[Obj]) -> list[Obj]:
     replicas = count(ctx.spec.min_scale, "min_scale", 1)
     maximum = ctx.spec.max_scale
     if ctx.in_memory:
-        # Runs and threads live in the server's memory: a second replica would answer
-        # for other threads than the first, so one replica and no autoscaler.
-        replicas, maximum = min(replicas, 1), None
+        # Runs and threads live in the server's memory and its files (state.py): a
+        # second replica would answer for other threads than the first and overwrite its
+        # files, so one replica and no autoscaler, its state on the deployment's claim.
+        replicas = min(replicas, 1)
+        return [
+            keep_state(ctx, _app_deployment(ctx, SERVER, replicas, env)),
+            claim(ctx),
+            service(ctx, SERVER, SERVER_PORT),
+        ]
     return [
         _app_deployment(ctx, SERVER, replicas, env),
         service(ctx, SERVER, SERVER_PORT),

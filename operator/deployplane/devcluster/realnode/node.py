@@ -23,7 +23,13 @@ from kubernetes import client
 from deployplane.devcluster import processes
 from deployplane.devcluster.errors import DevClusterError
 from deployplane.devcluster.kubeconfig import write_kubeconfig
-from deployplane.devcluster.pki import COREDNS_USER, KUBE_PROXY_USER, NODE_USER, PkiFiles
+from deployplane.devcluster.pki import (
+    COREDNS_USER,
+    KUBE_PROXY_USER,
+    LOCAL_PATH_USER,
+    NODE_USER,
+    PkiFiles,
+)
 from deployplane.devcluster.processes import ServerProcess
 from deployplane.devcluster.realnode import (
     cgroups,
@@ -33,16 +39,34 @@ from deployplane.devcluster.realnode import (
     images,
     layout,
     sandbox,
+    storage,
 )
 from deployplane.devcluster.realnode.layout import NodePaths
 
-BINARIES = ("kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2", "ctr", "pause")
+BINARIES = (
+    "kubelet",
+    "kube-proxy",
+    "containerd",
+    "containerd-shim-runc-v2",
+    "ctr",
+    "pause",
+    storage.BINARY,
+)
 # Optional: without it the node has no cluster DNS (pods find Services by IP only).
 COREDNS = "coredns"
 HOLDER = images.HOLDER
-# Stopped in this order before the cgroup sweep: kubelet first (it would restart what
-# is killed), containerd after kube-proxy, the forwarder and the holder last.
-STOP_ORDER = ("kubelet", "kube-proxy", "coredns", "containerd", "apiserver-forwarder", HOLDER)
+# Stopped in this order before the cgroup sweep: the volume provisioner (it would start
+# helper pods), kubelet (it would restart what is killed), containerd after kube-proxy,
+# the forwarder and the holder last.
+STOP_ORDER = (
+    storage.BINARY,
+    "kubelet",
+    "kube-proxy",
+    "coredns",
+    "containerd",
+    "apiserver-forwarder",
+    HOLDER,
+)
 NODE_PROCESSES = frozenset(STOP_ORDER)
 
 
@@ -65,7 +89,12 @@ def check(bin_dir: Path) -> None:
             f"--real-node needs {', '.join(missing)} in {bin_dir}; "
             "build them with `make node-tools`"
         )
-    for path in (layout.RUNC, layout.CNI_BIN_DIR / "bridge", layout.CNI_BIN_DIR / "host-local"):
+    for path in (
+        layout.RUNC,
+        layout.CNI_BIN_DIR / "bridge",
+        layout.CNI_BIN_DIR / "host-local",
+        storage.BUSYBOX,
+    ):
         if not os.access(path, os.X_OK):
             raise DevClusterError(f"--real-node needs {path}; install it with `make node-tools`")
     if os.geteuid() != 0:
@@ -119,12 +148,15 @@ class NodeStart:
         self._wait_containerd(holder.pid, b["ctr"])
         pause = images.pause_archive(b["pause"], paths.images)
         images.import_archive(holder.pid, b["ctr"], pause, unpack=True)
+        helper = storage.helper_archive(paths.images)
+        images.import_archive(holder.pid, b["ctr"], helper, unpack=True)
         self._spawn(holder.pid, "kubelet", self._kubelet_argv(b))
         proxy = [str(b["kube-proxy"]), f"--config={paths.kube_proxy_config}"]
         self._spawn(holder.pid, "kube-proxy", proxy)
         if self.dns:
             corefile = [str(b[COREDNS]), "-conf", str(paths.etc / "Corefile")]
             self._spawn(holder.pid, "coredns", corefile)
+        self._spawn(holder.pid, storage.BINARY, self._provisioner_argv(b))
         # While the kubelet registers; the cluster waits for the node after this.
         images.import_archives(holder.pid, b["ctr"], images.cached_archives())
 
@@ -160,6 +192,14 @@ class NodeStart:
         if self.dns:
             coredns = self._kubeconfig("coredns", COREDNS_USER, pki.coredns_cert, pki.coredns_key)
             (p.etc / "Corefile").write_text(dns.corefile(coredns))
+
+    def _provisioner_argv(self, b: NodeBinaries) -> list[str]:
+        pki = self.pki
+        kubeconfig = self._kubeconfig(
+            storage.BINARY, LOCAL_PATH_USER, pki.local_path_cert, pki.local_path_key
+        )
+        config, pod = storage.write_files(self.paths.etc / "local-path")
+        return storage.argv(b[storage.BINARY], kubeconfig, config, pod)
 
     def _kubelet_argv(self, b: NodeBinaries) -> list[str]:
         return [

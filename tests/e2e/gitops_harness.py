@@ -1,0 +1,208 @@
+"""What the GitOps tier's tests share: the example repository rendered for the test's
+emulator, the examples/gitops/ manifests with only what must differ set, and the
+verdicts of Argo CD's and Flux's own controllers read from their objects."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client
+from tests.e2e.operator_harness import API_KEY, Emulator, Resources, ready_for_generation
+from tests.support.gitops import (
+    ARGO,
+    EXAMPLES,
+    FLUX_KUSTOMIZATION,
+    FLUX_SOURCE,
+    GitRepo,
+    Objects,
+    now,
+)
+
+from deployplane.devcluster.gitops import GitOpsInfo
+
+AGD, LST, CONN = "agentdeployments", "listeners", "controlplaneconnections"
+AGENT_FILES = ("connection.yaml", "listener.yaml", "agentdeployments.yaml")
+# Argo CD's refresh request: what a git webhook makes the API server write.
+REFRESH = "argocd.argoproj.io/refresh"
+# Flux's reconcile request: what `flux reconcile` writes.
+REQUESTED_AT = "reconcile.fluxcd.io/requestedAt"
+# The emulator's pipeline fails revisions of images with these tags.
+UNBUILDABLE, UNDEPLOYABLE = ":unbuildable", ":broken"
+
+
+def gitops_emulator(workdir: Path) -> Emulator:
+    """The control plane of the tier's tests: revisions take a few seconds (each step
+    1 s), so Argo CD and Flux are seen judging a revision in progress, and two images
+    fail, one at the build and one at the deploy."""
+    failures = [
+        {"image_uri_regex": f".*{UNBUILDABLE}$", "status": "BUILD_FAILED"},
+        {"image_uri_regex": f".*{UNDEPLOYABLE}$", "status": "DEPLOY_FAILED"},
+    ]
+    config = {"pipeline": {"step_seconds": 1.0, "failures": failures}}
+    return Emulator(workdir, step_seconds=1.0, config=config)
+
+
+def agent_documents(
+    emulator: Emulator,
+    compute_id: str,
+    images: dict[str, str] | None = None,
+    name_prefix: str = "",
+) -> dict[str, str]:
+    """examples/gitops/agents/ as the test's repository holds it: the connection pointed
+    at the test's emulator with its key, the Listener's computeId (one per listener in a
+    workspace) and `images` (name -> imageUri) set; with `name_prefix`, the deployments'
+    names on the control plane (`spec.name`, unique in a workspace) carry it."""
+    files = {}
+    for name in AGENT_FILES:
+        docs = list(yaml.safe_load_all((EXAMPLES / "agents" / name).read_text()))
+        for doc in docs:
+            if doc["kind"] == "ControlPlaneConnection":
+                doc["spec"]["url"] = emulator.url
+            if doc["kind"] == "Secret":
+                doc["stringData"]["apiKey"] = API_KEY
+            if doc["kind"] == "Listener":
+                doc["spec"]["computeId"] = compute_id
+            image = (images or {}).get(doc["metadata"]["name"])
+            if doc["kind"] == "AgentDeployment" and image is not None:
+                doc["spec"]["sourceRevisionConfig"]["imageUri"] = image
+            if doc["kind"] == "AgentDeployment" and name_prefix:
+                doc["spec"]["name"] = f"{name_prefix}{doc['metadata']['name']}"
+        files[name] = yaml.safe_dump_all(docs, sort_keys=False)
+    return files
+
+
+def push_agents(
+    repo: GitRepo, emulator: Emulator, images: dict[str, str] | None = None, name_prefix: str = ""
+) -> str:
+    """examples/gitops/agents/ (agent_documents, the repository's name as the Listener's
+    computeId) committed and pushed as `agents/`; the commit's sha."""
+    for name, text in agent_documents(emulator, repo.name, images, name_prefix).items():
+        repo.write(f"agents/{name}", text)
+    return repo.push("agents")
+
+
+def example(name: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((EXAMPLES / name).read_text()) if d]
+
+
+# ------------------------------------------------------------------------ Argo CD
+
+
+def application(name: str, repo_url: str, namespace: str, example_file: str) -> dict[str, Any]:
+    """The example Application with its name, repository and destination namespace set:
+    everything else (project, destination server, sync policy and options, finalizer)
+    as the example has it."""
+    (app,) = example(example_file)
+    app["metadata"]["name"] = name
+    app["spec"]["source"]["repoURL"] = repo_url
+    app["spec"]["destination"]["namespace"] = namespace
+    return app
+
+
+class Applications(Objects):
+    def __init__(self, api: client.ApiClient, info: GitOpsInfo) -> None:
+        super().__init__(api, ARGO, info.argocd_namespace)
+
+    def refresh(self, name: str) -> None:
+        """Ask for a comparison with git now (the repo-server caches a branch's head
+        for 3 minutes; a git host's webhook makes the same request)."""
+        self.annotate(name, REFRESH, "normal")
+
+
+def verdict(app: dict[str, Any] | None) -> tuple[str, str, str]:
+    """Argo CD's own (sync status, health status, synced revision) of an Application."""
+    status = (app or {}).get("status") or {}
+    sync, health = status.get("sync") or {}, status.get("health") or {}
+    return sync.get("status", ""), health.get("status", ""), sync.get("revision", "")
+
+
+def resource_health(app: dict[str, Any] | None, kind: str, name: str) -> dict[str, Any]:
+    """The health Argo CD recorded for one resource of the Application."""
+    for res in ((app or {}).get("status") or {}).get("resources") or []:
+        if res.get("kind") == kind and res.get("name") == name:
+            return dict(res.get("health") or {})
+    return {}
+
+
+@contextlib.contextmanager
+def argo_application(
+    apps: Applications, resources: Resources, body: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
+    """The Application applied; deleted on exit (its resources with it when it has
+    Argo CD's resources finalizer), waited for while the test's operator still runs."""
+    apps.custom.create_namespaced_custom_object(
+        apps.group, apps.version, apps.namespace, apps.plural, body
+    )
+    name = body["metadata"]["name"]
+    try:
+        yield body
+    finally:
+        apps.delete(name)
+        wait_until(f"Application {name} deleted", lambda: apps.get(name) is None, within=120)
+
+
+# --------------------------------------------------------------------------- Flux
+
+
+class Flux:
+    def __init__(self, api: client.ApiClient, info: GitOpsInfo) -> None:
+        self.sources = Objects(api, FLUX_SOURCE, info.flux_namespace)
+        self.kustomizations = Objects(api, FLUX_KUSTOMIZATION, info.flux_namespace)
+
+    def reconcile(self, name: str) -> None:
+        """`flux reconcile kustomization NAME --with-source`: the source, then the
+        Kustomization, asked to look now rather than at their interval."""
+        stamp = now()
+        self.sources.annotate(name, REQUESTED_AT, stamp)
+        self.kustomizations.annotate(name, REQUESTED_AT, stamp)
+
+
+def ready_condition(obj: dict[str, Any] | None) -> dict[str, Any]:
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return dict(cond)
+    return {}
+
+
+# ----------------------------------------------------------------------- waiting
+
+
+def wait_until(
+    what: str,
+    probe: Callable[[], Any],
+    within: float = 180.0,
+    show: Callable[[], Any] | None = None,
+) -> Any:
+    """`probe()`'s first truthy answer (polled every 0.25 s); the bound only stops a hang.
+    On a timeout the error shows `show()` (what to look at), else probe's last answer."""
+    deadline = time.monotonic() + within
+    last = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(0.25)
+    seen = show() if show is not None else last
+    raise AssertionError(f"timed out waiting for {what}; last seen: {seen!r}"[:6000])
+
+
+def app_status(apps: Applications, name: str) -> Callable[[], Any]:
+    """What a timed-out wait on an Application shows: its status but the bulky parts."""
+
+    def show() -> Any:
+        status = dict((apps.get(name) or {}).get("status") or {})
+        status.pop("history", None)
+        status.pop("sourceHydrator", None)
+        return status
+
+    return show
+
+
+def all_ready(resources: Resources, names: tuple[str, ...]) -> bool:
+    """Every named AgentDeployment Ready for its current generation."""
+    return all(ready_for_generation(resources.get(AGD, name)) for name in names)

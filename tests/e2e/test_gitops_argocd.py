@@ -1,0 +1,401 @@
+"""Argo CD, built here, syncs deployplane's resources from a git repository on the dev
+cluster and judges them with its own controller and the chart's health check.
+
+Skipped unless DEPLOYPLANE_E2E_GITOPS=1 (`make e2e-gitops`): the session's cluster is
+`deployplane dev cluster up --gitops --workloads` (tests/support/gitops.py). Each test
+pushes examples/gitops/agents/ (the connection pointed at the test's emulator) to a
+repository of the cluster's git server and applies examples/gitops/argocd-*.yaml with
+only its name, repository and destination namespace set; the operator runs on the host
+(KopfRunner) for the test's namespace. What is asserted is Argo CD's own status of the
+Application: `status.sync.status`, `status.health.status`, the synced revision, the
+sync history, and the health it recorded per resource.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+from tests.e2e.gitops_harness import (
+    AGD,
+    CONN,
+    LST,
+    REFRESH,
+    UNBUILDABLE,
+    Applications,
+    all_ready,
+    app_status,
+    application,
+    argo_application,
+    push_agents,
+    resource_health,
+    verdict,
+    wait_until,
+)
+from tests.e2e.gitops_harness import gitops_emulator as make_emulator
+from tests.e2e.operator_harness import (
+    Emulator,
+    Resources,
+    condition,
+    kopf_operator,
+    operator_env,
+)
+from tests.support import gitops
+from tests.support.gitops import GitRepo
+
+from deployplane.devcluster.gitops import GitOpsInfo
+from deployplane.devcluster.processes import pid_runs
+
+pytestmark = pytest.mark.skipif(gitops.skip_reason() is not None, reason=str(gitops.skip_reason()))
+# It stops the session's cluster (tests/e2e/conftest.py runs it after every other test).
+RUN_LAST = ("test_down_stops_every_process_and_leaves_nothing",)
+BOTS = ("support-bot", "triage-bot")
+FINALIZER = "deployplane.io/finalizer"
+EXTERNAL_NAME = "deployplane.io/external-name"
+# Argo CD's tracking label (the annotation argocd.argoproj.io/tracking-id by default).
+INSTANCE = "app.kubernetes.io/instance"
+
+
+@pytest.fixture
+def emulator(tmp_path: Path) -> Iterator[Emulator]:
+    """A control plane per test: the tests reuse the example's deployment names, and a
+    deleted deployment's name stays taken (its tracing project stays, as on the service)."""
+    emu = make_emulator(tmp_path / "emulator").start()
+    yield emu
+    emu.stop()
+
+
+@pytest.fixture
+def info(gitops_session: gitops.Session) -> GitOpsInfo:
+    return gitops_session.info
+
+
+@pytest.fixture
+def apps(k8s_api: client.ApiClient, info: GitOpsInfo) -> Applications:
+    return Applications(k8s_api, info)
+
+
+@pytest.fixture
+def operator(namespace: str, emulator: Emulator, kubeconfig: Path, crds: None) -> Iterator[Any]:
+    with kopf_operator(namespace, operator_env(emulator, kubeconfig)) as runner:
+        yield runner
+
+
+def _created(obj: dict[str, Any] | None) -> str:
+    assert obj is not None
+    return str(obj["metadata"]["creationTimestamp"])
+
+
+def test_waves_then_healthy_only_when_every_agentdeployment_is_ready_and_synced_stays(
+    apps: Applications,
+    resources: Resources,
+    emulator: Emulator,
+    info: GitOpsInfo,
+    namespace: str,
+    operator: Any,
+    tmp_path: Path,
+    k8s_api: client.ApiClient,
+) -> None:
+    repo = GitRepo(info, namespace, tmp_path / "repo")
+    sha = push_agents(repo, emulator)
+    body = application(namespace, repo.url, namespace, "argocd-application.yaml")
+    with argo_application(apps, resources, body):
+        # Argo CD's verdict and every AgentDeployment's Ready, sampled together until
+        # Argo CD calls the Application Synced and Healthy at the pushed commit.
+        samples: list[tuple[tuple[str, str, str], bool]] = []
+
+        def synced_and_healthy() -> bool:
+            seen = verdict(apps.get(namespace))
+            samples.append((seen, all_ready(resources, BOTS)))
+            return seen == ("Synced", "Healthy", sha)
+
+        wait_until("Synced and Healthy", synced_and_healthy)
+        healthy = [ready for seen, ready in samples if seen == ("Synced", "Healthy", sha)]
+        assert all(healthy), "Argo CD said Healthy before every AgentDeployment was Ready"
+        assert any(seen[1] == "Progressing" for seen, _ in samples), samples[:40]
+        assert all_ready(resources, BOTS)
+
+        # The sync waves: the connection, then the Listener once the connection was
+        # Healthy, then the AgentDeployments once the Listener was.
+        connection, listener = resources.get(CONN, "default"), resources.get(LST, "dev-cluster")
+        assert _created(connection) < _created(listener)
+        assert condition(connection, "Ready")["lastTransitionTime"] <= _created(listener)
+        for name in BOTS:
+            bot = resources.get(AGD, name)
+            assert _created(listener) < _created(bot)
+            assert condition(listener, "Ready")["lastTransitionTime"] <= _created(bot)
+
+        # The operator's writes (status, finalizer, external-name annotation, the outputs
+        # ConfigMap it owns) and the apiserver's defaults are no drift: still Synced and
+        # Healthy over several comparisons with git, and never synced again.
+        app = apps.get(namespace)
+        assert app is not None
+        history = len(app["status"].get("history") or [])
+        for name in BOTS:
+            bot = resources.get(AGD, name)
+            assert bot is not None
+            assert FINALIZER in bot["metadata"]["finalizers"]
+            assert bot["metadata"]["annotations"][EXTERNAL_NAME] == name
+        for _ in range(3):
+            before = app["status"]["reconciledAt"]
+            # reconciledAt has a precision of seconds: a comparison within the second
+            # of the last one could not be told from it.
+            time.sleep(1)
+            apps.refresh(namespace)
+            app = wait_until(
+                "another comparison", functools.partial(_compared_after, apps, namespace, before)
+            )
+            assert verdict(app) == ("Synced", "Healthy", sha), json.dumps(app["status"])[:3000]
+            assert len(app["status"].get("history") or []) == history, "synced again"
+        # The outputs ConfigMap: still there (pruning is on), carrying none of Argo CD's
+        # tracking (no label or annotation copied from its AgentDeployment), so never one
+        # of the Application's own resources.
+        outputs = client.CoreV1Api(k8s_api).read_namespaced_config_map(
+            "support-bot-outputs", namespace
+        )
+        assert outputs.data["deploymentId"]
+        marks = {**(outputs.metadata.labels or {}), **(outputs.metadata.annotations or {})}
+        assert not [key for key in marks if "argoproj.io" in key or key == INSTANCE], marks
+        managed = {(r["kind"], r["name"]) for r in app["status"]["resources"]}
+        assert ("ConfigMap", "support-bot-outputs") not in managed, managed
+
+
+def _compared_after(apps: Applications, name: str, before: str) -> dict[str, Any] | None:
+    """The Application once compared with git after `before`, and the refresh request
+    served (Argo CD removes its annotation then)."""
+    app = apps.get(name)
+    meta, status = (app or {}).get("metadata") or {}, (app or {}).get("status") or {}
+    served = REFRESH not in (meta.get("annotations") or {})
+    return app if served and status.get("reconciledAt", before) > before else None
+
+
+def _last_operation(apps: Applications, name: str) -> dict[str, Any]:
+    """The Application's last sync operation, as Argo CD recorded it."""
+    return dict(((apps.get(name) or {}).get("status") or {}).get("operationState") or {})
+
+
+def _gone(resources: Resources, plural: str, name: str) -> bool:
+    return resources.get(plural, name) is None
+
+
+def _status(resources: Resources, name: str) -> dict[str, Any]:
+    bot = resources.get(AGD, name)
+    assert bot is not None
+    return dict(bot["status"])
+
+
+def _spec_image(resources: Resources, name: str) -> str:
+    bot = resources.get(AGD, name)
+    assert bot is not None
+    return str(bot["spec"]["sourceRevisionConfig"]["imageUri"])
+
+
+def _control_plane_image(emulator: Emulator, name: str) -> str | None:
+    """The image of the deployment's latest revision on the control plane."""
+    (deployment,) = emulator.deployments_named(name)
+    with emulator.http() as h:
+        answer = h.get(f"/v2/deployments/{deployment['id']}")
+        answer.raise_for_status()
+        config = answer.json().get("source_revision_config") or {}
+    image = config.get("image_uri")
+    return str(image) if image is not None else None
+
+
+def test_commit_hand_edit_prune_and_cascade_delete(
+    apps: Applications,
+    resources: Resources,
+    emulator: Emulator,
+    info: GitOpsInfo,
+    namespace: str,
+    operator: Any,
+    tmp_path: Path,
+) -> None:
+    repo = GitRepo(info, namespace, tmp_path / "repo")
+    first = push_agents(repo, emulator)
+    body = application(namespace, repo.url, namespace, "argocd-application.yaml")
+    with argo_application(apps, resources, body):
+        wait_until(
+            "Synced and Healthy",
+            lambda: verdict(apps.get(namespace)) == ("Synced", "Healthy", first),
+        )
+        revision = _status(resources, "support-bot")["latestRevisionId"]
+
+        # A commit that changes a spec: a new revision, deployed, Synced and Healthy.
+        image = "registry.example.com/acme/support-bot:1.1.0"
+        second = push_agents(repo, emulator, {"support-bot": image})
+        apps.refresh(namespace)
+        wait_until(
+            "the new commit Synced and Healthy",
+            lambda: (
+                verdict(apps.get(namespace)) == ("Synced", "Healthy", second)
+                and all_ready(resources, BOTS)
+            ),
+        )
+        assert _status(resources, "support-bot")["latestRevisionId"] != revision
+        assert _control_plane_image(emulator, "support-bot") == image
+
+        # A hand edit of the spec is reverted by self-heal; the control plane follows git.
+        before = _last_operation(apps, namespace)
+        by_hand = {"imageUri": "registry.example.com/acme/by-hand:1"}
+        resources.patch(AGD, "support-bot", {"spec": {"sourceRevisionConfig": by_hand}})
+        wait_until("self-heal", lambda: _spec_image(resources, "support-bot") == image)
+        wait_until(
+            "Synced and Healthy after self-heal",
+            lambda: (
+                verdict(apps.get(namespace)) == ("Synced", "Healthy", second)
+                and all_ready(resources, BOTS)
+                and _control_plane_image(emulator, "support-bot") == image
+            ),
+        )
+        # ... by an automated sync of Argo CD's of that resource alone (self-heal syncs only
+        # what is out of sync, and records no history entry for it).
+        heal = _last_operation(apps, namespace)
+        assert heal["startedAt"] != before["startedAt"], heal
+        assert heal["operation"]["initiatedBy"].get("automated") is True, heal
+        healed = {(r["kind"], r["name"]) for r in heal["operation"]["sync"].get("resources") or []}
+        assert healed == {("AgentDeployment", "support-bot")}, heal
+
+        # Removed from git: pruned, its finalizer honoured, its deployment deleted.
+        triage = emulator.deployments_named("triage-bot")
+        assert len(triage) == 1
+        path = repo.workdir / "agents" / "agentdeployments.yaml"
+        kept = [
+            d for d in yaml.safe_load_all(path.read_text()) if d["metadata"]["name"] in BOTS[:1]
+        ]
+        path.write_text(yaml.safe_dump_all(kept, sort_keys=False))
+        third = repo.push("remove triage-bot")
+        apps.refresh(namespace)
+        wait_until("triage-bot pruned", lambda: resources.get(AGD, "triage-bot") is None)
+        assert emulator.deployments_named("triage-bot") == []
+        wait_until(
+            "Synced and Healthy without triage-bot",
+            lambda: verdict(apps.get(namespace)) == ("Synced", "Healthy", third),
+        )
+        assert len(emulator.deployments_named("support-bot")) == 1
+    # The Application deleted with cascade (its resources finalizer): every resource gone,
+    # and through the operator's finalizer the deployment on the control plane too.
+    for plural, name in ((AGD, "support-bot"), (LST, "dev-cluster"), (CONN, "default")):
+        wait_until(f"{plural}/{name} deleted", functools.partial(_gone, resources, plural, name))
+    assert emulator.deployments_named("support-bot") == []
+
+
+def test_failed_build_and_refused_spec_are_degraded(
+    apps: Applications,
+    resources: Resources,
+    emulator: Emulator,
+    info: GitOpsInfo,
+    namespace: str,
+    operator: Any,
+    tmp_path: Path,
+) -> None:
+    repo = GitRepo(info, namespace, tmp_path / "repo")
+    broken = f"registry.example.com/acme/triage-bot{UNBUILDABLE}"
+    sha = push_agents(repo, emulator, {"triage-bot": broken})
+    body = application(namespace, repo.url, namespace, "argocd-application.yaml")
+    with argo_application(apps, resources, body):
+        app = wait_until(
+            "Degraded",
+            lambda: (a := apps.get(namespace)) and verdict(a)[1:] == ("Degraded", sha) and a,
+        )
+        health = resource_health(app, "AgentDeployment", "triage-bot")
+        assert health.get("status") == "Degraded", app["status"].get("resources")
+        assert "BuildFailed" in health.get("message", ""), health
+        assert verdict(app)[0] == "Synced"
+        # The other deployment goes on to Healthy; the Application stays Degraded.
+        app = wait_until(
+            "support-bot Healthy beside the failed build",
+            lambda: (
+                (a := apps.get(namespace))
+                and resource_health(a, "AgentDeployment", "support-bot").get("status") == "Healthy"
+                and a
+            ),
+        )
+        assert verdict(app) == ("Synced", "Degraded", sha)
+
+        # A spec the control plane refuses (an image reference no registry could serve).
+        refused = "registry.example.com/acme/Triage-Bot:1"
+        second = push_agents(repo, emulator, {"triage-bot": refused})
+        apps.refresh(namespace)
+
+        def refused_spec_degraded() -> dict[str, Any] | None:
+            app = apps.get(namespace)
+            health = resource_health(app, "AgentDeployment", "triage-bot")
+            degraded = verdict(app)[1:] == ("Degraded", second)
+            return app if degraded and "InvalidSpec" in health.get("message", "") else None
+
+        app = wait_until("Degraded by the refused spec", refused_spec_degraded)
+        message = resource_health(app, "AgentDeployment", "triage-bot")["message"]
+        # The control plane's 422, naming the field of its API body.
+        assert "image_uri: not a valid image reference" in message, message
+
+        # Fixed in git: Healthy again.
+        third = push_agents(
+            repo, emulator, {"triage-bot": "registry.example.com/acme/triage-bot:2"}
+        )
+        apps.refresh(namespace)
+        wait_until(
+            "Healthy again", lambda: verdict(apps.get(namespace)) == ("Synced", "Healthy", third)
+        )
+
+
+def test_the_chart_as_an_application_installs_the_operator_and_its_crds_server_side(
+    apps: Applications,
+    resources: Resources,
+    info: GitOpsInfo,
+    namespace: str,
+    tmp_path: Path,
+    k8s_api: client.ApiClient,
+) -> None:
+    """The operator's chart, from the git repository, synced by Argo CD with
+    ServerSideApply. Its pods run on the cluster's kwok nodes (simulated: the operator
+    the other tests use runs on the host); what is tested is Argo CD's sync and verdict."""
+    repo = GitRepo(info, f"{namespace}-chart", tmp_path / "repo")
+    repo.copy_tree(gitops.REPO / "charts" / "deployplane", "charts/deployplane")
+    sha = repo.push("the chart")
+    # Argo CD names the Helm release after the Application: at most 53 characters.
+    name = f"deployplane-{namespace[-6:]}"
+    body = application(name, repo.url, namespace, "argocd-operator.yaml")
+    values = body["spec"]["source"]["helm"]["valuesObject"]
+    values["fullnameOverride"] = name
+    with argo_application(apps, resources, body):
+        app = wait_until(
+            "the chart Synced and Healthy",
+            lambda: (a := apps.get(name)) and verdict(a) == ("Synced", "Healthy", sha) and a,
+            show=app_status(apps, name),
+        )
+        kinds = {(r["kind"], r["name"]) for r in app["status"]["resources"]}
+        assert ("CustomResourceDefinition", "agentdeployments.deployplane.io") in kinds
+        assert ("Deployment", values["fullnameOverride"]) in kinds
+        crd = client.ApiextensionsV1Api(k8s_api).read_custom_resource_definition(
+            "agentdeployments.deployplane.io"
+        )
+        managers = {(m.manager, m.operation) for m in crd.metadata.managed_fields}
+        assert ("argocd-controller", "Apply") in managers, managers
+        annotations = crd.metadata.annotations or {}
+        assert "kubectl.kubernetes.io/last-applied-configuration" not in annotations
+
+
+def test_down_stops_every_process_and_leaves_nothing(gitops_session: gitops.Session) -> None:
+    """`deployplane dev cluster down` stops every server `up --gitops` started, by pid."""
+    state = json.loads((gitops_session.state_dir / "state.json").read_text())
+    names = {p["name"] for p in state["processes"]}
+    assert {
+        "argocd-redis",
+        "argocd-repo-server",
+        "argocd-application-controller",
+        "source-controller",
+        "kustomize-controller",
+        "git-server",
+    } <= names
+    gitops.deployplane("dev", "cluster", "down", "--state-dir", str(gitops_session.state_dir))
+    alive = [p["name"] for p in state["processes"] if pid_runs(p["pid"], p["executable"])]
+    assert alive == []
+    assert gitops.processes_mentioning(str(gitops_session.state_dir)) == []
+    assert not gitops_session.state_dir.exists()
