@@ -87,10 +87,7 @@ def up(
     STATE.mkdir(parents=True)
     started = time.monotonic()
     try:
-        if real_node:
-            cluster = realnode.start(STATE, console, NAMESPACE)
-        else:
-            cluster = _start_local(gitops)
+        cluster = realnode.start(STATE, console, NAMESPACE) if real_node else _start_local(gitops)
         all_ready = _watch(cluster, timeout, started)
     except KeyboardInterrupt:
         console.print("\ninterrupted: stopping everything the demo started")
