@@ -29,7 +29,6 @@ import contextlib
 import json
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from rich.console import Console
 
 from deployplane.api.connection import ConnectionSettings
 from deployplane.api.models import Source
+from deployplane.demo_steps import DEMO_API_KEY, apply_examples, start_emulator
 from deployplane.devcluster.cluster import DevCluster
 from deployplane.devcluster.errors import DevClusterError
 from deployplane.devcluster.realnode import images, layout
@@ -59,27 +59,18 @@ STAND_INS = {
 }
 # ... and for the image of the git example's simulated build, known once its revision is.
 BUILT_STAND_IN = "docker.io/library/deployplane-e2e-agent:1"
-DEMO_API_KEY = "demo-key-not-secret"  # examples/controlplane.yaml's; local only
 AGENT_SELECTOR = "app.kubernetes.io/component=listener-agent"
 HELP = (
     "On a real node (root; `make images` first): the operator and listener agent as pods "
     "of the built image, the emulator on the host building real images, the workloads "
     "as real containers."
 )
-ApplyExamples = Callable[..., None]  # demo._apply_examples(api, kinds, url="")
-# demo._start_emulator(cluster, host=, config=, env=) -> its URL
-StartEmulator = Callable[..., str]
 
 
-def start(
-    state: Path,
-    console: Console,
-    apply_examples: ApplyExamples,
-    start_emulator: StartEmulator,
-    namespace: str,
-) -> DevCluster:
-    """demo.up's steps, the servers as pods on a real node, the emulator on the host;
-    the examples applied in `namespace` (the AgentDeployments once the agent runs)."""
+def start(state: Path, console: Console, namespace: str) -> DevCluster:
+    """`demo up`'s steps (the demo's steps module), the servers as pods on a real node,
+    the emulator on the host; the examples applied in `namespace` (the AgentDeployments
+    once the agent runs)."""
     with console.status("starting the dev cluster with a real node..."):
         cluster = start_cluster(state)
     console.print(f"[green]✓[/green] Kubernetes API at {cluster.server}, real node Ready")

@@ -28,7 +28,8 @@ import pytest
 from kubernetes import client
 from tests.support import hostsnapshot, langgraph_app, polling, realnode
 
-from deployplane import demo, demo_realnode
+from deployplane import demo_realnode
+from deployplane import demo_steps as steps
 from deployplane.controlplane.agents import builtin_listener_id
 from deployplane.controlplane.dataplane import BUILT_IMAGE_REGISTRY
 from deployplane.dataplane.kube import FIELD_MANAGER
@@ -43,7 +44,7 @@ from deployplane.devcluster import DevCluster
 REPO = Path(__file__).resolve().parents[2]
 APP = "demo-graph"
 # The emulator's built-in data plane stands for this listener in the demo's workspace.
-BUILTIN_LISTENER = str(builtin_listener_id(uuid.UUID(demo.TENANT)))
+BUILTIN_LISTENER = str(builtin_listener_id(uuid.UUID(steps.TENANT)))
 pytestmark = pytest.mark.skipif(
     realnode.skip_reason() is not None, reason=str(realnode.skip_reason())
 )
@@ -98,7 +99,7 @@ def _assert_langgraph_deploy_runs_the_graph(state: Path, project: Path) -> None:
     answers through `deployplane deployments port-forward` with the vendor's SDK."""
     url = (state / "emulator.url").read_text().strip()
     langgraph_app.write_project(project, "!", "second")
-    done, took = langgraph_app.deploy(url, demo.DEMO_API_KEY, project, APP)
+    done, took = langgraph_app.deploy(url, steps.DEMO_API_KEY, project, APP)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Deployment successful!" in done.stdout
     print(f"langgraph deploy -> DEPLOYED {took:.1f} s")
@@ -113,7 +114,7 @@ def _assert_langgraph_deploy_runs_the_graph(state: Path, project: Path) -> None:
             assert pod.spec.node_name == "deployplane-node", pod.metadata.name
             (image,) = {c.image for c in pod.spec.containers}
             assert image.startswith("localhost/deployplane-agent:"), image
-    with langgraph_app.port_forward(url, demo.DEMO_API_KEY, APP, cluster.kubeconfig) as local:
+    with langgraph_app.port_forward(url, steps.DEMO_API_KEY, APP, cluster.kubeconfig) as local:
         output, first_wait = langgraph_app.run_graph(local, "hi")
         assert output == {"text": "HI!", "steps": ["first", "second"]}
     print(f"first runs.wait through port-forward {first_wait:.2f} s")

@@ -34,7 +34,7 @@ from tests.support.e2ecluster import E2ECluster
 
 from deployplane.reconcile.finalizer import FINALIZER
 from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION
-from deployplane.reconcile.resync import RESYNC_ANNOTATION
+from deployplane.reconcile.schedule import RESYNC_ANNOTATION
 
 SECRET_VALUE = "sk-e2e-planted-secret-4f9a2c"
 AGD, LST = "agentdeployments", "listeners"

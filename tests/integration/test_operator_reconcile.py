@@ -414,7 +414,7 @@ async def test_delete_policy_deletes_and_waits_for_404_orphan_releases(harness: 
         await settle(deployments, body, state, harness)
         states[body["metadata"]["name"]] = state
 
-    from deployplane.reconcile.parse import to_managed
+    from deployplane.reconcile.passes import to_managed
 
     orphan = to_managed(
         AgentDeploymentSpec, AgentDeploymentStatus, kept, states["kept"].status or {}

@@ -23,9 +23,8 @@ from deployplane.reconcile.conditions import (
     Reason,
     set_condition,
 )
-from deployplane.reconcile.external import Phase
 from deployplane.reconcile.outcome import Verdict, compose_outcome
-from deployplane.reconcile.schedule import Schedule
+from deployplane.reconcile.schedule import Schedule, State
 from deployplane.reconcile.status import to_kube
 
 _Verdict = Verdict[AgentDeploymentStatus]
@@ -342,27 +341,27 @@ def _composed(
 
 def _error_verdict(exc: errors.ControlPlaneError) -> _Verdict:
     reason, terminal = classify(exc)
-    return _Verdict(Phase.FAILED if terminal else None, False, reason, str(exc), terminal=terminal)
+    return _Verdict(State.STALLED if terminal else State.RETRYING, False, reason, str(exc))
 
 
 def _ready_status() -> dict[str, Any]:
-    return _compose({}, 4, _Verdict(Phase.READY, True, ADReason.DEPLOYED, "deployed"))
+    return _compose({}, 4, _Verdict(State.READY, True, ADReason.DEPLOYED, "deployed"))
 
 
 COMPOSED: dict[str, tuple[_Verdict, dict[str, Any] | None, str]] = {
-    "deployed": (_Verdict(Phase.READY, True, ADReason.DEPLOYED, "deployed"), None, "Healthy"),
+    "deployed": (_Verdict(State.READY, True, ADReason.DEPLOYED, "deployed"), None, "Healthy"),
     "revision in progress": (
-        _Verdict(Phase.PROGRESSING, True, ADReason.REVISION_IN_PROGRESS, "building"),
+        _Verdict(State.PROGRESSING, True, ADReason.REVISION_IN_PROGRESS, "building"),
         None,
         "Progressing",
     ),
     "revision failed": (
-        _Verdict(Phase.FAILED, True, ADReason.BUILD_FAILED, "failed", terminal=True),
+        _Verdict(State.STALLED, True, ADReason.BUILD_FAILED, "failed"),
         None,
         "Degraded",
     ),
     "revision skipped": (
-        _Verdict(Phase.FAILED, True, ADReason.REVISION_SKIPPED, "skipped", terminal=True),
+        _Verdict(State.STALLED, True, ADReason.REVISION_SKIPPED, "skipped"),
         None,
         "Degraded",
     ),
@@ -382,7 +381,7 @@ COMPOSED: dict[str, tuple[_Verdict, dict[str, Any] | None, str]] = {
         "Progressing",
     ),
     "dependency not ready": (
-        _Verdict(None, False, Reason.DEPENDENCY_NOT_READY, "Secret llm-keys not found"),
+        _Verdict(State.RETRYING, False, Reason.DEPENDENCY_NOT_READY, "Secret llm-keys not found"),
         None,
         "Progressing",
     ),
@@ -398,5 +397,5 @@ def test_health_of_status_composed_by_the_reconciler(name: str) -> None:
 
 def test_recovered_after_outage_is_healthy_again() -> None:
     outage = _compose(_ready_status(), 4, _error_verdict(errors.Unavailable("503")))
-    recovered = _compose(outage, 4, _Verdict(Phase.READY, True, ADReason.DEPLOYED, "deployed"))
+    recovered = _compose(outage, 4, _Verdict(State.READY, True, ADReason.DEPLOYED, "deployed"))
     assert argocd_health(_agentdeployment(4, recovered)).status == "Healthy"

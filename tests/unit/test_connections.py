@@ -15,6 +15,7 @@ from tests.support.fakeexternal import ExternalFns
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.controller import handlers
+from deployplane.controller.runtime import build_runtime
 from deployplane.crd.specs import (
     ConnectionKind,
     ConnectionReference,
@@ -218,7 +219,7 @@ async def test_the_runtime_reads_connections_from_kopfs_index() -> None:
     from deployplane.controller.config import OperatorConfig
 
     index = {(NS, "default"): [spec(apiKeySecretRef=None)]}
-    runtime = handlers.build_runtime(
+    runtime = build_runtime(
         OperatorConfig(),
         FakeKube(),  # type: ignore[arg-type]
         indices={KINDS["ControlPlaneConnection"].index_id: index, "other_index": {}},

@@ -23,6 +23,7 @@ from deployplane.controller import handlers, kopfwatch, probes
 from deployplane.controller.config import ConfigError, Endpoint, OperatorConfig
 from deployplane.controller.metrics import exported_metric_names
 from deployplane.controller.probes import ProbeServer, Reachability, Readiness
+from deployplane.controller.runtime import Runtime, build_runtime
 from deployplane.kube.health import FailureClock
 
 URL = "http://control-plane.test"
@@ -36,11 +37,9 @@ class Clock:
         return self.now
 
 
-def runtime_with(
-    health: FailureClock, kube: FakeKube | None = None, **config: Any
-) -> handlers.Runtime:
+def runtime_with(health: FailureClock, kube: FakeKube | None = None, **config: Any) -> Runtime:
     settings = OperatorConfig(unhealthy_after=60.0, **config)
-    return handlers.build_runtime(settings, kube or FakeKube(), health=health)  # type: ignore[arg-type]
+    return build_runtime(settings, kube or FakeKube(), health=health)  # type: ignore[arg-type]
 
 
 def alive(memo: kopf.Memo) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from tests.support.fakekube import FakeKube
 
 from deployplane.controller import handlers
 from deployplane.controller.config import OperatorConfig
+from deployplane.controller.runtime import Runtime, build_runtime
 from deployplane.crd.cel import immutable
 from deployplane.crd.columns import column, printer_columns
 from deployplane.crd.specs import GROUP
@@ -204,7 +205,7 @@ async def test_another_kind_gets_a_kopf_event_handler_and_a_loop(
 ) -> None:
     """Kopf watches every kind of the registry; its events go to the workers."""
     kinds = KINDS.with_kinds(fake_kind())
-    runtime = handlers.build_runtime(OperatorConfig(), FakeKube(), kinds)  # type: ignore[arg-type]
+    runtime = build_runtime(OperatorConfig(), FakeKube(), kinds)  # type: ignore[arg-type]
     assert list(runtime.workers.runners) == [
         "AgentDeployment",
         "ControlPlaneConnection",
@@ -277,10 +278,10 @@ def test_kopf_has_event_handlers_only_so_it_never_touches_an_object() -> None:
 # --------------------------------------------------------- deleted resources leave gauges
 
 
-def rig(ext: ExternalFns) -> tuple[handlers.Runtime, FakeKube, dict[str, Any]]:
+def rig(ext: ExternalFns) -> tuple[Runtime, FakeKube, dict[str, Any]]:
     kind = fake_kind(ext)
     kube = FakeKube()
-    runtime = handlers.build_runtime(
+    runtime = build_runtime(
         OperatorConfig(),
         kube,  # type: ignore[arg-type]
         KindRegistry([kind]),
@@ -292,7 +293,7 @@ def rig(ext: ExternalFns) -> tuple[handlers.Runtime, FakeKube, dict[str, Any]]:
 KEY = ("Fake", NS, "f1", "u1")
 
 
-def tracked(runtime: handlers.Runtime) -> dict[str, float]:
+def tracked(runtime: Runtime) -> dict[str, float]:
     """The gauges that hold one resource: how many each counts for the fake kind."""
     registry = runtime.metrics.registry
     counts = {
@@ -309,7 +310,7 @@ def tracked(runtime: handlers.Runtime) -> dict[str, float]:
     return {**counts, "not_ready": not_ready or 0.0, "since_set": float(since is not None)}
 
 
-async def settled(runtime: handlers.Runtime) -> None:
+async def settled(runtime: Runtime) -> None:
     """Let the Events recorded land (the recorder posts them in the background)."""
     runtime.events.start()
     for _ in range(10):

@@ -23,7 +23,8 @@ from tests.support import chart, realnode
 from tests.support.chart import env_of, find, find_all
 from tests.unit.test_images_recipes import recipes  # what `make images` builds
 
-from deployplane import demo, demo_realnode
+from deployplane import demo_realnode
+from deployplane import demo_steps as steps
 from deployplane.controlplane.settings import parse_config
 from deployplane.devcluster.realnode import script
 
@@ -36,8 +37,8 @@ HOST_URL = f"http://{demo_realnode.EMULATOR_HOST}:41234"
 def docs() -> list[dict[str, Any]]:
     chart.require_helm()
     values = yaml.safe_load(VALUES.read_text())
-    values["watchNamespaces"] = [demo.NAMESPACE]
-    values["listenerAgent"]["listenerNamespace"] = demo.NAMESPACE
+    values["watchNamespaces"] = [steps.NAMESPACE]
+    values["listenerAgent"]["listenerNamespace"] = steps.NAMESPACE
     return chart.render(
         values, release=demo_realnode.RELEASE, namespace=demo_realnode.RELEASE_NAMESPACE
     )
@@ -48,7 +49,7 @@ def demo_docs(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     """As `demo up --real-node` installs it: VALUES, then the overrides built in code."""
     chart.require_helm()
     overrides = tmp_path_factory.mktemp("demo-values") / "values.json"
-    overrides.write_text(json.dumps(demo_realnode.chart_overrides(demo.NAMESPACE, HOST_URL)))
+    overrides.write_text(json.dumps(demo_realnode.chart_overrides(steps.NAMESPACE, HOST_URL)))
     out = chart.helm(
         "template", demo_realnode.RELEASE, str(chart.CHART),
         "--namespace", demo_realnode.RELEASE_NAMESPACE,
@@ -96,7 +97,7 @@ def test_the_agent_is_the_example_listeners_with_the_local_images(
         "--listener",
         listener["metadata"]["name"],
         "--namespace",
-        demo.NAMESPACE,
+        steps.NAMESPACE,
         "--liveness",
         "http://0.0.0.0:8080/healthz",
         "--readiness",
@@ -109,7 +110,7 @@ def test_the_agent_is_the_example_listeners_with_the_local_images(
     roles = {r["metadata"]["namespace"] for r in find_all(docs, "Role")}
     namespaces = listener["spec"]["computeConfig"]["k8sNamespaces"]
     assert set(namespaces) <= roles
-    assert namespaces == [demo.AGENTS_NAMESPACE]
+    assert namespaces == [steps.AGENTS_NAMESPACE]
 
 
 def test_alone_the_operator_uses_the_in_cluster_emulators_service(
@@ -156,7 +157,7 @@ def test_the_host_emulator_builds_real_images_into_the_demo_s_node(tmp_path: Pat
     assert config.image_builds is not None
     assert config.image_builds.load_into_dev_cluster == tmp_path / "cluster"
     assert config.workspaces[0].api_keys == [demo_realnode.DEMO_API_KEY]
-    assert str(config.workspaces[0].id) == demo.TENANT
+    assert str(config.workspaces[0].id) == steps.TENANT
     assert "image_builds" not in base  # the kwok demo's is unchanged
 
 
@@ -188,7 +189,7 @@ def test_alone_the_emulator_pod_runs_the_listenerless_example_in_the_agents_name
     pod = emulator["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     args = container["args"]
-    assert args[args.index("--builtin-dataplane") + 1] == demo.AGENTS_NAMESPACE
+    assert args[args.index("--builtin-dataplane") + 1] == steps.AGENTS_NAMESPACE
     env = env_of(container)
     assert env["DEPLOYPLANE_POSTGRES_IMAGE"] == realnode.POSTGRES_IMAGE
     assert env["DEPLOYPLANE_REDIS_IMAGE"] == realnode.REDIS_IMAGE
@@ -196,5 +197,5 @@ def test_alone_the_emulator_pod_runs_the_listenerless_example_in_the_agents_name
     assert pod["serviceAccountName"] == f"{demo_realnode.RELEASE}-emulator"
     assert pod["automountServiceAccountToken"] is True
     binding = find(docs, "RoleBinding", f"{demo_realnode.RELEASE}-emulator")
-    assert binding["metadata"]["namespace"] == demo.AGENTS_NAMESPACE
+    assert binding["metadata"]["namespace"] == steps.AGENTS_NAMESPACE
     assert binding["subjects"][0]["name"] == pod["serviceAccountName"]

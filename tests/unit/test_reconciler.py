@@ -1085,7 +1085,7 @@ async def test_finalize(case: FinalizeCase) -> None:
     assert {"released": gone, "calls": ext.journal} == {"released": case.want, "calls": case.calls}
 
 
-async def test_finalize_propagates_control_plane_errors_for_the_handler_to_retry() -> None:
+async def test_finalize_propagates_control_plane_errors_for_the_pass_runner_to_retry() -> None:
     ext = ExternalFns(delete_fn=raises(UNAVAILABLE))
     reconciler = Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING)
     with pytest.raises(ExternalError) as failed:

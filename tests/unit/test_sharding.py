@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from deployplane.cli import root as cliapp
 from deployplane.controller import handlers
 from deployplane.controller.config import OperatorConfig
+from deployplane.controller.runtime import build_runtime
 from deployplane.controller.sharding import (
     SHARD_DEFAULT_ENV,
     SHARD_ENV,
@@ -25,6 +26,7 @@ from deployplane.controller.sharding import (
     ShardError,
     Sharding,
 )
+from deployplane.controller.tuning import tune_kopf
 from deployplane.kinds import KINDS
 from deployplane.kube.paths import GROUP, VERSION
 from deployplane.reconcile.finalizer import FINALIZER
@@ -74,7 +76,7 @@ def test_the_watch_of_every_kind_but_the_connections_carries_the_shard_selector(
     """Server-side: the apiserver sends a shard nothing of the others' resources. The
     connections are watched whole: every instance needs their index."""
     settings = kopf.OperatorSettings()
-    handlers.tune_kopf(settings, Sharding(shard="a"))
+    tune_kopf(settings, Sharding(shard="a"))
     chosen = settings.watching.label_selectors.items()
     selected = {str(selector): value for selector, value in chosen}
     plurals = sorted(k.plural for k in KINDS if not k.indexed)
@@ -84,7 +86,7 @@ def test_the_watch_of_every_kind_but_the_connections_carries_the_shard_selector(
     for plural in plurals:
         assert any(plural in key for key in selected)
     unsharded = kopf.OperatorSettings()
-    handlers.tune_kopf(unsharded, Sharding())
+    tune_kopf(unsharded, Sharding())
     assert not list(unsharded.watching.label_selectors.items())
 
 
@@ -189,5 +191,5 @@ def test_the_cli_refuses_both_shard_options(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_build_runtime_is_unchanged_by_sharding() -> None:
-    runtime = handlers.build_runtime(OperatorConfig(), FakeKube())  # type: ignore[arg-type]
+    runtime = build_runtime(OperatorConfig(), FakeKube())  # type: ignore[arg-type]
     assert set(runtime.workers.runners) == {k.kind for k in KINDS}

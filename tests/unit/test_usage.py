@@ -14,8 +14,8 @@ from tests.support.fakeexternal import ExternalFns, observed, raises
 from tests.support.fakekube import FakeKube
 from tests.unit.test_workers import NS, RecordedEvents, drain, named, two_kinds
 
-from deployplane.controller import handlers
 from deployplane.controller.config import OperatorConfig
+from deployplane.controller.runtime import build_runtime
 from deployplane.controller.sharding import Sharding
 from deployplane.kinds.controlplaneconnection import uses
 from deployplane.reconcile.errors import ExternalError
@@ -189,8 +189,8 @@ async def test_the_instance_reconciling_the_connection_wakes_through_its_pass_on
 
 def test_only_a_sharded_runtime_lists_the_users_from_the_apiserver() -> None:
     kube = FakeKube()
-    unsharded = handlers.build_runtime(OperatorConfig(), kube)  # type: ignore[arg-type]
+    unsharded = build_runtime(OperatorConfig(), kube)  # type: ignore[arg-type]
     assert unsharded.workers.lister is None
     for sharding in (Sharding(shard="a"), Sharding(default=True)):
-        runtime = handlers.build_runtime(OperatorConfig(), kube, sharding=sharding)  # type: ignore[arg-type]
+        runtime = build_runtime(OperatorConfig(), kube, sharding=sharding)  # type: ignore[arg-type]
         assert runtime.workers.lister is kube

@@ -10,176 +10,35 @@ Run with `deployplane operator run`, or as any Kopf operator:
 `kopf run -m deployplane.controller.handlers --namespace 'team-*'` (globs, and
 namespaces created later, are Kopf's own).
 
-The Kopf settings chosen (`configure`), and why (docs/architecture.md, "Kopf settings"):
-- posting off: the event recorder posts ours at a bounded rate;
-- no diff-base: Kopf deep-copies every event's essence to detect changes for
-  on.create/update handlers, and there are none;
-- watch renewed every 5 minutes by the server (`server_timeout`), cut by the client
-  after 6 without an answer, 10 s to connect, and reopened by Kopf after 70 s without
-  any event or bookmark (`inactivity_timeout`): a half-open connection is noticed;
-- Retry-After enforced, error backoffs jittered;
-- per-object workers idle out after 1 s (Kopf keeps one task per object that has
-  had an event, 5 s by default: 1,000 tasks after a burst);
-- `kopfwatch.install`: the one adapter over Kopf's internals, for what Kopf's public
-  surface lacks (quick empty watches back off; stream health; pause); it looks at
-  Kopf's streams and changes none of their events.
+This module holds the handlers and their registration only. What they start is built
+by `runtime.py` (Kopf-free); the Kopf settings and the GC tuning applied at start-up,
+and why, are `tuning.py`'s; `kopfwatch.install` is the one adapter over Kopf's
+internals, for what Kopf's public surface lacks (quick empty watches back off; stream
+health; pause); it looks at Kopf's streams and changes none of their events.
 """
 
 from __future__ import annotations
 
-import gc
 import logging
-import random
-import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
 import kopf
 
-from deployplane.api.client import ControlPlaneClient
 from deployplane.controller import kopfwatch, probes
 from deployplane.controller.config import OperatorConfig
-from deployplane.controller.metrics import OperatorMetrics
-from deployplane.controller.outputstore import OutputsStore
-from deployplane.controller.probes import ProbeServer, Readiness
+from deployplane.controller.probes import ProbeServer
+from deployplane.controller.runtime import Runtime, build_runtime
 from deployplane.controller.sharding import SHARD_LABEL, Sharding
-from deployplane.externals.connections import Connection, Connections
-from deployplane.externals.errors import classified
+from deployplane.controller.tuning import tune_gc, tune_kopf
 from deployplane.kinds import KINDS, KindDef, KindRegistry
-from deployplane.kinds.controlplaneconnection import KIND as CONNECTION_KIND
 from deployplane.kube.api import KubernetesApi
 from deployplane.kube.credentials import bearer_token, load_configuration
-from deployplane.kube.health import FailureClock
 from deployplane.kube.paths import GROUP, VERSION
 from deployplane.kube.retry import Backoff
-from deployplane.reconcile.eventrecorder import EventRecorder
-from deployplane.reconcile.passes import PassRunner
-from deployplane.reconcile.reconciler import Reconciler
-from deployplane.reconcile.schedule import Schedule
-from deployplane.reconcile.workers import Workers
 
 log = logging.getLogger("deployplane.operator")
-
-INACTIVITY_TIMEOUT = 70.0
-"""A stream that brings nothing, not even a bookmark, for this long is dead: Kopf
-reconnects it (the apiserver sends bookmarks every minute and keeps 75 s of events)."""
-
-WORKERS = 64
-"""Passes at a time: about the control-plane client's requests in flight."""
-
-
-@dataclass
-class Runtime:
-    """Everything the handlers share, built once at startup and kept in the operator memo."""
-
-    config: OperatorConfig
-    kube: KubernetesApi
-    connections: Connections
-    metrics: OperatorMetrics
-    workers: Workers
-    """The bounded pool that runs every kind's passes; `workers.runners` holds one
-    pass runner per kind, keyed by `KindDef.kind`."""
-    events: EventRecorder
-    """Posts the passes' Events in the background, at `config.event_qps`."""
-    health: FailureClock
-    """How long the Kubernetes API and each watch have been failing (readiness)."""
-    readiness: Readiness
-    """What the readiness probe looks at (`deployplane.controller.probes`)."""
-    readiness_server: ProbeServer | None = None
-    closing: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    """What to close at clean-up beside the above: readiness's own clients."""
-    last_event: dict[str, float] = field(default_factory=dict)
-    """When (`clock`) the handlers last saw an event of each kind, for the probe's answer."""
-    clock: Callable[[], float] = time.monotonic
-
-
-def pass_runners(
-    kinds: KindRegistry,
-    connections: Connections,
-    kube: KubernetesApi,
-    schedule: Schedule,
-    metrics: OperatorMetrics,
-) -> dict[str, PassRunner[Any, Any]]:
-    """One pass runner per kind: its reconciler over its external client."""
-    return {
-        kind.kind: PassRunner(
-            Reconciler(
-                classified(kind.connecter(connections, kube)), kind=kind.noun, schedule=schedule
-            ),
-            kind.spec_model,
-            kind.plural,
-            kube,
-            on_outcome=partial(metrics.observe_outcome, kind.kind),
-            status_model=kind.status_model,
-            on_gone=partial(metrics.forget, kind.kind),
-            config_maps=OutputsStore(kube),
-        )
-        for kind in kinds
-    }
-
-
-def build_runtime(
-    config: OperatorConfig,
-    kube: KubernetesApi,
-    kinds: KindRegistry = KINDS,
-    health: FailureClock | None = None,
-    indices: Mapping[str, Any] | None = None,
-    sharding: Sharding | None = None,
-    apiserver: probes.Ask | None = None,
-) -> Runtime:
-    """`indices`: Kopf's indices by id (`KindDef.index_id`), live; the connections
-    are read from the ControlPlaneConnection kind's. A label-sharded instance lists a
-    connection's users from the apiserver when it is deleted (its watch holds only its
-    shard's: `deployplane.reconcile.usage`). `apiserver`: how readiness asks the apiserver
-    (default: through `kube`)."""
-    schedule = Schedule(
-        poll_initial=config.poll_interval,
-        poll_max=max(config.poll_max_interval, config.poll_interval),
-        resync=config.resync_interval,
-    )
-    metrics = OperatorMetrics()
-
-    def client_factory(conn: Connection) -> ControlPlaneClient:
-        return conn.client(on_response=metrics.observe_api)
-
-    connections = Connections(
-        config.default_connection(),
-        kube,
-        factory=client_factory,
-        index=(indices or {}).get(CONNECTION_KIND.index_id),
-    )
-    runners = pass_runners(kinds, connections, kube, schedule, metrics)
-    events = EventRecorder(
-        kube.post_event,
-        qps=config.event_qps,
-        burst=config.event_burst,
-        on_drop=metrics.events_dropped.inc,
-    )
-    metrics.watch_events(events)
-    dependencies = {kind.kind: kind.used_by for kind in kinds if kind.used_by is not None}
-    lister = kube if (sharding or Sharding()).enabled else None
-    workers = Workers(
-        runners,
-        kube,
-        events,
-        size=WORKERS,
-        dependencies=dependencies,
-        lister=lister,
-        on_ready_elsewhere=connections.forget_key,
-    )
-    health = health or FailureClock()
-    metrics.watch_health(health)
-    readiness, closing = probes.build_readiness(
-        health,
-        apiserver or probes.ask_apiserver(kube),
-        config.default_connection(),
-        config.unhealthy_after,
-    )
-    return Runtime(
-        config, kube, connections, metrics, workers, events, health, readiness, closing=closing
-    )
 
 
 @kopf.on.login()
@@ -198,57 +57,6 @@ def login(**_: Any) -> kopf.ConnectionInfo:
         certificate_path=cfg.cert_file,
         private_key_path=cfg.key_file,
     )
-
-
-class NoDiffBase(kopf.DiffBaseStorage):
-    """No diff-base: Kopf builds and diffs one for every event to detect changes for
-    on.create/update/delete handlers; with event handlers only it is pure cost."""
-
-    def build(self, *, body: Any, extra_fields: Any = None) -> Any:
-        return None
-
-    def fetch(self, *, body: Any) -> None:
-        return None
-
-    def store(self, *, body: Any, patch: Any, essence: Any) -> None:
-        return None
-
-
-class JitteredBackoffs:
-    """Kopf's API error backoffs, each up to 20% longer at random (re-iterable: Kopf
-    iterates it afresh for every request)."""
-
-    def __init__(self, delays: tuple[float, ...] = (1, 1, 2, 3, 5, 8, 13, 21)) -> None:
-        self.delays = delays
-
-    def __iter__(self) -> Iterator[float]:
-        return (d * (1.0 + 0.2 * random.random()) for d in self.delays)
-
-    def __len__(self) -> int:
-        return len(self.delays)
-
-
-def tune_kopf(
-    settings: kopf.OperatorSettings, sharding: Sharding | None = None, kinds: KindRegistry = KINDS
-) -> None:
-    """The Kopf settings of the module docstring, and the shard's watch selectors:
-    every kind but the indexed ones (connections, which every instance reads whole) is
-    watched through the shard's label selector (`deployplane.controller.sharding`)."""
-    selector = (sharding or Sharding()).label_selector()
-    if selector is not None:
-        for kind in kinds:
-            if not kind.indexed:
-                settings.watching.label_selectors[GROUP, VERSION, kind.plural] = selector
-    settings.posting.enabled = False
-    settings.persistence.diffbase_storage = NoDiffBase()
-    settings.watching.server_timeout = 300
-    settings.watching.client_timeout = 360
-    settings.watching.connect_timeout = 10
-    settings.watching.inactivity_timeout = INACTIVITY_TIMEOUT
-    settings.networking.request_timeout = 60
-    settings.networking.enforce_retry_after = True
-    settings.networking.error_backoffs = JitteredBackoffs()
-    settings.queueing.idle_timeout = 1.0
 
 
 @kopf.on.startup()
@@ -382,20 +190,6 @@ def scope(**_: Any) -> dict[str, str]:
     their names, globs resolved): a resource anywhere else is never seen, so it gets no
     status, Event or finalizer (docs/install.md, "The operator's scope")."""
     return {"watching": kopfwatch.GUARD.scope()}
-
-
-GC_THRESHOLDS = (10_000, 20, 20)
-"""Python's are (700, 10, 10): with ~150,000 objects from the imports and a few hundred
-per resource, a full collection walked all of them every few seconds of a converge
-(up to 940 ms each, every request in flight waiting it out)."""
-
-
-def tune_gc() -> None:
-    """Once start-up is done: the objects of the imports and of start-up leave the
-    collected generations for good (`gc.freeze`), and collections come less often."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 @kopf.on.cleanup()

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from deployplane.reconcile.schedule import Result
+from deployplane.reconcile.schedule import Result, State, next_pass
 
 FINALIZER: Final = "deployplane.io/finalizer"
 """Ours, put on by the first write of the operator; Kopf's own (the same name in
@@ -45,4 +45,5 @@ class NotYet:
     def result(self) -> Result:
         """Back in `retry_after`; a delete that failed also waits for the global retry
         rate, as any failed pass does."""
-        return Result(self.retry_after, rate_limited=self.cause is not None)
+        state = State.PROGRESSING if self.cause is None else State.RETRYING
+        return next_pass(state, self.retry_after)

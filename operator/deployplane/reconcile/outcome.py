@@ -1,11 +1,17 @@
 """A verdict on one pass -> the Outcome: the whole next status (conditions included),
-the state of the resource, when to come back, and the events worth posting."""
+the state of the resource, when to come back, and the events worth posting.
+
+A verdict is made in one of three ways, each here: from what the kind observed
+(`Verdict.of_observation`: its `Phase` read as a `State`), from the error that ended the pass
+(`Verdict.failed`: the one reading of `ExternalError` and `DependencyNotReady`), or for a
+spec that cannot be read (`Verdict.invalid_spec`). `compose_outcome` turns it into the
+conditions and the requeue; `Outcome.result` into what the work queue is told."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Generic, Literal
+from typing import Any, Generic, Literal
 
 from deployplane.reconcile.conditions import (
     FALSE,
@@ -17,8 +23,9 @@ from deployplane.reconcile.conditions import (
     find_condition,
     set_condition,
 )
-from deployplane.reconcile.external import Phase
-from deployplane.reconcile.schedule import Result, Schedule, State
+from deployplane.reconcile.errors import ExternalError
+from deployplane.reconcile.external import DependencyNotReady, Observation, Phase
+from deployplane.reconcile.schedule import Result, Schedule, State, next_pass
 from deployplane.reconcile.status import StatusT
 
 __all__ = [
@@ -88,31 +95,54 @@ class Outcome(Generic[StatusT]):
         delay = resync if self.settled else self.requeue_after
         if self.recheck_after is not None:
             delay = self.recheck_after if delay is None else min(delay, self.recheck_after)
-        return Result(delay, rate_limited=self.state is State.RETRYING)
+        return next_pass(self.state, delay)
+
+
+_STATE_OF_PHASE = {
+    Phase.READY: State.READY,
+    Phase.PROGRESSING: State.PROGRESSING,
+    Phase.FAILED: State.STALLED,
+}
+"""Where the external resource stands (the kind's word) -> where the resource stands."""
 
 
 @dataclass
 class Verdict(Generic[StatusT]):
     """What one pass found, before it becomes conditions."""
 
-    phase: Phase | None  # None: the call failed, readiness unknown
+    state: State
+    """READY, PROGRESSING, STALLED (a terminal failure), or RETRYING (the call failed:
+    readiness unknown)."""
     synced: bool
     reason: str
     message: str
-    terminal: bool = False
     retry_after: float | None = None
     observed: StatusT | None = None
     """The kind's observed fields, laid over the status."""
     ready_event: tuple[str, str] | None = None
     """(reason, message) of the Event of Ready turning True, when not the condition's."""
 
-    @property
-    def state(self) -> State:
-        if self.terminal:
-            return State.STALLED
-        if self.phase is None:
-            return State.RETRYING
-        return State.PROGRESSING if self.phase is Phase.PROGRESSING else State.READY
+    @classmethod
+    def of_observation(cls, obs: Observation[StatusT, Any]) -> Verdict[StatusT]:
+        """The pass went through: what the kind observed."""
+        state = _STATE_OF_PHASE[obs.phase]
+        return cls(
+            state, True, obs.reason, obs.message, observed=obs.status, ready_event=obs.ready_event
+        )
+
+    @classmethod
+    def failed(cls, exc: ExternalError | DependencyNotReady) -> Verdict[StatusT]:
+        """The pass ended on an error: a terminal one stalls (until the spec changes, or
+        its Retry-After), any other is retried with the backoff."""
+        if isinstance(exc, DependencyNotReady):
+            return cls(State.RETRYING, False, exc.reason, str(exc))
+        state = State.STALLED if exc.terminal else State.RETRYING
+        return cls(state, False, exc.reason, str(exc), retry_after=exc.retry_after)
+
+    @classmethod
+    def invalid_spec(cls, message: str) -> Verdict[StatusT]:
+        """A spec that cannot even be read: stalled until it changes."""
+        return cls(State.STALLED, False, Reason.INVALID_SPEC, message)
 
 
 def compose_outcome(
@@ -130,7 +160,7 @@ def compose_outcome(
     status = status.evolve(observed_generation=gen, conditions=conditions)
     state = verdict.state
     requeue = schedule.requeue_after(state, attempt, verdict.retry_after)
-    recheck = verdict.retry_after if verdict.terminal else None
+    recheck = verdict.retry_after if state is State.STALLED else None
     return Outcome(status, state, requeue, tuple(events), recheck_after=recheck)
 
 
@@ -179,23 +209,23 @@ def _conditions(previous: list[Condition], gen: int, verdict: Verdict[StatusT]) 
     def cond(type_: ConditionType, status: str, reason: str, message: str = "") -> Condition:
         return set_condition(previous, type_, status, reason, message, gen)
 
-    phase = verdict.phase
+    state = verdict.state
     if verdict.synced:
         synced = cond(ConditionType.SYNCED, TRUE, Reason.RECONCILE_SUCCESS)
     else:
         synced = cond(ConditionType.SYNCED, FALSE, verdict.reason, verdict.message)
-    if phase is Phase.READY:
+    if state is State.READY:
         ready = cond(ConditionType.READY, TRUE, verdict.reason or Reason.AVAILABLE, verdict.message)
-    elif phase is None:
+    elif state is State.RETRYING:
         # The call failed: readiness of the external resource is not known anew.
         old = find_condition(previous, ConditionType.READY)
         ready = old or cond(ConditionType.READY, UNKNOWN, verdict.reason, verdict.message)
     else:
         ready = cond(ConditionType.READY, FALSE, verdict.reason, verdict.message)
     conditions = [ready, synced]
-    if phase is Phase.PROGRESSING or (phase is None and not verdict.terminal):
+    if state in (State.PROGRESSING, State.RETRYING):
         conditions.append(cond(ConditionType.RECONCILING, TRUE, verdict.reason, verdict.message))
-    if verdict.terminal:
+    if state is State.STALLED:
         conditions.append(cond(ConditionType.STALLED, TRUE, verdict.reason, verdict.message))
     return conditions
 

@@ -1,5 +1,5 @@
-"""One resource's pass: parse the body, reconcile, publish, say when to look again; and
-its finalization on deletion. Holds no Kopf code: the layer above hands it bodies and an
+"""One resource's pass, read top to bottom in `PassRunner.one_pass`; and its
+finalization on deletion. Holds no Kopf code: the layer above hands it bodies and an
 event poster, and a work queue (`deployplane.reconcile.workqueue`) brings each resource
 back when the pass asked.
 
@@ -8,10 +8,19 @@ decision (revision polls back off 2 s -> 30 s, errors back off on their own, a s
 resource resyncs every 10 min), a spec change must cut any wait short, and a pass that
 changes nothing must write nothing to Kubernetes.
 
-What a pass leans on, each in its own module: the resource's memory between passes
-(`state.py`), the body -> `Managed` parsing (`parse.py`), the pass's writes to the
-object (`writer.py`: the create marker, our finalizer, the status patch), and
-our finalizer's rules (`finalizer.py`).
+A pass, step by step (each step a call, commented where `one_pass` makes it):
+1. the resource's memory begins the pass (`state.py`: first sight, what it has seen);
+2. its resync interval (`schedule.resync_of`), a bad annotation told once;
+3. paused: nothing else, back at the resync;
+4. the status the apiserver holds, which the pass patches against (`state.py`);
+5. whether a resync is due, which forces a full observation (`schedule.py`);
+6. the body read as the kind's models (`to_managed`); a spec they refuse stalls;
+7. the reconciler: resolve -> observe -> diff -> create | update (`reconciler.py`),
+   making its durable writes through the pass's `ObjectWriter` (`writer.py`);
+8. the outputs' ConfigMap, if the spec asks for one (`outputs.py`);
+9. the status published: one merge patch, none when nothing changed (`writer.py`);
+10. the Events, the metrics, the schedule's count of unsettled passes;
+11. the Result: when to come back (`Outcome.result`).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from typing import Any, Generic
 
 from pydantic import ValidationError
 
+from deployplane.naming import camelize
 from deployplane.reconcile import outputs
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Managed, SpecT
@@ -31,11 +41,9 @@ from deployplane.reconcile.finalizer import DELETE_POLL_SECONDS, DELETE_RETRY_SE
 from deployplane.reconcile.marker import CreatePending
 from deployplane.reconcile.outcome import EventReason, EventRecord, Outcome, retry_soon, unsynced
 from deployplane.reconcile.outputs import ConfigMapStore
-from deployplane.reconcile.parse import spec_error_message, to_managed
 from deployplane.reconcile.reconciler import Reconciler
-from deployplane.reconcile.resync import Resync, resync_of
-from deployplane.reconcile.resync import annotation_value as resync_annotation
-from deployplane.reconcile.schedule import Result
+from deployplane.reconcile.schedule import Result, Resync, resync_of
+from deployplane.reconcile.schedule import annotation_value as resync_annotation
 from deployplane.reconcile.state import ResourceState, is_paused
 from deployplane.reconcile.status import StatusT, to_kube
 from deployplane.reconcile.writer import ObjectWriter, StatusSink
@@ -45,7 +53,8 @@ EventPoster = Callable[[EventRecord], None]
 
 @dataclass
 class PassRunner(Generic[SpecT, StatusT]):
-    """Runs `Reconciler` for one kind; one `run()` per live custom resource."""
+    """Runs `Reconciler` for one kind: `one_pass` over a live custom resource each time
+    the work queue hands its key to a worker, `finalize` while it is being deleted."""
 
     reconciler: Reconciler[SpecT, StatusT]
     spec_model: type[SpecT]
@@ -81,39 +90,49 @@ class PassRunner(Generic[SpecT, StatusT]):
     async def one_pass(
         self, body: Mapping[str, Any], state: ResourceState, *, post_event: EventPoster
     ) -> Result:
-        """Reconcile once and publish; the Result says when to come back (the
-        outcome's decision, `Outcome.result`)."""
-        state.begin_pass(body)
-        assert state.status is not None
+        """Reconcile once and publish; the Result says when to come back."""
         meta = body.get("metadata") or {}
         namespace, name = meta["namespace"], meta["name"]
         schedule = self.reconciler.schedule
+        # 1. The resource's memory begins the pass: first sight seeds it from the body.
+        state.begin_pass(body)
+        assert state.status is not None
+        # 2. Its resync interval: the annotation's, else the operator's.
         resync = self._resync(body, state, post_event)
+        # 3. Paused: nothing is read or written; looked at again as a settled resource is.
         if is_paused(body):
             self.log.info("%s/%s is paused; not reconciling", namespace, name)
-            return Result(resync.seconds)  # looked at again as a settled resource is
-
+            return Result(resync.seconds)
+        # 4. The status the apiserver holds (ours while the watch catches up with our
+        # writes), which every write of this pass is computed against.
         now = time.monotonic()
         observed = state.settle_observed(body, now, self.has_id)
         write = ObjectWriter(self.sink, self.plural, body, state, observed)
+        # 5. A resync due forces a full observation, whatever the status says.
         resync_due = schedule.begin(state.history, now, resync.seconds)
+        # 6-7. The body as the kind's models, then the reconciler; a spec the models
+        # refuse stalls (in the user's words) without a call.
         try:
             mr = self.managed(body, state.status, state.marker)
         except ValidationError as exc:
-            generation = int(meta.get("generation") or 0)
             current = self.status_model.model_validate(state.status)
+            generation = int(meta.get("generation") or 0)
             outcome = self.reconciler.invalid_spec(current, generation, spec_error_message(exc))
         else:
             outcome = await self.reconciler.reconcile(
                 mr, writes=write, attempt=state.history.attempt, resync_due=resync_due
             )
+        # 8. The outputs' ConfigMap, in the pass that changes them.
         outcome = await self._outputs(body, state, outcome, write.observed, resync_due)
+        # 9. The status: one merge patch against what the apiserver holds (none if equal).
         await write.publish(to_kube(outcome.status))
+        # 10. The Events (queued, never awaited), the metrics, the schedule's count.
         for event in outcome.events:
             post_event(event)
         if self.on_outcome is not None:
             self.on_outcome(f"{namespace}/{name}", outcome)
         schedule.end(state.history, outcome.state)
+        # 11. When to come back.
         result = outcome.result(resync.seconds)
         delay = result.requeue_after
         self.log.debug(
@@ -179,3 +198,36 @@ class PassRunner(Generic[SpecT, StatusT]):
         if self.on_gone is not None:
             self.on_gone(mr.key)
         return None
+
+
+def to_managed(
+    spec_model: type[SpecT],
+    status_model: type[StatusT],
+    body: Mapping[str, Any],
+    status: Mapping[str, Any],
+    create_pending: CreatePending | None = None,
+) -> Managed[SpecT, StatusT]:
+    """A watched body -> the `Managed` snapshot the reconciler sees: the spec through the
+    kind's pydantic model, the status through its status model."""
+    meta = body.get("metadata") or {}
+    return Managed(
+        namespace=meta["namespace"],
+        name=meta["name"],
+        uid=meta.get("uid", ""),
+        generation=int(meta.get("generation") or 0),
+        spec=spec_model.model_validate(dict(body.get("spec") or {})),
+        status=status_model.model_validate(dict(status)),
+        resource_version=meta.get("resourceVersion"),
+        create_pending=create_pending,
+    )
+
+
+def spec_error_message(exc: ValidationError) -> str:
+    """A spec the model refuses, in the user's words, for the pass to stall on."""
+    parts = []
+    for err in exc.errors():
+        # A missing field is reported under its first alias (snake_case); the user wrote
+        # the custom resource in camelCase, so name the field as they would write it.
+        loc = ".".join(camelize(p) if isinstance(p, str) else str(p) for p in err["loc"])
+        parts.append(f"spec.{loc}: {err['msg']}")
+    return "; ".join(parts)

@@ -20,7 +20,6 @@ from deployplane.reconcile.external import (
     ExternalClient,
     Managed,
     Observation,
-    Phase,
     SpecT,
 )
 from deployplane.reconcile.marker import CreatePending, MarkerWriter
@@ -79,35 +78,16 @@ class Reconciler(Generic[SpecT, StatusT]):
             full = self.schedule.wants_full(mr.status, mr.generation, resync_due)
             one = _Pass(self.kind, mr, ext, status, writes, events)
             obs = await (one.observe_only() if observe_only(mr) else one.sync(full=full))
-            verdict = Verdict(
-                phase=obs.phase,
-                synced=True,
-                reason=obs.reason,
-                message=obs.message,
-                terminal=obs.phase is Phase.FAILED,
-                observed=obs.status,
-                ready_event=obs.ready_event,
-            )
-        except DependencyNotReady as exc:
-            verdict = Verdict(None, False, exc.reason, str(exc))
-        except ExternalError as exc:
-            verdict = Verdict(
-                Phase.FAILED if exc.terminal else None,
-                False,
-                exc.reason,
-                str(exc),
-                terminal=exc.terminal,
-                retry_after=exc.retry_after,
-            )
+            verdict = Verdict.of_observation(obs)
+        except (DependencyNotReady, ExternalError) as exc:
+            verdict = Verdict.failed(exc)
         return compose_outcome(
             status.current, mr.generation, verdict, attempt, events, self.schedule
         )
 
     def invalid_spec(self, status: StatusT, generation: int, message: str) -> Outcome[StatusT]:
         """The outcome for a spec that cannot even be read: stalled until it changes."""
-        verdict: Verdict[StatusT] = Verdict(
-            Phase.FAILED, False, Reason.INVALID_SPEC, message, terminal=True
-        )
+        verdict: Verdict[StatusT] = Verdict.invalid_spec(message)
         return compose_outcome(status, generation, verdict, 0, [], self.schedule)
 
     async def finalize(self, mr: Managed[SpecT, StatusT]) -> bool:

@@ -5,23 +5,24 @@ own (2 s -> 120 s, or longer if the service said Retry-After); a settled resourc
 looked at again every `resync` seconds, and that pass is always a full observation.
 Between resyncs, a pass over an unchanged spec whose revision is rolling only polls the
 revision. A change of spec (or of the pause or resync annotation) wakes the resource at
-once (`PassHistory.changed`). A resource may name its own resync interval
-(`deployplane.reconcile.resync`).
+once (`PassHistory.changed`). A resource may name its own resync interval in the
+annotation `deployplane.io/resync-interval` (`resync_of`).
 
 What a pass tells the work queue is a `Result` (controller-runtime's word): when to
 come back, and whether the retry also waits for the global retry rate. The delays are
-this module's policy (`Schedule.requeue_after`, by the state a pass ended in); the one
-switch that turns a pass's outcome into its Result is `Outcome.result`; a pass that
-raised gets `Schedule.failed`, a finalization that must wait `NotYet.result`. The
-workers only read Results (`Workers.finish`).
+this module's policy (`Schedule.requeue_after`, by the state a pass ended in), and every
+Result is made by `next_pass` from the state and the delay: a pass's outcome
+(`Outcome.result`), a pass that raised (`Schedule.failed`), a finalization that must
+wait (`NotYet.result`). The workers only read Results (`Workers.finish`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Final
+from typing import Any, Final
 
 from deployplane.reconcile.conditions import ConditionType, is_true
 from deployplane.reconcile.status import ResourceStatus
@@ -50,6 +51,12 @@ class Result:
     rate_limited: bool = False
     """The pass failed: its requeue also waits for the queue's global retry rate
     (client-go's default controller rate limiter), beside the backoff in the delay."""
+
+
+def next_pass(state: State, delay: float | None) -> Result:
+    """The one mapping to a Result: back in `delay` seconds (None: not until something
+    adds the key again); a RETRYING pass also waits for the global retry rate."""
+    return Result(delay, rate_limited=state is State.RETRYING)
 
 
 class Default(Enum):
@@ -88,7 +95,7 @@ class Schedule:
     def failed(self, history: PassHistory) -> Result:
         """A pass that raised: retried with the error backoff, under the global retry
         rate, and counted for the backoff."""
-        result = Result(self.retry_delay(history.attempt), rate_limited=True)
+        result = next_pass(State.RETRYING, self.retry_delay(history.attempt))
         history.attempt += 1
         return result
 
@@ -106,7 +113,7 @@ class Schedule:
     ) -> bool:
         """A pass starts (`now`: a monotonic clock): True when a resync is due, which
         forces a full observation whatever the status says. `resync`: the resource's own
-        interval (`reconcile.resync`; None: never, only the first pass is full)."""
+        interval (`resync_of`; None: never, only the first pass is full)."""
         interval = self.resync if isinstance(resync, Default) else resync
         if interval is None:
             due = history.last_full == -math.inf
@@ -139,3 +146,54 @@ class PassHistory:
     def changed(self, fingerprint: tuple[int, bool, str | None]) -> bool:
         """Whether a watch event brings what the last pass has not seen: wake now."""
         return self.seen is not None and fingerprint != self.seen
+
+
+# The resource's own resync interval. Config Connector's
+# `cnrm.cloud.google.com/reconcile-interval-in-seconds`, for deployplane: how often a
+# settled resource (Ready, or Stalled) is observed again on the control plane,
+# overriding the operator's DEPLOYPLANE_RESYNC_INTERVAL for that resource. Whole
+# seconds, `0` meaning never (the resource is still looked at on every change of its
+# spec or annotations, while a revision rolls and while errors are retried). A CRD's CEL
+# rules cannot see metadata, so a bad value cannot be refused at `kubectl apply`: the
+# pass keeps the operator's interval and says why in one Warning Event per value.
+
+RESYNC_ANNOTATION: Final = "deployplane.io/resync-interval"
+MIN_RESYNC_SECONDS: Final = 10
+"""Below this, resyncs of many resources would be a poll of the control plane."""
+MAX_RESYNC_SECONDS: Final = 7 * 24 * 3600
+NEVER: Final = None
+
+
+@dataclass(frozen=True)
+class Resync:
+    """The interval a resource asks for: seconds, or None for never."""
+
+    seconds: float | None
+    problem: str | None = None
+    """Why the annotation was not taken (the operator's interval applies), if it was not."""
+
+
+def annotation_value(body: Mapping[str, Any]) -> str | None:
+    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(RESYNC_ANNOTATION)
+    return None if value is None else str(value)
+
+
+def resync_of(body: Mapping[str, Any], default: float) -> Resync:
+    """The resync interval of the resource `body`: its annotation's, else `default`."""
+    raw = annotation_value(body)
+    if raw is None:
+        return Resync(default)
+    value = raw.strip()
+    if value.isdigit() and value.isascii():
+        seconds = int(value)
+        if seconds == 0:
+            return Resync(NEVER)
+        if MIN_RESYNC_SECONDS <= seconds <= MAX_RESYNC_SECONDS:
+            return Resync(float(seconds))
+    return Resync(
+        default,
+        f"annotation {RESYNC_ANNOTATION}={raw[:40]!r} ignored: it must be 0 (never) or "
+        f"whole seconds from {MIN_RESYNC_SECONDS} to {MAX_RESYNC_SECONDS}; the operator's "
+        f"{default:.0f}s applies",
+    )

@@ -23,8 +23,8 @@ from typing import Any, Final
 
 from deployplane.reconcile.finalizer import has_finalizer
 from deployplane.reconcile.marker import CreatePending, read_marker
-from deployplane.reconcile.resync import annotation_value as resync_annotation
 from deployplane.reconcile.schedule import PassHistory
+from deployplane.reconcile.schedule import annotation_value as resync_annotation
 
 PAUSED_ANNOTATION: Final = "deployplane.io/paused"
 ECHO_WAIT_SECONDS: Final = 30.0
