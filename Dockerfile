@@ -47,6 +47,7 @@ LABEL org.opencontainers.image.title="deployplane" \
       org.opencontainers.image.licenses="Apache-2.0"
 USER 10001:10001
 WORKDIR /tmp
-# 8080: Kopf liveness (/healthz); 9090: Prometheus /metrics (DEPLOYPLANE_METRICS_PORT).
-EXPOSE 8080 9090
+# 8080: liveness (/healthz, Kopf's); 8081: readiness (/readyz); 9090: Prometheus /metrics
+# (DEPLOYPLANE_METRICS_PORT).
+EXPOSE 8080 8081 9090
 ENTRYPOINT ["deployplane", "operator", "run"]

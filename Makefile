@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create the virtualenv and install deployplane with dev extras
 
-tools: ## build kube-apiserver, -controller-manager, -scheduler, kubectl, etcd, helm, kwok and the kstatus/PromQL checkers from Go modules (cached in ~/.cache/deployplane)
+tools: ## build kube-apiserver, -controller-manager, -scheduler, kubectl, etcd, helm, kwok, the kstatus/PromQL checkers and kube-score from Go modules (cached in ~/.cache/deployplane)
 	@bash tools/k8s/build.sh all
 
 node-tools: tools ## the real node's binaries: kubelet, kube-proxy, containerd (Go modules), pause (gcc), runc and CNI plugins (apt-get)

@@ -251,8 +251,13 @@ def _start_local(gitops: bool = False) -> DevCluster:
         f"[green]✓[/green] CRDs, the example connection and Listener applied in {NAMESPACE}"
     )
     env = _control_plane_env(cluster, url)
-    _spawn("operator", _cli("operator", "run", "--namespace", NAMESPACE), env=env)
-    console.print(f"[green]✓[/green] operator started (log: {STATE / 'operator.log'})")
+    # Every namespace, as the chart installs it by default: a resource applied without
+    # `-n` (in `default`) is reconciled too, with the operator's own connection.
+    _spawn("operator", _cli("operator", "run"), env=env)
+    console.print(
+        f"[green]✓[/green] operator started, watching every namespace (log: "
+        f"{STATE / 'operator.log'})"
+    )
     _start_listener_agent(cluster, url)
     # Deployments only once the agent runs: before it, the emulator would deploy a
     # revision on its timers, as for a listener without an agent.

@@ -323,6 +323,75 @@ INVALID: list[tuple[str, Obj | Update, str]] = [
         "spec.sourceConfig.repository.owner: Required value",
     ),
     ("name-empty", agd(GIT, name=""), "spec.name: Invalid value"),
+    # ---- resource numbers: integers where the published contract says integer, its
+    # bounds, and no minimum above its maximum or request above its limit (CEL)
+    *(
+        (
+            f"{field}-fractional",
+            agd(DOCKER, sourceConfig__resourceSpec={field: value}),
+            f"spec.sourceConfig.resourceSpec.{field} in body must be of type integer",
+        )
+        for field, value in (
+            ("minScale", 1.5),
+            ("maxScale", 1.5),
+            ("queueMinScale", 0.5),
+            ("queueMaxScale", 2.5),
+            ("orchestratorMaxScale", 1.25),
+            ("memoryMb", 512.5),
+            ("queueMemoryLimitMb", 0.1),
+            ("redisMemoryMb", 64.5),
+            ("dbStorageGi", 1.5),
+            ("dbMaxConnections", 99.9),
+        )
+    ),
+    (
+        "min-scale-negative",
+        agd(DOCKER, sourceConfig__resourceSpec={"minScale": -1}),
+        "spec.sourceConfig.resourceSpec.minScale in body should be greater than or equal to 0",
+    ),
+    (
+        "cpu-above-the-published-maximum",
+        agd(DOCKER, sourceConfig__resourceSpec={"cpu": 8.5}),
+        "spec.sourceConfig.resourceSpec.cpu in body should be less than or equal to 8",
+    ),
+    (
+        "queue-cpu-below-the-published-minimum",
+        agd(DOCKER, sourceConfig__resourceSpec={"queueCpu": 0.05}),
+        "spec.sourceConfig.resourceSpec.queueCpu in body should be greater than or equal to 0.1",
+    ),
+    (
+        "cpu-limit-above-the-published-maximum",
+        agd(DOCKER, sourceConfig__resourceSpec={"cpuLimit": 17}),
+        "spec.sourceConfig.resourceSpec.cpuLimit in body should be less than or equal to 16",
+    ),
+    *(
+        (
+            f"{low}-above-{high}",
+            agd(DOCKER, sourceConfig__resourceSpec={low: above, high: below}),
+            f"spec.sourceConfig.resourceSpec.{low}: Invalid value: "
+            f"spec.sourceConfig.resourceSpec.{low} must not be above "
+            f"spec.sourceConfig.resourceSpec.{high}",
+        )
+        for low, high, above, below in (
+            ("minScale", "maxScale", 5, 3),
+            ("queueMinScale", "queueMaxScale", 4, 1),
+            ("orchestratorMinScale", "orchestratorMaxScale", 2, 1),
+            ("cpu", "cpuLimit", 2, 1.5),
+            ("memoryMb", "memoryLimitMb", 1024, 512),
+            ("queueCpu", "queueCpuLimit", 1, 0.5),
+            ("queueMemoryMb", "queueMemoryLimitMb", 256, 128),
+            ("orchestratorCpu", "orchestratorCpuLimit", 2, 1),
+            ("orchestratorMemoryMb", "orchestratorMemoryLimitMb", 256, 128),
+            ("dbCpu", "dbCpuLimit", 1, 0.5),
+            ("dbMemoryMb", "dbMemoryLimitMb", 512, 256),
+        )
+    ),
+    (
+        "cpu-above-an-integer-cpuLimit",
+        agd(DOCKER, sourceConfig__resourceSpec={"cpu": 1.5, "cpuLimit": 1}),
+        "spec.sourceConfig.resourceSpec.cpu must not be above "
+        "spec.sourceConfig.resourceSpec.cpuLimit",
+    ),
     # ---- malformed UUIDs
     (
         "integration-id-not-uuid",
@@ -630,6 +699,36 @@ def test_valid_variants_are_accepted(
 ) -> None:
     created = _create(custom, namespace, manifest)
     assert created["spec"]["deletionPolicy"] == "Delete"  # defaulted or kept
+
+
+@pytest.mark.parametrize(
+    "resources",
+    [
+        {"minScale": 3, "maxScale": 3},
+        {"minScale": 0, "maxScale": 0},
+        {"minScale": 5},  # no maximum: nothing to compare
+        {"maxScale": 2.0},  # a whole number written as one with a point (YAML 2.0)
+        {"queueMinScale": 0, "queueMaxScale": 10},
+        {"orchestratorMinScale": 1, "orchestratorMaxScale": 1},
+        {"cpu": 0.1, "cpuLimit": 16},
+        {"cpu": 8, "cpuLimit": 8},
+        {"cpu": 0.5, "cpuLimit": 1},
+        {"memoryMb": 512, "memoryLimitMb": 512},
+        {"queueCpu": 1.5, "queueCpuLimit": 2, "queueMemoryMb": 1, "queueMemoryLimitMb": 2},
+        {"dbCpu": 0.25, "dbCpuLimit": 0.5, "dbMemoryMb": 0, "dbMemoryLimitMb": 1},
+        {"orchestratorCpu": 0, "orchestratorCpuLimit": 0},
+        {"dbStorageGi": 10, "dbMaxConnections": 100, "redisMemoryMb": 64},
+    ],
+    ids=lambda resources: "-".join(f"{k}={v}" for k, v in resources.items()),
+)
+def test_resource_numbers_next_to_a_refusal_are_accepted(
+    resources: Obj, custom: client.CustomObjectsApi, namespace: str
+) -> None:
+    """The valid neighbours of the refusals above: equal bounds, the published bounds
+    themselves, integers given to number fields."""
+    created = _create(custom, namespace, agd(DOCKER, sourceConfig__resourceSpec=resources))
+    kept = created["spec"]["sourceConfig"]["resourceSpec"]
+    assert kept == {key: int(v) if v == int(v) else v for key, v in resources.items()}
 
 
 def test_connections_and_references_to_them_are_accepted(

@@ -11,8 +11,9 @@ Every wait is bounded only to stop a hang; nothing asserts how long a step took.
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,6 +21,7 @@ import httpx
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from kubernetes.utils import parse_quantity
 from tests.e2e.operator_harness import (
     API_KEY,
     WORKSPACE,
@@ -49,9 +51,25 @@ def wait_until(what: str, probe: Callable[[], T | None], within: float = 120.0) 
     return polling.wait_until(what, probe, within, interval=0.25)
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _answers(url: str) -> int | None:
+    with contextlib.suppress(httpx.HTTPError):
+        return httpx.get(url, timeout=2).status_code
+    return None
+
+
 @dataclass
 class AgentProcess(CliProcess):
-    """`deployplane listener run` for the test's Listener."""
+    """`deployplane listener run` for the test's Listener, serving its probes as the
+    chart's kubelet asks them."""
+
+    liveness: str = field(default_factory=lambda: f"http://127.0.0.1:{_free_port()}/healthz")
+    readiness: str = field(default_factory=lambda: f"http://127.0.0.1:{_free_port()}/readyz")
 
     def arguments(self) -> list[str]:
         return [
@@ -61,14 +79,21 @@ class AgentProcess(CliProcess):
             LISTENER,
             "--namespace",
             self.namespace,
+            "--liveness",
+            self.liveness,
+            "--readiness",
+            self.readiness,
             "--verbose",
         ]
 
     def wait_running(self) -> None:
         """Until the agent has its listener's id and sent its first heartbeat: only then
         does the control plane hand it the deploy stages (before, the simulated pipeline
-        would deploy a revision on its timers, as for a listener without an agent)."""
+        would deploy a revision on its timers, as for a listener without an agent). Its
+        readiness says so too (the apiserver and the control plane answer), alive."""
         wait_until("the agent to run", lambda: "listener agent running" in self.log)
+        wait_until("the agent ready", lambda: _answers(self.readiness) == 200, within=30)
+        assert _answers(self.liveness) == 200
 
 
 @pytest.fixture(scope="module")
@@ -450,3 +475,68 @@ def test_real_containers_deployed_only_once_every_pod_passed_its_probe(
         if (s.metadata.labels or {}).get(COMPONENT) == "agent-server"
     ]
     assert _fetch_ok(k8s_api, agents_namespace, service).strip() == "ok"
+
+
+def _revisions(emulator: Emulator, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The deployment's revisions as the published API lists them, newest first."""
+    with httpx.Client(
+        base_url=emulator.url, headers={"X-Api-Key": API_KEY, "X-Tenant-Id": WORKSPACE}
+    ) as http:
+        page = http.get(f"/v2/deployments/{obj['status']['deploymentId']}/revisions").json()
+        found: list[dict[str, Any]] = page["resources"]
+        return found
+
+
+def test_an_unschedulable_rollout_recovers_by_a_smaller_memory_request_on_the_real_node(
+    operator: Any,
+    agent: AgentProcess,
+    resources: Resources,
+    emulator: Emulator,
+    namespace: str,
+    agents_namespace: str,
+    k8s_api: client.ApiClient,
+    workload_images: Workloads,
+    real_node_session: realnode.Session,
+) -> None:
+    """On the real node: an app that asks for more memory than the node has is
+    Unschedulable (the real scheduler's verdict), so its revision fails; patching
+    `memoryMb` down, and nothing else, ends Ready at the new generation on a new revision
+    of the same image, its server pods running as containers with the new request."""
+    assert not workload_images.simulated
+    cluster = Cluster(k8s_api, agents_namespace)
+    (node,) = cluster.core.list_node().items
+    node_mb = int(parse_quantity(node.status.allocatable["memory"]) / 10**6)
+    resources.create(LST, listener_body(namespace, agents_namespace))
+    agent.wait_running()
+    image = workload_images.agent_image(1)
+    body = deployment_body("roomy", image, agents_namespace)
+    body["spec"]["sourceConfig"]["resourceSpec"] = {"minScale": 1, "memoryMb": 2 * node_mb}
+    resources.create(AGD, body)
+    obj = resources.wait(AGD, "roomy", stalled, within=240, what="Stalled")
+    assert obj is not None
+    failed = condition(obj, "Stalled")
+    assert failed["reason"] == "DeployFailed", failed
+    assert "Unschedulable" in failed["message"], failed
+    assert "Insufficient memory" in failed["message"], failed
+    assert "the next change of the spec rolls a new revision" in failed["message"], failed
+
+    fix = {"spec": {"sourceConfig": {"resourceSpec": {"memoryMb": 256}}}}
+    resources.patch(AGD, "roomy", fix)
+    obj = resources.wait(AGD, "roomy", ready_for_generation, within=240, what="Ready")
+    assert obj is not None
+    assert obj["metadata"]["generation"] == 2
+    assert not stalled(obj), obj["status"]["conditions"]
+    history = _revisions(emulator, obj)
+    assert [r["status"] for r in history] == ["DEPLOYED", "DEPLOY_FAILED"], history
+    assert [r["source_revision_config"]["image_uri"] for r in history] == [image, image]
+    running = [
+        p
+        for p in cluster.server_pods()
+        if p.metadata.deletion_timestamp is None and p.status.phase == "Running"
+    ]
+    assert running, "no server pod of the fixed revision runs"
+    for pod in running:
+        assert pod.spec.node_name == node.metadata.name
+        assert pod.spec.containers[0].resources.requests["memory"] == "256M", pod.spec
+        assert pod.spec.containers[0].image == image
+        assert all(s.ready and s.state.running for s in pod.status.container_statuses)

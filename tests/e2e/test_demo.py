@@ -1,5 +1,8 @@
 """The README's main command: `deployplane demo up` (what `make demo` runs) brings every
-example to Ready, works twice in a row, and `demo down` leaves no process behind."""
+example to Ready, works twice in a row, and `demo down` leaves no process behind. On the
+running demo: the commands it ends with, and every `kubectl`/`deployplane` command of
+README.md's and docs/install.md's shell blocks (tests/support/doccommands.py), run as
+printed; its operator reconciles a resource applied without `-n` (in `default`)."""
 
 from __future__ import annotations
 
@@ -7,10 +10,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from kubernetes import client
+from tests.support.doccommands import doc_commands, why_not_on_the_demo
 
+from deployplane.api.connection import ENV_API_KEY, ENV_URL
+from deployplane.demo import DEMO_API_KEY
 from deployplane.devcluster import DevCluster
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,6 +63,10 @@ def test_demo_brings_examples_to_ready_twice_and_down_cleans_up(
             _assert_example_agent_runs_in_agents(state)
             if attempt == 1:
                 _closing_commands_run_as_printed(up.stdout)
+                began = time.monotonic()
+                _doc_commands_run_on_the_demo(state)
+                _a_resource_in_any_namespace_is_reconciled(state)
+                print(f"docs' commands and a resource in default: {time.monotonic() - began:.1f} s")
     finally:
         down = _demo("down", state=state, timeout=120)
     assert down.returncode == 0, down.stderr
@@ -109,3 +120,77 @@ def _closing_commands_run_as_printed(stdout: str) -> None:
     assert done.returncode == 0, f"{script}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
     assert "support-bot" in done.stdout
     assert "agentdeployment.deployplane.io/support-bot" in done.stdout
+
+
+def _demo_shell(state: Path) -> dict[str, str]:
+    """The environment of a shell set up as `up`'s closing lines set it."""
+    cluster = DevCluster.attach(state / "cluster")
+    assert cluster is not None
+    kubectl = cluster.tools.kubectl
+    assert kubectl is not None
+    bins = f"{kubectl.absolute().parent}:{Path(sys.executable).parent}"
+    return {
+        **os.environ,
+        "KUBECONFIG": str(cluster.kubeconfig.absolute()),
+        "PATH": f"{bins}:{os.environ['PATH']}",
+        ENV_URL: (state / "emulator.url").read_text().strip(),
+        ENV_API_KEY: DEMO_API_KEY,
+    }
+
+
+def _doc_commands_run_on_the_demo(state: Path) -> None:
+    """Each command the docs give, copied as written, from the repository's root (they
+    name `examples/...`): every one succeeds, or its rule says why it cannot run here."""
+    env = _demo_shell(state)
+    ran = []
+    for command in doc_commands(REPO):
+        why = why_not_on_the_demo(command)
+        if why is not None:
+            print(f"not on the demo ({why}): {command}")
+            continue
+        done = subprocess.run(
+            ["bash", "-o", "pipefail", "-c", command.text],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=REPO,
+            env=env,
+        )
+        assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+        ran.append(command)
+    assert ran, "no command of the docs ran"
+    print(f"{len(ran)} commands of the docs ran on the demo")
+
+
+STRAY = """\
+apiVersion: deployplane.io/v1alpha1
+kind: AgentDeployment
+metadata:
+  name: stray-bot
+spec:
+  source: external_docker
+  sourceRevisionConfig:
+    imageUri: registry.example.com/acme/stray-bot:1
+"""
+
+
+def _a_resource_in_any_namespace_is_reconciled(state: Path) -> None:
+    """Applied without `-n` (into `default`, which has no connection of its own): the
+    operator watches every namespace and reconciles it with its own connection (the
+    emulator's built-in data plane runs it), and its log said what it watches."""
+    env = _demo_shell(state)
+
+    def kubectl(*args: str, stdin: str | None = None) -> str:
+        done = subprocess.run(
+            ["kubectl", *args], input=stdin, capture_output=True, text=True, timeout=200, env=env
+        )
+        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr[-2000:]}"
+        return done.stdout
+
+    kubectl("apply", "-f", "-", stdin=STRAY)
+    try:
+        kubectl("wait", "--for=condition=Ready", "agentdeployment/stray-bot", "--timeout=180s")
+    finally:
+        kubectl("delete", "agentdeployment", "stray-bot", "--timeout=120s")
+    log = (state / "operator.log").read_text(errors="replace")
+    assert "watching every namespace (cluster-wide)" in log

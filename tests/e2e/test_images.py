@@ -122,7 +122,7 @@ def test_make_image_exports_deployplane_dev_named_for_ctr_import(app_archive: Pa
     assert image["User"] == "10001:10001"
     assert image["Entrypoint"] == ["deployplane", "operator", "run"]
     assert image["WorkingDir"] == "/tmp"
-    assert set(image["ExposedPorts"]) == {"8080/tcp", "9090/tcp"}
+    assert set(image["ExposedPorts"]) == {"8080/tcp", "8081/tcp", "9090/tcp"}
     assert config["os"] == "linux"
     assert config["architecture"] == "amd64"
 

@@ -6,6 +6,7 @@ the custom resources' status, Events, `kubectl wait`, and the control plane's st
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import subprocess
 import time
@@ -13,8 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 from tests.e2e.operator_harness import (
     API_KEY,
     INTEGRATION,
@@ -870,3 +873,57 @@ def test_a_status_wiped_by_hand_is_repaired_on_its_event_not_at_the_resync(
     assert repaired["status"]["deploymentId"] == ready["status"]["deploymentId"]
     assert create_marker(repaired) == name
     left_alone(resources, AGD, name, untouched)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def test_a_resource_outside_the_operators_scope_is_never_seen_and_the_scope_says_so(
+    resources: Resources,
+    emulator: Emulator,
+    kubeconfig: Path,
+    namespace: str,
+    k8s_api: client.ApiClient,
+    crds: None,
+    tmp_path: Path,
+) -> None:
+    """What docs/install.md ("The operator's scope") tells a user to look at: an operator
+    watching one namespace logs it at start and its /healthz names it; a resource in
+    another namespace gets no status, no finalizer, no annotation and no Event, while
+    one in the watched namespace beside it is reconciled to Ready."""
+    elsewhere = f"{namespace[:50]}-else"
+    core = client.CoreV1Api(k8s_api)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=elsewhere)))
+    outside = Resources(k8s_api, elsewhere)
+    port = _free_port()
+    liveness = ("--liveness", f"http://127.0.0.1:{port}/healthz")
+    env = operator_env(emulator, kubeconfig)
+    operator = OperatorProcess(
+        namespace, env, tmp_path / "operator.log", extra_args=liveness
+    ).start()
+    try:
+        outside.create(AGD, docker("stray"))
+        resources.create(AGD, docker("seen"))
+        resources.wait(AGD, "seen", ready_for_generation, within=120, what="Ready")
+        health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10)
+        assert health.status_code == 200, health.text
+        assert health.json()["scope"] == {"watching": namespace}
+    finally:
+        operator.stop()
+        with contextlib.suppress(ApiException):
+            core.delete_namespace(elsewhere)
+    stray = outside.get(AGD, "stray")
+    assert stray is not None
+    assert "status" not in stray or stray["status"] == {"observedGeneration": 0}, stray["status"]
+    assert not stray["metadata"].get("finalizers"), stray["metadata"]
+    assert EXTERNAL_NAME_ANNOTATION not in (stray["metadata"].get("annotations") or {})
+    events = core.list_namespaced_event(elsewhere).items
+    assert [e for e in events if e.involved_object.name == "stray"] == []
+    assert emulator.deployments_named("stray") == []
+    assert f"watching namespaces {namespace} only" in operator.log

@@ -16,6 +16,7 @@ import itertools
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -25,12 +26,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 from kubernetes import client
 from tests.e2e.operator_harness import (
     REPO,
     Emulator,
+    OperatorProcess,
     Resources,
     condition,
     kopf_operator,
@@ -234,6 +237,81 @@ def wait_refused(dev_cluster: E2ECluster, token: str) -> None:
                     return
         time.sleep(0.5)
     raise AssertionError("the revoked token is still accepted")
+
+
+def _probe(url: str) -> int | None:
+    """The status a probe gets within the kubelet's timeout (None: no answer)."""
+    try:
+        return httpx.get(url, timeout=2).status_code
+    except httpx.HTTPError:
+        return None
+
+
+def _wait_status(url: str, status: int, within: float) -> str:
+    """The body of `url` once it answers `status`; the last answer in the failure."""
+    deadline, last = time.monotonic() + within, ""
+    while time.monotonic() < deadline:
+        try:
+            got = httpx.get(url, timeout=2)
+        except httpx.HTTPError as exc:
+            last = repr(exc)
+        else:
+            if got.status_code == status:
+                return got.text
+            last = f"{got.status_code} {got.text}"
+        time.sleep(0.5)
+    raise AssertionError(f"{url} never answered {status} in {within:g}s; last: {last}")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_the_apiserver_or_control_plane_lost_makes_the_operator_unready_never_dead(
+    resources: Resources,
+    emulator: Emulator,
+    operator_kubeconfig: Path,
+    namespace: str,
+    proxy: ApiServerProxy,
+    tmp_path: Path,
+) -> None:
+    """`deployplane operator run --liveness ... --readiness ...` as the chart runs it:
+    the apiserver lost (its address refuses connections), then the control plane, make
+    /readyz answer 503 saying which, while /healthz keeps answering 200; each back, the
+    operator is ready again without a restart. A frozen process answers neither."""
+    live = f"http://127.0.0.1:{_free_port()}/healthz"
+    ready = f"http://127.0.0.1:{_free_port()}/readyz"
+    env = operator_env(emulator, operator_kubeconfig, DEPLOYPLANE_UNHEALTHY_AFTER="2")
+    probes = ("--liveness", live, "--readiness", ready)
+    operator = OperatorProcess(namespace, env, tmp_path / "operator.log", extra_args=probes)
+    operator.start()
+    try:
+        _wait_status(ready, 200, 60)
+        assert _probe(live) == 200
+        proxy.stop()  # the apiserver lost: its address refuses connections
+        assert "kubernetes" in _wait_status(ready, 503, 90)
+        assert _probe(live) == 200, "alive: a restart cannot bring the apiserver back"
+        proxy.start()
+        _wait_status(ready, 200, 120)
+        emulator.stop()  # the control plane lost
+        try:
+            assert "control plane" in _wait_status(ready, 503, 30)
+            assert _probe(live) == 200
+        finally:
+            emulator.start()
+        _wait_status(ready, 200, 30)
+        assert operator.process is not None
+        os.kill(operator.process.pid, signal.SIGSTOP)  # frozen: nothing answers
+        try:
+            assert _probe(live) is None
+        finally:
+            os.kill(operator.process.pid, signal.SIGCONT)
+        assert _probe(live) == 200
+        assert operator.process.poll() is None, "never restarted"
+    finally:
+        operator.stop()
 
 
 def test_429_with_retry_after_spaces_the_requests_as_told(

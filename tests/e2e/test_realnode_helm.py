@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import subprocess
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -229,9 +230,8 @@ def test_chart_runs_for_real_and_brings_the_examples_to_ready(
         assert pod.spec.node_name == "deployplane-node", pod.metadata.name
         for container in pod.spec.containers:
             assert container.image == realnode.APP_TAG, container.image
-            if pod.metadata.labels[COMPONENT] != "listener-agent":  # no port: no probe
-                assert container.readiness_probe is not None, container.name
-                assert container.liveness_probe is not None, container.name
+            assert container.readiness_probe is not None, container.name
+            assert container.liveness_probe is not None, container.name
         assert all(s.ready for s in pod.status.container_statuses), pod.metadata.name
 
     operators = _operator_pods(core, namespace)
@@ -305,6 +305,124 @@ def _examples_deployed_by_the_agent_pod(
     wait_until(
         "the agent to remove the workloads",
         lambda: not apps.list_namespaced_deployment(agents).items or None,
+    )
+
+
+def _pod_of(core: client.CoreV1Api, namespace: str, component: str) -> str:
+    (name,) = [
+        p.metadata.name
+        for p in core.list_namespaced_pod(namespace).items
+        if p.metadata.labels[COMPONENT] == component
+    ]
+    return str(name)
+
+
+def _container_status(core: client.CoreV1Api, namespace: str, name: str) -> Any:
+    (status,) = core.read_namespaced_pod(name, namespace).status.container_statuses
+    return status
+
+
+def _ctr_signal(session: realnode.Session, container_id: str, signal_name: str) -> None:
+    """`ctr tasks kill --signal` of a container's main process, inside the node."""
+    ctr = session.cluster.tools.bin_dir / "ctr"
+    cid = container_id.split("://", 1)[1]
+    argv = images.ctr_argv(session.holder_pid(), ctr, "tasks", "kill", "--signal", signal_name, cid)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def _local_disk(cluster: E2ECluster, namespace: str, pod: str, path: str) -> int:
+    """Kibibytes under `path` in `pod` (du inside the container)."""
+    out = kubectl(cluster, "exec", "-n", namespace, pod, "--", "du", "-sk", path).stdout
+    return int(out.split()[0])
+
+
+def test_a_frozen_operator_is_restarted_and_one_waiting_on_the_control_plane_is_not(
+    helm_release: dict[str, str],
+    dev_cluster: E2ECluster,
+    k8s_api: client.ApiClient,
+    real_node_session: realnode.Session,
+) -> None:
+    """The probes for real, on the two replicas at once: replica A's process frozen
+    (SIGSTOP: the event loop answers nothing) is restarted by the kubelet through its
+    liveness probe; replica B, running but with the control plane unreachable (the
+    emulator's Service selects no pod), turns unready and is not restarted, and so does
+    the listener agent. None had restarted before: the probes kept them Ready through the
+    module's normal work. The control plane back, all are Ready again."""
+    namespace = helm_release["namespace"]
+    core, apps = client.CoreV1Api(k8s_api), client.AppsV1Api(k8s_api)
+    wait_until("the release Available", lambda: _available(apps, namespace))
+    first, second = sorted(p.metadata.name for p in _operator_pods(core, namespace))
+    before = {name: _container_status(core, namespace, name) for name in (first, second)}
+    assert all(s.ready and s.restart_count == 0 for s in before.values()), before
+    tmp_kib = _local_disk(dev_cluster, namespace, first, "/tmp")
+    logs = kubectl(dev_cluster, "logs", "-n", namespace, first).stdout
+    emulator_pod, agent = (_pod_of(core, namespace, c) for c in ("emulator", "listener-agent"))
+    agent_before = _container_status(core, namespace, agent)
+    assert agent_before.ready, agent_before
+    assert agent_before.restart_count == 0, agent_before
+    data_kib = _local_disk(dev_cluster, namespace, emulator_pod, "/data")
+    print(f"operator /tmp {tmp_kib} KiB, its log {len(logs.encode()) // 1024} KiB; "
+          f"emulator /data {data_kib} KiB")  # fmt: skip
+
+    service = next(
+        s for s in core.list_namespaced_service(namespace).items
+        if s.metadata.name.endswith("-emulator")
+    )  # fmt: skip
+    selector = dict(service.spec.selector)
+    nowhere = {"deployplane.io/test": "control-plane-unreachable"}
+    started = time.monotonic()
+    core.patch_namespaced_service(service.metadata.name, namespace, {"spec": {"selector": nowhere}})
+    try:
+        _ctr_signal(real_node_session, before[first].container_id, "SIGSTOP")
+        unready = wait_until(
+            "replica B unready",
+            lambda: (s := _container_status(core, namespace, second)) and not s.ready and s,
+            within=120,
+        )
+        seen_unready = time.monotonic() - started
+        agent_unready = wait_until(
+            "the listener agent unready",
+            lambda: (s := _container_status(core, namespace, agent)) and not s.ready and s,
+            within=120,
+        )
+        seen_agent_unready = time.monotonic() - started
+        restarted = wait_until(
+            "the kubelet to restart frozen replica A",
+            lambda: (
+                (s := _container_status(core, namespace, first)).restart_count
+                > before[first].restart_count
+                and s
+            ),
+            within=120,
+        )
+        seen_restart = time.monotonic() - started
+        assert restarted.last_state.terminated is not None
+        assert unready.restart_count == before[second].restart_count
+        assert agent_unready.restart_count == agent_before.restart_count
+        events = core.list_namespaced_event(
+            namespace, field_selector=f"involvedObject.name={first},reason=Unhealthy"
+        ).items
+        assert any("Liveness probe failed" in (e.message or "") for e in events), events
+    finally:  # a merge patch: the added key goes (null), the others stay as they were
+        back = {"spec": {"selector": {**dict.fromkeys(nowhere), **selector}}}
+        core.patch_namespaced_service(service.metadata.name, namespace, back)
+        restored = core.read_namespaced_service(service.metadata.name, namespace)
+        assert restored.spec.selector == selector
+    wait_until(
+        "both replicas and the listener agent Ready again",
+        lambda: all(_container_status(core, namespace, n).ready for n in (first, second, agent)),
+        within=180,
+    )
+    seen_ready = time.monotonic() - started
+    after = _container_status(core, namespace, second)
+    assert after.restart_count == before[second].restart_count, "B was never restarted"
+    agent_after = _container_status(core, namespace, agent)
+    assert agent_after.restart_count == agent_before.restart_count, "nor was the agent"
+    print(
+        f"control plane cut and A frozen -> B unready {seen_unready:.0f} s, the agent "
+        f"unready {seen_agent_unready:.0f} s, A restarted {seen_restart:.0f} s; control "
+        f"plane back -> all Ready {seen_ready:.0f} s"
     )
 
 

@@ -93,7 +93,7 @@ async def test_strict_mode_turns_every_extension_off(
     strict: tuple[FastAPI, httpx.AsyncClient],
 ) -> None:
     _, api = strict
-    for path in ("/_emulator/stats", "/_emulator/faults", "/healthz", "/v2/nowhere"):
+    for path in ("/_emulator/stats", "/_emulator/faults", "/healthz", "/readyz", "/v2/nowhere"):
         assert (await api.get(path)).status_code == 404, path
     for name in ("alpha", "alphabet"):
         assert (await api.post("/v2/deployments", json=image_body(name))).status_code == 201

@@ -64,12 +64,14 @@ async def test_every_endpoint_requires_a_valid_credential(
     assert KEY_A not in response.text
 
 
-async def test_healthz_needs_no_credential(emulator: Emulator) -> None:
+async def test_the_probes_need_no_credential(emulator: Emulator) -> None:
     app, _ = emulator
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://emulator") as anonymous:
-        response = await anonymous.get("/healthz")
-    assert response.status_code == 200
+        alive = await anonymous.get("/healthz")
+        ready = await anonymous.get("/readyz")
+    assert (alive.status_code, ready.status_code) == (200, 200)
+    assert ready.json() == {"status": "ok"}
 
 
 async def test_bearer_token_authenticates(api: httpx.AsyncClient) -> None:

@@ -174,6 +174,37 @@ async def test_malformed_uuid_and_wrong_types_are_422(api: httpx.AsyncClient) ->
     assert (await api.post("/v2/deployments", content=b"{not json")).status_code == 422
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "accepted"),
+    [
+        ("max_scale", 1.5, False),
+        ("queue_min_scale", 0.5, False),
+        ("memory_mb", 512.25, False),
+        ("db_storage_gi", 1.5, False),
+        ("max_scale", 2.0, True),  # a whole number, written with a point
+        ("cpu", 1.5, True),  # a number, as published
+    ],
+)
+async def test_published_integers_must_be_whole(
+    api: httpx.AsyncClient, field: str, value: float, accepted: bool
+) -> None:
+    """The published ResourceSpec types replica counts and sizes `integer`: a fraction is
+    422 naming the field, at the PATCH as at the create (never a rollout that fails)."""
+    body = image_body()
+    body["source_config"]["resource_spec"] = {field: value}
+    created = await api.post("/v2/deployments", json=body)
+    patch = {"source_config": {"resource_spec": {field: value}}}
+    valid = (await api.post("/v2/deployments", json=image_body("whole"))).json()
+    patched = await api.patch(f"/v2/deployments/{valid['id']}", json=patch)
+    if accepted:
+        assert (created.status_code, patched.status_code) == (201, 200), created.text
+        return
+    for response in (created, patched):
+        assert response.status_code == 422, response.text
+        loc = response.json()["detail"][0]["loc"]
+        assert loc == ["body", "source_config", "resource_spec", field]
+
+
 async def test_unknown_request_fields_are_ignored(api: httpx.AsyncClient) -> None:
     body = {**image_body(), "future_field": {"x": 1}}
     body["source_config"]["shiny_new_knob"] = True

@@ -26,6 +26,7 @@ from _controlplane_harness import (  # noqa: F401  (fixtures are used by name)
     wait_for,
 )
 
+from deployplane.controlplane.db import Database
 from deployplane.controlplane.middleware import FaultState
 from deployplane.controlplane.settings import MAX_LATENCY_MS, ConfigError, parse_config
 
@@ -42,6 +43,7 @@ async def test_error_rate_one_answers_errors_without_performing(tmp_path: Path) 
         assert set(statuses) <= {500, 502, 503, 429}
         assert len(statuses) > 1  # a mix, not one code
         assert (await client.get("/healthz")).status_code == 200  # never faulted
+        assert (await client.get("/readyz")).status_code == 200
         switched = await client.put("/_emulator/faults", json={"error_rate": 0}, headers=ADMIN)
         assert switched.json() == {"error_rate": 0.0, "latency_ms": 0.0}
         listed = await client.get("/v2/deployments")
@@ -68,7 +70,7 @@ async def test_faults_switch_at_runtime_and_are_validated(api: httpx.AsyncClient
 
 async def test_emulator_endpoints_are_not_in_the_openapi_document(api: httpx.AsyncClient) -> None:
     paths = (await api.get("/openapi.json")).json()["paths"]
-    assert not [path for path in paths if path.startswith("/_emulator") or path == "/healthz"]
+    assert not [p for p in paths if p.startswith("/_emulator") or p in ("/healthz", "/readyz")]
 
 
 async def test_stats_count_requests_by_route_template_and_status(api: httpx.AsyncClient) -> None:
@@ -199,3 +201,24 @@ async def test_stopping_ends_injected_delays(tmp_path: Path) -> None:
         # bounds a hang only: the delay left was ~10 s
         answer = await asyncio.wait_for(in_flight, timeout=MAX_LATENCY_MS / 2000)
         assert answer.status_code == 200
+
+
+async def test_a_database_away_makes_the_emulator_unready_not_dead(tmp_path: Path) -> None:
+    """Readiness asks the database; liveness only the server: an emulator whose
+    database is away leaves its Service's endpoints instead of being restarted."""
+    async with running_app(make_settings(tmp_path)) as (app, client):
+        assert (await client.get("/readyz")).status_code == 200
+        kept = app.state.db
+        broken = tmp_path / "broken.db"
+        broken.write_bytes(b"not a database file " * 100)
+        app.state.db = Database(f"sqlite+aiosqlite:///{broken}")
+        try:
+            unready = await client.get("/readyz")
+            assert unready.status_code == 503
+            assert unready.json()["status"] == "unready"
+            assert "file is not a database" in unready.json()["database"]
+            assert (await client.get("/healthz")).status_code == 200
+        finally:
+            await app.state.db.dispose()
+            app.state.db = kept
+        assert (await client.get("/readyz")).status_code == 200

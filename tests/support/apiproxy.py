@@ -12,7 +12,8 @@ Faults, each switched on by the test:
   503 (a watch gap), and `cut_watches()` ends the streams open now;
 - `arrivals`: (time, method, path, query, status) of every request, for the assertions.
 
-Runs its own event loop on a thread; `start()` it, read `url`, `stop()` it.
+Runs its own event loop on a thread; `start()` it, read `url`, `stop()` it (the apiserver
+is then lost to its clients: connections refused), `start()` it again on the same port.
 """
 
 from __future__ import annotations
@@ -119,7 +120,9 @@ class ApiServerProxy:
         # the default (60 s) outlasted stop()'s join, leaving the thread behind.
         runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
         loop.run_until_complete(runner.setup())
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        # 0 picks a free port; a restart (start() after stop()) takes the same one again,
+        # so a kubeconfig naming the proxy reaches it once it is back.
+        site = web.TCPSite(runner, "127.0.0.1", self.port)
         loop.run_until_complete(site.start())
         self.port = runner.addresses[0][1]
         ready.set()

@@ -29,6 +29,15 @@ class FakeKube:
     specs: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     """Custom resources' specs, for `read_object` (their status is in `statuses`)."""
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    apiserver_away: str | None = None
+    """Why the apiserver does not answer the readiness question (None: it answers)."""
+
+    async def get_path(self, path: str) -> tuple[int, bytes]:
+        """Only the apiserver's /readyz: a 500 naming `apiserver_away` when set."""
+        assert path == "/readyz", path
+        if self.apiserver_away is None:
+            return 200, b"ok"
+        return 500, self.apiserver_away.encode()
 
     def put_secret(self, namespace: str, name: str, data: Mapping[str, str]) -> None:
         # Round-trip through base64 as the real API does, to keep the fake honest.

@@ -92,6 +92,7 @@ def test_defaults_install_the_operator_cluster_wide(rendered: dict[str, list[Doc
             "Deployment",
             "Service",
             "PodDisruptionBudget",
+            "NetworkPolicy",
         ]
     )
     deployment = operator_deployment(docs)
@@ -101,7 +102,12 @@ def test_defaults_install_the_operator_cluster_wide(rendered: dict[str, list[Doc
     assert deployment["spec"]["strategy"] == {"type": "Recreate"}
     container = operator_container(docs)
     assert container["command"] == ["deployplane", "operator", "run"]
-    assert container["args"][:2] == ["--liveness", "http://0.0.0.0:8080/healthz"]
+    assert container["args"][:4] == [
+        "--liveness",
+        "http://0.0.0.0:8080/healthz",
+        "--readiness",
+        "http://0.0.0.0:8081/readyz",
+    ]
     assert "--json-logs" in container["args"]
     assert "--peering" not in container["args"]
     env = env_of(container)
@@ -112,10 +118,9 @@ def test_defaults_install_the_operator_cluster_wide(rendered: dict[str, list[Doc
     assert (env["DEPLOYPLANE_EVENT_QPS"], env["DEPLOYPLANE_EVENT_BURST"]) == ("10", "50")
     assert {p["name"]: p["containerPort"] for p in container["ports"]} == {
         "health": 8080,
+        "ready": 8081,
         "metrics": 9090,
     }
-    for probe in ("livenessProbe", "readinessProbe"):
-        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "health"}
     binding = find(docs, "ClusterRoleBinding")
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "deployplane", "namespace": chart.NAMESPACE}
@@ -132,6 +137,9 @@ def test_metrics_service_selects_the_operator_pods(rendered: dict[str, list[Doc]
     assert service["spec"]["ports"] == [
         {"name": "metrics", "port": 9090, "targetPort": "metrics", "protocol": "TCP"}
     ]
+    # An operator unready because its control plane is away is still scraped: its
+    # metrics are what say why.
+    assert service["spec"]["publishNotReadyAddresses"] is True
 
 
 def test_pod_disruption_budget_selects_the_operator(rendered: dict[str, list[Doc]]) -> None:
@@ -419,6 +427,209 @@ def test_builtin_dataplane_rbac_is_the_listener_agents_in_its_namespace_only(
     assert env["DEPLOYPLANE_NETWORK_POLICY"] == str(network_policy).lower()
 
 
+# ---------------------------------------------------- probes, sizes, strategy
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_liveness_and_readiness_are_different_endpoints(
+    variant: str, rendered: dict[str, list[Doc]]
+) -> None:
+    """Liveness asks whether the process is stuck, readiness whether it can work: a
+    liveness probe that failed with readiness would restart pods waiting on an outage."""
+    for deployment in find_all(rendered[variant], "Deployment"):
+        for container in deployment["spec"]["template"]["spec"]["containers"]:
+            if "livenessProbe" not in container:
+                continue
+            live, ready = container["livenessProbe"], container["readinessProbe"]
+            assert live["httpGet"] != ready["httpGet"], deployment["metadata"]["name"]
+
+
+def test_the_operators_probes_and_their_timing() -> None:
+    container = operator_container(chart.render())
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    live, ready = container["livenessProbe"], container["readinessProbe"]
+    assert live["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert ready["httpGet"] == {"path": "/readyz", "port": "ready"}
+    args = container["args"]
+    assert args[args.index("--liveness") + 1] == f"http://0.0.0.0:{ports['health']}/healthz"
+    assert args[args.index("--readiness") + 1] == f"http://0.0.0.0:{ports['ready']}/readyz"
+    # A frozen operator is restarted within about half a minute, without the pod's
+    # whole grace period (a stopped process handles no SIGTERM).
+    assert live["periodSeconds"] * live["failureThreshold"] == 30
+    assert live["terminationGracePeriodSeconds"] == 10
+    moved = operator_container(chart.render({"health": {"port": 7000, "readinessPort": 7001}}))
+    assert {p["name"]: p["containerPort"] for p in moved["ports"]}["ready"] == 7001
+    assert "http://0.0.0.0:7001/readyz" in moved["args"]
+    clash = chart.render_error({"health": {"port": 8080, "readinessPort": 8080}})
+    assert "health.port and health.readinessPort must differ" in clash
+
+
+def test_emulator_readiness_asks_its_database() -> None:
+    docs = chart.render({"emulator": {"enabled": True}})
+    (container,) = find(docs, "Deployment", "deployplane-emulator")["spec"]["template"]["spec"][
+        "containers"
+    ]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+
+
+def test_the_listener_agents_probes_are_the_operators_questions() -> None:
+    """Its own liveness (the loop answers, the heartbeat lives) and readiness (running,
+    the apiserver and the control plane answer), with the operator's ports and timings."""
+    values = {"listenerAgent": {"enabled": True, "listenerName": "x", "namespaces": ["a"]}}
+    docs = chart.render(values)
+    deployment = find(docs, "Deployment", f"{chart.RELEASE}-listener-agent")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"health": 8080, "ready": 8081}
+    args = container["args"]
+    assert args[args.index("--liveness") + 1] == "http://0.0.0.0:8080/healthz"
+    assert args[args.index("--readiness") + 1] == "http://0.0.0.0:8081/readyz"
+    operator = operator_container(docs)
+    for probe, path, port in (
+        ("livenessProbe", "/healthz", "health"),
+        ("readinessProbe", "/readyz", "ready"),
+    ):
+        assert container[probe] == {**operator[probe], "httpGet": {"path": path, "port": port}}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_container_requests_and_limits_its_local_disk(
+    variant: str, rendered: dict[str, list[Doc]]
+) -> None:
+    """Ephemeral storage: the /tmp emptyDir and the log files count against it; a pod
+    without a limit can fill its node's disk, one without a request lands anywhere."""
+    for name, pod in _pod_specs(rendered[variant]):
+        tmp = next(v for v in pod["volumes"] if v["name"] == "tmp")
+        for c in pod["containers"]:
+            requested = c["resources"]["requests"]["ephemeral-storage"]
+            limit = c["resources"]["limits"]["ephemeral-storage"]
+            assert _mebibytes(requested) < _mebibytes(limit), name
+            assert _mebibytes(tmp["emptyDir"]["sizeLimit"]) < _mebibytes(limit), name
+
+
+def _mebibytes(quantity: str) -> int:
+    units = {"Mi": 1, "Gi": 1024}
+    return int(quantity[:-2]) * units[quantity[-2:]]
+
+
+def test_the_update_strategy_is_explicit_for_one_replica_and_for_a_peered_pair() -> None:
+    """One standalone replica is replaced by Recreate: a rolling update would start the
+    new operator while the old one still drains its passes (two reconcilers). A peered
+    pair rolls: the new pod is Ready before an old one stops, peering keeps one active."""
+    alone = operator_deployment(chart.render())["spec"]["strategy"]
+    assert alone == {"type": "Recreate"}
+    pair = operator_deployment(chart.render({"replicaCount": 2}))["spec"]["strategy"]
+    assert pair == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+
+
+# ------------------------------------------------------------- NetworkPolicies
+
+
+def _policy(docs: list[Doc], name: str) -> Doc:
+    return find(docs, "NetworkPolicy", name)
+
+
+def _egress_ports(policy: Doc) -> list[set[tuple[str, int]]]:
+    return [
+        {(p["protocol"], p["port"]) for p in rule["ports"]} for rule in policy["spec"]["egress"]
+    ]
+
+
+def test_the_operator_policy_lets_out_only_the_api_dns_and_control_plane() -> None:
+    docs = chart.render()
+    policy = _policy(docs, "deployplane")
+    spec = policy["spec"]
+    pod_labels = operator_deployment(docs)["spec"]["template"]["metadata"]["labels"]
+    assert spec["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    assert spec["policyTypes"] == ["Ingress", "Egress"]
+    assert spec["ingress"] == [
+        {"from": [{"namespaceSelector": {}}], "ports": [{"protocol": "TCP", "port": 9090}]}
+    ]
+    api, dns = spec["egress"]
+    assert api["to"] == [{"ipBlock": {"cidr": "0.0.0.0/0"}}, {"ipBlock": {"cidr": "::/0"}}]
+    assert _egress_ports(policy) == [
+        {("TCP", 443), ("TCP", 6443)},
+        {("UDP", 53), ("TCP", 53)},
+    ]
+    assert dns["to"] == [
+        {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
+            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+        }
+    ]
+    # Every shard instance carries the operator's labels: one policy covers them all.
+    sharded = chart.render({"replicaCount": 2, "shards": ["a"]})
+    selector = _policy(sharded, "deployplane")["spec"]["podSelector"]["matchLabels"]
+    for deployment in find_all(sharded, "Deployment"):
+        assert selector.items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+
+
+@pytest.mark.parametrize(
+    ("url", "port"),
+    [
+        ("https://control.example.com", 443),
+        ("http://control.example.com/base", 80),
+        ("https://control.example.com:8443/api", 8443),
+    ],
+)
+def test_the_control_plane_is_let_out_on_its_urls_port(url: str, port: int) -> None:
+    values = {"controlPlane": {"url": url, "apiKeySecret": {"name": "cp"}}}
+    policy = _policy(chart.render(values), "deployplane")
+    rule = policy["spec"]["egress"][2]
+    assert rule["ports"] == [{"protocol": "TCP", "port": port}]
+    assert rule["to"][0] == {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["169.254.169.254/32"]}}
+    if port == 8443:  # narrowed to the control plane's own address
+        to = [{"ipBlock": {"cidr": "203.0.113.7/32"}}]
+        narrowed = {**values, "networkPolicy": {"controlPlane": {"to": to}}}
+        assert _policy(chart.render(narrowed), "deployplane")["spec"]["egress"][2]["to"] == to
+
+
+def test_the_emulator_and_the_listener_agent_get_their_own_policies() -> None:
+    values = {
+        "emulator": {"enabled": True},
+        "listenerAgent": {"enabled": True, "listenerName": "x", "namespaces": ["a"]},
+        "networkPolicy": {"extraEgress": [{"ports": [{"protocol": "TCP", "port": 5000}]}]},
+    }
+    docs = chart.render(values)
+    emulator_labels = find(docs, "Deployment", "deployplane-emulator")["spec"]["template"][
+        "metadata"
+    ]["labels"]
+    to_emulator = {
+        "to": [{"podSelector": {"matchLabels": emulator_labels}}],
+        "ports": [{"protocol": "TCP", "port": 8124}],
+    }
+    operator, emulator, agent = (
+        _policy(docs, name)
+        for name in ("deployplane", "deployplane-emulator", "deployplane-listener-agent")
+    )
+    assert operator["spec"]["egress"][2] == to_emulator
+    assert agent["spec"]["egress"][2] == to_emulator
+    assert agent["spec"]["ingress"] == [], "nothing comes in to the agent"
+    assert emulator["spec"]["podSelector"]["matchLabels"] == emulator_labels
+    (coming_in,) = emulator["spec"]["ingress"]
+    sources = [
+        peer["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
+        for peer in coming_in["from"]
+    ]
+    assert sources == ["operator", "listener-agent"]
+    # Without a built-in data plane the emulator talks to nobody but the DNS.
+    assert _egress_ports(emulator)[0] == {("UDP", 53), ("TCP", 53)}
+    assert len(emulator["spec"]["egress"]) == 2  # DNS and the extra rule
+    for policy in (operator, emulator, agent):
+        assert policy["spec"]["egress"][-1] == {"ports": [{"protocol": "TCP", "port": 5000}]}
+    builtin = chart.render(
+        {"emulator": {"enabled": True, "builtinDataplane": {"namespace": "agents"}}}
+    )
+    assert ("TCP", 6443) in _egress_ports(_policy(builtin, "deployplane-emulator"))[1]
+
+
+def test_network_policies_can_be_turned_off_and_metrics_off_closes_the_way_in() -> None:
+    assert not find_all(chart.render({"networkPolicy": {"enabled": False}}), "NetworkPolicy")
+    quiet = _policy(chart.render({"metrics": {"enabled": False}}), "deployplane")
+    assert quiet["spec"]["ingress"] == []
+
+
 # ------------------------------------------------------------ pod security
 
 
@@ -547,6 +758,12 @@ REFUSED: dict[str, dict[str, Any]] = {
     },
     "built-in data plane unknown value": {"emulator": {"builtinDataplane": {"routing": "ingress"}}},
     "built-in data plane empty image": {"emulator": {"builtinDataplane": {"postgresImage": ""}}},
+    "readiness port out of range": {"health": {"readinessPort": 0}},
+    "network policy peer of an unknown kind": {"networkPolicy": {"metricsFrom": [{"pods": {}}]}},
+    "network policy without a way to the API": {"networkPolicy": {"kubernetesApi": {"to": []}}},
+    "network policy ipBlock without a cidr": {
+        "networkPolicy": {"controlPlane": {"to": [{"ipBlock": {"except": []}}]}}
+    },
 }
 
 

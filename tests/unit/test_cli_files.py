@@ -107,7 +107,7 @@ def test_one_message_per_field_instead_of_union_branches(service: FakeService) -
     result = run("deployments", "update", DEP_ID, "-f", "-", stdin=text)
     assert result.exit_code == 2
     assert assert_one_error_line(result) == (
-        "error: stdin: source_config.resource_spec.min_scale: must be a number; "
+        "error: stdin: source_config.resource_spec.min_scale: must be an integer; "
         "source_config.resource_spec.max_scale: must be greater than or equal to 0; "
         "source_config.listener_id: must be a UUID"
     )
@@ -118,12 +118,12 @@ def test_one_message_per_field_instead_of_union_branches(service: FakeService) -
     ["1e400", ".inf", '"1e400"'],  # a string read as a number too
 )
 def test_an_infinite_number_is_a_field_error_not_a_crash(service: FakeService, number: str) -> None:
-    text = f"source_config: {{resource_spec: {{min_scale: {number}}}}}\n"
+    text = f"source_config: {{resource_spec: {{orchestrator_cpu: {number}}}}}\n"
     for command in (["deployments", "update", DEP_ID], ["deployments", "create"]):
         result = run(*command, "-f", "-", stdin=f"name: bot\n{text}")
         assert result.exit_code == 2, result.output
         assert assert_one_error_line(result) == (
-            "error: stdin: source_config.resource_spec.min_scale: must be a finite number"
+            "error: stdin: source_config.resource_spec.orchestrator_cpu: must be a finite number"
         )
     assert service.requests == []
 

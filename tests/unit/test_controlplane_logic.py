@@ -90,6 +90,16 @@ def test_failure_rules_match_all_given_regexes() -> None:
     assert config.failure_for(name="g", image_uri=None, repo_ref="main") is None
 
 
+def test_a_failure_rule_may_fail_only_a_deployments_first_revisions() -> None:
+    config = PipelineConfig.model_validate(
+        {"failures": [{"name_regex": "^flaky", "first_revisions": 2, "status": "BUILD_FAILED"}]}
+    )
+    outcomes = [
+        config.failure_for(name="flaky", image_uri=None, repo_ref=None, seq=n) for n in (1, 2, 3)
+    ]
+    assert outcomes == [S.BUILD_FAILED, S.BUILD_FAILED, None]
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -97,6 +107,10 @@ def test_failure_rules_match_all_given_regexes() -> None:
         ({"workspaces": [{"id": "x", "name": "n"}]}, "workspaces.0.id"),
         ({"workspaces": [{"id": str(uuid.uuid4()), "name": "n", "mode": "x"}]}, "mode"),
         ({"pipeline": {"failures": [{"status": "DEPLOYED"}]}}, "failures.0.status"),
+        (
+            {"pipeline": {"failures": [{"first_revisions": 0, "status": "BUILD_FAILED"}]}},
+            "failures.0.first_revisions",
+        ),
         ({"pipeline": {"failures": [{"name_regex": "(", "status": "DEPLOY_FAILED"}]}}, "regex"),
         ({"faults": {"error_rate": 2}}, "faults.error_rate"),
         ({"surprise": True}, "surprise: unknown key"),

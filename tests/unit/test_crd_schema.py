@@ -6,6 +6,7 @@ tests/e2e/test_crd_validation.py; here is everything that needs no cluster.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -258,7 +259,7 @@ def test_numbers_enums_defaults_and_uuids() -> None:
     cpu, memory = resources["cpu"], resources["memoryMb"]
     # the published contract's bounds of a CPU request; other numbers are >= 0
     assert (cpu["type"], cpu["minimum"], cpu["maximum"]) == ("number", 0.1, 8.0)
-    assert (memory["type"], memory["minimum"]) == ("number", 0)
+    assert (memory["type"], memory["minimum"]) == ("integer", 0)
     assert spec["source"]["enum"] == ["git_host", "external_docker"]
     assert spec["deletionPolicy"]["enum"] == ["Delete", "Orphan"]
     assert spec["deletionPolicy"]["default"] == "Delete"
@@ -274,6 +275,43 @@ def test_numbers_enums_defaults_and_uuids() -> None:
     ):
         assert node["format"] == "uuid"
         assert node["pattern"] == openapi.UUID_PATTERN
+
+
+PUBLISHED = json.loads((ROOT / "tests/support/published-contract.json").read_text())
+NOT_IN_THE_MODEL = {
+    "executor_cpu",
+    "executor_cpu_limit",
+    "executor_memory_mb",
+    "executor_memory_limit_mb",
+    "redis_cpu",
+    "redis_cpu_limit",
+    "redis_memory_limit_mb",
+}
+"""Numbers of the published ResourceSpec that the spec (shared/spec/control-plane-api.md)
+does not name and the API model does not have: the CRD cannot carry them either."""
+
+
+def test_every_published_resource_number_is_typed_and_bounded_as_published() -> None:
+    """Integer where the published contract says integer (1.5 replicas is refused by
+    `kubectl apply`, not by a rollout), its bounds where it has some, >= 0 besides."""
+    published = PUBLISHED["components"]["schemas"]["ResourceSpec-Input"]["properties"]
+    spec = _root("AgentDeployment")["properties"]["spec"]["properties"]
+    crd = spec["sourceConfig"]["properties"]["resourceSpec"]["properties"]
+    checked = set()
+    for name, prop in published.items():
+        (kind,) = [t["type"] for t in prop["anyOf"] if t.get("type") != "null"]
+        if kind not in ("integer", "number") or name in NOT_IN_THE_MODEL:
+            continue
+        node = crd[camelize(name)]
+        bounded = {key: t[key] for t in prop["anyOf"] for key in ("minimum", "maximum") if key in t}
+        assert node["type"] == kind, name
+        assert {k: node[k] for k in ("minimum", "maximum") if k in node} == {
+            "minimum": 0,
+            **bounded,
+        }
+        checked.add(name)
+    assert len(checked) == 25
+    assert NOT_IN_THE_MODEL.isdisjoint(camelize(n) for n in crd)
 
 
 @pytest.mark.parametrize(
@@ -330,6 +368,25 @@ def test_every_rule_message_names_a_spec_field() -> None:
         ("AgentDeployment", "spec", "spec.sourceConfig.buildOnPush must be false"),
         ("AgentDeployment", "spec.sourceConfig", "are mutually exclusive"),
         ("AgentDeployment", "spec.sourceConfig", "when spec.sourceConfig.repository is set"),
+        *(
+            (
+                "AgentDeployment",
+                "spec.sourceConfig.resourceSpec",
+                f"spec.sourceConfig.resourceSpec.{low} must not be above "
+                f"spec.sourceConfig.resourceSpec.{high}",
+            )
+            for low, high in (
+                ("minScale", "maxScale"),
+                ("queueMinScale", "queueMaxScale"),
+                ("orchestratorMinScale", "orchestratorMaxScale"),
+                ("cpu", "cpuLimit"),
+                ("memoryMb", "memoryLimitMb"),
+                ("queueCpu", "queueCpuLimit"),
+                ("queueMemoryMb", "queueMemoryLimitMb"),
+                ("dbCpu", "dbCpuLimit"),
+                ("dbMemoryMb", "dbMemoryLimitMb"),
+            )
+        ),
         ("Listener", "spec.computeType", "spec.computeType is immutable"),
         ("Listener", "spec.computeId", "spec.computeId is immutable"),
         ("Listener", "spec.listenerId", "spec.listenerId is immutable"),

@@ -29,6 +29,7 @@ BY_NAME: dict[str, Any] = {
     },
 }
 AGENT = f"{chart.RELEASE}-listener-agent"
+PROBES = ["--liveness", "http://0.0.0.0:8080/healthz", "--readiness", "http://0.0.0.0:8081/readyz"]
 NAMED = {"enabled": True, "listenerName": "x", "namespaces": ["a"]}
 
 
@@ -50,6 +51,7 @@ def test_roles_in_the_listeners_namespaces_and_a_read_of_its_own_listener() -> N
     kinds = sorted((d["kind"], d["metadata"].get("namespace", "")) for d in docs)
     assert kinds == [
         ("Deployment", chart.NAMESPACE),
+        ("NetworkPolicy", chart.NAMESPACE),
         ("Role", "agents"),
         ("Role", "agents"),
         ("Role", "agents-prod"),
@@ -97,7 +99,7 @@ def test_agent_deployment_runs_listener_run_configured_like_the_operator() -> No
     assert pod["serviceAccountName"] == AGENT
     (container,) = pod["containers"]
     assert container["command"] == ["deployplane", "listener", "run"]
-    assert container["args"] == ["--listener", "example", "--namespace", "agents"]
+    assert container["args"] == ["--listener", "example", "--namespace", "agents", *PROBES]
     env = env_of(container)
     assert env["DEPLOYPLANE_CONTROL_PLANE_URL"] == "https://control.example.com"
     assert env["DEPLOYPLANE_TENANT_ID"] == "ws-1"
@@ -115,7 +117,7 @@ def test_listener_id_needs_no_listener_role() -> None:
     assert [d["metadata"]["name"] for d in find_all(docs, "Role")] == [AGENT]
     (deployment,) = find_all(docs, "Deployment")
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert args == ["--listener-id", LISTENER_ID]
+    assert args == ["--listener-id", LISTENER_ID, *PROBES]
 
 
 @pytest.mark.parametrize(
@@ -174,6 +176,11 @@ def test_kustomize_example_grants_what_the_chart_grants() -> None:
     (deployment,) = find_all(example, "Deployment")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["deployplane", "listener", "run"]
+    (chart_deployment,) = find_all(rendered, "Deployment")
+    theirs = chart_deployment["spec"]["template"]["spec"]["containers"][0]
+    for key in ("ports", "livenessProbe", "readinessProbe"):
+        assert container[key] == theirs[key], key
+    assert container["args"][-4:] == theirs["args"][-4:] == PROBES
     assert not [d for d in example if d["kind"].startswith("Cluster")]
 
 

@@ -370,7 +370,6 @@ def test_user_labels_cannot_take_over_the_selector_labels() -> None:
     ("resource_spec", "message"),
     [
         ({"min_scale": 3, "max_scale": 2}, "resource_spec.max_scale 2 is below the minimum 3"),
-        ({"min_scale": 1.5}, "resource_spec.min_scale must be a whole number"),
         ({"labels": {"team": 3}}, "resource_spec.labels.team must be a string"),
         ({"sidecars": [{"name": "x"}]}, "resource_spec.sidecars[0] needs a name and an image"),
         (

@@ -119,10 +119,16 @@ def test_the_grace_period_covers_the_pause_the_drain_and_the_final_flush() -> No
     }
 
 
-def test_the_server_writes_as_its_group_on_a_read_only_root() -> None:
+def test_the_server_writes_as_its_group_on_a_read_only_root_never_as_root() -> None:
     pod = pod_spec(rendered())
     assert pod["securityContext"] == {"fsGroup": 65534, "fsGroupChangePolicy": "OnRootMismatch"}
-    assert pod["containers"][0]["securityContext"] == {"readOnlyRootFilesystem": True}
+    assert pod["containers"][0]["securityContext"] == {
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "runAsUser": 65534,
+        "runAsGroup": 65534,
+        "allowPrivilegeEscalation": False,
+    }
 
 
 def test_more_than_one_replica_asked_is_run_as_one_and_said_why() -> None:

@@ -249,14 +249,17 @@ def test_network_policy_off_with_the_setting() -> None:
 
 
 @pytest.mark.parametrize("name", [BASE, f"{BASE}-queue"])
-def test_server_and_queue_have_ok_probes_and_a_startup_probe_within_the_deadline(
+def test_server_and_queue_are_ready_with_their_database_alive_without_it_and_start_in_time(
     name: str,
 ) -> None:
     container = find(rendered_with(), "Deployment", name)["spec"]["template"]["spec"]["containers"][
         0
     ]
-    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
-        assert container[probe]["httpGet"] == {"path": "/ok", "port": "http"}
+    # Ready once its PostgreSQL and Redis answer too; alive (and started) once it answers:
+    # a database away makes the pods unready, it never restarts them.
+    assert container["readinessProbe"]["httpGet"] == {"path": "/ok?check_db=1", "port": "http"}
+    for probe in ("livenessProbe", "startupProbe"):
+        assert container[probe]["httpGet"] == {"path": "/ok?check_db=0", "port": "http"}
     startup = container["startupProbe"]
     assert startup["periodSeconds"] * startup["failureThreshold"] == 300
 

@@ -73,7 +73,7 @@ def test_the_in_memory_server_runs_one_replica_without_an_autoscaler() -> None:
 def test_readiness_is_the_servers_own_ok_in_both_runtimes() -> None:
     for runtime in ServerRuntime:
         probe = server_container(rendered(runtime))["readinessProbe"]
-        assert probe["httpGet"] == {"path": "/ok", "port": "http"}
+        assert probe["httpGet"] == {"path": "/ok?check_db=1", "port": "http"}
 
 
 def test_the_vendor_runtime_is_the_default_and_renders_everything() -> None:

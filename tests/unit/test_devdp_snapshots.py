@@ -35,7 +35,7 @@ FULL_SPEC: dict[str, Any] = {
     "cpu": 0.5,
     "cpu_limit": 1,
     "memory_mb": 512,
-    "memory_limit_mb": 1024.5,
+    "memory_limit_mb": 1025,
     "queue_min_scale": 1,
     "queue_max_scale": 3,
     "queue_cpu": 0.25,

@@ -668,6 +668,98 @@ async def test_update_result_follows_the_revision(
     assert api.calls == [GET_DEP, PATCH_DEP]
 
 
+# ------------------------------------------- a change while nothing new runs
+
+RESIZED = deployment_json(source_config=server_config(resource_spec={"min_scale": 1}))
+"""The service's deployment before the spec's memoryMb: 512 reached it."""
+
+
+@pytest.mark.parametrize(
+    ("status", "known", "want_revision_fields"),
+    [
+        *((s, False, True) for s in RevisionStatus if s is not RevisionStatus.DEPLOYED),
+        (RevisionStatus.DEPLOYED, False, False),
+        (RevisionStatus.DEPLOY_FAILED, True, True),
+        (RevisionStatus.DEPLOYED, True, False),
+    ],
+    ids=[
+        *(s.value for s in RevisionStatus if s is not RevisionStatus.DEPLOYED),
+        "DEPLOYED",
+        "DEPLOY_FAILED known from the status",
+        "DEPLOYED known from the status",
+    ],
+)
+async def test_a_change_while_the_latest_revision_is_not_deployed_makes_a_revision(
+    status: RevisionStatus, known: bool, want_revision_fields: bool
+) -> None:
+    """Deployed, the change is applied to what runs (the data plane renders it again);
+    otherwise nothing may ever run it (a failed revision runs nothing; what a service
+    does with a change landing on a revision on its way is not published), so the PATCH
+    carries the spec's image too: a non-null image_uri makes a new revision, as published.
+    Read from the revision (polled) or, once settled, from what the status knows of it."""
+    api = (
+        FakeApi()
+        .on(*GET_DEP, (200, RESIZED))
+        .on(*GET_REV, (200, revision_json(status.value)))
+        .on(*PATCH_DEP, (200, deployment_json(latest_revision_id=REV2)))
+    )
+    view = {"id": REV, "status": status.value} if known else {"id": REV}
+    mr = ad(docker_spec(), {"deploymentId": DEP, "latestRevisionId": REV, "revision": view})
+    ext = external(api)
+    obs = await observe(ext, mr, DEP, full=True)
+    assert obs.drift == ("sourceConfig.resourceSpec",)  # what changed, nothing more
+    await update(ext, mr, obs)
+    (body,) = api.sent("PATCH")
+    revision = {"source_revision_config": {"image_uri": "registry.example.com/agent:1"}}
+    resources = {"source_config": {"resource_spec": {"min_scale": 1, "memory_mb": 512}}}
+    assert body == (resources | revision if want_revision_fields else resources)
+    assert api.calls.count(GET_REV) == (0 if known else 1)  # no call more than before
+
+
+async def test_a_git_change_after_a_failed_build_sends_its_ref_and_graph() -> None:
+    spec = git_spec(
+        sourceConfig={"integrationId": INT, "repoUrl": "https://github.com/acme/agent"},
+        sourceRevisionConfig={"repoRef": "main", "graphConfigPath": "langgraph.json"},
+    )
+    server = deployment_json(
+        source="git_host",
+        source_config={"integration_id": INT, "repo_url": "https://github.com/acme/old"},
+        source_revision_config={
+            "repo_ref": "main",
+            "graph_config_path": "langgraph.json",
+            "image_uri": None,
+            "repo_commit_sha": "abc123",
+        },
+    )
+    api = FakeApi().on(*GET_DEP, (200, server)).on(*PATCH_DEP, (200, server))
+    failed = {"id": REV, "status": "BUILD_FAILED"}
+    mr = ad(spec, {"deploymentId": DEP, "latestRevisionId": REV, "revision": failed})
+    ext = external(api)
+    await update(ext, mr, await observe(ext, mr, DEP, full=True))
+    (body,) = api.sent("PATCH")
+    assert body["source_revision_config"] == {
+        "repo_ref": "main",
+        "graph_config_path": "langgraph.json",
+    }
+
+
+async def test_a_change_the_data_plane_applied_is_no_second_deployed() -> None:
+    """Ready again after a change without a revision: the Event says the change runs,
+    not that the revision (deployed, and said so, before) was deployed once more."""
+    api = (
+        FakeApi()
+        .on(GET_REV[0], GET_REV[1], (200, revision_json("DEPLOYED")))
+        .on(*GET_DEP, (200, deployment_json()))
+        .on(*LIST_DEPS, (200, {"resources": [], "offset": 0}))
+    )
+    obs = await observe(external(api), ad(docker_spec(), AWAITING_STATUS), DEP, full=False)
+    assert (obs.phase, obs.reason) == (Phase.READY, ADReason.DEPLOYED)  # the condition's
+    assert obs.ready_event == (
+        ADReason.CHANGE_APPLIED,
+        f"Revision {REV} runs the change: the data plane applied it",
+    )
+
+
 # ----------------------------------------------------------- observe budget
 
 
@@ -886,7 +978,7 @@ async def test_phase_of_every_revision_status(
     assert (obs.phase, obs.reason) == want
     if want[0] is Phase.FAILED:
         assert obs.message == (
-            f"Revision {REV} ended {status.value}; change the spec to roll a new one"
+            f"Revision {REV} ended {status.value}; the next change of the spec rolls a new revision"
         )
 
 
@@ -1309,7 +1401,8 @@ async def test_a_failed_revision_says_why_with_its_log_tail(status: str, path: s
     assert api.sent("POST") == [{"order": "desc", "limit": 5}]
     head, *tail = obs.message.split("\n")
     assert head == (
-        f"Revision {REV} ended {status}; change the spec to roll a new one. Last log lines:"
+        f"Revision {REV} ended {status}; the next change of the spec rolls a new revision."
+        " Last log lines:"
     )
     assert tail[0] == "  line 3"
     assert tail[-1].startswith("  line 7 y y")  # the last five, oldest first
@@ -1346,7 +1439,10 @@ async def test_a_service_without_logs_leaves_the_plain_reason() -> None:
     api = FakeApi().on("GET", DEPLOYMENT_PATH, (200, deployment_json(active_revision_id=None)))
     api.on("GET", REVISION_PATH, (200, revision_json("DEPLOY_FAILED")))
     obs = await observe(external(api), ad(docker_spec()), DEP, full=True)  # logs: 404
-    assert obs.message == f"Revision {REV} ended DEPLOY_FAILED; change the spec to roll a new one"
+    assert (
+        obs.message
+        == f"Revision {REV} ended DEPLOY_FAILED; the next change of the spec rolls a new revision"
+    )
 
 
 @pytest.mark.parametrize(
@@ -1367,7 +1463,7 @@ def test_the_tail_hides_authorization_credentials_and_url_user_info(line: str, s
 
 
 def test_the_longest_explained_message_fits_one_event() -> None:
-    base = f"Revision {REV} ended DEPLOY_FAILED; change the spec to roll a new one"
+    base = f"Revision {REV} ended DEPLOY_FAILED; the next change of the spec rolls a new revision"
     message = with_tail(base, ["z" * 5000] * 9, [])
     assert message.count("\n") == 5
     assert len(message) <= 1024  # kube/api.py cuts an Event's message beyond

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import kopf
 import pytest
 from kopf._cogs.aiokits import aiotoggles
-from kopf._cogs.clients import api, watching
+from kopf._cogs.clients import api, fetching, watching
 from tests.support import kopfregistrations
 
 import deployplane.controller.handlers  # noqa: F401  (installs the adapter)
@@ -21,6 +22,7 @@ from deployplane.kube.health import FailureClock
 from deployplane.kube.retry import Backoff
 
 RESOURCE = kopf.Resource("deployplane.io", "v1alpha1", "agentdeployments", namespaced=True)
+LOGGER = logging.getLogger("test")
 
 
 @pytest.fixture
@@ -28,6 +30,7 @@ def guard() -> Iterator[kopfwatch.WatchGuard]:
     saved = dict(vars(kopfwatch.GUARD))
     kopfwatch.GUARD.health = FailureClock()
     kopfwatch.GUARD.quick_ends = {}
+    kopfwatch.GUARD.listed = set()
     kopfwatch.GUARD.backoff = Backoff(initial=1.0, maximum=30.0, jitter=0.2, rand=lambda: 0.0)
     try:
         yield kopfwatch.GUARD
@@ -105,6 +108,36 @@ async def test_a_watch_that_delivers_is_healthy_and_resets_the_backoff(
     ]
     assert [e["type"] for e in events] == ["MODIFIED"]
     assert slept == [1.0, 1.0], "the backoff starts over after a watch that delivered"
+
+
+async def test_the_scope_is_the_namespaces_kopf_lists_our_kinds_in(
+    guard: kopfwatch.WatchGuard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the probe's `scope` says comes from Kopf's own listings (its globs resolved),
+    and only those of our kinds: Kopf lists namespaces and CRDs too."""
+    listed: list[str] = []
+
+    async def get(url: str, **_: Any) -> Any:
+        listed.append(url)
+        return {"items": [], "metadata": {"resourceVersion": "1"}}
+
+    monkeypatch.setattr(api, "get", get)
+    namespaces = kopf.Resource("", "v1", "namespaces", namespaced=False)
+
+    async def list_once(resource: kopf.Resource, namespace: str | None) -> None:
+        async for _ in fetching.fetch_objs(
+            settings=settings(), resource=resource, namespace=namespace, logger=LOGGER
+        ):
+            pass
+
+    assert guard.scope() == "nothing listed yet"
+    await list_once(RESOURCE, "team-b")
+    await list_once(RESOURCE, "team-a")
+    await list_once(namespaces, None)  # Kopf's own: not a scope of ours
+    assert guard.scope() == "team-a, team-b"
+    await list_once(RESOURCE, None)  # cluster-wide
+    assert guard.scope() == "every namespace"
+    assert len(listed) == 4
 
 
 async def test_kopfs_peering_pause_pauses_the_queue_and_its_resume_resumes_it(

@@ -12,6 +12,7 @@ from aiohttp import web
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from deployplane.controller import probes
 from deployplane.controller.outputstore import OutputsStore
 from deployplane.kube.api import KubernetesApi
 from deployplane.kube.retry import Backoff, parse_retry_after
@@ -363,3 +364,33 @@ async def test_list_objects_reads_every_page_of_500_by_its_continue_token() -> N
         {"path": path, "limit": "500", "continue": "t1"},
         {"path": path, "limit": "500", "continue": "t2"},
     ]
+
+
+async def test_readiness_asks_the_apiservers_readyz_once_on_a_client_of_its_own() -> None:
+    """Ready answers None; a not-ready apiserver (500) or none at all, the reason; a
+    refused token is still an answer (the watches' failure clock judges lasting trouble);
+    asked of a client without retries, the probe learns at once."""
+    answers = [200, 500, 401, 401]
+    seen: list[tuple[str, str | None]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append((request.path, request.headers.get("Authorization")))
+        status = answers.pop(0)
+        return web.Response(status=status, text="ok" if status == 200 else "[-]etcd failed")
+
+    runner, api = await _serve(handler, "GET")
+    api.backoff = Backoff(attempts=0)
+    api._configuration.api_key = {"BearerToken": "Bearer sa-token-123"}
+    ask = probes.ask_apiserver(api)
+    try:
+        assert await ask() is None
+        assert await ask() == "GET /readyz: 500 [-]etcd failed"
+        assert await ask() is None  # a 401 logs in again once, then is an answer
+    finally:
+        await runner.cleanup()
+    assert [path for path, _ in seen] == ["/readyz"] * 4
+    assert {auth for _, auth in seen} == {"Bearer sa-token-123"}
+    refused = await ask()
+    assert refused is not None
+    assert refused.startswith("GET /readyz: ClientConnectorError")
+    await api.aclose()

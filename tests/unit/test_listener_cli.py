@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from deployplane.cli.root import app
-from deployplane.controller.config import OperatorConfig
+from deployplane.controller.config import Endpoint, OperatorConfig
 from deployplane.dataplane import cli, options
 from deployplane.dataplane.render.settings import DataPlaneSettings
 
@@ -73,6 +73,16 @@ ROOT = Path(__file__).resolve().parents[2]
             ["--listener-id", "abc", "--control-plane-url", URL, "--network-policy", "maybe"],
             {},
             "--network-policy (DEPLOYPLANE_NETWORK_POLICY): 'maybe': expected true or false",
+        ),
+        (
+            ["--listener-id", LID, "--control-plane-url", URL, "--liveness", ":8080/healthz"],
+            {},
+            "--liveness must be http://HOST:PORT/PATH, got ':8080/healthz'",
+        ),
+        (
+            ["--listener-id", LID, "--control-plane-url", URL, "--readiness", "http://h/r"],
+            {},
+            "--readiness must be http://HOST:PORT/PATH, got 'http://h/r'",
         ),
     ],
 )
@@ -160,7 +170,7 @@ def test_settings_reach_the_agent_from_options_and_variables(
     seen: list[tuple[OperatorConfig, DataPlaneSettings]] = []
 
     async def agent(
-        config: OperatorConfig, lid: object, name: object, ns: str, dp: DataPlaneSettings
+        config: OperatorConfig, lid: object, name: object, ns: str, dp: DataPlaneSettings, _: Any
     ) -> None:
         seen.append((config, dp))
 
@@ -173,3 +183,21 @@ def test_settings_reach_the_agent_from_options_and_variables(
     ((config, dataplane),) = seen
     assert (config.control_plane_url, config.poll_interval) == (URL, 3.0)
     assert {key: getattr(dataplane, key) for key in want} == want
+
+
+def test_the_probes_are_served_where_the_options_say(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[cli.ProbeEndpoints] = []
+
+    async def agent(*args: Any) -> None:
+        seen.append(args[-1])
+
+    monkeypatch.setattr(cli, "_main", agent)
+    probes = ["--liveness", "http://0.0.0.0:8080/healthz", "--readiness", "http://0.0.0.0:81/r"]
+    for given in ([], probes):
+        argv = ["listener", "run", "--listener-id", LID, "--control-plane-url", URL, *given]
+        result = runner.invoke(app, argv)
+        assert result.exit_code == 0, result.output
+    assert seen == [
+        cli.ProbeEndpoints(),
+        cli.ProbeEndpoints(Endpoint("0.0.0.0", 8080, "/healthz"), Endpoint("0.0.0.0", 81, "/r")),
+    ]

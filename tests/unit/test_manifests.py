@@ -101,9 +101,11 @@ def test_same_operator_pod(both: tuple[list[Doc], list[Doc]]) -> None:
     assert env_ours == env_theirs
 
 
-def test_same_metrics_service_and_disruption_budget(both: tuple[list[Doc], list[Doc]]) -> None:
+def test_same_metrics_service_disruption_budget_and_network_policy(
+    both: tuple[list[Doc], list[Doc]],
+) -> None:
     helm_docs, kustomized = both
-    for kind in ("Service", "PodDisruptionBudget"):
+    for kind in ("Service", "PodDisruptionBudget", "NetworkPolicy"):
         assert find(kustomized, kind)["spec"] == find(helm_docs, kind)["spec"], kind
 
 
@@ -179,7 +181,7 @@ def test_each_overlay_instance_runs_as_the_charts_with_its_shard_and_peering(
         (container,) = pod["spec"]["containers"]
         (chart_container,) = chart_deployment["spec"]["template"]["spec"]["containers"]
         assert container["args"] == chart_container["args"], name
-        assert container["args"][3:] == [*shard_args, "--peering-lifetime", "30"]
+        assert container["args"][5:] == [*shard_args, "--peering-lifetime", "30"]
         # Every instance reads the base's configuration (its generated, hashed name).
         assert container["envFrom"] == [
             {"configMapRef": {"name": config_map["metadata"]["name"]}}

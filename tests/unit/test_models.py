@@ -89,10 +89,15 @@ VOLUME = {
 }
 
 
+def spec_number(index: int, name: str) -> float:
+    """Distinct values, so a swapped or dropped field shows: fractions for the CPU fields
+    (numbers in the published contract), whole numbers for the others (integers)."""
+    return (index + 1) / 4 if "cpu" in name else index + 1
+
+
 def resource_spec() -> dict[str, Any]:
-    # Distinct values, integers and fractions, so a swapped or dropped field shows.
     numbers: dict[str, Any] = {
-        name: (i + 1 if i % 2 else (i + 1) / 4) for i, name in enumerate(SPEC_NUMERIC_FIELDS)
+        name: spec_number(i, name) for i, name in enumerate(SPEC_NUMERIC_FIELDS)
     }
     return {
         **numbers,
@@ -256,7 +261,7 @@ def test_resource_spec_models_every_spec_numeric_field() -> None:
     assert missing == set()
     spec = ResourceSpec.model_validate(resource_spec())
     for i, name in enumerate(SPEC_NUMERIC_FIELDS):
-        assert getattr(spec, name) == (i + 1 if i % 2 else (i + 1) / 4), name
+        assert getattr(spec, name) == spec_number(i, name), name
 
 
 def test_resource_spec_keeps_integers_integral_and_fractions_fractional() -> None:

@@ -100,4 +100,4 @@ async def test_full_takes_over_and_patches_only_when_it_differs() -> None:
     drifted = ExternalFns(observe_fn=lambda i, _f: observed(i, up_to_date=False, drift=("image",)))
     outcome = await reconciler(drifted).reconcile(mr, writes=drifted, resync_due=True)
     assert writes(drifted) == [("update",)]
-    assert "Brought image in line with the spec" in [e.message for e in outcome.events]
+    assert "Applied the change to image" in [e.message for e in outcome.events]

@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from deployplane.api.models import DeploymentPatch, DeploymentStatus, Secret, Source
+from deployplane.api.models import (
+    DeploymentPatch,
+    DeploymentStatus,
+    RevisionStatus,
+    Secret,
+    Source,
+)
 from deployplane.api.models import SourceRevisionConfig as RevisionConfig
 from deployplane.controlplane import secretdigest
 from deployplane.controlplane.errors import InvalidError, RefusedError
@@ -39,6 +45,7 @@ def docker(**changes: Any) -> StoredDeployment:
         "secrets": secretdigest.records(KEY, DEPLOYMENT_ID, SECRETS),
         "secret_references": None,
         "revision_config": RevisionConfig(image_uri="registry.example/app:1"),
+        "revision_status": RevisionStatus.DEPLOYED,
     }
     return StoredDeployment(**{**fields, **changes})
 
@@ -297,3 +304,80 @@ def test_a_change_of_what_the_data_plane_renders_asks_for_a_rerender(
     revision (the spec's rule) marks the running revision for a re-render; equal values
     (an explicit null where nothing was set) ask nothing."""
     assert decide(docker(), body).rerender is rerender
+
+
+RESOURCES = {"source_config": {"resource_spec": {"min_scale": 1, "max_scale": 4}}}
+IN_FLIGHT = [
+    RevisionStatus.CREATING,
+    RevisionStatus.QUEUED,
+    RevisionStatus.AWAITING_BUILD,
+    RevisionStatus.BUILDING,
+    RevisionStatus.AWAITING_DEPLOY,
+    RevisionStatus.DEPLOYING,
+]
+ENDED_UNDEPLOYED = [
+    RevisionStatus.CREATE_FAILED,
+    RevisionStatus.BUILD_FAILED,
+    RevisionStatus.DEPLOY_FAILED,
+    RevisionStatus.SKIPPED,
+    RevisionStatus.INTERRUPTED,
+]
+
+
+def test_a_rendered_change_of_a_deployed_revision_is_rendered_again_without_a_revision() -> None:
+    decision = decide(docker(revision_status=RevisionStatus.DEPLOYED), RESOURCES)
+    assert (decision.new_revision, decision.retry, decision.rerender) == (False, False, True)
+
+
+@pytest.mark.parametrize("status", IN_FLIGHT)
+def test_a_rendered_change_of_a_revision_on_its_way_is_deployed_with_it(
+    status: RevisionStatus,
+) -> None:
+    """Nothing to mark and no revision: the agent renders the deployment as it is when
+    the revision deploys (and renders again one it has applied already)."""
+    decision = decide(docker(revision_status=status), RESOURCES)
+    assert (decision.new_revision, decision.retry, decision.rerender) == (False, False, False)
+    assert decision.values["source_config"]["resource_spec"] == {"min_scale": 1, "max_scale": 4}
+
+
+@pytest.mark.parametrize("status", ENDED_UNDEPLOYED)
+@pytest.mark.parametrize("stored", [docker, git], ids=["external_docker", "git_host"])
+def test_a_rendered_change_after_a_revision_ended_undeployed_retries_it(
+    status: RevisionStatus, stored: Any
+) -> None:
+    """Nothing of that revision runs, so a re-render could change nothing: the fix
+    reaches what runs as a new revision with the same source revision config."""
+    current = stored(revision_status=status)
+    decision = decide(current, RESOURCES)
+    assert (decision.new_revision, decision.retry, decision.rerender) == (True, True, False)
+    assert decision.revision_config == current.revision_config
+    assert decision.revision_source is current.source
+
+
+@pytest.mark.parametrize("status", [*ENDED_UNDEPLOYED, *IN_FLIGHT, RevisionStatus.DEPLOYED])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"source_config": {"custom_url": "https://agent.example"}},
+        {"source_config": {"resource_spec": {"min_scale": 1}}},  # as stored
+        {"secrets": [{"name": "TOKEN", "value": "s3cret"}]},
+    ],
+    ids=["not-rendered", "same-values", "same-secrets"],
+)
+def test_a_patch_that_changes_nothing_rendered_retries_nothing(
+    status: RevisionStatus, body: dict[str, Any]
+) -> None:
+    decision = decide(docker(revision_status=status), body)
+    assert (decision.new_revision, decision.retry, decision.rerender) == (False, False, False)
+
+
+def test_a_change_with_its_own_revision_is_no_retry() -> None:
+    body = {**RESOURCES, "source_revision_config": {"image_uri": "registry.example/app:2"}}
+    decision = decide(docker(revision_status=RevisionStatus.DEPLOY_FAILED), body)
+    assert (decision.new_revision, decision.retry) == (True, False)
+    assert decision.revision_config.image_uri == "registry.example/app:2"
+
+
+def test_no_revision_yet_is_no_retry() -> None:
+    decision = decide(built(revision_status=None), RESOURCES)
+    assert (decision.new_revision, decision.retry, decision.rerender) == (False, False, False)

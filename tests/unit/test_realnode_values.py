@@ -97,6 +97,10 @@ def test_the_agent_is_the_example_listeners_with_the_local_images(
         listener["metadata"]["name"],
         "--namespace",
         demo.NAMESPACE,
+        "--liveness",
+        "http://0.0.0.0:8080/healthz",
+        "--readiness",
+        "http://0.0.0.0:8081/readyz",
     ]
     env = env_of(container)
     assert env["DEPLOYPLANE_POSTGRES_IMAGE"] == realnode.POSTGRES_IMAGE

@@ -8,7 +8,7 @@ one, so a failure shows a readable dict diff. No emulator, no Kubernetes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -102,7 +102,9 @@ JUST_CREATED: dict[str, Any] = {
 }
 
 PROGRESSING = observed(phase=Phase.PROGRESSING, reason=ADReason.REVISION_IN_PROGRESS)
-BUILD_FAILED_MSG = "Revision rev-1 ended BUILD_FAILED; change the spec to roll a new one"
+BUILD_FAILED_MSG = (
+    "Revision rev-1 ended BUILD_FAILED; the next change of the spec rolls a new revision"
+)
 
 UNAVAILABLE = errors.Unavailable("GET /v2/deployments/{deployment_id}: 503 Service Unavailable")
 CONFLICT = errors.Conflict("POST /v2/deployments: 409 Conflict: name agent is taken")
@@ -353,7 +355,7 @@ CASES: dict[str, Case] = {
             settled=False,
         ),
     ),
-    "drifted: update, Updated event naming the fields": Case(
+    "drifted on the control plane: update, DriftCorrected event naming the fields": Case(
         status=SETTLED,
         fns={
             "observe_fn": returns(
@@ -376,10 +378,67 @@ CASES: dict[str, Case] = {
             events=[
                 (
                     "Normal",
-                    "Updated",
-                    "Brought sourceRevisionConfig.imageUri in line with the spec",
+                    "DriftCorrected",
+                    "Corrected drift of sourceRevisionConfig.imageUri: changed on the control"
+                    " plane",
                 )
             ],
+            status={"latestRevisionId": "rev-2"},
+        ),
+    ),
+    "spec edited: update, Updated event applying the change to the fields": Case(
+        status=SETTLED,
+        generation=2,
+        fns={
+            "observe_fn": returns(
+                observed(up_to_date=False, drift=("sourceRevisionConfig.imageUri",))
+            ),
+            "update_fn": returns(
+                observed(
+                    phase=Phase.PROGRESSING,
+                    reason=ADReason.REVISION_IN_PROGRESS,
+                    latestRevisionId="rev-2",
+                )
+            ),
+        },
+        want=Want(
+            conditions=conds("False/RevisionInProgress", reconciling="True/RevisionInProgress"),
+            moved=["Ready", "Reconciling"],
+            calls=[CONNECT, observe(), UPDATE],
+            requeue_after=2.0,
+            settled=False,
+            events=[("Normal", "Updated", "Applied the change to sourceRevisionConfig.imageUri")],
+            status={"latestRevisionId": "rev-2"},
+        ),
+    ),
+    "spec edited, its first PATCH failed (Synced=False at it): still the change, not drift": Case(
+        status={
+            **SETTLED,
+            "observedGeneration": 2,
+            "conditions": conditions(
+                "True/Deployed", synced="False/ControlPlaneUnavailable", gen=2
+            ),
+        },
+        generation=2,
+        fns={
+            "observe_fn": returns(
+                observed(up_to_date=False, drift=("sourceRevisionConfig.imageUri",))
+            ),
+            "update_fn": returns(
+                observed(
+                    phase=Phase.PROGRESSING,
+                    reason=ADReason.REVISION_IN_PROGRESS,
+                    latestRevisionId="rev-2",
+                )
+            ),
+        },
+        want=Want(
+            conditions=conds("False/RevisionInProgress", reconciling="True/RevisionInProgress"),
+            moved=["Ready", "Reconciling", "Synced"],
+            calls=[CONNECT, observe(), UPDATE],
+            requeue_after=2.0,
+            settled=False,
+            events=[("Normal", "Updated", "Applied the change to sourceRevisionConfig.imageUri")],
             status={"latestRevisionId": "rev-2"},
         ),
     ),
@@ -1032,3 +1091,35 @@ async def test_finalize_propagates_control_plane_errors_for_the_handler_to_retry
     with pytest.raises(ExternalError) as failed:
         await reconciler.finalize(managed(SETTLED))
     assert (failed.value.reason, failed.value.terminal) == (Reason.CONTROL_PLANE_UNAVAILABLE, False)
+
+
+@pytest.mark.parametrize(
+    ("ready_event", "want"),
+    [
+        (None, ("Normal", "Deployed", "Revision rev-1 is deployed")),
+        (
+            ("ChangeApplied", "Revision rev-1 runs the change"),
+            ("Normal", "ChangeApplied", "Revision rev-1 runs the change"),
+        ),
+    ],
+    ids=["the condition's own", "the kind's"],
+)
+async def test_the_event_of_ready_again_is_the_kinds_when_it_names_one(
+    ready_event: tuple[str, str] | None, want: tuple[str, str, str]
+) -> None:
+    """A change applied to a revision that ran already makes Ready True again: the
+    condition says Deployed as before, the Event what happened (no second Deployed)."""
+    waiting = {
+        **SETTLED,
+        "conditions": conditions("False/AwaitingDataPlane", reconciling="True/AwaitingDataPlane"),
+    }
+    ready = replace(observed(message="Revision rev-1 is deployed"), ready_event=ready_event)
+    ext = ExternalFns(observe_fn=returns(ready))
+    reconciler = Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING)
+    outcome = await reconciler.reconcile(managed(waiting), writes=ext)
+    assert [(e.type, e.reason, e.message) for e in outcome.events] == [want]
+    conditions_now = {c["type"]: c for c in to_kube(outcome.status)["conditions"]}
+    assert (conditions_now["Ready"]["status"], conditions_now["Ready"]["reason"]) == (
+        "True",
+        "Deployed",
+    )

@@ -214,6 +214,25 @@ GO
   mv -f "$bin/crds/.stamp.part" "$bin/crds/.stamp"
 }
 
+build_kube_score() {
+  # The workload linter platform teams run (github.com/zegl/kube-score), which the tests
+  # run on the chart and on the data plane's rendered objects. A plain `go install` of the
+  # pinned version; its own stamp, so it never moves the Kubernetes binaries' cache.
+  local want="v$KUBE_SCORE_VERSION"
+  if have kube-score "$want"; then log "kube-score $want: cached"; return; fi
+  log "building kube-score $want"
+  GOBIN="$bin" go install -trimpath \
+    -ldflags "-s -w -X main.version=$want -X main.commit=deployplane-gomod" \
+    "github.com/zegl/kube-score/cmd/kube-score@$want"
+  stamp kube-score "$want"
+}
+
+# kube-score builds on its own (`build.sh kube-score`) and with `all`; a case of its own so
+# other additions to the cases below and above merge cleanly.
+case "${1:-all}" in
+  kube-score) build_kube_score; log "kube-score ready in $bin"; exit 0 ;;
+esac
+
 # The two test checkers and the CRDs build on their own (`build.sh kstatus|promql|crds`); this
 # stays apart from the Kubernetes tools' `case` below so additions there merge cleanly.
 case "${1:-all}" in
@@ -333,8 +352,8 @@ case "${1:-all}" in
   path) echo "$bin"; exit 0 ;;
   all) build_etcd; build_kube; build_helm; build_kwok ;;
   etcd|kube|helm|kwok|node) "build_$1" ;;
-  *) echo "usage: $0 [all|etcd|kube|helm|kwok|node|kstatus|promql|crds|path]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|etcd|kube|helm|kwok|node|kstatus|promql|crds|kube-score|path]" >&2; exit 2 ;;
 esac
 # ... and part of `all`.
-if [ "${1:-all}" = all ]; then build_kstatus; build_promql; build_crds; fi
+if [ "${1:-all}" = all ]; then build_kstatus; build_promql; build_crds; build_kube_score; fi
 log "tools ready in $bin ($(du -sh "$bin" | cut -f1))"

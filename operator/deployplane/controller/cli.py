@@ -7,7 +7,7 @@ import secrets
 
 import typer
 
-from deployplane.controller.config import ConfigError, OperatorConfig
+from deployplane.controller.config import ENV_READINESS, ConfigError, Endpoint, OperatorConfig
 from deployplane.controller.sharding import SHARD_LABEL, ShardError, Sharding
 
 app = typer.Typer(no_args_is_help=True)
@@ -23,6 +23,19 @@ SHARD_DEFAULT_OPTION = typer.Option(
     "--shard-default",
     help=f"The default instance of a sharded install: reconcile only the resources "
     f"without a {SHARD_LABEL} label. With neither this nor --shard: every resource.",
+)
+
+
+LIVENESS_OPTION = typer.Option(
+    None,
+    "--liveness",
+    help="Liveness endpoint (is the process stuck?), e.g. http://0.0.0.0:8080/healthz.",
+)
+READINESS_OPTION = typer.Option(
+    None,
+    "--readiness",
+    help="Readiness endpoint (can it work now: Kubernetes API and control plane), e.g. "
+    f"http://0.0.0.0:8081/readyz. Default: {ENV_READINESS}.",
 )
 
 
@@ -52,9 +65,8 @@ def run(
         help="Seconds a replica's keep-alive stays valid: how long a standby waits "
         "before taking over from a replica that died without saying so (kill -9).",
     ),
-    liveness: str | None = typer.Option(
-        None, "--liveness", help="Liveness endpoint, e.g. http://0.0.0.0:8080/healthz."
-    ),
+    liveness: str | None = LIVENESS_OPTION,
+    readiness: str | None = READINESS_OPTION,
     shard: str | None = SHARD_OPTION,
     shard_default: bool = SHARD_DEFAULT_OPTION,
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
@@ -65,7 +77,28 @@ def run(
     Configured by DEPLOYPLANE_CONTROL_PLANE_URL, DEPLOYPLANE_API_KEY, DEPLOYPLANE_TENANT_ID,
     DEPLOYPLANE_NAMESPACES, DEPLOYPLANE_POLL_INTERVAL, DEPLOYPLANE_RESYNC_INTERVAL.
     """
+    namespaces = _configure(list(namespace), readiness, shard, shard_default)
+    _run_kopf(
+        namespaces=namespaces,
+        peering=peering,
+        priority=secrets.randbelow(2**31 - 1) + 1 if priority is None else priority,
+        peering_lifetime=peering_lifetime,
+        liveness=liveness,
+        verbose=verbose,
+        json_logs=json_logs,
+    )
+
+
+def _configure(
+    namespace: list[str], readiness: str | None, shard: str | None, shard_default: bool
+) -> list[str]:
+    """Checks the options and the environment, hands the start-up handlers what they
+    read from the environment, and returns the namespaces Kopf watches; a bad value is
+    a one-line error (exit 2)."""
     try:
+        if readiness is not None:
+            Endpoint.parse(readiness, "--readiness")
+            os.environ[ENV_READINESS] = readiness  # the start-up handler serves it
         config = OperatorConfig.from_env()
         sharding = Sharding.from_env()
         if shard is not None or shard_default:
@@ -75,15 +108,10 @@ def run(
         raise typer.Exit(2) from None
     # The handlers read it when imported (their filters) and at start-up (the watch's).
     os.environ.update(sharding.to_env())
-    _run_kopf(
-        namespaces=list(namespace) or list(config.namespaces),
-        peering=peering,
-        priority=secrets.randbelow(2**31 - 1) + 1 if priority is None else priority,
-        peering_lifetime=peering_lifetime,
-        liveness=liveness,
-        verbose=verbose,
-        json_logs=json_logs,
-    )
+    namespaces = namespace or list(config.namespaces)
+    # What Kopf watches, for the start-up log line (`--namespace` wins over the variable).
+    os.environ["DEPLOYPLANE_NAMESPACES"] = ",".join(namespaces)
+    return namespaces
 
 
 def _run_kopf(

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import math
 import os
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from deployplane.externals.connections import Connection
+
+ENV_READINESS = "DEPLOYPLANE_READINESS_ENDPOINT"
+"""The readiness endpoint (`deployplane operator run --readiness` sets it)."""
 
 
 class ConfigError(ValueError):
@@ -41,6 +45,26 @@ def _count(env: Mapping[str, str], name: str, default: int) -> int:
 
 
 @dataclass(frozen=True)
+class Endpoint:
+    """Where a probe is served: http://HOST:PORT/PATH."""
+
+    host: str
+    port: int
+    path: str
+
+    @classmethod
+    def parse(cls, url: str, name: str = ENV_READINESS) -> Endpoint:
+        parts = urllib.parse.urlsplit(url)
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if parts.scheme != "http" or not parts.hostname or not port:
+            raise ConfigError(f"{name} must be http://HOST:PORT/PATH, got {url!r}")
+        return cls(parts.hostname, port, parts.path or "/")
+
+
+@dataclass(frozen=True)
 class OperatorConfig:
     control_plane_url: str | None = None
     api_key: str | None = field(default=None, repr=False)
@@ -55,9 +79,17 @@ class OperatorConfig:
     metrics_port: int | None = None
     metrics_addr: str = "0.0.0.0"  # the pod network; tests set 127.0.0.1
     unhealthy_after: float = 60.0
-    """The probes fail once the API or a watch has failed for longer than this."""
+    """Readiness fails once the API or a watch has failed for longer than this."""
+    readiness: Endpoint | None = None
+    """Where readiness is served (`deployplane.controller.probes`); None: nowhere."""
     shutdown_timeout: float = 30.0
     """On shutdown, passes under way get this long to finish before they are cancelled."""
+
+    def scope(self) -> str:
+        """The namespaces it watches, in words, for its start-up log line."""
+        if not self.namespaces:
+            return "every namespace (cluster-wide)"
+        return "namespaces " + ", ".join(self.namespaces) + " only"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> OperatorConfig:
@@ -81,6 +113,7 @@ class OperatorConfig:
             metrics_port=int(port) if port else None,
             metrics_addr=env.get("DEPLOYPLANE_METRICS_ADDR") or "0.0.0.0",
             unhealthy_after=_number(env, "DEPLOYPLANE_UNHEALTHY_AFTER", 60.0),
+            readiness=Endpoint.parse(env[ENV_READINESS]) if env.get(ENV_READINESS) else None,
             shutdown_timeout=_number(env, "DEPLOYPLANE_SHUTDOWN_TIMEOUT", 30.0),
         )
 

@@ -1,5 +1,5 @@
 """The Kopf layer: thin. Kopf runs the process (login, start-up and clean-up, peering,
-the probes) and lists and watches every kind of the registry (one `kopf.on.event`
+liveness) and lists and watches every kind of the registry (one `kopf.on.event`
 handler per kind); each watch event reaches `on_event` through Kopf's handler
 machinery, which hands it to the pool of workers (`deployplane.reconcile.workers`)
 and returns. The workers reconcile, finalize and take our finalizer off, and
@@ -31,7 +31,7 @@ import gc
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -39,10 +39,11 @@ from typing import Any
 import kopf
 
 from deployplane.api.client import ControlPlaneClient
-from deployplane.controller import kopfwatch
+from deployplane.controller import kopfwatch, probes
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.metrics import OperatorMetrics
 from deployplane.controller.outputstore import OutputsStore
+from deployplane.controller.probes import ProbeServer, Readiness
 from deployplane.controller.sharding import SHARD_LABEL, Sharding
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.errors import classified
@@ -52,6 +53,7 @@ from deployplane.kube.api import KubernetesApi
 from deployplane.kube.credentials import bearer_token, load_configuration
 from deployplane.kube.health import FailureClock
 from deployplane.kube.paths import GROUP, VERSION
+from deployplane.kube.retry import Backoff
 from deployplane.reconcile.eventrecorder import EventRecorder
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
@@ -82,7 +84,12 @@ class Runtime:
     events: EventRecorder
     """Posts the passes' Events in the background, at `config.event_qps`."""
     health: FailureClock
-    """How long the Kubernetes API and each watch have been failing (the probes)."""
+    """How long the Kubernetes API and each watch have been failing (readiness)."""
+    readiness: Readiness
+    """What the readiness probe looks at (`deployplane.controller.probes`)."""
+    readiness_server: ProbeServer | None = None
+    closing: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    """What to close at clean-up beside the above: readiness's own clients."""
     last_event: dict[str, float] = field(default_factory=dict)
     """When (`clock`) the handlers last saw an event of each kind, for the probe's answer."""
     clock: Callable[[], float] = time.monotonic
@@ -120,11 +127,13 @@ def build_runtime(
     health: FailureClock | None = None,
     indices: Mapping[str, Any] | None = None,
     sharding: Sharding | None = None,
+    apiserver: probes.Ask | None = None,
 ) -> Runtime:
     """`indices`: Kopf's indices by id (`KindDef.index_id`), live; the connections
     are read from the ControlPlaneConnection kind's. A label-sharded instance lists a
     connection's users from the apiserver when it is deleted (its watch holds only its
-    shard's: `deployplane.reconcile.usage`)."""
+    shard's: `deployplane.reconcile.usage`). `apiserver`: how readiness asks the apiserver
+    (default: through `kube`)."""
     schedule = Schedule(
         poll_initial=config.poll_interval,
         poll_max=max(config.poll_max_interval, config.poll_interval),
@@ -162,7 +171,15 @@ def build_runtime(
     )
     health = health or FailureClock()
     metrics.watch_health(health)
-    return Runtime(config, kube, connections, metrics, workers, events, health)
+    readiness, closing = probes.build_readiness(
+        health,
+        apiserver or probes.ask_apiserver(kube),
+        config.default_connection(),
+        config.unhealthy_after,
+    )
+    return Runtime(
+        config, kube, connections, metrics, workers, events, health, readiness, closing=closing
+    )
 
 
 @kopf.on.login()
@@ -240,15 +257,26 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
     fill as the watches list, before any event handler runs)."""
     sharding = Sharding.from_env()
     tune_kopf(settings, sharding)
+    config = OperatorConfig.from_env()
+    # What Kopf was told to watch (`operator run` puts --namespace here); a resource
+    # elsewhere is never seen. The probe's `scope` says what it lists.
+    log.info("watching %s", config.scope())
     log.info("reconciling %s", sharding.describe())
     # Quiet kopf's per-handler INFO chatter ("Handler ... succeeded") at scale.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per API call otherwise
-    config = OperatorConfig.from_env()
     kube = KubernetesApi.from_environment(health=kopfwatch.GUARD.health)
+    # Readiness asks on a connection of its own, never retried: not behind the passes.
+    asker = KubernetesApi.from_environment(max_in_flight=1, backoff=Backoff(attempts=0))
     memo.runtime = runtime = build_runtime(
-        config, kube, health=kopfwatch.GUARD.health, indices=kwargs, sharding=sharding
+        config,
+        kube,
+        health=kopfwatch.GUARD.health,
+        indices=kwargs,
+        sharding=sharding,
+        apiserver=probes.ask_apiserver(asker),
     )
+    runtime.closing.append(asker.aclose)
     if settings.peering.mandatory:
         # Kopf starts paused with peering on, until its first look at the peers; the
         # queue waits with it (the adapter resumes it with the first watch).
@@ -259,6 +287,9 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
     tune_gc()
     if config.metrics_port is not None:
         runtime.metrics.serve(config.metrics_port, config.metrics_addr)
+    if config.readiness is not None:
+        runtime.readiness_server = ProbeServer(config.readiness, runtime.readiness.check)
+        await runtime.readiness_server.start()
 
 
 async def on_event(kind: str, event: Mapping[str, Any], memo: kopf.Memo, **_: Any) -> None:
@@ -329,25 +360,28 @@ register(sharding=Sharding.from_env())
 kopfwatch.install()
 
 
-@kopf.on.probe(id="kubernetes")
-def health(memo: kopf.Memo, **_: Any) -> dict[str, float]:
-    """Liveness and readiness: fails (HTTP 500) once the Kubernetes API or a watch has
-    been failing for longer than DEPLOYPLANE_UNHEALTHY_AFTER (a log line says which);
-    else how long anything has been failing, and how long ago the handlers last saw an
-    event of each kind. That age informs and never fails the probe: a quiet cluster
-    sends no event for hours, and Kopf reopens a silent stream by itself
-    (`settings.watching.inactivity_timeout`)."""
+@kopf.on.probe(id="alive")
+async def alive(memo: kopf.Memo, **_: Any) -> dict[str, Any]:
+    """Liveness (`deployplane.controller.probes`): answered from the event loop, it
+    fails (HTTP 500) only when a task that moves the work has ended. What has been
+    failing on the Kubernetes side, and how long ago the handlers last saw an event of
+    each kind, only inform: readiness judges the first, and a quiet cluster sends no
+    event for hours (Kopf reopens a silent stream by itself)."""
     runtime: Runtime = memo.runtime
-    broken = runtime.health.unhealthy(runtime.config.unhealthy_after)
-    if broken:
-        raise kopf.PermanentError(
-            "failing for over "
-            f"{runtime.config.unhealthy_after:.0f}s: "
-            + "; ".join(f"{what} ({error})" for what, error in sorted(broken.items()))
-        )
+    ended = probes.stalled(runtime.workers, runtime.events)
+    if ended:
+        raise kopf.PermanentError("stuck: " + "; ".join(ended))
     now = runtime.clock()
     seen = {f"seconds since a {kind} event": now - at for kind, at in runtime.last_event.items()}
     return {**runtime.health.failing(), **seen}
+
+
+@kopf.on.probe(id="scope")
+def scope(**_: Any) -> dict[str, str]:
+    """The namespaces this instance watches, as Kopf lists them (`every namespace`, or
+    their names, globs resolved): a resource anywhere else is never seen, so it gets no
+    status, Event or finalizer (docs/install.md, "The operator's scope")."""
+    return {"watching": kopfwatch.GUARD.scope()}
 
 
 GC_THRESHOLDS = (10_000, 20, 20)
@@ -367,6 +401,10 @@ def tune_gc() -> None:
 @kopf.on.cleanup()
 async def close_clients(memo: kopf.Memo, **_: Any) -> None:
     runtime: Runtime = memo.runtime
+    if runtime.readiness_server is not None:
+        await runtime.readiness_server.stop()  # unready while the passes drain
+    for close in runtime.closing:
+        await close()
     await runtime.workers.stop(runtime.config.shutdown_timeout)
     await runtime.events.stop()
     await runtime.connections.aclose()

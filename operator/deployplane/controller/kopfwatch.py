@@ -15,7 +15,9 @@ surface (`kopf`, `kopf.on`, `kopf.testing`, the settings) has no way to do what 
   hook tells a probe that Kopf's own streams are failing;
 - Kopf's peering pauses the watch through a future it hands each stream (done when
   the operator is paused); the adapter pauses the work queue with it, and resumes it
-  when Kopf opens a stream again (it only does so unpaused): no public pause hook.
+  when Kopf opens a stream again (it only does so unpaused): no public pause hook;
+- the namespaces it lists our kinds in (every one, or which, its globs resolved) are
+  kept for the probe's `scope`: no public hook says what Kopf watches.
 
 Guarded against Kopf changing underneath: Kopf is pinned to the minor the tests ran
 (pyproject.toml), the wrappers take Kopf's keyword arguments by name (a renamed one is
@@ -63,6 +65,16 @@ class WatchGuard:
     clock: Callable[[], float] = field(default=lambda: asyncio.get_running_loop().time())
     quick_ends: dict[str, int] = field(default_factory=dict)
     """Watches (by `what`) ending at once with nothing, in a row."""
+    listed: set[str | None] = field(default_factory=set)
+    """The namespaces Kopf has listed our kinds in (None: every namespace, one
+    cluster-wide listing), globs resolved: the operator's scope as it really is."""
+
+    def scope(self) -> str:
+        """The namespaces listed so far, in words (the probe's `scope`)."""
+        if None in self.listed:
+            return "every namespace"
+        named = sorted(ns for ns in self.listed if ns is not None)
+        return ", ".join(named) if named else "nothing listed yet"
 
     def paused(self, paused: bool) -> None:
         if self.on_pause is not None:
@@ -208,6 +220,8 @@ def _guarded_fetch(
         *, settings: Any, resource: Any, namespace: Any, logger: Any
     ) -> AsyncIterator[Any]:
         what = _what(resource, namespace)
+        if getattr(resource, "group", None) == GROUP:
+            guard.listed.add(namespace or None)
         try:
             async for chunk, version in fetch_objs(
                 settings=settings, resource=resource, namespace=namespace, logger=logger

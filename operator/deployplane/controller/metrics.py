@@ -209,7 +209,7 @@ class _FailingCollector(Collector):
         family = GaugeMetricFamily(
             "deployplane_kube_failing_seconds",
             "Seconds the Kubernetes API (what=api) or a watch (what=watch <plural>) has been "
-            "failing; the probes fail past DEPLOYPLANE_UNHEALTHY_AFTER.",
+            "failing; readiness fails past DEPLOYPLANE_UNHEALTHY_AFTER.",
             labels=["what"],
         )
         for what, seconds in sorted(self.health.failing().items()):

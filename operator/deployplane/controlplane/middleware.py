@@ -32,7 +32,15 @@ __all__ = [
 # Faults and statistics concern the API itself, not the emulator's own endpoints (nor
 # its upload storage, which stands for the service's object store).
 _UPLOADS = "/_uploads/"
-_EXEMPT_PREFIXES = ("/healthz", "/_emulator", "/openapi.json", "/docs", "/redoc", _UPLOADS)
+_EXEMPT_PREFIXES = (
+    "/healthz",
+    "/readyz",
+    "/_emulator",
+    "/openapi.json",
+    "/docs",
+    "/redoc",
+    _UPLOADS,
+)
 
 _FAULT_STATUSES = (500, 502, 503, 429)
 

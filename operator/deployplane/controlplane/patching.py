@@ -10,9 +10,12 @@ The rules, as the service answers them:
 - `source_config` keys present replace the stored values, an explicit null clears one,
   nested objects are replaced whole; a change alone makes no revision, but a change of
   what the data plane renders from (`RENDERED_SOURCE_CONFIG`: resource_spec,
-  listener_config, listener_id) that makes no revision asks for a re-render
-  (`PatchDecision.rerender`: the running revision becomes `remote_reconciled=false`
-  until the data plane applied the change); an equal value asks nothing;
+  listener_config, listener_id) must reach what runs: on a deployed latest revision it
+  asks for a re-render (`PatchDecision.rerender`: the running revision becomes
+  `remote_reconciled=false` until the data plane applied the change), a latest revision
+  still on its way deploys with it, and a latest revision that ended without deploying
+  (failed, skipped, interrupted: nothing of it runs) is retried by a new revision with
+  its source revision config (`PatchDecision.retry`); an equal value asks nothing;
 - a non-null `source_revision_config` field makes a new revision (nulls are ignored);
 - `secrets` replace the stored set; a change of a name or value makes a new revision;
 - `secret_references` replace the stored ones; a change makes a new revision;
@@ -33,6 +36,7 @@ from typing import Any
 from deployplane.api.models import (
     DeploymentPatch,
     DeploymentStatus,
+    RevisionStatus,
     Source,
     SourceConfig,
     SourceRevisionConfig,
@@ -70,6 +74,8 @@ class StoredDeployment:
     revision_config: SourceRevisionConfig
     revision_source: Source | None = None
     """The latest revision's source (None: as the deployment's, or no revision yet)."""
+    revision_status: RevisionStatus | None = None
+    """The latest revision's status (None: no revision yet)."""
 
 
 @dataclass(frozen=True)
@@ -95,8 +101,14 @@ class PatchDecision:
     upload_to_check: str | None
     """The source_tarball_path the new revision builds: an upload of this deployment."""
     rerender: bool = False
-    """No new revision, but a rendered field changed: the data plane must apply the
-    change to the running revision (it is marked not `remote_reconciled`)."""
+    """No new revision, but a rendered field of a deployed latest revision changed: the
+    data plane must apply the change to the running revision (it is marked not
+    `remote_reconciled`). A revision still on its way needs nothing: it is rendered from
+    the deployment as it is when it deploys."""
+    retry: bool = False
+    """The new revision is the latest one again, with the change: that one ended without
+    deploying, so nothing runs that a re-render could change (a git_host retry keeps the
+    commit it built, as a redeploy does)."""
 
 
 def decide_patch(
@@ -124,8 +136,7 @@ def decide_patch(
     new_revision = new_revision or bool(references)
     if body.secrets is not None:
         errors += secret_errors(body.secrets, ("body", "secrets"))
-        if secretdigest.changed(secret_key, current.id, body.secrets, current.secrets):
-            new_revision = True
+        new_revision |= secretdigest.changed(secret_key, current.id, body.secrets, current.secrets)
         # rewritten even when unchanged: digests of the old scheme become keyed ones
         values["secrets"] = secretdigest.records(secret_key, current.id, body.secrets)
     errors += published_rule_errors(
@@ -139,6 +150,8 @@ def decide_patch(
         revision_source=revision_source,
     )
     named = body.source_config.model_fields_set if body.source_config is not None else set()
+    retry, rerender = _reaching_what_runs(current, stored_config, new_revision=new_revision)
+    new_revision = new_revision or retry
     return PatchDecision(
         values=values,
         source_config=source_config,
@@ -155,8 +168,24 @@ def decide_patch(
             if new_revision and revision_source is Source.INTERNAL_SOURCE
             else None
         ),
-        rerender=not new_revision and rendered_change(current.source_config, stored_config),
+        rerender=rerender,
+        retry=retry,
     )
+
+
+def _reaching_what_runs(
+    current: StoredDeployment, stored_config: dict[str, Any], *, new_revision: bool
+) -> tuple[bool, bool]:
+    """(retry, rerender): how a change of what the data plane renders, in a PATCH that
+    makes no revision of its own, reaches what runs. A deployed latest revision is
+    rendered again; one that ended without deploying runs nothing, so a new revision
+    retries it; one on its way needs neither (it deploys with the change)."""
+    if new_revision or not rendered_change(current.source_config, stored_config):
+        return False, False
+    status = current.revision_status
+    if status is RevisionStatus.DEPLOYED:
+        return False, True
+    return status is not None and status.is_terminal, False
 
 
 def rendered_change(stored: dict[str, Any], merged: dict[str, Any]) -> bool:

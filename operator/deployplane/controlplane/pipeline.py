@@ -254,7 +254,7 @@ class Pipeline:
             for row in due:
                 source = Source(row.source)
                 failure = self._config.failure_for(
-                    name=row.name, image_uri=row.image_uri, repo_ref=row.repo_ref
+                    name=row.name, image_uri=row.image_uri, repo_ref=row.repo_ref, seq=row.seq
                 )
                 new = next_status(source, RevisionStatus(row.status), failure, row.build_error)
                 moves[new].append(row.id)
@@ -308,6 +308,7 @@ async def _due_revisions(conn: DbConn, now: float) -> Sequence[Any]:
         await conn.execute(
             select(
                 revisions.c.id,
+                revisions.c.seq,
                 revisions.c.deployment_id,
                 revisions.c.source,
                 revisions.c.status,

@@ -120,11 +120,14 @@ _FAILURE_STATUSES = {
 
 
 class FailureRule(_Strict):
-    """A revision matching every regex given stops at `status` instead of deploying."""
+    """A revision matching every regex given stops at `status` instead of deploying;
+    with `first_revisions`, only a deployment's first N revisions do (a failure that a
+    later revision gets past, as a build that ran out of disk)."""
 
     image_uri_regex: str | None = None
     repo_ref_regex: str | None = None
     name_regex: str | None = None
+    first_revisions: int | None = Field(None, ge=1)
     status: RevisionStatus
 
     @field_validator("status")
@@ -144,7 +147,12 @@ class FailureRule(_Strict):
                 raise ValueError(f"invalid regex: {exc}") from exc
         return value
 
-    def matches(self, *, name: str, image_uri: str | None, repo_ref: str | None) -> bool:
+    def matches(
+        self, *, name: str, image_uri: str | None, repo_ref: str | None, seq: int = 1
+    ) -> bool:
+        """`seq`: the revision's number among its deployment's (the first is 1)."""
+        if self.first_revisions is not None and seq > self.first_revisions:
+            return False
         checks = (
             (self.image_uri_regex, image_uri),
             (self.repo_ref_regex, repo_ref),
@@ -171,10 +179,10 @@ class PipelineConfig(_Strict):
     failures: list[FailureRule] = Field(default_factory=list)
 
     def failure_for(
-        self, *, name: str, image_uri: str | None, repo_ref: str | None
+        self, *, name: str, image_uri: str | None, repo_ref: str | None, seq: int = 1
     ) -> RevisionStatus | None:
         for rule in self.failures:
-            if rule.matches(name=name, image_uri=image_uri, repo_ref=repo_ref):
+            if rule.matches(name=name, image_uri=image_uri, repo_ref=repo_ref, seq=seq):
                 return rule.status
         return None
 

@@ -20,6 +20,7 @@ __all__ = [
     "REQUIRED",
     "Rule",
     "Rules",
+    "at_most",
     "attach_rules",
     "forbidden_for",
     "has",
@@ -78,6 +79,17 @@ def forbidden_for(source: str, path: str, why: str) -> Rule:
         f"spec.{path} is not allowed when spec.source is {source} ({why})",
         field_path=f".{path}",
         reason=FORBIDDEN,
+    )
+
+
+def at_most(parent: str, low: str, high: str, why: str) -> Rule:
+    """A rule on the object at spec path `parent`: its `low` is not above its `high`
+    when both are set (a minimum and a maximum, a request and a limit). The refusal is
+    reported at `low`."""
+    return Rule(
+        f"!has(self.{low}) || !has(self.{high}) || self.{low} <= self.{high}",
+        f"spec.{parent}.{low} must not be above spec.{parent}.{high} ({why})",
+        field_path=f".{low}",
     )
 
 

@@ -171,7 +171,9 @@ def _node(tp: Any, constraints: list[Any], *, prop: str, where: str) -> Schema:
     elif tp is bool:
         node = {"type": "boolean"}
     elif tp is int:
-        node = {"type": "integer", "format": "int64"}
+        # No `format: int64` (controller-gen's for Go's `int` alike): with it, the
+        # apiserver refuses 1.5 twice, once as "not int64" and once as "format int64".
+        node = {"type": "integer"}
     elif tp is float or (origin in (Union, types.UnionType) and set(get_args(tp)) == {int, float}):
         node = {"type": "number"}
     elif tp is str:

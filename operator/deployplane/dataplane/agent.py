@@ -28,21 +28,19 @@ from deployplane.api.dataplane import (
 )
 from deployplane.api.errors import ControlPlaneError
 from deployplane.api.models import Deployment, DeploymentStatus, Listener, Revision
+from deployplane.dataplane import removal
 from deployplane.dataplane.applier import (
     applied_revision,
     apply_rendered,
     database_password,
-    find_owners,
     get_owner,
     is_applied,
-    owner_selector,
 )
 from deployplane.dataplane.events import post_warnings
 from deployplane.dataplane.kube import Cluster, ClusterError
 from deployplane.dataplane.observe import observe_rollout
 from deployplane.dataplane.protocol import DataPlaneClient
 from deployplane.dataplane.render import (
-    LABEL_DEPLOYMENT_ID,
     DataPlaneSettings,
     Rendered,
     RenderError,
@@ -55,7 +53,6 @@ from deployplane.dataplane.rollout import Verdict
 from deployplane.dataplane.vendorparts import refresh_route, unserved
 from deployplane.dataplane.work import (
     acts_on,
-    listener_namespaces,
     listener_of,
     rendered_inputs,
     settled,
@@ -98,6 +95,17 @@ class Agent:
         self.settings = settings or AgentSettings()
         self.builtin = builtin
         self._limit = asyncio.Semaphore(self.settings.concurrency)
+        self._beating: asyncio.Task[None] | None = None
+
+    def stalled(self) -> list[str]:
+        """What has stopped moving the work while `run()` goes on (the liveness probe's
+        question, `deployplane.dataplane.probes`): the heartbeat task, which tells the
+        control plane to hand this agent the deploy stages, ended on an error it does
+        not expect."""
+        beating = self._beating
+        if beating is None or not beating.done() or beating.cancelled():
+            return []
+        return [f"the heartbeat ended: {beating.exception()!r}"]
 
     # ------------------------------------------------------------------ the loops
 
@@ -105,7 +113,9 @@ class Agent:
         """Heartbeats and rounds until cancelled. The first round is a full one, so a
         restarted agent sweeps what was deleted while it was away."""
         ttl = (await self.client.heartbeat(self.listener_id)).ttl_seconds
-        beating = asyncio.create_task(self._beat(ttl / 3), name="listener-heartbeat")
+        self._beating = beating = asyncio.create_task(
+            self._beat(ttl / 3), name="listener-heartbeat"
+        )
         try:
             last_full = -float("inf")
             while True:
@@ -139,7 +149,9 @@ class Agent:
             *(self._guarded(listener, d, full, pending is None or d.id in pending) for d in mine)
         )
         if full:
-            await self.sweep_orphans(listener, {str(d.id) for d in mine})
+            await removal.sweep_orphans(
+                self.cluster, self.listener_id, listener, {str(d.id) for d in mine}
+            )
 
     async def _mine(self, *, remote_reconciled: bool | None) -> list[Deployment]:
         """The workspace's deployments (every page) that run on this listener (the
@@ -179,7 +191,7 @@ class Agent:
         resources, say): its revision is rendered again, applied if what it renders
         changed, and reported DEPLOYED once rolled out, which reconciles it again."""
         if deployment.status is DeploymentStatus.AWAITING_DELETE:
-            await self.remove(listener, deployment)
+            await removal.remove(self.cluster, self.client, self.listener_id, listener, deployment)
             return
         revision_id = deployment.latest_revision_id
         steady = revision_id is not None and settled(deployment)
@@ -243,7 +255,9 @@ class Agent:
     async def _changed_meanwhile(self, deployment: Deployment) -> bool:
         """Whether the deployment changed what a render reads since it was listed: a
         DEPLOYED report would then say a render that is not the current one is rolled
-        out (and reconcile it); the next round renders the change instead."""
+        out (and reconcile it), a DEPLOY_FAILED one would fail the revision for a render
+        the change may fix (and the change, made while the revision was on its way,
+        would never run); the next round renders the change instead."""
         fresh = await self.client.get_deployment(deployment.id)
         return rendered_inputs(fresh) != rendered_inputs(deployment)
 
@@ -313,7 +327,8 @@ class Agent:
         )
         if unchanged and not rerender:
             return
-        if verdict.status is ReportedStatus.DEPLOYED and await self._changed_meanwhile(deployment):
+        final = verdict.status is not ReportedStatus.DEPLOYING
+        if final and await self._changed_meanwhile(deployment):
             return
         failed = verdict.status is ReportedStatus.DEPLOY_FAILED
         warnings = verdict.warnings[:10]
@@ -362,29 +377,3 @@ class Agent:
             self.cluster, deployment, listener, self.settings.dataplane, owner
         )
         await self._report_url(deployment, url)
-
-    # ------------------------------------------------------------------ removal
-
-    async def remove(self, listener: Listener, deployment: Deployment) -> None:
-        """Deletes the owner (the garbage collector removes the rest, foreground, so the
-        owner goes last) and says so once nothing is left."""
-        selector = owner_selector(
-            listener_id=str(self.listener_id), deployment_id=str(deployment.id)
-        )
-        owners = await find_owners(self.cluster, listener_namespaces(listener), selector)
-        for owner in owners:
-            if not owner["metadata"].get("deletionTimestamp"):
-                meta = owner["metadata"]
-                await self.cluster.delete("v1", "ConfigMap", meta["namespace"], meta["name"])
-        if not owners:
-            await self.client.deletion_done(self.listener_id, deployment.id)
-
-    async def sweep_orphans(self, listener: Listener, known: set[str]) -> None:
-        """Removes the objects of this listener's deployments that no longer exist."""
-        selector = owner_selector(listener_id=str(self.listener_id))
-        for owner in await find_owners(self.cluster, listener_namespaces(listener), selector):
-            meta = owner["metadata"]
-            if meta["labels"].get(LABEL_DEPLOYMENT_ID) in known or meta.get("deletionTimestamp"):
-                continue
-            log.info("removing the objects of deleted deployment %s", meta["labels"])
-            await self.cluster.delete("v1", "ConfigMap", meta["namespace"], meta["name"])

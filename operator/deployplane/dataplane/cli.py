@@ -17,13 +17,14 @@ import logging
 import signal
 import sys
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 from uuid import UUID
 
 import typer
 
 from deployplane.api.errors import ControlPlaneError, NotFound, Unauthorized
-from deployplane.controller.config import ConfigError, OperatorConfig
+from deployplane.controller.config import ConfigError, Endpoint, OperatorConfig
 from deployplane.dataplane import options
 
 if TYPE_CHECKING:  # imported when run: the kubernetes client is slow to import
@@ -38,6 +39,21 @@ log = logging.getLogger("deployplane.dataplane")
 
 class StartupError(Exception):
     """The agent cannot start; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class ProbeEndpoints:
+    """Where the agent serves its probes (`deployplane.dataplane.probes`); None: not."""
+
+    liveness: Endpoint | None = None
+    readiness: Endpoint | None = None
+
+    @classmethod
+    def parse(cls, liveness: str | None, readiness: str | None) -> ProbeEndpoints:
+        return cls(
+            None if liveness is None else Endpoint.parse(liveness, "--liveness"),
+            None if readiness is None else Endpoint.parse(readiness, "--readiness"),
+        )
 
 
 @app.command("run")
@@ -59,6 +75,8 @@ def run(
         help="Namespace of the Listener resource.",
     ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
+    liveness: options.Liveness = None,
+    readiness: options.Readiness = None,
     control_plane_url: options.ControlPlaneUrl = None,
     api_key: options.ApiKey = None,
     tenant_id: options.TenantId = None,
@@ -91,7 +109,11 @@ def run(
         _fail("give exactly one of --listener-id and --listener")
     config, dataplane = _settings(env)
     try:
-        asyncio.run(_main(config, listener_id, listener, namespace, dataplane))
+        endpoints = ProbeEndpoints.parse(liveness, readiness)
+    except ConfigError as exc:
+        _fail(str(exc))
+    try:
+        asyncio.run(_main(config, listener_id, listener, namespace, dataplane, endpoints))
     except StartupError as exc:
         _fail(str(exc))
 
@@ -121,11 +143,13 @@ async def _main(
     name: str | None,
     namespace: str,
     dataplane: DataPlaneSettings,
+    endpoints: ProbeEndpoints,
 ) -> None:
     from kubernetes.config import ConfigException
 
     from deployplane.dataplane.agent import Agent, AgentSettings
     from deployplane.dataplane.kube import ClusterApi
+    from deployplane.dataplane.probes import AgentProbes
     from deployplane.dataplane.protocol import DataPlaneClient
 
     lid = None if listener_id is None else _parse_id(listener_id)
@@ -137,7 +161,11 @@ async def _main(
     connection = config.default_connection()
     assert connection is not None  # checked before the agent starts
     client = connection.client(DataPlaneClient)
+    probes = AgentProbes.build(
+        cluster, connection, config.unhealthy_after, readiness=endpoints.readiness is not None
+    )
     try:
+        await probes.serve(endpoints.liveness, endpoints.readiness)
         if lid is None:
             assert name is not None
             found = await _listener_id_of(cluster, namespace, name, config.poll_interval)
@@ -153,9 +181,11 @@ async def _main(
                 dataplane=dataplane,
             ),
         )
+        probes.agent = agent
         log.info("listener agent running for listener %s", lid)
         await _until_signalled(agent.run())
     finally:
+        await probes.aclose()
         await client.aclose()
         await cluster.aclose()
 

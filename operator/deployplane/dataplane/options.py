@@ -154,6 +154,26 @@ NetworkPolicy = Annotated[
     _setting("network_policy", "true|false", "A NetworkPolicy per deployment. Default: true."),
 ]
 
+Liveness = Annotated[
+    str | None,
+    typer.Option(
+        "--liveness",
+        metavar="URL",
+        help="Serve liveness (is the agent stuck?) here, e.g. http://0.0.0.0:8080/healthz.",
+    ),
+]
+Readiness = Annotated[
+    str | None,
+    typer.Option(
+        "--readiness",
+        metavar="URL",
+        help="Serve readiness (can it work now: running, Kubernetes API and control plane "
+        "answer) here, e.g. http://0.0.0.0:8081/readyz.",
+    ),
+]
+"""The probes' endpoints (`deployplane.dataplane.probes`): options only, as the operator's
+`--liveness`; not settings of the agent's work."""
+
 SETTINGS: Final = (
     "control_plane_url",
     "api_key",

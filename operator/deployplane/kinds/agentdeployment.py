@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from deployplane.crd.cel import REQUIRED, Rule, Rules, forbidden_for, immutable, required_for
+from deployplane.crd.cel import (
+    REQUIRED,
+    Rule,
+    Rules,
+    at_most,
+    forbidden_for,
+    immutable,
+    required_for,
+)
 from deployplane.crd.columns import column, connection_column, policy_column, printer_columns
 from deployplane.crd.specs import AgentDeploymentSpec
 from deployplane.crd.status import AgentDeploymentStatus
@@ -27,6 +35,23 @@ _GIT_ONLY_FIELDS: Final = (
     "sourceConfig.buildOnPush",
     "sourceRevisionConfig.repoRef",
     "sourceRevisionConfig.graphConfigPath",
+)
+
+RESOURCES: Final = "sourceConfig.resourceSpec"
+_SCALE_BOUNDS: Final = (
+    ("minScale", "maxScale"),
+    ("queueMinScale", "queueMaxScale"),
+    ("orchestratorMinScale", "orchestratorMaxScale"),
+)
+_REQUESTS_AND_LIMITS: Final = (
+    ("cpu", "cpuLimit"),
+    ("memoryMb", "memoryLimitMb"),
+    ("queueCpu", "queueCpuLimit"),
+    ("queueMemoryMb", "queueMemoryLimitMb"),
+    ("orchestratorCpu", "orchestratorCpuLimit"),
+    ("orchestratorMemoryMb", "orchestratorMemoryLimitMb"),
+    ("dbCpu", "dbCpuLimit"),
+    ("dbMemoryMb", "dbMemoryLimitMb"),
 )
 
 DNS1123_SUBDOMAIN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -96,6 +121,16 @@ RULES: Final[Rules] = {
             "spec.writeOutputsTo.configMapName must be a DNS-1123 subdomain (a ConfigMap "
             "name): lowercase letters, digits, '-' and '.', starting and ending with a "
             "letter or digit, e.g. 'support-bot-outputs'",
+        ),
+    ],
+    RESOURCES: [
+        *(
+            at_most(RESOURCES, low, high, "a minimum above its maximum")
+            for low, high in _SCALE_BOUNDS
+        ),
+        *(
+            at_most(RESOURCES, request, limit, "a request above its limit: no pod may have it")
+            for request, limit in _REQUESTS_AND_LIMITS
         ),
     ],
     "sourceConfig": [

@@ -24,7 +24,6 @@ import json
 import logging
 import math
 import os
-import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Mapping
 from typing import Any
@@ -33,7 +32,7 @@ import aiohttp
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from deployplane.kube.credentials import bearer_token, load_configuration
+from deployplane.kube.credentials import bearer_token, load_configuration, ssl_context
 from deployplane.kube.events import event_body
 from deployplane.kube.health import FailureClock
 from deployplane.kube.paths import collection as _collection
@@ -99,14 +98,9 @@ class KubernetesApi:
         connections."""
         if self._http is None:
             cfg = self._configuration
-            verify: ssl.SSLContext | bool = False
-            if cfg.verify_ssl:
-                verify = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
-                if cfg.cert_file:
-                    verify.load_cert_chain(cfg.cert_file, cfg.key_file)
             self._http = aiohttp.ClientSession(
                 base_url=cfg.host,
-                connector=aiohttp.TCPConnector(limit=self._max_in_flight, ssl=verify),
+                connector=aiohttp.TCPConnector(limit=self._max_in_flight, ssl=ssl_context(cfg)),
                 timeout=aiohttp.ClientTimeout(total=60.0),
             )
         return self._http
@@ -197,6 +191,10 @@ class KubernetesApi:
             if (status >= 400 and status not in allowed) or status == 0:
                 raise ApiException(status=status, reason=_reason(payload))
             return status, payload
+
+    async def get_path(self, path: str) -> tuple[int, bytes]:
+        """GET `path`: its status (any) and body; ApiException, status 0, for no answer."""
+        return await self._send("GET", path, allowed=range(400, 600))
 
     async def read_secret(self, namespace: str, name: str) -> Mapping[str, str] | None:
         status, payload = await self._send(

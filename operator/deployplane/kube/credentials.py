@@ -8,6 +8,7 @@ token that expired is replaced).
 from __future__ import annotations
 
 import os
+import ssl
 
 from kubernetes import client, config
 
@@ -38,3 +39,14 @@ def bearer_token(configuration: client.Configuration) -> str | None:
     if scheme.lower() == "bearer" and token:
         value = token
     return value.strip() or None
+
+
+def ssl_context(configuration: client.Configuration) -> ssl.SSLContext | bool:
+    """The TLS the configuration asks for: its CA and client certificate (False: no
+    verification, as `insecure-skip-tls-verify` says)."""
+    if not configuration.verify_ssl:
+        return False
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, configuration.key_file)
+    return context

@@ -1,5 +1,5 @@
-"""How long each way of talking to Kubernetes has been failing: the truth the liveness
-and readiness probes tell (`deployplane.controller.handlers.health`), the metric
+"""How long each way of talking to Kubernetes has been failing: what the readiness probe
+tells (`deployplane.controller.probes`; liveness never looks here), the metric
 `deployplane_kube_failing_seconds{what}` shows, and one log line announces.
 
 A "what" (say `api`, or `watch agentdeployments`) is failing from its first failure

@@ -132,6 +132,10 @@ class EventRecorder:
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="deployplane-events")
 
+    def ended(self) -> bool:
+        """Whether the posting task ended without being stopped (nothing posts then)."""
+        return self._task is not None and self._task.done() and not self._stopping
+
     async def stop(self, drain_seconds: float = 5.0) -> None:
         """Post what waits for at most `drain_seconds`, then drop the rest."""
         self._stopping = True

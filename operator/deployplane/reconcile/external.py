@@ -69,6 +69,10 @@ class Observation(Generic[StatusT, PatchT]):
     patch: PatchT | None = None
     """The diff between the resolved spec and the resource; None when in sync (or not
     compared: a poll of what is in progress)."""
+    ready_event: tuple[str, str] | None = None
+    """(reason, message) of the Event that Ready turning True posts, when it is not the
+    condition's own: Ready reached again by a change applied to what already ran, which
+    is not the condition's news (a revision deployed) a second time."""
 
     @property
     def up_to_date(self) -> bool:

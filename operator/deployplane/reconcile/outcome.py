@@ -43,6 +43,9 @@ class EventReason(StrEnum):
 
     CREATED = "Created"
     UPDATED = "Updated"
+    """A change of the spec applied to the external resource."""
+    DRIFT_CORRECTED = "DriftCorrected"
+    """The external resource was changed by someone else; set back to the spec."""
     ADOPTED = "Adopted"
     OBSERVING = "Observing"
     EXTERNAL_RESOURCE_GONE = "ExternalResourceGone"
@@ -100,6 +103,8 @@ class Verdict(Generic[StatusT]):
     retry_after: float | None = None
     observed: StatusT | None = None
     """The kind's observed fields, laid over the status."""
+    ready_event: tuple[str, str] | None = None
+    """(reason, message) of the Event of Ready turning True, when not the condition's."""
 
     @property
     def state(self) -> State:
@@ -120,7 +125,7 @@ def compose_outcome(
 ) -> Outcome[StatusT]:
     """The whole next status (conditions included) and the requeue, from a verdict."""
     conditions = _conditions(current.conditions, gen, verdict)
-    events.extend(_transition_events(current.conditions, conditions))
+    events.extend(_transition_events(current.conditions, conditions, verdict.ready_event))
     status = current if verdict.observed is None else current.overlay(verdict.observed)
     status = status.evolve(observed_generation=gen, conditions=conditions)
     state = verdict.state
@@ -198,8 +203,11 @@ def _conditions(previous: list[Condition], gen: int, verdict: Verdict[StatusT]) 
 _WARNING_TRANSITIONS = {(ConditionType.STALLED, TRUE), (ConditionType.SYNCED, FALSE)}
 
 
-def _transition_events(previous: list[Condition], current: list[Condition]) -> list[EventRecord]:
-    """Events for the transitions a person cares about: became Ready, stalled, lost sync."""
+def _transition_events(
+    previous: list[Condition], current: list[Condition], ready_event: tuple[str, str] | None
+) -> list[EventRecord]:
+    """Events for the transitions a person cares about: became Ready (`ready_event`
+    when the kind says what it means), stalled, lost sync."""
     before = {c.type: c for c in previous}
     out: list[EventRecord] = []
     for c in current:
@@ -208,7 +216,8 @@ def _transition_events(previous: list[Condition], current: list[Condition]) -> l
         if not flipped:
             continue
         if c.type == ConditionType.READY and c.status == TRUE:
-            event = EventRecord("Normal", c.reason, c.message or "Ready")
+            reason, message = ready_event or (c.reason, c.message or "Ready")
+            event = EventRecord("Normal", reason, message)
         elif (c.type, c.status) in _WARNING_TRANSITIONS:
             event = EventRecord("Warning", c.reason, c.message)
         else:

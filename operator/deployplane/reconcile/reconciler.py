@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol
 
-from deployplane.reconcile.conditions import Reason
+from deployplane.reconcile.conditions import TRUE, ConditionType, Reason, find_condition
 from deployplane.reconcile.errors import ExternalError, Refusal
 from deployplane.reconcile.external import (
     Connecter,
@@ -33,7 +33,7 @@ from deployplane.reconcile.outcome import (
     compose_outcome,
 )
 from deployplane.reconcile.schedule import Schedule
-from deployplane.reconcile.status import StatusT, to_kube
+from deployplane.reconcile.status import ResourceStatus, StatusT, to_kube
 from deployplane.reconcile.statuspatch import merge_patch
 
 
@@ -86,6 +86,7 @@ class Reconciler(Generic[SpecT, StatusT]):
                 message=obs.message,
                 terminal=obs.phase is Phase.FAILED,
                 observed=obs.status,
+                ready_event=obs.ready_event,
             )
         except DependencyNotReady as exc:
             verdict = Verdict(None, False, exc.reason, str(exc))
@@ -163,9 +164,14 @@ class _Pass(Generic[SpecT, StatusT]):
         if obs is None:
             obs = await self._create()
         if full and obs.patch is not None:
-            drift = ", ".join(obs.drift) or "spec"
+            fields = ", ".join(obs.drift) or "the spec"
+            edited = not applied_at(mr.status, mr.generation)
             obs = await ext.update(mr, obs, obs.patch)
-            self.event("Normal", EventReason.UPDATED, f"Brought {drift} in line with the spec")
+            if edited:
+                self.event("Normal", EventReason.UPDATED, f"Applied the change to {fields}")
+            else:
+                message = f"Corrected drift of {fields}: changed on the control plane"
+                self.event("Normal", EventReason.DRIFT_CORRECTED, message)
         return obs
 
     async def observe_only(self) -> Obs[StatusT]:
@@ -273,6 +279,14 @@ class _PassStatus(Generic[StatusT]):
         self.current = status
 
 
+def applied_at(status: ResourceStatus, generation: int) -> bool:
+    """Whether a pass already brought the resource to this generation of its spec
+    (Synced=True, set for it): a difference found now was made on the control plane
+    (drift), not by an edit of the spec, which a pass has yet to apply."""
+    synced = find_condition(status.conditions, ConditionType.SYNCED)
+    return synced is not None and synced.status == TRUE and synced.observed_generation == generation
+
+
 def observe_only(mr: Managed[Any, Any]) -> bool:
     """Whether the resource's spec says ObserveOnly (a kind without the field: Full)."""
     return str(getattr(mr.spec, "management_policy", "Full")) == "ObserveOnly"
@@ -281,6 +295,7 @@ def observe_only(mr: Managed[Any, Any]) -> bool:
 _ACTIONS = {
     EventReason.CREATED: "Create",
     EventReason.UPDATED: "Update",
+    EventReason.DRIFT_CORRECTED: "Update",
     EventReason.ADOPTED: "Adopt",
     EventReason.OBSERVING: "Adopt",
 }

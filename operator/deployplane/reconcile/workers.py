@@ -152,6 +152,11 @@ class Workers:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
 
+    def ended_workers(self) -> int:
+        """Workers that ended while the pool runs: none should (a pass that raises is
+        caught), so one that did means the queue drains slower or not at all."""
+        return sum(task.done() for task in self._tasks)
+
     def observe(self, kind: str, event_type: str | None, body: Mapping[str, Any]) -> None:
         """A watch event (`event_type` None: the object was listed)."""
         meta = body.get("metadata") or {}

@@ -74,6 +74,9 @@ def _ge_as_minimum(schema: dict[str, Any]) -> None:
 
 
 NonNegativeNumber = Annotated[int | float, Field(ge=0, json_schema_extra=_ge_as_minimum)]
+# What the published contract types `integer` (replica counts, megabytes, GiB,
+# connections): 1.5 is refused where it is sent, never left for the data plane to fail.
+NonNegativeInt = Annotated[int, Field(ge=0)]
 # The published bounds of the app's, the queue's and Redis's CPU (cores).
 CpuRequest = Annotated[int | float, Field(ge=0.1, le=8.0, json_schema_extra=_ge_as_minimum)]
 CpuLimit = Annotated[int | float, Field(ge=0.1, le=16.0, json_schema_extra=_ge_as_minimum)]

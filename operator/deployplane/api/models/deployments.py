@@ -18,6 +18,7 @@ from deployplane.api.models.common import (
     CpuLimit,
     CpuRequest,
     FreeForm,
+    NonNegativeInt,
     NonNegativeNumber,
     ReportedSource,
     Source,
@@ -110,19 +111,19 @@ class ResourceSpec(ApiModel):
     """Compute resources and pod shape of a deployment. `_mb` = megabytes, `_gi` = GiB."""
 
     # Application
-    min_scale: NonNegativeNumber | None = Field(None, description="Minimum app replicas.")
-    max_scale: NonNegativeNumber | None = Field(None, description="Maximum app replicas.")
+    min_scale: NonNegativeInt | None = Field(None, description="Minimum app replicas.")
+    max_scale: NonNegativeInt | None = Field(None, description="Maximum app replicas.")
     cpu: CpuRequest | None = Field(None, description="App CPU request (0.1..8).")
     cpu_limit: CpuLimit | None = Field(None, description="App CPU limit (0.1..16).")
-    memory_mb: NonNegativeNumber | None = Field(None, description="App memory request (MB).")
-    memory_limit_mb: NonNegativeNumber | None = Field(None, description="App memory limit (MB).")
+    memory_mb: NonNegativeInt | None = Field(None, description="App memory request (MB).")
+    memory_limit_mb: NonNegativeInt | None = Field(None, description="App memory limit (MB).")
     # Queue
-    queue_min_scale: NonNegativeNumber | None = Field(None, description="Min queue replicas.")
-    queue_max_scale: NonNegativeNumber | None = Field(None, description="Max queue replicas.")
+    queue_min_scale: NonNegativeInt | None = Field(None, description="Min queue replicas.")
+    queue_max_scale: NonNegativeInt | None = Field(None, description="Max queue replicas.")
     queue_cpu: CpuRequest | None = Field(None, description="Queue CPU request (0.1..8).")
     queue_cpu_limit: CpuLimit | None = Field(None, description="Queue CPU limit (0.1..16).")
-    queue_memory_mb: NonNegativeNumber | None = Field(None, description="Queue memory (MB).")
-    queue_memory_limit_mb: NonNegativeNumber | None = Field(
+    queue_memory_mb: NonNegativeInt | None = Field(None, description="Queue memory (MB).")
+    queue_memory_limit_mb: NonNegativeInt | None = Field(
         None, description="Queue memory limit (MB)."
     )
     # Orchestrator
@@ -130,31 +131,34 @@ class ResourceSpec(ApiModel):
     orchestrator_cpu_limit: NonNegativeNumber | None = Field(
         None, description="Orchestrator CPU limit."
     )
-    orchestrator_memory_mb: NonNegativeNumber | None = Field(
+    orchestrator_memory_mb: NonNegativeInt | None = Field(
         None, description="Orchestrator memory (MB)."
     )
-    orchestrator_memory_limit_mb: NonNegativeNumber | None = Field(
+    orchestrator_memory_limit_mb: NonNegativeInt | None = Field(
         None, description="Orchestrator memory limit (MB)."
     )
-    orchestrator_min_scale: NonNegativeNumber | None = Field(
+    orchestrator_min_scale: NonNegativeInt | None = Field(
         None, description="Min orchestrator replicas."
     )
-    orchestrator_max_scale: NonNegativeNumber | None = Field(
+    orchestrator_max_scale: NonNegativeInt | None = Field(
         None, description="Max orchestrator replicas."
     )
     # Cache
-    redis_memory_mb: NonNegativeNumber | None = Field(None, description="Redis memory (MB).")
+    redis_cpu: CpuRequest | None = Field(None, description="Redis CPU request (0.1..8).")
+    redis_cpu_limit: CpuLimit | None = Field(None, description="Redis CPU limit (0.1..16).")
+    redis_memory_mb: NonNegativeInt | None = Field(None, description="Redis memory (MB).")
+    redis_memory_limit_mb: NonNegativeInt | None = Field(
+        None, description="Redis memory limit (MB)."
+    )
     # Database
     db_cpu: NonNegativeNumber | None = Field(None, description="Database CPU request.")
     db_cpu_limit: NonNegativeNumber | None = Field(None, description="Database CPU limit.")
-    db_memory_mb: NonNegativeNumber | None = Field(None, description="Database memory (MB).")
-    db_memory_limit_mb: NonNegativeNumber | None = Field(
+    db_memory_mb: NonNegativeInt | None = Field(None, description="Database memory (MB).")
+    db_memory_limit_mb: NonNegativeInt | None = Field(
         None, description="Database memory limit (MB)."
     )
-    db_storage_gi: NonNegativeNumber | None = Field(None, description="Database storage (GiB).")
-    db_max_connections: NonNegativeNumber | None = Field(
-        None, description="Database max connections."
-    )
+    db_storage_gi: NonNegativeInt | None = Field(None, description="Database storage (GiB).")
+    db_max_connections: NonNegativeInt | None = Field(None, description="Database max connections.")
     # Pod shape
     labels: FreeForm | None = Field(None, description="Labels (free-form).")
     annotations: FreeForm | None = Field(None, description="Annotations (free-form).")

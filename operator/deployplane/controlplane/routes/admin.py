@@ -11,9 +11,12 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import text
 
 from deployplane.controlplane.auth import require_admin
+from deployplane.controlplane.deps import database_of
 from deployplane.controlplane.middleware import FaultState, RequestStats
 from deployplane.controlplane.settings import MAX_LATENCY_MS
 
@@ -29,6 +32,20 @@ router = APIRouter(
 
 @health_router.get("/healthz", include_in_schema=False)
 async def healthz() -> dict[str, str]:
+    """Liveness: the server answers (its event loop turns); nothing else is asked."""
+    return {"status": "ok"}
+
+
+@health_router.get("/readyz", include_in_schema=False, response_model=None)
+async def readyz(request: Request) -> dict[str, str] | JSONResponse:
+    """Readiness: the database answers a statement as well, so an emulator whose
+    database is away is taken out of its Service and not restarted."""
+    try:
+        async with database_of(request).read() as conn:
+            await conn.execute(text("SELECT 1"))
+    except Exception as exc:  # any failure of the database means: not ready
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return JSONResponse({"status": "unready", "database": reason}, status_code=503)
     return {"status": "ok"}
 
 

@@ -3,7 +3,8 @@
 Reads the deployment (locked where writers are concurrent), asks the pure decision
 what the PATCH does, checks what only the database can tell (a named listener exists),
 and writes the outcome: the new column values and, when the decision says so, a new
-revision that supersedes the unfinished ones.
+revision that supersedes the unfinished ones (or retries a latest one that ended
+without deploying), or the re-render of the deployed one.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ _CURRENT = select(
     revisions.c.langgraph_config_path,
     revisions.c.source.label("revision_source"),
     revisions.c.status.label("revision_status"),
+    revisions.c.repo_commit_sha,
     revisions.c.remote_reconciled,
 ).outerjoin(revisions, revisions.c.id == deployments.c.latest_revision_id)
 
@@ -67,8 +69,9 @@ async def request_rerender(conn: DbConn, current: Row[Any], step_seconds: float)
     """A change the data plane renders from, with no new revision: the running revision
     is marked not `remote_reconciled` until the data plane applied it (a listener agent's
     report, else the simulated data plane one step later: `pipeline`). A revision still
-    on its way is applied with the change when it deploys; a failed one runs nothing;
-    one not reconciled yet (a change or a database still awaited) stays so."""
+    on its way is applied with the change when it deploys (one that ended without
+    deploying is retried instead: `patching.decide_patch`); one not reconciled yet (a
+    change or a database still awaited) stays so."""
     if current.revision_status != RevisionStatus.DEPLOYED.value or not current.remote_reconciled:
         return
     await conn.execute(
@@ -89,6 +92,7 @@ def _stored(row: Row[Any]) -> StoredDeployment:
         secret_references=row.secret_references,
         revision_config=revision_config(row),
         revision_source=Source(row.revision_source) if row.revision_source else None,
+        revision_status=RevisionStatus(row.revision_status) if row.revision_status else None,
     )
 
 
@@ -127,6 +131,7 @@ async def patch_deployment(
             config=decision.revision_config,
             now=now,
             step_seconds=step_seconds,
+            commit_sha=current.repo_commit_sha if decision.retry else None,
         )
     elif decision.rerender:
         await request_rerender(conn, current, step_seconds)

@@ -17,13 +17,10 @@ def number(value: float | None, field: str) -> float | None:
     return float(value)
 
 
-def count(value: float | None, field: str, default: int) -> int:
+def count(value: int | None, field: str, default: int) -> int:
+    """A replica count or size: an integer (the model refuses a fraction, as published)."""
     whole = number(value, field)
-    if whole is None:
-        return default
-    if not whole.is_integer():
-        raise RenderError(f"resource_spec.{field} must be a whole number")
-    return int(whole)
+    return default if whole is None else int(whole)
 
 
 def cpu_quantity(cores: float) -> str:

@@ -36,6 +36,7 @@ STATE_DIR = f"{DATA_DIR}/.langgraph_api"
 DATA_DIR_ENV = "LANGGRAPH_DATA_DIR"
 DRAIN_ENV = "DEPLOYPLANE_DRAIN_SECONDS"
 # The agent base's user (tools/images/recipes.py): the claim's files are its group's.
+SERVER_USER = 65534
 SERVER_GROUP = 65534
 DEFAULT_STORAGE_GI = 1
 ACCESS_MODE = "ReadWriteOncePod"
@@ -143,7 +144,15 @@ def keep_state(ctx: Context, deployment: Obj) -> Obj:
         "name",
         "environment variable",
     )
-    container["securityContext"] = {"readOnlyRootFilesystem": True}
+    # The image is the emulator's build on the agent base, whose user is SERVER_USER:
+    # said here too, so the pod cannot run as root if an image ever says otherwise.
+    container["securityContext"] = {
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "runAsUser": SERVER_USER,
+        "runAsGroup": SERVER_GROUP,
+        "allowPrivilegeEscalation": False,
+    }
     container["lifecycle"] = {
         "preStop": {"exec": {"command": ["sleep", str(PRESTOP_SECONDS)]}},
     }

@@ -26,7 +26,11 @@ from deployplane.dataplane.render.state import claim, keep_state
 
 HPA_CPU_UTILIZATION = 80
 REVISION_HISTORY_LIMIT = 3
-HEALTH_PATH = "/ok"
+# The server's own health route: `check_db=0` asks only whether it answers (liveness: is
+# it stuck?), `check_db=1` whether its PostgreSQL and Redis answer too (readiness: can it
+# serve now?). Explicit both ways: the queue entrypoint checks them unless told not to.
+ALIVE_PATH = "/ok?check_db=0"
+READY_PATH = "/ok?check_db=1"
 STARTUP_PERIOD_SECONDS = 5
 
 
@@ -121,15 +125,17 @@ def _app_container(ctx: Context, component: str, env: list[Obj], prefix: str) ->
 
 
 def _probes(ctx: Context) -> Obj:
-    """Readiness and liveness on `/ok`; a startup probe that gives a slow first start
-    the revision's whole progress deadline before liveness may restart the pod."""
-    get = {"httpGet": {"path": HEALTH_PATH, "port": "http"}}
+    """Readiness on `/ok?check_db=1`, liveness on `/ok?check_db=0`: a database away makes
+    the pods unready, never restarts them. A startup probe gives a slow first start the
+    revision's whole progress deadline before liveness may restart the pod."""
+    alive = {"httpGet": {"path": ALIVE_PATH, "port": "http"}}
+    ready = {"httpGet": {"path": READY_PATH, "port": "http"}}
     startup_failures = max(1, -(-ctx.progress_deadline_seconds // STARTUP_PERIOD_SECONDS))
     return {
-        "readinessProbe": {**get, "periodSeconds": 10, "timeoutSeconds": 5},
-        "livenessProbe": {**get, "periodSeconds": 15, "timeoutSeconds": 5, "failureThreshold": 6},
+        "readinessProbe": {**ready, "periodSeconds": 10, "timeoutSeconds": 5},
+        "livenessProbe": {**alive, "periodSeconds": 15, "timeoutSeconds": 5, "failureThreshold": 6},
         "startupProbe": {
-            **get,
+            **alive,
             "periodSeconds": STARTUP_PERIOD_SECONDS,
             "failureThreshold": startup_failures,
         },

@@ -7,6 +7,8 @@ refreshes the status; a resync of a settled resource is one GET of the deploymen
 A PATCH that made no revision (a change of resources, say) is Ready only once the data
 plane applied it: until the published `remote_reconciled=false` filter no longer lists
 the deployment, one more GET per poll, and only while such a change is outstanding.
+A change while the latest revision is not deployed (failed, or on its way) is sent with
+the revision fields, so that it makes a revision of its own (`diff.diff`): no call more.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from deployplane.externals.agentdeployment.resolve import Desired, Mr, Resolver
 from deployplane.externals.agentdeployment.status import (
     AgentDeploymentReason,
     awaiting_data_plane,
+    change_applied,
     deployment_status,
     in_progress,
+    latest_deployed,
     revision_view,
     settled_revision,
 )
@@ -84,7 +88,10 @@ class AgentDeploymentExternal:
             return ABSENT
         if revision is None or revision.id != dep.latest_revision_id:
             revision = await self._latest_revision(mr, dep)
-        patch = None if desired is None else diff(desired, dep, mr.status.secrets_hash)
+        patch = None
+        if desired is not None:
+            deployed = latest_deployed(mr.status, dep, revision)
+            patch = diff(desired, dep, mr.status.secrets_hash, deployed=deployed)
         baseline = await self._secrets_baseline(mr, dep)
         obs = _observation(mr.status, dep, revision, baseline, patch)
         if obs.phase is Phase.READY and mr.status.awaiting_data_plane:
@@ -100,7 +107,8 @@ class AgentDeploymentExternal:
         )
         if not any(item.id == dep.id for item in waiting.resources):
             assert obs.status is not None  # an observation of an existing deployment
-            return replace(obs, status=obs.status.evolve(awaiting_data_plane=None))
+            status = obs.status.evolve(awaiting_data_plane=None)
+            return replace(obs, status=status, ready_event=change_applied(status))
         return _awaiting(obs)
 
     async def _secrets_baseline(self, mr: Mr, dep: Deployment) -> str | None:

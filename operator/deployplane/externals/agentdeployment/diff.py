@@ -22,12 +22,25 @@ class DeploymentDelta:
     """The camelCase names of what differs (never values: secrets are among them)."""
     secrets_hash: str | None
     """The digest of the secret values the PATCH sends (or that were already there)."""
+    new_revision: bool = False
+    """The PATCH carries the revision fields although they did not change: the latest
+    revision is not deployed, so the change must come with a revision of its own."""
 
 
-def diff(desired: Desired, latest: Deployment, known_hash: str | None) -> DeploymentDelta | None:
+def diff(
+    desired: Desired, latest: Deployment, known_hash: str | None, *, deployed: bool = True
+) -> DeploymentDelta | None:
     """What differs between `desired` and `latest` (None when in sync). Fields the spec
     leaves out are not ours to manage; secret values are never read back, so they count
-    as changed when their salted digest differs from `known_hash`, the one last applied."""
+    as changed when their salted digest differs from `known_hash`, the one last applied.
+
+    `deployed`: whether the deployment's latest revision is DEPLOYED. A change without
+    a revision reaches a deployed revision through the data plane (`remote_reconciled`);
+    any other may never run it (a failed revision runs nothing, and what a service does
+    with a change that lands while a revision is on its way is not published). So when
+    it is not, a change is sent with the spec's revision fields, which the published
+    rule says makes a new revision (a non-null image_uri, repo_ref or graph_config_path):
+    it is rendered from the deployment as changed, on any service."""
     patch: dict[str, Any] = {}
     source_config = differing(desired.source_config, dump(latest.source_config))
     if source_config:
@@ -51,8 +64,15 @@ def diff(desired: Desired, latest: Deployment, known_hash: str | None) -> Deploy
             patch["secrets"] = desired.secrets
     if not patch:
         return None
+    names = tuple(_names(patch))
+    rolled = {
+        k: v for k, v in desired.revision_config.items() if k in _REVISION_FIELDS and v is not None
+    }
+    new_revision = not deployed and "source_revision_config" not in patch and bool(rolled)
+    if new_revision:
+        patch["source_revision_config"] = rolled
     body = DeploymentPatch.model_validate(patch, by_alias=False, by_name=True)
-    return DeploymentDelta(body, tuple(_names(patch)), desired.secrets_hash)
+    return DeploymentDelta(body, names, desired.secrets_hash, new_revision)
 
 
 def _refs(references: list[Any]) -> list[dict[str, Any]]:

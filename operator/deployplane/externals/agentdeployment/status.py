@@ -22,6 +22,9 @@ class AgentDeploymentReason(StrEnum):
     REVISION_SKIPPED = "RevisionSkipped"
     REVISION_INTERRUPTED = "RevisionInterrupted"
     AWAITING_DATA_PLANE = "AwaitingDataPlane"
+    CHANGE_APPLIED = "ChangeApplied"
+    """An Event's only: a change without a revision runs (the revision was deployed
+    before; its Ready=True again is not a second `Deployed`)."""
 
 
 Reason = AgentDeploymentReason
@@ -36,6 +39,11 @@ _FAILURE_REASONS: dict[RevisionStatus, Reason] = {
 
 Readiness = tuple[Phase, str, str]
 
+FAILED_NEXT_STEP = "the next change of the spec rolls a new revision"
+"""What a failed revision's message says comes next: a statement, not a request, so
+that it never asks for a change already made (one made since is sent with a revision
+of its own: `diff.diff`)."""
+
 
 def revision_view(revision: Revision) -> RevisionStatusView:
     src = revision.source_revision_config
@@ -46,6 +54,18 @@ def revision_view(revision: Revision) -> RevisionStatusView:
         repo_ref=src.repo_ref,
         image_uri=src.image_uri,
     )
+
+
+def latest_deployed(
+    known: AgentDeploymentStatus, dep: Deployment, revision: Revision | None
+) -> bool:
+    """Whether the deployment's latest revision is DEPLOYED, by a fresh read of it or
+    else by what the status knows of that same revision (unknown: not deployed)."""
+    latest = None if dep.latest_revision_id is None else str(dep.latest_revision_id)
+    if revision is not None and str(revision.id) == latest:
+        return revision.status is RevisionStatus.DEPLOYED
+    view = known.revision
+    return view is not None and view.id == latest and view.status == RevisionStatus.DEPLOYED.value
 
 
 def settled_revision(known: AgentDeploymentStatus, dep: Deployment) -> bool:
@@ -96,6 +116,13 @@ def awaiting_data_plane() -> Readiness:
     return Phase.PROGRESSING, Reason.AWAITING_DATA_PLANE, AWAITING_DATA_PLANE_MESSAGE
 
 
+def change_applied(status: AgentDeploymentStatus) -> tuple[str, str]:
+    """The Event of a change without a revision that now runs: its revision was
+    deployed (and said so) before the change, so this is no second `Deployed`."""
+    message = f"Revision {status.active_revision_id} runs the change: the data plane applied it"
+    return Reason.CHANGE_APPLIED, message
+
+
 def in_progress(revision: Revision) -> Readiness:
     """A poll found the revision still rolling."""
     message = f"Revision {revision.id} is {revision.status.value}"
@@ -121,7 +148,7 @@ def readiness(dep: Deployment, view: RevisionStatusView | None) -> Readiness:
         return (
             Phase.FAILED,
             _FAILURE_REASONS[status],
-            f"Revision {revision_id} ended {status.value}; change the spec to roll a new one",
+            f"Revision {revision_id} ended {status.value}; {FAILED_NEXT_STEP}",
         )
     return (
         Phase.PROGRESSING,
