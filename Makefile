@@ -52,8 +52,14 @@ lint: venv ## ruff and mypy --strict
 
 # The unit and integration tests run on PYTEST_WORKERS processes (pytest-xdist; each
 # worker its own PostgreSQL and emulators, on free ports): 3 min 35 s instead of 6 min 7 s
-# on this 2-core machine. The e2e tests share one dev cluster per session: one process.
+# on this 2-core machine.
 PYTEST_WORKERS ?= 2
+# The e2e tier on the dev cluster runs on E2E_WORKERS processes (pytest-xdist): each
+# worker's session starts a dev cluster of its own (free ports, its own temporary state
+# and namespaces), so nothing is shared between them; whole modules go to one worker
+# (--dist loadfile) so a module's emulator and CRDs are set up once. The tier mostly waits
+# on apiservers and controllers, so a second worker overlaps those waits.
+E2E_WORKERS ?= 2
 unit: venv postgres ## unit and integration tests only (no cluster); PYTEST_WORKERS processes (2)
 	@$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) tests/unit tests/integration
 
@@ -131,8 +137,8 @@ e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a 
 test: venv tools postgres images gitops-tools lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, the GitOps tier, then e2e on a cluster it did not start, then the real-node tier
 	@echo "== pytest: unit and integration ($(PYTEST_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
 	  $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=10 tests/unit tests/integration
-	@echo "== pytest: e2e on the dev cluster"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
-	  $(PY) -m pytest -q -p no:cacheprovider --durations=25 tests/e2e
+	@echo "== pytest: e2e on the dev cluster ($(E2E_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
+	  $(PY) -m pytest -q -p no:cacheprovider -n $(E2E_WORKERS) --dist loadfile --durations=25 tests/e2e
 	@$(MAKE) --no-print-directory e2e-gitops
 	@$(MAKE) --no-print-directory e2e-existing
 	@$(MAKE) --no-print-directory e2e-real-node
