@@ -54,6 +54,8 @@ NODE_IP = "10.250.0.1"
 NODE_CPU = "4"
 NODE_MEMORY = "16Gi"
 NODE_PODS = "110"
+# Pods that request local disk (the chart's do) fit only on a node that reports some.
+NODE_EPHEMERAL_STORAGE = "50Gi"
 
 
 def config_yaml() -> str:
@@ -80,7 +82,12 @@ def option_flags() -> list[str]:
 
 def node_manifest(name: str) -> dict[str, Any]:
     """A fake node kwok manages, with the allocatable resources of a small machine."""
-    resources = {"cpu": NODE_CPU, "memory": NODE_MEMORY, "pods": NODE_PODS}
+    resources = {
+        "cpu": NODE_CPU,
+        "memory": NODE_MEMORY,
+        "pods": NODE_PODS,
+        "ephemeral-storage": NODE_EPHEMERAL_STORAGE,
+    }
     return {
         "apiVersion": "v1",
         "kind": "Node",
