@@ -56,7 +56,12 @@ def test_fail_pull_images_go_to_the_failing_stage_and_never_to_pod_ready() -> No
 def test_fake_nodes_have_realistic_allocatable_and_no_taints() -> None:
     node = node_manifest("kwok-node-0")
     assert node["metadata"]["annotations"] == {NODE_ANNOTATION: "fake"}
-    assert node["status"]["allocatable"] == {"cpu": "4", "memory": "16Gi", "pods": "110"}
+    assert node["status"]["allocatable"] == {
+        "cpu": "4",
+        "memory": "16Gi",
+        "pods": "110",
+        "ephemeral-storage": "50Gi",  # pods that request local disk are scheduled
+    }
     assert "taints" not in node.get("spec", {})
 
 
