@@ -94,7 +94,12 @@ def test_fake_nodes_are_ready_with_realistic_capacity(
     for node in nodes.values():
         assert condition(node, "Ready").status == "True"
         assert not node.spec.taints  # schedulable without tolerations
-        assert node.status.allocatable == {"cpu": "4", "memory": "16Gi", "pods": "110"}
+        assert node.status.allocatable == {
+            "cpu": "4",
+            "memory": "16Gi",
+            "pods": "110",
+            "ephemeral-storage": "50Gi",
+        }
 
 
 def test_a_deployment_rolls_out_and_rolls_to_a_new_image(
