@@ -145,7 +145,7 @@ test: venv tools postgres images gitops-tools lint ## the whole suite: lint, uni
 
 # REAL_NODE=1: the same demo on a real node (root): the chart installed with the image of
 # `make images`, the operator and listener agent as pods, the emulator on the host
-# building real images, the workloads as real containers (operator/deployplane/demo_realnode.py).
+# building real images, the workloads as real containers (operator/deployplane/demo/realnode.py).
 # GITOPS=1: the example AgentDeployments reach the cluster through Argo CD from the cluster's git server.
 REAL_NODE ?=
 GITOPS ?=

@@ -17,7 +17,7 @@ from kubernetes import client
 from tests.support.doccommands import doc_commands, why_not_on_the_demo
 
 from deployplane.api.connection import ENV_API_KEY, ENV_URL
-from deployplane.demo_steps import DEMO_API_KEY
+from deployplane.demo.steps import DEMO_API_KEY
 from deployplane.devcluster import DevCluster
 
 REPO = Path(__file__).resolve().parents[2]

@@ -28,10 +28,8 @@ import pytest
 from kubernetes import client
 from tests.support import hostsnapshot, langgraph_app, polling, realnode
 
-from deployplane import demo_realnode
-from deployplane import demo_steps as steps
-from deployplane.controlplane.agents import builtin_listener_id
-from deployplane.controlplane.dataplane import BUILT_IMAGE_REGISTRY
+from deployplane.controlplane.extension.reports import BUILT_IMAGE_REGISTRY
+from deployplane.controlplane.store.agents import builtin_listener_id
 from deployplane.dataplane.kube import FIELD_MANAGER
 from deployplane.dataplane.render.context import (
     LABEL_COMPONENT,
@@ -39,6 +37,8 @@ from deployplane.dataplane.render.context import (
     LABEL_LISTENER_ID,
     SERVER,
 )
+from deployplane.demo import realnode as demo_realnode
+from deployplane.demo import steps
 from deployplane.devcluster import DevCluster
 
 REPO = Path(__file__).resolve().parents[2]

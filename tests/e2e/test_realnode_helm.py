@@ -42,7 +42,7 @@ from tests.e2e.reliability_scenarios import (
 from tests.support import chart, polling, realnode
 from tests.support.e2ecluster import E2ECluster
 
-from deployplane import demo_realnode
+from deployplane.demo import realnode as demo_realnode
 from deployplane.devcluster.realnode import images
 
 pytestmark = pytest.mark.skipif(

@@ -16,8 +16,8 @@ from test_controlplane_cli import serve
 from typer.testing import CliRunner, Result
 
 from deployplane.cli.root import app
-from deployplane.controlplane.answers import SECRET_VALUE_MASK
 from deployplane.controlplane.settings import DEV_INTEGRATION_ID
+from deployplane.controlplane.store.answers import SECRET_VALUE_MASK
 
 KEY = "cli-roundtrip-key"
 ADMIN = {"X-Admin-Key": "cli-roundtrip-admin"}

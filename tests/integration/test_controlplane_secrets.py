@@ -17,8 +17,8 @@ from _controlplane_harness import image_body, make_settings, running_app
 from fastapi import FastAPI
 from sqlalchemy import select, update
 
-from deployplane.controlplane.db import KEY_FILE_SUFFIX
-from deployplane.controlplane.tables import deployments, emulator_keys
+from deployplane.controlplane.store.db import KEY_FILE_SUFFIX
+from deployplane.controlplane.store.tables import deployments, emulator_keys
 
 pytestmark = pytest.mark.postgres
 
@@ -160,8 +160,8 @@ async def test_secret_values_kept_for_the_data_plane_are_encrypted_at_rest(
 ) -> None:
     """The data plane needs the values, so they are kept, but a copy of the database
     alone holds neither them nor a digest of them (sealed under the server-side key)."""
-    from deployplane.controlplane.secretvalues import unseal
-    from deployplane.controlplane.tables import secret_values
+    from deployplane.controlplane.store.secretvalues import unseal
+    from deployplane.controlplane.store.tables import secret_values
 
     async with running_app(make_settings(database_url, step_seconds=3600)) as (app, api):
         created = await create(api)

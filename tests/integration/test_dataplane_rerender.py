@@ -20,7 +20,7 @@ from _controlplane_harness import KEY_A, api, emulator, image_body  # noqa: F401
 from _dataplane_harness import Clock, clock  # noqa: F401
 from test_dataplane_agent import World, dp_client, world  # noqa: F401
 
-from deployplane.controlplane.stages import RERENDERED
+from deployplane.controlplane.revisions.stages import RERENDERED
 from deployplane.dataplane.agent import Agent, AgentSettings
 from deployplane.dataplane.render import SERVER, Autoscaler, DataPlaneSettings
 from deployplane.dataplane.render.context import LABEL_COMPONENT, QUEUE

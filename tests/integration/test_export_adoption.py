@@ -16,7 +16,7 @@ from test_operator_reconcile import NS, Harness, condition, cr, harness, settle
 from deployplane.api.client import ControlPlaneClient
 from deployplane.cli.commands.export.command import read_resources
 from deployplane.cli.commands.export.cr import Export, Exported, Policy, export
-from deployplane.controlplane.answers import SECRET_VALUE_MASK
+from deployplane.controlplane.store.answers import SECRET_VALUE_MASK
 from deployplane.externals.connections import Connection
 from deployplane.reconcile.state import ResourceState
 

@@ -1,4 +1,4 @@
-"""The emulator's remote build as real images (`image_builds`, controlplane/imagebuild/):
+"""The emulator's remote build as real images (`image_builds`, controlplane/builds/imagebuild/):
 a tiny two-node graph with one pure-Python dependency, uploaded as `langgraph deploy
 --remote` uploads it, becomes an image (buildah, on the agent base of `make images`)
 whose server answers /ok and runs the graph through langgraph-sdk's `runs.wait`; the
@@ -48,13 +48,13 @@ from tests.support import agentbase
 from tests.support.langgraph_app import agent_source
 from tests.support.tarballs import tarball
 
-from deployplane.controlplane.imagebuild.buildah import KEY_ANNOTATION, archive_key
-from deployplane.controlplane.imagebuild.extract import (
+from deployplane.controlplane.builds.imagebuild.buildah import KEY_ANNOTATION, archive_key
+from deployplane.controlplane.builds.imagebuild.extract import (
     UNPRIVILEGED,
     UnsafeArchive,
     extract_unprivileged,
 )
-from deployplane.controlplane.imagebuild.runner import (
+from deployplane.controlplane.builds.imagebuild.runner import (
     BuiltImage,
     build_image,
     content_digest,

@@ -3,7 +3,7 @@ headings or order): every `kubectl` and `deployplane` command of a fenced block 
 language is `sh`, `bash`, `shell` or `console` (there, the lines after a `$ ` prompt).
 Each one either runs on `make demo` as written (tests/e2e/test_demo.py runs it there) or
 matches a rule of `NOT_ON_THE_DEMO`, which says why it cannot; a command that does
-neither fails tests/unit/test_doc_commands.py, so a new one is never left untested.
+neither fails tests/unit/codebase/test_doc_commands.py, so a new one is never left untested.
 """
 
 from __future__ import annotations

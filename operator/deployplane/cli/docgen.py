@@ -2,7 +2,7 @@
 
 `python -m deployplane.cli.docgen` rewrites the part of docs/cli.md between the
 two markers below; `--check` exits 1 when the file differs from the code (the unit
-test tests/unit/test_cli_docs.py fails the same way), so the reference cannot drift.
+test tests/unit/cli/test_cli_docs.py fails the same way), so the reference cannot drift.
 The help is exactly what a terminal of 80 columns shows (`deployplane.cli.helptext`).
 """
 

@@ -13,11 +13,11 @@ the root is imported: `deployplane.cli`).
 - `trace KIND/NAME`: a resource's tree, Kubernetes to control plane to workloads
 - `config get-contexts|use-context|set-context`, over `deployplane.cli.config`
 - `version`, `--version`; `completion bash|zsh|fish|powershell`
-- `controlplane serve`: the emulator, `deployplane.controlplane.cli`
+- `controlplane serve`: the emulator, `deployplane.controlplane.serve`
 - `dev cluster up|down|kubeconfig`: the local Kubernetes API, `deployplane.devcluster.cli`
-- `operator run`: the Kopf operator, `deployplane.controller.cli`
-- `listener run`: the listener agent (data plane), `deployplane.dataplane.cli`
-- `demo up|down|status`: everything at once, `deployplane.demo`
+- `operator run`: the Kopf operator, `deployplane.controller.run`
+- `listener run`: the listener agent (data plane), `deployplane.dataplane.runagent`
+- `demo up|down|status`: everything at once, `deployplane.demo.commands`
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ ENTRIES: Final = (
         commands=(
             Entry(
                 "serve",
-                "deployplane.controlplane.cli:app serve",
+                "deployplane.controlplane.serve:app serve",
                 "Run the control-plane emulator.",
                 group=False,
             ),
@@ -125,7 +125,7 @@ ENTRIES: Final = (
         commands=(
             Entry(
                 "run",
-                "deployplane.controller.cli:app run",
+                "deployplane.controller.run:app run",
                 "Reconcile AgentDeployment and Listener resources.",
                 group=False,
             ),
@@ -138,7 +138,7 @@ ENTRIES: Final = (
         commands=(
             Entry(
                 "run",
-                "deployplane.dataplane.cli:app run",
+                "deployplane.dataplane.runagent:app run",
                 "Run the agent of one listener.",
                 group=False,
             ),
@@ -149,7 +149,7 @@ ENTRIES: Final = (
         "",
         "The local demo: cluster, emulator, operator.",
         commands=tuple(
-            Entry(name, f"deployplane.demo:app {name}", text, group=False)
+            Entry(name, f"deployplane.demo.commands:app {name}", text, group=False)
             for name, text in (
                 ("up", "Start everything, apply examples/, show them until Ready."),
                 ("down", "Stop the operator, the emulator and the cluster."),

@@ -2,7 +2,7 @@
 from the commands themselves: what click knows of each command that completion reads.
 
 `python -m deployplane.cli.treegen` rewrites its files; `--check` exits 1 when it differs
-from the code (tests/unit/test_cli_tab.py fails the same way), so the quick answer of a
+from the code (tests/unit/cli/test_cli_tab.py fails the same way), so the quick answer of a
 TAB (`deployplane.cli.tab`) cannot drift from the commands. `make docs-cli` runs both
 generators.
 

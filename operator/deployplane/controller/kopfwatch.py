@@ -1,5 +1,5 @@
 """The one adapter around Kopf's internals, and the only module that imports `kopf._*`
-(an import contract in pyproject.toml and `tests/unit/test_import_contracts.py`).
+(an import contract in pyproject.toml and `tests/unit/codebase/test_import_contracts.py`).
 
 It wraps, in place, the two calls Kopf's `continuous_watch` makes:
 `kopf._cogs.clients.watching.watch_objs` and `fetching.fetch_objs`. Kopf's public
@@ -23,7 +23,7 @@ Guarded against Kopf changing underneath: Kopf is pinned to the minor the tests 
 (pyproject.toml), the wrappers take Kopf's keyword arguments by name (a renamed one is
 a TypeError, never a silent None), and `install()` compares the wrapped functions'
 signatures with `WRAPPED_SIGNATURES` first, refusing to start on any difference
-(`tests/unit/test_kopfwatch.py` runs the same check, and drives Kopf's own
+(`tests/unit/controller/test_kopfwatch.py` runs the same check, and drives Kopf's own
 `continuous_watch` through the wrappers).
 
 It only looks: every event it sees goes on to Kopf unchanged, and so to the

@@ -1,6 +1,6 @@
 """The generic managed-resource core (after crossplane-runtime's `managed` package).
 
-It imports no kind, no HTTP library and no kopf (tests/unit/test_core_imports.py):
+It imports no kind, no HTTP library and no kopf (tests/unit/reconcile/test_core_imports.py):
 per-kind code plugs in through `external.ExternalClient` and a `status.ResourceStatus`
 subclass; the Kopf layer (`deployplane.controller`) only builds these pieces, hands them
 the Kubernetes requests (list, watch, writes, Events) and starts them.

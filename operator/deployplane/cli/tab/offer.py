@@ -9,7 +9,7 @@ first argument still without one, else the command itself, which offers its comm
 (what click knows of each command, generated from them), parsing as click's parser
 parses: `--opt=value`, `-ovalue`, clustered flags, `--` ending the options, a group
 taking no option after its command's name. A parse error stops the parse there, as it
-stops click's. tests/unit/test_cli_tab.py checks that every command offers what click
+stops click's. tests/unit/cli/test_cli_tab.py checks that every command offers what click
 offers.
 """
 

@@ -27,11 +27,11 @@ from deployplane.api.models import (
     Source,
     UploadUrl,
 )
-from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import RefusedError, invalid
 from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.db import DbConn
 from deployplane.controlplane.store.rows import deployment_not_found, first_or_404, owned
-from deployplane.controlplane.tables import deployments, uploads
+from deployplane.controlplane.store.tables import deployments, uploads
 
 __all__ = [
     "REGISTRY_HOST",

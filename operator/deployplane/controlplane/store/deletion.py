@@ -14,12 +14,12 @@ from typing import Any
 from sqlalchemy import delete, select, update
 
 from deployplane.api.models import DeploymentStatus
-from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import NotFoundError
 from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.db import DbConn
 from deployplane.controlplane.store.revisions import check_deployment, supersede
 from deployplane.controlplane.store.rows import owned
-from deployplane.controlplane.tables import (
+from deployplane.controlplane.store.tables import (
     dataplane_revisions,
     deployments,
     revision_logs,

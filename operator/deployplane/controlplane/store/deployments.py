@@ -21,12 +21,19 @@ from deployplane.api.models import (
     SourceRevisionConfig,
     SourceRevisionConfigStatus,
 )
-from deployplane.controlplane import secretdigest
-from deployplane.controlplane.answers import Deployment, masked
-from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import InvalidError, RefusedError
-from deployplane.controlplane.secretvalues import keep_secret_values
+from deployplane.controlplane.rules import secretdigest
+from deployplane.controlplane.rules.validation import (
+    INTERNAL_SOURCES,
+    check_repository,
+    deployment_errors,
+    published_rule_errors,
+    secret_errors,
+    unknown_listener,
+)
 from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.answers import Deployment, masked
+from deployplane.controlplane.store.db import DbConn
 from deployplane.controlplane.store.listeners import listener_exists
 from deployplane.controlplane.store.revisions import insert_revision, replace_latest
 from deployplane.controlplane.store.rows import (
@@ -47,20 +54,13 @@ from deployplane.controlplane.store.rows import (
     uuid_list,
     with_url,
 )
-from deployplane.controlplane.tables import (
+from deployplane.controlplane.store.secretvalues import keep_secret_values
+from deployplane.controlplane.store.tables import (
     deployments,
     revisions,
     text_position,
     tracing_projects,
     utcnow,
-)
-from deployplane.controlplane.validation import (
-    INTERNAL_SOURCES,
-    check_repository,
-    deployment_errors,
-    published_rule_errors,
-    secret_errors,
-    unknown_listener,
 )
 
 __all__ = [

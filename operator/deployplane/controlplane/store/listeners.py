@@ -17,9 +17,9 @@ from deployplane.api.models import (
     ListenerPut,
     Page,
 )
-from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import ConflictError, InvalidError, invalid
 from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.db import DbConn
 from deployplane.controlplane.store.rows import (
     first_or_404,
     listener_model,
@@ -28,7 +28,7 @@ from deployplane.controlplane.store.rows import (
     page_offset,
     sql_offset,
 )
-from deployplane.controlplane.tables import deployments, listeners, utcnow
+from deployplane.controlplane.store.tables import deployments, listeners, utcnow
 
 __all__ = [
     "create_listener",

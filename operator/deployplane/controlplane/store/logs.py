@@ -19,12 +19,12 @@ from enum import StrEnum
 from sqlalchemy import func, insert, select
 
 from deployplane.api.models import LogEntry, LogLevel, LogOrder, LogsPage, LogsQuery
-from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import InvalidError, invalid
 from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.db import DbConn
 from deployplane.controlplane.store.revisions import check_deployment
 from deployplane.controlplane.store.rows import find_revision
-from deployplane.controlplane.tables import revision_logs, text_position
+from deployplane.controlplane.store.tables import revision_logs, text_position
 
 __all__ = ["LogKind", "read_logs", "write_lines"]
 

@@ -16,13 +16,13 @@ from typing import Any
 from sqlalchemy import Row, select, update
 
 from deployplane.api.models import DeploymentPatch, RevisionStatus, Source
-from deployplane.controlplane.answers import Deployment
-from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import InvalidError
-from deployplane.controlplane.patching import StoredDeployment, decide_patch
-from deployplane.controlplane.secretvalues import keep_secret_values
+from deployplane.controlplane.rules.patching import StoredDeployment, decide_patch
+from deployplane.controlplane.rules.validation import check_repository, unknown_listener
 from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.answers import Deployment
 from deployplane.controlplane.store.artifacts import unknown_upload, upload_ready
+from deployplane.controlplane.store.db import DbConn
 from deployplane.controlplane.store.deployments import get_deployment
 from deployplane.controlplane.store.listeners import listener_exists
 from deployplane.controlplane.store.revisions import replace_latest
@@ -33,8 +33,8 @@ from deployplane.controlplane.store.rows import (
     owned,
     revision_config,
 )
-from deployplane.controlplane.tables import deployments, revisions, utcnow
-from deployplane.controlplane.validation import check_repository, unknown_listener
+from deployplane.controlplane.store.secretvalues import keep_secret_values
+from deployplane.controlplane.store.tables import deployments, revisions, utcnow
 
 __all__ = ["patch_deployment", "request_rerender"]
 

@@ -17,8 +17,8 @@ from deployplane.api.models import (
     SourceRevisionConfig,
     SourceRevisionConfigStatus,
 )
-from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.db import DbConn
 from deployplane.controlplane.store.rows import (
     comma_separated,
     deployment_not_found,
@@ -29,7 +29,7 @@ from deployplane.controlplane.store.rows import (
     revision_not_found,
     sql_offset,
 )
-from deployplane.controlplane.tables import deployments, revisions
+from deployplane.controlplane.store.tables import deployments, revisions
 
 __all__ = [
     "check_deployment",

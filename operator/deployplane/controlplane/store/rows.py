@@ -21,10 +21,10 @@ from deployplane.api.models import (
     SourceRevisionConfig,
     SourceRevisionConfigStatus,
 )
-from deployplane.controlplane.answers import Deployment, masked
-from deployplane.controlplane.db import DbConn
 from deployplane.controlplane.errors import InvalidError, NotFoundError, invalid
-from deployplane.controlplane.tables import deployments, revisions
+from deployplane.controlplane.store.answers import Deployment, masked
+from deployplane.controlplane.store.db import DbConn
+from deployplane.controlplane.store.tables import deployments, revisions
 
 __all__ = [
     "GET_DEPLOYMENT",

@@ -1,0 +1,1 @@
+"""Builds of uploaded sources: the remote build's checks, the image build."""

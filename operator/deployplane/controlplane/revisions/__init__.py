@@ -1,0 +1,1 @@
+"""The revision pipeline: the spec's states, and each stage's work."""

@@ -1,0 +1,1 @@
+"""The service's rules, without a database: validation, PATCH, digests."""

@@ -1,0 +1,1 @@
+"""The emulator's HTTP surface: app, routes, middleware, auth, guards."""

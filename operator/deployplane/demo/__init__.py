@@ -1,0 +1,1 @@
+"""`deployplane demo up|down|status`: the whole system on one machine."""
