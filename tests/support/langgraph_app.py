@@ -12,7 +12,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -154,19 +153,13 @@ def deployment_id(output: str) -> str:
     return found.group(1)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
 def port_forward(url: str, api_key: str, ref: str, kubeconfig: Path) -> Iterator[str]:
-    """`deployplane deployments port-forward REF PORT` as a subprocess (stopped at the
-    end by its pid, as Ctrl-C would); yields the local URL."""
-    port = free_port()
+    """`deployplane deployments port-forward REF 0` as a subprocess (stopped at the end
+    by its pid, as Ctrl-C would); yields the local URL its line names. Port 0: kubectl
+    binds a free port itself, so no other test can take it between choosing and binding."""
     argv = [sys.executable, "-m", "deployplane.cli", "deployments", "port-forward", ref,
-            str(port), "--url", url, "--kubeconfig", str(kubeconfig)]  # fmt: skip
+            "0", "--url", url, "--kubeconfig", str(kubeconfig)]  # fmt: skip
     process = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,
@@ -177,10 +170,11 @@ def port_forward(url: str, api_key: str, ref: str, kubeconfig: Path) -> Iterator
     try:
         assert process.stdout is not None
         line = process.stdout.readline()
-        assert line.startswith(f"forwarding http://127.0.0.1:{port} -> deployment "), line + (
+        found = re.match(r"forwarding (http://127\.0\.0\.1:\d+) -> deployment ", line)
+        assert found, line + (
             process.stderr.read() if process.poll() is not None and process.stderr else ""
         )
-        yield f"http://127.0.0.1:{port}"
+        yield found.group(1)
     finally:
         process.send_signal(signal.SIGINT)
         code = process.wait(30)

@@ -32,6 +32,7 @@ from deployplane.cli.commands.portforward import (
     forward_argv,
     kubeconfig_of,
     kubectl_error,
+    listening_port,
     pick_service,
     service_query,
 )
@@ -151,7 +152,7 @@ def test_no_service_names_the_deployment_and_the_namespace(
     )
 
 
-@pytest.mark.parametrize("port", ["0", "65536", "http"])
+@pytest.mark.parametrize("port", ["-1", "65536", "http"])
 def test_a_bad_local_port_is_a_usage_error(service: FakeService, port: str) -> None:
     result = run("deployments", "port-forward", DEP_ID, port)
     assert result.exit_code == 2
@@ -238,6 +239,35 @@ def test_the_forward_listens_on_loopback_only() -> None:
     assert "9000:8000" in argv
 
 
+def test_port_0_lets_the_system_pick_and_the_line_names_the_port_kubectl_bound(
+    service: FakeService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_listener(service)
+    bin_dir = fake_kubectl(
+        tmp_path,
+        services=SERVICE,
+        forward="echo 'Forwarding from 127.0.0.1:43117 -> 8000'; "
+        "echo 'error: lost connection to pod' >&2; exit 1",
+    )
+    monkeypatch.setenv("DEPLOYPLANE_TOOLS_BIN", str(bin_dir))
+    result = run("deployments", "port-forward", DEP_ID, "0")
+    assert result.stdout.startswith("forwarding http://127.0.0.1:43117 -> deployment agent-one ")
+    assert calls(tmp_path)[1].endswith(" service/agent-one-11111111 :8000 --address 127.0.0.1")
+
+
+@pytest.mark.parametrize(
+    ("line", "port"),
+    [
+        ("Forwarding from 127.0.0.1:43117 -> 8000\n", 43117),
+        ("Forwarding from [::1]:43117 -> 8000\n", None),
+        ("error: unable to listen on any of the requested ports\n", None),
+        ("", None),
+    ],
+)
+def test_the_listening_port_is_read_from_kubectls_first_line(line: str, port: int | None) -> None:
+    assert listening_port(line) == port
+
+
 def test_kubectl_error_is_its_last_error_line() -> None:
     assert kubectl_error("") == "kubectl failed without a message"
     text = 'Handling connection\nE1127 noise\nerror: pods "x" not found\n'
@@ -251,7 +281,7 @@ def test_a_tools_dir_without_kubectl_is_refused(tmp_path: Path) -> None:
 
 _FAKE_KUBECTL = """
 import sys, time
-print("Forwarding from 127.0.0.1:1 -> 8000", flush=True)
+print("Forwarding from 127.0.0.1:18000 -> 8000", flush=True)
 time.sleep(120)
 """
 
@@ -259,7 +289,7 @@ _FORWARDER = """
 import signal, sys
 from deployplane.cli.commands.portforward import run_forward
 signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a background job (`... &`) inherits it
-run_forward([sys.executable, "-c", sys.argv[1]], "announce")
+run_forward([sys.executable, "-c", sys.argv[1]], lambda port: f"announce {port}")
 print("stopped", flush=True)
 """
 
@@ -278,7 +308,7 @@ def test_ctrl_c_or_sigterm_stops_the_forward_and_kubectl_whatever_was_inherited(
     kubectl: int | None = None
     try:
         assert process.stdout is not None
-        assert process.stdout.readline() == "announce\n"
+        assert process.stdout.readline() == "announce 18000\n"
         kubectl = _child_of(process.pid)
         process.send_signal(sig)
         assert process.wait(timeout=30) == 0  # a bound for a hang, not a figure

@@ -205,7 +205,10 @@ def port_forward(
     local_port: Annotated[
         int,
         typer.Argument(
-            min=1, max=65535, metavar="LOCAL_PORT", help="Port on 127.0.0.1 to listen on."
+            min=0,
+            max=65535,
+            metavar="LOCAL_PORT",
+            help="Port on 127.0.0.1 to listen on; 0: a free one, named in the line printed.",
         ),
     ],
     namespace: Annotated[
@@ -247,10 +250,13 @@ def port_forward(
         kubectl = portforward.find_kubectl(os.environ)
         where, service = portforward.find_service(kubectl, target, kubeconfig)
         argv = portforward.forward_argv(kubectl, where, service, local_port, kubeconfig)
-        announce = (
-            f"forwarding http://127.0.0.1:{local_port} -> deployment {target.name} "
-            f"({where}/service/{service}:{portforward.SERVER_PORT}); Ctrl-C to stop"
-        )
+
+        def announce(port: int) -> str:
+            return (
+                f"forwarding http://127.0.0.1:{port} -> deployment {target.name} "
+                f"({where}/service/{service}:{portforward.SERVER_PORT}); Ctrl-C to stop"
+            )
+
         portforward.run_forward(argv, announce)
     except portforward.ForwardError as exc:
         fail(f"port-forward: {exc}", ExitCode.API_ERROR)

@@ -14,12 +14,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import threading
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ __all__ = [
     "forward_argv",
     "kubeconfig_of",
     "kubectl_error",
+    "listening_port",
     "pick_service",
     "service_query",
     "target_of",
@@ -44,6 +46,7 @@ __all__ = [
 SERVER_PORT = 8000  # the agent-server Service's port (dataplane/render/context.py)
 _DEPLOYMENT_LABEL = "deployplane.io/deployment-id"
 _COMPONENT_LABEL = "app.kubernetes.io/component"
+_FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) -> ")
 
 
 class ForwardError(Exception):
@@ -168,7 +171,8 @@ def pick_service(listing: str, target: Target) -> tuple[str, str]:
 def forward_argv(
     kubectl: str, namespace: str, service: str, local_port: int, kubeconfig: str | None
 ) -> list[str]:
-    """`kubectl port-forward` of the Service's port to 127.0.0.1 only."""
+    """`kubectl port-forward` of the Service's port to 127.0.0.1 only; local port 0: one
+    the system picks (kubectl's `:8000`), named by kubectl's first line."""
     return [
         kubectl,
         *_kube_args(kubeconfig),
@@ -176,7 +180,7 @@ def forward_argv(
         "-n",
         namespace,
         f"service/{service}",
-        f"{local_port}:{SERVER_PORT}",
+        f"{local_port or ''}:{SERVER_PORT}",
         "--address",
         "127.0.0.1",
     ]
@@ -228,14 +232,22 @@ def _stopped_by_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def run_forward(argv: list[str], announce: str) -> None:
+def listening_port(line: str) -> int | None:
+    """The local port in kubectl's "Forwarding from 127.0.0.1:P -> 8000" line, the
+    first it prints once bound; None for any other line."""
+    found = _FORWARDING.match(line)
+    return int(found.group(1)) if found else None
+
+
+def run_forward(argv: list[str], announce: Callable[[int], str]) -> None:
     """Runs kubectl until it ends (a `ForwardError` with its last error line) or Ctrl-C
-    or SIGTERM (then kubectl is stopped, and this returns)."""
+    or SIGTERM (then kubectl is stopped, and this returns); once kubectl listens, prints
+    `announce(local port)`."""
     with _stopped_by_signals():
         _forward(argv, announce)
 
 
-def _forward(argv: list[str], announce: str) -> None:
+def _forward(argv: list[str], announce: Callable[[int], str]) -> None:
     process = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -245,12 +257,12 @@ def _forward(argv: list[str], announce: str) -> None:
     drain = threading.Thread(target=errors.extend, args=(process.stderr,), daemon=True)
     drain.start()
     try:
-        # "Forwarding from 127.0.0.1:P -> 8000" once the local port is bound
-        if not process.stdout.readline().startswith("Forwarding from"):
+        port = listening_port(process.stdout.readline())
+        if port is None:
             process.wait(timeout=60)
             drain.join(timeout=5)
             raise ForwardError(kubectl_error("".join(errors)))
-        print(announce, flush=True)
+        print(announce(port), flush=True)
         # kubectl says "Handling connection for P" per connection: read, so it never blocks
         for _ in process.stdout:
             pass
