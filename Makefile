@@ -116,7 +116,7 @@ e2e-real-node: venv node-tools images ## e2e on a real node (part of make test):
 # --workloads` (Argo CD, Flux, the git server beside it), Applications and Kustomizations
 # of the examples/gitops/ manifests, judged by the controllers themselves; its last test
 # stops the cluster with `down` and checks that no process is left.
-GITOPS_TESTS ?= tests/e2e/test_gitops_argocd.py tests/e2e/test_gitops_flux.py
+GITOPS_TESTS ?= tests/e2e/gitops/
 e2e-gitops: venv tools gitops-tools ## e2e with Argo CD and Flux (part of make test): sync waves, health, self-heal, prune, cascade deletion, the chart as an Application
 	@echo "== e2e with Argo CD and Flux"
 	@DEPLOYPLANE_E2E_GITOPS=1 DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \

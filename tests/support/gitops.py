@@ -4,7 +4,7 @@
 (tests/e2e/conftest.py) is the cluster `deployplane dev cluster up --gitops --workloads`
 starts, exactly as a user starts it (the CLI, detached, its `gitops.json`), with kwok
 nodes for the chart's operator pods. Its last test stops it with `down`
-(tests/e2e/test_gitops_argocd.py, RUN_LAST). Also here: a working copy that pushes to
+(tests/e2e/gitops/test_gitops_argocd.py, RUN_LAST). Also here: a working copy that pushes to
 the cluster's git server, and what the tests read of Applications and Kustomizations.
 """
 

@@ -16,14 +16,13 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from kubernetes import client
-from tests.e2e.gitops_harness import (
+from tests.e2e.gitops.harness import (
     AGD,
     CONN,
     LST,
@@ -34,18 +33,16 @@ from tests.e2e.gitops_harness import (
     app_status,
     application,
     argo_application,
+    gone,
     push_agents,
     resource_health,
     verdict,
     wait_until,
 )
-from tests.e2e.gitops_harness import gitops_emulator as make_emulator
 from tests.e2e.operator_harness import (
     Emulator,
     Resources,
     condition,
-    kopf_operator,
-    operator_env,
 )
 from tests.support import gitops
 from tests.support.gitops import GitRepo
@@ -61,31 +58,6 @@ FINALIZER = "deployplane.io/finalizer"
 EXTERNAL_NAME = "deployplane.io/external-name"
 # Argo CD's tracking label (the annotation argocd.argoproj.io/tracking-id by default).
 INSTANCE = "app.kubernetes.io/instance"
-
-
-@pytest.fixture
-def emulator(tmp_path: Path) -> Iterator[Emulator]:
-    """A control plane per test: the tests reuse the example's deployment names, and a
-    deleted deployment's name stays taken (its tracing project stays, as on the service)."""
-    emu = make_emulator(tmp_path / "emulator").start()
-    yield emu
-    emu.stop()
-
-
-@pytest.fixture
-def info(gitops_session: gitops.Session) -> GitOpsInfo:
-    return gitops_session.info
-
-
-@pytest.fixture
-def apps(k8s_api: client.ApiClient, info: GitOpsInfo) -> Applications:
-    return Applications(k8s_api, info)
-
-
-@pytest.fixture
-def operator(namespace: str, emulator: Emulator, kubeconfig: Path, crds: None) -> Iterator[Any]:
-    with kopf_operator(namespace, operator_env(emulator, kubeconfig)) as runner:
-        yield runner
 
 
 def _created(obj: dict[str, Any] | None) -> str:
@@ -179,10 +151,6 @@ def _compared_after(apps: Applications, name: str, before: str) -> dict[str, Any
 def _last_operation(apps: Applications, name: str) -> dict[str, Any]:
     """The Application's last sync operation, as Argo CD recorded it."""
     return dict(((apps.get(name) or {}).get("status") or {}).get("operationState") or {})
-
-
-def _gone(resources: Resources, plural: str, name: str) -> bool:
-    return resources.get(plural, name) is None
 
 
 def _status(resources: Resources, name: str) -> dict[str, Any]:
@@ -282,7 +250,7 @@ def test_commit_hand_edit_prune_and_cascade_delete(
     # The Application deleted with cascade (its resources finalizer): every resource gone,
     # and through the operator's finalizer the deployment on the control plane too.
     for plural, name in ((AGD, "support-bot"), (LST, "dev-cluster"), (CONN, "default")):
-        wait_until(f"{plural}/{name} deleted", functools.partial(_gone, resources, plural, name))
+        wait_until(f"{plural}/{name} deleted", functools.partial(gone, resources, plural, name))
     assert emulator.deployments_named("support-bot") == []
 
 

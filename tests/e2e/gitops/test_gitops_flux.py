@@ -11,26 +11,24 @@ namespace set. What is asserted is the Kustomization's own Ready condition.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client
-from tests.e2e.gitops_harness import (
+from tests.e2e.gitops.harness import (
     AGD,
     LST,
     UNBUILDABLE,
     Flux,
     all_ready,
     example,
+    gone,
     push_agents,
     ready_condition,
     wait_until,
 )
-from tests.e2e.gitops_harness import gitops_emulator as make_emulator
-from tests.e2e.operator_harness import Emulator, Resources, kopf_operator, operator_env
+from tests.e2e.operator_harness import Emulator, Resources
 from tests.support import gitops
 from tests.support.gitops import GitRepo
 
@@ -39,31 +37,6 @@ from deployplane.devcluster.manifests import Applier
 
 pytestmark = pytest.mark.skipif(gitops.skip_reason() is not None, reason=str(gitops.skip_reason()))
 BOTS = ("support-bot", "triage-bot")
-
-
-@pytest.fixture
-def emulator(tmp_path: Path) -> Iterator[Emulator]:
-    """A control plane per test: the tests reuse the example's deployment names, and a
-    deleted deployment's name stays taken (its tracing project stays, as on the service)."""
-    emu = make_emulator(tmp_path / "emulator").start()
-    yield emu
-    emu.stop()
-
-
-@pytest.fixture
-def info(gitops_session: gitops.Session) -> GitOpsInfo:
-    return gitops_session.info
-
-
-@pytest.fixture
-def flux(k8s_api: client.ApiClient, info: GitOpsInfo) -> Flux:
-    return Flux(k8s_api, info)
-
-
-@pytest.fixture
-def operator(namespace: str, emulator: Emulator, kubeconfig: Path, crds: None) -> Iterator[Any]:
-    with kopf_operator(namespace, operator_env(emulator, kubeconfig)) as runner:
-        yield runner
 
 
 def flux_objects(name: str, url: str, namespace: str) -> list[dict[str, Any]]:
@@ -126,7 +99,7 @@ def test_kustomization_is_ready_only_when_every_agentdeployment_is_ready_and_pru
         path.write_text(yaml.safe_dump_all(kept, sort_keys=False))
         second = repo.push("remove triage-bot")
         flux.reconcile(namespace)
-        wait_until("triage-bot pruned", functools.partial(_gone, resources, AGD, "triage-bot"))
+        wait_until("triage-bot pruned", functools.partial(gone, resources, AGD, "triage-bot"))
         assert emulator.deployments_named("triage-bot") == []
         wait_until("Ready at the new commit", functools.partial(_ready_at, flux, namespace, second))
     finally:
@@ -233,10 +206,6 @@ def test_applied_at_once_with_its_listener_it_never_adopts_a_deployment_of_the_s
     assert len(emulator.deployments_named("support-bot")) == 1
 
 
-def _gone(resources: Resources, plural: str, name: str) -> bool:
-    return resources.get(plural, name) is None
-
-
 def _delete(flux: Flux, resources: Resources, name: str, deployed: tuple[str, ...] = BOTS) -> None:
     """The Kustomization deleted: with `prune`, Flux deletes what it applied (and the
     operator, still running, each deployment), then the GitRepository."""
@@ -244,4 +213,4 @@ def _delete(flux: Flux, resources: Resources, name: str, deployed: tuple[str, ..
     wait_until("the Kustomization deleted", lambda: flux.kustomizations.get(name) is None)
     flux.sources.delete(name)
     for plural, kind_name in [(AGD, bot) for bot in BOTS] + [(LST, "dev-cluster")]:
-        wait_until(f"{kind_name} deleted", functools.partial(_gone, resources, plural, kind_name))
+        wait_until(f"{kind_name} deleted", functools.partial(gone, resources, plural, kind_name))

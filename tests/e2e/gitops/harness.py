@@ -206,3 +206,7 @@ def app_status(apps: Applications, name: str) -> Callable[[], Any]:
 def all_ready(resources: Resources, names: tuple[str, ...]) -> bool:
     """Every named AgentDeployment Ready for its current generation."""
     return all(ready_for_generation(resources.get(AGD, name)) for name in names)
+
+
+def gone(resources: Resources, plural: str, name: str) -> bool:
+    return resources.get(plural, name) is None
