@@ -11,9 +11,7 @@ Every wait is bounded only to stop a hang; nothing asserts how long a step took.
 from __future__ import annotations
 
 import contextlib
-import socket
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -22,10 +20,10 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.utils import parse_quantity
+from tests.e2e.listener_agent import LISTENER, AgentProcess, agent_env, running_agent
 from tests.e2e.operator_harness import (
     API_KEY,
     WORKSPACE,
-    CliProcess,
     Emulator,
     Resources,
     condition,
@@ -40,7 +38,6 @@ from tests.support.nodes import Workloads
 from deployplane.devcluster.manifests import Applier
 
 AGD, LST = "agentdeployments", "listeners"
-LISTENER = "edge"
 AGENT_SA = f"{chart.RELEASE}-listener-agent"
 COMPONENT = "app.kubernetes.io/component"
 SERVER_LABEL = f"{COMPONENT}=agent-server"
@@ -49,51 +46,6 @@ T = TypeVar("T")
 
 def wait_until(what: str, probe: Callable[[], T | None], within: float = 120.0) -> T:
     return polling.wait_until(what, probe, within, interval=0.25)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _answers(url: str) -> int | None:
-    with contextlib.suppress(httpx.HTTPError):
-        return httpx.get(url, timeout=2).status_code
-    return None
-
-
-@dataclass
-class AgentProcess(CliProcess):
-    """`deployplane listener run` for the test's Listener, serving its probes as the
-    chart's kubelet asks them."""
-
-    liveness: str = field(default_factory=lambda: f"http://127.0.0.1:{_free_port()}/healthz")
-    readiness: str = field(default_factory=lambda: f"http://127.0.0.1:{_free_port()}/readyz")
-
-    def arguments(self) -> list[str]:
-        return [
-            "listener",
-            "run",
-            "--listener",
-            LISTENER,
-            "--namespace",
-            self.namespace,
-            "--liveness",
-            self.liveness,
-            "--readiness",
-            self.readiness,
-            "--verbose",
-        ]
-
-    def wait_running(self) -> None:
-        """Until the agent has its listener's id and sent its first heartbeat: only then
-        does the control plane hand it the deploy stages (before, the simulated pipeline
-        would deploy a revision on its timers, as for a listener without an agent). Its
-        readiness says so too (the apiserver and the control plane answer), alive."""
-        wait_until("the agent to run", lambda: "listener agent running" in self.log)
-        wait_until("the agent ready", lambda: _answers(self.readiness) == 200, within=30)
-        assert _answers(self.liveness) == 200
 
 
 @pytest.fixture(scope="module")
@@ -159,18 +111,9 @@ def operator(namespace: str, emulator: Emulator, kubeconfig: Path, crds: None) -
 def agent(
     namespace: str, emulator: Emulator, agent_kubeconfig: Path, tmp_path: Path
 ) -> Iterator[AgentProcess]:
-    env = {
-        "KUBECONFIG": str(agent_kubeconfig),
-        "DEPLOYPLANE_CONTROL_PLANE_URL": emulator.url,
-        "DEPLOYPLANE_API_KEY": API_KEY,
-        "DEPLOYPLANE_TENANT_ID": WORKSPACE,
-        "DEPLOYPLANE_POLL_INTERVAL": "0.5",
-    }
-    process = AgentProcess(namespace, env, tmp_path / "agent.log").start()
-    yield process
-    process.stop()
-    print("agent log (tail):\n" + process.log[-6000:])  # shown when the test failed
-    assert API_KEY not in process.log  # secrets never reach the agent's logs
+    env = agent_env(emulator.url, agent_kubeconfig, poll_interval=0.5)
+    with running_agent(namespace, env, tmp_path / "agent.log") as process:
+        yield process
 
 
 def listener_body(namespace: str, agents_namespace: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ is tests/e2e/test_dataplane.py's
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import time
 from collections.abc import Iterator
@@ -25,13 +26,12 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from tests.e2e.listener_agent import LISTENER, AgentProcess, agent_env, running_agent
 from tests.e2e.operator_harness import API_KEY, WORKSPACE, Emulator, Resources, ready_for_generation
 from tests.e2e.test_dataplane import (
     AGD,
     AGENT_SA,
-    LISTENER,
     LST,
-    AgentProcess,
     agents_namespace,
     deployment_body,
     emulator,
@@ -97,7 +97,7 @@ def agent_values(namespace: str, agents: str, settings: dict[str, Any]) -> dict[
     }
 
 
-def agent_env(values: dict[str, Any]) -> dict[str, str]:
+def chart_agent_env(values: dict[str, Any]) -> dict[str, str]:
     """The DEPLOYPLANE_* settings the chart gives the agent for these values."""
     for doc in chart.render(values, namespace="x"):
         if doc["kind"] == "Deployment" and doc["metadata"]["name"] == AGENT_SA:
@@ -128,6 +128,7 @@ class VendorAgent:
         self.tmp_path = tmp_path
         self.image = image  # what the nodes can run (tests/support/nodes.py)
         self.process: AgentProcess | None = None
+        self.running = contextlib.ExitStack()
 
     def start(self, settings: dict[str, Any], *, poll_interval: float = 0.5) -> AgentProcess:
         try:
@@ -144,22 +145,17 @@ class VendorAgent:
         path = self.tmp_path / f"{self.namespace}.kubeconfig"
         kubeconfig = self.dev_cluster.service_account_kubeconfig(self.namespace, AGENT_SA, path)
         env = {
-            **agent_env(values),
-            "KUBECONFIG": str(kubeconfig),
-            "DEPLOYPLANE_CONTROL_PLANE_URL": self.emulator.url,
-            "DEPLOYPLANE_API_KEY": API_KEY,
-            "DEPLOYPLANE_TENANT_ID": WORKSPACE,
-            "DEPLOYPLANE_POLL_INTERVAL": str(poll_interval),
+            **chart_agent_env(values),
+            **agent_env(self.emulator.url, kubeconfig, poll_interval),
         }
-        self.process = AgentProcess(self.namespace, env, self.tmp_path / "agent.log").start()
+        log = self.tmp_path / "agent.log"
+        self.process = self.running.enter_context(running_agent(self.namespace, env, log))
         return self.process
 
     def stop(self) -> None:
-        if self.process is not None:
-            self.process.stop()
-            print("agent log (tail):\n" + self.process.log[-6000:])
-            assert API_KEY not in self.process.log
-            self.process = None
+        """The agent stopped (and its log checked), if it was started."""
+        self.running.close()
+        self.process = None
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 from kubernetes import client
+from tests.e2e.listener_agent import LISTENER, AgentProcess, agent_env, running_agent
 from tests.e2e.operator_harness import (
     API_KEY,
     INTEGRATION,
@@ -37,10 +38,8 @@ from tests.e2e.operator_harness import (
 )
 from tests.e2e.test_dataplane import (
     AGD,
-    LISTENER,
     LST,
     SERVER_LABEL,
-    AgentProcess,
     agent_kubeconfig,
     agents_namespace,
     deployment_body,
@@ -92,17 +91,9 @@ def operator(namespace: str, emulator: Emulator, kubeconfig: Path, crds: None) -
 def agent(
     namespace: str, emulator: Emulator, agent_kubeconfig: Path, tmp_path: Path
 ) -> Iterator[AgentProcess]:
-    env = {
-        "KUBECONFIG": str(agent_kubeconfig),
-        "DEPLOYPLANE_CONTROL_PLANE_URL": emulator.url,
-        "DEPLOYPLANE_API_KEY": API_KEY,
-        "DEPLOYPLANE_TENANT_ID": WORKSPACE,
-        "DEPLOYPLANE_POLL_INTERVAL": str(AGENT_ROUNDS),
-    }
-    process = AgentProcess(namespace, env, tmp_path / "agent.log").start()
-    yield process
-    process.stop()
-    print("agent log (tail):\n" + process.log[-6000:])
+    env = agent_env(emulator.url, agent_kubeconfig, poll_interval=AGENT_ROUNDS)
+    with running_agent(namespace, env, tmp_path / "agent.log") as process:
+        yield process
 
 
 @dataclass

@@ -21,6 +21,7 @@ import httpx
 import yaml
 from kubernetes import client
 from tests.e2e import test_dataplane as dataplane
+from tests.e2e.listener_agent import AgentProcess
 from tests.e2e.operator_harness import (
     ADMIN_KEY,
     API_KEY,
@@ -32,7 +33,6 @@ from tests.e2e.operator_harness import (
 from tests.e2e.test_dataplane import (
     AGD,
     LST,
-    AgentProcess,
     Cluster,
     deployment_body,
     listener_body,
