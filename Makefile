@@ -130,18 +130,19 @@ e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a 
 # run: a first build belongs to the build, not to a test's timeout (on a slow machine a
 # cold image build inside a fixture outlasted pytest-timeout's 300 s); so are the GitOps
 # tools (`gitops-tools`).
-# `make test` ends with the three tiers that need a cluster started apart: the GitOps
-# tier, the existing-cluster path, then the real-node tier (its node tools and images
-# built by its own prerequisites, cached; skipped without root, failed so under CI=true).
+# `make test` ends with the three tiers that need a cluster started apart, in two lanes
+# side by side (tools/lanes.sh; each mostly waits on its own cluster): the GitOps tier then
+# the existing-cluster path in one, the real-node tier in the other (skipped without root,
+# failed so under CI=true). The real node's tools are built before, when root, so that no
+# first build runs beside a tier.
 # The pytest run ends with its 25 slowest tests, so every run says where the time goes.
 test: venv tools postgres images gitops-tools lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, the GitOps tier, then e2e on a cluster it did not start, then the real-node tier
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory node-tools; fi
 	@echo "== pytest: unit and integration ($(PYTEST_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
 	  $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=10 tests/unit tests/integration
 	@echo "== pytest: e2e on the dev cluster ($(E2E_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
 	  $(PY) -m pytest -q -p no:cacheprovider -n $(E2E_WORKERS) --dist loadfile --durations=25 tests/e2e
-	@$(MAKE) --no-print-directory e2e-gitops
-	@$(MAKE) --no-print-directory e2e-existing
-	@$(MAKE) --no-print-directory e2e-real-node
+	@bash tools/lanes.sh e2e-gitops+e2e-existing e2e-real-node
 
 # REAL_NODE=1: the same demo on a real node (root): the chart installed with the image of
 # `make images`, the operator and listener agent as pods, the emulator on the host
