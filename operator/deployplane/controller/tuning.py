@@ -86,8 +86,8 @@ def tune_kopf(
 
 GC_THRESHOLDS = (10_000, 20, 20)
 """Python's are (700, 10, 10): with ~150,000 objects from the imports and a few hundred
-per resource, a full collection walked all of them every few seconds of a converge
-(up to 940 ms each, every request in flight waiting it out)."""
+per resource, a full collection would walk all of them every few seconds of a converge,
+each pause holding up every request in flight."""
 
 
 def tune_gc() -> None:

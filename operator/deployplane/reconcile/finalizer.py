@@ -16,8 +16,8 @@ from typing import Any, Final
 from deployplane.reconcile.schedule import Result, State, next_pass
 
 FINALIZER: Final = "deployplane.io/finalizer"
-"""Ours, put on by the first write of the operator; Kopf's own (the same name in
-earlier versions) is released the same way."""
+"""Ours, put on by the operator's first write and taken off once the external resource
+is gone (Kopf puts none of its own: the operator watches with event handlers)."""
 DELETE_POLL_SECONDS: Final = 2.0
 """How soon to look again while the control plane is still deleting."""
 DELETE_RETRY_SECONDS: Final = 10.0
