@@ -73,6 +73,16 @@ def fake_kubectl(tmp_path: Path, *, services: object, forward: str) -> Path:
     return tmp_path
 
 
+def forwarding_then_lost(tmp_path: Path, port: int) -> Path:
+    """A kubectl that forwards from `port`, then loses the pod."""
+    return fake_kubectl(
+        tmp_path,
+        services=SERVICE,
+        forward=f"echo 'Forwarding from 127.0.0.1:{port} -> 8000'; "
+        "echo 'error: lost connection to pod' >&2; exit 1",
+    )
+
+
 def calls(tmp_path: Path) -> list[str]:
     return (tmp_path / "calls.log").read_text().splitlines()
 
@@ -91,13 +101,7 @@ def test_the_forward_runs_kubectl_on_the_listeners_namespace_and_127_0_0_1(
     service: FakeService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     on_listener(service)
-    bin_dir = fake_kubectl(
-        tmp_path,
-        services=SERVICE,
-        forward="echo 'Forwarding from 127.0.0.1:18000 -> 8000'; "
-        "echo 'error: lost connection to pod' >&2; exit 1",
-    )
-    monkeypatch.setenv("DEPLOYPLANE_TOOLS_BIN", str(bin_dir))
+    monkeypatch.setenv("DEPLOYPLANE_TOOLS_BIN", str(forwarding_then_lost(tmp_path, 18000)))
     kubeconfig = tmp_path / "k" / "config"
     kubeconfig.parent.mkdir()
     kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
@@ -243,13 +247,7 @@ def test_port_0_lets_the_system_pick_and_the_line_names_the_port_kubectl_bound(
     service: FakeService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     on_listener(service)
-    bin_dir = fake_kubectl(
-        tmp_path,
-        services=SERVICE,
-        forward="echo 'Forwarding from 127.0.0.1:43117 -> 8000'; "
-        "echo 'error: lost connection to pod' >&2; exit 1",
-    )
-    monkeypatch.setenv("DEPLOYPLANE_TOOLS_BIN", str(bin_dir))
+    monkeypatch.setenv("DEPLOYPLANE_TOOLS_BIN", str(forwarding_then_lost(tmp_path, 43117)))
     result = run("deployments", "port-forward", DEP_ID, "0")
     assert result.stdout.startswith("forwarding http://127.0.0.1:43117 -> deployment agent-one ")
     assert calls(tmp_path)[1].endswith(" service/agent-one-11111111 :8000 --address 127.0.0.1")
