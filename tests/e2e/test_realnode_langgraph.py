@@ -120,6 +120,18 @@ def _pod_revisions(k8s_api: client.ApiClient, deployment_id: str) -> set[str]:
     return {p.metadata.annotations[REVISION_ID] for p in _server_pods(k8s_api, deployment_id)}
 
 
+def _deployed(cloud: Emulator, done: subprocess.CompletedProcess[str]) -> None:
+    """`langgraph deploy` succeeded; else the failure says why the revision failed (the
+    CLI prints only "Deployment failed")."""
+    if done.returncode == 0:
+        return
+    why = ""
+    with contextlib.suppress(AssertionError, KeyError, httpx.HTTPError):
+        revision = _latest_revision(cloud, langgraph_app.deployment_id(done.stdout))
+        why = f"revision {revision['status']}: {revision.get('status_message')}\n"
+    raise AssertionError(why + done.stdout + done.stderr)
+
+
 def _port_forward(
     cloud: Emulator, ref: str, kubeconfig: Path
 ) -> contextlib.AbstractContextManager[str]:
@@ -131,7 +143,7 @@ def test_langgraph_deploy_builds_runs_the_graph_and_redeploys_a_new_revision(
 ) -> None:
     project = langgraph_app.write_project(tmp_path / "app", "!", "second")
     done, upload_to_deployed = _deploy(cloud, project, APP)
-    assert done.returncode == 0, done.stdout + done.stderr
+    _deployed(cloud, done)
     assert "Deployment successful!" in done.stdout
     dep = langgraph_app.deployment_id(done.stdout)
     first = _latest_revision(cloud, dep)
@@ -291,7 +303,7 @@ def test_threads_runs_and_the_store_survive_restarts_and_redeploys(
     discards its saved threads, and `langgraph deploy logs` shows the warning."""
     project = langgraph_app.write_threads_project(tmp_path / "threads", "notes")
     done, took = _deploy(cloud, project, THREADS_APP)
-    assert done.returncode == 0, done.stdout + done.stderr
+    _deployed(cloud, done)
     dep = langgraph_app.deployment_id(done.stdout)
     revision = _latest_revision(cloud, dep)["id"]
     print(f"threads app: langgraph deploy -> DEPLOYED {took:.1f} s")

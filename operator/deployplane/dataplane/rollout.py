@@ -7,6 +7,7 @@ status is derived"). No I/O here, so every rule is a table test.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -77,12 +78,15 @@ def _deadline_exceeded(deployment: Obj) -> str | None:
 
 
 # The scheduler's words for a pod that waits for its claim rather than for a node: a
-# claim still being provisioned and bound, or a ReadWriteOncePod claim whose previous
-# pod is still stopping (the in-memory server's, render/state.py). Both pass; a claim
-# that never binds fails the rollout at its progress deadline.
+# claim the scheduler has not seen yet (the agent applies it with the Deployment, and the
+# scheduler's cache of claims may lag the pod by a moment), a claim still being
+# provisioned and bound, or a ReadWriteOncePod claim whose previous pod is still stopping
+# (the in-memory server's, render/state.py). All pass; a claim that never comes or never
+# binds fails the rollout at its progress deadline.
 VOLUME_WAITS = (
-    "pod has unbound immediate PersistentVolumeClaims",
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod",
+    re.compile(r'persistentvolumeclaim "[^"]+" not found'),
+    re.compile(r"pod has unbound immediate PersistentVolumeClaims"),
+    re.compile(r"node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod"),
 )
 
 
@@ -94,7 +98,7 @@ def _unschedulable(pod: Obj) -> str | None:
             and condition.get("reason") == "Unschedulable"
         ):
             message = condition.get("message") or "no node fits the pod"
-            if any(wait in message for wait in VOLUME_WAITS):
+            if any(wait.search(message) for wait in VOLUME_WAITS):
                 return None
             return f"Unschedulable: {message}"
     return None

@@ -63,6 +63,13 @@ WAITING_FOR_CLAIM = {
     "message": "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. "
     "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.",
 }
+# The claim applied with the Deployment, not yet in the scheduler's cache (kube-scheduler
+# 1.36's words, seen on the real node).
+WAITING_FOR_UNSEEN_CLAIM = {
+    **UNSCHEDULABLE,
+    "message": '0/1 nodes are available: persistentvolumeclaim "app-16f156db-state" not found. '
+    "not found",
+}
 WAITING_FOR_PREVIOUS_POD = {
     **UNSCHEDULABLE,
     "message": "0/1 nodes are available: 1 node has pod using PersistentVolumeClaim with the "
@@ -144,6 +151,12 @@ CASES: list[tuple[str, dict[str, Any] | None, list[dict[str, Any]], Verdict]] = 
         "a pod waiting for its claim to be bound is not a failure",
         deployment(status={"observedGeneration": 2}),
         [pod(conditions=[WAITING_FOR_CLAIM])],
+        Verdict(ReportedStatus.DEPLOYING, "0 of 2 replicas updated, 0 available"),
+    ),
+    (
+        "a pod whose claim the scheduler has not seen yet is not a failure",
+        deployment(status={"observedGeneration": 2}),
+        [pod(conditions=[WAITING_FOR_UNSEEN_CLAIM])],
         Verdict(ReportedStatus.DEPLOYING, "0 of 2 replicas updated, 0 available"),
     ),
     (
