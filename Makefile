@@ -136,7 +136,7 @@ e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a 
 # failed so under CI=true). The real node's tools are built before, when root, so that no
 # first build runs beside a tier.
 # The pytest run ends with its 25 slowest tests, so every run says where the time goes.
-test: venv tools postgres images gitops-tools lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, the GitOps tier, then e2e on a cluster it did not start, then the real-node tier
+test: venv tools postgres images gitops-tools lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then side by side the GitOps tier and e2e on a cluster it did not start, and the real-node tier
 	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory node-tools; fi
 	@echo "== pytest: unit and integration ($(PYTEST_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
 	  $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=10 tests/unit tests/integration
