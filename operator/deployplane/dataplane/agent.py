@@ -96,6 +96,9 @@ class Agent:
         self.builtin = builtin
         self._limit = asyncio.Semaphore(self.settings.concurrency)
         self._beating: asyncio.Task[None] | None = None
+        # The settled deployments whose render this process compared with the applied
+        # one: the render changes only with the agent's code or settings, so once each.
+        self._render_checked: set[UUID] = set()
 
     def stalled(self) -> list[str]:
         """What has stopped moving the work while `run()` goes on (the liveness probe's
@@ -354,13 +357,19 @@ class Agent:
     async def repair(self, listener: Listener, deployment: Deployment, revision_id: UUID) -> None:
         """On a full round, a deployed revision whose objects are not (all) in the cluster
         is applied again: objects deleted by hand, or a revision the emulator deployed on
-        its timers while this agent was away. One read when all is well."""
+        its timers while this agent was away. Once per deployment in this process, the
+        revision is also rendered and applied again if it renders other objects than the
+        owner's digest says were applied: an upgraded agent (or changed settings) brings
+        its render to what runs, as the workloads' own rollout strategies allow. Without
+        a report: the revision stays DEPLOYED, nothing is written to the control plane.
+        One read when all is well."""
         try:
             namespace = namespace_for(deployment, listener)
         except RenderError:
             return
         owner = await self.cluster.get("v1", "ConfigMap", namespace, base_name(deployment))
-        if owner is not None and applied_revision(owner) == str(revision_id):
+        current = applied_revision(owner) == str(revision_id)  # False without an owner
+        if owner is not None and current and deployment.id in self._render_checked:
             await self.repair_route(listener, deployment, owner)
             return
         revision = await self.client.get_revision(deployment.id, revision_id)
@@ -368,8 +377,13 @@ class Agent:
         if work.image_uri is None:
             return
         rendered = await self._render(deployment, revision, listener, work)
+        self._render_checked.add(deployment.id)
+        if owner is not None and current and is_applied(owner, rendered):
+            await self.repair_route(listener, deployment, owner)
+            return
         await apply_rendered(self.cluster, rendered, owner)
-        log.info("deployment %s: applied its deployed revision again", deployment.id)
+        why = "with this agent's render" if current else "its objects were missing"
+        log.info("deployment %s: applied its deployed revision again (%s)", deployment.id, why)
 
     async def repair_route(self, listener: Listener, deployment: Deployment, owner: Obj) -> None:
         """The route brought up to the current settings, and its URL reported."""
