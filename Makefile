@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: help venv tools node-tools gitops-tools e2e-real-node e2e-gitops bench-gitops postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench bench-scale clean
+.PHONY: help venv tools node-tools previous-image gitops-tools e2e-real-node e2e-gitops bench-gitops postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench bench-scale clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk '!seen[$$0]++'
@@ -37,6 +37,11 @@ postgres: ## PostgreSQL server binaries for the emulator's tests (apt-get when m
 # OCI archives in ~/.cache/deployplane/images, cached by content.
 image: ## build the Dockerfile as deployplane:dev without a Docker engine (buildah; cached by content): ~/.cache/deployplane/images/deployplane-dev.tar
 	@$(PYTHON) tools/images/build.py app
+
+# The previous release's image (tests/support/previousrelease.py pins it): built from its
+# own checkout by its own tools/images/build.py, for the real-node tier's upgrade test.
+previous-image: venv ## the previous release's deployplane image, from its own checkout (cached by content), for the upgrade test
+	@$(PY) -m tests.support.previousrelease image
 
 images: ## make image, plus the data plane's PostgreSQL (pgvector) and Redis images from Debian packages and the agent servers' base (langgraph-api 0.16.7, in-memory runtime)
 	@$(PYTHON) tools/images/build.py all
@@ -96,14 +101,15 @@ E2E_EXISTING ?= test_dataplane or test_devcluster or test_demo or test_examples_
 # a sandbox; needs root) shared by its modules (tests/support/realnode.py), with the images
 # of `make images` imported: the node itself (test_realnode.py, whose teardown tests run
 # last), the data plane's workloads as real containers (test_dataplane.py) and
-# `langgraph deploy --remote` to images the emulator builds (test_realnode_langgraph.py).
+# `langgraph deploy --remote` to images the emulator builds (test_realnode_langgraph.py),
+# `helm upgrade` from the previous release (test_realnode_upgrade.py).
 REAL_NODE_TESTS ?= tests/e2e/test_dataplane.py tests/e2e/test_realnode_helm.py \
   tests/e2e/test_realnode_server.py tests/e2e/test_realnode_langgraph.py \
-  tests/e2e/test_realnode.py
+  tests/e2e/test_realnode_upgrade.py tests/e2e/test_realnode.py
 # One real node per machine (fixed veth and namespace names): a second tier started
 # meanwhile waits for this lock instead of failing on the first one's node.
 REAL_NODE_LOCK ?= $(HOME)/.cache/deployplane/realnode.lock
-e2e-real-node: venv node-tools images ## e2e on a real node (part of make test): pods, logs, exec, port-forward, Services, egress guard, the data plane's real containers, clean teardown (root)
+e2e-real-node: venv node-tools images previous-image ## e2e on a real node (part of make test): pods, logs, exec, port-forward, Services, egress guard, the data plane's real containers, clean teardown (root)
 	@echo "== e2e on a real node"
 	@mkdir -p $(dir $(REAL_NODE_LOCK))
 	@flock $(REAL_NODE_LOCK) env DEPLOYPLANE_E2E_REAL_NODE=1 DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
@@ -133,11 +139,11 @@ e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a 
 # `make test` ends with the three tiers that need a cluster started apart, in two lanes
 # side by side (tools/lanes.sh; each mostly waits on its own cluster): the GitOps tier then
 # the existing-cluster path in one, the real-node tier in the other (skipped without root,
-# failed so under CI=true). The real node's tools are built before, when root, so that no
-# first build runs beside a tier.
+# failed so under CI=true). The real node's tools and the previous release's image are
+# built before, when root, so that no first build runs beside a tier.
 # The pytest run ends with its 25 slowest tests, so every run says where the time goes.
 test: venv tools postgres images gitops-tools lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then side by side the GitOps tier and e2e on a cluster it did not start, and the real-node tier
-	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory node-tools; fi
+	@if [ "$$(id -u)" = 0 ]; then $(MAKE) --no-print-directory node-tools previous-image; fi
 	@echo "== pytest: unit and integration ($(PYTEST_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
 	  $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=10 tests/unit tests/integration
 	@echo "== pytest: e2e on the dev cluster ($(E2E_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
