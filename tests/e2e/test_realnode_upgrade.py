@@ -147,6 +147,18 @@ def namespaces(k8s_api: client.ApiClient) -> Iterator[None]:
     try:
         yield
     finally:
+        # A test that failed half-way leaves resources with the operator's finalizer and
+        # no operator (the release is uninstalled): they would hold the namespace.
+        custom = client.CustomObjectsApi(k8s_api)
+        for plural in KINDS:
+            with contextlib.suppress(ApiException):
+                listed = custom.list_namespaced_custom_object(GROUP, VERSION, WATCH, plural)
+                for obj in listed["items"]:
+                    custom.patch_namespaced_custom_object(
+                        GROUP, VERSION, WATCH, plural, obj["metadata"]["name"],
+                        {"metadata": {"finalizers": None}},
+                        _content_type="application/merge-patch+json",
+                    )  # fmt: skip
         for name in (WATCH, AGENTS, RELEASE_NS):
             with contextlib.suppress(ApiException):
                 core.delete_namespace(name)
@@ -221,6 +233,8 @@ def examples(tree: Path, url: str) -> list[tuple[str, dict[str, Any]]]:
     listener["spec"]["computeConfig"]["k8sNamespaces"] = [AGENTS]
     (docker,) = load("agentdeployment-docker.yaml")
     docker["spec"]["sourceConfig"]["listenerConfig"]["k8sNamespace"] = AGENTS
+    # Small requests: a rolling restart needs room for a second server on the one node.
+    docker["spec"]["sourceConfig"]["resourceSpec"] |= {"cpu": 0.1, "memoryMb": 256}
     (git,) = load("agentdeployment-git.yaml")
     cloud = {
         "apiVersion": f"{GROUP}/{VERSION}",
