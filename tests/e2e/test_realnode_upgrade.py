@@ -274,6 +274,18 @@ def apply_examples(
             resources.wait(plural, name, ready_for_generation, within=300, what="Ready")
 
 
+def settled(control_plane: Emulator) -> bool:
+    """Every deployment READY and reconciled by the data plane (the published filter
+    lists none `remote_reconciled=false`): a resource is Ready once its revision is
+    DEPLOYED, while the agent may still report its database ready a moment later."""
+    with api(control_plane) as http:
+        pending = http.get("/v2/deployments", params={"remote_reconciled": "false"})
+        pending.raise_for_status()
+        if pending.json()["resources"]:
+            return False
+    return all(d["status"] == "READY" for d in control_plane.all_deployments())
+
+
 def _agent_running(cluster: E2ECluster) -> bool:
     logs = kubectl(cluster, "logs", "-n", RELEASE_NS, "-l", AGENT, "--tail=-1")
     return "listener agent running" in logs
@@ -507,6 +519,7 @@ def operator_passed_every_resource(cluster: E2ECluster, counts: dict[str, int]) 
     return all(passes.get(kind, 0) >= n for kind, n in counts.items())
 
 
+@pytest.mark.timeout(900)  # two releases installed, resources made and deleted
 def test_helm_upgrade_from_the_previous_release_writes_nothing_and_rolls_only_a_new_render(
     previous: tuple[Path, str],
     control_plane: Emulator,
@@ -551,6 +564,7 @@ def _upgrade_and_check(
     resources: Resources,
 ) -> None:
     core, apps = client.CoreV1Api(k8s_api), client.AppsV1Api(k8s_api)
+    wait_until("every deployment settled on the control plane", lambda: settled(control_plane))
     before = stored(resources)
     listener = resources.get("listeners", "dev-cluster")
     assert listener is not None
