@@ -286,6 +286,15 @@ def settled(control_plane: Emulator) -> bool:
     return all(d["status"] == "READY" for d in control_plane.all_deployments())
 
 
+def operator_caught_up(resources: Resources) -> bool:
+    """Every AgentDeployment's status shows its deployment READY, as the control plane
+    does: the operator has nothing left to write."""
+    items = resources.list_all(AGD)
+    return bool(items) and all(
+        (o.get("status") or {}).get("deploymentStatus") == "READY" for o in items
+    )
+
+
 def _agent_running(cluster: E2ECluster) -> bool:
     logs = kubectl(cluster, "logs", "-n", RELEASE_NS, "-l", AGENT, "--tail=-1")
     return "listener agent running" in logs
@@ -540,20 +549,32 @@ def test_helm_upgrade_from_the_previous_release_writes_nothing_and_rolls_only_a_
         made = examples(tree, control_plane.url)
         apply_examples(dev_cluster, resources, made)
         _upgrade_and_check(dev_cluster, k8s_api, tree, control_plane, resources)
-        for plural, body in reversed(made):
-            if plural != "secrets":
-                resources.delete(plural, body["metadata"]["name"])
-        for plural, body in made:
-            if plural != "secrets":
-                name = body["metadata"]["name"]
-                resources.wait(plural, name, lambda o: o is None, within=300, what="deleted")
-        wait_until(
-            "the new agent to remove the workloads the previous one made",
-            lambda: not apps.list_namespaced_deployment(AGENTS).items or None,
-        )
+        delete_under_the_new_release(resources, apps, made)
     finally:
         chart.helm("uninstall", RELEASE, "-n", RELEASE_NS, "--kubeconfig",
                    str(dev_cluster.kubeconfig), "--wait", check=False, timeout=300)  # fmt: skip
+
+
+def delete_under_the_new_release(
+    resources: Resources, apps: client.AppsV1Api, made: list[tuple[str, dict[str, Any]]]
+) -> None:
+    """The AgentDeployments first (each gone once its deployment is), the workloads the
+    previous agent made removed by the new one, then the Listener and the connection."""
+
+    def delete(plural: str) -> None:
+        names = [b["metadata"]["name"] for p, b in made if p == plural]
+        for name in names:
+            resources.delete(plural, name)
+        for name in names:
+            resources.wait(plural, name, lambda o: o is None, within=300, what="deleted")
+
+    delete(AGD)
+    wait_until(
+        "the new agent to remove the workloads the previous one made",
+        lambda: not apps.list_namespaced_deployment(AGENTS).items or None,
+    )
+    delete("listeners")
+    delete("controlplaneconnections")
 
 
 def _upgrade_and_check(
@@ -565,6 +586,7 @@ def _upgrade_and_check(
 ) -> None:
     core, apps = client.CoreV1Api(k8s_api), client.AppsV1Api(k8s_api)
     wait_until("every deployment settled on the control plane", lambda: settled(control_plane))
+    wait_until("the operator's status caught up", lambda: operator_caught_up(resources))
     before = stored(resources)
     listener = resources.get("listeners", "dev-cluster")
     assert listener is not None
