@@ -26,9 +26,11 @@ from deployplane.kinds.controlplaneconnection import KIND as CONNECTION_KIND
 from deployplane.kube.api import KubernetesApi
 from deployplane.kube.health import FailureClock
 from deployplane.reconcile.eventrecorder import EventRecorder
+from deployplane.reconcile.external import Releaser
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
+from deployplane.reconcile.usage import Dependency
 from deployplane.reconcile.workers import Workers
 
 WORKERS = 64
@@ -67,12 +69,13 @@ def pass_runners(
     schedule: Schedule,
     metrics: OperatorMetrics,
 ) -> dict[str, PassRunner[Any, Any]]:
-    """One pass runner per kind: its reconciler over its external client."""
-    return {
-        kind.kind: PassRunner(
-            Reconciler(
-                classified(kind.connecter(connections, kube)), kind=kind.noun, schedule=schedule
-            ),
+    """One pass runner per kind: its reconciler over its external client, and what
+    lets go of what its resources hold once finalized, if the connecter does."""
+    runners: dict[str, PassRunner[Any, Any]] = {}
+    for kind in kinds:
+        connecter = kind.connecter(connections, kube)
+        runners[kind.kind] = PassRunner(
+            Reconciler(classified(connecter), kind=kind.noun, schedule=schedule),
             kind.spec_model,
             kind.plural,
             kube,
@@ -80,9 +83,9 @@ def pass_runners(
             status_model=kind.status_model,
             on_gone=partial(metrics.forget, kind.kind),
             config_maps=OutputsStore(kube),
+            releaser=connecter if isinstance(connecter, Releaser) else None,
         )
-        for kind in kinds
-    }
+    return runners
 
 
 def build_runtime(
@@ -123,7 +126,11 @@ def build_runtime(
         on_drop=metrics.events_dropped.inc,
     )
     metrics.watch_events(events)
-    dependencies = {kind.kind: kind.used_by for kind in kinds if kind.used_by is not None}
+    dependencies = {
+        kind.kind: Dependency(kind.used_by, kind.shared_by)
+        for kind in kinds
+        if kind.used_by is not None
+    }
     lister = kube if (sharding or Sharding()).enabled else None
     workers = Workers(
         runners,

@@ -94,11 +94,19 @@ class Reconciler(Generic[SpecT, StatusT]):
         """Handle deletion of the custom resource; True once it may be released."""
         if str(getattr(mr.spec, "deletion_policy", "Delete")) == "Orphan" or observe_only(mr):
             return True
-        ext = await self._connecter.connect(mr)
+        try:
+            ext = await self._connecter.connect(mr)
+        except DependencyNotReady:
+            if mr.status.external_id or mr.create_pending:
+                raise  # something of ours may exist: deleted only through the connection
+            # Nothing was ever created or adopted (no id, no marker), and there is no
+            # connection to ask through: nothing to delete, nothing to wait for.
+            return True
         external_id = mr.status.external_id or ext.adopt_id
         if not external_id and mr.create_pending:
-            # A create may have reached the control plane before a crash: delete it too.
-            external_id = await ext.find(mr)
+            # A create may have reached the control plane before a crash: delete it too,
+            # by the key it was made under (the marker's: the spec may name another now).
+            external_id = await ext.find(mr, mr.create_pending.key)
         if not external_id:
             return True
         return await ext.delete(mr, external_id)
@@ -195,7 +203,9 @@ class _Pass(Generic[SpecT, StatusT]):
 
     async def _create(self) -> Obs[StatusT]:
         mr, ext, status = self.mr, self.ext, self.status
-        if mr.create_pending:
+        if mr.create_pending and mr.create_pending.key != ext.natural_key:
+            await self._earlier_key(mr.create_pending.key)
+        elif mr.create_pending:
             # A previous pass may have created it and died before recording the id.
             found = await ext.find(mr)
             if found:
@@ -223,6 +233,25 @@ class _Pass(Generic[SpecT, StatusT]):
         status.record(status.current.with_external_id(new_id))
         self.event("Normal", EventReason.CREATED, f"Created {self.kind} {new_id}")
         return obs
+
+    async def _earlier_key(self, key: str) -> None:
+        """The marker names another key than the spec: an immutable field (the
+        deployment's name, the listener's computeId) was changed while no id was
+        recorded, which admission allows. A create under the marker's key may still have
+        reached the control plane (its answer lost): if it did, that one is ours but
+        under a key the spec no longer names, and this pass neither adopts nor deletes
+        it; the user decides (set the field back to adopt it, or delete it). If not,
+        the pass creates under the spec's key, marking it."""
+        found = await self.ext.find(self.mr, key)
+        if found:
+            raise ExternalError(
+                f"{self.kind} {found} was created as {key!r} for this resource before its "
+                f"id was recorded, and the spec now says {self.ext.natural_key!r}: set it "
+                f"back to {key!r} to adopt it, or delete {self.kind} {found} on the control "
+                "plane to create a new one",
+                reason=Reason.CONFLICT,
+                terminal=True,
+            )
 
     async def _create_refused(self, exc: ExternalError) -> Obs[StatusT]:
         """A refused create. A 422 is an invalid spec. A 409, or a 400 (the published
