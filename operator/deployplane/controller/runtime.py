@@ -88,6 +88,15 @@ def pass_runners(
     return runners
 
 
+def dependencies_of(kinds: KindRegistry) -> dict[str, Dependency]:
+    """The kinds the others depend on (`KindDef.used_by`), for the workers."""
+    return {
+        kind.kind: Dependency(kind.used_by, kind.shared_by)
+        for kind in kinds
+        if kind.used_by is not None
+    }
+
+
 def build_runtime(
     config: OperatorConfig,
     kube: KubernetesApi,
@@ -126,18 +135,13 @@ def build_runtime(
         on_drop=metrics.events_dropped.inc,
     )
     metrics.watch_events(events)
-    dependencies = {
-        kind.kind: Dependency(kind.used_by, kind.shared_by)
-        for kind in kinds
-        if kind.used_by is not None
-    }
     lister = kube if (sharding or Sharding()).enabled else None
     workers = Workers(
         runners,
         kube,
         events,
         size=WORKERS,
-        dependencies=dependencies,
+        dependencies=dependencies_of(kinds),
         lister=lister,
         on_ready_elsewhere=connections.forget_key,
     )
