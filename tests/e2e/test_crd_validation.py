@@ -593,7 +593,7 @@ INVALID: list[tuple[str, Obj | Update, str]] = [
                 "name-changed",
                 NAMED,
                 agd(NAMED, name="other-name"),
-                'spec.name: Invalid value: "object": spec.name cannot be added, removed or '
+                "spec.name: Invalid value: spec.name cannot be added, removed or "
                 "changed once the deployment exists on the control plane (status.deploymentId "
                 "is set)",
             ),
@@ -633,7 +633,7 @@ INVALID: list[tuple[str, Obj | Update, str]] = [
                 "listener-compute-id-changed",
                 LISTENER,
                 listener(computeId="other-cluster"),
-                'spec.computeId: Invalid value: "object": spec.computeId cannot change once '
+                "spec.computeId: Invalid value: spec.computeId cannot change once "
                 "the listener exists on the control plane (status.listenerId is set)",
             ),
             (
