@@ -8,6 +8,7 @@ DeletionBlocked, naming what is missing, and an Event) and goes once it can."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,8 +34,8 @@ AGD, CPC, LST = "agentdeployments", "controlplaneconnections", "listeners"
 PROTECTION = "deployplane.io/secret-protection"
 
 
-@pytest.fixture
-def operator(namespace: str, emulator: Emulator, kubeconfig: Path) -> Iterator[Any]:
+@contextlib.contextmanager
+def operator_of(namespace: str, emulator: Emulator, kubeconfig: Path) -> Iterator[Any]:
     """The operator with no connection of its own: every resource goes through the
     namespace's `default` ControlPlaneConnection and its API key Secret."""
     env = {**operator_env(emulator, kubeconfig), "DEPLOYPLANE_CONTROL_PLANE_URL": ""}
@@ -45,6 +46,12 @@ def operator(namespace: str, emulator: Emulator, kubeconfig: Path) -> Iterator[A
     assert API_KEY not in runner.output, "the API key reached the operator's log"
 
 
+@pytest.fixture
+def operator(namespace: str, emulator: Emulator, kubeconfig: Path) -> Iterator[Any]:
+    with operator_of(namespace, emulator, kubeconfig) as runner:
+        yield runner
+
+
 def default_connection(emulator: Emulator) -> dict[str, Any]:
     return {
         "apiVersion": "deployplane.io/v1alpha1",
@@ -52,6 +59,10 @@ def default_connection(emulator: Emulator) -> dict[str, Any]:
         "metadata": {"name": "default"},
         "spec": {"url": emulator.url, "apiKeySecretRef": {"name": "cp-key", "key": "apiKey"}},
     }
+
+
+def terminating(obj: dict[str, Any] | None) -> bool:
+    return bool(obj and obj["metadata"].get("deletionTimestamp"))
 
 
 def listeners_with(emulator: Emulator, compute_id: str) -> list[dict[str, Any]]:
@@ -79,38 +90,48 @@ def gone(read: Any, within: float = 180.0, what: str = "gone") -> None:
 
 
 def test_a_namespace_deleted_at_once_leaves_nothing_in_the_cluster_or_the_control_plane(
-    operator: Any,
     resources: Resources,
     emulator: Emulator,
     k8s_api: client.ApiClient,
+    kubeconfig: Path,
     namespace: str,
 ) -> None:
+    """Deleted while no operator runs (so no key is cached anywhere: the finalizations
+    read the Secret afresh once it is back), everything at once: the namespace
+    controller deletes the Secret as readily as the resources, and each thing a
+    resource needs to be finalized outlives it."""
     core = client.CoreV1Api(k8s_api)
     compute_id = f"cluster-{namespace}"
-    resources.put_secret("cp-key", {"apiKey": API_KEY})
-    resources.create(CPC, default_connection(emulator))
-    resources.create(LST, listener("cluster", compute_id))
     names = [f"bot-{i}" for i in range(3)]
-    for name in names:
-        resources.create(AGD, docker(name, sourceConfig={"listenerRef": {"name": "cluster"}}))
-    for name in names:
-        resources.wait(AGD, name, ready_for_generation, what=f"{name} Ready")
-    assert all(len(emulator.deployments_named(name)) == 1 for name in names)
-    assert len(listeners_with(emulator, compute_id)) == 1
+    with operator_of(namespace, emulator, kubeconfig):
+        resources.put_secret("cp-key", {"apiKey": API_KEY})
+        resources.create(CPC, default_connection(emulator))
+        resources.create(LST, listener("cluster", compute_id))
+        for name in names:
+            body = docker(name, sourceConfig={"listenerRef": {"name": "cluster"}})
+            resources.create(AGD, body)
+        for name in names:
+            resources.wait(AGD, name, ready_for_generation, what=f"{name} Ready")
+        assert all(len(emulator.deployments_named(name)) == 1 for name in names)
+        assert len(listeners_with(emulator, compute_id)) == 1
+        # The key is protected while the connection names it, and the connection says so.
+        key = secret(core, namespace, "cp-key")
+        assert key is not None
+        assert PROTECTION in (key.metadata.finalizers or [])
+        assert (key.metadata.labels or {}).get(PROTECTION) == "true"
+        conn = resources.wait(CPC, "default", ready_for_generation, what="connection Ready")
+        assert conn is not None
+        assert conn["status"]["protectedSecret"] == "cp-key"
 
-    # The key is protected while the connection names it, and the connection says so.
-    key = secret(core, namespace, "cp-key")
-    assert key is not None
-    assert PROTECTION in (key.metadata.finalizers or [])
-    assert (key.metadata.labels or {}).get(PROTECTION) == "true"
-    conn = resources.wait(CPC, "default", ready_for_generation, what="connection Ready")
-    assert conn is not None
-    assert conn["status"]["protectedSecret"] == "cp-key"
-
-    # Everything at once: the namespace controller deletes the Secret as readily as the
-    # resources. Each thing a resource needs to be finalized outlives it.
     core.delete_namespace(namespace)
-    gone(lambda: secret(core, namespace, "cp-key"), what="the namespace emptied")
+    for plural, name in [(AGD, n) for n in names] + [(LST, "cluster"), (CPC, "default")]:
+        resources.wait(plural, name, terminating, what=f"{plural}/{name} held by our finalizer")
+    deleting = secret(core, namespace, "cp-key")
+    assert deleting is not None, "the key went before the resources that need it"
+    assert deleting.metadata.deletion_timestamp is not None
+
+    with operator_of(namespace, emulator, kubeconfig):
+        gone(lambda: secret(core, namespace, "cp-key"), what="the namespace emptied")
 
     def namespace_left() -> client.V1Namespace | None:
         try:
