@@ -46,12 +46,6 @@ def operator_of(namespace: str, emulator: Emulator, kubeconfig: Path) -> Iterato
     assert API_KEY not in runner.output, "the API key reached the operator's log"
 
 
-@pytest.fixture
-def operator(namespace: str, emulator: Emulator, kubeconfig: Path) -> Iterator[Any]:
-    with operator_of(namespace, emulator, kubeconfig) as runner:
-        yield runner
-
-
 def default_connection(emulator: Emulator) -> dict[str, Any]:
     return {
         "apiVersion": "deployplane.io/v1alpha1",
@@ -147,50 +141,65 @@ def test_a_namespace_deleted_at_once_leaves_nothing_in_the_cluster_or_the_contro
 
 
 def test_a_deletion_that_cannot_reach_the_control_plane_says_why_and_goes_once_it_can(
-    operator: Any,
     resources: Resources,
     emulator: Emulator,
     k8s_api: client.ApiClient,
+    kubeconfig: Path,
     namespace: str,
 ) -> None:
     """The API key Secret deleted from under the operator (its protection taken off by
-    hand, as an operator of an earlier version never put it on): the resource being
-    deleted says Ready=False DeletionBlocked naming the Secret, with one Warning Event,
-    instead of Ready=True; the Secret created again, it goes."""
+    hand, as an operator of an earlier version never put it on), and the resource
+    deleted while no operator runs (no key cached): the resource says Ready=False
+    DeletionBlocked naming the Secret, with one Warning Event, instead of Ready=True;
+    the Secret created again, it goes."""
     core = client.CoreV1Api(k8s_api)
-    resources.put_secret("cp-key", {"apiKey": API_KEY})
-    resources.create(CPC, default_connection(emulator))
-    resources.create(AGD, docker("bot"))
-    resources.wait(AGD, "bot", ready_for_generation, what="bot Ready")
-    core.patch_namespaced_secret(
-        "cp-key", namespace, {"metadata": {"finalizers": None, "labels": {PROTECTION: None}}}
-    )
+    with operator_of(namespace, emulator, kubeconfig):
+        resources.put_secret("cp-key", {"apiKey": API_KEY})
+        resources.create(CPC, default_connection(emulator))
+        resources.create(AGD, docker("bot"))
+        resources.wait(AGD, "bot", ready_for_generation, what="bot Ready")
+    unprotect = {"metadata": {"finalizers": None, "labels": {PROTECTION: None}}}
+    core.patch_namespaced_secret("cp-key", namespace, unprotect)
     core.delete_namespaced_secret("cp-key", namespace)
     gone(lambda: secret(core, namespace, "cp-key"), what="the Secret deleted")
-
     resources.delete(AGD, "bot")
-    blocked = resources.wait(
-        AGD,
-        "bot",
-        lambda o: condition(o, "Ready").get("reason") == "DeletionBlocked",
-        what="Ready=False DeletionBlocked",
-    )
-    ready, synced = condition(blocked, "Ready"), condition(blocked, "Synced")
-    assert ready["status"] == "False"
-    assert "API key Secret cp-key of ControlPlaneConnection default not found" in ready["message"]
-    assert (synced["status"], synced["reason"]) == ("False", "DependencyNotReady")
-    assert len(emulator.deployments_named("bot")) == 1, "nothing deleted yet"
-    warned = [e for e in events_for(k8s_api, namespace, "bot") if e.reason == "DeletionBlocked"]
-    assert len(warned) == 1
-    assert warned[0].type == "Warning"
 
-    resources.put_secret("cp-key", {"apiKey": API_KEY})
-    resources.wait(AGD, "bot", lambda o: o is None, within=180, what="deleted once it could")
-    assert emulator.deployments_named("bot") == []
-    # The connection, unused now, goes too, and lets go of its Secret as it does.
-    resources.delete(CPC, "default")
-    resources.wait(CPC, "default", lambda o: o is None, what="the connection deleted")
+    with operator_of(namespace, emulator, kubeconfig):
+        blocked = resources.wait(
+            AGD,
+            "bot",
+            lambda o: condition(o, "Ready").get("reason") == "DeletionBlocked",
+            what="Ready=False DeletionBlocked",
+        )
+        ready, synced = condition(blocked, "Ready"), condition(blocked, "Synced")
+        assert ready["status"] == "False"
+        missing = "API key Secret cp-key of ControlPlaneConnection default not found"
+        assert missing in ready["message"]
+        assert (synced["status"], synced["reason"]) == ("False", "DependencyNotReady")
+        assert len(emulator.deployments_named("bot")) == 1, "nothing deleted yet"
+        warned = wait_for_events(k8s_api, namespace, "bot", "DeletionBlocked")
+        assert [e.type for e in warned] == ["Warning"]
+
+        resources.put_secret("cp-key", {"apiKey": API_KEY})
+        resources.wait(AGD, "bot", lambda o: o is None, within=180, what="deleted once it could")
+        assert emulator.deployments_named("bot") == []
+        # The connection, unused now, goes too, and lets go of its Secret as it does.
+        resources.delete(CPC, "default")
+        resources.wait(CPC, "default", lambda o: o is None, what="the connection deleted")
     key = secret(core, namespace, "cp-key")
     assert key is not None
     assert PROTECTION not in (key.metadata.finalizers or [])
     assert PROTECTION not in (key.metadata.labels or {})
+
+
+def wait_for_events(
+    k8s_api: client.ApiClient, namespace: str, name: str, reason: str
+) -> list[client.CoreV1Event]:
+    """The Events of `reason` about `name`, once there is one (they are posted in the
+    background). The bound only stops a hang."""
+    deadline = time.monotonic() + 60
+    while True:
+        found = [e for e in events_for(k8s_api, namespace, name) if e.reason == reason]
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -22,7 +23,12 @@ from kubernetes.client.exceptions import ApiException
 
 from deployplane.kube.paths import object_path as _path
 
+log = logging.getLogger("deployplane.kube")
+
 CONFLICT_RETRIES: Final = 5
+
+_REFUSED: set[str] = set()
+"""The Secrets whose protection this process was refused (403), each told once."""
 
 
 @dataclass(frozen=True)
@@ -134,25 +140,31 @@ class FinalizerRequests:
         merge patch: the finalizers of others stay). False if there is no such Secret,
         or it is being deleted already (no finalizer may be added then)."""
         body = {"metadata": {"finalizers": [finalizer], "labels": {finalizer: "true"}}}
+        path = secret_path(namespace, name)
         status, _ = await self._send(
             "PATCH",
-            secret_path(namespace, name),
+            path,
             body=body,
             content_type="application/strategic-merge-patch+json",
-            allowed=(404, 422),
+            allowed=(403, 404, 422),
         )
+        if status == 403:
+            _refused(path)
         return status < 400
 
     async def release_secret(self, namespace: str, name: str, finalizer: str) -> bool:
         """Take `finalizer` and its label off the Secret, leaving any other's. False if
         there is no such Secret."""
-        return await self._remove_finalizer(secret_path(namespace, name), finalizer, finalizer)
+        path = secret_path(namespace, name)
+        return await self._remove_finalizer(path, finalizer, finalizer, refusable=True)
 
-    async def _remove_finalizer(self, path: str, finalizer: str, label: str | None = None) -> bool:
+    async def _remove_finalizer(
+        self, path: str, finalizer: str, label: str | None = None, *, refusable: bool = False
+    ) -> bool:
         """A JSON patch guarded by a test of the list as just read, so a finalizer
         somebody adds meanwhile is never lost: on a refusal (the list changed) read
         again and retry. With `label`, that label goes in the same patch. False if
-        gone."""
+        gone, or (`refusable`) if the role may not patch it."""
         for _ in range(CONFLICT_RETRIES):
             obj = await self._read(path)
             if obj is None:
@@ -174,10 +186,25 @@ class FinalizerRequests:
                 path,
                 body=ops,
                 content_type="application/json-patch+json",
-                allowed=(404, 409, 422),
+                allowed=(403, 404, 409, 422) if refusable else (404, 409, 422),
             )
+            if status == 403:
+                _refused(path)
+                return False
             if status == 404:
                 return False
             if status < 400:
                 return True
         raise ApiException(status=409, reason=f"finalizers of {path} keep changing")
+
+
+def _refused(path: str) -> None:
+    """A role without `patch` on the object (an install whose RBAC predates the
+    protection): told once per object, and the operator goes on without it."""
+    if path not in _REFUSED:
+        _REFUSED.add(path)
+        log.warning(
+            "PATCH %s: 403 Forbidden: the operator's role may not patch it, so it is not "
+            "protected from deletion while it is needed (grant patch on secrets)",
+            path,
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -174,10 +175,14 @@ async def test_our_finalizer_comes_off_with_a_test_of_the_list_and_a_retry_when_
 PROTECTION = "deployplane.io/secret-protection"
 
 
-async def test_a_secret_is_protected_by_a_strategic_merge_that_keeps_other_finalizers() -> None:
+async def test_a_secret_is_protected_by_a_strategic_merge_that_keeps_other_finalizers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """A core object: its finalizers merge, so another controller's stay; a Secret being
-    deleted (422) or gone (404) takes none, and says so."""
-    answers = [200, 422, 404]
+    deleted (422) or gone (404) takes none, and says so; a role without `patch` on
+    Secrets (403: an install whose RBAC predates the protection) is told once in the
+    log, and the operator goes on without the protection."""
+    answers = [200, 422, 404, 403, 403]
     seen: list[tuple[str, str, Any]] = []
 
     async def handler(request: web.Request) -> web.Response:
@@ -189,6 +194,12 @@ async def test_a_secret_is_protected_by_a_strategic_merge_that_keeps_other_final
         assert await api.protect_secret("ns", "key", PROTECTION)
         assert not await api.protect_secret("ns", "key", PROTECTION)
         assert not await api.protect_secret("ns", "key", PROTECTION)
+        with caplog.at_level(logging.WARNING, logger="deployplane.kube"):
+            assert not await api.protect_secret("ns", "refused", PROTECTION)
+            assert not await api.protect_secret("ns", "refused", PROTECTION)
+        told = [r.getMessage() for r in caplog.records if "403" in r.getMessage()]
+        assert len(told) == 1, told
+        assert "secrets/refused" in told[0]
     finally:
         await api.aclose()
         await runner.cleanup()
