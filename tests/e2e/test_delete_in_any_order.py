@@ -90,10 +90,10 @@ def test_a_namespace_deleted_at_once_leaves_nothing_in_the_cluster_or_the_contro
     kubeconfig: Path,
     namespace: str,
 ) -> None:
-    """Deleted while no operator runs (so no key is cached anywhere: the finalizations
-    read the Secret afresh once it is back), everything at once: the namespace
-    controller deletes the Secret as readily as the resources, and each thing a
-    resource needs to be finalized outlives it."""
+    """Everything at once: the namespace controller deletes the Secret as readily as the
+    resources, and each thing a resource needs to be finalized outlives it (the Secret
+    is seen being deleted, held by its protection, while the connection waits for the
+    Listener and the Listener for the AgentDeployments)."""
     core = client.CoreV1Api(k8s_api)
     compute_id = f"cluster-{namespace}"
     names = [f"bot-{i}" for i in range(3)]
@@ -117,27 +117,35 @@ def test_a_namespace_deleted_at_once_leaves_nothing_in_the_cluster_or_the_contro
         assert conn is not None
         assert conn["status"]["protectedSecret"] == "cp-key"
 
-    core.delete_namespace(namespace)
-    for plural, name in [(AGD, n) for n in names] + [(LST, "cluster"), (CPC, "default")]:
-        resources.wait(plural, name, terminating, what=f"{plural}/{name} held by our finalizer")
-    deleting = secret(core, namespace, "cp-key")
-    assert deleting is not None, "the key went before the resources that need it"
-    assert deleting.metadata.deletion_timestamp is not None
-
-    with operator_of(namespace, emulator, kubeconfig):
+        core.delete_namespace(namespace)
+        held = being_deleted(core, namespace, "cp-key")
+        assert held is not None, "the key went before the resources that need it"
+        assert PROTECTION in (held.metadata.finalizers or [])
         gone(lambda: secret(core, namespace, "cp-key"), what="the namespace emptied")
 
-    def namespace_left() -> client.V1Namespace | None:
-        try:
-            return core.read_namespace(namespace)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+        def namespace_left() -> client.V1Namespace | None:
+            try:
+                return core.read_namespace(namespace)
+            except ApiException as exc:
+                if exc.status == 404:
+                    return None
+                raise
 
-    gone(namespace_left, what=f"namespace {namespace}")
+        gone(namespace_left, what=f"namespace {namespace}")
     assert [emulator.deployments_named(name) for name in names] == [[], [], []]
     assert listeners_with(emulator, compute_id) == []
+
+
+def being_deleted(core: client.CoreV1Api, namespace: str, name: str) -> client.V1Secret | None:
+    """The Secret once it is being deleted, or None if it went first (without its
+    protection it goes at once). The bound only stops a hang."""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        found = secret(core, namespace, name)
+        if found is None or found.metadata.deletion_timestamp is not None:
+            return found
+        time.sleep(0.25)
+    raise AssertionError(f"Secret {name}: never deleted")
 
 
 def test_a_deletion_that_cannot_reach_the_control_plane_says_why_and_goes_once_it_can(
