@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +27,12 @@ from tests.e2e.gitops.harness import (
     LST,
     Applications,
     Flux,
-    all_ready,
     app_status,
     application,
     example,
     gone,
     push_agents,
+    ready_condition,
     verdict,
     wait_until,
 )
@@ -44,8 +45,6 @@ from deployplane.devcluster.manifests import Applier
 
 pytestmark = pytest.mark.skipif(gitops.skip_reason() is not None, reason=str(gitops.skip_reason()))
 
-BOTS = ("support-bot", "triage-bot")
-KEY_SECRET = "control-plane-key"
 PROTECTION = "deployplane.io/secret-protection"
 
 
@@ -56,17 +55,43 @@ def operator_of(namespace: str, emulator: Emulator, kubeconfig: Path) -> Iterato
     assert runner.exit_code == 0, runner.output[-3000:]
 
 
-def key_secret(core: client.CoreV1Api, namespace: str) -> client.V1Secret | None:
+@dataclass(frozen=True)
+class Synced:
+    """What the tool applied to the test's namespace, as read back from the cluster
+    (so the test holds whatever names the example gives them)."""
+
+    named: list[tuple[str, str]]
+    """(plural, name) of every AgentDeployment, Listener and ControlPlaneConnection."""
+    secrets: list[str]
+    """The API key Secrets the connections name."""
+    deployments: list[str]
+    """The AgentDeployments' names on the control plane."""
+
+    @classmethod
+    def read(cls, resources: Resources) -> Synced:
+        named = [
+            (plural, obj["metadata"]["name"])
+            for plural in (AGD, LST, CONN)
+            for obj in resources.list_all(plural)
+        ]
+        secrets = sorted({c["spec"]["apiKeySecretRef"]["name"] for c in resources.list_all(CONN)})
+        deployments = [
+            obj["spec"].get("name") or obj["metadata"]["name"] for obj in resources.list_all(AGD)
+        ]
+        return cls(named, secrets, deployments)
+
+
+def read_secret(core: client.CoreV1Api, namespace: str, name: str) -> client.V1Secret | None:
     try:
-        return core.read_namespaced_secret(KEY_SECRET, namespace)
+        return core.read_namespaced_secret(name, namespace)
     except ApiException as exc:
         if exc.status == 404:
             return None
         raise
 
 
-def protected(core: client.CoreV1Api, namespace: str) -> bool:
-    secret = key_secret(core, namespace)
+def protected(core: client.CoreV1Api, namespace: str, name: str) -> bool:
+    secret = read_secret(core, namespace, name)
     return secret is not None and PROTECTION in (secret.metadata.finalizers or [])
 
 
@@ -75,33 +100,59 @@ def terminating(resources: Resources, plural: str, name: str) -> bool:
     return bool(obj and obj["metadata"].get("deletionTimestamp"))
 
 
+def synced_and_protected(resources: Resources, core: client.CoreV1Api) -> Synced:
+    synced = Synced.read(resources)
+    assert {plural for plural, _ in synced.named} == {AGD, LST, CONN}, synced
+    assert synced.secrets, "a connection with an API key Secret"
+    for name in synced.secrets:
+        assert protected(core, resources.namespace, name), f"Secret {name} protected"
+    return synced
+
+
 def held_while_no_operator_runs(
-    resources: Resources, core: client.CoreV1Api, namespace: str
+    resources: Resources, core: client.CoreV1Api, synced: Synced
 ) -> None:
-    """Every resource being deleted waits on our finalizer, and the Secret they need
-    is still there (being deleted, held by its protection)."""
-    named = [(AGD, bot) for bot in BOTS] + [(LST, "dev-cluster"), (CONN, "default")]
-    for plural, name in named:
+    """Every resource being deleted waits on our finalizer, and the Secrets they need
+    are still there (being deleted, held by their protection)."""
+    for plural, name in synced.named:
         wait_until(
             f"{plural}/{name} being deleted",
             functools.partial(terminating, resources, plural, name),
         )
-    secret = wait_until(
-        "the key Secret being deleted",
-        lambda: (
-            (s := key_secret(core, namespace)) is not None
-            and s.metadata.deletion_timestamp is not None
-            and s
-        ),
-    )
-    assert PROTECTION in (secret.metadata.finalizers or [])
+    for name in synced.secrets:
+        secret = wait_until(
+            f"Secret {name} being deleted",
+            functools.partial(being_deleted, core, resources.namespace, name),
+        )
+        assert PROTECTION in (secret.metadata.finalizers or [])
 
 
-def all_gone(resources: Resources, core: client.CoreV1Api, namespace: str) -> None:
-    named = [(AGD, bot) for bot in BOTS] + [(LST, "dev-cluster"), (CONN, "default")]
-    for plural, name in named:
+def being_deleted(core: client.CoreV1Api, namespace: str, name: str) -> client.V1Secret | None:
+    """The Secret once it is being deleted (held by a finalizer), else None."""
+    secret = read_secret(core, namespace, name)
+    return secret if secret is not None and secret.metadata.deletion_timestamp else None
+
+
+def secret_gone(core: client.CoreV1Api, namespace: str, name: str) -> bool:
+    return read_secret(core, namespace, name) is None
+
+
+def all_gone(resources: Resources, core: client.CoreV1Api, synced: Synced) -> None:
+    for plural, name in synced.named:
         wait_until(f"{plural}/{name} deleted", functools.partial(gone, resources, plural, name))
-    wait_until("the key Secret deleted", lambda: key_secret(core, namespace) is None)
+    for name in synced.secrets:
+        wait_until(
+            f"Secret {name} deleted",
+            functools.partial(secret_gone, core, resources.namespace, name),
+        )
+
+
+def nothing_on_the_control_plane(emulator: Emulator, synced: Synced, compute_id: str) -> None:
+    assert {name: emulator.deployments_named(name) for name in synced.deployments} == {
+        name: [] for name in synced.deployments
+    }
+    listed = emulator.http().get("/v2/listeners", params={"limit": 100}).json()
+    assert [x for x in listed["resources"] if x["compute_id"] == compute_id] == []
 
 
 def test_a_deleted_flux_kustomization_prunes_everything_in_any_order(
@@ -127,20 +178,21 @@ def test_a_deleted_flux_kustomization_prunes_everything_in_any_order(
     kustomization["spec"]["targetNamespace"] = namespace
     with operator_of(namespace, emulator, kubeconfig):
         applier.apply([source, kustomization])
-        wait_until("every AgentDeployment Ready", lambda: all_ready(resources, BOTS))
-        assert all(len(emulator.deployments_named(bot)) == 1 for bot in BOTS)
-        assert protected(core, namespace), "the key Secret carries the protection"
+        wait_until(
+            "the Kustomization Ready",
+            lambda: ready_condition(flux.kustomizations.get(namespace)).get("status") == "True",
+        )
+        synced = synced_and_protected(resources, core)
+        assert all(len(emulator.deployments_named(name)) == 1 for name in synced.deployments)
 
     flux.kustomizations.delete(namespace)
     wait_until("the Kustomization deleted", lambda: flux.kustomizations.get(namespace) is None)
     flux.sources.delete(namespace)
-    held_while_no_operator_runs(resources, core, namespace)
+    held_while_no_operator_runs(resources, core, synced)
 
     with operator_of(namespace, emulator, kubeconfig):
-        all_gone(resources, core, namespace)
-    assert [emulator.deployments_named(bot) for bot in BOTS] == [[], []]
-    listed = emulator.http().get("/v2/listeners", params={"limit": 100}).json()
-    assert [x for x in listed["resources"] if x["compute_id"] == repo.name] == []
+        all_gone(resources, core, synced)
+    nothing_on_the_control_plane(emulator, synced, repo.name)
 
 
 def test_an_argo_cd_application_deleted_with_its_resources_leaves_nothing(
@@ -167,17 +219,15 @@ def test_an_argo_cd_application_deleted_with_its_resources_leaves_nothing(
             lambda: verdict(apps.get(namespace)) == ("Synced", "Healthy", first),
             show=app_status(apps, namespace),
         )
-        assert protected(core, namespace), "the key Secret carries the protection"
+        synced = synced_and_protected(resources, core)
 
     # Cascade: Argo CD's resources finalizer deletes every resource of the Application,
     # the Secret with them, and waits for them before the Application goes.
     apps.delete(namespace)
-    held_while_no_operator_runs(resources, core, namespace)
+    held_while_no_operator_runs(resources, core, synced)
     assert apps.get(namespace) is not None, "the Application waits for its resources"
 
     with operator_of(namespace, emulator, kubeconfig):
-        all_gone(resources, core, namespace)
+        all_gone(resources, core, synced)
         wait_until("the Application deleted", lambda: apps.get(namespace) is None)
-    assert [emulator.deployments_named(bot) for bot in BOTS] == [[], []]
-    listed = emulator.http().get("/v2/listeners", params={"limit": 100}).json()
-    assert [x for x in listed["resources"] if x["compute_id"] == repo.name] == []
+    nothing_on_the_control_plane(emulator, synced, repo.name)
