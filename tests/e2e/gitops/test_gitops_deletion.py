@@ -185,13 +185,14 @@ def test_a_deleted_flux_kustomization_prunes_everything_in_any_order(
         synced = synced_and_protected(resources, core)
         assert all(len(emulator.deployments_named(name)) == 1 for name in synced.deployments)
 
+    # Prune: Flux deletes every object it applied, the Secret with them.
     flux.kustomizations.delete(namespace)
-    wait_until("the Kustomization deleted", lambda: flux.kustomizations.get(namespace) is None)
-    flux.sources.delete(namespace)
     held_while_no_operator_runs(resources, core, synced)
 
     with operator_of(namespace, emulator, kubeconfig):
         all_gone(resources, core, synced)
+    wait_until("the Kustomization deleted", lambda: flux.kustomizations.get(namespace) is None)
+    flux.sources.delete(namespace)
     nothing_on_the_control_plane(emulator, synced, repo.name)
 
 
