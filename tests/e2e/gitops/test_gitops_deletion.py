@@ -1,12 +1,14 @@
 """Deleting through the GitOps tools never deadlocks: Flux pruning a deleted
-Kustomization and Argo CD deleting an Application with its resources (cascade) delete
-the API key Secret, the ControlPlaneConnection, the Listener and the AgentDeployments
-at once, and both end with nothing left in the cluster or on the control plane.
+Kustomization deletes the API key Secret, the ControlPlaneConnection, the Listener and
+the AgentDeployments at once, Argo CD deleting an Application with its resources
+(cascade) deletes them wave by wave, and both end with nothing left in the cluster or
+on the control plane.
 
-Each deletion happens while no operator runs, then an operator starts: no key is
-cached anywhere, so the finalizations need the Secret itself, which outlives them
-(the operator's in-use protection, `deployplane.io/secret-protection`). Skipped unless
-DEPLOYPLANE_E2E_GITOPS=1 (`make e2e-gitops`; tests/support/gitops.py).
+Each deletion starts while no operator runs, then an operator starts: no key is cached
+anywhere, so the finalizations need the Secret itself, which Flux has deleted with the
+rest and which outlives them (the operator's in-use protection,
+`deployplane.io/secret-protection`). Skipped unless DEPLOYPLANE_E2E_GITOPS=1 (`make
+e2e-gitops`; tests/support/gitops.py).
 """
 
 from __future__ import annotations
@@ -222,10 +224,16 @@ def test_an_argo_cd_application_deleted_with_its_resources_leaves_nothing(
         )
         synced = synced_and_protected(resources, core)
 
-    # Cascade: Argo CD's resources finalizer deletes every resource of the Application,
-    # the Secret with them, and waits for them before the Application goes.
+    # Cascade: Argo CD's resources finalizer deletes the Application's resources wave by
+    # wave, the last wave first (the AgentDeployments), each waited for before the next,
+    # and the Application goes last.
     apps.delete(namespace)
-    held_while_no_operator_runs(resources, core, synced)
+    for plural, name in synced.named:
+        if plural == AGD:
+            wait_until(
+                f"{plural}/{name} being deleted",
+                functools.partial(terminating, resources, plural, name),
+            )
     assert apps.get(namespace) is not None, "the Application waits for its resources"
 
     with operator_of(namespace, emulator, kubeconfig):
