@@ -35,6 +35,7 @@ from pydantic import ValidationError
 
 from deployplane.naming import camelize
 from deployplane.reconcile import outputs
+from deployplane.reconcile.approval import approved_generation
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Managed, SpecT
 from deployplane.reconcile.finalizer import DELETE_POLL_SECONDS, DELETE_RETRY_SECONDS, NotYet
@@ -219,6 +220,7 @@ def to_managed(
         status=status_model.model_validate(dict(status)),
         resource_version=meta.get("resourceVersion"),
         create_pending=create_pending,
+        approved_generation=approved_generation(body),
     )
 
 
