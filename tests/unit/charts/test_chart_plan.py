@@ -105,3 +105,38 @@ def test_an_existing_service_account_is_named_not_made() -> None:
 )
 def test_the_schema_refuses_bad_values(plan: dict[str, Any]) -> None:
     assert chart.render_error({"plan": {"enabled": True, **plan}})
+
+
+EXAMPLE = chart.CHART.parents[1] / "examples" / "gitops" / "plan-ci"
+
+
+def test_the_examples_values_bind_the_plan_in_the_agents_namespace() -> None:
+    import yaml
+
+    values = yaml.safe_load((EXAMPLE / "values.yaml").read_text())
+    docs = [d for d in chart.render(values) if d["metadata"]["name"].startswith(PLAN)]
+    [binding] = find_all(docs, "RoleBinding")
+    assert binding["metadata"]["namespace"] == "agents"
+    assert find(docs, "ValidatingAdmissionPolicyBinding")
+
+
+def test_the_examples_workflow_runs_a_plan_the_cli_takes() -> None:
+    """Its `deployplane plan` line parses with the real command (options it has), and
+    its exit-code handling lets 2 (changes) through and fails on 1."""
+    import shlex
+
+    import click
+    import typer
+    import yaml
+
+    from deployplane.cli.commands.plan.command import app
+
+    workflow = yaml.safe_load((EXAMPLE / "plan.yaml").read_text())
+    [script] = [s["run"] for s in workflow["jobs"]["plan"]["steps"] if s.get("id") == "plan"]
+    [line] = [line for line in script.splitlines() if line.strip().startswith("deployplane plan")]
+    argv = shlex.split(line.split(">")[0])[2:]
+    command = typer.main.get_command(app)
+    with click.Context(command) as ctx:
+        command.parse_args(ctx, list(argv))
+    assert ctx.params["output_format"] == "markdown"
+    assert 'test "$code" -ne 1' in script
