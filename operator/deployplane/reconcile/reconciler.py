@@ -5,6 +5,11 @@ protocol that every kind shares: crash-safe creation (a create-pending marker wr
 before the create call, adoption by natural key afterwards), adoption of an existing
 resource by id, drift correction, the kstatus conditions, which errors retry and which
 stall. The `Schedule` says when to come back. It returns an `Outcome`; it never sleeps.
+
+A pass looks (`_Pass.look`: reads only), decides (`decision.decide`, a pure function:
+create, send the patch, nothing, or hold it for approval) and acts (`_Pass.act`: the
+writes). `Reconciler.preview` looks and decides without acting, which is what
+`deployplane plan` shows: the same functions, so a plan is what a pass then does.
 """
 
 from __future__ import annotations
