@@ -20,15 +20,12 @@ from deployplane.controller.outputstore import OutputsStore
 from deployplane.controller.probes import ProbeServer, Readiness
 from deployplane.controller.sharding import Sharding
 from deployplane.externals.connections import Connection, Connections
-from deployplane.externals.errors import classified
 from deployplane.kinds import KINDS, KindRegistry
 from deployplane.kinds.controlplaneconnection import KIND as CONNECTION_KIND
 from deployplane.kube.api import KubernetesApi
 from deployplane.kube.health import FailureClock
 from deployplane.reconcile.eventrecorder import EventRecorder
-from deployplane.reconcile.external import Releaser
 from deployplane.reconcile.passes import PassRunner
-from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.usage import Dependency
 from deployplane.reconcile.workers import Workers
@@ -70,12 +67,10 @@ def pass_runners(
     metrics: OperatorMetrics,
 ) -> dict[str, PassRunner[Any, Any]]:
     """One pass runner per kind: its reconciler over its external client, and what
-    lets go of what its resources hold once finalized, if the connecter does."""
-    runners: dict[str, PassRunner[Any, Any]] = {}
-    for kind in kinds:
-        connecter = kind.connecter(connections, kube)
-        runners[kind.kind] = PassRunner(
-            Reconciler(classified(connecter), kind=kind.noun, schedule=schedule),
+    lets go of what its resources hold once finalized (`KindDef.releaser`)."""
+    return {
+        kind.kind: PassRunner(
+            kind.reconciler(connections, kube, schedule),
             kind.spec_model,
             kind.plural,
             kube,
@@ -83,9 +78,10 @@ def pass_runners(
             status_model=kind.status_model,
             on_gone=partial(metrics.forget, kind.kind),
             config_maps=OutputsStore(kube),
-            releaser=connecter if isinstance(connecter, Releaser) else None,
+            releaser=kind.releaser(connections, kube),
         )
-    return runners
+        for kind in kinds
+    }
 
 
 def dependencies_of(kinds: KindRegistry) -> dict[str, Dependency]:
@@ -126,6 +122,7 @@ def build_runtime(
         kube,
         factory=client_factory,
         index=(indices or {}).get(CONNECTION_KIND.index_id),
+        keeper=kube,
     )
     runners = pass_runners(kinds, connections, kube, schedule, metrics)
     events = EventRecorder(

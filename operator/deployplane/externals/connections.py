@@ -35,7 +35,7 @@ from deployplane.crd.specs import (
     ControlPlaneConnectionSpec,
 )
 from deployplane.externals.keyprotection import KeyProtection
-from deployplane.externals.kube import KubeAccess
+from deployplane.externals.kube import KubeReader, SecretKeeper
 from deployplane.reconcile.external import DependencyNotReady
 
 __all__ = [
@@ -67,12 +67,16 @@ class Connections:
     def __init__(
         self,
         default: ConnectionSettings | None,
-        kube: KubeAccess,
+        kube: KubeReader,
         factory: ClientFactory = ConnectionSettings.client,
         *,
         index: ConnectionIndex | None = None,
         clock: Callable[[], float] = time.monotonic,
+        keeper: SecretKeeper | None = None,
     ) -> None:
+        """`keeper`: what protects the API key Secrets as they are read (the operator's
+        Kubernetes client); None reads them only (`deployplane plan`, which writes
+        nothing)."""
         self._default = default
         self._kube = kube
         self._factory = factory
@@ -81,7 +85,7 @@ class Connections:
         self._clients: dict[tuple[str, str, str], ControlPlaneClient] = {}
         self._keys: dict[tuple[str, str], tuple[float, Mapping[str, str]]] = {}
         self._warned: set[tuple[str, str]] = set()
-        self._protection = KeyProtection(kube, self.naming)
+        self._protection = None if keeper is None else KeyProtection(keeper, self.naming)
 
     async def client_for(
         self, namespace: str, ref: ConnectionReference | None
@@ -152,6 +156,8 @@ class Connections:
         """Connection `name` no longer needs these API key Secrets (finalized, or its
         spec names another): each one no other connection names loses its protection.
         The names released."""
+        if self._protection is None:
+            return []
         released = await self._protection.release(namespace, secrets, by=name)
         for secret in released:
             self._keys.pop((namespace, secret), None)
@@ -182,7 +188,10 @@ class Connections:
         cached = self._keys.get((namespace, name))
         if cached is not None and not fresh and now - cached[0] < KEY_TTL:
             return cached[1]
-        data = await self._protection.read(namespace, name)
+        if self._protection is None:
+            data = await self._kube.read_secret(namespace, name)
+        else:
+            data = await self._protection.read(namespace, name)
         if data is None:
             self._keys.pop((namespace, name), None)
         else:

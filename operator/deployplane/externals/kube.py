@@ -46,7 +46,3 @@ class SecretKeeper(Protocol):
     async def release_secret(self, namespace: str, name: str, finalizer: str) -> bool:
         """Take `finalizer` (and its label) off, leaving others'; False if absent."""
         ...
-
-
-class KubeAccess(KubeReader, SecretKeeper, Protocol):
-    """What the connections need: reads, and the API key Secrets' protection."""

@@ -19,13 +19,15 @@ from typing import TYPE_CHECKING, Any, Generic
 from deployplane.crd.cel import Rule, Rules
 from deployplane.crd.openapi import Schema
 from deployplane.crd.specs import GROUP
-from deployplane.reconcile.external import Connecter, SpecT
+from deployplane.reconcile.external import Connecter, Releaser, SpecT
 from deployplane.reconcile.status import ResourceStatus
 from deployplane.reconcile.usage import SharedBy, UsedBy
 
 if TYPE_CHECKING:
     from deployplane.externals.connections import Connections
     from deployplane.externals.kube import KubeReader
+    from deployplane.reconcile.reconciler import Reconciler
+    from deployplane.reconcile.schedule import Schedule
 
 __all__ = ["ConnecterFactory", "KindDef", "KindRegistry", "SharedBy", "UsedBy"]
 
@@ -79,6 +81,25 @@ class KindDef(Generic[SpecT]):
     @property
     def crd_name(self) -> str:
         return f"{self.plural}.{GROUP}"
+
+    def reconciler(
+        self, connections: Connections, kube: KubeReader, schedule: Schedule
+    ) -> Reconciler[SpecT, Any]:
+        """The kind's reconciler over its external client, its control-plane errors
+        classified: what the operator's passes run, and what `deployplane plan`
+        previews (`Reconciler.preview`). Imported when called: the CRD generator reads
+        the registry and needs no HTTP client."""
+        from deployplane.externals.errors import classified
+        from deployplane.reconcile.reconciler import Reconciler
+
+        connecter = classified(self.connecter(connections, kube))
+        return Reconciler(connecter, kind=self.noun, schedule=schedule)
+
+    def releaser(self, connections: Connections, kube: KubeReader) -> Releaser | None:
+        """The kind's connecter, if it lets go of what a finalized resource held (a
+        ControlPlaneConnection its protected API key Secret); else None."""
+        connecter = self.connecter(connections, kube)
+        return connecter if isinstance(connecter, Releaser) else None
 
     @property
     def index_id(self) -> str:

@@ -122,6 +122,7 @@ class World:
             factory=self.control_plane.factory,
             index=self.index,
             clock=lambda: self.now,
+            keeper=self.kube,
         )
 
 
@@ -273,13 +274,23 @@ async def test_reading_a_key_protects_its_secret_once_and_never_the_deprecated_o
     assert world.kube.writes == [("protect", "key")]
 
 
+async def test_without_a_keeper_the_key_is_only_read() -> None:
+    """`deployplane plan` resolves connections as the operator does, and writes nothing."""
+    world = World()
+    world.index[(NS, "default")] = [spec()]
+    conns = Connections(OPERATOR, world.kube, index=world.index)  # type: ignore[arg-type]
+    assert (await conns.settings_for(NS, None)).api_key == KEY
+    assert await conns.release_keys(NS, "default", ["key"]) == []
+    assert world.kube.writes == []
+
+
 async def test_a_key_secret_being_deleted_is_read_and_not_protected() -> None:
     """One deleted before any protection (an upgrade) can take no finalizer: it is
     still read while it lasts."""
     kube = FakeKube()
     kube.put_secret(NS, "key", {"apiKey": KEY})
     kube.secrets_deleting.add((NS, "key"))
-    conns = Connections(None, kube, index={(NS, "default"): [spec()]})  # type: ignore[arg-type]
+    conns = Connections(None, kube, index={(NS, "default"): [spec()]}, keeper=kube)  # type: ignore[arg-type]
     assert (await conns.settings_for(NS, None)).api_key == KEY
     assert kube.secret_writes == []
 
