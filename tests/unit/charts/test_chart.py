@@ -426,6 +426,11 @@ def test_builtin_dataplane_rbac_is_the_listener_agents_in_its_namespace_only(
         assert find_all(docs, kind) == find_all(rendered["emulator"], kind)
     env = env_of(_emulator_pod(docs)["containers"][0])
     assert env["DEPLOYPLANE_NETWORK_POLICY"] == str(network_policy).lower()
+    assert env["DEPLOYPLANE_POD_SECURITY"] == "restricted"
+    baseline = chart.render(_builtin(podSecurity="baseline"))
+    assert env_of(_emulator_pod(baseline)["containers"][0])["DEPLOYPLANE_POD_SECURITY"] == (
+        "baseline"
+    )
 
 
 # ---------------------------------------------------- probes, sizes, strategy
