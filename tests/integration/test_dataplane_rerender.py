@@ -301,8 +301,9 @@ async def test_an_upgraded_agent_brings_its_render_to_the_running_revision(
 ) -> None:
     """A new agent whose render differs (here its Redis image, as a new release's render
     would) applies the running revision again on its first full round: the changed
-    objects only, no report, no control-plane write, no new revision; later full rounds
-    write nothing; an agent whose render is the same writes nothing at all."""
+    object only, and the owner's record of the render; no report, no control-plane
+    write, no new revision; later full rounds write nothing; an agent whose render is
+    the same writes nothing at all."""
     deployment = await ready(world)
     before = await world.deployment(deployment)
     counting = CountingTransport(emulator[0])
@@ -320,15 +321,19 @@ async def test_an_upgraded_agent_brings_its_render_to_the_running_revision(
         writes = world.cluster.writes
         await agent().round(full=True)  # the same release again: nothing to bring
         assert world.cluster.writes == writes
+        before_upgrade = {key: dict(obj) for key, obj in world.cluster.objects.items()}
         upgraded = agent("registry.example.com/redis:8")
         await upgraded.round(full=True)
+        changed = {k for k, o in world.cluster.objects.items() if o != before_upgrade.get(k)}
+        assert sorted(kind for kind, _, _ in changed) == ["ConfigMap", "Deployment"]
+        assert world.cluster.writes == writes + 2
         (redis,) = [
             d
             for d in world.cluster.of_kind("Deployment")
             if d["metadata"]["name"].endswith("-redis")
         ]
         assert redis["spec"]["template"]["spec"]["containers"][0]["image"].endswith("redis:8")
-        assert world.cluster.writes > writes
+        assert ("Deployment", "agents", redis["metadata"]["name"]) in changed
         writes = world.cluster.writes
         await upgraded.round(full=True)
         await upgraded.round()

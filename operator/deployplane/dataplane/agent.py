@@ -32,6 +32,7 @@ from deployplane.dataplane import removal
 from deployplane.dataplane.applier import (
     applied_revision,
     apply_rendered,
+    changed_since,
     database_password,
     get_owner,
     is_applied,
@@ -357,12 +358,11 @@ class Agent:
     async def repair(self, listener: Listener, deployment: Deployment, revision_id: UUID) -> None:
         """On a full round, a deployed revision whose objects are not (all) in the cluster
         is applied again: objects deleted by hand, or a revision the emulator deployed on
-        its timers while this agent was away. Once per deployment in this process, the
-        revision is also rendered and applied again if it renders other objects than the
-        owner's digest says were applied: an upgraded agent (or changed settings) brings
-        its render to what runs, as the workloads' own rollout strategies allow. Without
-        a report: the revision stays DEPLOYED, nothing is written to the control plane.
-        One read when all is well."""
+        its timers while this agent was away. Once per deployment in this process, it is
+        also rendered, and the objects whose render differs from the owner's record are
+        applied: an upgraded agent (or changed settings) brings its render to what runs,
+        as the workloads' rollout strategies allow. No report: the revision stays
+        DEPLOYED, the control plane is not written. One read when all is well."""
         try:
             namespace = namespace_for(deployment, listener)
         except RenderError:
@@ -381,9 +381,12 @@ class Agent:
         if owner is not None and current and is_applied(owner, rendered):
             await self.repair_route(listener, deployment, owner)
             return
-        await apply_rendered(self.cluster, rendered, owner)
-        why = "with this agent's render" if current else "its objects were missing"
-        log.info("deployment %s: applied its deployed revision again (%s)", deployment.id, why)
+        # Its objects missing: all of them; a render that changed: where it changed.
+        only = changed_since(owner, rendered) if owner is not None and current else None
+        await apply_rendered(self.cluster, rendered, owner, only=only)
+        await self._report_url(deployment, rendered.url)
+        what = "all" if only is None else ", ".join(sorted(only))
+        log.info("deployment %s: its deployed revision applied again: %s", deployment.id, what)
 
     async def repair_route(self, listener: Listener, deployment: Deployment, owner: Obj) -> None:
         """The route brought up to the current settings, and its URL reported."""
