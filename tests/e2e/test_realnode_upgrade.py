@@ -286,15 +286,6 @@ def settled(control_plane: Emulator) -> bool:
     return all(d["status"] == "READY" for d in control_plane.all_deployments())
 
 
-def operator_caught_up(resources: Resources) -> bool:
-    """Every AgentDeployment's status shows its deployment READY, as the control plane
-    does: the operator has nothing left to write."""
-    items = resources.list_all(AGD)
-    return bool(items) and all(
-        (o.get("status") or {}).get("deploymentStatus") == "READY" for o in items
-    )
-
-
 def _agent_running(cluster: E2ECluster) -> bool:
     logs = kubectl(cluster, "logs", "-n", RELEASE_NS, "-l", AGENT, "--tail=-1")
     return "listener agent running" in logs
@@ -552,7 +543,7 @@ def test_helm_upgrade_from_the_previous_release_writes_nothing_and_rolls_only_a_
         delete_under_the_new_release(resources, apps, made)
     finally:
         chart.helm("uninstall", RELEASE, "-n", RELEASE_NS, "--kubeconfig",
-                   str(dev_cluster.kubeconfig), "--wait", check=False, timeout=300)  # fmt: skip
+                   str(dev_cluster.kubeconfig), check=False, timeout=300)  # fmt: skip
 
 
 def delete_under_the_new_release(
@@ -586,7 +577,6 @@ def _upgrade_and_check(
 ) -> None:
     core, apps = client.CoreV1Api(k8s_api), client.AppsV1Api(k8s_api)
     wait_until("every deployment settled on the control plane", lambda: settled(control_plane))
-    wait_until("the operator's status caught up", lambda: operator_caught_up(resources))
     before = stored(resources)
     listener = resources.get("listeners", "dev-cluster")
     assert listener is not None
@@ -649,6 +639,8 @@ def _upgrade_and_check(
     changed_versions = sorted(
         k for k in before if after[k].resource_version != before[k].resource_version
     )
+    # The previous operator wrote a deployment's status as it was at DEPLOYED (its
+    # database not ready yet) until its next resync; the new one's first pass says READY.
     print(f"resources whose resourceVersion changed (status written): {changed_versions or 'none'}")
     pods_after = data_plane_pods(core)
     if not restarting:
