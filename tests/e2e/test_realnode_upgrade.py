@@ -38,6 +38,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -535,15 +536,37 @@ def test_helm_upgrade_from_the_previous_release_writes_nothing_and_rolls_only_a_
         RELEASE_NS, {"metadata": {"name": KEY_SECRET}, "stringData": {"api-key": API_KEY}}
     )
     resources = Resources(k8s_api, WATCH)
+    spent = Stopwatch()
     install_previous(dev_cluster, tree, image, control_plane, tmp_path)
+    spent.lap("the previous release installed")
     try:
         made = examples(tree, control_plane.url)
         apply_examples(dev_cluster, resources, made)
+        spent.lap("its resources Ready")
         _upgrade_and_check(dev_cluster, k8s_api, tree, control_plane, resources)
+        spent.lap("upgraded and checked")
         delete_under_the_new_release(resources, apps, made)
+        spent.lap("deleted under the new release")
+        print(spent)
     finally:
         chart.helm("uninstall", RELEASE, "-n", RELEASE_NS, "--kubeconfig",
                    str(dev_cluster.kubeconfig), check=False, timeout=300)  # fmt: skip
+
+
+class Stopwatch:
+    """Where the test's time goes, printed (a measurement; nothing asserts on it)."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+        self.laps: list[str] = []
+
+    def lap(self, what: str) -> None:
+        now = time.monotonic()
+        self.laps.append(f"{what} {now - self.last:.0f} s")
+        self.last = now
+
+    def __str__(self) -> str:
+        return "; ".join(self.laps)
 
 
 def delete_under_the_new_release(
@@ -619,7 +642,8 @@ def _upgrade_and_check(
         wait_until(
             "this release's render applied, and rolled out",
             lambda: (
-                owner_digest(core, inputs.deployment) == new_render["digest"] and _rolled_out(apps)
+                owner_digest(core, inputs.deployment) == new_render["digest"]
+                and _rolled_out(apps, core)
             ),
         )
     print(
@@ -670,16 +694,21 @@ def _kind_names(kinds: dict[str, int]) -> dict[str, int]:
     return {names[plural]: n for plural, n in kinds.items()}
 
 
-def _rolled_out(apps: client.AppsV1Api) -> bool:
+def _rolled_out(apps: client.AppsV1Api, core: client.CoreV1Api) -> bool:
     """Every workload of the data plane at its newest generation, all replicas updated
-    and available."""
+    and available, and no pod of an older template left terminating."""
     found = [
         *apps.list_namespaced_deployment(AGENTS).items,
         *apps.list_namespaced_stateful_set(AGENTS).items,
     ]
-    return bool(found) and all(
-        w.status.observed_generation == w.metadata.generation
-        and (w.status.updated_replicas or 0) == (w.spec.replicas or 0)
-        and (w.status.ready_replicas or 0) == (w.spec.replicas or 0)
-        for w in found
+    leaving = [p for p in core.list_namespaced_pod(AGENTS).items if p.metadata.deletion_timestamp]
+    return (
+        bool(found)
+        and not leaving
+        and all(
+            w.status.observed_generation == w.metadata.generation
+            and (w.status.updated_replicas or 0) == (w.spec.replicas or 0)
+            and (w.status.ready_replicas or 0) == (w.spec.replicas or 0)
+            for w in found
+        )
     )
