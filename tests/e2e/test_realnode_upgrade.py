@@ -59,7 +59,7 @@ from tests.e2e.operator_harness import (
     Resources,
     ready_for_generation,
 )
-from tests.support import chart, podwatch, polling, previousrelease, realnode
+from tests.support import chart, podsecurity, podwatch, polling, previousrelease, realnode
 from tests.support.e2ecluster import E2ECluster
 
 from deployplane.api.models import Deployment
@@ -75,6 +75,8 @@ ROOT = Path(__file__).resolve().parents[2]
 RELEASE, RELEASE_NS = "deployplane", "dp-upgrade-system"
 WATCH, AGENTS = "dp-upgrade", "dp-upgrade-agents"
 KEY_SECRET = "control-plane-key"
+# The docker example's next image (the agent-server stand-in under another name).
+NEXT_IMAGE = "registry.example.com/acme/support-bot:1.0.1"
 KINDS = ("controlplaneconnections", "listeners", "agentdeployments")
 AGD = "agentdeployments"
 OPERATOR = "app.kubernetes.io/component=operator"
@@ -118,6 +120,8 @@ def previous(
     name = previousrelease.import_image(tree, real_node_session.holder_pid(), ctr)
     for example, stand_in in demo_realnode.STAND_INS.items():
         images.tag(real_node_session.holder_pid(), ctr, stand_in, example)
+    (stand_in,) = set(demo_realnode.STAND_INS.values())
+    images.tag(real_node_session.holder_pid(), ctr, stand_in, NEXT_IMAGE)
     return tree, name
 
 
@@ -545,6 +549,8 @@ def test_helm_upgrade_from_the_previous_release_writes_nothing_and_rolls_only_a_
         spent.lap("its resources Ready")
         _upgrade_and_check(dev_cluster, k8s_api, tree, control_plane, resources)
         spent.lap("upgraded and checked")
+        a_new_revision_under_the_new_release(resources, core)
+        spent.lap("a new revision rolled out")
         delete_under_the_new_release(resources, apps, made)
         spent.lap("deleted under the new release")
         print(spent)
@@ -567,6 +573,42 @@ class Stopwatch:
 
     def __str__(self) -> str:
         return "; ".join(self.laps)
+
+
+def a_new_revision_under_the_new_release(resources: Resources, core: client.CoreV1Api) -> None:
+    """The new release at work: a new image for the docker deployment is a new revision,
+    DEPLOYED by the new agent's pod, its servers real containers that Pod Security
+    `restricted` admitted, Ready through their probes."""
+    before = resources.get(AGD, "support-bot-docker")
+    assert before is not None
+    resources.patch(
+        AGD, "support-bot-docker", {"spec": {"sourceRevisionConfig": {"imageUri": NEXT_IMAGE}}}
+    )
+    was = before["status"]["revision"]["id"]
+
+    def deployed_anew(obj: dict[str, Any] | None) -> bool:
+        revision = ((obj or {}).get("status") or {}).get("revision") or {}
+        return (
+            ready_for_generation(obj)
+            and revision.get("status") == "DEPLOYED"
+            and (revision.get("id") != was)
+        )
+
+    after = resources.wait(
+        AGD, "support-bot-docker", deployed_anew, within=300, what="the new revision DEPLOYED"
+    )
+    assert after is not None
+    selector = f"{LABEL_COMPONENT}={SERVER},{LABEL_DEPLOYMENT_ID}={after['status']['deploymentId']}"
+    servers = [
+        p
+        for p in core.list_namespaced_pod(AGENTS, label_selector=selector).items
+        if p.metadata.deletion_timestamp is None
+    ]
+    assert servers, "no agent server of the new revision"
+    for pod in servers:  # DEPLOYED: the rollout's pods passed their real readiness probe
+        assert pod.spec.node_name == "deployplane-node"
+        assert pod.spec.containers[0].image == NEXT_IMAGE
+        assert all(s.ready and s.state.running for s in pod.status.container_statuses)
 
 
 def delete_under_the_new_release(
@@ -600,6 +642,10 @@ def _upgrade_and_check(
 ) -> None:
     core, apps = client.CoreV1Api(k8s_api), client.AppsV1Api(k8s_api)
     wait_until("every deployment settled on the control plane", lambda: settled(control_plane))
+    # A platform team enforces Pod Security `restricted` where the agents run (the pods
+    # running keep running; every pod made from now on is held to it).
+    core.patch_namespace(AGENTS, {"metadata": {"labels": podsecurity.RESTRICTED}})
+    podsecurity.enforces_restricted(k8s_api, AGENTS)
     before = stored(resources)
     listener = resources.get("listeners", "dev-cluster")
     assert listener is not None
