@@ -364,6 +364,16 @@ def writes(control_plane: Emulator) -> dict[str, dict[str, int]]:
     }
 
 
+def requests_by_method(control_plane: Emulator) -> dict[str, int]:
+    """The requests answered since the counts were reset, by method (a figure printed)."""
+    got = httpx.get(f"{control_plane.url}/_emulator/stats", headers=ADMIN, timeout=10)
+    found: dict[str, int] = {}
+    for route, codes in got.json()["requests"].items():
+        method = route.split(" ", 1)[0]
+        found[method] = found.get(method, 0) + sum(codes.values())
+    return found
+
+
 def reset_counts(control_plane: Emulator) -> None:
     httpx.delete(f"{control_plane.url}/_emulator/stats", headers=ADMIN, timeout=10)
 
@@ -694,8 +704,9 @@ def _upgrade_and_check(
         )
     print(
         f"render changed: {changed or 'nothing'}; pod templates changed: {restarting or 'none'}; "
-        f"{checked} stored objects valid under the new CRDs; fewest Ready agent-server "
-        f"pods through the upgrade: {servers.timeline.fewest}"
+        f"{checked} stored objects valid under the new CRDs; agent-server pods seen "
+        f"{len(servers.timeline.serving)}, fewest Ready at once {servers.timeline.fewest}; "
+        f"control-plane requests during the upgrade {requests_by_method(control_plane)}"
     )
     assert writes(control_plane) == {}, "the upgrade wrote to the control plane"
     assert revisions(control_plane) == on_control_plane, "the upgrade made revisions"
