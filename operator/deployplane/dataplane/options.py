@@ -95,6 +95,13 @@ SETTINGS: Final = (
         "lets in. Default: the Gateway's.",
     ),
     Setting("network_policy", "true|false", "A NetworkPolicy per deployment. Default: true."),
+    Setting(
+        "pod_security",
+        "restricted|baseline",
+        "The Pod Security standard the user's containers are rendered to: restricted "
+        "(non-root, no capabilities) or baseline (an image that runs as root). Default: "
+        "restricted.",
+    ),
 )
 """Every setting, in the order `--help` shows them."""
 
