@@ -17,7 +17,7 @@ from deployplane.devcluster.gitops.launch import (
     GitOpsLaunch,
     read_info,
 )
-from deployplane.devcluster.gitops.tools import GitOpsTools, find_gitops_tools
+from deployplane.devcluster.gitops.tools import GitOpsTools, find_gitops_root, find_gitops_tools
 
 __all__ = [
     "GIT_DIR",
@@ -27,6 +27,7 @@ __all__ = [
     "GitOpsInfo",
     "GitOpsLaunch",
     "GitOpsTools",
+    "find_gitops_root",
     "find_gitops_tools",
     "read_info",
 ]

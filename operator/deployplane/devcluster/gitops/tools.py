@@ -100,6 +100,12 @@ def _find_root() -> Path:
     raise DevClusterError(f"Argo CD and Flux not found in {', '.join(looked)}; {HINT}")
 
 
+def find_gitops_root() -> Path:
+    """The directory of the built binaries and manifests alone (what `argocd admin`
+    needs offline), or raise `DevClusterError` saying where it looked."""
+    return _find_root()
+
+
 def find_gitops_tools() -> GitOpsTools:
     """Locate the GitOps tools, or raise `DevClusterError` saying where it looked."""
     root = _find_root()
