@@ -10,21 +10,26 @@ the cluster's git server, and what the tests read of Applications and Kustomizat
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from deployplane.devcluster import DevCluster
 from deployplane.devcluster.errors import DevClusterError
 from deployplane.devcluster.gitops import GitOpsInfo, find_gitops_tools, read_info
+from deployplane.devcluster.gitops.tools import ENV_GITOPS_TOOLS as ENV_TOOLS
 
 ENV = "DEPLOYPLANE_E2E_GITOPS"
 REPO = Path(__file__).resolve().parents[2]
@@ -46,6 +51,34 @@ def skip_reason() -> str | None:
     except DevClusterError as e:
         return str(e)
     return None
+
+
+def gitops_demo_tools() -> str | None:
+    """Why `demo up --gitops` cannot run here (its tools not built), or None; a failure
+    where they must be there (CI=true, or DEPLOYPLANE_GITOPS_TOOLS set by `make test`)."""
+    try:
+        find_gitops_tools()
+    except DevClusterError as e:
+        required = os.environ.get("CI", "").lower() == "true" or os.environ.get(ENV_TOOLS)
+        if required:
+            pytest.fail(str(e), pytrace=False)
+        return str(e)
+    return None
+
+
+@contextlib.contextmanager
+def gitops_demo_ports() -> Iterator[None]:
+    """The machine-wide lock of the ports `demo up --gitops` fixes (its emulator's and its
+    git server's: examples/gitops/ names them), held while such a demo runs: another
+    test's waits rather than finding them taken."""
+    cache = Path(os.environ.get("DEPLOYPLANE_CACHE", Path.home() / ".cache" / "deployplane"))
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / "gitops-demo.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @dataclass

@@ -3,9 +3,10 @@ cluster and judges them with its own controller and the chart's health check.
 
 Skipped unless DEPLOYPLANE_E2E_GITOPS=1 (`make e2e-gitops`): the session's cluster is
 `deployplane dev cluster up --gitops --workloads` (tests/support/gitops.py). Each test
-pushes examples/gitops/agents/ (the connection pointed at the test's emulator) to a
-repository of the cluster's git server and applies examples/gitops/argocd-*.yaml with
-only its name, repository and destination namespace set; the operator runs on the host
+pushes examples/gitops/agents/ as it is, beside an overlay of the test's own (the
+connection pointed at the test's emulator: tests/e2e/gitops/harness.py), to a repository
+of the cluster's git server and applies examples/gitops/argocd-*.yaml with only its
+name, repository, overlay and destination namespace set; the operator runs on the host
 (KopfRunner) for the test's namespace. What is asserted is Argo CD's own status of the
 Application: `status.sync.status`, `status.health.status`, the synced revision, the
 sync history, and the health it recorded per resource.
@@ -329,7 +330,7 @@ def test_the_chart_as_an_application_installs_the_operator_and_its_crds_server_s
     sha = repo.push("the chart")
     # Argo CD names the Helm release after the Application: at most 53 characters.
     name = f"deployplane-{namespace[-6:]}"
-    body = application(name, repo.url, namespace, "argocd-operator.yaml")
+    body = application(name, repo.url, namespace, "argocd-operator.yaml", "charts/deployplane")
     values = body["spec"]["source"]["helm"]["valuesObject"]
     values["fullnameOverride"] = name
     with argo_application(apps, resources, body):
