@@ -100,9 +100,16 @@ def push_agents(
     """examples/gitops/agents/ committed as it is (`agents/`), beside the test's overlay
     (`e2e/`: `overlay`, the repository's name as the Listener's computeId), and pushed;
     the commit's sha."""
+    return push_overlay(repo, overlay(emulator, repo.name, images, name_prefix))
+
+
+def push_overlay(repo: GitRepo, body: dict[str, Any], files: dict[str, str] | None = None) -> str:
+    """examples/gitops/agents/ as it is, and the overlay `body` with its own `files`
+    (name -> text, beside its kustomization.yaml), committed and pushed; the sha."""
     repo.copy_tree(EXAMPLES / BASE, BASE)
-    body = overlay(emulator, repo.name, images, name_prefix)
     repo.write(f"{OVERLAY}/kustomization.yaml", yaml.safe_dump(body, sort_keys=False))
+    for name, text in (files or {}).items():
+        repo.write(f"{OVERLAY}/{name}", text)
     return repo.push("agents")
 
 
@@ -275,3 +282,21 @@ def all_ready(resources: Resources, names: tuple[str, ...]) -> bool:
 
 def gone(resources: Resources, plural: str, name: str) -> bool:
     return resources.get(plural, name) is None
+
+
+def spec_image(resources: Resources, name: str) -> str:
+    """The imageUri of AgentDeployment `name`'s spec."""
+    bot = resources.get(AGD, name)
+    assert bot is not None
+    return str(bot["spec"]["sourceRevisionConfig"]["imageUri"])
+
+
+def control_plane_image(emulator: Emulator, name: str) -> str | None:
+    """The image of the latest revision of deployment `name` on the control plane."""
+    (deployment,) = emulator.deployments_named(name)
+    with emulator.http() as h:
+        answer = h.get(f"/v2/deployments/{deployment['id']}")
+        answer.raise_for_status()
+        config = answer.json().get("source_revision_config") or {}
+    image = config.get("image_uri")
+    return str(image) if image is not None else None

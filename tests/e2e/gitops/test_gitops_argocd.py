@@ -34,9 +34,13 @@ from tests.e2e.gitops.harness import (
     app_status,
     application,
     argo_application,
+    control_plane_image,
     gone,
+    overlay,
     push_agents,
+    push_overlay,
     resource_health,
+    spec_image,
     verdict,
     wait_until,
 )
@@ -55,6 +59,7 @@ pytestmark = pytest.mark.skipif(gitops.skip_reason() is not None, reason=str(git
 # It stops the session's cluster (tests/e2e/conftest.py runs it after every other test).
 RUN_LAST = ("test_down_stops_every_process_and_leaves_nothing",)
 BOTS = ("support-bot", "triage-bot")
+LLM_KEY_REF = {"name": "llm-keys", "key": "openai"}
 FINALIZER = "deployplane.io/finalizer"
 EXTERNAL_NAME = "deployplane.io/external-name"
 # Argo CD's tracking label (the annotation argocd.argoproj.io/tracking-id by default).
@@ -160,23 +165,6 @@ def _status(resources: Resources, name: str) -> dict[str, Any]:
     return dict(bot["status"])
 
 
-def _spec_image(resources: Resources, name: str) -> str:
-    bot = resources.get(AGD, name)
-    assert bot is not None
-    return str(bot["spec"]["sourceRevisionConfig"]["imageUri"])
-
-
-def _control_plane_image(emulator: Emulator, name: str) -> str | None:
-    """The image of the deployment's latest revision on the control plane."""
-    (deployment,) = emulator.deployments_named(name)
-    with emulator.http() as h:
-        answer = h.get(f"/v2/deployments/{deployment['id']}")
-        answer.raise_for_status()
-        config = answer.json().get("source_revision_config") or {}
-    image = config.get("image_uri")
-    return str(image) if image is not None else None
-
-
 def test_commit_hand_edit_prune_and_cascade_delete(
     apps: Applications,
     resources: Resources,
@@ -208,19 +196,19 @@ def test_commit_hand_edit_prune_and_cascade_delete(
             ),
         )
         assert _status(resources, "support-bot")["latestRevisionId"] != revision
-        assert _control_plane_image(emulator, "support-bot") == image
+        assert control_plane_image(emulator, "support-bot") == image
 
         # A hand edit of the spec is reverted by self-heal; the control plane follows git.
         before = _last_operation(apps, namespace)
         by_hand = {"imageUri": "registry.example.com/acme/by-hand:1"}
         resources.patch(AGD, "support-bot", {"spec": {"sourceRevisionConfig": by_hand}})
-        wait_until("self-heal", lambda: _spec_image(resources, "support-bot") == image)
+        wait_until("self-heal", lambda: spec_image(resources, "support-bot") == image)
         wait_until(
             "Synced and Healthy after self-heal",
             lambda: (
                 verdict(apps.get(namespace)) == ("Synced", "Healthy", second)
                 and all_ready(resources, BOTS)
-                and _control_plane_image(emulator, "support-bot") == image
+                and control_plane_image(emulator, "support-bot") == image
             ),
         )
         # ... by an automated sync of Argo CD's of that resource alone (self-heal syncs only
@@ -312,6 +300,72 @@ def test_failed_build_and_refused_spec_are_degraded(
         wait_until(
             "Healthy again", lambda: verdict(apps.get(namespace)) == ("Synced", "Healthy", third)
         )
+
+
+LLM_KEYS = """\
+apiVersion: v1
+kind: Secret
+metadata:
+  name: llm-keys
+stringData:
+  openai: sk-e2e-not-secret
+"""
+
+
+def test_a_missing_secret_is_progressing_and_the_commit_adding_it_is_synced_on_its_own(
+    apps: Applications,
+    resources: Resources,
+    emulator: Emulator,
+    info: GitOpsInfo,
+    namespace: str,
+    operator: Any,
+    tmp_path: Path,
+) -> None:
+    """support-bot reads a Secret the repository does not hold yet: Argo CD shows it
+    Progressing with the operator's reason (the health check run by Argo CD itself),
+    and the commit that adds the Secret is synced by Argo CD's automated sync (the
+    example's `retry`), with no sync started by hand, to Healthy."""
+    repo = GitRepo(info, namespace, tmp_path / "repo")
+    body = overlay(emulator, repo.name)
+    secret = [{"name": "OPENAI_API_KEY", "valueFrom": {"secretKeyRef": LLM_KEY_REF}}]
+    add = [{"op": "add", "path": "/spec/secrets", "value": secret}]
+    target = {"kind": "AgentDeployment", "name": "support-bot"}
+    body["patches"].append({"target": target, "patch": json.dumps(add)})
+    first = push_overlay(repo, body)
+    app_body = application(namespace, repo.url, namespace, "argocd-application.yaml")
+    with argo_application(apps, resources, app_body):
+
+        def waiting() -> dict[str, Any] | None:
+            app = apps.get(namespace)
+            health = resource_health(app, "AgentDeployment", "support-bot")
+            message = health.get("message", "")
+            if health.get("status") == "Progressing" and "DependencyNotReady" in message:
+                return app
+            return None
+
+        show = app_status(apps, namespace)
+        app = wait_until("support-bot Progressing on its Secret", waiting, show=show)
+        assert "llm-keys" in resource_health(app, "AgentDeployment", "support-bot")["message"]
+        assert verdict(app)[1] == "Progressing", verdict(app)
+        assert resource_health(app, "AgentDeployment", "triage-bot").get("status") != "Degraded"
+
+        # The fix, in git: the Secret beside the overlay.
+        body["resources"].append("llm-keys.yaml")
+        second = push_overlay(repo, body, {"llm-keys.yaml": LLM_KEYS})
+        apps.refresh(namespace)  # what a webhook asks: compare with git now (no sync)
+        wait_until(
+            "the fixing commit Synced and Healthy",
+            lambda: (
+                verdict(apps.get(namespace)) == ("Synced", "Healthy", second)
+                and all_ready(resources, BOTS)
+            ),
+            show=show,
+        )
+        assert first != second
+        # Synced by Argo CD's automated sync: no operation started by hand.
+        operation = _last_operation(apps, namespace)
+        assert operation["syncResult"]["revision"] == second, operation
+        assert operation["operation"]["initiatedBy"].get("automated") is True, operation
 
 
 def test_the_chart_as_an_application_installs_the_operator_and_its_crds_server_side(

@@ -23,10 +23,12 @@ from tests.e2e.gitops.harness import (
     UNBUILDABLE,
     Flux,
     all_ready,
+    control_plane_image,
     flux_objects,
     gone,
     push_agents,
     ready_condition,
+    spec_image,
     wait_until,
 )
 from tests.e2e.operator_harness import Emulator, Resources
@@ -51,7 +53,7 @@ def _ready_at(flux: Flux, name: str, sha: str) -> dict[str, Any] | None:
     return obj if ready.get("status") == "True" and applied.endswith(sha) else None
 
 
-def test_kustomization_is_ready_only_when_every_agentdeployment_is_ready_and_prunes(
+def test_ready_only_when_every_agentdeployment_is_ready_a_hand_edit_reverted_and_prune(
     flux: Flux,
     resources: Resources,
     emulator: Emulator,
@@ -81,6 +83,26 @@ def test_kustomization_is_ready_only_when_every_agentdeployment_is_ready_and_pru
         assert all(every for status, every in samples if status == "True")
         assert any(status != "True" for status, _ in samples), "never seen waiting"
         assert all_ready(resources, BOTS)
+
+        # A hand edit of a field git sets: the operator follows it, and Flux puts git's
+        # value back at its next reconcile (its interval, or the request made here).
+        deployed = ON_CONTROL_PLANE["support-bot"]
+        from_git = spec_image(resources, "support-bot")
+        by_hand = {"imageUri": "registry.example.com/acme/by-hand:1"}
+        resources.patch(AGD, "support-bot", {"spec": {"sourceRevisionConfig": by_hand}})
+        wait_until(
+            "the hand edit on the control plane",
+            lambda: control_plane_image(emulator, deployed) == by_hand["imageUri"],
+        )
+        flux.reconcile(namespace)
+        wait_until(
+            "git's image back, on the resource and on the control plane",
+            lambda: (
+                spec_image(resources, "support-bot") == from_git
+                and all_ready(resources, BOTS)
+                and control_plane_image(emulator, deployed) == from_git
+            ),
+        )
 
         # Removed from git: pruned, its finalizer honoured, its deployment deleted.
         assert len(emulator.deployments_named(ON_CONTROL_PLANE["triage-bot"])) == 1
