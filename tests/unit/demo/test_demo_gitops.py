@@ -4,6 +4,7 @@ and the demo's own Application is the example's, pointed at the demo's repositor
 
 from __future__ import annotations
 
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -62,3 +63,14 @@ def test_the_demos_own_application_is_the_examples_on_its_repository() -> None:
         "path": "agents",
     }
     assert app["spec"]["syncPolicy"] == example["spec"]["syncPolicy"]
+
+
+def test_docs_show_the_examples_as_they_are() -> None:
+    """docs/gitops.md's YAML of the Application and of the Flux objects is the files'."""
+    text = (EXAMPLES.parents[1] / "docs" / "gitops.md").read_text()
+    shown = [
+        [d for d in yaml.safe_load_all(block) if d]
+        for block in re.findall(r"^```yaml\n(.*?)^```", text, re.S | re.M)
+    ]
+    for name in ("argocd-application.yaml", "flux.yaml"):
+        assert _docs(name) in shown, name
