@@ -137,16 +137,16 @@ def argocd_health(obj: dict[str, Any]) -> Health:
 
 # ------------------------------------------------------------------- the pre-check
 
-# What Argo CD's VM has (util/lua/lua.go: lua.NewState with SkipOpenLibs, then the
-# package, base and table libraries and a safe subset of os): gopher-lua's base library
-# and those tables. No `string` (nor the string methods it would give "x":len()), no io,
-# math or debug.
+# What Argo CD's VM has (util/lua/lua.go of v3.5.3: lua.NewState with SkipOpenLibs, then
+# the package, base and table libraries; os.time and os.date only through require("os")):
+# gopher-lua's base library and those tables. No `string` (nor the string methods it
+# would give ("x"):len()), no `os` global, no io, math or debug.
 _ARGOCD_GLOBALS = (
     *("_G", "_VERSION", "assert", "collectgarbage", "dofile", "error", "getfenv"),
     *("getmetatable", "ipairs", "load", "loadfile", "loadstring", "module", "newproxy"),
     *("next", "pairs", "pcall", "print", "rawequal", "rawget", "rawset", "require"),
     *("select", "setfenv", "setmetatable", "tonumber", "tostring", "type", "unpack"),
-    *("xpcall", "package", "table", "os"),
+    *("xpcall", "package", "table"),
 )
 _RESTRICT = """
 local keep = {}

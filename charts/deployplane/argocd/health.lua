@@ -7,9 +7,9 @@
 -- `obj` is the live object.
 --
 -- Argo CD runs a configured health script in gopher-lua (Lua 5.1) with only the base,
--- table and package libraries open (and its own `os` subset): `string` is nil there,
--- and so are string methods ("x"):len(). This script uses nothing else; the unit tier
--- runs it with Argo CD's own binary (tests/unit/charts/test_argocd_health.py).
+-- table and package libraries open: `string` is nil there, and so are string methods
+-- ("x"):len(). This script uses nothing else; the unit tier runs it with Argo CD's own
+-- binary (tests/unit/charts/test_argocd_health.py).
 --
 -- It reads the kstatus conditions the operator writes (Ready and Synced always,
 -- Reconciling and Stalled only while True; each with reason, message and
