@@ -75,9 +75,9 @@ def require_argocd() -> Path:
         pytest.skip(str(e))
 
 
-def argocd_cm() -> dict[str, Any]:
+def argocd_cm(script: str | None = None) -> dict[str, Any]:
     """argocd-cm as the dev cluster installs it: the release's, with the chart's health
-    check for every kind the chart ships a CRD for."""
+    check (or `script`) for every kind the chart ships a CRD for."""
     cm: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -88,7 +88,10 @@ def argocd_cm() -> dict[str, Any]:
         cm = yaml.safe_load(release.read_text()) or cm
     except (DevClusterError, OSError):
         pass
-    cm["data"] = {**(cm.get("data") or {}), **health_customizations()}
+    checks = health_customizations()
+    if script is not None:
+        checks = dict.fromkeys(checks, script)
+    cm["data"] = {**(cm.get("data") or {}), **checks}
     return cm
 
 
@@ -113,13 +116,14 @@ def _judged(binary: Path, cm: Path, obj: Path) -> Health:
     return Health(status.strip(), message.removesuffix("\n"))
 
 
-def argocd_health_all(objs: Sequence[dict[str, Any]]) -> list[Health]:
-    """Argo CD's health of each live object, in order (one process each, side by side)."""
+def argocd_health_all(objs: Sequence[dict[str, Any]], script: str | None = None) -> list[Health]:
+    """Argo CD's health of each live object, in order (one process each, side by side),
+    by the chart's health check or `script`."""
     binary = require_argocd()
     with tempfile.TemporaryDirectory(prefix="argocd-health-") as tmp:
         directory = Path(tmp)
         cm = directory / "argocd-cm.yaml"
-        cm.write_text(yaml.safe_dump(argocd_cm()))
+        cm.write_text(yaml.safe_dump(argocd_cm(script)))
         files = []
         for index, obj in enumerate(objs):
             path = directory / f"{index:04d}.yaml"

@@ -287,3 +287,21 @@ def test_every_terminal_or_failed_reason_of_the_operator_has_a_row() -> None:
     table = synced_false_table()
     for reason in sorted(terminal | failed):
         assert table.get(reason) == "Degraded", reason
+
+
+# A check written for a full Lua 5.1, as the chart's once was.
+WITH_STRING = """
+local hs = {status = "Healthy", message = ""}
+if string.len(obj.metadata.name) > 0 then hs.message = obj.metadata.name end
+return hs
+"""
+
+
+def test_the_judge_fails_a_script_that_uses_what_argocd_does_not_open() -> None:
+    """Argo CD's own error, as the live Application showed it: the judge cannot be
+    fooled by a Lua that has more than Argo CD's VM."""
+    row = ROWS["AgentDeployment: waiting on a dependency"]
+    with pytest.raises(AssertionError, match="attempt to index a non-table object"):
+        argocd_health_all([row.obj], script=WITH_STRING)
+    with pytest.raises(Exception, match="string"):
+        lua_precheck(row.obj, WITH_STRING)
