@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The dev cluster's GitOps controllers (`deployplane dev cluster up --gitops`,
 # docs/gitops.md): Argo CD (one `argocd` binary, run as application-controller and
-# repo-server) and Flux's source-controller and kustomize-controller, built from their Go
-# modules; redis (Argo CD's cache), git (Argo CD's repo-server and the dev cluster's
+# repo-server, and the `kustomize` its repo-server renders kustomizations with) and Flux's
+# source-controller and kustomize-controller, built from their Go modules; redis (Argo CD's cache), git (Argo CD's repo-server and the dev cluster's
 # git server) and jq from Debian.
 #
 #   tools/gitops/build.sh all    build what is missing (each tool stamp-keyed; a no-op when cached)
@@ -115,7 +115,22 @@ build_flux() {
   rm -rf "$mod"
 }
 
+build_kustomize() {
+  # `go install` works for this module (no replace directives), into a scratch GOBIN.
+  local want="v$KUSTOMIZE_VERSION"
+  if have kustomize "$want"; then log "kustomize $want: cached"; return; fi
+  log "building kustomize v$KUSTOMIZE_VERSION (a few minutes on 2 cores)"
+  local gobin="$work/kustomize-bin"
+  rm -rf "$gobin"; mkdir -p "$gobin"
+  GOBIN="$gobin" go install -trimpath -ldflags "-s -w" \
+    "sigs.k8s.io/kustomize/kustomize/v5@v$KUSTOMIZE_VERSION"
+  install -m 0755 "$gobin/kustomize" "$bin/kustomize"
+  rm -rf "$gobin"
+  stamp kustomize "$want"
+}
+
 ensure_debian
+build_kustomize
 build_flux kustomize-controller "$FLUX_KUSTOMIZE_CONTROLLER_VERSION"
 build_flux source-controller "$FLUX_SOURCE_CONTROLLER_VERSION"
 build_argocd

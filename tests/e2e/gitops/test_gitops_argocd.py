@@ -312,7 +312,7 @@ stringData:
 """
 
 
-def test_a_missing_secret_is_progressing_and_the_commit_adding_it_is_synced_on_its_own(
+def test_a_refused_commit_then_a_missing_secret_each_fixed_by_a_commit_synced_on_its_own(
     apps: Applications,
     resources: Resources,
     emulator: Emulator,
@@ -321,19 +321,38 @@ def test_a_missing_secret_is_progressing_and_the_commit_adding_it_is_synced_on_i
     operator: Any,
     tmp_path: Path,
 ) -> None:
-    """support-bot reads a Secret the repository does not hold yet: Argo CD shows it
-    Progressing with the operator's reason (the health check run by Argo CD itself),
-    and the commit that adds the Secret is synced by Argo CD's automated sync (the
-    example's `retry`), with no sync started by hand, to Healthy."""
+    """No sync is started by hand. A commit the apiserver refuses fails the sync; the
+    next commit is synced by a retry of that sync at the newest commit (the example's
+    `retry`: `refresh`, a short backoff), rather than after Argo CD's default retries of
+    the refused one. That commit has support-bot read a Secret the repository does not
+    hold yet: Argo CD shows it Progressing with the operator's reason (the chart's health
+    check, run by Argo CD itself). The commit that adds the Secret is synced by the
+    automated sync, and all is Healthy."""
     repo = GitRepo(info, namespace, tmp_path / "repo")
     body = overlay(emulator, repo.name)
-    secret = [{"name": "OPENAI_API_KEY", "valueFrom": {"secretKeyRef": LLM_KEY_REF}}]
-    add = [{"op": "add", "path": "/spec/secrets", "value": secret}]
-    target = {"kind": "AgentDeployment", "name": "support-bot"}
-    body["patches"].append({"target": target, "patch": json.dumps(add)})
+    bot = {"kind": "AgentDeployment", "name": "support-bot"}
+    refused = [{"op": "replace", "path": "/spec/source", "value": "no-such-source"}]
+    body["patches"].append({"target": bot, "patch": json.dumps(refused)})
     first = push_overlay(repo, body)
     app_body = application(namespace, repo.url, namespace, "argocd-application.yaml")
+    show = app_status(apps, namespace)
     with argo_application(apps, resources, app_body):
+
+        def refused_and_retrying() -> dict[str, Any] | None:
+            op = _last_operation(apps, namespace)
+            return op if (op.get("retryCount") or 0) >= 1 else None
+
+        failed = wait_until("the refused commit's sync retried", refused_and_retrying, show=show)
+        assert failed["syncResult"]["revision"] == first, failed
+        assert "no-such-source" in failed["message"] or failed["phase"] != "Succeeded", failed
+
+        # The next commit: support-bot valid, reading a Secret not in git.
+        secret = [{"name": "OPENAI_API_KEY", "valueFrom": {"secretKeyRef": LLM_KEY_REF}}]
+        body["patches"][-1]["patch"] = json.dumps(
+            [{"op": "add", "path": "/spec/secrets", "value": secret}]
+        )
+        second = push_overlay(repo, body)
+        apps.refresh(namespace)  # what a webhook asks: compare with git now (no sync)
 
         def waiting() -> dict[str, Any] | None:
             app = apps.get(namespace)
@@ -343,29 +362,30 @@ def test_a_missing_secret_is_progressing_and_the_commit_adding_it_is_synced_on_i
                 return app
             return None
 
-        show = app_status(apps, namespace)
         app = wait_until("support-bot Progressing on its Secret", waiting, show=show)
         assert "llm-keys" in resource_health(app, "AgentDeployment", "support-bot")["message"]
         assert verdict(app)[1] == "Progressing", verdict(app)
-        assert resource_health(app, "AgentDeployment", "triage-bot").get("status") != "Degraded"
+        # Synced by a retry of the refused commit's sync, at the newest commit.
+        retried = _last_operation(apps, namespace)
+        assert retried["syncResult"]["revision"] == second, retried
+        assert retried["retryCount"] >= 1, retried
+        assert retried["operation"]["initiatedBy"].get("automated") is True, retried
 
         # The fix, in git: the Secret beside the overlay.
         body["resources"].append("llm-keys.yaml")
-        second = push_overlay(repo, body, {"llm-keys.yaml": LLM_KEYS})
-        apps.refresh(namespace)  # what a webhook asks: compare with git now (no sync)
+        third = push_overlay(repo, body, {"llm-keys.yaml": LLM_KEYS})
+        apps.refresh(namespace)
         wait_until(
             "the fixing commit Synced and Healthy",
             lambda: (
-                verdict(apps.get(namespace)) == ("Synced", "Healthy", second)
+                verdict(apps.get(namespace)) == ("Synced", "Healthy", third)
                 and all_ready(resources, BOTS)
             ),
             show=show,
         )
-        assert first != second
-        # Synced by Argo CD's automated sync: no operation started by hand.
-        operation = _last_operation(apps, namespace)
-        assert operation["syncResult"]["revision"] == second, operation
-        assert operation["operation"]["initiatedBy"].get("automated") is True, operation
+        synced = _last_operation(apps, namespace)
+        assert synced["syncResult"]["revision"] == third, synced
+        assert synced["operation"]["initiatedBy"].get("automated") is True, synced
 
 
 def test_the_chart_as_an_application_installs_the_operator_and_its_crds_server_side(

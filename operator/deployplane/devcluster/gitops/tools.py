@@ -19,7 +19,14 @@ from pathlib import Path
 from deployplane.devcluster.errors import DevClusterError
 
 ENV_GITOPS_TOOLS = "DEPLOYPLANE_GITOPS_TOOLS"
-BINARIES = ("argocd", "git-verify-wrapper.sh", "source-controller", "kustomize-controller")
+# kustomize: Argo CD's repo-server runs it for a kustomization (its image bundles it).
+BINARIES = (
+    "argocd",
+    "git-verify-wrapper.sh",
+    "kustomize",
+    "source-controller",
+    "kustomize-controller",
+)
 HINT = (
     "build them with `make gitops-tools` (tools/gitops/build.sh; about 25 minutes the first time)"
 )
