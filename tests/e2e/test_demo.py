@@ -216,13 +216,10 @@ def _gitops_doc_commands_run_on_the_demo(state: Path, root: Path) -> None:
         for who in ("AUTHOR", "COMMITTER")
         for what, value in (("NAME", "docs"), ("EMAIL", "docs@deployplane.invalid"))
     }
-    # Neither the cluster nor the programs: the docs' own lines put them there.
+    # Neither the demo's cluster nor our programs: the docs' own lines put them there.
+    ours = {str(Path(sys.executable).parent), _demo_shell(state)["PATH"].split(os.pathsep)[0]}
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    env["PATH"] = os.pathsep.join(
-        d
-        for d in env["PATH"].split(os.pathsep)
-        if not any((Path(d) / p).exists() for p in ("kubectl", "deployplane"))
-    )
+    env["PATH"] = os.pathsep.join(d for d in env["PATH"].split(os.pathsep) if d not in ours)
     done = subprocess.run(
         ["bash", "-c", "\n".join(lines)],
         capture_output=True,
