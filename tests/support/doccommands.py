@@ -5,9 +5,10 @@ Each one either runs on `make demo` as written (tests/e2e/test_demo.py runs it t
 matches a rule of `NOT_ON_THE_DEMO`, which says why it cannot; a command that does
 neither fails tests/unit/codebase/test_doc_commands.py, so a new one is never left untested.
 
-docs/gitops.md (`GITOPS_DOCS`) is run on `make demo GITOPS=1` instead, every command of
-its blocks whatever the program (git, cp, variables: its commands build on each other,
-in one shell, in order), but those matching a rule of `NOT_ON_THE_GITOPS_DEMO`.
+docs/gitops.md (`GITOPS_DOCS`) is run on `make demo GITOPS=1` instead
+(tests/e2e/gitops/test_gitops_demo.py), every command of its blocks whatever the program
+(git, cp, variables: its commands build on each other, in one shell, in order), but
+those matching a rule of `NOT_ON_THE_GITOPS_DEMO`.
 """
 
 from __future__ import annotations
