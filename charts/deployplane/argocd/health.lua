@@ -18,15 +18,18 @@
 --                kstatus's Terminating: the finalizer is deleting the remote resource
 --   Suspended    the deployplane.io/paused annotation is "true"
 --   Progressing  status not yet observed for the current generation
---   Degraded     Stalled=True
 --   (table)      Synced=False for a reason of SYNCED_FALSE below
+--   Degraded     Stalled=True
 --   Progressing  Reconciling=True, or not Ready yet for any other (retryable) reason
 --   Healthy      only Ready=True observed for the current metadata.generation
 
--- Synced=False reasons that decide the health on their own, one row each: the terminal
--- ones (only a change of spec or of the world fixes them) and every *Failed reason the
--- operator gives. Any other Synced=False reason is retried by the operator: Progressing.
+-- Synced=False reasons that decide the health on their own, one row each: a change that
+-- waits for approval (updatePolicy Manual, until `deployplane approve` sends it), the
+-- terminal ones (only a change of spec or of the world fixes them) and every *Failed
+-- reason the operator gives. Any other Synced=False reason is retried by the operator:
+-- Progressing.
 local SYNCED_FALSE = {
+  AwaitingApproval = "Suspended",
   InvalidSpec = "Degraded",
   Conflict = "Degraded",
   NotFound = "Degraded",
@@ -76,15 +79,15 @@ local function health(o)
     return "Progressing", "Waiting for the operator to observe generation " .. tostring(generation)
   end
 
-  local stalled = find_condition(status, "Stalled")
-  if stalled ~= nil and stalled.status == "True" then
-    return "Degraded", describe(stalled)
-  end
-
   local synced = find_condition(status, "Synced")
   local unsynced = synced ~= nil and synced.status == "False"
   if unsynced and synced.reason ~= nil and SYNCED_FALSE[synced.reason] ~= nil then
     return SYNCED_FALSE[synced.reason], describe(synced)
+  end
+
+  local stalled = find_condition(status, "Stalled")
+  if stalled ~= nil and stalled.status == "True" then
+    return "Degraded", describe(stalled)
   end
 
   local reconciling = find_condition(status, "Reconciling")

@@ -93,6 +93,14 @@ class ManagementPolicy(StrEnum):
     OBSERVE_ONLY = "ObserveOnly"
 
 
+class UpdatePolicy(StrEnum):
+    """Whether a change goes to the control plane at once or waits for an approval
+    (`deployplane.reconcile.approval`)."""
+
+    AUTOMATIC = "Automatic"
+    MANUAL = "Manual"
+
+
 DEFAULT_CONNECTION: Final = "default"
 """The ControlPlaneConnection a resource without `connectionRef` uses in its namespace."""
 
@@ -253,10 +261,16 @@ class AgentDeploymentSpec(ConnectionSpec):
         None,
         min_length=1,
         max_length=253,
-        description="Deployment and tracing-project name; default metadata.name. Immutable.",
+        description=(
+            "Deployment and tracing-project name; default metadata.name. Fixed once the "
+            "deployment exists (status.deploymentId)."
+        ),
     )
     source: ManagedSource = Field(
-        description="git_host (Cloud SaaS) or external_docker (self-hosted). Immutable."
+        description=(
+            "git_host (Cloud SaaS) or external_docker (self-hosted). Fixed once the "
+            "deployment exists (status.deploymentId)."
+        )
     )
     source_config: AgentDeploymentSourceConfig | None = Field(
         None, description="Fields that need no new revision when changed."
@@ -289,6 +303,15 @@ class AgentDeploymentSpec(ConnectionSpec):
     deployment_id: UUID | None = Field(
         None, description="Adopt this existing deployment instead of creating one."
     )
+    update_policy: UpdatePolicy = Field(
+        UpdatePolicy.AUTOMATIC,
+        description=(
+            "Automatic: send each change to the control plane as soon as it is seen. "
+            "Manual: compute it (status.pendingChange) and send nothing until the "
+            "annotation deployplane.io/approved-generation names this generation "
+            "(`deployplane approve`); creating waits too, deleting does not."
+        ),
+    )
     delete_tracing_project: bool = Field(
         False,
         description=(
@@ -304,11 +327,16 @@ class AgentDeploymentSpec(ConnectionSpec):
 class ListenerSpec(ConnectionSpec):
     """Desired state of a listener (compute infrastructure) on the control plane."""
 
-    compute_type: ComputeType = Field(description="Kind of compute. Immutable.")
+    compute_type: ComputeType = Field(
+        description="Kind of compute. Fixed once the listener exists (status.listenerId)."
+    )
     compute_id: str = Field(
         min_length=1,
         max_length=253,
-        description="Unique id of the compute, e.g. the cluster name. Immutable.",
+        description=(
+            "Unique id of the compute, e.g. the cluster name. Fixed once the listener "
+            "exists (status.listenerId)."
+        ),
     )
     compute_config: ComputeConfig | None = Field(None, description="Compute settings.")
     version: str | None = Field(None, max_length=253, description="Listener version.")

@@ -121,6 +121,19 @@ class Row:
     message_has: str = ""
 
 
+UNAVAILABLE = _error(errors.Unavailable("503 Service Unavailable"))
+# Held in its deletion (a resource still uses it, or the control plane cannot delete
+# yet): what the operator says is in Ready; Argo CD's own rule comes first.
+DELETION_BLOCKED: Verdict[Any] = Verdict(
+    State.RETRYING, False, Reason.DELETION_BLOCKED, "the control plane cannot delete yet"
+)
+
+
+def _with_meta(obj: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    obj["metadata"].update(meta)
+    return obj
+
+
 def _rows_of(kind: str) -> dict[str, Row]:
     """The health table's rows for one kind, each on the status the operator writes."""
     ready = _ready(kind)
@@ -129,14 +142,12 @@ def _rows_of(kind: str) -> dict[str, Row]:
         if kind == "AgentDeployment"
         else _error(errors.Unauthorized("the control plane refused the API key"))
     )
-    paused = _object(kind, ready)
-    paused["metadata"]["annotations"] = {"deployplane.io/paused": "true"}
-    deleting = _object(kind, ready)
-    deleting["metadata"]["deletionTimestamp"] = NOW
-    deleting_paused = _object(kind, ready)
-    deleting_paused["metadata"]["deletionTimestamp"] = NOW
-    deleting_paused["metadata"]["annotations"] = {"deployplane.io/paused": "true"}
-    unavailable = _error(errors.Unavailable("503 Service Unavailable"))
+    paused = {"deployplane.io/paused": "true"}
+    deleting = _with_meta(_object(kind, ready), deletionTimestamp=NOW)
+    deleting_paused = _with_meta(_object(kind, ready), deletionTimestamp=NOW, annotations=paused)
+    blocked = _object(kind, _compose(kind, ready, DELETION_BLOCKED))
+    blocked = _with_meta(blocked, deletionTimestamp=NOW)
+    unavailable = UNAVAILABLE
     recovered = _compose(kind, _compose(kind, ready, unavailable), _ready_verdict(kind))
     dependency: Verdict[Any] = Verdict(
         State.RETRYING, False, Reason.DEPENDENCY_NOT_READY, DEPENDENCY[kind]
@@ -167,9 +178,10 @@ def _rows_of(kind: str) -> dict[str, Row]:
             "Degraded",
             str(REFUSED[kind]),
         ),
-        "paused": Row(paused, "Suspended", "paused"),
+        "paused": Row(_with_meta(_object(kind, ready), annotations=paused), "Suspended", "paused"),
         "deleting": Row(deleting, "Progressing", "Pending deletion"),
         "deleting while paused": Row(deleting_paused, "Progressing", "Pending deletion"),
+        "deleting, held": Row(blocked, "Progressing", "Pending deletion"),
         "generation not yet observed": Row(
             _object(kind, ready, generation=GEN + 1), "Progressing", f"generation {GEN + 1}"
         ),
@@ -185,6 +197,7 @@ def _agentdeployment_rows() -> dict[str, Row]:
         return _object(kind, _compose(kind, {}, verdict))
 
     building = "Revision 0b7d7e0e is BUILDING"
+    awaiting: Verdict[Any] = Verdict.awaiting_approval("generation 4 waits for approval", None)
     ready_then_stale = _ready(kind)
     # status.observedGeneration is current but the Ready condition itself is older.
     ready_then_stale["conditions"][0]["observedGeneration"] = GEN - 1
@@ -206,6 +219,18 @@ def _agentdeployment_rows() -> dict[str, Row]:
         ),
         "Ready condition older than the status": Row(
             _object(kind, ready_then_stale), "Progressing", "earlier generation"
+        ),
+        # updatePolicy Manual: a change held until `deployplane approve` sends it.
+        "a create awaiting approval": Row(composed(awaiting), "Suspended", "AwaitingApproval"),
+        "a change awaiting approval after Ready": Row(
+            _object(kind, _compose(kind, _ready(kind), awaiting)),
+            "Suspended",
+            "AwaitingApproval: generation 4 waits for approval",
+        ),
+        "a change awaiting approval, then a newer edit not yet observed": Row(
+            _object(kind, _compose(kind, _ready(kind), awaiting), generation=GEN + 1),
+            "Progressing",
+            f"generation {GEN + 1}",
         ),
     }
 
@@ -287,6 +312,7 @@ def test_every_terminal_or_failed_reason_of_the_operator_has_a_row() -> None:
     table = synced_false_table()
     for reason in sorted(terminal | failed):
         assert table.get(reason) == "Degraded", reason
+    assert table.get(Reason.AWAITING_APPROVAL) == "Suspended"
 
 
 # A check written for a full Lua 5.1, as the chart's once was.
