@@ -26,7 +26,7 @@ node-tools: tools ## the real node's binaries: kubelet, kube-proxy, containerd (
 	@bash tools/node.sh ensure
 	@bash tools/k8s/build.sh node
 
-gitops-tools: ## Argo CD v3.5.3 and Flux's source- and kustomize-controller v1.9.6 from Go modules (tools/gitops/build.sh; about 25 min the first time, cached), redis, git and jq (apt-get)
+gitops-tools: ## Argo CD v3.5.3 (and the kustomize v5.8.1 it runs) and Flux's source- and kustomize-controller v1.9.6 from Go modules (tools/gitops/build.sh; about 25 min the first time, cached), redis, git and jq (apt-get)
 	@bash tools/gitops/build.sh all
 
 postgres: ## PostgreSQL server binaries for the emulator's tests (apt-get when missing)
