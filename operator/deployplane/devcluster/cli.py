@@ -35,11 +35,12 @@ def up(
     audit: bool,
     workloads: bool,
     real_node: bool,
-    nodes: int,
+    nodes: int | None,
     with_gitops: bool,
     timeout: float,
 ) -> None:
-    """Start the cluster in the background and return once it is ready."""
+    """Start the cluster in the background and return once it is ready. `nodes`: the
+    kwok nodes asked for; None, not asked: `DEFAULT_NODES`, none with a real node."""
     existing = DevCluster.attach(state_dir)
     if existing is not None and existing.ready():
         _already_running(existing, with_gitops)
@@ -53,7 +54,7 @@ def up(
         detached=True,
         ready_timeout=timeout,
         real_node=real_node,
-        nodes=nodes if nodes >= 0 else (0 if real_node else DEFAULT_NODES),
+        nodes=(0 if real_node else DEFAULT_NODES) if nodes is None else nodes,
         gitops=with_gitops,
     )
     try:

@@ -18,6 +18,10 @@ cluster = Group(
 )
 dev.add_command(cluster)
 
+KWOK_NODES = 3
+"""`--kwok-nodes`' default (`deployplane.devcluster.workloads.DEFAULT_NODES`, which a
+module this light cannot import)."""
+
 state_dir_option = option(
     "--state-dir",
     type=click.Path(file_okay=False),
@@ -48,9 +52,9 @@ state_dir_option = option(
 @option(
     "--kwok-nodes",
     "nodes",
-    type=int,
-    default=-1,
-    help="Fake kwok nodes (default 3, or 0 with --real-node).",
+    type=click.IntRange(min=0),
+    default=KWOK_NODES,
+    help="Fake kwok nodes (with --real-node: none unless given).",
 )
 @option(
     "--gitops",
@@ -79,13 +83,14 @@ def up(
 
     from deployplane.devcluster import cli
 
+    given = click.get_current_context().get_parameter_source("nodes")
     cli.up(
         state_dir=Path(state_dir),
         controller_manager=controller_manager,
         audit=audit,
         workloads=workloads,
         real_node=real_node,
-        nodes=nodes,
+        nodes=None if given is click.core.ParameterSource.DEFAULT else nodes,
         with_gitops=with_gitops,
         timeout=timeout,
     )
