@@ -251,7 +251,8 @@ while [[ $all != *$'\nREADY'* ]] && (( waited++ < 300 )); do
 done
 all=""
 zpty -w -n z "$2"$'\t'
-while (( quiet < 10 && waited++ < 600 )); do
+# the screen once nothing more comes for 3 s (a TAB's answer takes a tenth of that)
+while (( quiet < 30 && waited++ < 900 )); do
   if zpty -r -t z chunk; then all+=$chunk; quiet=0; else (( quiet++ )); sleep 0.1; fi
 done
 print -r -- "$all"
