@@ -243,3 +243,58 @@ def test_kube_contexts_come_from_the_kubeconfig(
     assert values("plan", "--kubeconfig", str(other), "--kube-context", "") == ["other"]
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
     assert ask("approve", "x", "--kube-context", "") == ([], DIRECTIVE_NO_FILE_COMP)
+
+
+def fake_kubectl(directory: Path, exit_code: int = 0) -> Path:
+    """A kubectl that records its arguments and lists three namespaces."""
+    directory.mkdir(exist_ok=True)
+    kubectl = directory / "kubectl"
+    kubectl.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" > "{directory}/args"\n'
+        "printf 'namespace/default\\nnamespace/demo\\nnamespace/kube-system\\n'\n"
+        f"exit {exit_code}\n"
+    )
+    kubectl.chmod(0o755)
+    return directory / "args"
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["trace", "agd/x", "-n"],
+        ["approve", "x", "--namespace"],
+        ["plan", "-f", "-", "-n"],
+        ["export", "-n"],
+        ["deployments", "port-forward", "x", "0", "-n"],
+    ],
+    ids=" ".join,
+)
+def test_namespaces_are_kubectls_own_answer(
+    words: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_kubectl(tmp_path / "bin")
+    monkeypatch.setenv("DEPLOYPLANE_TOOLS_BIN", str(tmp_path / "bin"))
+    assert ask(*words, "d") == (["default", "demo"], DIRECTIVE_NO_FILE_COMP)
+
+
+def test_namespaces_are_read_with_the_kubeconfig_and_context_typed_so_far(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = fake_kubectl(tmp_path / "bin")
+    monkeypatch.setenv("DEPLOYPLANE_TOOLS_BIN", str(tmp_path / "bin"))
+    words = ["trace", "--kubeconfig", "/k/config", "--kube-context", "dev", "agd/x", "-n"]
+    assert values(*words, "") == ["default", "demo", "kube-system"]
+    recorded = args.read_text().split()
+    assert recorded[:4] == ["get", "namespaces", "-o", "name"]
+    assert "--kubeconfig /k/config --context dev" in " ".join(recorded)
+
+
+def test_no_namespaces_when_kubectl_fails_or_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_kubectl(tmp_path / "bin", exit_code=1)
+    monkeypatch.setenv("DEPLOYPLANE_TOOLS_BIN", str(tmp_path / "bin"))
+    assert ask("trace", "agd/x", "-n", "") == ([], DIRECTIVE_NO_FILE_COMP)
+    monkeypatch.setenv("DEPLOYPLANE_TOOLS_BIN", str(tmp_path / "nowhere"))
+    assert ask("trace", "agd/x", "-n", "") == ([], DIRECTIVE_NO_FILE_COMP)

@@ -171,6 +171,7 @@ def test_a_tab_loads_the_declarations_the_words_lead_to_and_nothing_heavy(
         "deployplane.cli.commands.options",
         "deployplane.cli.commands.connection",
         "deployplane.cli.commands.completers",
+        "deployplane.cli.commands.kubeoptions",
         "deployplane.cli.commands.edit",
         "deployplane.cli.commands.edit.commands",
         "deployplane.cli.commands.logs",

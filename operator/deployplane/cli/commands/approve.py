@@ -18,9 +18,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from deployplane.cli.commands import connection
-from deployplane.cli.commands.kubeoptions import kube_context_option, kubeconfig_option
+from deployplane.cli.commands.kubeoptions import (
+    kube_context_option,
+    kubeconfig_option,
+    namespace_option,
+)
 from deployplane.cli.helptext import Command
-from deployplane.cli.params import argument, option
+from deployplane.cli.params import argument
 
 if TYPE_CHECKING:
     from deployplane.reconcile.approval import PendingChange
@@ -69,7 +73,7 @@ def _describe(change: PendingChange) -> str:
 
 @click.command("approve", cls=Command, epilog=EXIT_CODES)
 @argument("name", metavar="NAME", help="The AgentDeployment.")
-@option("--namespace", "-n", help="Namespace (default: the kube context's).")
+@namespace_option("Namespace (default: the kube context's).")
 @kubeconfig_option()
 @kube_context_option
 def approve(

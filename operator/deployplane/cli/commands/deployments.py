@@ -18,6 +18,7 @@ from deployplane.api.enums import DeploymentStatus, DeploymentType
 from deployplane.cli.commands import logs
 from deployplane.cli.commands.completers import deployment_names
 from deployplane.cli.commands.edit.commands import add_editing
+from deployplane.cli.commands.kubeoptions import namespace_option
 from deployplane.cli.commands.options import (
     DEPLOYMENT_REF,
     Output,
@@ -206,11 +207,9 @@ logs.register(deployments)
     metavar="LOCAL_PORT",
     help="Port on 127.0.0.1 to listen on; 0: a free one, named in the line printed.",
 )
-@option(
-    "--namespace",
-    "-n",
-    help="Namespace the deployment runs in (default: its listener_config's, else its "
-    "listener's first; without a listener: looked up in every namespace).",
+@namespace_option(
+    "Namespace the deployment runs in (default: its listener_config's, else its "
+    "listener's first; without a listener: looked up in every namespace)."
 )
 @option(
     "--kubeconfig",

@@ -29,7 +29,11 @@ from deployplane.cli.commands.connection import (
     call,
     fail,
 )
-from deployplane.cli.commands.kubeoptions import kube_context_option, kubeconfig_option
+from deployplane.cli.commands.kubeoptions import (
+    kube_context_option,
+    kubeconfig_option,
+    namespace_option,
+)
 from deployplane.cli.params import EnumChoice, option
 
 if TYPE_CHECKING:
@@ -267,7 +271,7 @@ def run(options: ExportOptions, found: ControlPlaneResources, managers: Managers
     help="managementPolicy Full (the operator takes them over) instead of ObserveOnly "
     "(it only reports them).",
 )
-@option("--namespace", "-n", help="metadata.namespace of every resource.")
+@namespace_option("metadata.namespace of every resource.")
 @option(
     "--include-managed",
     is_flag=True,

@@ -13,7 +13,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from deployplane.cli.commands.connection import ConnectedCommand, current_options
-from deployplane.cli.commands.kubeoptions import kube_context_option, kubeconfig_option
+from deployplane.cli.commands.kubeoptions import (
+    kube_context_option,
+    kubeconfig_option,
+    namespace_option,
+)
 from deployplane.cli.params import EnumChoice, option
 
 if TYPE_CHECKING:
@@ -184,7 +188,7 @@ SELECTOR_HELP = "With --prune: only the live resources with these labels."
 
 @click.command("plan", cls=PlanCommand, epilog=EXIT_CODES)
 @option("--file", "-f", required=True, help=FILE_HELP)
-@option("--namespace", "-n", help=NAMESPACE_HELP)
+@namespace_option(NAMESPACE_HELP)
 @option(
     "--output",
     "-o",

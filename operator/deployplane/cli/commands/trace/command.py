@@ -22,7 +22,11 @@ import click
 
 from deployplane.cli.commands import connection
 from deployplane.cli.commands.connection import EXIT_CODES_HELP, ConnectedCommand
-from deployplane.cli.commands.kubeoptions import kube_context_option, kubeconfig_option
+from deployplane.cli.commands.kubeoptions import (
+    kube_context_option,
+    kubeconfig_option,
+    namespace_option,
+)
 from deployplane.cli.commands.options import Output
 from deployplane.cli.params import EnumChoice, argument, option
 
@@ -130,7 +134,7 @@ def run(kube: KubeAccess, namespace: str, kind: str, name: str, output: Output) 
 @click.command("trace", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
 @argument("reference", help="agentdeployment/NAME or listener/NAME (or agd, dpl...).")
 @argument("name", required=False, help="NAME, when KIND is given alone.")
-@option("--namespace", "-n", help="Namespace (default: the kube context's).")
+@namespace_option("Namespace (default: the kube context's).")
 @kubeconfig_option()
 @kube_context_option
 @option(
