@@ -31,6 +31,7 @@ from deployplane.cli.params import has_completer
 
 __all__ = [
     "DIRECTIVE_ERROR",
+    "DIRECTIVE_FILES",
     "DIRECTIVE_FILTER_DIRS",
     "DIRECTIVE_NO_FILE_COMP",
     "DIRECTIVE_NO_SPACE",
