@@ -37,6 +37,13 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         print(f"deployplane {__version__}")
         return
+    # httpx imports its own command line (`httpx._main`: rich's console, pygments'
+    # lexers) whenever click and rich are installed, as they are here, though no
+    # command runs it: most of what `import httpx` costs every command that calls the
+    # API (bench/cli.py). Marked absent in this process only (never in the library,
+    # where it would reach whoever imports the client), httpx is as installed without
+    # its `cli` extra.
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]  # None: not importable
     from deployplane.cli.root import run
 
     run(args)
