@@ -20,6 +20,8 @@ from deployplane.cli.commands.completers import deployment_names
 from deployplane.cli.commands.edit.commands import add_editing
 from deployplane.cli.commands.options import (
     DEPLOYMENT_REF,
+    AgentEnvironmentOption,
+    AgentIdOption,
     DeploymentArgument,
     HeadersOption,
     LimitOption,
@@ -56,20 +58,28 @@ def list_deployments(
     image_version: Annotated[
         str | None, typer.Option(help="Only deployments running this image version.")
     ] = None,
+    agent_id: AgentIdOption = None,
+    agent_environment: AgentEnvironmentOption = None,
     limit: LimitOption = None,
     output: OutputOption = Output.table,
     no_headers: HeadersOption = False,
 ) -> None:
-    """List deployments (the filters are the service's own query parameters)."""
+    """List deployments (the filters are the service's own query parameters; --agent-id
+    and --agent-environment, the vendor CLI's, list the deployments of that agent, in
+    that environment)."""
     from deployplane.api import models
     from deployplane.cli.commands.common import page_size, take
-    from deployplane.cli.commands.connection import call
+    from deployplane.cli.commands.connection import ExitCode, call, fail
     from deployplane.cli.commands.output import print_many
 
+    if agent_id is not None and not agent_id.strip():
+        fail("--agent-id must not be empty", ExitCode.USAGE)
     given = {
         "status": status.value if status else None,
         "deployment_type": deployment_type.value if deployment_type else None,
         "image_version": image_version,
+        "agent_id": agent_id,
+        "agent_environment": agent_environment.value if agent_environment else None,
     }
     filters: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
 

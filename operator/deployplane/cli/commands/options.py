@@ -14,6 +14,7 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from deployplane.api.enums import AgentEnvironment
 from deployplane.cli.commands.completers import deployment_names, listener_names
 from deployplane.cli.commands.connection import (
     EXIT_CODES_HELP,
@@ -24,6 +25,8 @@ from deployplane.cli.commands.connection import (
 __all__ = [
     "DEPLOYMENT_REF",
     "LISTENER_REF",
+    "AgentEnvironmentOption",
+    "AgentIdOption",
     "DeploymentArgument",
     "FileOption",
     "HeadersOption",
@@ -82,6 +85,11 @@ FileOption = Annotated[
     typer.Option(
         "--file", "-f", help="YAML or JSON body in the API's snake_case shape; '-' for stdin."
     ),
+]
+AgentIdOption = Annotated[str | None, typer.Option("--agent-id", help="The agent's id.")]
+AgentEnvironmentOption = Annotated[
+    AgentEnvironment | None,
+    typer.Option("--agent-environment", help="The agent's environment.", case_sensitive=False),
 ]
 DEPLOYMENT_REF = "Deployment name or id (or deployment/NAME)."
 LISTENER_REF = "Listener compute_id or id (or listener/NAME)."

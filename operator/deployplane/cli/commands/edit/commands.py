@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import typer
 
 from deployplane.cli.commands.options import (
+    AgentEnvironmentOption,
+    AgentIdOption,
     FileOption,
     Output,
     OutputOption,
@@ -63,30 +65,95 @@ def add_editing(group: typer.Typer, noun: KindName, ref_help: str, names: Comple
 
 
 def _add_create(group: typer.Typer, noun: KindName) -> None:
+    help_text = (
+        f"Create a {noun} from a file (the API's create body; `get -o yaml` output "
+        "works: read-only fields are ignored)."
+    )
+    if noun == "listener":
+
+        @command(group, "create", help=help_text)
+        def create(
+            file: FileOption,
+            output: OutputOption = Output.table,
+            wait: WaitOption = False,
+            timeout: TimeoutOption = None,
+        ) -> None:
+            _create(noun, file, output, wait=wait, timeout=timeout)
+
+        return
+
     @command(
         group,
         "create",
-        help=f"Create a {noun} from a file (the API's create body; `get -o yaml` "
-        "output works: read-only fields are ignored).",
+        help=help_text + " With --agent-id and --agent-environment, the deployment of "
+        "that agent in that environment: the control plane names it, and keeps one per "
+        "agent and environment (the file then names no deployment).",
     )
-    def create(
+    def create_deployment(
         file: FileOption,
         output: OutputOption = Output.table,
         wait: WaitOption = False,
         timeout: TimeoutOption = None,
+        agent_id: AgentIdOption = None,
+        agent_environment: AgentEnvironmentOption = None,
     ) -> None:
-        from deployplane.cli.commands.common import follow_new_revision
-        from deployplane.cli.commands.connection import call
-        from deployplane.cli.commands.edit import editing
-        from deployplane.cli.commands.output import print_one
+        agent = _agent_of(agent_id, agent_environment)
+        _create(noun, file, output, wait=wait, timeout=timeout, agent=agent)
 
-        kind = _kind(noun)
-        (desired,) = _one_document(kind, file)
-        created = call(lambda c: editing.create(c, kind, desired))
-        if kind is editing.DEPLOYMENT and wait:
-            follow_new_revision(created, None, output, timeout=timeout)
-        else:
-            print_one(created, output)
+
+def _agent_of(agent_id: str | None, environment: str | None) -> dict[str, str] | None:
+    """--agent-id and --agent-environment, given together or not at all."""
+    from deployplane.cli.commands.connection import ExitCode, fail
+
+    if agent_id is None and environment is None:
+        return None
+    if agent_id is None or not agent_id.strip() or environment is None:
+        fail("--agent-id and --agent-environment are required together", ExitCode.USAGE)
+    return {"agent_id": agent_id, "environment": str(environment)}
+
+
+def _create(
+    noun: KindName,
+    file: str,
+    output: Output,
+    *,
+    wait: bool = False,
+    timeout: float | None = None,
+    agent: dict[str, str] | None = None,
+) -> None:
+    from deployplane.cli.commands.common import follow_new_revision
+    from deployplane.cli.commands.connection import call
+    from deployplane.cli.commands.edit import editing
+    from deployplane.cli.commands.output import print_one
+
+    kind = _kind(noun)
+    (desired,) = _one_document(kind, file)
+    if agent is not None:
+        desired = _for_agent(desired, agent)
+    created = call(lambda c: editing.create(c, kind, desired))
+    if kind is editing.DEPLOYMENT and wait:
+        follow_new_revision(created, None, output, timeout=timeout)
+    else:
+        print_one(created, output)
+
+
+def _for_agent(desired: Any, agent: dict[str, str]) -> Any:
+    """The deployment file made for the agent of the flags (one line, exit 2, if not)."""
+    from deployplane.api.models import AGENT_ID_MAX_LENGTH, DeploymentAgent
+    from deployplane.cli.commands.connection import ExitCode, fail
+    from deployplane.cli.commands.edit import planning
+
+    agent_id = agent["agent_id"]
+    if agent_id != agent_id.strip() or len(agent_id) > AGENT_ID_MAX_LENGTH:
+        fail(
+            f"--agent-id must have at most {AGENT_ID_MAX_LENGTH} characters and no "
+            "whitespace at either end",
+            ExitCode.USAGE,
+        )
+    try:
+        return planning.for_agent(desired, DeploymentAgent.model_validate(agent))
+    except planning.PlanError as exc:
+        fail(str(exc), ExitCode.USAGE)
 
 
 def _add_update(group: typer.Typer, noun: KindName, ref_argument: Any) -> None:

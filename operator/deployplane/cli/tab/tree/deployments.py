@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from deployplane.cli.tab.tree.shared import (
     ARGUMENT_REF,
+    OPTION_AGENT_ENVIRONMENT,
+    OPTION_AGENT_ID,
     OPTION_API_KEY,
     OPTION_CONTEXT,
     OPTION_FILE,
@@ -109,6 +111,8 @@ DEPLOYMENTS: Final[dict[str, Any]] = {
                     (),
                     None,
                 ),
+                OPTION_AGENT_ID,
+                OPTION_AGENT_ENVIRONMENT,
                 OPTION_LIMIT,
                 OPTION_OUTPUT,
                 OPTION_NO_HEADERS,
@@ -138,6 +142,8 @@ DEPLOYMENTS: Final[dict[str, Any]] = {
                 OPTION_OUTPUT,
                 OPTION_WAIT,
                 OPTION_TIMEOUT,
+                OPTION_AGENT_ID,
+                OPTION_AGENT_ENVIRONMENT,
                 OPTION_URL,
                 OPTION_API_KEY,
                 OPTION_TENANT_ID,

@@ -11,6 +11,30 @@ ARGUMENT_NAME: Final = ("argument", "name", 1, None)
 ARGUMENT_REF: Final = ("argument", "ref", 1, ("names", "deployments"))
 ARGUMENT_REF_: Final = ("argument", "ref", 1, ("names", "listeners"))
 ARGUMENT_REVISION_ID: Final = ("argument", "revision_id", 1, ("names", "revisions"))
+OPTION_AGENT_ENVIRONMENT: Final = (
+    "option",
+    "agent_environment",
+    ("--agent-environment",),
+    (),
+    False,
+    False,
+    False,
+    "The agent's environment.",
+    (),
+    ("choices", ("development", "staging", "production"), False),
+)
+OPTION_AGENT_ID: Final = (
+    "option",
+    "agent_id",
+    ("--agent-id",),
+    (),
+    False,
+    False,
+    False,
+    "The agent's id.",
+    (),
+    None,
+)
 OPTION_API_KEY: Final = (
     "option",
     "api_key",
