@@ -19,6 +19,7 @@ from deployplane.api.models import (
     ApiModel,
     ComputeConfig,
     ComputeType,
+    DeploymentAgent,
     ManagedRevisionConfig,
     SecretReference,
     Source,
@@ -253,7 +254,19 @@ class AgentDeploymentSpec(ConnectionSpec):
         None,
         min_length=1,
         max_length=253,
-        description="Deployment and tracing-project name; default metadata.name. Immutable.",
+        description=(
+            "Deployment and tracing-project name; default metadata.name (not with agent). "
+            "Immutable."
+        ),
+    )
+    agent: DeploymentAgent | None = Field(
+        None,
+        description=(
+            "The agent and environment this deployment is for, instead of a name: the "
+            "control plane names it, and keeps one per agent and environment in a "
+            "workspace (a second AgentDeployment of the same pair stalls with its 409). "
+            "Not with name. Immutable."
+        ),
     )
     source: ManagedSource = Field(
         description="git_host (Cloud SaaS) or external_docker (self-hosted). Immutable."
@@ -297,8 +310,24 @@ class AgentDeploymentSpec(ConnectionSpec):
         ),
     )
 
-    def deployment_name(self, metadata_name: str) -> str:
+    def deployment_name(self, metadata_name: str) -> str | None:
+        """The name the deployment is created under; None for an agent's, which the
+        control plane names."""
+        if self.agent is not None:
+            return None
         return self.name or metadata_name
+
+    def natural_key(self, metadata_name: str) -> str:
+        """What the deployment is known by besides its id (the create marker's key): its
+        name, or its agent and environment (`agent_key`)."""
+        if self.agent is not None:
+            return agent_key(self.agent)
+        return self.name or metadata_name
+
+
+def agent_key(agent: DeploymentAgent) -> str:
+    """The natural key of an agent's deployment: `agent support-bot in production`."""
+    return f"agent {agent.agent_id} in {agent.environment.value}"
 
 
 class ListenerSpec(ConnectionSpec):

@@ -66,6 +66,18 @@ RULES: Final[Rules] = {
             field_path=".name",
         ),
         Rule(
+            "!(has(self.agent) && has(self.name))",
+            "spec.agent and spec.name are mutually exclusive: the control plane names the "
+            "deployment of an agent",
+            field_path=".agent",
+        ),
+        Rule(
+            "has(self.agent) == has(oldSelf.agent)",
+            "spec.agent cannot be added or removed after creation (it keys the deployment "
+            "for good)",
+            field_path=".agent",
+        ),
+        Rule(
             "!has(oldSelf.deploymentId) || has(self.deploymentId)",
             "spec.deploymentId cannot be removed once set",
             field_path=".deploymentId",
@@ -110,6 +122,13 @@ RULES: Final[Rules] = {
         ),
     ],
     "name": [immutable("name")],
+    "agent": [
+        Rule(
+            "self == oldSelf",
+            "spec.agent is immutable once set: another agent or environment is another "
+            "AgentDeployment",
+        ),
+    ],
     "source": [immutable("source")],
     "deploymentId": [
         Rule("self == oldSelf", "spec.deploymentId is immutable once set"),
@@ -176,7 +195,13 @@ KIND: Final = KindDef(
     rules=RULES,
     printer_columns=printer_columns(
         column("Revision", ".status.revision.status", "Status of the latest revision."),
+        column(
+            "Environment",
+            ".spec.agent.environment",
+            "The agent's environment (spec.agent); empty for a deployment by name.",
+        ),
         column("URL", ".status.url", "URL of the deployment."),
+        column("Agent", ".spec.agent.agentId", "The agent (spec.agent).", priority=1),
         column(
             "Deployment ID",
             ".status.deploymentId",

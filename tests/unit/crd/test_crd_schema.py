@@ -140,6 +140,10 @@ def test_printer_columns() -> None:
     assert agd["Ready"]["jsonPath"] == '.status.conditions[?(@.type=="Ready")].status'
     assert agd["Synced"]["jsonPath"] == '.status.conditions[?(@.type=="Synced")].status'
     assert agd["Revision"]["jsonPath"] == ".status.revision.status"
+    # spec.agent: its environment by default (what a promotion moves along), its id wide
+    assert agd["Environment"]["jsonPath"] == ".spec.agent.environment"
+    assert "priority" not in agd["Environment"]
+    assert (agd["Agent"]["jsonPath"], agd["Agent"]["priority"]) == (".spec.agent.agentId", 1)
     assert agd["Deployment ID"] == {
         "name": "Deployment ID",
         "type": "string",
