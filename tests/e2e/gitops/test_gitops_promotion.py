@@ -237,7 +237,10 @@ def test_argocd_promotes_from_development_to_production_one_overlay_at_a_time(
         def all_at(sha: str) -> bool:
             return all(verdict(apps.get(n)) == ("Synced", "Healthy", sha) for n in names.values())
 
-        wait_until("every environment Synced and Healthy", lambda: all_at(first))
+        def statuses() -> dict[str, Any]:
+            return {name: app_status(apps, name)() for name in names.values()}
+
+        wait_until("every environment Synced and Healthy", lambda: all_at(first), show=statuses)
         # One deployment per environment, each named by the control plane for its agent
         # and environment, each running its overlay's image.
         start = envs.snapshot()
@@ -263,7 +266,7 @@ def test_argocd_promotes_from_development_to_production_one_overlay_at_a_time(
             ),
             show=app_status(apps, names["development"]),
         )
-        wait_until("every environment at the commit", lambda: all_at(second))
+        wait_until("every environment at the commit", lambda: all_at(second), show=statuses)
         developed = envs.snapshot()
         assert developed["development"][0] == start["development"][0]  # the same deployment
         assert developed["development"][1:] == (candidate, start["development"][2] + 1)
