@@ -12,9 +12,10 @@ from typing import Any, Generic, Self, TypeVar
 
 from pydantic import BaseModel, Field
 
-from deployplane.crd.specs import DeletionPolicy, ManagementPolicy
+from deployplane.crd.specs import DeletionPolicy, ManagementPolicy, UpdatePolicy
 from deployplane.externals.agentdeployment import AgentDeploymentReason as Reason
 from deployplane.externals.errors import classified
+from deployplane.reconcile.approval import PendingChange
 from deployplane.reconcile.external import ExternalClient, Managed, Observation, Phase
 from deployplane.reconcile.marker import CreatePending
 from deployplane.reconcile.status import ResourceStatus
@@ -30,6 +31,7 @@ class FakeSpec(BaseModel):
 
     deletion_policy: DeletionPolicy = DeletionPolicy.DELETE
     management_policy: ManagementPolicy = ManagementPolicy.FULL
+    update_policy: UpdatePolicy = UpdatePolicy.AUTOMATIC
 
 
 class FakeStatus(ResourceStatus):
@@ -38,6 +40,7 @@ class FakeStatus(ResourceStatus):
     deployment_id: str | None = Field(None, description="Id on the control plane.")
     latest_revision_id: str | None = Field(None, description="A field an observation sets.")
     image_version: str | None = Field(None, description="Another one.")
+    pending_change: PendingChange | None = Field(None, description="A change held.")
 
     @property
     def external_id(self) -> str | None:
@@ -46,10 +49,18 @@ class FakeStatus(ResourceStatus):
     def with_external_id(self, external_id: str | None) -> Self:
         return self.evolve(deployment_id=external_id)
 
+    def held_change(self) -> PendingChange | None:
+        return self.pending_change
+
+    def with_pending_change(self, change: PendingChange | None) -> Self:
+        return self.evolve(pending_change=change)
+
 
 @dataclass(frozen=True)
 class FakeDelta:
     fields: tuple[str, ...]
+    action: str = "update"
+    reasons: tuple[str, ...] = ()
 
 
 Mr = Managed[FakeSpec, FakeStatus]
@@ -64,6 +75,8 @@ def observed(
     *,
     up_to_date: bool = True,
     drift: tuple[str, ...] = (),
+    action: str = "update",
+    reasons: tuple[str, ...] = (),
     **status: Any,
 ) -> Obs:
     """An observation of an existing resource (`status`: more camelCase status fields)."""
@@ -73,7 +86,7 @@ def observed(
         phase=phase,
         reason=reason,
         message=message,
-        patch=None if up_to_date else FakeDelta(drift),
+        patch=None if up_to_date else FakeDelta(drift, action, reasons),
     )
 
 
@@ -127,6 +140,8 @@ class ExternalFns:
     adopt_id: str | None = None
     observe_fn: Callable[[str, bool], Obs] = lambda external_id, _full: observed(external_id)
     find_fn: Callable[[], str | None] = lambda: None
+    find_by_key_fn: Callable[[str], str | None] = lambda _key: None
+    """A lookup by a key other than the spec's (the marker's, once the spec changed)."""
     create_fn: Callable[[], Obs] = lambda: observed("dep-new", Phase.PROGRESSING, Reason.CREATING)
     update_fn: Callable[[Obs], Obs] = _synced
     delete_fn: Callable[[str], bool] = lambda _external_id: True
@@ -143,9 +158,13 @@ class ExternalFns:
         self.journal.append(("observe", external_id, full))
         return self.observe_fn(external_id, full)
 
-    async def find(self, mr: Mr) -> str | None:
-        self.journal.append(("find",))
-        return self.find_fn()
+    async def find(self, mr: Mr, key: str | None = None) -> str | None:
+        """Journals ("find",) for the spec's natural key, ("find", key) for another."""
+        if key is None or key == self.natural_key:
+            self.journal.append(("find",))
+            return self.find_fn()
+        self.journal.append(("find", key))
+        return self.find_by_key_fn(key)
 
     async def create(self, mr: Mr, desired: str) -> Obs:
         assert desired == "desired"

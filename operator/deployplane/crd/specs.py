@@ -25,6 +25,7 @@ from deployplane.api.models import (
     Source,
     SourceConfig,
 )
+from deployplane.crd.agentkeys import agent_key
 from deployplane.kube import paths
 
 GROUP: Final = paths.GROUP
@@ -92,6 +93,14 @@ class ManagementPolicy(StrEnum):
 
     FULL = "Full"
     OBSERVE_ONLY = "ObserveOnly"
+
+
+class UpdatePolicy(StrEnum):
+    """Whether a change goes to the control plane at once or waits for an approval
+    (`deployplane.reconcile.approval`)."""
+
+    AUTOMATIC = "Automatic"
+    MANUAL = "Manual"
 
 
 DEFAULT_CONNECTION: Final = "default"
@@ -256,20 +265,22 @@ class AgentDeploymentSpec(ConnectionSpec):
         max_length=253,
         description=(
             "Deployment and tracing-project name; default metadata.name (not with agent). "
-            "Immutable."
+            "Fixed once the deployment exists (status.deploymentId)."
         ),
     )
     agent: DeploymentAgent | None = Field(
         None,
         description=(
-            "The agent and environment this deployment is for, instead of a name: the "
-            "control plane names it, and keeps one per agent and environment in a "
-            "workspace (a second AgentDeployment of the same pair stalls with its 409). "
-            "Not with name. Immutable."
+            "The agent and environment it is for, instead of a name: the control plane "
+            "names it, one per agent and environment (a second AgentDeployment of the pair "
+            "stalls with the 409). Not with name. Fixed once the deployment exists."
         ),
     )
     source: ManagedSource = Field(
-        description="git_host (Cloud SaaS) or external_docker (self-hosted). Immutable."
+        description=(
+            "git_host (Cloud SaaS) or external_docker (self-hosted). Fixed once the "
+            "deployment exists (status.deploymentId)."
+        )
     )
     source_config: AgentDeploymentSourceConfig | None = Field(
         None, description="Fields that need no new revision when changed."
@@ -302,6 +313,15 @@ class AgentDeploymentSpec(ConnectionSpec):
     deployment_id: UUID | None = Field(
         None, description="Adopt this existing deployment instead of creating one."
     )
+    update_policy: UpdatePolicy = Field(
+        UpdatePolicy.AUTOMATIC,
+        description=(
+            "Automatic: send each change to the control plane as soon as it is seen. "
+            "Manual: compute it (status.pendingChange) and send nothing until the "
+            "annotation deployplane.io/approved-generation names this generation "
+            "(`deployplane approve`); creating waits too, deleting does not."
+        ),
+    )
     delete_tracing_project: bool = Field(
         False,
         description=(
@@ -311,33 +331,31 @@ class AgentDeploymentSpec(ConnectionSpec):
     )
 
     def deployment_name(self, metadata_name: str) -> str | None:
-        """The name the deployment is created under; None for an agent's, which the
-        control plane names."""
+        """The name it is created under; None for an agent's (the control plane's)."""
         if self.agent is not None:
             return None
         return self.name or metadata_name
 
     def natural_key(self, metadata_name: str) -> str:
-        """What the deployment is known by besides its id (the create marker's key): its
-        name, or its agent and environment (`agent_key`)."""
+        """The create marker's key: the name, or the agent and environment (`agent_key`)."""
         if self.agent is not None:
             return agent_key(self.agent)
         return self.name or metadata_name
 
 
-def agent_key(agent: DeploymentAgent) -> str:
-    """The natural key of an agent's deployment: `agent support-bot in production`."""
-    return f"agent {agent.agent_id} in {agent.environment.value}"
-
-
 class ListenerSpec(ConnectionSpec):
     """Desired state of a listener (compute infrastructure) on the control plane."""
 
-    compute_type: ComputeType = Field(description="Kind of compute. Immutable.")
+    compute_type: ComputeType = Field(
+        description="Kind of compute. Fixed once the listener exists (status.listenerId)."
+    )
     compute_id: str = Field(
         min_length=1,
         max_length=253,
-        description="Unique id of the compute, e.g. the cluster name. Immutable.",
+        description=(
+            "Unique id of the compute, e.g. the cluster name. Fixed once the listener "
+            "exists (status.listenerId)."
+        ),
     )
     compute_config: ComputeConfig | None = Field(None, description="Compute settings.")
     version: str | None = Field(None, max_length=253, description="Listener version.")

@@ -13,8 +13,8 @@ from deployplane.crd.cel import (
     Rule,
     Rules,
     at_most,
+    fixed_once_created,
     forbidden_for,
-    immutable,
     required_for,
 )
 from deployplane.crd.columns import column, connection_column, policy_column, printer_columns
@@ -57,30 +57,37 @@ _REQUESTS_AND_LIMITS: Final = (
 DNS1123_SUBDOMAIN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 """A Kubernetes object name (a CEL string literal: the backslash is escaped)."""
 
+OBJECT_RULES: Final = (
+    # Correctable in git while no deployment exists for it on the control plane: the
+    # name (it defaults to metadata.name and names the deployment for good), the agent
+    # and environment (they key the deployment for good: another environment is another
+    # AgentDeployment), the source, the deployment type, and the id of one to adopt.
+    fixed_once_created(
+        "name", "deploymentId", "deployment", "AgentDeployment", presence="optional"
+    ),
+    fixed_once_created(
+        "agent", "deploymentId", "deployment", "AgentDeployment", presence="optional"
+    ),
+    fixed_once_created("source", "deploymentId", "deployment", "AgentDeployment"),
+    fixed_once_created(
+        "sourceConfig.deploymentType",
+        "deploymentId",
+        "deployment",
+        "AgentDeployment",
+        presence="optional",
+    ),
+    fixed_once_created(
+        "deploymentId", "deploymentId", "deployment", "AgentDeployment", presence="once set"
+    ),
+)
+
 RULES: Final[Rules] = {
     "": [
-        Rule(
-            "has(self.name) == has(oldSelf.name)",
-            "spec.name cannot be added or removed after creation (it defaults to "
-            "metadata.name and names the deployment for good)",
-            field_path=".name",
-        ),
         Rule(
             "!(has(self.agent) && has(self.name))",
             "spec.agent and spec.name are mutually exclusive: the control plane names the "
             "deployment of an agent",
             field_path=".agent",
-        ),
-        Rule(
-            "has(self.agent) == has(oldSelf.agent)",
-            "spec.agent cannot be added or removed after creation (it keys the deployment "
-            "for good)",
-            field_path=".agent",
-        ),
-        Rule(
-            "!has(oldSelf.deploymentId) || has(self.deploymentId)",
-            "spec.deploymentId cannot be removed once set",
-            field_path=".deploymentId",
         ),
         required_for("git_host", "sourceConfig.integrationId"),
         Rule(
@@ -104,12 +111,6 @@ RULES: Final[Rules] = {
             "sourceConfig.customUrl",
             "the service sets a git_host deployment's URL itself; see status.url",
         ),
-        Rule(
-            "(has(self.sourceConfig) && has(self.sourceConfig.deploymentType)) == "
-            "(has(oldSelf.sourceConfig) && has(oldSelf.sourceConfig.deploymentType))",
-            "spec.sourceConfig.deploymentType cannot be added or removed after creation",
-            field_path=".sourceConfig.deploymentType",
-        ),
         *(forbidden_for("external_docker", path, "git_host only") for path in _GIT_ONLY_FIELDS),
         Rule(
             "!(has(self.sourceConfig) && has(self.sourceConfig.buildOnPush) && "
@@ -121,19 +122,6 @@ RULES: Final[Rules] = {
             field_path=".sourceConfig.buildOnPush",
         ),
     ],
-    "name": [immutable("name")],
-    "agent": [
-        Rule(
-            "self == oldSelf",
-            "spec.agent is immutable once set: another agent or environment is another "
-            "AgentDeployment",
-        ),
-    ],
-    "source": [immutable("source")],
-    "deploymentId": [
-        Rule("self == oldSelf", "spec.deploymentId is immutable once set"),
-    ],
-    "sourceConfig.deploymentType": [immutable("sourceConfig.deploymentType")],
     "writeOutputsTo.configMapName": [
         Rule(
             f"self.matches('{DNS1123_SUBDOMAIN}')",
@@ -193,6 +181,7 @@ KIND: Final = KindDef(
     noun="deployment",
     connecter=connecter,
     rules=RULES,
+    object_rules=OBJECT_RULES,
     printer_columns=printer_columns(
         column("Revision", ".status.revision.status", "Status of the latest revision."),
         column(
@@ -216,5 +205,11 @@ KIND: Final = KindDef(
         ),
         connection_column(),
         policy_column(),
+        column(
+            "Pending",
+            ".status.pendingChange.action",
+            "updatePolicy Manual: the change waiting for approval (deployplane approve).",
+            priority=1,
+        ),
     ),
 )

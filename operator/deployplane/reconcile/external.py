@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -21,6 +21,17 @@ class Delta(Protocol):
     @property
     def fields(self) -> tuple[str, ...]:
         """Which fields differ (for events and logs); never values, which may be secret."""
+        ...
+
+    @property
+    def action(self) -> str:
+        """What sending it does, in a plan's words (`decision.Action`): `update`, or a
+        kind's own (an AgentDeployment's `new-revision`, `rebuild`)."""
+        ...
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why it does that (an AgentDeployment's new revision: image, source, config)."""
         ...
 
 
@@ -42,6 +53,8 @@ class Managed(Generic[SpecT, StatusT]):
     """The create marker on the object while no id is recorded (`reconcile.marker`): a
     create of this resource may have reached the control plane without its id being
     recorded (None once an id is: the id supersedes it)."""
+    approved_generation: int | None = None
+    """The generation the approval annotation names (`reconcile.approval`), if any."""
 
     @property
     def key(self) -> str:
@@ -124,8 +137,9 @@ class ExternalClient(Protocol[SpecT, StatusT, DesiredT, PatchT]):
         is in progress is refreshed (a poll), and nothing is compared."""
         ...
 
-    async def find(self, mr: Managed[SpecT, StatusT]) -> str | None:
-        """Look the resource up by its natural key; None when there is none."""
+    async def find(self, mr: Managed[SpecT, StatusT], key: str | None = None) -> str | None:
+        """Look the resource up by a natural key (`key`, else the spec's:
+        `natural_key`); None when there is none."""
         ...
 
     async def create(
@@ -151,3 +165,12 @@ class Connecter(Protocol[SpecT, StatusT, DesiredT, PatchT]):
     async def connect(
         self, mr: Managed[SpecT, StatusT]
     ) -> ExternalClient[SpecT, StatusT, DesiredT, PatchT]: ...
+
+
+@runtime_checkable
+class Releaser(Protocol):
+    """A connecter whose resources hold something of Kubernetes' while they exist (a
+    ControlPlaneConnection protects its API key Secret): `release` lets go of it once
+    the resource is finalized, before our finalizer comes off."""
+
+    async def release(self, mr: Managed[Any, Any]) -> None: ...

@@ -1043,6 +1043,17 @@ async def test_find_of_an_agents_deployment_uses_the_agent_filters() -> None:
     ]
 
 
+async def test_find_by_a_markers_key_reads_an_agent_key_as_the_agent() -> None:
+    """A marker names the key a create was made under, which the spec may no longer say
+    (corrected before any id was recorded): an agent's key is looked up by the agent."""
+    listing = {"resources": [deployment_json(name="support-bot-staging")], "offset": 1}
+    api = FakeApi().on("GET", "/v2/deployments", (200, listing))
+    assert await external(api).find(ad(docker_spec()), "agent support-bot in staging") == DEP
+    assert api.params[0]["agent_environment"] == "staging"
+    assert await external(api).find(ad(docker_spec(agent=BOT)), "agent") is None
+    assert api.params[1]["name_contains"] == "agent"  # a name's key, by its name
+
+
 # name mode and agent mode alike: (spec, marker time, ObserveOnly) -> found or not
 FIND_MARKER_CASES: dict[str, tuple[dict[str, Any], datetime | None, bool, bool]] = {
     "no time (by hand): adopts": (docker_spec(agent=BOT), None, False, True),

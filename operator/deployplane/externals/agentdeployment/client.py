@@ -20,6 +20,7 @@ from typing import Final
 from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Deployment, DeploymentStatus, Revision
+from deployplane.crd.agentkeys import agent_of_key
 from deployplane.crd.specs import ManagementPolicy
 from deployplane.crd.status import AgentDeploymentStatus
 from deployplane.externals.agentdeployment.diff import DeploymentDelta, diff
@@ -154,16 +155,17 @@ class AgentDeploymentExternal:
         except errors.NotFound:
             return None
 
-    async def find(self, mr: Mr) -> str | None:
-        """The deployment under the spec's natural key: its agent and environment (the
-        vendor CLI's filters), else its name (the published contract has no exact-name
-        filter: name_contains and an exact match, through every page, bounded). Never
-        one made before this resource's first create call (`_maybe_ours`)."""
-        agent = mr.spec.agent
+    async def find(self, mr: Mr, key: str | None = None) -> str | None:
+        """The deployment under a natural key (`key`, else the spec's): an agent and an
+        environment (the vendor CLI's filters), else a name (the published contract has
+        no exact-name filter: name_contains and an exact match, through every page,
+        bounded). Never one made before this resource's first create call
+        (`_maybe_ours`)."""
+        agent = mr.spec.agent if key is None else agent_of_key(key)
         if agent is not None:
             found = await self.client.find_deployment_by_agent(agent.agent_id, agent.environment)
         else:
-            found = await self.client.find_deployment_by_name(self.natural_key)
+            found = await self.client.find_deployment_by_name(key or self.natural_key)
         return None if found is None or not _maybe_ours(mr, found) else str(found.id)
 
     async def create(self, mr: Mr, desired: Desired) -> Obs:
