@@ -60,6 +60,11 @@ NOT_ON_THE_GITOPS_DEMO: tuple[tuple[str, str], ...] = (
     (r'"finalizers":\s*null', "releases a resource by hand once the operator is gone"),
     (r"\bdeployplane-system\b", "the namespace of a chart install: the demo runs no release"),
     (r"<[a-z][a-z-]*>", "a placeholder the reader fills in"),
+    (
+        r"\bpromotion/",
+        "the promotion example's repository (examples/gitops/promotion/), which the demo "
+        "does not sync: tests/e2e/gitops/test_gitops_promotion.py promotes through it",
+    ),
 )
 """(pattern, why) of docs/gitops.md's commands that cannot run on `make demo GITOPS=1`."""
 

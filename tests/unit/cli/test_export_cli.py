@@ -253,6 +253,26 @@ def test_a_deployment_an_agentdeployment_manages_is_skipped_with_one_line(
     assert cluster.lists == [("agentdeployments", None)]  # every namespace
 
 
+def test_an_agents_deployment_an_agentdeployment_is_creating_is_skipped(
+    service: FakeService, cluster: FakeCluster
+) -> None:
+    """Its create marker holds its agent and environment, not the name the control
+    plane gives: the deployment of that agent is its, even before an id is recorded."""
+    marker = {"deployplane.io/external-name": "agent bot in staging"}
+    cluster.agentdeployments = [agentdeployment("bot-staging", metadata={"annotations": marker})]
+    agent = {"agent_id": "bot", "environment": "staging"}
+    other = {"agent_id": "bot", "environment": "production"}
+    made = [
+        deployment(id=MANAGED_ID, name="bot-staging-1a2b3c4d", agent=agent),
+        deployment(name="bot-production", agent=other),
+    ]
+    serve(service, made, [])
+    result = run()
+    assert result.exit_code == 0, result.output
+    assert [d["metadata"]["name"] for d in yaml.safe_load_all(result.stdout)] == ["bot-production"]
+    assert "managed by agentdeployment team-a/bot-staging already" in result.stderr
+
+
 def test_include_managed_exports_them_without_reading_the_cluster(
     service: FakeService, cluster: FakeCluster
 ) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from deployplane.api.enums import DeploymentStatus, DeploymentType
+from deployplane.api.enums import AgentEnvironment, DeploymentStatus, DeploymentType
 from deployplane.cli.commands import logs
 from deployplane.cli.commands.completers import deployment_names
 from deployplane.cli.commands.edit.commands import add_editing
@@ -22,6 +22,8 @@ from deployplane.cli.commands.kubeoptions import namespace_option
 from deployplane.cli.commands.options import (
     DEPLOYMENT_REF,
     Output,
+    agent_environment_option,
+    agent_id_option,
     command,
     deployment_argument,
     group,
@@ -51,6 +53,8 @@ deployments = group("deployments", "Create, change, delete and wait for deployme
     help="Only git_host deployments of this type.",
 )
 @option("--image-version", help="Only deployments running this image version.")
+@agent_id_option
+@agent_environment_option
 @limit_option
 @output_option()
 @headers_option
@@ -60,20 +64,28 @@ def list_deployments(
     status: DeploymentStatus | None,
     deployment_type: DeploymentType | None,
     image_version: str | None,
+    agent_id: str | None,
+    agent_environment: AgentEnvironment | None,
     limit: int | None,
     output: Output,
     no_headers: bool,
 ) -> None:
-    """List deployments (the filters are the service's own query parameters)."""
+    """List deployments (the filters are the service's own query parameters; --agent-id
+    and --agent-environment, the vendor CLI's, list the deployments of that agent, in
+    that environment)."""
     from deployplane.api import models
     from deployplane.cli.commands.common import page_size, take
-    from deployplane.cli.commands.connection import call
+    from deployplane.cli.commands.connection import ExitCode, call, fail
     from deployplane.cli.commands.output import print_many
 
+    if agent_id is not None and not agent_id.strip():
+        fail("--agent-id must not be empty", ExitCode.USAGE)
     given = {
         "status": status.value if status else None,
         "deployment_type": deployment_type.value if deployment_type else None,
         "image_version": image_version,
+        "agent_id": agent_id,
+        "agent_environment": agent_environment.value if agent_environment else None,
     }
     filters: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
 

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from deployplane.api.enums import AgentEnvironment
 from deployplane.cli.commands.completers import deployment_names, listener_names
 from deployplane.cli.commands.connection import (
     CONNECTION_PARAMS,
@@ -28,6 +29,8 @@ __all__ = [
     "DEPLOYMENT_REF",
     "LISTENER_REF",
     "Output",
+    "agent_environment_option",
+    "agent_id_option",
     "command",
     "deployment_argument",
     "file_option",
@@ -77,6 +80,10 @@ wait_option = option(
 )
 timeout_option = option(
     "--timeout", type=click.FloatRange(min=0), help="With --wait: give up after S seconds."
+)
+agent_id_option = option("--agent-id", help="The agent's id.")
+agent_environment_option = option(
+    "--agent-environment", type=EnumChoice(AgentEnvironment), help="The agent's environment."
 )
 file_option = option(
     "--file",

@@ -76,6 +76,8 @@ _COLUMNS: dict[str, list[Column]] = {
         Column("IMAGE / REF", wide=True, get=lambda d, _: _deployment_ref(d)),
         Column("LATEST REVISION", wide=True, get=lambda d, _: d.latest_revision_id),
         Column("ACTIVE REVISION", wide=True, get=lambda d, _: d.active_revision_id),
+        Column("AGENT", wide=True, get=lambda d, _: d.agent.agent_id if d.agent else None),
+        Column("ENVIRONMENT", wide=True, get=lambda d, _: d.agent.environment if d.agent else None),
     ],
     "Revision": [
         Column("ACTIVE", get=lambda r, active: "*" if str(r.id) == active else ""),

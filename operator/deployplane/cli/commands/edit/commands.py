@@ -14,6 +14,8 @@ import click
 
 from deployplane.cli.commands.options import (
     Output,
+    agent_environment_option,
+    agent_id_option,
     command,
     file_option,
     output_option,
@@ -61,29 +63,100 @@ def add_editing(group: click.Group, noun: KindName, ref_help: str, names: Comple
 
 
 def _add_create(group: click.Group, noun: KindName) -> None:
+    help_text = (
+        f"Create a {noun} from a file.\n\nThe API's create body; the output of "
+        "`get -o yaml` works (its read-only fields are ignored)."
+    )
+    if noun == "listener":
+
+        @command(group, "create", help=help_text)
+        @file_option
+        @output_option()
+        @wait_option
+        @timeout_option
+        def create(file: str, output: Output, wait: bool, timeout: float | None) -> None:
+            _create(noun, file, output, wait=wait, timeout=timeout)
+
+        return
+
     @command(
         group,
         "create",
-        help=f"Create a {noun} from a file.\n\nThe API's create body; the output of "
-        "`get -o yaml` works (its read-only fields are ignored).",
+        help=help_text + " With --agent-id and --agent-environment, the deployment of "
+        "that agent in that environment: the control plane names it, and keeps one per "
+        "agent and environment (the file then names no deployment).",
     )
     @file_option
     @output_option()
     @wait_option
     @timeout_option
-    def create(file: str, output: Output, wait: bool, timeout: float | None) -> None:
-        from deployplane.cli.commands.common import follow_new_revision
-        from deployplane.cli.commands.connection import call
-        from deployplane.cli.commands.edit import editing
-        from deployplane.cli.commands.output import print_one
+    @agent_id_option
+    @agent_environment_option
+    def create_deployment(
+        file: str,
+        output: Output,
+        wait: bool,
+        timeout: float | None,
+        agent_id: str | None,
+        agent_environment: str | None,
+    ) -> None:
+        agent = _agent_of(agent_id, agent_environment)
+        _create(noun, file, output, wait=wait, timeout=timeout, agent=agent)
 
-        kind = _kind(noun)
-        (desired,) = _one_document(kind, file)
-        created = call(lambda c: editing.create(c, kind, desired))
-        if kind is editing.DEPLOYMENT and wait:
-            follow_new_revision(created, None, output, timeout=timeout)
-        else:
-            print_one(created, output)
+
+def _agent_of(agent_id: str | None, environment: str | None) -> dict[str, str] | None:
+    """--agent-id and --agent-environment, given together or not at all."""
+    from deployplane.cli.commands.connection import ExitCode, fail
+
+    if agent_id is None and environment is None:
+        return None
+    if agent_id is None or not agent_id.strip() or environment is None:
+        fail("--agent-id and --agent-environment are required together", ExitCode.USAGE)
+    return {"agent_id": agent_id, "environment": str(environment)}
+
+
+def _create(
+    noun: KindName,
+    file: str,
+    output: Output,
+    *,
+    wait: bool = False,
+    timeout: float | None = None,
+    agent: dict[str, str] | None = None,
+) -> None:
+    from deployplane.cli.commands.common import follow_new_revision
+    from deployplane.cli.commands.connection import call
+    from deployplane.cli.commands.edit import editing
+    from deployplane.cli.commands.output import print_one
+
+    kind = _kind(noun)
+    (desired,) = _one_document(kind, file)
+    if agent is not None:
+        desired = _for_agent(desired, agent)
+    created = call(lambda c: editing.create(c, kind, desired))
+    if kind is editing.DEPLOYMENT and wait:
+        follow_new_revision(created, None, output, timeout=timeout)
+    else:
+        print_one(created, output)
+
+
+def _for_agent(desired: Any, agent: dict[str, str]) -> Any:
+    """The deployment file made for the agent of the flags (one line, exit 2, if not)."""
+    from deployplane.api.models import AGENT_ID_MAX_LENGTH, DeploymentAgent
+    from deployplane.cli.commands.connection import ExitCode, fail
+    from deployplane.cli.commands.edit import planning
+
+    agent_id = agent["agent_id"]
+    if agent_id != agent_id.strip() or len(agent_id) > AGENT_ID_MAX_LENGTH:
+        fail(
+            f"--agent-id must have at most {AGENT_ID_MAX_LENGTH} characters and no "
+            "whitespace at either end",
+            ExitCode.USAGE,
+        )
+    try:
+        return planning.for_agent(desired, DeploymentAgent.model_validate(agent))
+    except planning.PlanError as exc:
+        fail(str(exc), ExitCode.USAGE)
 
 
 def _add_update(

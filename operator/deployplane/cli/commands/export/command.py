@@ -212,7 +212,7 @@ def unmanaged(
     kept: list[Deployment] = []
     skipped: list[Skipped] = []
     for dep in found.deployments:
-        manager = managers.manager_of(str(dep.id), dep.name)
+        manager = managers.manager_of(str(dep.id), dep.name, dep.agent)
         if manager is None:
             kept.append(dep)
         else:
