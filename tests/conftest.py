@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from deployplane.cli.config.options import ENV_CONTEXT
+from deployplane.cli.clientconfig.options import ENV_CONTEXT
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -208,6 +208,7 @@ SHARED_LISTENER = listener(
 )
 SHARED_LISTENER_REF = agd(DOCKER, sourceConfig__listenerRef__namespace="infra")
 WRITING_OUTPUTS = agd(DOCKER, writeOutputsTo={"configMapName": "support-bot.outputs-1"})
+FOR_AGENT = agd(DOCKER, agent={"agentId": "support-bot", "environment": "staging"})
 FOUR_K = "x" * 4097
 TAG = "refs/tags/v1.0.0"
 
@@ -589,6 +590,20 @@ INVALID: list[tuple[str, Obj | Update, str]] = [
         listener(deletionPolicy="Keep"),
         'spec.deletionPolicy: Unsupported value: "Keep"',
     ),
+    # ---- spec.agent: a deployment keyed by an agent and an environment
+    (
+        "agent-environment-bad-enum",
+        agd(FOR_AGENT, agent__environment="qa"),
+        'spec.agent.environment: Unsupported value: "qa"',
+    ),
+    ("agent-id-missing", agd(FOR_AGENT, agent__agentId=_DELETE), "spec.agent.agentId: Required"),
+    ("agent-id-blank-end", agd(FOR_AGENT, agent__agentId="bot "), "spec.agent.agentId"),
+    ("agent-id-too-long", agd(FOR_AGENT, agent__agentId="a" * 129), "spec.agent.agentId: Too long"),
+    (
+        "agent-with-name",
+        agd(FOR_AGENT, name="support-bot"),
+        "spec.agent and spec.name are mutually exclusive",
+    ),
     # ---- fields that name the remote object, fixed once it exists (rules on the whole
     # object, keyed on the id in the status), refused on update
     *(
@@ -608,6 +623,31 @@ INVALID: list[tuple[str, Obj | Update, str]] = [
                 NAMED,
                 agd(NAMED, name=_DELETE),
                 "spec.name cannot be added, removed or changed once",
+            ),
+            (
+                "agent-environment-changed",
+                FOR_AGENT,
+                agd(FOR_AGENT, agent__environment="production"),
+                "spec.agent: Invalid value: spec.agent cannot be added, removed or changed "
+                "once the deployment exists on the control plane (status.deploymentId is set)",
+            ),
+            (
+                "agent-id-changed",
+                FOR_AGENT,
+                agd(FOR_AGENT, agent__agentId="other-bot"),
+                "spec.agent cannot be added, removed or changed once",
+            ),
+            (
+                "agent-added",
+                DOCKER,
+                FOR_AGENT,
+                "spec.agent cannot be added, removed or changed once",
+            ),
+            (
+                "agent-removed",
+                FOR_AGENT,
+                DOCKER,
+                "spec.agent cannot be added, removed or changed once",
             ),
             ("source-changed", GIT_BY_URL, DOCKER, "spec.source cannot change once"),
             (
@@ -715,6 +755,7 @@ def test_examples_are_accepted(
         SHARED_LISTENER,
         SHARED_LISTENER_REF,
         WRITING_OUTPUTS,
+        FOR_AGENT,
     ],
     ids=[
         "git-by-repo-url",
@@ -727,6 +768,7 @@ def test_examples_are_accepted(
         "listener-shared-by-selector",
         "listener-ref-in-another-namespace",
         "writing-outputs-to-a-configmap",
+        "for-an-agent",
     ],
 )
 def test_valid_variants_are_accepted(
@@ -799,6 +841,7 @@ def test_default_deletion_policy_is_delete(custom: client.CustomObjectsApi, name
         (LISTENER, listener(version="0.2.0", computeConfig={"k8sNamespaces": ["a", "b"]})),
         (ADOPTING_LISTENER, listener(listenerId=UUID_A, version="1")),
         (TYPED, agd(TYPED, sourceRevisionConfig__repoRef="develop")),
+        (FOR_AGENT, agd(FOR_AGENT, sourceRevisionConfig__imageUri="registry.example.com/x:2")),
     ],
     ids=[
         "image-changed",
@@ -809,6 +852,7 @@ def test_default_deletion_policy_is_delete(custom: client.CustomObjectsApi, name
         "listener-mutable-fields",
         "listener-id-kept",
         "deployment-type-kept",
+        "agent-kept-image-changed",
     ],
 )
 def test_allowed_updates_are_accepted(

@@ -506,6 +506,61 @@ def test_failing_revision_goes_stalled_with_the_reason(
     assert warnings[0].action == "Reconcile"
 
 
+def test_a_second_agentdeployment_of_an_agent_and_environment_stalls_with_the_409(
+    operator: Any,
+    resources: Resources,
+    emulator: Emulator,
+    dev_cluster: E2ECluster,
+    namespace: str,
+) -> None:
+    """spec.agent: the deployment is created through the agent and named by the control
+    plane; a second AgentDeployment of the same agent and environment is Stalled with
+    the service's 409, takes nothing, and deleting it deletes nothing of the first's."""
+    agent_id = f"bot-{namespace}"  # the module's emulator is shared: an agent of its own
+    agent = {"agentId": agent_id, "environment": "production"}
+    resources.create(AGD, docker("first", agent=agent))
+    first = resources.wait(AGD, "first", ready_for_generation, what="Ready")
+    assert first is not None
+    resources.create(AGD, docker("second", agent=agent))
+    second = resources.wait(AGD, "second", is_true("Stalled"), what="Stalled")
+    assert second is not None
+    stalled = condition(second, "Stalled")
+    assert stalled["reason"] == "Conflict"
+    assert "This agent already has a deployment in this environment" in stalled["message"]
+    assert first["status"]["deploymentId"] in stalled["message"]
+    assert not second["status"].get("deploymentId")
+    assert create_marker(second) is None  # taken off: no later pass adopts by it
+
+    def agents_deployments() -> list[dict[str, Any]]:
+        with emulator.http() as h:
+            listed = h.get("/v2/deployments", params={"agent_id": agent_id})
+            listed.raise_for_status()
+        found: list[dict[str, Any]] = listed.json()["resources"]
+        return found
+
+    (made,) = agents_deployments()
+    assert made["id"] == first["status"]["deploymentId"]
+    assert made["name"] == f"{agent_id}-production"
+    assert create_marker(first) == f"agent {agent_id} in production"
+    shown = subprocess.run(
+        [
+            *(str(dev_cluster.tools.kubectl), "--kubeconfig", str(dev_cluster.kubeconfig)),
+            *("-n", namespace, "get", "agentdeployments", "first", "--no-headers"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split()[:4] == ["first", "True", "True", "DEPLOYED"]
+    assert shown.stdout.split()[4] == "production"  # the Environment column
+
+    resources.delete(AGD, "second")
+    resources.wait(AGD, "second", lambda o: o is None, what="finalized")
+    (still,) = agents_deployments()
+    assert (still["id"], still["status"]) == (made["id"], "READY")
+
+
 def test_secret_rotation_rolls_a_new_revision(
     resources: Resources, emulator: Emulator, kubeconfig: Path, namespace: str, crds: None
 ) -> None:

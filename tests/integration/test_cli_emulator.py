@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from click.testing import CliRunner, Result
 from test_controlplane_cli import serve
-from typer.testing import CliRunner, Result
 
-from deployplane.cli.root import app
+from deployplane.cli.root import root as app
 from deployplane.controlplane.settings import DEV_INTEGRATION_ID
 from deployplane.controlplane.store.answers import SECRET_VALUE_MASK
 
@@ -199,3 +199,88 @@ def test_the_emulator_refuses_an_image_no_registry_would_pull(
     assert entry["msg"].startswith("not a valid image reference: ")
     listed = httpx.get(f"{emulator.url}/v2/deployments", headers={"X-Api-Key": KEY}).json()
     assert listed["resources"] == []
+
+
+def agent_file(image: str = "registry.example.com/bot:1") -> dict[str, Any]:
+    """A deployment file naming no deployment: `create --agent-id` gives it its agent."""
+    return {"source": "external_docker", "source_revision_config": {"image_uri": image}}
+
+
+def test_create_for_an_agent_and_list_by_agent_and_environment(emulator: Emulator) -> None:
+    for environment in ("staging", "production"):
+        created = emulator.ok(
+            *("deployments", "create", "-f", "-", "-o", "name"),
+            *("--agent-id", "bot", "--agent-environment", environment),
+            stdin=json.dumps(agent_file()),
+        )
+        assert created.stdout == f"deployment/bot-{environment}\n"
+    emulator.ok("deployments", "create", "-f", "-", stdin=json.dumps({**agent_file(), "name": "n"}))
+
+    def names(*flags: str) -> list[str]:
+        listed = emulator.ok("deployments", "list", "-o", "json", *flags).stdout
+        return [d["name"] for d in json.loads(listed)]
+
+    assert names("--agent-id", "bot") == ["bot-staging", "bot-production"]
+    assert names("--agent-environment", "production") == ["bot-production"]
+    assert names("--agent-id", "bot", "--agent-environment", "STAGING") == ["bot-staging"]
+    wide = emulator.ok("deployments", "list", "-o", "wide", "--agent-id", "bot").stdout
+    header, staging, _ = wide.splitlines()
+    assert header.split()[-2:] == ["AGENT", "ENVIRONMENT"]
+    assert staging.split()[-2:] == ["bot", "staging"]
+
+    # a second deployment of the agent in an environment: the service's 409, one line
+    again = emulator.cli(
+        *("deployments", "create", "-f", "-"),
+        *("--agent-id", "bot", "--agent-environment", "staging"),
+        stdin=json.dumps(agent_file()),
+    )
+    assert again.exit_code != 0
+    assert "This agent already has a deployment in this environment" in again.stderr
+    assert again.stderr.strip().count("\n") == 0
+    # what the flags cannot mean, before any request
+    for flags, said in (
+        (("--agent-id", "bot"), "--agent-id and --agent-environment are required together"),
+        (("--agent-environment", "staging"), "are required together"),
+    ):
+        refused = emulator.cli("deployments", "create", "-f", "-", *flags, stdin="{}")
+        assert (refused.exit_code, said in refused.stderr) == (2, True), refused.stderr
+    named = emulator.cli(
+        *("deployments", "create", "-f", "-", "--agent-id", "bot"),
+        *("--agent-environment", "development"),
+        stdin=json.dumps({**agent_file(), "name": "mine"}),
+    )
+    assert named.exit_code == 2
+    assert "name: not with --agent-id" in named.stderr
+    assert names("--agent-id", "bot") == ["bot-staging", "bot-production"]
+
+
+def test_an_agents_deployment_round_trips_and_applies_by_its_agent(emulator: Emulator) -> None:
+    emulator.ok(
+        *("deployments", "create", "-f", "-", "--agent-id", "bot"),
+        *("--agent-environment", "development"),
+        stdin=json.dumps(agent_file()),
+    )
+    exported = emulator.ok("deployments", "get", "bot-development", "-o", "yaml").stdout
+    shown = yaml.safe_load(exported)
+    assert shown["agent"] == {"agent_id": "bot", "environment": "development"}
+    assert shown["is_preview"] is False
+    emulator.reset_counts()
+    emulator.ok("deployments", "update", "bot-development", "-f", "-", stdin=exported)
+    assert emulator.writes() == {}  # name and agent as they are: nothing sent
+
+    # apply finds a file's deployment by its agent: a new image is one PATCH of it
+    file = {**agent_file("registry.example.com/bot:2"), **{"agent": shown["agent"]}}
+    emulator.reset_counts()
+    applied = emulator.ok("apply", "-f", "-", stdin=yaml.safe_dump(file))
+    assert applied.stdout == "deployment/bot-development configured\n"
+    assert emulator.writes() == {"PATCH /v2/deployments/{deployment_id}": {"200": 1}}
+    # in another environment, apply creates it
+    elsewhere = {**file, "agent": {"agent_id": "bot", "environment": "production"}}
+    created = emulator.ok("apply", "-f", "-", stdin=yaml.safe_dump(elsewhere))
+    assert created.stdout == "deployment/bot-production created\n"
+    moved = {**shown, "agent": {"agent_id": "bot", "environment": "staging"}}
+    refused = emulator.cli(
+        "deployments", "update", "bot-development", "-f", "-", stdin=yaml.safe_dump(moved)
+    )
+    assert refused.exit_code == 2
+    assert "agent: cannot change (the deployment's is 'bot' in development)" in refused.stderr

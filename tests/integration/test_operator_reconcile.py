@@ -11,6 +11,7 @@ import copy
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.errors import classified
 from deployplane.externals.listener import ListenerConnecter
 from deployplane.reconcile.finalizer import FINALIZER
-from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION
+from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION, EXTERNAL_NAME_ANNOTATION
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
@@ -498,3 +499,140 @@ async def test_listener_then_deployment_with_listener_ref(harness: Harness) -> N
     await settle(listeners, lst_body, lst_state, harness)
     response = await harness.http.get(f"/v2/listeners/{listener_id}")
     assert response.json()["version"] == "2"
+
+
+# ------------------------------------------------------------------ spec.agent
+
+
+def agent_spec(environment: str = "production", **extra: Any) -> dict[str, Any]:
+    return docker_spec(agent={"agentId": "support-bot", "environment": environment}, **extra)
+
+
+async def by_agent(h: Harness, environment: str) -> list[dict[str, Any]]:
+    params = {"agent_id": "support-bot", "agent_environment": environment}
+    response = await h.http.get("/v2/deployments", params=params)
+    assert response.status_code == 200, response.text
+    resources: list[dict[str, Any]] = response.json()["resources"]
+    return resources
+
+
+async def test_an_agents_deployment_is_created_through_its_agent(harness: Harness) -> None:
+    deployments, _ = harness.runners()
+    body, state = cr("bot-prod", agent_spec()), ResourceState()
+    state.status = {}
+    await settle(deployments, body, state, harness)
+
+    assert condition(state, "Ready")["status"] == "True"
+    (made,) = await by_agent(harness, "production")
+    assert made["id"] == state.status["deploymentId"]  # type: ignore[index]
+    assert made["name"] == "support-bot-production"  # the control plane's name
+    assert made["agent"] == {"agent_id": "support-bot", "environment": "production"}
+    marker = harness.kube.objects[(NS, "agentdeployments", "bot-prod")]["metadata"]
+    assert marker["annotations"][EXTERNAL_NAME_ANNOTATION] == "agent support-bot in production"
+    assert [c[0] for c in harness.calls].count("POST") == 1
+
+
+async def test_crash_after_an_agents_create_recovers_it_through_the_agent_filters(
+    harness: Harness,
+) -> None:
+    deployments, _ = harness.runners()
+    body = cr("crashy-bot", agent_spec("staging"))
+    harness.kube.fail_write_when = lambda patch: "deploymentId" in patch
+    state = ResourceState()
+    state.status = {}
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        await deployments.one_pass(body, state, post_event=harness.events.append)
+
+    harness.kube.fail_write_when = None
+    stored = copy.deepcopy(harness.kube.objects[(NS, "agentdeployments", "crashy-bot")])
+    assert CREATE_PENDING_ANNOTATION in stored["metadata"]["annotations"]
+    body = apply_merge_patch(body, stored)
+    restarted = ResourceState()
+    restarted.seed(body)
+    await settle(deployments, body, restarted, harness)
+
+    (made,) = await by_agent(harness, "staging")
+    assert restarted.status is not None
+    assert restarted.status["deploymentId"] == made["id"]
+    assert condition(restarted, "Ready")["status"] == "True"
+    assert [c[0] for c in harness.calls].count("POST") == 1
+    assert ("GET", "/v2/deployments", 200) in harness.calls  # looked up by the agent filters
+
+
+async def second_of_an_agent(
+    h: Harness, annotations: dict[str, str] | None = None
+) -> tuple[ResourceState, dict[str, Any], dict[str, Any]]:
+    """A first AgentDeployment of support-bot in production, Ready; then a second of the
+    same agent and environment (with `annotations`), one pass."""
+    deployments, _ = h.runners()
+    first, first_state = cr("bot-a", agent_spec()), ResourceState()
+    first_state.status = {}
+    await settle(deployments, first, first_state, h)
+    second = cr("bot-b", agent_spec())
+    second["metadata"]["annotations"] = dict(annotations or {})
+    state = ResourceState()
+    state.seed(second)
+    await deployments.one_pass(second, state, post_event=h.events.append)
+    return state, first_state.status or {}, second
+
+
+async def test_a_second_agentdeployment_of_an_agent_stalls_with_the_409(harness: Harness) -> None:
+    state, first, _ = await second_of_an_agent(harness)
+
+    stalled = condition(state, "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "Conflict")
+    assert "This agent already has a deployment in this environment" in stalled["message"]
+    assert state.status is not None
+    assert not state.status.get("deploymentId")
+    assert state.marker is None  # taken off: no later pass may adopt by it
+    (only,) = await by_agent(harness, "production")
+    assert only["id"] == first["deploymentId"]
+
+
+async def test_a_second_agentdeployment_never_adopts_the_firsts_deployment_by_its_marker(
+    harness: Harness,
+) -> None:
+    """Its own first create's answer was lost (the marker is on it, from a pass that
+    began two minutes after the first's deployment was made): the agent filters find the
+    first's deployment, which predates that create, so it is not taken for its own."""
+    later = (datetime.now(UTC) + timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    annotations = {
+        EXTERNAL_NAME_ANNOTATION: "agent support-bot in production",
+        CREATE_PENDING_ANNOTATION: later,
+    }
+    state, first, second = await second_of_an_agent(harness, annotations)
+
+    assert condition(state, "Stalled")["reason"] == "Conflict"
+    assert state.status is not None
+    assert not state.status.get("deploymentId")
+    assert not any(e.reason == "Adopted" for e in harness.events)
+    stored = harness.kube.objects[(NS, "agentdeployments", "bot-b")]["metadata"]["annotations"]
+    assert EXTERNAL_NAME_ANNOTATION not in stored
+    # deleted, it deletes nothing of the first's either
+    deployments, _ = harness.runners()
+    assert await deployments.finalize(apply_merge_patch(second, {"metadata": {}}), state) is None
+    (only,) = await by_agent(harness, "production")
+    assert (only["id"], only["status"]) == (first["deploymentId"], "READY")
+
+
+async def test_a_marker_written_by_hand_adopts_the_agents_deployment(harness: Harness) -> None:
+    """Crossplane's import: the external-name alone (no create time) adopts what the
+    key finds."""
+    created = await harness.http.post(
+        "/v2/deployments",
+        json={
+            "agent": {"agent_id": "support-bot", "environment": "development"},
+            "source": "external_docker",
+            "source_revision_config": {"image_uri": "registry.example.com/agent:1"},
+        },
+    )
+    assert created.status_code == 201, created.text
+    deployments, _ = harness.runners()
+    body = cr("imported", agent_spec("development"))
+    body["metadata"]["annotations"] = {EXTERNAL_NAME_ANNOTATION: "agent support-bot in development"}
+    state = ResourceState()
+    state.seed(body)
+    await settle(deployments, body, state, harness)
+    assert state.status is not None
+    assert state.status["deploymentId"] == created.json()["id"]
+    assert [c[0] for c in harness.calls].count("POST") == 0

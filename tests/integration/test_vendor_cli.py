@@ -23,6 +23,7 @@ from tests.support.published import assert_published
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(300)]
 
 KEY = "vendor-key"
+KEY_AGENT_MODE_OFF = "vendor-key-agent-mode-off"
 LISTENING = "deployplane control plane listening on "
 LANGGRAPH = Path(sys.executable).parent / "langgraph"
 DIGEST_A = "a" * 64
@@ -40,7 +41,13 @@ def emulator(tmp_path: Path, database_url: str) -> Iterator[str]:
                 "name": "team",
                 "api_keys": [KEY],
                 "mode": "both",
-            }
+            },
+            {
+                "id": "22222222-2222-2222-2222-222222222222",
+                "name": "no-agents",
+                "api_keys": [KEY_AGENT_MODE_OFF],
+                "agent_mode": False,
+            },
         ],
         "pipeline": {"step_seconds": 0.5, "build_seconds": 4.0},
     }
@@ -78,12 +85,12 @@ def project(path: Path, graph_file: str = "agent.py") -> Path:
 
 
 def langgraph(
-    url: str, cwd: Path, *args: str, path: str | None = None
+    url: str, cwd: Path, *args: str, path: str | None = None, key: str = KEY
 ) -> subprocess.CompletedProcess[str]:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("LANGSMITH", "LANGCHAIN"))},
         "LANGGRAPH_HOST_URL": url,
-        "LANGGRAPH_HOST_API_KEY": KEY,
+        "LANGGRAPH_HOST_API_KEY": key,
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         **({"PATH": path} if path is not None else {}),
     }
@@ -280,3 +287,160 @@ def test_deployplane_logs_follows_a_remote_build_until_it_is_done(
     assert unknown.returncode != 0
     assert unknown.stderr.strip().count("\n") == 0  # one line, no traceback
     assert "not found" in unknown.stderr
+
+
+# ------------------------------------------------------------------ agent mode
+# `langgraph deploy --agent-id A --agent-environment E`: a deployment keyed by an agent
+# and an environment, which the control plane names (docs/emulator.md, "Agent mode").
+
+
+def agent_deploy(
+    url: str, cwd: Path, agent_id: str, environment: str, *args: str
+) -> subprocess.CompletedProcess[str]:
+    return langgraph(
+        url,
+        cwd,
+        *("deploy", "--no-input", "--agent-id", agent_id, "--agent-environment", environment),
+        *args,
+    )
+
+
+def listed_json(url: str, cwd: Path, *args: str) -> list[dict[str, str]]:
+    done = langgraph(url, cwd, "deploy", "list", "--json", *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    listed: list[dict[str, str]] = json.loads(done.stdout)
+    return listed
+
+
+def test_agent_mode_creates_updates_in_place_and_keeps_environments_apart(
+    emulator: str, tmp_path: Path
+) -> None:
+    app = project(tmp_path / "bot")
+    # Other deployments present, by name and of another agent: the CLI must tell which
+    # one is this agent's in each environment through the filters alone.
+    image_a = f"registry.example.com/agents/bot@sha256:{DIGEST_A}"
+    image_b = f"registry.example.com/agents/bot@sha256:{DIGEST_B}"
+    other = langgraph(
+        emulator, app, "deploy", "--no-input", "--name", "other", "--image-uri", image_a
+    )
+    assert other.returncode == 0, other.stdout + other.stderr
+    rival = agent_deploy(emulator, app, "rival", "development", "--image-uri", image_a)
+    assert rival.returncode == 0, rival.stdout + rival.stderr
+
+    # created by the remote build, in development
+    created = agent_deploy(emulator, app, "support-bot", "development", "--remote")
+    assert created.returncode == 0, created.stdout + created.stderr
+    assert "Looking up agent 'support-bot' in development" in created.stdout
+    assert "Creating deployment for agent 'support-bot' in development" in created.stdout
+    assert "Deployment name: support-bot-development" in created.stdout
+    assert "Deployment successful!" in created.stdout
+    development = deployment_id(created.stdout)
+
+    # again: the same deployment, a new revision (the first one replaced)
+    (app / "agent.py").write_text("graph = 'v2'\n")
+    updated = agent_deploy(emulator, app, "support-bot", "development", "--remote")
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert f"Found existing deployment (ID: {development})" in updated.stdout
+    assert "Creating deployment" not in updated.stdout
+    revisions = langgraph(emulator, app, "deploy", "revisions", "list", development)
+    assert revisions.stdout.count("DEPLOYED") == 1
+    assert revisions.stdout.count("REPLACED") == 1
+
+    # production: a deployment of its own, created then updated from an image
+    in_production = agent_deploy(emulator, app, "support-bot", "production", "--image-uri", image_a)
+    assert in_production.returncode == 0, in_production.stdout + in_production.stderr
+    assert "Deployment name: support-bot-production" in in_production.stdout
+    production = deployment_id(in_production.stdout)
+    assert production != development
+    promoted = agent_deploy(emulator, app, "support-bot", "production", "--image-uri", image_b)
+    assert promoted.returncode == 0, promoted.stdout + promoted.stderr
+    assert f"Found existing deployment (ID: {production})" in promoted.stdout
+    with api(emulator) as client:
+        got = client.get(f"/v2/deployments/{production}").json()
+        assert_published("Deployment", got)
+        assert got["agent"] == {"agent_id": "support-bot", "environment": "production"}
+        assert got["image_version"] == image_b
+        untouched = client.get(f"/v2/deployments/{development}").json()
+        assert untouched["agent"] == {"agent_id": "support-bot", "environment": "development"}
+        assert untouched["source"] == "internal_source"
+        runs = client.get(f"/v2/deployments/{production}/revisions").json()["resources"]
+        assert len(runs) == 2
+
+    # the list's two filters, alone and together
+    assert listed_json(emulator, app, "--agent-id", "support-bot") == [
+        {"id": development, "name": "support-bot-development"},
+        {"id": production, "name": "support-bot-production"},
+    ]
+    development_names = [
+        d["name"] for d in listed_json(emulator, app, "--agent-environment", "development")
+    ]
+    assert development_names == ["rival-development", "support-bot-development"]
+    both = listed_json(
+        emulator, app, "--agent-id", "support-bot", "--agent-environment", "production"
+    )
+    assert both == [{"id": production, "name": "support-bot-production"}]
+    everything = [d["name"] for d in listed_json(emulator, app)]
+    assert everything == [
+        "other",
+        "rival-development",
+        "support-bot-development",
+        "support-bot-production",
+    ]
+
+
+def test_agent_mode_a_second_deployment_of_an_agent_is_the_clis_409(
+    emulator: str, tmp_path: Path
+) -> None:
+    """The CLI looks the agent up before it creates, so only a create racing another
+    meets the 409; its own create step (`_create_deployment`, run in this process) turns
+    the control plane's 409 into its sentence."""
+    from langgraph_cli.deploy import _create_deployment
+    from langgraph_cli.host_backend import HostBackendClient, HostBackendError
+
+    app = project(tmp_path / "raced")
+    image = f"registry.example.com/agents/raced@sha256:{DIGEST_A}"
+    first = agent_deploy(emulator, app, "raced", "staging", "--image-uri", image)
+    assert first.returncode == 0, first.stdout + first.stderr
+    client = HostBackendClient(emulator, KEY)
+    with pytest.raises(HostBackendError) as refused:
+        _create_deployment(
+            client,
+            1,
+            name=None,
+            source="external_docker",
+            source_config={},
+            source_revision_config={"image_uri": image},
+            secrets=[],
+            agent={"agent_id": "raced", "environment": "staging"},
+        )
+    assert refused.value.status_code == 409
+    assert refused.value.message == "This agent already has a deployment in this environment."
+    assert [d["name"] for d in listed_json(emulator, app, "--agent-id", "raced")] == [
+        "raced-staging"
+    ]
+
+
+def test_agent_mode_off_in_a_workspace_is_one_clear_line_from_the_cli(
+    emulator: str, tmp_path: Path
+) -> None:
+    app = project(tmp_path / "plain")
+    image = f"registry.example.com/agents/plain@sha256:{DIGEST_A}"
+    for args in (
+        ("deploy", "list", "--agent-id", "plain"),
+        (
+            *("deploy", "--no-input", "--agent-id", "plain", "--agent-environment", "staging"),
+            *("--image-uri", image),
+        ),
+    ):
+        refused = langgraph(emulator, app, *args, key=KEY_AGENT_MODE_OFF)
+        assert refused.returncode != 0, args
+        assert "failed with status 403: Agent mode is off for this workspace" in (refused.stderr), (
+            refused.stdout + refused.stderr
+        )
+    named = langgraph(
+        emulator,
+        app,
+        *("deploy", "--no-input", "--name", "plain", "--image-uri", image),
+        key=KEY_AGENT_MODE_OFF,
+    )
+    assert named.returncode == 0, named.stdout + named.stderr

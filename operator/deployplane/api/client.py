@@ -23,10 +23,12 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from deployplane.api import models
 from deployplane.api.errors import ControlPlaneError
-from deployplane.api.transport import MAX_HONOURED_RETRY_AFTER, ApiTransport, Id, ModelT
+from deployplane.api.paging import paginate
+from deployplane.api.transport import MAX_HONOURED_RETRY_AFTER, ApiTransport, Id
 
 if TYPE_CHECKING:
     from deployplane.api.models import (
+        AgentEnvironment,
         BulkDeleteResult,
         Deployment,
         DeploymentCreate,
@@ -90,6 +92,11 @@ def _query(**params: Any) -> dict[str, Any]:
     return {key: value for key, value in params.items() if value is not None}
 
 
+def _agent_key(deployment: Deployment) -> tuple[str, str] | None:
+    agent = deployment.agent
+    return None if agent is None else (agent.agent_id, agent.environment.value)
+
+
 def _bool(value: bool | None) -> str | None:
     return None if value is None else str(value).lower()
 
@@ -143,11 +150,14 @@ class ControlPlaneClient(ApiTransport):
         deployment_type: str | None = None,
         deployment_ids: Sequence[Id] | None = None,
         remote_reconciled: bool | None = None,
+        agent_id: str | None = None,
+        agent_environment: AgentEnvironment | str | None = None,
         limit: int | None = None,
         offset: int | None = None,
     ) -> Page[Deployment]:
         """One page, with the published filters (there is no exact-name filter: see
-        `find_deployment_by_name`)."""
+        `find_deployment_by_name`) and the vendor CLI's agent filters (its agent mode:
+        `find_deployment_by_agent`)."""
         params = _query(
             name_contains=name_contains,
             status=status,
@@ -155,6 +165,8 @@ class ControlPlaneClient(ApiTransport):
             deployment_type=deployment_type,
             deployment_ids=",".join(map(str, deployment_ids)) if deployment_ids else None,
             remote_reconciled=_bool(remote_reconciled),
+            agent_id=agent_id,
+            agent_environment=None if agent_environment is None else str(agent_environment),
             limit=limit,
             offset=offset,
         )
@@ -168,7 +180,7 @@ class ControlPlaneClient(ApiTransport):
                 name_contains=name_contains, limit=page_size, offset=offset, **filters
             )
 
-        async for item in _paginate(page, page_size):
+        async for item in paginate(page, page_size):
             yield item
 
     async def find_deployment_by_name(
@@ -193,10 +205,35 @@ class ControlPlaneClient(ApiTransport):
             pages += 1
             return await self.list_deployments(name_contains=name, limit=100, offset=offset)
 
-        async for deployment in _paginate(page, 100):
+        async for deployment in paginate(page, 100):
             if deployment.name == name:
                 return deployment
         return None
+
+    async def find_deployment_by_agent(
+        self, agent_id: str, environment: AgentEnvironment | str
+    ) -> Deployment | None:
+        """The deployment of agent `agent_id` in `environment`, or None, as the vendor's
+        CLI looks one up (`langgraph deploy --agent-id`): the `agent_id` and
+        `agent_environment` filters, previews passed over. A deployment that shows
+        another agent is passed over too (a service ignoring the filters must not pass
+        someone else's deployment for this one); one that shows none is trusted to the
+        filters, which the vendor's CLI relies on alone. More than one is an error: the
+        service keeps one per agent and environment, so it cannot tell which."""
+        wanted = (agent_id, str(environment))
+        found: list[Deployment] = []
+        async for deployment in self.iter_deployments(
+            agent_id=agent_id, agent_environment=str(environment)
+        ):
+            if deployment.is_preview or _agent_key(deployment) not in (None, wanted):
+                continue
+            found.append(deployment)
+            if len(found) > 1:
+                raise ControlPlaneError(
+                    f"GET {DEPLOYMENTS}: several deployments for agent {agent_id!r} in "
+                    f"{environment}; cannot tell which one is the agent's"
+                )
+        return found[0] if found else None
 
     async def redeploy_revision(self, deployment_id: Id, revision_id: Id) -> Deployment:
         """Roll back: a new revision with that revision's source revision config."""
@@ -241,7 +278,7 @@ class ControlPlaneClient(ApiTransport):
                 deployment_id, status=status, limit=page_size, offset=offset
             )
 
-        async for item in _paginate(page, page_size):
+        async for item in paginate(page, page_size):
             yield item
 
     async def wait_for_revision(
@@ -314,7 +351,7 @@ class ControlPlaneClient(ApiTransport):
         async def page(offset: int | None) -> Page[Listener]:
             return await self.list_listeners(limit=page_size, offset=offset)
 
-        async for item in _paginate(page, page_size):
+        async for item in paginate(page, page_size):
             yield item
 
     # --------------------------------------------------------- build and deploy logs
@@ -350,27 +387,3 @@ class ControlPlaneClient(ApiTransport):
         return await self._call(
             models.OAuthProvider, "GET", OAUTH_PROVIDER, {"provider_id": provider_id}
         )
-
-    # --------------------------------------------------------------------- plumbing
-
-
-async def _paginate(
-    fetch: Callable[[int | None], Awaitable[Page[ModelT]]], page_size: int
-) -> AsyncIterator[ModelT]:
-    """Follow `offset` from page to page until the last one.
-
-    The published body always carries an integer `offset`: where the next page starts.
-    A page shorter than `page_size` (or empty) is the last; an offset that does not
-    advance past the items seen ends the walk too, so a service that echoes the
-    request's offset instead still cannot make this loop forever.
-    """
-    offset: int | None = None
-    while True:
-        page = await fetch(offset)
-        for item in page.resources:
-            yield item
-        here = offset or 0
-        following = here + len(page.resources) if page.offset is None else page.offset
-        if len(page.resources) < page_size or following <= here:
-            return
-        offset = following

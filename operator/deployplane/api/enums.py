@@ -8,10 +8,21 @@ from enum import StrEnum
 
 __all__ = [
     "TERMINAL_REVISION_STATUSES",
+    "AgentEnvironment",
     "DeploymentStatus",
     "DeploymentType",
     "RevisionStatus",
 ]
+
+
+class AgentEnvironment(StrEnum):
+    """The environments of an agent (`agent.environment`): the values the vendor's CLI
+    offers for `--agent-environment` (langgraph-cli 0.4.40). A deployment keyed by an
+    agent is one per (workspace, agent, environment)."""
+
+    DEVELOPMENT = "development"
+    STAGING = "staging"
+    PRODUCTION = "production"
 
 
 class DeploymentStatus(StrEnum):

@@ -11,6 +11,7 @@ from typing import Any
 __all__ = [
     "ConflictError",
     "DetailError",
+    "ForbiddenError",
     "InvalidError",
     "NotFoundError",
     "RefusedError",
@@ -33,6 +34,10 @@ class DetailError(StoreError):
 
 class NotFoundError(DetailError):
     """The resource does not exist in this workspace (404)."""
+
+
+class ForbiddenError(DetailError):
+    """The workspace may not do this at all: a feature it does not have (403)."""
 
 
 class ConflictError(DetailError):

@@ -103,11 +103,18 @@ class WorkspaceConfig(_Strict):
     api_keys: list[str] = Field(default_factory=list)
     bearer_tokens: list[str] = Field(default_factory=list)
     mode: WorkspaceMode = "both"
+    # Deployments keyed by an agent and an environment (the vendor CLI's agent mode,
+    # `langgraph deploy --agent-id`): on unless the workspace turns it off, and then the
+    # agent fields are refused (403).
+    agent_mode: bool = True
     integrations: list[IntegrationConfig] = Field(default_factory=list)
     oauth_providers: list[OAuthProviderConfig] = Field(default_factory=list)
 
     def __repr__(self) -> str:  # credentials stay out of logs and tracebacks
-        return f"WorkspaceConfig(id={self.id}, name={self.name!r}, mode={self.mode!r})"
+        return (
+            f"WorkspaceConfig(id={self.id}, name={self.name!r}, mode={self.mode!r}, "
+            f"agent_mode={self.agent_mode})"
+        )
 
     __str__ = __repr__
 

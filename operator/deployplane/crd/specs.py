@@ -19,11 +19,13 @@ from deployplane.api.models import (
     ApiModel,
     ComputeConfig,
     ComputeType,
+    DeploymentAgent,
     ManagedRevisionConfig,
     SecretReference,
     Source,
     SourceConfig,
 )
+from deployplane.crd.agentkeys import agent_key
 from deployplane.kube import paths
 
 GROUP: Final = paths.GROUP
@@ -262,8 +264,16 @@ class AgentDeploymentSpec(ConnectionSpec):
         min_length=1,
         max_length=253,
         description=(
-            "Deployment and tracing-project name; default metadata.name. Fixed once the "
-            "deployment exists (status.deploymentId)."
+            "Deployment and tracing-project name; default metadata.name (not with agent). "
+            "Fixed once the deployment exists (status.deploymentId)."
+        ),
+    )
+    agent: DeploymentAgent | None = Field(
+        None,
+        description=(
+            "The agent and environment it is for, instead of a name: the control plane "
+            "names it, one per agent and environment (a second AgentDeployment of the pair "
+            "stalls with the 409). Not with name. Fixed once the deployment exists."
         ),
     )
     source: ManagedSource = Field(
@@ -320,7 +330,16 @@ class AgentDeploymentSpec(ConnectionSpec):
         ),
     )
 
-    def deployment_name(self, metadata_name: str) -> str:
+    def deployment_name(self, metadata_name: str) -> str | None:
+        """The name it is created under; None for an agent's (the control plane's)."""
+        if self.agent is not None:
+            return None
+        return self.name or metadata_name
+
+    def natural_key(self, metadata_name: str) -> str:
+        """The create marker's key: the name, or the agent and environment (`agent_key`)."""
+        if self.agent is not None:
+            return agent_key(self.agent)
         return self.name or metadata_name
 
 

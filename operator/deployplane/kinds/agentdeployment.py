@@ -59,10 +59,14 @@ DNS1123_SUBDOMAIN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9
 
 OBJECT_RULES: Final = (
     # Correctable in git while no deployment exists for it on the control plane: the
-    # name (it defaults to metadata.name and names the deployment for good), the
-    # source, the deployment type, and the id of one to adopt.
+    # name (it defaults to metadata.name and names the deployment for good), the agent
+    # and environment (they key the deployment for good: another environment is another
+    # AgentDeployment), the source, the deployment type, and the id of one to adopt.
     fixed_once_created(
         "name", "deploymentId", "deployment", "AgentDeployment", presence="optional"
+    ),
+    fixed_once_created(
+        "agent", "deploymentId", "deployment", "AgentDeployment", presence="optional"
     ),
     fixed_once_created("source", "deploymentId", "deployment", "AgentDeployment"),
     fixed_once_created(
@@ -79,6 +83,12 @@ OBJECT_RULES: Final = (
 
 RULES: Final[Rules] = {
     "": [
+        Rule(
+            "!(has(self.agent) && has(self.name))",
+            "spec.agent and spec.name are mutually exclusive: the control plane names the "
+            "deployment of an agent",
+            field_path=".agent",
+        ),
         required_for("git_host", "sourceConfig.integrationId"),
         Rule(
             "self.source != 'git_host' || (has(self.sourceConfig) && "
@@ -174,7 +184,13 @@ KIND: Final = KindDef(
     object_rules=OBJECT_RULES,
     printer_columns=printer_columns(
         column("Revision", ".status.revision.status", "Status of the latest revision."),
+        column(
+            "Environment",
+            ".spec.agent.environment",
+            "The agent's environment (spec.agent); empty for a deployment by name.",
+        ),
         column("URL", ".status.url", "URL of the deployment."),
+        column("Agent", ".spec.agent.agentId", "The agent (spec.agent).", priority=1),
         column(
             "Deployment ID",
             ".status.deploymentId",

@@ -1,8 +1,10 @@
 """The create marker: the one record that makes creation crash-safe.
 
 Written on the object, as the annotation `deployplane.io/external-name` (the natural
-key the resource is created under: a deployment's name, a listener's computeId) right
-before the first create call, once the references are resolved (a pass that ends on a
+key the resource is created under: a deployment's name, or its agent and environment;
+a listener's computeId) with `deployplane.io/external-create-pending` (when the first
+create call under that key was about to be made, Crossplane's annotation of that name)
+right before the first create call, once the references are resolved (a pass that ends on a
 dependency not ready creates nothing, so it marks nothing), with our finalizer in the
 same merge patch of the object, so it costs no write of its own. It is Crossplane's
 `crossplane.io/external-name`: it stays.
@@ -10,7 +12,9 @@ What it says depends on the status:
 - no id recorded in the status: a create under that key may have happened; the pass
   looks the resource up by the key before creating, and adopts what it finds (a crash
   between the create call and the status write creates nothing twice; so does a status
-  lost in a backup and restore, which keeps metadata but not the status subresource);
+  lost in a backup and restore, which keeps metadata but not the status subresource),
+  unless the kind can tell it was made before that first create call (someone else's:
+  `CreatePending.requested_at`);
 - an id recorded: nothing. The id supersedes it.
 Leaving it on costs nothing, where taking it off would cost one write per created
 resource (a status patch cannot touch annotations): 4 writes per resource instead of
@@ -30,12 +34,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 from deployplane.reconcile.conditions import Reason
 from deployplane.reconcile.errors import ExternalError
 
 EXTERNAL_NAME_ANNOTATION: Final = "deployplane.io/external-name"
+CREATE_PENDING_ANNOTATION: Final = "deployplane.io/external-create-pending"
+_TIME_FORMAT: Final = "%Y-%m-%dT%H:%M:%SZ"  # RFC 3339 in UTC, as Kubernetes writes times
 
 
 @dataclass(frozen=True)
@@ -47,10 +54,19 @@ class CreatePending:
     resource_version: str | None = None
     """The object's version when the marker was written (kept in memory for logs; the
     annotation holds the key alone, as Crossplane's external-name does)."""
+    requested_at: datetime | None = None
+    """When the first create call under this key was about to be made (the operator's
+    clock, to the second; kept while the key stays the same): a resource found under the
+    key that was made well before it is not this resource's create. None: a marker
+    written by hand (adopt what the key finds) or before this was recorded."""
 
     def render(self) -> str:
         """The annotation's value: the key."""
         return self.key
+
+    def render_requested_at(self) -> str | None:
+        """The time's annotation value."""
+        return None if self.requested_at is None else self.requested_at.strftime(_TIME_FORMAT)
 
 
 def annotations_of(body: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -59,9 +75,20 @@ def annotations_of(body: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def read_marker(body: Mapping[str, Any]) -> CreatePending | None:
     """The object's marker: its annotation's value, as written (by a pass, or by hand to
-    adopt a resource by that key)."""
-    raw = annotations_of(body).get(EXTERNAL_NAME_ANNOTATION)
-    return CreatePending(str(raw)) if raw else None
+    adopt a resource by that key), and when its first create call was about to be made
+    (none, or a value that is no such time: not known)."""
+    annotations = annotations_of(body)
+    raw = annotations.get(EXTERNAL_NAME_ANNOTATION)
+    if not raw:
+        return None
+    return CreatePending(str(raw), requested_at=_time(annotations.get(CREATE_PENDING_ANNOTATION)))
+
+
+def _time(raw: Any) -> datetime | None:
+    try:
+        return datetime.strptime(str(raw), _TIME_FORMAT).replace(tzinfo=UTC) if raw else None
+    except ValueError:
+        return None
 
 
 class MarkerWriter(Protocol):

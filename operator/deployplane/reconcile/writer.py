@@ -16,11 +16,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from deployplane.reconcile.external import DependencyNotReady
 from deployplane.reconcile.finalizer import FINALIZER
-from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION, CreatePending
+from deployplane.reconcile.marker import (
+    CREATE_PENDING_ANNOTATION,
+    EXTERNAL_NAME_ANNOTATION,
+    CreatePending,
+)
 from deployplane.reconcile.state import ECHO_WAIT_SECONDS, ResourceState
 from deployplane.reconcile.statuspatch import apply_merge_patch, merge_patch
 
@@ -70,10 +76,16 @@ class ObjectWriter:
         self.namespace, self.name = meta["namespace"], meta["name"]
 
     async def mark(self, marker: CreatePending) -> None:
+        """The marker on the object, with the time of the first create call under its
+        key (a marker already there under the same key keeps its time)."""
         state = self.state
         annotations: dict[str, Any] = {}
-        if state.marker is None or state.marker.key != marker.key:
+        if state.marker is not None and state.marker.key == marker.key:
+            marker = replace(marker, requested_at=state.marker.requested_at)
+        else:
+            marker = replace(marker, requested_at=datetime.now(UTC).replace(microsecond=0))
             annotations[EXTERNAL_NAME_ANNOTATION] = marker.render()
+            annotations[CREATE_PENDING_ANNOTATION] = marker.render_requested_at()
         if (annotations or not state.finalizer) and not await self._patch_object(annotations):
             raise ResourceGone(f"{self.namespace}/{self.name} was deleted")
         state.marker = marker
@@ -83,7 +95,9 @@ class ObjectWriter:
         else's, and no later pass may adopt it by the marker)."""
         state = self.state
         if state.marker is not None:
-            await self._patch_object({EXTERNAL_NAME_ANNOTATION: None})
+            await self._patch_object(
+                {EXTERNAL_NAME_ANNOTATION: None, CREATE_PENDING_ANNOTATION: None}
+            )
         state.marker = None
 
     async def publish(self, status: dict[str, Any]) -> None:

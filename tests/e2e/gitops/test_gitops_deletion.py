@@ -31,7 +31,7 @@ from tests.e2e.gitops.harness import (
     Flux,
     app_status,
     application,
-    example,
+    flux_objects,
     gone,
     push_agents,
     ready_condition,
@@ -172,14 +172,8 @@ def test_a_deleted_flux_kustomization_prunes_everything_in_any_order(
     core = client.CoreV1Api(k8s_api)
     repo = GitRepo(info, namespace, tmp_path / "repo")
     push_agents(repo, emulator)
-    source, kustomization = example("flux.yaml")
-    for doc in (source, kustomization):
-        doc["metadata"]["name"] = namespace
-    source["spec"]["url"] = repo.url
-    kustomization["spec"]["sourceRef"]["name"] = namespace
-    kustomization["spec"]["targetNamespace"] = namespace
     with operator_of(namespace, emulator, kubeconfig):
-        applier.apply([source, kustomization])
+        applier.apply(flux_objects(namespace, repo.url, namespace))
         wait_until(
             "the Kustomization Ready",
             lambda: ready_condition(flux.kustomizations.get(namespace)).get("status") == "True",

@@ -22,8 +22,10 @@ from deployplane.api.errors import (
     Unavailable,
 )
 from deployplane.api.models import (
+    AgentEnvironment,
     ComputeConfig,
     ComputeType,
+    DeploymentAgent,
     DeploymentCreate,
     DeploymentPatch,
     DeploymentStatus,
@@ -591,6 +593,74 @@ async def test_a_key_with_a_newline_is_not_quoted_by_the_refused_header_message(
 
 
 # --------------------------------------------------------------------- pagination
+
+
+async def test_an_agent_create_posts_the_agent_and_no_name() -> None:
+    rec = Recorder(ok(deployment_json(name="bot-staging"), status=201))
+    body = DeploymentCreate(
+        agent=DeploymentAgent(agent_id="bot", environment=AgentEnvironment.STAGING),
+        source=Source.EXTERNAL_DOCKER,
+        source_revision_config=SourceRevisionConfig(image_uri="img:1"),
+    )
+    async with make_client(rec) as client:
+        created = await client.create_deployment(body)
+    assert json.loads(rec.last.content) == {
+        "agent": {"agent_id": "bot", "environment": "staging"},
+        "source": "external_docker",
+        "source_revision_config": {"image_uri": "img:1"},
+    }
+    assert created.name == "bot-staging"
+
+
+async def test_list_deployments_sends_the_agent_filters() -> None:
+    rec = Recorder(ok({"resources": [], "offset": 0}))
+    async with make_client(rec) as client:
+        await client.list_deployments(agent_id="bot", agent_environment=AgentEnvironment.STAGING)
+        await client.list_deployments(agent_environment="production")
+    assert dict(rec.requests[0].url.params) == {"agent_id": "bot", "agent_environment": "staging"}
+    assert dict(rec.requests[1].url.params) == {"agent_environment": "production"}
+
+
+def agent_json(agent_id: str = "bot", environment: str = "staging", **over: Any) -> dict[str, Any]:
+    agent = {"agent_id": agent_id, "environment": environment}
+    return deployment_json(id=str(uuid4()), agent=agent, **over)
+
+
+async def test_find_deployment_by_agent_filters_by_agent_and_environment() -> None:
+    mine = agent_json()
+    rec = Recorder(ok({"resources": [mine], "offset": 1}))
+    async with make_client(rec) as client:
+        found = await client.find_deployment_by_agent("bot", AgentEnvironment.STAGING)
+    assert found is not None
+    assert str(found.id) == mine["id"]
+    assert rec.last.url.params["agent_id"] == "bot"
+    assert rec.last.url.params["agent_environment"] == "staging"
+
+
+async def test_find_deployment_by_agent_passes_over_previews_and_other_agents() -> None:
+    """As the vendor's CLI, previews are not the agent's deployment; and one that shows
+    another agent (a service ignoring the filters) is never taken for it."""
+    page = [
+        agent_json(is_preview=True),
+        agent_json("other"),
+        agent_json("bot", "production"),
+    ]
+    rec = Recorder(ok({"resources": page, "offset": 3}))
+    async with make_client(rec) as client:
+        assert await client.find_deployment_by_agent("bot", "staging") is None
+    shown_none = deployment_json(id=str(uuid4()))  # no `agent`: trusted to the filters
+    rec = Recorder(ok({"resources": [shown_none], "offset": 1}))
+    async with make_client(rec) as client:
+        found = await client.find_deployment_by_agent("bot", "staging")
+    assert found is not None
+    assert str(found.id) == shown_none["id"]
+
+
+async def test_find_deployment_by_agent_refuses_to_choose_among_several() -> None:
+    rec = Recorder(ok({"resources": [agent_json(), agent_json()], "offset": 2}))
+    async with make_client(rec) as client:
+        with pytest.raises(ControlPlaneError, match="several deployments for agent 'bot'"):
+            await client.find_deployment_by_agent("bot", "staging")
 
 
 async def test_iter_deployments_follows_offsets_across_pages() -> None:

@@ -15,7 +15,7 @@ from tests.unit.cli import test_cli
 from tests.unit.cli.test_cli import DEP_ID, FakeService, assert_one_error_line, deployment, run
 
 from deployplane.api.imageref import image_reference_error
-from deployplane.api.models import Deployment, Listener
+from deployplane.api.models import Deployment, DeploymentAgent, Listener
 from deployplane.cli.commands.edit import planning
 
 service = test_cli.service
@@ -258,6 +258,40 @@ def test_name_and_source_cannot_change() -> None:
         patch_of(current(), {"name": "other"})
     with pytest.raises(planning.PlanError, match="source: cannot change"):
         patch_of(current(), {"source": "external_docker"})
+
+
+BOT = {"agent_id": "bot", "environment": "staging"}
+
+
+def test_an_agents_file_creates_by_agent_and_sends_no_name() -> None:
+    """`get -o yaml` of an agent's deployment shows the name the control plane gave:
+    read-only, not sent (the service refuses a name beside an agent)."""
+    body = {**as_get_yaml(deployment(name="bot-staging", agent=BOT)), "secrets": []}
+    created = planning.deployment_create(desired(body))
+    assert created.name is None
+    assert created.agent is not None
+    assert created.agent.model_dump(mode="json") == BOT
+    assert "name" not in created.model_dump(mode="json", exclude_unset=True)
+
+
+def test_the_flags_give_a_file_its_agent_unless_it_names_another_or_a_name() -> None:
+    agent = DeploymentAgent.model_validate(BOT)
+    made = planning.for_agent(desired({"source": "external_docker"}), agent)
+    assert made.agent == agent
+    assert planning.for_agent(desired({"agent": BOT, "name": "bot-staging"}), agent).agent == agent
+    with pytest.raises(planning.PlanError, match="names another agent or environment"):
+        planning.for_agent(desired({"agent": {**BOT, "environment": "production"}}), agent)
+    with pytest.raises(planning.PlanError, match="name: not with --agent-id"):
+        planning.for_agent(desired({"name": "mine"}), agent)
+
+
+def test_the_agent_cannot_change_by_an_update() -> None:
+    keyed = Deployment.model_validate(deployment(name="bot-staging", agent=BOT))
+    assert patch_of(keyed, {"agent": BOT, "name": "bot-staging"}) is None
+    with pytest.raises(planning.PlanError, match=r"agent: cannot change .*'bot' in staging"):
+        patch_of(keyed, {"agent": {**BOT, "environment": "production"}})
+    with pytest.raises(planning.PlanError, match="created by name"):
+        patch_of(current(), {"agent": BOT})
 
 
 def test_create_ignores_a_git_host_custom_url_and_needs_secret_values() -> None:

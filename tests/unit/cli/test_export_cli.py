@@ -1,4 +1,4 @@
-"""`deployplane export` through typer's runner, against the fake service of test_cli.py
+"""`deployplane export` through click's runner, against the fake service of test_cli.py
 and a fake cluster: what it reads (published listings only, every page; the cluster's
 AgentDeployments), what it skips, what it writes where, one-line errors."""
 
@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from click.testing import CliRunner, Result
 from tests.unit.cli import test_cli
 from tests.unit.cli.test_cli import (
     DEP_ID,
@@ -21,10 +22,9 @@ from tests.unit.cli.test_cli import (
     deployment,
     listener,
 )
-from typer.testing import CliRunner, Result
 
 from deployplane.cli.commands.kube import KubeAccess, KubeError
-from deployplane.cli.root import app
+from deployplane.cli.root import root as app
 
 service = test_cli.service
 
@@ -251,6 +251,26 @@ def test_a_deployment_an_agentdeployment_manages_is_skipped_with_one_line(
         "already (--include-managed exports it)"
     ]
     assert cluster.lists == [("agentdeployments", None)]  # every namespace
+
+
+def test_an_agents_deployment_an_agentdeployment_is_creating_is_skipped(
+    service: FakeService, cluster: FakeCluster
+) -> None:
+    """Its create marker holds its agent and environment, not the name the control
+    plane gives: the deployment of that agent is its, even before an id is recorded."""
+    marker = {"deployplane.io/external-name": "agent bot in staging"}
+    cluster.agentdeployments = [agentdeployment("bot-staging", metadata={"annotations": marker})]
+    agent = {"agent_id": "bot", "environment": "staging"}
+    other = {"agent_id": "bot", "environment": "production"}
+    made = [
+        deployment(id=MANAGED_ID, name="bot-staging-1a2b3c4d", agent=agent),
+        deployment(name="bot-production", agent=other),
+    ]
+    serve(service, made, [])
+    result = run()
+    assert result.exit_code == 0, result.output
+    assert [d["metadata"]["name"] for d in yaml.safe_load_all(result.stdout)] == ["bot-production"]
+    assert "managed by agentdeployment team-a/bot-staging already" in result.stderr
 
 
 def test_include_managed_exports_them_without_reading_the_cluster(

@@ -150,6 +150,17 @@ def test_a_docker_deployment_is_an_observe_only_agentdeployment_adopting_it_by_i
     ]
 
 
+def test_an_agents_deployment_is_exported_with_its_agent_and_no_name() -> None:
+    agent = {"agent_id": "support-bot", "environment": "production"}
+    dep = docker_dep(name="support-bot-production", agent=agent)
+    body = by_name(export([dep], []))["agentdeployment/support-bot-production"]
+    assert body["spec"]["agent"] == {"agentId": "support-bot", "environment": "production"}
+    assert "name" not in body["spec"]
+    renamed = deployment_cr(dep, "bot", Policy.FULL, {})
+    assert "name" not in renamed["spec"]  # spec.agent and spec.name exclude each other
+    assert _schema_unknowns(renamed) == []
+
+
 def test_manage_writes_full_on_both_kinds() -> None:
     result = export([docker_dep()], [lis()], Policy.FULL)
     assert {item.body["spec"]["managementPolicy"] for item in result.resources} == {"Full"}
@@ -382,6 +393,15 @@ async def test_an_exported_docker_deployment_resolves_to_no_patch(
 async def test_an_exported_git_deployment_resolves_to_no_patch() -> None:
     _, delta = await _desired_and_diff(git_dep(), [], known_hash=None)
     assert delta is None
+
+
+async def test_an_exported_agents_deployment_resolves_to_no_patch() -> None:
+    agent = {"agent_id": "support-bot", "environment": "staging"}
+    dep = docker_dep(name="support-bot-staging", agent=agent)
+    desired, delta = await _desired_and_diff(dep, [], known_hash="current")
+    assert delta is None
+    assert desired.body.agent is not None
+    assert desired.body.name is None
 
 
 async def test_secrets_are_the_one_thing_the_operator_cannot_compare() -> None:

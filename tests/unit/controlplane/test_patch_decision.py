@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from deployplane.api.models import (
+    DeploymentAgent,
     DeploymentPatch,
     DeploymentStatus,
     RevisionStatus,
@@ -151,6 +152,28 @@ def test_name_and_source_cannot_change(body: dict[str, Any], field: str) -> None
 
 def test_sending_the_same_name_and_source_is_harmless() -> None:
     assert decide(docker(), {"name": "app", "source": "external_docker"}).errors == []
+
+
+BOT = {"agent_id": "bot", "environment": "staging"}
+
+
+@pytest.mark.parametrize(
+    ("stored", "sent"),
+    [
+        (None, BOT),  # created by name
+        (BOT, {**BOT, "environment": "production"}),
+        (BOT, {**BOT, "agent_id": "other"}),
+    ],
+)
+def test_the_agent_cannot_change(stored: dict[str, str] | None, sent: dict[str, str]) -> None:
+    current = docker(agent=None if stored is None else DeploymentAgent.model_validate(stored))
+    with pytest.raises(InvalidError) as raised:
+        decide(current, {"agent": sent})
+    assert locs(raised.value.errors) == [["body", "agent"]]
+
+
+def test_sending_the_same_agent_is_harmless() -> None:
+    assert decide(docker(agent=DeploymentAgent.model_validate(BOT)), {"agent": BOT}).errors == []
 
 
 def test_a_deployment_being_deleted_is_refused_after_the_immutable_fields() -> None:

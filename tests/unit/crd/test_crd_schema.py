@@ -140,6 +140,10 @@ def test_printer_columns() -> None:
     assert agd["Ready"]["jsonPath"] == '.status.conditions[?(@.type=="Ready")].status'
     assert agd["Synced"]["jsonPath"] == '.status.conditions[?(@.type=="Synced")].status'
     assert agd["Revision"]["jsonPath"] == ".status.revision.status"
+    # spec.agent: its environment by default (what a promotion moves along), its id wide
+    assert agd["Environment"]["jsonPath"] == ".spec.agent.environment"
+    assert "priority" not in agd["Environment"]
+    assert (agd["Agent"]["jsonPath"], agd["Agent"]["priority"]) == (".spec.agent.agentId", 1)
     assert agd["Deployment ID"] == {
         "name": "Deployment ID",
         "type": "string",
@@ -415,7 +419,7 @@ def test_architecture_rule_is_declared(kind: str, path: str, message_part: str) 
         (
             "AgentDeployment",
             "deploymentId",
-            ["name", "source", "sourceConfig.deploymentType", "deploymentId"],
+            ["name", "agent", "source", "sourceConfig.deploymentType", "deploymentId"],
         ),
         ("Listener", "listenerId", ["computeType", "computeId", "listenerId"]),
     ],

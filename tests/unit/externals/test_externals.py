@@ -9,10 +9,12 @@ Listener client, `Connections` and the secrets digest. No emulator, no Kubernete
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -35,6 +37,7 @@ from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.listener import ListenerConnecter, ListenerExternal
 from deployplane.reconcile.conditions import Reason
 from deployplane.reconcile.external import DependencyNotReady, Managed, Observation, Phase
+from deployplane.reconcile.marker import CreatePending
 from deployplane.reconcile.status import to_kube
 
 NS = "team-a"
@@ -1021,6 +1024,95 @@ async def test_find_gives_up_beyond_50_full_pages_rather_than_answer_none() -> N
     assert len(api.calls) == 50
 
 
+BOT = {"agentId": "support-bot", "environment": "staging"}
+MARKED_AT = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)  # NOW: the deployments' created_at
+
+
+def marked(mr: Managed[AgentDeploymentSpec], at: datetime | None) -> Managed[AgentDeploymentSpec]:
+    """`mr` with a create marker from an earlier pass whose first create call was at
+    `at` (None: written by hand)."""
+    return dataclasses.replace(mr, create_pending=CreatePending("key", requested_at=at))
+
+
+async def test_find_of_an_agents_deployment_uses_the_agent_filters() -> None:
+    listing = {"resources": [deployment_json(name="support-bot-staging")], "offset": 1}
+    api = FakeApi().on("GET", "/v2/deployments", (200, listing))
+    assert await external(api).find(ad(docker_spec(agent=BOT))) == DEP
+    assert api.params == [
+        {"agent_id": "support-bot", "agent_environment": "staging", "limit": "100"}
+    ]
+
+
+async def test_find_by_a_markers_key_reads_an_agent_key_as_the_agent() -> None:
+    """A marker names the key a create was made under, which the spec may no longer say
+    (corrected before any id was recorded): an agent's key is looked up by the agent."""
+    listing = {"resources": [deployment_json(name="support-bot-staging")], "offset": 1}
+    api = FakeApi().on("GET", "/v2/deployments", (200, listing))
+    assert await external(api).find(ad(docker_spec()), "agent support-bot in staging") == DEP
+    assert api.params[0]["agent_environment"] == "staging"
+    assert await external(api).find(ad(docker_spec(agent=BOT)), "agent") is None
+    assert api.params[1]["name_contains"] == "agent"  # a name's key, by its name
+
+
+# name mode and agent mode alike: (spec, marker time, ObserveOnly) -> found or not
+FIND_MARKER_CASES: dict[str, tuple[dict[str, Any], datetime | None, bool, bool]] = {
+    "no time (by hand): adopts": (docker_spec(agent=BOT), None, False, True),
+    "made after the first create call: ours": (
+        docker_spec(agent=BOT),
+        MARKED_AT - timedelta(seconds=1),
+        False,
+        True,
+    ),
+    "made within the clocks' skew before it: ours": (
+        docker_spec(agent=BOT),
+        MARKED_AT + timedelta(seconds=59),
+        False,
+        True,
+    ),
+    "made well before it: someone else's": (
+        docker_spec(agent=BOT),
+        MARKED_AT + timedelta(minutes=2),
+        False,
+        False,
+    ),
+    "by name, made well before it: someone else's": (
+        docker_spec(),
+        MARKED_AT + timedelta(minutes=2),
+        False,
+        False,
+    ),
+    "ObserveOnly finds whatever is there": (
+        docker_spec(agent=BOT, managementPolicy="ObserveOnly"),
+        MARKED_AT + timedelta(minutes=2),
+        True,
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("spec", "at", "observe_only", "found"),
+    FIND_MARKER_CASES.values(),
+    ids=FIND_MARKER_CASES.keys(),
+)
+async def test_find_never_takes_a_deployment_made_before_the_first_create_call(
+    spec: dict[str, Any], at: datetime | None, observe_only: bool, found: bool
+) -> None:
+    listing = {"resources": [deployment_json()], "offset": 1}
+    api = FakeApi().on("GET", "/v2/deployments", (200, listing))
+    mr = marked(ad(spec), at)
+    assert (mr.spec.management_policy.value == "ObserveOnly") is observe_only
+    assert await external(api).find(mr) == (DEP if found else None)
+
+
+async def test_create_of_an_agents_deployment_posts_the_agent_and_no_name() -> None:
+    api = FakeApi().on("POST", "/v2/deployments", (201, deployment_json(name="bot-staging")))
+    await create(external(api), ad(docker_spec(agent=BOT)))
+    (body,) = api.sent("POST")
+    assert body["agent"] == {"agent_id": "support-bot", "environment": "staging"}
+    assert "name" not in body
+
+
 DELETE_CASES: dict[str, tuple[dict[tuple[str, str], Answer], bool, list[tuple[str, str]]]] = {
     "present: GET then DELETE, not gone yet": (
         {GET_DEP: (200, deployment_json()), DELETE_DEP: (202, None)},
@@ -1079,6 +1171,7 @@ def test_identity_of_an_agent_deployment() -> None:
     assert connected(deploymentId=DEP).adopt_id == DEP
     assert connected().natural_key == "agent"
     assert connected(name="other").natural_key == "other"
+    assert connected(agent=BOT).natural_key == "agent support-bot in staging"
 
 
 # ------------------------------------------------------------------ listener

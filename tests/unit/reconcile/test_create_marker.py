@@ -3,11 +3,18 @@ external-name: the natural key), never status."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from deployplane.crdgen.schema import custom_resource_definitions
 from deployplane.kinds import KINDS
-from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION, CreatePending, read_marker
+from deployplane.reconcile.marker import (
+    CREATE_PENDING_ANNOTATION,
+    EXTERNAL_NAME_ANNOTATION,
+    CreatePending,
+    read_marker,
+)
 from deployplane.reconcile.status import ResourceStatus
 
 
@@ -41,3 +48,19 @@ def test_an_empty_annotation_is_no_marker() -> None:
 
 def test_no_marker() -> None:
     assert read_marker({"metadata": {"annotations": {"team": "a"}}, "status": {}}) is None
+
+
+def test_the_time_of_the_first_create_call_is_read_with_the_key() -> None:
+    annotations = {
+        EXTERNAL_NAME_ANNOTATION: "agent",
+        CREATE_PENDING_ANNOTATION: "2026-03-04T05:06:07Z",
+    }
+    marker = read_marker({"metadata": {"annotations": annotations}})
+    assert marker == CreatePending("agent", requested_at=datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC))
+    assert marker.render_requested_at() == "2026-03-04T05:06:07Z"
+
+
+@pytest.mark.parametrize("value", ["", "yesterday", "2026-03-04 05:06:07", "2026-13-04T05:06:07Z"])
+def test_a_time_that_is_no_such_time_is_not_known(value: str) -> None:
+    annotations = {EXTERNAL_NAME_ANNOTATION: "agent", CREATE_PENDING_ANNOTATION: value}
+    assert read_marker({"metadata": {"annotations": annotations}}) == CreatePending("agent")

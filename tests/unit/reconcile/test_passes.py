@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, cast
 
 import pytest
@@ -33,7 +34,7 @@ from deployplane.reconcile.finalizer import (
     FINALIZER,
     NotYet,
 )
-from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION
+from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION, EXTERNAL_NAME_ANNOTATION
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
@@ -191,11 +192,17 @@ async def test_create_pass_writes_marker_with_finalizer_then_id_with_conditions(
     state = ResourceState()
     await rig.one_pass(state)
     (marker,) = rig.sink.objects
+    written = marker["metadata"]["annotations"][CREATE_PENDING_ANNOTATION]
     assert marker == {
-        "metadata": {"annotations": {EXTERNAL_NAME_ANNOTATION: "agent"}, "finalizers": [FINALIZER]}
+        "metadata": {
+            "annotations": {EXTERNAL_NAME_ANNOTATION: "agent", CREATE_PENDING_ANNOTATION: written},
+            "finalizers": [FINALIZER],
+        }
     }
     assert rig.sink.order == ["object", "status"]
     assert state.marker is not None
+    assert state.marker.requested_at is not None
+    assert written == state.marker.requested_at.strftime("%Y-%m-%dT%H:%M:%SZ")
     assert rig.ext.journal.index(("create",)) > 0
     (final,) = rig.sink.writes
     assert final["deploymentId"] == "dep-new"
@@ -216,7 +223,8 @@ async def test_the_marker_counts_while_the_id_is_not_in_the_status() -> None:
     with pytest.raises(RuntimeError):
         await rig.one_pass(state)
     (marker,) = rig.sink.objects
-    assert marker["metadata"]["annotations"] == {EXTERNAL_NAME_ANNOTATION: "agent"}
+    assert marker["metadata"]["annotations"][EXTERNAL_NAME_ANNOTATION] == "agent"
+    assert CREATE_PENDING_ANNOTATION in marker["metadata"]["annotations"]
     assert state.marker is not None
     rig.sink.fail_status = False
     await rig.one_pass(state)
@@ -224,6 +232,28 @@ async def test_the_marker_counts_while_the_id_is_not_in_the_status() -> None:
     assert rig.sink.order == ["object", "status"]
     assert state.status is not None
     assert state.status["deploymentId"] == "dep-new"
+
+
+async def test_a_marker_keeps_the_time_of_the_first_create_call_under_its_key() -> None:
+    """A create whose answer never came (a timeout): the next pass creates again under
+    the same key, and the marker still says when the first call was made (what a
+    deployment found under the key is judged by), with no write to the object."""
+    timeout = errors.Unavailable("timed out", method="POST", path="/v2/deployments")
+    rig = Rig(ext=ExternalFns(create_fn=raises(timeout)))
+    state = ResourceState()
+    await rig.one_pass(state)
+    assert state.marker is not None
+    first = state.marker.requested_at
+    assert first is not None
+    state.marker = dataclasses.replace(state.marker, requested_at=first - timedelta(hours=1))
+    await rig.one_pass(state)
+    assert [c for c in rig.ext.journal if c[0] in ("create", "find")] == [
+        ("create",),
+        ("find",),
+        ("create",),
+    ]
+    assert len(rig.sink.objects) == 1  # the first pass's marker only
+    assert state.marker.requested_at == first - timedelta(hours=1)
 
 
 def gone_then(external_id: str, full: bool) -> Any:
@@ -268,6 +298,9 @@ async def test_a_re_create_after_the_deployment_vanished_needs_no_marker_write()
     assert state.status["deploymentId"] == "dep-new"
 
 
+UNMARKED = {EXTERNAL_NAME_ANNOTATION: None, CREATE_PENDING_ANNOTATION: None}
+
+
 async def test_a_stale_marker_never_adopts_a_name_someone_else_took() -> None:
     """The recorded deployment is gone and its name now someone else's (the create is
     refused): the marker, written for the earlier create, does not make the pass adopt
@@ -280,7 +313,7 @@ async def test_a_stale_marker_never_adopts_a_name_someone_else_took() -> None:
         annotations={EXTERNAL_NAME_ANNOTATION: "agent"}, status={"deploymentId": DEP_ID}
     )
     await rig.one_pass(state, marked)
-    assert rig.sink.objects == [{"metadata": {"annotations": {EXTERNAL_NAME_ANNOTATION: None}}}]
+    assert rig.sink.objects == [{"metadata": {"annotations": UNMARKED}}]
     assert state.status is not None
     assert not state.status.get("deploymentId")
     assert state.marker is None
@@ -310,7 +343,7 @@ async def test_a_refused_create_takes_the_marker_off_the_object() -> None:
     await rig.one_pass(state)
     marked, cleared = rig.sink.objects
     assert EXTERNAL_NAME_ANNOTATION in marked["metadata"]["annotations"]
-    assert cleared == {"metadata": {"annotations": {EXTERNAL_NAME_ANNOTATION: None}}}
+    assert cleared == {"metadata": {"annotations": UNMARKED}}
     assert state.marker is None
 
 

@@ -24,10 +24,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from deployplane.api.enums import (
         TERMINAL_REVISION_STATUSES,
+        AgentEnvironment,
         DeploymentStatus,
         DeploymentType,
         RevisionStatus,
     )
+    from deployplane.api.models.agents import AGENT_ID_MAX_LENGTH, DeploymentAgent
     from deployplane.api.models.builds import (
         LOG_LIMIT_MAX,
         LogEntry,
@@ -95,10 +97,12 @@ if TYPE_CHECKING:
 _MODULES: dict[str, tuple[str, ...]] = {
     "deployplane.api.enums": (
         "TERMINAL_REVISION_STATUSES",
+        "AgentEnvironment",
         "DeploymentStatus",
         "DeploymentType",
         "RevisionStatus",
     ),
+    "deployplane.api.models.agents": ("AGENT_ID_MAX_LENGTH", "DeploymentAgent"),
     "deployplane.api.models.builds": (
         "LOG_LIMIT_MAX",
         "LogEntry",
@@ -161,10 +165,12 @@ _MODULES: dict[str, tuple[str, ...]] = {
 _HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = [
+    "AGENT_ID_MAX_LENGTH",
     "LOG_LIMIT_MAX",
     "MANAGED_SOURCES",
     "NAME_MAX_LENGTH",
     "TERMINAL_REVISION_STATUSES",
+    "AgentEnvironment",
     "ApiModel",
     "BulkDeleteOutcome",
     "BulkDeleteResult",
@@ -173,6 +179,7 @@ __all__ = [
     "Container",
     "ContainerResources",
     "Deployment",
+    "DeploymentAgent",
     "DeploymentCreate",
     "DeploymentPatch",
     "DeploymentStatus",

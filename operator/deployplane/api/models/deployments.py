@@ -8,10 +8,12 @@ from datetime import datetime
 from typing import Annotated
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import PydanticCustomError
 
 from deployplane.api.enums import DeploymentStatus, DeploymentType
+from deployplane.api.models.agents import DeploymentAgent
 from deployplane.api.models.common import (
     NAME_MAX_LENGTH,
     ApiModel,
@@ -247,12 +249,24 @@ class SecretReference(ApiModel):
 
 
 class DeploymentCreate(ApiModel):
-    """Body of POST /v2/deployments."""
+    """Body of POST /v2/deployments: a deployment named by `name`, or keyed by an
+    `agent` and named by the control plane (one of the two, never both)."""
 
-    name: str = Field(
+    # What the vendor's CLI sends in place of `name` (its agent mode). Declared before
+    # `name`, whose check reads it.
+    agent: DeploymentAgent | None = Field(
+        None,
+        description=(
+            "The agent and environment the deployment is for, in place of `name`: the "
+            "control plane names it, and keeps one per agent and environment."
+        ),
+    )
+    name: str | None = Field(
+        None,
         min_length=1,
         max_length=NAME_MAX_LENGTH,
-        description="Deployment (and tracing project) name.",
+        validate_default=True,
+        description="Deployment (and tracing project) name; required unless `agent` is given.",
     )
     source: Source = Field(description="Where the code comes from.")
     source_config: SourceConfig | None = None
@@ -260,11 +274,29 @@ class DeploymentCreate(ApiModel):
     secrets: list[Secret] | None = None
     secret_references: list[SecretReference] | None = None
 
+    @field_validator("name")
+    @classmethod
+    def _name_or_agent(cls, name: str | None, info: ValidationInfo) -> str | None:
+        """One of `name` and `agent`, reported at `name` (an agent that is itself
+        invalid is reported at its own fields, and not again here)."""
+        if "agent" not in info.data:
+            return name
+        agent = info.data["agent"]
+        if name is None and agent is None:
+            raise PydanticCustomError("missing", "name is required unless agent is given")
+        if name is not None and agent is not None:
+            raise PydanticCustomError(
+                "name_with_agent",
+                "name cannot be combined with agent: the control plane names the "
+                "deployment of an agent itself",
+            )
+        return name
+
 
 class DeploymentPatch(ApiModel):
     """Body of PATCH /v2/deployments/{id}; only the fields set are changed.
 
-    `name` and `source` are accepted so the service can refuse a change to them
+    `name`, `source` and `agent` are accepted so the service can refuse a change to them
     explicitly (they cannot change after creation) rather than silently ignoring it.
     """
 
@@ -272,6 +304,7 @@ class DeploymentPatch(ApiModel):
     # refuse a change by name.
     name: SkipJsonSchema[str | None] = Field(None, max_length=NAME_MAX_LENGTH)
     source: SkipJsonSchema[Source | None] = None
+    agent: SkipJsonSchema[DeploymentAgent | None] = None
     source_config: SourceConfig | None = None
     source_revision_config: SourceRevisionConfig | None = None
     secrets: list[Secret] | None = None
@@ -320,6 +353,12 @@ class Deployment(ApiModel):
         )
     )
     image_version: str | None = None
+    agent: DeploymentAgent | None = Field(
+        None, description="The agent and environment it was created for; null: by name."
+    )
+    # The vendor's CLI passes over a deployment marked as a preview when it looks one up
+    # by agent (deploy.py `_find_deployment`); there are no previews here.
+    is_preview: bool = Field(False, description="Whether it is a preview deployment.")
 
 
 class BulkDeleteOutcome(ApiModel):

@@ -7,7 +7,7 @@ beside `validation.py` so the rules are unit-tested directly
 (tests/unit/controlplane/test_patch_decision.py).
 
 The rules, as the service answers them:
-- name and source cannot change (422); a deployment being deleted cannot be patched (400);
+- name, source and agent cannot change (422); a deployment being deleted cannot be patched (400);
 - `source_config` keys present replace the stored values, an explicit null clears one,
   nested objects are replaced whole; a change alone makes no revision, but a change of
   what the data plane renders from (`RENDERED_SOURCE_CONFIG`: resource_spec,
@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deployplane.api.models import (
+    DeploymentAgent,
     DeploymentPatch,
     DeploymentStatus,
     RevisionStatus,
@@ -77,6 +78,8 @@ class StoredDeployment:
     """The latest revision's source (None: as the deployment's, or no revision yet)."""
     revision_status: RevisionStatus | None = None
     """The latest revision's status (None: no revision yet)."""
+    agent: DeploymentAgent | None = None
+    """The agent it was created for (None: created by name)."""
 
 
 @dataclass(frozen=True)
@@ -209,6 +212,8 @@ def _refuse_outright(current: StoredDeployment, body: DeploymentPatch) -> None:
         errors.append(invalid(("body", "name"), "name cannot be changed after creation"))
     if body.source is not None and body.source is not current.source:
         errors.append(invalid(("body", "source"), "source cannot be changed after creation"))
+    if body.agent is not None and body.agent != current.agent:
+        errors.append(invalid(("body", "agent"), "agent cannot be changed after creation"))
     if errors:
         raise InvalidError(errors)
     if current.status == DeploymentStatus.AWAITING_DELETE.value:

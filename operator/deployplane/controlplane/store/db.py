@@ -27,7 +27,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql import Executable
 
-from deployplane.controlplane.store.tables import add_missing_columns, emulator_keys, metadata
+from deployplane.controlplane.store.tables import (
+    add_missing_columns,
+    add_missing_indexes,
+    emulator_keys,
+    metadata,
+)
 
 __all__ = [
     "KEY_FILE_SUFFIX",
@@ -221,6 +226,7 @@ class Database:
             with self._sync_engine.begin() as conn:
                 metadata.create_all(conn)
                 add_missing_columns(conn)
+                add_missing_indexes(conn)
         else:
             assert self._async_engine is not None
             async with self._async_engine.begin() as conn:
@@ -232,6 +238,7 @@ class Database:
                     )
                 await conn.run_sync(metadata.create_all)
                 await conn.run_sync(add_missing_columns)
+                await conn.run_sync(add_missing_indexes)
 
     async def dispose(self) -> None:
         if self._sync_engine is not None:

@@ -11,6 +11,7 @@ from sqlalchemy import Row, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from deployplane.api.models import (
+    AgentEnvironment,
     DeploymentCreate,
     DeploymentStatus,
     Page,
@@ -32,6 +33,13 @@ from deployplane.controlplane.rules.validation import (
     unknown_listener,
 )
 from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.agentmode import (
+    agent_columns,
+    agent_filtered,
+    agent_taken,
+    check_agent_mode,
+    name_of_new,
+)
 from deployplane.controlplane.store.answers import Deployment, masked
 from deployplane.controlplane.store.db import DbConn
 from deployplane.controlplane.store.listeners import listener_exists
@@ -107,12 +115,14 @@ async def create_deployment(
     step_seconds: float,
 ) -> Deployment:
     source_config = body.source_config or SourceConfig()
+    check_agent_mode(workspace, body.agent)
     errors = await _create_errors(conn, body, workspace)
     if errors:
         raise InvalidError(errors)
     if body.source is Source.GIT_HOST:
         check_repository(source_config, workspace)
     deployment_id = uuid.uuid4()
+    name = await name_of_new(conn, workspace, body, deployment_id)
     now = utcnow()
     stored_config = source_config.model_dump(mode="json", exclude_none=True)
     if body.source is Source.GIT_HOST:  # the service sets a git_host deployment's URL
@@ -122,12 +132,11 @@ async def create_deployment(
     # config and gives it its first revision by a PATCH (after uploading or pushing):
     # a create with nothing to build or run makes no revision.
     first = not (body.source in INTERNAL_SOURCES and not config.model_dump(exclude_none=True))
-    revision_id = await _insert_deployment(
-        conn, body, workspace, deployment_id, stored_config, now, first=first
-    )
+    new = _New(body, name, deployment_id)
+    revision_id = await _insert_deployment(conn, new, workspace, stored_config, now, first=first)
     await keep_secret_values(conn, deployment_id, body.secrets or [], created=True)
     if revision_id is None:
-        return _created(body, workspace, deployment_id, stored_config, None, now)
+        return _created(new, workspace, stored_config, None, now)
     revision = await insert_revision(
         conn,
         revision_id=revision_id,
@@ -138,14 +147,22 @@ async def create_deployment(
         now=now,
         step_seconds=step_seconds,
     )
-    return _created(body, workspace, deployment_id, stored_config, revision, now)
+    return _created(new, workspace, stored_config, revision, now)
+
+
+@dataclass(frozen=True)
+class _New:
+    """A deployment being created: its body, and the name and id it gets."""
+
+    body: DeploymentCreate
+    name: str
+    id: uuid.UUID
 
 
 async def _insert_deployment(
     conn: DbConn,
-    body: DeploymentCreate,
+    new: _New,
     workspace: WorkspaceConfig,
-    deployment_id: uuid.UUID,
     stored_config: dict[str, Any],
     now: datetime,
     *,
@@ -154,7 +171,9 @@ async def _insert_deployment(
     """The deployment and its tracing project; returns the id its first revision takes
     (None: it has none yet).
 
-    Deployment first: the (workspace, name) unique constraint decides races."""
+    Deployment first: the (workspace, name) unique constraint, and the (workspace,
+    agent, environment) unique index, decide races."""
+    body, deployment_id = new.body, new.id
     revision_id = uuid.uuid4() if first else None
     secret_records = secretdigest.records(conn.secret_key, deployment_id, body.secrets or [])
     try:
@@ -163,7 +182,8 @@ async def _insert_deployment(
             {
                 "id": deployment_id,
                 "workspace_id": workspace.id,
-                "name": body.name,
+                "name": new.name,
+                **agent_columns(body.agent),
                 "source": body.source.value,
                 "source_config": stored_config,
                 "secrets": secret_records,
@@ -182,12 +202,15 @@ async def _insert_deployment(
             {
                 "id": uuid.uuid4(),
                 "workspace_id": workspace.id,
-                "name": body.name,
+                "name": new.name,
                 "deployment_id": deployment_id,
                 "created_at": now,
             },
         )
-    except IntegrityError:
+    except IntegrityError as error:
+        conflict = agent_taken(error)
+        if conflict is not None:  # the vendor CLI's 409 for an agent
+            raise conflict from None
         # 400, as the published contract answers a create it refuses (it has no 409).
         raise RefusedError(
             "A deployment or tracing project with this name already exists."
@@ -196,19 +219,20 @@ async def _insert_deployment(
 
 
 def _created(
-    body: DeploymentCreate,
+    new: _New,
     workspace: WorkspaceConfig,
-    deployment_id: uuid.UUID,
     stored_config: dict[str, Any],
     revision: Revision | None,
     now: datetime,
 ) -> Deployment:
     """The answer to a create, from what was written rather than read back: one
     statement fewer."""
+    body, deployment_id = new.body, new.id
     return Deployment(
         id=deployment_id,
         tenant_id=workspace.id,
-        name=body.name,
+        name=new.name,
+        agent=body.agent,
         source=body.source,
         source_config=SourceConfig.model_validate(with_url(stored_config, deployment_id)),
         source_revision_config=(
@@ -236,7 +260,8 @@ async def get_deployment(
 @dataclass(frozen=True)
 class DeploymentFilters:
     """The published filters of GET /v2/deployments (`name` is the emulator's extension;
-    `tag_value_ids` is accepted and ignored: the emulator has no tags)."""
+    `tag_value_ids` is accepted and ignored: the emulator has no tags), and the vendor
+    CLI's `agent_id` and `agent_environment`."""
 
     name: str | None = None
     name_contains: str | None = None
@@ -246,6 +271,8 @@ class DeploymentFilters:
     deployment_type: str | None = None
     deployment_ids: str | None = None
     remote_reconciled: bool | None = None
+    agent_id: str | None = None
+    agent_environment: AgentEnvironment | None = None
 
 
 def _filtered_deployments(query: Any, filters: DeploymentFilters) -> Any:
@@ -265,7 +292,7 @@ def _filtered_deployments(query: Any, filters: DeploymentFilters) -> Any:
         query = query.where(deployments.c.id.in_(ids))
     if filters.remote_reconciled is not None:
         query = query.where(remote_reconciled_condition(filters.remote_reconciled))
-    return query
+    return agent_filtered(query, filters.agent_id, filters.agent_environment)
 
 
 async def list_deployments(
@@ -276,6 +303,7 @@ async def list_deployments(
     limit: int,
     offset: int,
 ) -> Page[Deployment]:
+    check_agent_mode(workspace, filters.agent_id, filters.agent_environment)
     query = deployment_query().where(deployments.c.workspace_id == workspace.id)
     query = _filtered_deployments(query, filters)
     query = (

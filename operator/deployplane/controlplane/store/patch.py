@@ -20,6 +20,7 @@ from deployplane.controlplane.errors import InvalidError
 from deployplane.controlplane.rules.patching import StoredDeployment, decide_patch
 from deployplane.controlplane.rules.validation import check_repository, unknown_listener
 from deployplane.controlplane.settings import WorkspaceConfig
+from deployplane.controlplane.store.agentmode import agent_of
 from deployplane.controlplane.store.answers import Deployment
 from deployplane.controlplane.store.artifacts import unknown_upload, upload_ready
 from deployplane.controlplane.store.db import DbConn
@@ -93,6 +94,7 @@ def _stored(row: Row[Any]) -> StoredDeployment:
         revision_config=revision_config(row),
         revision_source=Source(row.revision_source) if row.revision_source else None,
         revision_status=RevisionStatus(row.revision_status) if row.revision_status else None,
+        agent=agent_of(row),
     )
 
 

@@ -22,6 +22,7 @@ from deployplane.api.models import (
     SourceRevisionConfigStatus,
 )
 from deployplane.controlplane.errors import InvalidError, NotFoundError, invalid
+from deployplane.controlplane.store.agentmode import agent_of
 from deployplane.controlplane.store.answers import Deployment, masked
 from deployplane.controlplane.store.db import DbConn
 from deployplane.controlplane.store.tables import deployments, revisions
@@ -65,6 +66,8 @@ _DEPLOYMENT_COLUMNS = (
     deployments.c.image_version,
     deployments.c.created_at,
     deployments.c.updated_at,
+    deployments.c.agent_id,
+    deployments.c.agent_environment,
     revisions.c.repo_ref,
     revisions.c.graph_config_path,
     revisions.c.image_uri,
@@ -185,6 +188,7 @@ def deployment_model(row: Row[Any]) -> Deployment:
             # with the mask where the published shape wants a value
             "secrets": masked(s["name"] for s in row.secrets),
             "secret_references": secret_references(row.secret_references),
+            "agent": agent_of(row),
         }
     )
 

@@ -39,6 +39,7 @@ from sqlalchemy.sql.functions import FunctionElement
 
 __all__ = [
     "add_missing_columns",
+    "add_missing_indexes",
     "builtin_agents",
     "dataplane_revisions",
     "deployments",
@@ -138,10 +139,25 @@ deployments = Table(
     Column("delete_at", Float, nullable=True),
     # the DELETE's delete_tracing_project: whether the tracing project goes too
     Column("delete_tracing_project", Boolean, nullable=False, server_default=false()),
+    # The agent and environment of a deployment created for one (the vendor CLI's agent
+    # mode); both null for a deployment created by name.
+    Column("agent_id", String, nullable=True),
+    Column("agent_environment", String, nullable=True),
     # The unique constraint, not a lookup before the insert, is what makes concurrent
     # creates of one name answer exactly one success and 400 for the rest.
     UniqueConstraint("workspace_id", "name", name="uq_deployment_workspace_name"),
     Index("ix_deployments_delete_at", "delete_at"),
+    # One deployment per agent and environment in a workspace, decided the same way (a
+    # 409 for the rest). An index, not a constraint: an older database gains it
+    # (`add_missing_indexes`), and rows by name (nulls) never collide, on SQLite and
+    # PostgreSQL alike.
+    Index(
+        "uq_deployment_workspace_agent",
+        "workspace_id",
+        "agent_id",
+        "agent_environment",
+        unique=True,
+    ),
 )
 
 tracing_projects = Table(
@@ -311,3 +327,14 @@ def add_missing_columns(conn: Connection) -> None:
             if not column.nullable:
                 ddl += " NOT NULL"
             conn.execute(text(ddl))
+
+
+def add_missing_indexes(conn: Connection) -> None:
+    """Indexes added since a database was made (create_all creates them only with their
+    table), after `add_missing_columns` has added the columns they cover."""
+    inspector = inspect(conn)
+    for table in metadata.sorted_tables:
+        present = {index["name"] for index in inspector.get_indexes(table.name)}
+        for index in table.indexes:
+            if index.name not in present:
+                index.create(conn)

@@ -22,6 +22,7 @@ from deployplane.controlplane.builds.imagebuild.service import ImageBuilder
 from deployplane.controlplane.errors import (
     ConflictError,
     DetailError,
+    ForbiddenError,
     InvalidError,
     NotFoundError,
     RefusedError,
@@ -60,6 +61,7 @@ log = logging.getLogger(__name__)
 # The HTTP answer of each storage error: the one place they are mapped.
 _STATUS_OF: dict[type[StoreError], int] = {
     NotFoundError: 404,
+    ForbiddenError: 403,
     ConflictError: 409,
     RefusedError: 400,
     InvalidError: 422,

@@ -14,11 +14,14 @@ the revision fields, so that it makes a revision of its own (`diff.diff`): no ca
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Final
 
 from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Deployment, DeploymentStatus, Revision
-from deployplane.crd.specs import AgentDeploymentSpec, ManagementPolicy
+from deployplane.crd.agentkeys import agent_of_key
+from deployplane.crd.specs import ManagementPolicy
 from deployplane.crd.status import AgentDeploymentStatus
 from deployplane.externals.agentdeployment.diff import DeploymentDelta, diff
 from deployplane.externals.agentdeployment.logtail import fetch_tail, kept_message, with_tail
@@ -61,7 +64,8 @@ class AgentDeploymentExternal:
     client: ControlPlaneClient
     kube: KubeReader
     natural_key: str
-    """The deployment's name (the published contract has no other unique key)."""
+    """The deployment's name (the published contract has no other unique key), or for
+    an agent's deployment its agent and environment (`agent bot in production`)."""
     adopt_id: str | None = None
 
     @classmethod
@@ -69,7 +73,7 @@ class AgentDeploymentExternal:
         cls, client: ControlPlaneClient, kube: KubeReader, mr: Mr
     ) -> AgentDeploymentExternal:
         adopt = str(mr.spec.deployment_id) if mr.spec.deployment_id else None
-        return cls(client, kube, _name(mr.spec, mr.name), adopt)
+        return cls(client, kube, mr.spec.natural_key(mr.name), adopt)
 
     async def resolve(self, mr: Mr) -> Desired:
         return await Resolver(self.client, self.kube).resolve(mr)
@@ -152,10 +156,17 @@ class AgentDeploymentExternal:
             return None
 
     async def find(self, mr: Mr, key: str | None = None) -> str | None:
-        # The published contract has no exact-name filter: name_contains + exact match,
-        # through every page (bounded; beyond it the error says so).
-        found = await self.client.find_deployment_by_name(key or self.natural_key)
-        return None if found is None else str(found.id)
+        """The deployment under a natural key (`key`, else the spec's): an agent and an
+        environment (the vendor CLI's filters), else a name (the published contract has
+        no exact-name filter: name_contains and an exact match, through every page,
+        bounded). Never one made before this resource's first create call
+        (`_maybe_ours`)."""
+        agent = mr.spec.agent if key is None else agent_of_key(key)
+        if agent is not None:
+            found = await self.client.find_deployment_by_agent(agent.agent_id, agent.environment)
+        else:
+            found = await self.client.find_deployment_by_name(key or self.natural_key)
+        return None if found is None or not _maybe_ours(mr, found) else str(found.id)
 
     async def create(self, mr: Mr, desired: Desired) -> Obs:
         dep = await self.client.create_deployment(desired.body)
@@ -191,8 +202,24 @@ class AgentDeploymentExternal:
         return False
 
 
-def _name(spec: AgentDeploymentSpec, metadata_name: str) -> str:
-    return spec.deployment_name(metadata_name)
+CLOCK_SKEW: Final = timedelta(seconds=60)
+"""How far the control plane's clock (a deployment's created_at) may be behind the
+operator's (the create marker's time) for a lost create's answer to be recovered."""
+
+
+def _maybe_ours(mr: Mr, found: Deployment) -> bool:
+    """Whether `found` may be what a create of this resource made: not when it was made
+    before the first create call its marker records (more than the clocks may
+    disagree): then it is someone else's under the same key, such as another
+    AgentDeployment's deployment of the same agent and environment, and adopting it
+    would make two resources manage one deployment. A marker written by hand (no time)
+    adopts what its key finds; ObserveOnly finds whatever is there."""
+    pending = mr.create_pending
+    if pending is None or pending.requested_at is None:
+        return True
+    if mr.spec.management_policy is ManagementPolicy.OBSERVE_ONLY:
+        return True
+    return found.created_at >= pending.requested_at - CLOCK_SKEW
 
 
 def _awaiting(obs: Obs) -> Obs:

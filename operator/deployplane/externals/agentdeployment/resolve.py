@@ -14,6 +14,7 @@ from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import (
     Deployment,
+    DeploymentAgent,
     DeploymentCreate,
     GitRepository,
     Secret,
@@ -47,7 +48,7 @@ class Desired:
     @classmethod
     def of(
         cls,
-        name: str,
+        name: str | DeploymentAgent,
         source: Source | ManagedSource,
         source_config: dict[str, Any],
         revision_config: dict[str, Any],
@@ -56,8 +57,13 @@ class Desired:
         secrets_hash: str | None = None,
     ) -> Desired:
         """From the API's snake_case JSON of what the spec sets; an empty config is left
-        out of the body."""
-        body: dict[str, Any] = {"name": name, "source": source.value}
+        out of the body. `name`: the deployment's, or the agent it is created for (the
+        control plane then names it)."""
+        body: dict[str, Any] = {"source": source.value}
+        if isinstance(name, DeploymentAgent):
+            body["agent"] = name.model_dump(mode="json")
+        else:
+            body["name"] = name
         if source_config:
             body["source_config"] = source_config
         if revision_config:
@@ -125,9 +131,10 @@ class Resolver:
         secrets = await self._secrets(mr)
         digest = secrets_digest(mr.uid, secrets) if secrets is not None else None
         references = None if spec.secret_references is None else list(spec.secret_references)
-        name = spec.deployment_name(mr.name)
+        named = spec.agent or spec.deployment_name(mr.name)
+        assert named is not None  # a spec without an agent names its deployment
         return Desired.of(
-            name, spec.source, source_config, revision_config, secrets, references, digest
+            named, spec.source, source_config, revision_config, secrets, references, digest
         )
 
     async def _listener_id(self, mr: Mr, ref: ListenerReference) -> str:

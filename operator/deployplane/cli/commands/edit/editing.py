@@ -129,10 +129,18 @@ async def update(
 
 
 async def apply(client: Client, kind: Kind[DesiredT], desired: DesiredT) -> Applied:
-    """Create the resource the file names, or update it to the file."""
+    """Create the resource the file names, or update it to the file. A deployment file
+    with an agent is found by its agent and environment (its name is the control
+    plane's), as `langgraph deploy --agent-id` finds it."""
+    agent = getattr(desired, "agent", None)
+    if agent is not None:
+        found = await client.find_deployment_by_agent(agent.agent_id, agent.environment)
+        if found is None:
+            return Applied(await create(client, kind, desired), Outcome.created, None)
+        return await update(client, kind, str(found.id), desired)
     name = kind.name_of(desired)
     if not name:
-        field = "name" if kind is DEPLOYMENT else "compute_id"
+        field = "name (or agent)" if kind is DEPLOYMENT else "compute_id"
         raise UsageError(f"{field}: required (apply finds the {kind.noun} by it)")
     try:
         resource_id = await kind.resolve(client, name)

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 from deployplane.api.imageref import image_reference_error
 from deployplane.api.models import (
     Deployment,
+    DeploymentAgent,
     DeploymentCreate,
     DeploymentPatch,
     Listener,
@@ -45,6 +46,7 @@ __all__ = [
     "check_image",
     "deployment_create",
     "deployment_patch",
+    "for_agent",
     "listener_create",
     "listener_patch",
 ]
@@ -66,9 +68,11 @@ class FileSecret(ApiModel):
 
 class DeploymentFile(ApiModel):
     """A deployment file: the create body with every field optional and secrets by
-    name allowed; the read-only fields of `Deployment` are ignored."""
+    name allowed; the read-only fields of `Deployment` are ignored. With an `agent`, the
+    name is the control plane's (read-only, as `get` shows it)."""
 
     name: str | None = Field(None, min_length=1, max_length=NAME_MAX_LENGTH)
+    agent: DeploymentAgent | None = None
     source: Source | None = None
     source_config: SourceConfig | None = None
     source_revision_config: SourceRevisionConfig | None = None
@@ -115,13 +119,35 @@ def _source_config(desired: DeploymentFile, source: Source | str | None) -> dict
     return given
 
 
+def for_agent(desired: DeploymentFile, agent: DeploymentAgent) -> DeploymentFile:
+    """The file, made for `agent` (`create --agent-id --agent-environment`): a file
+    naming another agent, or naming the deployment itself (a by-name file), is refused
+    rather than turned into something else."""
+    if desired.agent is not None and desired.agent != agent:
+        raise PlanError(
+            "agent: the file names another agent or environment than --agent-id and "
+            "--agent-environment"
+        )
+    if desired.agent is None and desired.name is not None:
+        raise PlanError(
+            "name: not with --agent-id (the control plane names the deployment of an "
+            "agent); remove it from the file"
+        )
+    return desired.model_copy(update={"agent": agent})
+
+
 def deployment_create(desired: DeploymentFile) -> DeploymentCreate:
-    """The POST body of a file (the file must name its secrets' values)."""
+    """The POST body of a file (the file must name its secrets' values). A file with an
+    agent sends the agent and not its name: the control plane names such a deployment
+    (a file from `get -o yaml` shows the name it gave)."""
     check_image(desired.source_revision_config)
     for index, secret in enumerate(desired.secrets or []):
         if secret.value is None:
             raise PlanError(f"secrets.{index}.value: required to create (values are write-only)")
     body = _dump_set(desired)
+    if desired.agent is not None:
+        body["agent"] = desired.agent.model_dump(mode="json")
+        body.pop("name", None)
     if desired.source_config is not None:
         body["source_config"] = _source_config(desired, desired.source)
     return DeploymentCreate.model_validate(body)
@@ -154,6 +180,8 @@ def deployment_patch(current: Deployment, desired: DeploymentFile) -> Deployment
         raise PlanError(f"name: cannot change (the deployment is named {current.name!r})")
     if desired.source is not None and desired.source != current.source:
         raise PlanError(f"source: cannot change (the deployment's source is {current.source})")
+    if desired.agent is not None and desired.agent != current.agent:
+        raise PlanError(f"agent: cannot change (the deployment's is {_agent_text(current)})")
     body: dict[str, Any] = {}
     have_config = current.source_config.model_dump(mode="json") if current.source_config else {}
     config = {
@@ -181,6 +209,13 @@ def deployment_patch(current: Deployment, desired: DeploymentFile) -> Deployment
     ):
         body["secret_references"] = [r.model_dump(mode="json") for r in desired.secret_references]
     return DeploymentPatch.model_validate(body) if body else None
+
+
+def _agent_text(deployment: Deployment) -> str:
+    agent = deployment.agent
+    if agent is None:
+        return "none: it was created by name"
+    return f"{agent.agent_id!r} in {agent.environment.value}"
 
 
 def listener_create(desired: ListenerFile) -> ListenerCreate:

@@ -5,7 +5,8 @@ AgentDeployment and Listener objects that `kubectl apply` accepts as they are, s
 adopt (ASO's `asoctl import`, Config Connector's `bulk-export`):
 
 - the id to adopt (`spec.deploymentId`, `spec.listenerId`) and `spec.managementPolicy`
-  (`ObserveOnly` unless told to manage: the operator then never writes);
+  (`ObserveOnly` unless told to manage: the operator then never writes); a deployment
+  made for an agent gets `spec.agent`, never a `spec.name`;
 - exactly the fields the operator compares (externals/*/diff.py), each with the value
   the service reports, so that after apply it finds nothing to change even in `Full`;
   fields a spec may not carry are left out (the service sets a git_host deployment's
@@ -180,7 +181,9 @@ def deployment_cr(
     if source not in _REVISION_FIELDS:
         raise ValueError(f"deployment {dep.name}: source {source} cannot be an AgentDeployment")
     spec: dict[str, Any] = {"managementPolicy": policy.value, "deploymentId": str(dep.id)}
-    if name != dep.name:
+    if dep.agent is not None:  # the control plane named it: the agent, never a name
+        spec["agent"] = cr_json(dep.agent)
+    elif name != dep.name:
         spec["name"] = dep.name
     spec["source"] = source
     config = cr_json(dep.source_config, _NOT_IN_SPEC[source]) if dep.source_config else {}

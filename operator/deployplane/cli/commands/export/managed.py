@@ -3,8 +3,9 @@ cluster holds: pure functions.
 
 An AgentDeployment manages a deployment when it records the deployment's id (its
 `status.deploymentId`, or the `spec.deploymentId` it adopts) or carries the create
-marker under the deployment's name (the `deployplane.io/external-name` annotation: a
-create that may have happened before any id was recorded). Exporting such a deployment
+marker under the deployment's name, or its agent and environment (the
+`deployplane.io/external-name` annotation: a create that may have happened before any
+id was recorded). Exporting such a deployment
 again would make an ObserveOnly twin of a managed resource, so `export` skips them.
 """
 
@@ -14,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from deployplane.api.models import DeploymentAgent
+from deployplane.crd.agentkeys import agent_key
 from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION
 
 __all__ = ["Managers"]
@@ -45,6 +48,9 @@ class Managers:
                 by_name.setdefault(str(marker), who)
         return cls(by_id, by_name)
 
-    def manager_of(self, deployment_id: str, name: str) -> str | None:
+    def manager_of(
+        self, deployment_id: str, name: str, agent: DeploymentAgent | None = None
+    ) -> str | None:
         """The AgentDeployment that manages this deployment, if one does."""
-        return self.by_id.get(deployment_id) or self.by_name.get(name)
+        by_key = self.by_name.get(agent_key(agent) if agent is not None else name)
+        return self.by_id.get(deployment_id) or by_key

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query, status
 from fastapi.responses import JSONResponse, Response
 
 from deployplane.api.models import (
+    AgentEnvironment,
     BulkDeleteOutcome,
     BulkDeleteResult,
     DeploymentCreate,
@@ -66,13 +67,25 @@ one_router = APIRouter(
 _REFUSED: Responses = {
     400: {"model": ErrorBody, "description": "Refused; the detail says why in one sentence."}
 }
+_AGENT_MODE_OFF: Responses = {
+    403: {
+        "model": ErrorBody,
+        "description": (
+            "Agent fields where agent mode is off; or X-Tenant-Id names a workspace the "
+            "credential does not belong to."
+        ),
+    }
+}
+_AGENT_TAKEN: Responses = {
+    409: {"model": ErrorBody, "description": "The agent has a deployment in that environment."}
+}
 
 
 @router.post(
     "",
     response_model=Deployment,
     status_code=status.HTTP_201_CREATED,
-    responses=_REFUSED,
+    responses={**_REFUSED, **_AGENT_MODE_OFF, **_AGENT_TAKEN},
     summary="Create a deployment",
 )
 async def create_deployment(body: DeploymentCreate, call: InWorkspace) -> Response:
@@ -81,7 +94,9 @@ async def create_deployment(body: DeploymentCreate, call: InWorkspace) -> Respon
     )
 
 
-@router.get("", response_model=Page[Deployment], summary="List deployments")
+@router.get(
+    "", response_model=Page[Deployment], responses=_AGENT_MODE_OFF, summary="List deployments"
+)
 async def list_deployments(
     call: InWorkspace,
     limit: Limit = 20,
@@ -95,6 +110,9 @@ async def list_deployments(
     image_version: str | None = Query(None, description="Exact image version."),
     deployment_type: DeploymentType | None = Query(None, description="git_host deployment type."),
     deployment_ids: str | None = Query(None, description="Comma-separated deployment ids."),
+    # The vendor CLI's (`langgraph deploy list --agent-id --agent-environment`).
+    agent_id: str | None = Query(None, description="Exact agent id."),
+    agent_environment: AgentEnvironment | None = Query(None, description="An environment."),
 ) -> Response:
     filters = store.DeploymentFilters(
         name=extension_param(call.request, "name"),  # exact name: an emulator extension
@@ -105,6 +123,8 @@ async def list_deployments(
         deployment_type=deployment_type.value if deployment_type is not None else None,
         deployment_ids=deployment_ids,
         remote_reconciled=remote_reconciled,
+        agent_id=agent_id,
+        agent_environment=agent_environment,
     )
     refuse_nul_in_query(**asdict(filters))
     return await call.read(store.list_deployments, filters=filters, limit=limit, offset=offset)
