@@ -200,15 +200,30 @@ def test_a_graph_that_does_not_import_is_build_failed_in_what_the_cli_prints(
     assert f"| Build failed: {reason}" in failed.stdout, failed.stdout
 
 
+@pytest.fixture
+def app_image(cloud: Emulator, tmp_path: Path) -> str:
+    """The image of APP's latest revision: the changed graph the first test ends with
+    (`?`, second-v2), deployed here when that test has not run yet (the tests run in a
+    shuffled order; builds are cached by content, so the second of the two builds nothing)."""
+    if not cloud.deployments_named(APP):
+        done, _ = _deploy(
+            cloud, langgraph_app.write_project(tmp_path / "app", "?", "second-v2"), APP
+        )
+        _deployed(cloud, done)
+    (built,) = cloud.deployments_named(APP)
+    image: str = built["source_revision_config"]["image_uri"]
+    return image
+
+
 def test_an_agentdeployment_of_the_built_image_is_ready_with_its_url_and_serves(
     cloud: Emulator,
     resources: Resources,
     namespace: str,
     kubeconfig: Path,
     real_node_session: realnode.Session,
+    app_image: str,
 ) -> None:
-    (built,) = cloud.deployments_named(APP)
-    image = built["source_revision_config"]["image_uri"]
+    image = app_image
     body = {
         "apiVersion": "deployplane.io/v1alpha1",
         "kind": "AgentDeployment",
@@ -372,7 +387,8 @@ def _kill_9_keeps_what_the_runtime_wrote(
     with _port_forward(cloud, THREADS_APP, kubeconfig) as url:
         sdk = get_sync_client(url=url, api_key=None)
         metadata = sdk.threads.get(kept)["metadata"]
-        assert metadata is not None and metadata["marker"] == marker, metadata
+        assert metadata is not None
+        assert metadata["marker"] == marker, metadata
         found = {t["thread_id"] for t in sdk.threads.search(metadata=KILLED_META)}
     print(
         f"kill -9: the thread written before the last write kept; the late one kept: "
