@@ -405,8 +405,9 @@ def test_threads_runs_and_the_store_survive_restarts_and_redeploys(
     real_node_session: realnode.Session,
 ) -> None:
     """As a user would: a thread run twice and a store item, then the server's pod
-    deleted, a new revision of the same graph, `kubectl rollout restart`: after each the
-    thread's state, the search and the store item are as they were. The claim is a
+    deleted, a new revision of the same graph, `kubectl rollout restart`, the server's
+    process killed -9: after each the thread's state, the search and the store item are
+    as they were. The claim is a
     directory under the node's state. Then a graph whose state class moved: the server
     discards its saved threads, and `langgraph deploy logs` shows the warning."""
     project = langgraph_app.write_threads_project(tmp_path / "threads", "notes")
