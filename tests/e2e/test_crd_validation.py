@@ -276,6 +276,11 @@ INVALID: list[tuple[str, Obj | Update, str]] = [
         'spec.deletionPolicy: Unsupported value: "Retain"',
     ),
     (
+        "update-policy-bad-enum",
+        agd(GIT, updatePolicy="OnApproval"),
+        'spec.updatePolicy: Unsupported value: "OnApproval"',
+    ),
+    (
         "build-on-push-not-bool",
         agd(GIT, sourceConfig__buildOnPush="yes"),
         "spec.sourceConfig.buildOnPush: Invalid value",
@@ -826,6 +831,7 @@ def test_allowed_updates_are_accepted(
     defaults: dict[str, Any] = {"deletionPolicy": "Delete", "managementPolicy": "Full"}
     if after["kind"] == "AgentDeployment":
         defaults["deleteTracingProject"] = False
+        defaults["updatePolicy"] = "Automatic"
     assert updated["spec"] == {**defaults, **after["spec"]}
 
 

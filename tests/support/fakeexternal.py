@@ -12,9 +12,10 @@ from typing import Any, Generic, Self, TypeVar
 
 from pydantic import BaseModel, Field
 
-from deployplane.crd.specs import DeletionPolicy, ManagementPolicy
+from deployplane.crd.specs import DeletionPolicy, ManagementPolicy, UpdatePolicy
 from deployplane.externals.agentdeployment import AgentDeploymentReason as Reason
 from deployplane.externals.errors import classified
+from deployplane.reconcile.approval import PendingChange
 from deployplane.reconcile.external import ExternalClient, Managed, Observation, Phase
 from deployplane.reconcile.marker import CreatePending
 from deployplane.reconcile.status import ResourceStatus
@@ -30,6 +31,7 @@ class FakeSpec(BaseModel):
 
     deletion_policy: DeletionPolicy = DeletionPolicy.DELETE
     management_policy: ManagementPolicy = ManagementPolicy.FULL
+    update_policy: UpdatePolicy = UpdatePolicy.AUTOMATIC
 
 
 class FakeStatus(ResourceStatus):
@@ -38,6 +40,7 @@ class FakeStatus(ResourceStatus):
     deployment_id: str | None = Field(None, description="Id on the control plane.")
     latest_revision_id: str | None = Field(None, description="A field an observation sets.")
     image_version: str | None = Field(None, description="Another one.")
+    pending_change: PendingChange | None = Field(None, description="A change held.")
 
     @property
     def external_id(self) -> str | None:
@@ -46,10 +49,18 @@ class FakeStatus(ResourceStatus):
     def with_external_id(self, external_id: str | None) -> Self:
         return self.evolve(deployment_id=external_id)
 
+    def held_change(self) -> PendingChange | None:
+        return self.pending_change
+
+    def with_pending_change(self, change: PendingChange | None) -> Self:
+        return self.evolve(pending_change=change)
+
 
 @dataclass(frozen=True)
 class FakeDelta:
     fields: tuple[str, ...]
+    action: str = "update"
+    reasons: tuple[str, ...] = ()
 
 
 Mr = Managed[FakeSpec, FakeStatus]
@@ -64,6 +75,8 @@ def observed(
     *,
     up_to_date: bool = True,
     drift: tuple[str, ...] = (),
+    action: str = "update",
+    reasons: tuple[str, ...] = (),
     **status: Any,
 ) -> Obs:
     """An observation of an existing resource (`status`: more camelCase status fields)."""
@@ -73,7 +86,7 @@ def observed(
         phase=phase,
         reason=reason,
         message=message,
-        patch=None if up_to_date else FakeDelta(drift),
+        patch=None if up_to_date else FakeDelta(drift, action, reasons),
     )
 
 

@@ -14,7 +14,9 @@
 --   Progressing  status not yet observed for the current generation, Reconciling=True,
 --                or not Ready yet for any other (retryable) reason
 --   Healthy      only Ready=True observed for the current metadata.generation
---   Suspended    the deployplane.io/paused annotation is "true"
+--   Suspended    the deployplane.io/paused annotation is "true"; or a change waits for
+--                approval (updatePolicy Manual: Synced=False AwaitingApproval, for the
+--                current generation), until `deployplane approve` sends it
 --   Progressing  being deleted (deletionTimestamp set), like Argo CD's own scripts and
 --                kstatus's Terminating: the finalizer is deleting the remote resource
 
@@ -75,12 +77,16 @@ local function health(o)
     return "Progressing", "Waiting for the operator to observe generation " .. tostring(generation)
   end
 
+  local synced = find_condition(status, "Synced")
+  if synced ~= nil and synced.status == "False" and synced.reason == "AwaitingApproval" then
+    return "Suspended", describe(synced)
+  end
+
   local stalled = find_condition(status, "Stalled")
   if stalled ~= nil and stalled.status == "True" then
     return "Degraded", describe(stalled)
   end
 
-  local synced = find_condition(status, "Synced")
   if synced ~= nil and synced.status == "False" and is_terminal(synced.reason) then
     return "Degraded", describe(synced)
   end

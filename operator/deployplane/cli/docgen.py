@@ -37,6 +37,8 @@ DOCUMENTED = (
     "config",
     "version",
     "trace",
+    "plan",
+    "approve",
     "export",
     "completion",
     "controlplane",

@@ -9,6 +9,8 @@ the root is imported: `deployplane.cli`).
 
 - API resources (`deployments`, `revisions`, `listeners`, `repos`, `providers`), one
   module each in `deployplane.cli.commands`; `apply -f`: `commands.edit.apply`
+- `plan -f PATH`: what applying manifests would do, `commands.plan`; `approve NAME`:
+  send the change a Manual AgentDeployment holds, `commands.approve`
 - `export`: existing deployments and listeners as custom resources to adopt
 - `trace KIND/NAME`: a resource's tree, Kubernetes to control plane to workloads
 - `config get-contexts|use-context|set-context`, over `deployplane.cli.config`
@@ -54,6 +56,18 @@ ENTRIES: Final = (
         "apply",
         f"{_COMMANDS}.edit.apply:app",
         "Create or update the resources of a file by their names.",
+        group=False,
+    ),
+    Entry(
+        "plan",
+        f"{_COMMANDS}.plan.command:app",
+        "Show what applying manifests would do to the control plane.",
+        group=False,
+    ),
+    Entry(
+        "approve",
+        f"{_COMMANDS}.approve:app",
+        "Approve the change an AgentDeployment (updatePolicy Manual) holds.",
         group=False,
     ),
     Entry(

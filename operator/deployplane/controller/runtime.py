@@ -20,14 +20,12 @@ from deployplane.controller.outputstore import OutputsStore
 from deployplane.controller.probes import ProbeServer, Readiness
 from deployplane.controller.sharding import Sharding
 from deployplane.externals.connections import Connection, Connections
-from deployplane.externals.errors import classified
 from deployplane.kinds import KINDS, KindRegistry
 from deployplane.kinds.controlplaneconnection import KIND as CONNECTION_KIND
 from deployplane.kube.api import KubernetesApi
 from deployplane.kube.health import FailureClock
 from deployplane.reconcile.eventrecorder import EventRecorder
 from deployplane.reconcile.passes import PassRunner
-from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.workers import Workers
 
@@ -70,9 +68,7 @@ def pass_runners(
     """One pass runner per kind: its reconciler over its external client."""
     return {
         kind.kind: PassRunner(
-            Reconciler(
-                classified(kind.connecter(connections, kube)), kind=kind.noun, schedule=schedule
-            ),
+            kind.reconciler(connections, kube, schedule),
             kind.spec_model,
             kind.plural,
             kube,

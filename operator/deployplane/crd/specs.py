@@ -93,6 +93,14 @@ class ManagementPolicy(StrEnum):
     OBSERVE_ONLY = "ObserveOnly"
 
 
+class UpdatePolicy(StrEnum):
+    """Whether a change goes to the control plane at once or waits for an approval
+    (`deployplane.reconcile.approval`)."""
+
+    AUTOMATIC = "Automatic"
+    MANUAL = "Manual"
+
+
 DEFAULT_CONNECTION: Final = "default"
 """The ControlPlaneConnection a resource without `connectionRef` uses in its namespace."""
 
@@ -288,6 +296,15 @@ class AgentDeploymentSpec(ConnectionSpec):
     )
     deployment_id: UUID | None = Field(
         None, description="Adopt this existing deployment instead of creating one."
+    )
+    update_policy: UpdatePolicy = Field(
+        UpdatePolicy.AUTOMATIC,
+        description=(
+            "Automatic: send each change to the control plane as soon as it is seen. "
+            "Manual: compute it (status.pendingChange) and send nothing until the "
+            "annotation deployplane.io/approved-generation names this generation "
+            "(`deployplane approve`); creating waits too, deleting does not."
+        ),
     )
     delete_tracing_project: bool = Field(
         False,

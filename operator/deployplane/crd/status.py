@@ -13,6 +13,7 @@ from typing import Self
 
 from pydantic import Field
 
+from deployplane.reconcile.approval import PendingChange
 from deployplane.reconcile.conditions import StatusModel
 from deployplane.reconcile.status import ResourceStatus
 
@@ -51,12 +52,26 @@ class AgentDeploymentStatus(ResourceStatus):
         ),
     )
 
+    pending_change: PendingChange | None = Field(
+        None,
+        description=(
+            "updatePolicy Manual: the change waiting for approval (what approving it "
+            "does, why, which fields) and the generation it belongs to."
+        ),
+    )
+
     @property
     def external_id(self) -> str | None:
         return self.deployment_id
 
     def with_external_id(self, external_id: str | None) -> Self:
         return self.evolve(deployment_id=external_id)
+
+    def held_change(self) -> PendingChange | None:
+        return self.pending_change
+
+    def with_pending_change(self, change: PendingChange | None) -> Self:
+        return self.evolve(pending_change=change)
 
     @property
     def revision_status(self) -> str | None:

@@ -55,13 +55,16 @@ def count_requests(
     since: dt.datetime | None = None,
     user: str | None = None,
     namespace: str | None = None,
+    dry_run: bool | None = None,
 ) -> dict[str, int]:
     """Requests per resource (`configmaps`, `agentdeployments/status`) in the audit log.
 
     Filters: `verbs` (audit verbs: get, list, watch, create, update, patch, delete,
     deletecollection), received at or after `since`, made by `user` (e.g.
-    `system:serviceaccount:ns:name`), against objects in `namespace`. Failed requests
-    count too: an attempted write is a write for steady-state purposes.
+    `system:serviceaccount:ns:name`), against objects in `namespace`, server-side
+    dry-runs only or none of them (`dry_run`: `dryRun=All` in the request's URI, which
+    stores nothing). Failed requests count too: an attempted write is a write for
+    steady-state purposes.
     """
     after = _aware(since) if since is not None else None
     counts: Counter[str] = Counter()
@@ -74,6 +77,8 @@ def count_requests(
             continue
         ref = event.get("objectRef") or {}
         if namespace is not None and ref.get("namespace") != namespace:
+            continue
+        if dry_run is not None and ("dryRun=All" in event.get("requestURI", "")) != dry_run:
             continue
         if after is not None:
             received = dt.datetime.fromisoformat(event["requestReceivedTimestamp"])

@@ -204,5 +204,11 @@ KIND: Final = KindDef(
         ),
         connection_column(),
         policy_column(),
+        column(
+            "Pending",
+            ".status.pendingChange.action",
+            "updatePolicy Manual: the change waiting for approval (deployplane approve).",
+            priority=1,
+        ),
     ),
 )

@@ -26,6 +26,8 @@ from deployplane.reconcile.usage import UsedBy
 if TYPE_CHECKING:
     from deployplane.externals.connections import Connections
     from deployplane.externals.kube import KubeReader
+    from deployplane.reconcile.reconciler import Reconciler
+    from deployplane.reconcile.schedule import Schedule
 
 __all__ = ["ConnecterFactory", "KindDef", "KindRegistry", "UsedBy"]
 
@@ -73,6 +75,19 @@ class KindDef(Generic[SpecT]):
     @property
     def crd_name(self) -> str:
         return f"{self.plural}.{GROUP}"
+
+    def reconciler(
+        self, connections: Connections, kube: KubeReader, schedule: Schedule
+    ) -> Reconciler[SpecT, Any]:
+        """The kind's reconciler over its external client, its control-plane errors
+        classified: what the operator's passes run, and what `deployplane plan`
+        previews (`Reconciler.preview`). Imported when called: the CRD generator reads
+        the registry and needs no HTTP client."""
+        from deployplane.externals.errors import classified
+        from deployplane.reconcile.reconciler import Reconciler
+
+        connecter = classified(self.connecter(connections, kube))
+        return Reconciler(connecter, kind=self.noun, schedule=schedule)
 
     @property
     def index_id(self) -> str:

@@ -47,6 +47,9 @@ class Reason(StrEnum):
     FORBIDDEN = "Forbidden"
     CONTROL_PLANE_UNAVAILABLE = "ControlPlaneUnavailable"
     RATE_LIMITED = "RateLimited"
+    AWAITING_APPROVAL = "AwaitingApproval"
+    """updatePolicy Manual: a change waits for its generation's approval
+    (`reconcile.approval`)."""
 
 
 TRUE: Final = "True"

@@ -23,6 +23,17 @@ class Delta(Protocol):
         """Which fields differ (for events and logs); never values, which may be secret."""
         ...
 
+    @property
+    def action(self) -> str:
+        """What sending it does, in a plan's words (`decision.Action`): `update`, or a
+        kind's own (an AgentDeployment's `new-revision`, `rebuild`)."""
+        ...
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Why it does that (an AgentDeployment's new revision: image, source, config)."""
+        ...
+
 
 PatchT = TypeVar("PatchT", bound=Delta)
 
@@ -42,6 +53,8 @@ class Managed(Generic[SpecT, StatusT]):
     """The create marker on the object while no id is recorded (`reconcile.marker`): a
     create of this resource may have reached the control plane without its id being
     recorded (None once an id is: the id supersedes it)."""
+    approved_generation: int | None = None
+    """The generation the approval annotation names (`reconcile.approval`), if any."""
 
     @property
     def key(self) -> str:

@@ -58,6 +58,9 @@ class EventReason(StrEnum):
     EXTERNAL_RESOURCE_GONE = "ExternalResourceGone"
     IN_USE = "InUse"
     INVALID_RESYNC_INTERVAL = "InvalidResyncInterval"
+    AWAITING_APPROVAL = "AwaitingApproval"
+    """A change held for approval (updatePolicy Manual): one Event per change held,
+    saying what it is and how to approve it (the condition's reason too)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,14 @@ class Verdict(Generic[StatusT]):
             return cls(State.RETRYING, False, exc.reason, str(exc))
         state = State.STALLED if exc.terminal else State.RETRYING
         return cls(state, False, exc.reason, str(exc), retry_after=exc.retry_after)
+
+    @classmethod
+    def awaiting_approval(cls, message: str, observed: StatusT | None) -> Verdict[StatusT]:
+        """A change held for approval (`reconcile.approval`): not synced, not Ready (the
+        spec is not what runs), in progress for kstatus, and nothing to poll."""
+        return cls(
+            State.AWAITING_APPROVAL, False, Reason.AWAITING_APPROVAL, message, observed=observed
+        )
 
     @classmethod
     def invalid_spec(cls, message: str) -> Verdict[StatusT]:
@@ -223,7 +234,7 @@ def _conditions(previous: list[Condition], gen: int, verdict: Verdict[StatusT]) 
     else:
         ready = cond(ConditionType.READY, FALSE, verdict.reason, verdict.message)
     conditions = [ready, synced]
-    if state in (State.PROGRESSING, State.RETRYING):
+    if state in (State.PROGRESSING, State.RETRYING, State.AWAITING_APPROVAL):
         conditions.append(cond(ConditionType.RECONCILING, TRUE, verdict.reason, verdict.message))
     if state is State.STALLED:
         conditions.append(cond(ConditionType.STALLED, TRUE, verdict.reason, verdict.message))
@@ -231,6 +242,9 @@ def _conditions(previous: list[Condition], gen: int, verdict: Verdict[StatusT]) 
 
 
 _WARNING_TRANSITIONS = {(ConditionType.STALLED, TRUE), (ConditionType.SYNCED, FALSE)}
+_TOLD_BY_THE_PASS = frozenset({Reason.AWAITING_APPROVAL})
+"""Reasons whose Event the pass posts itself (a Normal one per change held), not a
+Warning at the condition's flip."""
 
 
 def _transition_events(
@@ -248,6 +262,8 @@ def _transition_events(
         if c.type == ConditionType.READY and c.status == TRUE:
             reason, message = ready_event or (c.reason, c.message or "Ready")
             event = EventRecord("Normal", reason, message)
+        elif c.reason in _TOLD_BY_THE_PASS:
+            continue
         elif (c.type, c.status) in _WARNING_TRANSITIONS:
             event = EventRecord("Warning", c.reason, c.message)
         else:

@@ -35,6 +35,7 @@ from pydantic import ValidationError
 
 from deployplane.naming import camelize
 from deployplane.reconcile import outputs
+from deployplane.reconcile.approval import approved_generation
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Managed, SpecT
 from deployplane.reconcile.finalizer import DELETE_POLL_SECONDS, DELETE_RETRY_SECONDS, NotYet
@@ -79,10 +80,8 @@ class PassRunner(Generic[SpecT, StatusT]):
         status: Mapping[str, Any],
         marker: CreatePending | None = None,
     ) -> Managed[SpecT, StatusT]:
-        """The snapshot the reconciler sees; the object's marker counts while no id is
-        recorded in the status (a recorded id supersedes it; it stays on the object)."""
-        pending = None if self.has_id(status) else marker
-        return to_managed(self.spec_model, self.status_model, body, status, pending)
+        """The snapshot the reconciler sees (`managed_of`)."""
+        return managed_of(self.spec_model, self.status_model, body, status, marker)
 
     def has_id(self, status: Mapping[str, Any]) -> bool:
         return bool(self.status_model.model_validate(dict(status)).external_id)
@@ -200,6 +199,20 @@ class PassRunner(Generic[SpecT, StatusT]):
         return None
 
 
+def managed_of(
+    spec_model: type[SpecT],
+    status_model: type[StatusT],
+    body: Mapping[str, Any],
+    status: Mapping[str, Any],
+    marker: CreatePending | None = None,
+) -> Managed[SpecT, StatusT]:
+    """The snapshot a pass's reconciler sees (and `deployplane plan`'s): the object's
+    marker counts while no id is recorded in the status (a recorded id supersedes it;
+    it stays on the object)."""
+    recorded = status_model.model_validate(dict(status)).external_id
+    return to_managed(spec_model, status_model, body, status, None if recorded else marker)
+
+
 def to_managed(
     spec_model: type[SpecT],
     status_model: type[StatusT],
@@ -219,6 +232,7 @@ def to_managed(
         status=status_model.model_validate(dict(status)),
         resource_version=meta.get("resourceVersion"),
         create_pending=create_pending,
+        approved_generation=approved_generation(body),
     )
 
 

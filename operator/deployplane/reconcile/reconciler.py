@@ -5,6 +5,11 @@ protocol that every kind shares: crash-safe creation (a create-pending marker wr
 before the create call, adoption by natural key afterwards), adoption of an existing
 resource by id, drift correction, the kstatus conditions, which errors retry and which
 stall. The `Schedule` says when to come back. It returns an `Outcome`; it never sleeps.
+
+A pass looks (`_Pass.look`: reads only), decides (`decision.decide`, a pure function:
+create, send the patch, nothing, or hold it for approval) and acts (`_Pass.act`: the
+writes). `Reconciler.preview` looks and decides without acting, which is what
+`deployplane plan` shows: the same functions, so a plan is what a pass then does.
 """
 
 from __future__ import annotations
@@ -12,7 +17,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol
 
+from deployplane.reconcile.approval import PendingChange, waiting_message
 from deployplane.reconcile.conditions import TRUE, ConditionType, Reason, find_condition
+from deployplane.reconcile.decision import (
+    Action,
+    Change,
+    Decision,
+    Step,
+    change_of,
+    decide,
+    deletes_external,
+    observe_only,
+)
 from deployplane.reconcile.errors import ExternalError, Refusal
 from deployplane.reconcile.external import (
     Connecter,
@@ -44,6 +60,29 @@ class PassWriter(MarkerWriter, Protocol):
         """Merge-patch the status now (None deletes a key)."""
         ...
 
+
+@dataclass(frozen=True)
+class Preview:
+    """What a pass would do (`Reconciler.preview`): the decision, and its plan row."""
+
+    decision: Decision
+    change: Change
+
+
+class _NoWrites:
+    """The writer of a preview: a pass's reads never write, so any call is a bug."""
+
+    async def mark(self, marker: CreatePending) -> None:
+        raise AssertionError("a preview wrote the create marker")
+
+    async def unmark(self) -> None:
+        raise AssertionError("a preview took the create marker off")
+
+    async def write_status(self, patch: dict[str, Any]) -> None:
+        raise AssertionError("a preview wrote the status")
+
+
+_NO_WRITES = _NoWrites()
 
 Ext = ExternalClient[SpecT, StatusT, Any, Any]
 Obs = Observation[StatusT, Any]
@@ -78,7 +117,7 @@ class Reconciler(Generic[SpecT, StatusT]):
             full = self.schedule.wants_full(mr.status, mr.generation, resync_due)
             one = _Pass(self.kind, mr, ext, status, writes, events)
             obs = await (one.observe_only() if observe_only(mr) else one.sync(full=full))
-            verdict = Verdict.of_observation(obs)
+            verdict = one.verdict(obs)
         except (DependencyNotReady, ExternalError) as exc:
             verdict = Verdict.failed(exc)
         return compose_outcome(
@@ -90,9 +129,23 @@ class Reconciler(Generic[SpecT, StatusT]):
         verdict: Verdict[StatusT] = Verdict.invalid_spec(message)
         return compose_outcome(status, generation, verdict, 0, [], self.schedule)
 
+    async def preview(self, mr: Managed[SpecT, StatusT]) -> Preview:
+        """What a pass over `mr` would do, without doing it (`deployplane plan`): the
+        pass's own reads (`_Pass.look`, a full observation) and its own decision
+        (`decision.decide`), and nothing written anywhere. Raises what the pass would
+        end on (`ExternalError`, `DependencyNotReady`)."""
+        ext = await self._connecter.connect(mr)
+        one = _Pass(self.kind, mr, ext, _PassStatus(mr.status), _NO_WRITES, [])
+        if observe_only(mr):
+            await one.observe_only()
+            return Preview(Decision(Step.NOTHING), Change(Action.NONE))
+        obs = await one.look(full=True)
+        decision = decide(mr, obs, full=True)
+        return Preview(decision, change_of(decision, obs))
+
     async def finalize(self, mr: Managed[SpecT, StatusT]) -> bool:
         """Handle deletion of the custom resource; True once it may be released."""
-        if str(getattr(mr.spec, "deletion_policy", "Delete")) == "Orphan" or observe_only(mr):
+        if not deletes_external(mr):
             return True
         ext = await self._connecter.connect(mr)
         external_id = mr.status.external_id or ext.adopt_id
@@ -114,8 +167,20 @@ class _Pass(Generic[SpecT, StatusT]):
     status: _PassStatus[StatusT]
     writes: PassWriter
     events: list[EventRecord]
+    gone: str | None = None
+    """A recorded id whose external resource has disappeared (`look`)."""
+    pending: PendingChange | None = None
+    """The change this pass holds for approval (`act`)."""
     _desired: Any = None
     _resolved: bool = False
+
+    def verdict(self, obs: Obs[StatusT] | None) -> Verdict[StatusT]:
+        """What the pass found: the observation's verdict, or a change waiting."""
+        if self.pending is not None:
+            message = waiting_message(self.mr.name, self.mr.namespace, self.pending)
+            return Verdict.awaiting_approval(message, None if obs is None else obs.status)
+        assert obs is not None  # only a held create observes nothing
+        return Verdict.of_observation(obs)
 
     async def desired(self) -> Any:
         # Lazily: a poll of a revision in progress needs no references (and no calls).
@@ -127,32 +192,89 @@ class _Pass(Generic[SpecT, StatusT]):
     def event(self, type_: EventType, reason: EventReason, message: str) -> None:
         self.events.append(EventRecord(type_, reason, message, _ACTIONS.get(reason, "Reconcile")))
 
-    async def sync(self, *, full: bool) -> Obs[StatusT]:
+    async def sync(self, *, full: bool) -> Obs[StatusT] | None:
+        """Look, decide, act: the observation the pass ends with (None: a create held
+        for approval, so there is nothing to observe)."""
+        obs = await self.look(full=full)
+        decision = decide(self.mr, obs, full=full)
+        return await self.act(obs, decision)
+
+    async def look(self, *, full: bool) -> Obs[StatusT] | None:
+        """The reads of a pass, and nothing it writes: the external resource by its
+        recorded id, the spec's id to adopt, or the create marker's key; the references
+        resolved whenever what was seen is to be compared, or created. None: there is
+        none to observe (never made, or gone: `self.gone`)."""
         mr, ext = self.mr, self.ext
         known_id = mr.status.external_id
         external_id = known_id or ext.adopt_id
-        obs: Obs[StatusT] | None = None
         if external_id:
             adopting = not known_id
             desired = await self.desired() if full or adopting else None
             obs = await ext.observe(mr, external_id, desired)
-            if not obs.exists:
-                await self._gone(external_id, adopting)
-                obs = None
-            elif adopting:
-                self.event("Normal", EventReason.ADOPTED, f"Adopted {self.kind} {external_id}")
-        if obs is None:
-            obs = await self._create()
-        if full and obs.patch is not None:
+            if obs.exists:
+                if adopting:
+                    self.event("Normal", EventReason.ADOPTED, f"Adopted {self.kind} {external_id}")
+                return obs
+            if adopting:
+                raise ExternalError(
+                    f"{self.kind} {external_id} to adopt (spec) does not exist on the "
+                    "control plane",
+                    reason=Reason.NOT_FOUND,
+                    terminal=True,
+                )
+            self.gone = external_id
+        elif mr.create_pending:
+            # A previous pass may have created it and died before recording the id.
+            found = await ext.find(mr)
+            if found:
+                self.status.record(self.status.current.with_external_id(found))
+                self.event(
+                    "Normal", EventReason.ADOPTED, f"Recovered {self.kind} {found} after restart"
+                )
+                return await ext.observe(mr, found, await self.desired())
+        # The references first: a dependency not ready yet (a Listener without its id,
+        # as when Flux applies everything at once) ends the pass before any create, and
+        # must leave no marker, or the next pass would adopt whatever carries the name
+        # (another namespace's deployment) as its own.
+        await self.desired()
+        return None
+
+    async def act(self, obs: Obs[StatusT] | None, decision: Decision) -> Obs[StatusT] | None:
+        """Carry the decision out: create, send the patch, or hold it for approval."""
+        mr = self.mr
+        if self.gone is not None:
+            await self._forget(self.gone)
+        if decision.held:
+            self._hold(change_of(decision, obs).pending(mr.generation))
+            return obs
+        self._clear_pending()
+        if decision.step is Step.CREATE:
+            return await self._create()
+        if decision.step is Step.UPDATE:
+            assert obs is not None  # what UPDATE means: a patch for what exists
+            assert obs.patch is not None
             fields = ", ".join(obs.drift) or "the spec"
             edited = not applied_at(mr.status, mr.generation)
-            obs = await ext.update(mr, obs, obs.patch)
+            obs = await self.ext.update(mr, obs, obs.patch)
             if edited:
                 self.event("Normal", EventReason.UPDATED, f"Applied the change to {fields}")
             else:
                 message = f"Corrected drift of {fields}: changed on the control plane"
                 self.event("Normal", EventReason.DRIFT_CORRECTED, message)
         return obs
+
+    def _hold(self, pending: PendingChange) -> None:
+        """A change waits for approval: recorded in the status, told once per change."""
+        mr, status = self.mr, self.status
+        self.pending = pending
+        if status.current.held_change() != pending:
+            message = waiting_message(mr.name, mr.namespace, pending)
+            self.event("Normal", EventReason.AWAITING_APPROVAL, message)
+            status.record(status.current.with_pending_change(pending))
+
+    def _clear_pending(self) -> None:
+        if self.status.current.held_change() is not None:
+            self.status.record(self.status.current.with_pending_change(None))
 
     async def observe_only(self) -> Obs[StatusT]:
         """ObserveOnly: find the external resource (recorded id, spec id, else natural
@@ -168,19 +290,14 @@ class _Pass(Generic[SpecT, StatusT]):
                 reason=Reason.NOT_FOUND,
                 terminal=False,
             )
+        self._clear_pending()
         if external_id != known_id:
             self.status.record(self.status.current.with_external_id(external_id))
             message = f"Observing {self.kind} {external_id} (ObserveOnly)"
             self.event("Normal", EventReason.OBSERVING, message)
         return obs
 
-    async def _gone(self, external_id: str, adopting: bool) -> None:
-        if adopting:
-            raise ExternalError(
-                f"{self.kind} {external_id} to adopt (spec) does not exist on the control plane",
-                reason=Reason.NOT_FOUND,
-                terminal=True,
-            )
+    async def _forget(self, external_id: str) -> None:
         self.event(
             "Warning",
             EventReason.EXTERNAL_RESOURCE_GONE,
@@ -195,19 +312,6 @@ class _Pass(Generic[SpecT, StatusT]):
 
     async def _create(self) -> Obs[StatusT]:
         mr, ext, status = self.mr, self.ext, self.status
-        if mr.create_pending:
-            # A previous pass may have created it and died before recording the id.
-            found = await ext.find(mr)
-            if found:
-                status.record(status.current.with_external_id(found))
-                self.event(
-                    "Normal", EventReason.ADOPTED, f"Recovered {self.kind} {found} after restart"
-                )
-                return await ext.observe(mr, found, await self.desired())
-        # The references first: a dependency not ready yet (a Listener without its id,
-        # as when Flux applies everything at once) ends the pass before any create, and
-        # must leave no marker, or the next pass would adopt whatever carries the name
-        # (another namespace's deployment) as its own.
         desired = await self.desired()
         # Written even when a marker is there already: this pass is about to create.
         await self.writes.mark(CreatePending(ext.natural_key, mr.resource_version))
@@ -265,11 +369,6 @@ def applied_at(status: ResourceStatus, generation: int) -> bool:
     (drift), not by an edit of the spec, which a pass has yet to apply."""
     synced = find_condition(status.conditions, ConditionType.SYNCED)
     return synced is not None and synced.status == TRUE and synced.observed_generation == generation
-
-
-def observe_only(mr: Managed[Any, Any]) -> bool:
-    """Whether the resource's spec says ObserveOnly (a kind without the field: Full)."""
-    return str(getattr(mr.spec, "management_policy", "Full")) == "ObserveOnly"
 
 
 _ACTIONS = {

@@ -35,11 +35,14 @@ class State(Enum):
     PROGRESSING = "progressing"
     RETRYING = "retrying"
     STALLED = "stalled"
+    AWAITING_APPROVAL = "awaiting_approval"
+    """A change waits for someone's approval (updatePolicy Manual): nothing to poll or
+    retry; the approval's annotation wakes the resource."""
 
     @property
     def settled(self) -> bool:
         """Nothing in progress or being retried: the next pass is a resync."""
-        return self in (State.READY, State.STALLED)
+        return self in (State.READY, State.STALLED, State.AWAITING_APPROVAL)
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,10 @@ class Schedule:
         history.last_state = state
 
 
+Fingerprint = tuple[int, bool, str | None, int | None]
+"""What of a watched object wakes it at once when it changes (`state.fingerprint`)."""
+
+
 @dataclass
 class PassHistory:
     """What the schedule remembers of one resource between passes (in its `ResourceState`)."""
@@ -138,12 +145,13 @@ class PassHistory:
     """Consecutive unsettled passes, for the poll and error backoffs."""
     last_full: float = -math.inf
     """When this process last forced a full observation (monotonic clock)."""
-    seen: tuple[int, bool, str | None] | None = None
-    """(generation, paused, resync annotation) at the start of the last pass."""
+    seen: Fingerprint | None = None
+    """(generation, paused, resync annotation, approved generation) at the start of
+    the last pass (`state.fingerprint`)."""
     last_state: State | None = None
     """Where the last pass ended (a RETRYING one is requeued under the global rate)."""
 
-    def changed(self, fingerprint: tuple[int, bool, str | None]) -> bool:
+    def changed(self, fingerprint: Fingerprint) -> bool:
         """Whether a watch event brings what the last pass has not seen: wake now."""
         return self.seen is not None and fingerprint != self.seen
 

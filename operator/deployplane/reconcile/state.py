@@ -21,9 +21,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from deployplane.reconcile.approval import approved_generation
 from deployplane.reconcile.finalizer import has_finalizer
 from deployplane.reconcile.marker import CreatePending, read_marker
-from deployplane.reconcile.schedule import PassHistory
+from deployplane.reconcile.schedule import Fingerprint, PassHistory
 from deployplane.reconcile.schedule import annotation_value as resync_annotation
 
 PAUSED_ANNOTATION: Final = "deployplane.io/paused"
@@ -39,11 +40,11 @@ def is_paused(body: Mapping[str, Any]) -> bool:
     return str(annotations.get(PAUSED_ANNOTATION, "")).lower() == "true"
 
 
-def fingerprint(body: Mapping[str, Any]) -> tuple[int, bool, str | None]:
+def fingerprint(body: Mapping[str, Any]) -> Fingerprint:
     """What, changed by a watch event, wakes a resource at once: its generation, the
-    pause annotation, the resync annotation."""
+    pause annotation, the resync annotation, the approval annotation."""
     generation = int((body.get("metadata") or {}).get("generation") or 0)
-    return (generation, is_paused(body), resync_annotation(body))
+    return (generation, is_paused(body), resync_annotation(body), approved_generation(body))
 
 
 @dataclass
@@ -149,8 +150,8 @@ class ResourceState:
             self._caught_up()
 
     def changed(self, body: Mapping[str, Any]) -> bool:
-        """Whether a watch event brings a spec or pause annotation the last pass has not
-        seen (then the resource is looked at now, whatever its delay)."""
+        """Whether a watch event brings a spec, a pause or an approval the last pass has
+        not seen (then the resource is looked at now, whatever its delay)."""
         return self.history.changed(fingerprint(body))
 
     def _waiting(self, now: float) -> bool:

@@ -12,6 +12,7 @@ from typing import Any, Self, TypeVar
 
 from pydantic import Field
 
+from deployplane.reconcile.approval import PendingChange
 from deployplane.reconcile.conditions import Condition, StatusModel
 
 
@@ -29,6 +30,16 @@ class ResourceStatus(StatusModel):
     def with_external_id(self, external_id: str | None) -> Self:
         """A copy recording (or, with None, forgetting) the external id."""
         raise NotImplementedError
+
+    def held_change(self) -> PendingChange | None:
+        """The change held for approval (updatePolicy Manual); None for a kind
+        without the gate."""
+        return None
+
+    def with_pending_change(self, change: PendingChange | None) -> Self:
+        """A copy recording (None: clearing) the change held for approval; a kind
+        without the gate never holds one, so this is the status unchanged."""
+        return self
 
     @property
     def revision_status(self) -> str | None:

@@ -385,6 +385,16 @@ COMPOSED: dict[str, tuple[_Verdict, dict[str, Any] | None, str]] = {
         None,
         "Progressing",
     ),
+    "a change awaiting approval after Ready": (
+        _Verdict.awaiting_approval("generation 4 waits for approval", None),
+        _ready_status(),
+        "Suspended",
+    ),
+    "a create awaiting approval": (
+        _Verdict.awaiting_approval("generation 4 waits for approval", None),
+        None,
+        "Suspended",
+    ),
 }
 
 
@@ -393,6 +403,16 @@ def test_health_of_status_composed_by_the_reconciler(name: str) -> None:
     verdict, previous, want = COMPOSED[name]
     health = argocd_health(_composed(verdict, previous))
     assert health.status == want, f"{name}: {health}"
+
+
+def test_awaiting_approval_is_suspended_only_for_the_current_generation() -> None:
+    waiting = _compose(_ready_status(), 4, _Verdict.awaiting_approval("waits", None))
+    assert argocd_health(_agentdeployment(4, waiting)) == (
+        "Suspended",
+        "AwaitingApproval: waits",
+    )
+    # A newer edit the operator has not seen yet: its own change is not known yet.
+    assert argocd_health(_agentdeployment(5, waiting)).status == "Progressing"
 
 
 def test_recovered_after_outage_is_healthy_again() -> None:

@@ -93,3 +93,18 @@ def test_ignores_other_stages_non_resource_urls_and_a_half_written_line(tmp_path
 
 def test_missing_log_counts_nothing(tmp_path: Path) -> None:
     assert count_writes(tmp_path / "absent.log") == {}
+
+
+def test_dry_runs_are_told_apart_from_writes(tmp_path: Path) -> None:
+    uri = "/apis/deployplane.io/v1alpha1/namespaces/ns/agentdeployments"
+    log = _log(
+        tmp_path,
+        [
+            {**_event("create", "agentdeployments"), "requestURI": f"{uri}?dryRun=All"},
+            {**_event("update", "agentdeployments"), "requestURI": f"{uri}/a?dryRun=All&x=1"},
+            {**_event("create", "agentdeployments"), "requestURI": uri},
+        ],
+    )
+    assert count_requests(log, dry_run=True) == {"agentdeployments": 2}
+    assert count_requests(log, dry_run=False) == {"agentdeployments": 1}
+    assert count_requests(log) == {"agentdeployments": 3}

@@ -152,3 +152,137 @@ def test_a_listener_without_compute_config_is_created_with_an_empty_one() -> Non
     assert body == {"compute_type": "k8s", "compute_id": "cluster-a", "compute_config": {}}
     other = listener(compute_config={"k8s_namespaces": ["theirs"]})
     assert listener_diff(wanted(spec), other) is None
+
+
+# What a PATCH does, in a plan's words (`revision_made`): the row `deployplane plan`
+# shows and `status.pendingChange` records.
+GIT_CONFIG = {"integration_id": "22222222-2222-4222-8222-222222222222", "repo_url": "https://g/r"}
+GIT_REVISION = {"repo_ref": "main", "graph_config_path": "langgraph.json"}
+
+
+def git_deployment(**over: Any) -> Deployment:
+    return deployment(
+        source="git_host",
+        source_config=GIT_CONFIG,
+        source_revision_config=GIT_REVISION,
+        **over,
+    )
+
+
+def git_desired(**over: Any) -> Desired:
+    fields: dict[str, Any] = {
+        "source": Source.GIT_HOST,
+        "source_config": GIT_CONFIG,
+        "revision_config": GIT_REVISION,
+        **over,
+    }
+    return desired(**fields)
+
+
+RESOURCES = {"listener_id": LIS, "resource_spec": {"min_scale": 2}}
+ChangeKind = tuple[Desired, Deployment, str | None, bool, tuple[str, tuple[str, ...]]]
+CHANGE_KINDS: dict[str, ChangeKind] = {
+    "a new image: new-revision (image)": (
+        desired(revision_config={"image_uri": "img:2"}),
+        deployment(),
+        None,
+        True,
+        ("new-revision", ("image",)),
+    ),
+    "resources of a deployed revision: update, no revision": (
+        desired(source_config=RESOURCES),
+        deployment(),
+        None,
+        True,
+        ("update", ()),
+    ),
+    "resources while the latest revision failed: new-revision (config), image resent": (
+        desired(source_config=RESOURCES),
+        deployment(),
+        None,
+        False,
+        ("new-revision", ("config",)),
+    ),
+    "a secret rotated: new-revision (config)": (
+        desired(secrets=A1, secrets_hash="h2"),
+        deployment(),
+        "h1",
+        True,
+        ("new-revision", ("config",)),
+    ),
+    "secret references: new-revision (config)": (
+        desired(secret_references=REFS),
+        deployment(),
+        None,
+        True,
+        ("new-revision", ("config",)),
+    ),
+    "a new image and a secret: new-revision (image, config)": (
+        desired(revision_config={"image_uri": "img:2"}, secrets=A1, secrets_hash="h2"),
+        deployment(),
+        "h1",
+        True,
+        ("new-revision", ("image", "config")),
+    ),
+    "git: a new ref: new-revision (source)": (
+        git_desired(revision_config={**GIT_REVISION, "repo_ref": "release"}),
+        git_deployment(),
+        None,
+        True,
+        ("new-revision", ("source",)),
+    ),
+    "git: a new graph config path: rebuild (config), the same ref built again": (
+        git_desired(revision_config={**GIT_REVISION, "graph_config_path": "g.json"}),
+        git_deployment(),
+        None,
+        True,
+        ("rebuild", ("config",)),
+    ),
+    "git: a secret rotated: rebuild (config)": (
+        git_desired(secrets=A1, secrets_hash="h2"),
+        git_deployment(),
+        "h1",
+        True,
+        ("rebuild", ("config",)),
+    ),
+    "git: a build command on a deployed revision: update": (
+        git_desired(source_config={**GIT_CONFIG, "build_command": "make"}),
+        git_deployment(),
+        None,
+        True,
+        ("update", ()),
+    ),
+    "git: a build command while the latest failed: rebuild (config), the ref resent": (
+        git_desired(source_config={**GIT_CONFIG, "build_command": "make"}),
+        git_deployment(),
+        None,
+        False,
+        ("rebuild", ("config",)),
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("want", "latest", "known", "deployed", "expected"),
+    CHANGE_KINDS.values(),
+    ids=CHANGE_KINDS.keys(),
+)
+def test_a_patch_says_what_it_makes(
+    want: Desired,
+    latest: Deployment,
+    known: str | None,
+    deployed: bool,
+    expected: tuple[str, tuple[str, ...]],
+) -> None:
+    delta = diff(want, latest, known, deployed=deployed)
+    assert delta is not None
+    assert (delta.action, delta.reasons) == expected
+    # What the PATCH carries agrees with it: a revision field is sent exactly when one
+    # is made by the spec's rule (or the secrets, by the vendor's documentation).
+    body = delta.body.model_dump(mode="json", exclude_none=True)
+    makes = (
+        bool(body.get("source_revision_config"))
+        or "secrets" in body
+        or ("secret_references" in body)
+    )
+    assert makes == (delta.action != "update")

@@ -175,7 +175,7 @@ async def test_paused_annotation_stops_reconciling(value: str | None, paused: bo
     got = {"reconciled": bool(rig.ext.journal), "writes": bool(rig.sink.writes)}
     assert got == {"reconciled": not paused, "writes": not paused}
     if paused:
-        assert (delay, state.history.seen) == (TIMING.resync, (1, True, None))
+        assert (delay, state.history.seen) == (TIMING.resync, (1, True, None, None))
 
 
 # ---------------------------------------------------------------- status writes

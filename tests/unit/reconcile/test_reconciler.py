@@ -8,6 +8,7 @@ one, so a failure shows a readable dict diff. No emulator, no Kubernetes.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,11 +31,12 @@ from deployplane.crd.specs import DeletionPolicy
 from deployplane.externals.agentdeployment import AgentDeploymentReason as ADReason
 from deployplane.externals.errors import classify
 from deployplane.reconcile.conditions import Reason
+from deployplane.reconcile.decision import observe_only
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import ABSENT, DependencyNotReady, Managed, Phase
 from deployplane.reconcile.marker import CreatePending
 from deployplane.reconcile.outcome import Outcome
-from deployplane.reconcile.reconciler import Reconciler
+from deployplane.reconcile.reconciler import Preview, Reconciler
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.status import to_kube
 
@@ -155,10 +157,13 @@ class Case:
     generation: int = 1
     attempt: int = 0
     resync_due: bool = False
+    spec: dict[str, Any] = field(default_factory=dict)
+    approved: int | None = None
+    """The generation the approval annotation names."""
 
 
 def managed(
-    status: dict[str, Any], generation: int = 1, **spec: Any
+    status: dict[str, Any], generation: int = 1, approved: int | None = None, **spec: Any
 ) -> Managed[FakeSpec, FakeStatus]:
     status = dict(status)
     marker = status.pop(CREATE_PENDING, None)
@@ -173,6 +178,7 @@ def managed(
         create_pending=None
         if marker is None
         else CreatePending(marker["key"], marker["resourceVersion"]),
+        approved_generation=approved,
     )
 
 
@@ -808,6 +814,264 @@ CASES: dict[str, Case] = {
     ),
 }
 
+# ------------------------------------------------------------------ approval gate
+
+MANUAL = {"update_policy": "Manual"}
+IMAGE_FIELD = "sourceRevisionConfig.imageUri"
+WAITING = "False/AwaitingApproval"
+HELD = conds(WAITING, WAITING, "True/AwaitingApproval")
+IMAGE_EDIT = observed(
+    up_to_date=False,
+    drift=("sourceRevisionConfig.imageUri",),
+    action="new-revision",
+    reasons=("image",),
+)
+IMAGE_CHANGE = {
+    "action": "new-revision",
+    "reasons": ["image"],
+    "fields": ["sourceRevisionConfig.imageUri"],
+}
+
+
+def pending(generation: int, **change: Any) -> dict[str, Any]:
+    return {"generation": generation, "action": "create", "reasons": [], "fields": [], **change}
+
+
+def waiting(generation: int, what: str) -> str:
+    return (
+        f"generation {generation} waits for approval (updatePolicy Manual): {what}; approve "
+        f"it with `deployplane approve agent -n team-a` (or annotate "
+        f"deployplane.io/approved-generation={generation})"
+    )
+
+
+IMAGE_WAIT = waiting(2, "new-revision (image) of sourceRevisionConfig.imageUri")
+HELD_AT_2: dict[str, Any] = {
+    **SETTLED,
+    "observedGeneration": 2,
+    "conditions": conditions(WAITING, WAITING, "True/AwaitingApproval", gen=2),
+    "pendingChange": pending(2, **IMAGE_CHANGE),
+}
+UPDATED_TO_REV_2 = observed(
+    phase=Phase.PROGRESSING, reason=ADReason.REVISION_IN_PROGRESS, latestRevisionId="rev-2"
+)
+
+CASES.update(
+    {
+        "Manual, no id: the create waits (no marker, no POST), pendingChange create, one Event": (
+            Case(
+                status={},
+                spec=MANUAL,
+                want=Want(
+                    conditions=HELD,
+                    moved=ALL,
+                    calls=[CONNECT],
+                    requeue_after=600.0,
+                    settled=True,
+                    events=[("Normal", "AwaitingApproval", waiting(1, "create"))],
+                    status={"pendingChange": pending(1), "deploymentId": ABSENT_FIELD},
+                    messages={"Synced": waiting(1, "create")},
+                ),
+            )
+        ),
+        "Manual, generation 1 approved: created as under Automatic": Case(
+            status={},
+            spec=MANUAL,
+            approved=1,
+            want=Want(
+                conditions=conds("False/Creating", reconciling="True/Creating"),
+                moved=ALL,
+                calls=[CONNECT, WRITE_MARKER, CREATE],
+                requeue_after=2.0,
+                settled=False,
+                events=[("Normal", "Created", "Created deployment dep-new")],
+                status={"deploymentId": "dep-new", "pendingChange": ABSENT_FIELD},
+            ),
+        ),
+        "Manual, a dependency not ready: no change to hold yet, retried": Case(
+            status={},
+            spec=MANUAL,
+            fns={"resolve_fn": raises(NOT_READY)},
+            want=Want(
+                conditions=conds(
+                    "Unknown/DependencyNotReady",
+                    "False/DependencyNotReady",
+                    "True/DependencyNotReady",
+                ),
+                moved=ALL,
+                calls=[CONNECT],
+                requeue_after=2.0,
+                settled=False,
+                events=[("Warning", "DependencyNotReady", "Secret llm-keys has no key openai")],
+                status={"pendingChange": ABSENT_FIELD},
+            ),
+        ),
+        "Manual, spec edited: the PATCH waits, pendingChange is the plan row, one Event": Case(
+            status=SETTLED,
+            spec=MANUAL,
+            generation=2,
+            approved=1,
+            fns={"observe_fn": returns(IMAGE_EDIT)},
+            want=Want(
+                conditions=HELD,
+                moved=ALL,
+                calls=[CONNECT, observe()],
+                requeue_after=600.0,
+                settled=True,
+                events=[("Normal", "AwaitingApproval", IMAGE_WAIT)],
+                status={"pendingChange": pending(2, **IMAGE_CHANGE), "observedGeneration": 2},
+                messages={"Ready": IMAGE_WAIT, "Reconciling": IMAGE_WAIT},
+            ),
+        ),
+        "Manual, still waiting at the resync: no second Event, nothing moves": Case(
+            status=HELD_AT_2,
+            spec=MANUAL,
+            generation=2,
+            approved=1,
+            fns={"observe_fn": returns(IMAGE_EDIT)},
+            want=Want(
+                conditions=HELD,
+                moved=[],
+                calls=[CONNECT, observe()],
+                requeue_after=600.0,
+                settled=True,
+                status={"pendingChange": pending(2, **IMAGE_CHANGE)},
+            ),
+        ),
+        "Manual, a newer edit before approval replaces the pending change, its own Event": Case(
+            status=HELD_AT_2,
+            spec=MANUAL,
+            generation=3,
+            approved=2,
+            fns={
+                "observe_fn": returns(
+                    observed(
+                        up_to_date=False,
+                        drift=("sourceRevisionConfig.imageUri", "sourceConfig.resourceSpec"),
+                        action="new-revision",
+                        reasons=("image",),
+                    )
+                )
+            },
+            want=Want(
+                conditions=HELD,
+                moved=[],
+                calls=[CONNECT, observe()],
+                requeue_after=600.0,
+                settled=True,
+                events=[
+                    (
+                        "Normal",
+                        "AwaitingApproval",
+                        waiting(
+                            3,
+                            "new-revision (image) of sourceRevisionConfig.imageUri, "
+                            "sourceConfig.resourceSpec",
+                        ),
+                    )
+                ],
+                status={
+                    "pendingChange": pending(
+                        3,
+                        action="new-revision",
+                        reasons=["image"],
+                        fields=["sourceRevisionConfig.imageUri", "sourceConfig.resourceSpec"],
+                    )
+                },
+            ),
+        ),
+        "Manual, approved: the PATCH goes, pendingChange cleared, Updated": Case(
+            status=HELD_AT_2,
+            spec=MANUAL,
+            generation=2,
+            approved=2,
+            fns={"observe_fn": returns(IMAGE_EDIT), "update_fn": returns(UPDATED_TO_REV_2)},
+            want=Want(
+                conditions=conds("False/RevisionInProgress", reconciling="True/RevisionInProgress"),
+                moved=["Synced"],
+                calls=[CONNECT, observe(), UPDATE],
+                requeue_after=2.0,
+                settled=False,
+                events=[("Normal", "Updated", f"Applied the change to {IMAGE_FIELD}")],
+                status={"pendingChange": ABSENT_FIELD, "latestRevisionId": "rev-2"},
+            ),
+        ),
+        "Manual, approved generation drifted on the control plane: put back, no new approval": (
+            Case(
+                status=SETTLED,
+                spec=MANUAL,
+                approved=1,
+                fns={"observe_fn": returns(IMAGE_EDIT), "update_fn": returns(UPDATED_TO_REV_2)},
+                want=Want(
+                    conditions=conds(
+                        "False/RevisionInProgress", reconciling="True/RevisionInProgress"
+                    ),
+                    moved=["Ready", "Reconciling"],
+                    calls=[CONNECT, observe(), UPDATE],
+                    requeue_after=2.0,
+                    settled=False,
+                    events=[
+                        (
+                            "Normal",
+                            "DriftCorrected",
+                            "Corrected drift of sourceRevisionConfig.imageUri: changed on the "
+                            "control plane",
+                        )
+                    ],
+                    status={"latestRevisionId": "rev-2"},
+                ),
+            )
+        ),
+        "Manual, in sync: nothing to hold, Ready as under Automatic": Case(
+            status=SETTLED,
+            spec=MANUAL,
+            want=Want(
+                conditions=conds("True/Deployed"),
+                moved=[],
+                calls=[CONNECT, observe()],
+                requeue_after=600.0,
+                settled=True,
+                status={"pendingChange": ABSENT_FIELD},
+            ),
+        ),
+        "Manual, gone on the control plane: the id is forgotten, creating again waits": Case(
+            status=SETTLED,
+            spec=MANUAL,
+            fns={"observe_fn": returns(ABSENT)},
+            want=Want(
+                conditions=HELD,
+                moved=ALL,
+                calls=[CONNECT, observe(), ("write", {"deploymentId": None})],
+                requeue_after=600.0,
+                settled=True,
+                events=[
+                    (
+                        "Warning",
+                        "ExternalResourceGone",
+                        "deployment dep-1 disappeared from the control plane; creating it again",
+                    ),
+                    ("Normal", "AwaitingApproval", waiting(1, "create")),
+                ],
+                status={"pendingChange": pending(1), "deploymentId": ABSENT_FIELD},
+            ),
+        ),
+        "Manual and ObserveOnly: nothing is ever sent, so nothing is held": Case(
+            status=SETTLED,
+            spec={**MANUAL, "management_policy": "ObserveOnly"},
+            generation=2,
+            fns={"observe_fn": returns(IMAGE_EDIT)},
+            want=Want(
+                conditions=conds("True/Deployed"),
+                moved=[],
+                calls=[CONNECT, observe(full=False)],
+                requeue_after=600.0,
+                settled=True,
+                status={"pendingChange": ABSENT_FIELD},
+            ),
+        ),
+    }
+)
+
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
 async def test_reconcile(case: Case) -> None:
@@ -816,7 +1080,7 @@ async def test_reconcile(case: Case) -> None:
         ConnecterFns(ext, connect_error=case.connect_error), kind="deployment", schedule=TIMING
     )
     outcome = await reconciler.reconcile(
-        managed(case.status, case.generation),
+        managed(case.status, case.generation, case.approved, **case.spec),
         writes=ext,
         attempt=case.attempt,
         resync_due=case.resync_due,
@@ -824,11 +1088,49 @@ async def test_reconcile(case: Case) -> None:
     assert summary(outcome, ext.journal, case.want) == wanted(case.want)
 
 
+WRITES = {"mark", "unmark", "write", "create", "update", "delete"}
+"""What a pass's journal shows of its writes (to the object, the status, the control
+plane)."""
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+async def test_the_preview_decides_what_the_pass_does_and_writes_nothing(case: Case) -> None:
+    """`Reconciler.preview` (what `deployplane plan` shows) over every case of the table:
+    the pass's own reads and decision, no write of any kind; and the pass over the same
+    resource then creates exactly when it said create, PATCHes exactly when it said a
+    patch, and holds exactly the change it showed."""
+    mr = managed(case.status, case.generation, case.approved, **case.spec)
+    looked = ExternalFns(**fresh(case.fns))
+    connecter = ConnecterFns(looked, connect_error=case.connect_error)
+    preview: Preview | None = None
+    with contextlib.suppress(ExternalError, DependencyNotReady):
+        preview = await Reconciler(connecter, kind="deployment", schedule=TIMING).preview(mr)
+    assert not [call for call in looked.journal if call[0] in WRITES]
+    ran = ExternalFns(**fresh(case.fns))
+    reconciler = Reconciler(
+        ConnecterFns(ran, connect_error=case.connect_error), kind="deployment", schedule=TIMING
+    )
+    outcome = await reconciler.reconcile(mr, writes=ran, resync_due=case.resync_due)
+    if observe(full=False) in ran.journal and not observe_only(mr):
+        return  # a poll compares nothing; a plan always does
+    sent = {call[0] for call in ran.journal} & {"create", "update"}
+    if preview is None:
+        assert not sent  # the pass ends where the preview did, before any call
+        return
+    acted = set() if preview.decision.held else {preview.decision.step.value} - {"nothing"}
+    assert sent == acted
+    held = outcome.status.held_change()
+    assert held == (preview.change.pending(mr.generation) if preview.decision.held else None)
+
+
 def state_by_conditions(status: dict[str, Any]) -> str:
     """The state as the conditions tell it (how metrics derived it before `Outcome.state`)."""
     conds = {c["type"]: c["status"] for c in status["conditions"]}
+    reasons = {c["type"]: c["reason"] for c in status["conditions"]}
     if conds.get("Stalled") == "True":
         return "stalled"
+    if reasons["Synced"] == "AwaitingApproval":
+        return "awaiting_approval"
     if conds["Synced"] == "False":
         return "retrying"
     return "ready" if conds["Ready"] == "True" else "progressing"
@@ -840,9 +1142,12 @@ async def test_outcome_state_is_what_the_conditions_say(case: Case) -> None:
     reconciler = Reconciler(
         ConnecterFns(ext, connect_error=case.connect_error), kind="deployment", schedule=TIMING
     )
-    outcome = await reconciler.reconcile(managed(case.status, case.generation), writes=ext)
+    outcome = await reconciler.reconcile(
+        managed(case.status, case.generation, case.approved, **case.spec), writes=ext
+    )
     want = state_by_conditions(to_kube(outcome.status))
-    assert (outcome.state.value, outcome.settled) == (want, want in ("ready", "stalled"))
+    settled = want in ("ready", "stalled", "awaiting_approval")
+    assert (outcome.state.value, outcome.settled) == (want, settled)
 
 
 async def test_references_are_resolved_at_most_once_a_pass_and_not_for_a_poll() -> None:

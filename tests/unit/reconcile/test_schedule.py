@@ -191,12 +191,13 @@ def test_only_a_revision_in_progress_for_an_unchanged_spec_is_merely_polled(
 
 def test_a_change_wakes_only_once_a_pass_has_seen_the_resource() -> None:
     history = PassHistory()
-    assert not history.changed((1, False, None))
-    history.seen = (1, False, None)
-    assert not history.changed((1, False, None))
-    assert history.changed((2, False, None))
-    assert history.changed((1, True, None))
-    assert history.changed((1, False, "60"))
+    assert not history.changed((1, False, None, None))
+    history.seen = (1, False, None, None)
+    assert not history.changed((1, False, None, None))
+    assert history.changed((2, False, None, None))
+    assert history.changed((1, True, None, None))
+    assert history.changed((1, False, "60", None))
+    assert history.changed((1, False, None, 1))  # an approval
 
 
 def test_a_resource_that_never_resyncs_is_due_only_at_its_first_pass() -> None:

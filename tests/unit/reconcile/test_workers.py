@@ -21,6 +21,7 @@ from tests.support.fakeexternal import (
 )
 from tests.support.fakekube import FakeKube
 
+from deployplane.reconcile.approval import APPROVED_GENERATION_ANNOTATION
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import Phase
 from deployplane.reconcile.finalizer import FINALIZER
@@ -435,3 +436,31 @@ async def test_a_connection_in_use_keeps_its_finalizer_until_no_resource_uses_it
     workers.observe("Fake", "DELETED", named("user", conn="cp"))
     assert await workers.run_pass(key) == Result()
     assert kube.finalizers_removed == [("conns", NS, "cp", FINALIZER)]
+
+
+async def test_an_approval_wakes_a_held_resource_at_once_and_its_pass_sends_the_change() -> None:
+    """updatePolicy Manual: the first pass holds the create (nothing sent, the change in
+    status.pendingChange); the annotation approving generation 1 is a watch event that
+    queues a pass now, not at the resync, and that pass creates."""
+    ext = ExternalFns()
+    workers, kube, recorded = rig(ext)
+    manual = {"update_policy": "Manual"}
+    workers.observe("Fake", "ADDED", {**body(), "spec": manual})
+    await settle(workers)
+    assert ext.journal == [("connect",)]
+    status = kube.statuses[(NS, "fakes", "w1")]
+    assert status["pendingChange"] == {
+        "generation": 1,
+        "action": "create",
+        "reasons": [],
+        "fields": [],
+    }
+    assert [e.reason for e in recorded] == ["AwaitingApproval"]
+    workers.observe("Fake", "MODIFIED", {**echo_of(kube), "spec": manual})
+    assert workers.queue.due_now() == 0  # our own echo
+    approved = echo_of(kube, annotations={APPROVED_GENERATION_ANNOTATION: "1"})
+    workers.observe("Fake", "MODIFIED", {**approved, "spec": manual})
+    assert workers.queue.due_now() == 1
+    await settle(workers)
+    assert ("create",) in ext.journal
+    assert "pendingChange" not in kube.statuses[(NS, "fakes", "w1")]

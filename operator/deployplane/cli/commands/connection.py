@@ -43,6 +43,7 @@ __all__ = [
     "UsageError",
     "call",
     "connection_settings",
+    "current_options",
     "current_settings",
     "error_boundary",
     "fail",
@@ -189,6 +190,12 @@ def has_url() -> bool:
     from deployplane.cli.config.resolve import url_given
 
     return url_given(_current.get())
+
+
+def current_options() -> ConnectionOptions | None:
+    """The connection options of the command being run, as given (for a command that
+    resolves them itself: `plan`, whose every failure exits 1)."""
+    return _current.get()
 
 
 def current_settings() -> ConnectionSettings:

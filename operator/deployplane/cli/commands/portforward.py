@@ -15,7 +15,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import threading
@@ -27,7 +26,7 @@ from typing import Any
 
 from deployplane.api import models
 from deployplane.api.client import ControlPlaneClient
-from deployplane.cli.commands import resolve
+from deployplane.cli.commands import kubectl, resolve
 
 __all__ = [
     "SERVER_PORT",
@@ -86,26 +85,11 @@ async def _namespace(client: ControlPlaneClient, deployment: models.Deployment) 
 
 
 def find_kubectl(env: Mapping[str, str]) -> str:
-    """kubectl: `$DEPLOYPLANE_TOOLS_BIN/kubectl` (the version the dev cluster was built
-    at), else PATH, else the dev cluster's tool cache."""
-    tools_bin = env.get("DEPLOYPLANE_TOOLS_BIN")
-    if tools_bin:
-        path = Path(tools_bin).expanduser() / "kubectl"
-        if os.access(path, os.X_OK):
-            return str(path)
-        raise ForwardError(f"DEPLOYPLANE_TOOLS_BIN={tools_bin} has no kubectl")
-    on_path = shutil.which("kubectl", path=env.get("PATH"))
-    if on_path:
-        return on_path
-    from deployplane.devcluster.tools import ToolsNotFound, find_tools
-
+    """kubectl (`deployplane.cli.commands.kubectl`); not found, a `ForwardError`."""
     try:
-        cached = find_tools().kubectl
-    except ToolsNotFound:
-        cached = None
-    if cached is None:
-        raise ForwardError("kubectl not found: put it on PATH or set DEPLOYPLANE_TOOLS_BIN")
-    return str(cached)
+        return kubectl.find_kubectl(env)
+    except kubectl.KubectlNotFound as exc:
+        raise ForwardError(str(exc)) from None
 
 
 _SERVICE_ACCOUNT_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
-from deployplane.api.models import Deployment, DeploymentPatch, camelize
+from deployplane.api.models import Deployment, DeploymentPatch, Source, camelize
 from deployplane.externals.agentdeployment.resolve import Desired
 from deployplane.externals.diffing import differing, dump
 
@@ -25,6 +25,10 @@ class DeploymentDelta:
     new_revision: bool = False
     """The PATCH carries the revision fields although they did not change: the latest
     revision is not deployed, so the change must come with a revision of its own."""
+    action: str = "update"
+    """What sending it does (`revision_made`): new-revision, rebuild, or update."""
+    reasons: tuple[str, ...] = ()
+    """Why it makes a revision: image, source, config (none for an update)."""
 
 
 def diff(
@@ -72,7 +76,39 @@ def diff(
     if new_revision:
         patch["source_revision_config"] = rolled
     body = DeploymentPatch.model_validate(patch, by_alias=False, by_name=True)
-    return DeploymentDelta(body, names, desired.secrets_hash, new_revision)
+    action, reasons = revision_made(patch, desired.body.source.value, resent=new_revision)
+    return DeploymentDelta(body, names, desired.secrets_hash, new_revision, action, reasons)
+
+
+# Why a PATCH makes a revision, by what it carries (in a plan's words).
+_REVISION_REASONS: Final = (
+    ("image_uri", "image"),
+    ("repo_ref", "source"),
+    ("graph_config_path", "config"),
+)
+
+
+def revision_made(
+    patch: dict[str, Any], source: str, *, resent: bool = False
+) -> tuple[str, tuple[str, ...]]:
+    """What a PATCH does to the deployment, and why: `new-revision` or `rebuild` (a
+    git_host revision of the same ref: its build runs again, on the branch as it is
+    then), with the reasons (image, source, config); else `update`, a change without a
+    revision. By the spec, a non-null image_uri, repo_ref or graph_config_path makes a
+    revision; by the vendor's documentation ("to deploy code changes or update
+    secrets"), so do secrets; and the environment is the revision's, so do
+    secret_references (docs/emulator.md). `resent`: the revision fields ride along
+    unchanged, to carry a change onto a revision that is not deployed."""
+    revision = patch.get("source_revision_config") or {}
+    changed = revision if not resent else {}
+    reasons = [why for key, why in _REVISION_REASONS if changed.get(key) is not None]
+    if resent or "secrets" in patch or "secret_references" in patch:
+        reasons.append("config")
+    if not reasons:
+        return "update", ()
+    unique = tuple(dict.fromkeys(reasons))
+    rebuild = source == Source.GIT_HOST.value and changed.get("repo_ref") is None
+    return ("rebuild" if rebuild else "new-revision"), unique
 
 
 def _refs(references: list[Any]) -> list[dict[str, Any]]:

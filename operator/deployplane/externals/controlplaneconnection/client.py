@@ -37,6 +37,8 @@ class NoChange:
     """A connection is never patched: there is no delta (the type `Observation` wants)."""
 
     fields: tuple[str, ...] = ()
+    action: str = "update"
+    reasons: tuple[str, ...] = ()
 
 
 class ControlPlaneConnectionConnecter:

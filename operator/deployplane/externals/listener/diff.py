@@ -17,6 +17,9 @@ _MANAGED = {"version", "compute_config"}
 class ListenerDelta:
     body: ListenerPatch
     fields: tuple[str, ...]
+    action: str = "update"
+    """A listener has no revisions: a PATCH is an update."""
+    reasons: tuple[str, ...] = ()
 
 
 def wanted(spec: ListenerSpec) -> ListenerCreate:

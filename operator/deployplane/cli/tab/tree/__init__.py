@@ -12,7 +12,17 @@ offers, and `sub`, each command by name. `fallback`: a TAB there is answered by 
 
 from __future__ import annotations
 
-from deployplane.cli.tab.tree import deployments, devenv, kube, listener, local, operator, resources
+from deployplane.cli.tab.tree import (
+    approve,
+    deployments,
+    devenv,
+    kube,
+    listener,
+    local,
+    operator,
+    plan,
+    resources,
+)
 from deployplane.cli.tab.tree.shared import OPTION_HELP
 
 TYPE_CHECKING = False  # not typing's: its import would cost a TAB more than the tree
@@ -43,6 +53,8 @@ TREE: Final[dict[str, Any]] = {
         ("repos", "List git-host repositories of an integration."),
         ("providers", "Look up OAuth providers."),
         ("apply", "Create or update the resources of a file by their names."),
+        ("plan", "Show what applying manifests would do to the control plane."),
+        ("approve", "Approve the change an AgentDeployment (updatePolicy Manual) holds."),
         ("export", "Write existing deployments and listeners as custom resources."),
         ("trace", "Show a resource and everything it leads to, as a tree."),
         ("config", "Contexts: named connections to a control plane."),
@@ -61,6 +73,8 @@ TREE: Final[dict[str, Any]] = {
         "repos": resources.REPOS,
         "providers": resources.PROVIDERS,
         "apply": resources.APPLY,
+        "plan": plan.PLAN,
+        "approve": approve.APPROVE,
         "export": kube.EXPORT,
         "trace": kube.TRACE,
         "config": local.CONFIG,

@@ -71,6 +71,18 @@ OPTION_KUBE_CONTEXT: Final = (
     (),
     None,
 )
+OPTION_KUBECONFIG: Final = (
+    "option",
+    "kubeconfig",
+    ("--kubeconfig",),
+    (),
+    False,
+    False,
+    False,
+    "Kubeconfig file (default: $KUBECONFIG, ~/.kube/config).",
+    (),
+    None,
+)
 OPTION_LIMIT: Final = (
     "option",
     "limit",
@@ -80,6 +92,18 @@ OPTION_LIMIT: Final = (
     False,
     False,
     "Show at most this many (default: all, page by page).",
+    (),
+    None,
+)
+OPTION_NAMESPACE: Final = (
+    "option",
+    "namespace",
+    ("--namespace", "-n"),
+    (),
+    False,
+    False,
+    False,
+    "Namespace (default: the kube context's).",
     (),
     None,
 )
