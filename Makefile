@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: help venv tools node-tools gitops-tools e2e-real-node e2e-gitops bench-gitops postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench bench-scale clean
+.PHONY: help venv tools node-tools gitops-tools e2e-real-node e2e-gitops e2e-dev-tier bench-gitops postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench bench-scale clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk '!seen[$$0]++'
@@ -104,6 +104,14 @@ e2e: venv tools postgres ## end-to-end tests; KUBECONFIG=path: on that cluster (
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) $(PY) -m pytest -q -p no:cacheprovider $(RANDOM_ORDER) tests/e2e $(E2E_ARGS)
 endif
 
+# The e2e tier of `make test` on the dev cluster: E2E_WORKERS processes, whole modules to
+# one worker; it ends with its 25 slowest tests, so every run says where the time goes.
+e2e-dev-tier: venv tools postgres ## the e2e tier of make test: the whole e2e suite on E2E_WORKERS dev clusters, judged on its skips
+	@echo "== pytest: e2e on the dev cluster ($(E2E_WORKERS) workers, random order, seed $(SEED))"
+	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
+	  $(PY) -m pytest -q -p no:cacheprovider -n $(E2E_WORKERS) --dist loadfile --durations=25 $(RANDOM_ORDER) \
+	  $(SKIPS)e2e$(WITHOUT_REAL_NODE) tests/e2e
+
 # The e2e suite's existing-cluster path (`make e2e KUBECONFIG=...`) against a dev cluster
 # with kwok nodes started as a separate process and stopped by a trap (tools/e2e-existing.sh).
 # E2E_EXISTING: a pytest -k selection (E2E_EXISTING= runs the whole suite, 4.5 min or more).
@@ -158,21 +166,18 @@ e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a 
 # run: a first build belongs to the build, not to a test's timeout (on a slow machine a
 # cold image build inside a fixture outlasted pytest-timeout's 300 s); so are the GitOps
 # tools (`gitops-tools`).
-# `make test` ends with the three tiers that need a cluster started apart, in two lanes
-# side by side (tools/lanes.sh; each mostly waits on its own cluster): the GitOps tier then
-# the existing-cluster path in one, the real-node tier in the other (REAL_NODE=0 leaves it
-# out). The real node's tools are built before, so that no first build runs beside a tier.
-# The pytest run ends with its 25 slowest tests, so every run says where the time goes.
+# `make test` ends with the tiers that need clusters, in two lanes side by side
+# (tools/lanes.sh; each mostly waits on its own clusters): the e2e tier on the dev cluster,
+# the GitOps tier and the existing-cluster path one after the other in one, the real-node
+# tier, the longest, in the other from the start (REAL_NODE=0 leaves it out). The real
+# node's tools are built before, so that no first build runs beside a tier.
 test: venv tools postgres $(if $(IS_ROOT),images) gitops-tools lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then side by side the GitOps tier and e2e on a cluster it did not start, and the real-node tier (root; REAL_NODE=0 leaves it out); random order, SEED=n repeats one
 	@$(if $(filter 0,$(REAL_NODE)),,$(MAKE) --no-print-directory node-tools)
 	@echo "== make test: random order, seed $(SEED) (make test SEED=$(SEED) repeats it)"
 	@echo "== pytest: unit and integration ($(PYTEST_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
 	  $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=10 $(RANDOM_ORDER) \
 	  $(SKIPS)unit$(WITHOUT_REAL_NODE) tests/unit tests/integration
-	@echo "== pytest: e2e on the dev cluster ($(E2E_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
-	  $(PY) -m pytest -q -p no:cacheprovider -n $(E2E_WORKERS) --dist loadfile --durations=25 $(RANDOM_ORDER) \
-	  $(SKIPS)e2e$(WITHOUT_REAL_NODE) tests/e2e
-	@bash tools/lanes.sh e2e-gitops+e2e-existing $(if $(filter 0,$(REAL_NODE)),,e2e-real-node)
+	@bash tools/lanes.sh e2e-dev-tier+e2e-gitops+e2e-existing $(if $(filter 0,$(REAL_NODE)),,e2e-real-node)
 	@$(if $(filter 0,$(REAL_NODE)),echo "== not run (REAL_NODE=0): the real-node tier: $(REAL_NODE_TESTS)$(comma) and what the tiers above list as skipped for without-real-node")
 	@echo "== make test passed (random order, seed $(SEED))"
 
