@@ -26,7 +26,7 @@ node-tools: tools ## the real node's binaries: kubelet, kube-proxy, containerd (
 	@bash tools/node.sh ensure
 	@bash tools/k8s/build.sh node
 
-gitops-tools: ## Argo CD v3.5.3 and Flux's source- and kustomize-controller v1.9.6 from Go modules (tools/gitops/build.sh; about 25 min the first time, cached), redis and git (apt-get)
+gitops-tools: ## Argo CD v3.5.3 (and the kustomize v5.8.1 it runs) and Flux's source- and kustomize-controller v1.9.6 from Go modules (tools/gitops/build.sh; about 25 min the first time, cached), redis, git and jq (apt-get)
 	@bash tools/gitops/build.sh all
 
 postgres: ## PostgreSQL server binaries for the emulator's tests (apt-get when missing)
@@ -106,10 +106,10 @@ endif
 
 # The e2e tier of `make test` on the dev cluster: E2E_WORKERS processes, whole modules to
 # one worker; it ends with its 25 slowest tests, so every run says where the time goes.
-e2e-dev-tier: venv tools postgres ## the e2e tier of make test: the whole e2e suite on E2E_WORKERS dev clusters, judged on its skips
+e2e-dev-tier: venv tools postgres gitops-tools ## the e2e tier of make test: the whole e2e suite on E2E_WORKERS dev clusters, judged on its skips
 	@echo "== pytest: e2e on the dev cluster ($(E2E_WORKERS) workers, random order, seed $(SEED))"
 	@DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
-	  $(PY) -m pytest -q -p no:cacheprovider -n $(E2E_WORKERS) --dist loadfile --durations=25 $(RANDOM_ORDER) \
+	  DEPLOYPLANE_GITOPS_TOOLS=$$(bash tools/gitops/build.sh path) $(PY) -m pytest -q -p no:cacheprovider -n $(E2E_WORKERS) --dist loadfile --durations=25 $(RANDOM_ORDER) \
 	  $(SKIPS)e2e$(WITHOUT_REAL_NODE) tests/e2e
 
 # The e2e suite's existing-cluster path (`make e2e KUBECONFIG=...`) against a dev cluster
@@ -171,11 +171,13 @@ e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a 
 # the GitOps tier and the existing-cluster path one after the other in one, the real-node
 # tier, the longest, in the other from the start (REAL_NODE=0 leaves it out). The real
 # node's tools are built before, so that no first build runs beside a tier.
+# DEPLOYPLANE_GITOPS_TOOLS names the GitOps tools just built: the tests that need Argo CD's
+# own binary (its verdict on the chart's health check) fail without it rather than skip.
 test: venv tools postgres $(if $(IS_ROOT),images) gitops-tools lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then side by side the GitOps tier and e2e on a cluster it did not start, and the real-node tier (root; REAL_NODE=0 leaves it out); random order, SEED=n repeats one
 	@$(if $(filter 0,$(REAL_NODE)),,$(MAKE) --no-print-directory node-tools)
 	@echo "== make test: random order, seed $(SEED) (make test SEED=$(SEED) repeats it)"
 	@echo "== pytest: unit and integration ($(PYTEST_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
-	  $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=10 $(RANDOM_ORDER) \
+	  DEPLOYPLANE_GITOPS_TOOLS=$$(bash tools/gitops/build.sh path) $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=10 $(RANDOM_ORDER) \
 	  $(SKIPS)unit$(WITHOUT_REAL_NODE) tests/unit tests/integration
 	@bash tools/lanes.sh e2e-dev-tier+e2e-gitops+e2e-existing $(if $(filter 0,$(REAL_NODE)),,e2e-real-node)
 	@$(if $(filter 0,$(REAL_NODE)),echo "== not run (REAL_NODE=0): the real-node tier: $(REAL_NODE_TESTS)$(comma) and what the tiers above list as skipped for without-real-node")

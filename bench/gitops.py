@@ -37,13 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client
-from tests.e2e.gitops_harness import (
+from tests.e2e.gitops.harness import (
     AGD,
     Applications,
     Flux,
     agent_documents,
     application,
-    example,
+    flux_objects,
     push_agents,
     ready_condition,
     verdict,
@@ -201,12 +201,7 @@ class Rounds:
             application("bench", self.argo_repo.url, ns["argocd"], "argocd-application.yaml")
         )
         flux_sha = push_agents(self.flux_repo, self.emulator, None, "flux-")
-        source, kustomization = example("flux.yaml")
-        source["metadata"]["name"] = kustomization["metadata"]["name"] = "bench"
-        source["spec"]["url"] = self.flux_repo.url
-        kustomization["spec"]["sourceRef"]["name"] = "bench"
-        kustomization["spec"]["targetNamespace"] = ns["flux"]
-        self.applier.apply([source, kustomization])
+        self.applier.apply(flux_objects("bench", self.flux_repo.url, ns["flux"]))
         log("waiting for the three namespaces to be Ready")
         wait(
             "Argo CD Healthy",

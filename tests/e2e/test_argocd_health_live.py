@@ -1,6 +1,7 @@
 """The Argo CD health check on live objects: the operator, running with nothing but the
 chart's ServiceAccount token (namespaced install), reconciles against the emulator while
-every snapshot of the resource is fed to charts/deployplane/argocd/health.lua.
+every snapshot of the resource is judged by Argo CD's own binary (`make gitops-tools`)
+running charts/deployplane/argocd/health.lua (tests/support/argocd.py).
 
 What Argo CD would show must follow the resource: Progressing until the revision of the
 current generation is deployed, then Healthy; after a spec edit never Healthy again
@@ -30,7 +31,7 @@ from tests.e2e.operator_harness import (
     ready_for_generation,
 )
 from tests.support import chart
-from tests.support.argocd import Health, argocd_health
+from tests.support.argocd import Health, argocd_health, argocd_health_all, require_argocd
 from tests.support.e2ecluster import E2ECluster
 
 from deployplane.devcluster.fixtures import ApplyManifest
@@ -92,8 +93,9 @@ def _watch_health(
     within: float = 90.0,
     plural: str = AGD,
 ) -> list[tuple[dict[str, Any], Health]]:
-    """Every distinct snapshot of the resource with its Argo CD health, until `until`."""
-    seen: list[tuple[dict[str, Any], Health]] = []
+    """Every distinct snapshot of the resource with its Argo CD health, until `until`
+    (Argo CD's binary judges the snapshots side by side once taken: none is missed)."""
+    seen: list[dict[str, Any]] = []
     last_version = None
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -101,11 +103,11 @@ def _watch_health(
         assert obj is not None
         if obj["metadata"]["resourceVersion"] != last_version:
             last_version = obj["metadata"]["resourceVersion"]
-            seen.append((obj, argocd_health(obj)))
+            seen.append(obj)
             if until(obj):
-                return seen
+                return list(zip(seen, argocd_health_all(seen), strict=True))
         time.sleep(0.05)
-    raise AssertionError(f"{name}: not reached; health seen: {[h for _, h in seen]}")
+    raise AssertionError(f"{name}: not reached; health seen: {argocd_health_all(seen)}")
 
 
 def _default_connection_turns_healthy(resources: Resources, emulator: Emulator) -> None:
@@ -132,6 +134,7 @@ def test_argocd_health_follows_a_live_resource(
     k8s_api: client.ApiClient,
     namespace: str,
 ) -> None:
+    require_argocd()
     resources = Resources(k8s_api, namespace)
     env = operator_env(emulator, chart_kubeconfig)
     with kopf_operator(namespace, env) as runner:

@@ -29,7 +29,7 @@ from tests.e2e.operator_harness import (
 )
 from tests.e2e.test_operator import docker, events_for
 from tests.support import gotools
-from tests.support.argocd import argocd_health
+from tests.support.argocd import argocd_health_all
 from tests.support.existing_cluster import ENV_KUBECONFIG
 
 from deployplane.devcluster.manifests import Applier
@@ -155,7 +155,6 @@ def test_a_refused_key_is_not_ready_and_a_fixed_secret_heals_it(
     assert "the control plane refused the API key" in condition(refused, "Ready")["message"]
     assert "wrong-key-5d1c" not in str(refused)
     assert gotools.kstatus(refused).status == "Failed"
-    assert argocd_health(refused).status == "Degraded"
 
     # A resource naming it is refused the same way (the key is the connection's).
     resources.create(AGD, docker("on-team", connectionRef={"name": "team"}))
@@ -176,10 +175,12 @@ def test_a_refused_key_is_not_ready_and_a_fixed_secret_heals_it(
     assert not condition(healed, "Stalled"), "Stalled is removed once Ready"
     assert time.monotonic() - started < 90
     assert gotools.kstatus(healed).status == "Current"
-    assert argocd_health(healed).status == "Healthy"
     # ... and wakes the resource it had refused: no edit, no 10-minute resync.
     resources.wait(AGD, "on-team", ready_for_generation, what="the resource healed too")
     assert len(emulator.deployments_named("on-team")) == 1
+    # Argo CD's own verdict on both (its binary: the test is skipped where it is not built).
+    judged = argocd_health_all([refused, healed])
+    assert [h.status for h in judged] == ["Degraded", "Healthy"], judged
 
 
 @pytest.fixture

@@ -165,6 +165,22 @@ class Update:
 
     before: Obj
     after: Obj
+    created: bool = False
+    """The operator has recorded the remote object's id in the status before the PUT
+    (what fixes the fields that name it: `crd.cel.fixed_once_created`)."""
+
+
+ID_FIELDS = {"AgentDeployment": "deploymentId", "Listener": "listenerId"}
+"""The status field that records the remote object's id, by kind."""
+
+
+def _record_created(api: client.CustomObjectsApi, namespace: str, obj: Obj) -> None:
+    """Write the status the operator writes once the remote object exists (its id)."""
+    plural = PLURALS[obj["kind"]]
+    name = obj["metadata"]["name"]
+    current = api.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+    current["status"] = {"observedGeneration": 1, ID_FIELDS[obj["kind"]]: UUID_B}
+    api.replace_namespaced_custom_object_status(GROUP, VERSION, namespace, plural, name, current)
 
 
 GIT_BY_URL = agd(
@@ -614,57 +630,71 @@ INVALID: list[tuple[str, Obj | Update, str]] = [
         listener(deletionPolicy="Keep"),
         'spec.deletionPolicy: Unsupported value: "Keep"',
     ),
-    # ---- immutable fields (CEL transition rules), refused on update
-    ("name-changed", Update(NAMED, agd(NAMED, name="other-name")), "spec.name is immutable"),
-    (
-        "name-added",
-        Update(DOCKER, agd(DOCKER, name="support-bot-docker")),
-        "spec.name cannot be added or removed after creation",
-    ),
-    (
-        "name-removed",
-        Update(NAMED, agd(NAMED, name=_DELETE)),
-        "spec.name cannot be added or removed after creation",
-    ),
-    (
-        "source-changed",
-        Update(GIT_BY_URL, DOCKER),
-        "spec.source is immutable",
-    ),
-    (
-        "deployment-type-changed",
-        Update(TYPED, agd(TYPED, sourceConfig__deploymentType="prod")),
-        "spec.sourceConfig.deploymentType is immutable",
-    ),
-    (
-        "deployment-type-added",
-        Update(GIT_BY_URL, TYPED),
-        "spec.sourceConfig.deploymentType cannot be added or removed after creation",
-    ),
-    (
-        "deployment-id-changed",
-        Update(ADOPTING, agd(ADOPTING, deploymentId=UUID_B)),
-        "spec.deploymentId is immutable once set",
-    ),
-    (
-        "deployment-id-removed",
-        Update(ADOPTING, agd(ADOPTING, deploymentId=_DELETE)),
-        "spec.deploymentId cannot be removed once set",
-    ),
-    (
-        "listener-compute-id-changed",
-        Update(LISTENER, listener(computeId="other-cluster")),
-        "spec.computeId is immutable",
-    ),
-    (
-        "listener-adopt-id-changed",
-        Update(ADOPTING_LISTENER, listener(listenerId=UUID_B)),
-        "spec.listenerId is immutable once set",
-    ),
-    (
-        "listener-adopt-id-removed",
-        Update(ADOPTING_LISTENER, listener(listenerId=_DELETE)),
-        "spec.listenerId cannot be removed once set",
+    # ---- fields that name the remote object, fixed once it exists (rules on the whole
+    # object, keyed on the id in the status), refused on update
+    *(
+        (case_id, Update(before, after, created=True), message)
+        for case_id, before, after, message in (
+            (
+                "name-changed",
+                NAMED,
+                agd(NAMED, name="other-name"),
+                "spec.name: Invalid value: spec.name cannot be added, removed or "
+                "changed once the deployment exists on the control plane (status.deploymentId "
+                "is set)",
+            ),
+            ("name-added", DOCKER, NAMED, "spec.name cannot be added, removed or changed once"),
+            (
+                "name-removed",
+                NAMED,
+                agd(NAMED, name=_DELETE),
+                "spec.name cannot be added, removed or changed once",
+            ),
+            ("source-changed", GIT_BY_URL, DOCKER, "spec.source cannot change once"),
+            (
+                "deployment-type-changed",
+                TYPED,
+                agd(TYPED, sourceConfig__deploymentType="prod"),
+                "spec.sourceConfig.deploymentType cannot be added, removed or changed once",
+            ),
+            (
+                "deployment-type-added",
+                GIT_BY_URL,
+                TYPED,
+                "spec.sourceConfig.deploymentType cannot be added, removed or changed once",
+            ),
+            (
+                "deployment-id-changed",
+                ADOPTING,
+                agd(ADOPTING, deploymentId=UUID_B),
+                "spec.deploymentId cannot be removed or changed once",
+            ),
+            (
+                "deployment-id-removed",
+                ADOPTING,
+                agd(ADOPTING, deploymentId=_DELETE),
+                "spec.deploymentId cannot be removed or changed once",
+            ),
+            (
+                "listener-compute-id-changed",
+                LISTENER,
+                listener(computeId="other-cluster"),
+                "spec.computeId: Invalid value: spec.computeId cannot change once "
+                "the listener exists on the control plane (status.listenerId is set)",
+            ),
+            (
+                "listener-adopt-id-changed",
+                ADOPTING_LISTENER,
+                listener(listenerId=UUID_B),
+                "spec.listenerId cannot be removed or changed once",
+            ),
+            (
+                "listener-adopt-id-removed",
+                ADOPTING_LISTENER,
+                listener(listenerId=_DELETE),
+                "spec.listenerId cannot be removed or changed once",
+            ),
+        )
     ),
 ]
 
@@ -845,12 +875,69 @@ def test_invalid_manifest_is_refused_naming_the_field(
 ) -> None:
     if isinstance(manifest, Update):
         _create(custom, namespace, manifest.before)
+        if manifest.created:
+            _record_created(custom, namespace, manifest.before)
         message = _refusal(
             lambda: _replace_spec(custom, namespace, manifest.before, manifest.after["spec"])
         )
     else:
         message = _refusal(lambda: _create(custom, namespace, manifest))
     assert expected in message, f"{case_id}: {message}"
+
+
+FIXED_ONCE_CREATED = [
+    (case_id, manifest)
+    for case_id, manifest, _ in INVALID
+    if isinstance(manifest, Update) and manifest.created
+]
+
+
+@pytest.mark.parametrize(
+    ("case_id", "update"), FIXED_ONCE_CREATED, ids=[c for c, _ in FIXED_ONCE_CREATED]
+)
+def test_a_field_naming_the_remote_object_is_correctable_until_it_exists(
+    case_id: str, update: Update, custom: client.CustomObjectsApi, namespace: str
+) -> None:
+    """Fixable in git: while the status records no id (nothing exists on the control
+    plane for the resource: a create refused, an id to adopt that is not there), the
+    same edit the corpus above refuses is accepted, and undone as freely; once the
+    operator records the id, the field is fixed (the update carries no status that
+    could say otherwise: the apiserver keeps the stored one)."""
+    _create(custom, namespace, update.before)
+    _record_progress(custom, namespace, update.before)
+    corrected = _replace_spec(custom, namespace, update.before, update.after["spec"])
+    assert corrected["spec"] == {**corrected["spec"], **update.after["spec"]}, case_id
+    _replace_spec(custom, namespace, update.before, update.before["spec"])
+    _record_created(custom, namespace, update.before)
+    refused = _refusal(
+        lambda: _replace_spec(custom, namespace, update.before, update.after["spec"])
+    )
+    assert "once the" in refused, refused
+    plural, name = PLURALS[update.before["kind"]], update.before["metadata"]["name"]
+    with_status = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+    with_status["spec"] = update.after["spec"]
+    with_status["status"] = {"observedGeneration": 1}  # an update cannot unset the id
+    _refusal(
+        lambda: custom.replace_namespaced_custom_object(
+            GROUP, VERSION, namespace, plural, name, with_status
+        )
+    )
+
+
+def _record_progress(api: client.CustomObjectsApi, namespace: str, obj: Obj) -> None:
+    """A status the operator writes while nothing exists remotely yet (conditions, no
+    id): it does not fix anything."""
+    plural = PLURALS[obj["kind"]]
+    name = obj["metadata"]["name"]
+    current = api.get_namespaced_custom_object(GROUP, VERSION, namespace, plural, name)
+    stalled = set_condition([], ConditionType.STALLED, TRUE, Reason.CONFLICT, "taken", 1)
+    current["status"] = {"observedGeneration": 1, "conditions": [status_dict_condition(stalled)]}
+    api.replace_namespaced_custom_object_status(GROUP, VERSION, namespace, plural, name, current)
+
+
+def status_dict_condition(condition: Any) -> Obj:
+    dumped: Obj = condition.model_dump(mode="json", exclude_none=True)
+    return dumped
 
 
 def test_status_written_by_the_operator_is_kept_whole(

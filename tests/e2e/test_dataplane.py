@@ -5,6 +5,8 @@ nodes accept the pods: real ones run DEPLOYPLANE_E2E_AGENT_IMAGE, see docs/kind.
 emulator (normal mode: the data-plane extension is an emulator extension) -> the
 listener agent (`deployplane listener run`, a real process, with only the chart's
 RBAC) -> a Deployment rolled out on kwok nodes -> revision DEPLOYED -> resource Ready.
+The listener's namespace enforces the `restricted` Pod Security standard: every pod
+the data plane renders is admitted by the apiserver as it is.
 Every wait is bounded only to stop a hang; nothing asserts how long a step took.
 """
 
@@ -32,15 +34,20 @@ from tests.e2e.operator_harness import (
     ready_for_generation,
 )
 from tests.support import chart, polling, realnode
+from tests.support.deploymentwatch import DeploymentWatch
 from tests.support.e2ecluster import E2ECluster
 from tests.support.nodes import Workloads
+from tests.support.podsecurity import RESTRICTED, enforces_restricted
 
+from deployplane.dataplane.kube import SCALE_MANAGER
 from deployplane.devcluster.manifests import Applier
 
 AGD, LST = "agentdeployments", "listeners"
 AGENT_SA = f"{chart.RELEASE}-listener-agent"
 COMPONENT = "app.kubernetes.io/component"
 SERVER_LABEL = f"{COMPONENT}=agent-server"
+# The HPA controller's field manager: it writes the scale subresource under it.
+HPA_CONTROLLER = "kube-controller-manager"
 T = TypeVar("T")
 
 
@@ -60,10 +67,12 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
 
 @pytest.fixture
 def agents_namespace(namespace: str, k8s_api: client.ApiClient) -> Iterator[str]:
-    """The listener's k8s namespace, where the agent deploys."""
+    """The listener's k8s namespace, where the agent deploys: Pod Security `restricted`
+    enforced, as a platform team labels it."""
     name = f"{namespace[:50]}-agents"
     core = client.CoreV1Api(k8s_api)
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    meta = client.V1ObjectMeta(name=name, labels=RESTRICTED)
+    core.create_namespace(client.V1Namespace(metadata=meta))
     yield name
     with contextlib.suppress(ApiException):
         core.delete_namespace(name)
@@ -226,6 +235,24 @@ def stalled(obj: dict[str, Any] | None) -> bool:
     return condition(obj, "Stalled").get("status") == "True"
 
 
+def scale_as_the_hpa_does(k8s_api: client.ApiClient, namespace: str, name: str, count: int) -> None:
+    """What the HPA controller does to its target: read the scale subresource, write
+    it back with its count (an update, under the controller's field manager)."""
+    apps = client.AppsV1Api(k8s_api)
+    scale = apps.read_namespaced_deployment_scale(name, namespace)
+    scale.spec.replicas = count
+    apps.replace_namespaced_deployment_scale(name, namespace, scale, field_manager=HPA_CONTROLLER)
+
+
+def replica_owners(deployment: client.V1Deployment) -> set[str]:
+    """The field managers that own the Deployment's spec.replicas."""
+    return {
+        entry.manager
+        for entry in deployment.metadata.managed_fields or []
+        if "f:replicas" in ((entry.fields_v1 or {}).get("f:spec") or {})
+    }
+
+
 def test_listener_agent_rolls_out_updates_fails_and_deletes(
     operator: Any,
     agent: AgentProcess,
@@ -272,6 +299,65 @@ def test_listener_agent_rolls_out_updates_fails_and_deletes(
     resources.delete(AGD, "bot")
     resources.wait(AGD, "bot", lambda o: o is None, within=180, what="deleted")
     wait_until("every object gone", lambda: cluster.everything() == [] or None)
+
+
+def test_a_new_revision_keeps_the_count_an_autoscaler_holds(
+    operator: Any,
+    agent: AgentProcess,
+    resources: Resources,
+    namespace: str,
+    agents_namespace: str,
+    k8s_api: client.ApiClient,
+    workload_images: Workloads,
+) -> None:
+    """An HPA's work as its controller does it: the agent server, created at min_scale
+    2, is scaled to 4 through its scale subresource; then a new revision. A watch on the
+    Deployment from before the change until the new revision is rolled out and the
+    resource Ready sees its count at 4 in every version: the agent applies it without
+    `replicas`, so no revision sets the count back to min_scale. The namespace enforces
+    `restricted` throughout."""
+    enforces_restricted(k8s_api, agents_namespace)
+    cluster = Cluster(k8s_api, agents_namespace)
+    resources.create(LST, listener_body(namespace, agents_namespace))
+    agent.wait_running()
+    first, second = workload_images.agent_image(1), workload_images.agent_image(2)
+    body = deployment_body("scaled", first, agents_namespace)
+    body["spec"]["sourceConfig"]["resourceSpec"] = {"minScale": 2, "maxScale": 6}
+    resources.create(AGD, body)
+    resources.wait(AGD, "scaled", ready_for_generation, within=240, what="Ready")
+    server = wait_until("the server rolled out", lambda: cluster.rolled_out(first))
+    assert server.spec.replicas == 2  # created at its minimum
+    assert replica_owners(server) == {SCALE_MANAGER}  # not the agent's own manager
+    name = server.metadata.name
+
+    scale_as_the_hpa_does(k8s_api, agents_namespace, name, 4)
+    scaled = wait_until(
+        "4 servers available",
+        lambda: (d := cluster.rolled_out(first)) is not None and d.spec.replicas == 4 and d,
+    )
+    assert replica_owners(scaled) == {HPA_CONTROLLER}
+    with DeploymentWatch(k8s_api, agents_namespace, name) as watched:
+        resources.patch(AGD, "scaled", {"spec": {"sourceRevisionConfig": {"imageUri": second}}})
+        obj = resources.wait(
+            AGD, "scaled", ready_for_generation, within=240, what="Ready with the new image"
+        )
+        rolled = wait_until("the new revision rolled out", lambda: cluster.rolled_out(second))
+    assert obj is not None
+    assert obj["status"]["revision"]["status"] == "DEPLOYED"
+    counts = [state.replicas or 0 for state in watched.states]  # None: the default, 1
+    during = [s for s in watched.states if s.image == second]
+    print(
+        f"{len(watched.states)} versions of the Deployment watched, counts {sorted(set(counts))}"
+        f"; available pods during the rollout: min {min(s.available for s in during)}, "
+        f"pods at once: max {max(s.current for s in during)}"
+    )
+    assert during, "the watch saw no version with the new image"
+    assert min(counts) == 4, counts
+    assert rolled.spec.replicas == 4
+    assert rolled.status.available_replicas == 4
+    assert replica_owners(rolled) == {HPA_CONTROLLER}
+    servers = [p for p in cluster.server_pods() if p.metadata.deletion_timestamp is None]
+    assert len([p for p in servers if p.spec.containers[0].image == second]) == 4
 
 
 def test_agent_killed_mid_rollout_carries_on_without_duplicates_or_orphans(
@@ -346,6 +432,14 @@ def _fetch_ok(k8s_api: client.ApiClient, namespace: str, service: str) -> str:
                     "image": realnode.TEST_IMAGE,
                     "imagePullPolicy": "Never",
                     "command": ["sh", "-c", fetch + "; exit 1"],
+                    # the namespace admits only what `restricted` allows
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 65534,
+                        "allowPrivilegeEscalation": False,
+                        "capabilities": {"drop": ["ALL"]},
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
                 }
             ],
         },
@@ -390,6 +484,7 @@ def test_real_containers_deployed_only_once_every_pod_passed_its_probe(
     the deployment READY once PostgreSQL's is; `/ok` answers through the Service from
     another pod."""
     assert not workload_images.simulated
+    enforces_restricted(k8s_api, agents_namespace)
     cluster = Cluster(k8s_api, agents_namespace)
     resources.create(LST, listener_body(namespace, agents_namespace))
     agent.wait_running()
@@ -412,6 +507,8 @@ def test_real_containers_deployed_only_once_every_pod_passed_its_probe(
         assert _ready(pod), (pod.metadata.name, pod.status.conditions)
         assert all(c.readiness_probe is not None for c in pod.spec.containers), pod.spec
         assert all(s.ready and s.state.running for s in pod.status.container_statuses)
+        # admitted by `restricted`, and running as non-root users
+        assert pod.spec.security_context.run_as_non_root is True, pod.metadata.name
     (service,) = [
         s.metadata.name
         for s in cluster.core.list_namespaced_service(agents_namespace).items

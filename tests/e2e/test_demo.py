@@ -7,37 +7,15 @@ printed; its operator reconciles a resource applied without `-n` (in `default`).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from kubernetes import client
+from tests.support.demorun import REPO, demo, demo_shell, processes_using
 from tests.support.doccommands import doc_commands, why_not_on_the_demo
 
-from deployplane.api.connection import ENV_API_KEY, ENV_URL
-from deployplane.demo.steps import DEMO_API_KEY
 from deployplane.devcluster import DevCluster
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _demo(*args: str, state: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DEPLOYPLANE_DEMO_DIR": str(state)}
-    return subprocess.run(
-        [sys.executable, "-m", "deployplane.cli", "demo", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def _processes_using(state: Path) -> list[str]:
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if str(state) in line]
 
 
 def test_demo_brings_examples_to_ready_twice_and_down_cleans_up(
@@ -47,9 +25,9 @@ def test_demo_brings_examples_to_ready_twice_and_down_cleans_up(
     state = tmp_path / "demo"
     try:
         for attempt in (1, 2):
-            up = _demo("up", "--timeout", "180", state=state)
+            up = demo("up", "--timeout", "180", state=state)
             assert up.returncode == 0, f"attempt {attempt}: {up.stdout[-3000:]}{up.stderr[-3000:]}"
-            status = _demo("status", state=state, timeout=60)
+            status = demo("status", state=state, timeout=60)
             assert status.returncode == 0, status.stderr
             rows = json.loads(status.stdout)
             assert {r["kind"] for r in rows} == {
@@ -68,9 +46,9 @@ def test_demo_brings_examples_to_ready_twice_and_down_cleans_up(
                 _a_resource_in_any_namespace_is_reconciled(state)
                 print(f"docs' commands and a resource in default: {time.monotonic() - began:.1f} s")
     finally:
-        down = _demo("down", state=state, timeout=120)
+        down = demo("down", state=state, timeout=120)
     assert down.returncode == 0, down.stderr
-    assert _processes_using(state) == []
+    assert processes_using(state) == []
 
 
 def _assert_example_agent_runs_in_agents(state: Path) -> None:
@@ -122,26 +100,10 @@ def _closing_commands_run_as_printed(stdout: str) -> None:
     assert "agentdeployment.deployplane.io/support-bot" in done.stdout
 
 
-def _demo_shell(state: Path) -> dict[str, str]:
-    """The environment of a shell set up as `up`'s closing lines set it."""
-    cluster = DevCluster.attach(state / "cluster")
-    assert cluster is not None
-    kubectl = cluster.tools.kubectl
-    assert kubectl is not None
-    bins = f"{kubectl.absolute().parent}:{Path(sys.executable).parent}"
-    return {
-        **os.environ,
-        "KUBECONFIG": str(cluster.kubeconfig.absolute()),
-        "PATH": f"{bins}:{os.environ['PATH']}",
-        ENV_URL: (state / "emulator.url").read_text().strip(),
-        ENV_API_KEY: DEMO_API_KEY,
-    }
-
-
 def _doc_commands_run_on_the_demo(state: Path) -> None:
     """Each command the docs give, copied as written, from the repository's root (they
     name `examples/...`): every one succeeds, or its rule says why it cannot run here."""
-    env = _demo_shell(state)
+    env = demo_shell(state)
     ran = []
     for command in doc_commands(REPO):
         why = why_not_on_the_demo(command)
@@ -178,7 +140,7 @@ def _a_resource_in_any_namespace_is_reconciled(state: Path) -> None:
     """Applied without `-n` (into `default`, which has no connection of its own): the
     operator watches every namespace and reconciles it with its own connection (the
     emulator's built-in data plane runs it), and its log said what it watches."""
-    env = _demo_shell(state)
+    env = demo_shell(state)
 
     def kubectl(*args: str, stdin: str | None = None) -> str:
         done = subprocess.run(

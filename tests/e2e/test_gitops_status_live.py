@@ -2,7 +2,8 @@
 
 Flux judges custom resources with its kstatus library (github.com/fluxcd/cli-utils/pkg/
 kstatus/status, built into tools/k8s/kstatus by `make tools`); Argo CD runs the chart's
-health.lua. Both are fed every distinct version of the live object while the operator
+health.lua (its own binary, built by `make gitops-tools`: tests/support/argocd.py).
+Both are fed every distinct version of the live object while the operator
 reconciles against the emulator: new (before the operator saw it), progressing, Ready,
 a failed revision, a missing dependency, paused, deleting. What the README promises:
 kstatus says InProgress while reconciling, Current only when Ready for the current
@@ -36,7 +37,7 @@ from tests.e2e.operator_harness import (
     ready_for_generation,
 )
 from tests.support import gotools
-from tests.support.argocd import argocd_health
+from tests.support.argocd import argocd_health_all, require_argocd
 
 from deployplane.devcluster.manifests import Applier
 
@@ -53,12 +54,19 @@ class Verdict(NamedTuple):
     obj: dict[str, Any]
 
 
+def verdicts(objs: list[dict[str, Any]]) -> list[Verdict]:
+    """kstatus's and Argo CD's verdicts on each snapshot (Argo CD's binary judges them
+    side by side once the snapshots are taken, so that none is missed meanwhile)."""
+    argo = argocd_health_all(objs)
+    return [
+        Verdict(o["metadata"]["generation"], f.status, f.message, a.status, a.message, o)
+        for o, f, a in zip(objs, [gotools.kstatus(o) for o in objs], argo, strict=True)
+    ]
+
+
 def verdict(obj: dict[str, Any]) -> Verdict:
-    flux = gotools.kstatus(obj)
-    argo = argocd_health(obj)
-    return Verdict(
-        obj["metadata"]["generation"], flux.status, flux.message, argo.status, argo.message, obj
-    )
+    (one,) = verdicts([obj])
+    return one
 
 
 def watch(
@@ -69,7 +77,7 @@ def watch(
     within: float = 120.0,
 ) -> list[Verdict]:
     """Both verdicts on every distinct version of the resource until `until` holds."""
-    seen: list[Verdict] = []
+    seen: list[dict[str, Any]] = []
     last = None
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -77,11 +85,12 @@ def watch(
         assert obj is not None, f"{name} is gone"
         if obj["metadata"]["resourceVersion"] != last:
             last = obj["metadata"]["resourceVersion"]
-            seen.append(verdict(obj))
+            seen.append(obj)
             if until(obj):
-                return seen
+                return verdicts(seen)
         time.sleep(0.05)
-    raise AssertionError(f"{name}: not reached; seen {[(v.kstatus, v.argocd) for v in seen]}")
+    judged = [(v.kstatus, v.argocd) for v in verdicts(seen)]
+    raise AssertionError(f"{name}: not reached; seen {judged}")
 
 
 def statuses(seen: list[Verdict]) -> list[tuple[str, str]]:
@@ -119,6 +128,7 @@ def live(
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(str(e), pytrace=False)
         pytest.skip(str(e))
+    require_argocd()
     Applier(k8s_api).apply(
         [
             yaml.safe_load(p.read_text())

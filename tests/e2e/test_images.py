@@ -30,6 +30,7 @@ import pytest
 from tests.support import imagelock
 
 import deployplane
+from deployplane.dataplane.render.backing import DATABASE_USER, REDIS_USER
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / "tools/images"
@@ -165,10 +166,16 @@ def test_dataplane_images_are_exported_under_their_refs(dataplane_images: Path, 
         assert config["config"]["User"] == "65534:65534"
     else:
         assert config["config"]["Entrypoint"] == ["docker-entrypoint.sh"]
+        # the user the data plane renders for them (render/backing.py)
+        user = DATABASE_USER if recipe is recipes.POSTGRES else REDIS_USER
+        assert config["config"]["User"] == f"{user}:{user}"
 
 
 def test_postgres_starts_as_the_data_plane_renders_it(dataplane_images: Path) -> None:
+    """As its user, on a read-only root with the data plane's volumes."""
     out = _run("bash", str(TOOLS / "smoke.sh"), "postgres")
+    assert f"config: user={DATABASE_USER}:{DATABASE_USER}" in out
+    assert f"data directory owner: {DATABASE_USER}" in out
     assert "accepting connections" in out  # the readiness probe's command
     assert "pgvector " in out  # CREATE EXTENSION vector worked, over TCP with the password
     assert "\n20\n" in out  # the rendered `-c max_connections=...` reached the server
@@ -180,7 +187,9 @@ def test_the_agent_stand_in_answers_ok(dataplane_images: Path) -> None:
 
 
 def test_redis_starts_as_the_data_plane_renders_it(dataplane_images: Path) -> None:
+    """As its user, on a read-only root, its snapshot's directory a volume."""
     out = _run("bash", str(TOOLS / "smoke.sh"), "redis")
+    assert f"config: user={REDIS_USER}:{REDIS_USER}" in out
     assert "PONG" in out
     assert "maxmemory\n900000" in out  # the rendered --maxmemory reached the server
     assert "protected-mode\nno" in out  # other pods may connect

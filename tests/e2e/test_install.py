@@ -419,6 +419,18 @@ def test_chart_service_account_can_make_the_operator_calls_and_no_others(
         assert missing.value.status == 404  # allowed to look, it just is not there
         secret = core.read_namespaced_secret("llm-keys", namespace)
         assert secret.data["openai"]
+        # An API key Secret's in-use protection: put on, then taken off, by patches.
+        protection = "deployplane.io/secret-protection"
+        protect = {"metadata": {"finalizers": [protection], "labels": {protection: "true"}}}
+        protected = core.patch_namespaced_secret("llm-keys", namespace, protect)
+        assert protection in protected.metadata.finalizers
+        released = core.patch_namespaced_secret(
+            "llm-keys", namespace,
+            [{"op": "test", "path": "/metadata/finalizers", "value": [protection]},
+             {"op": "replace", "path": "/metadata/finalizers", "value": []},
+             {"op": "remove", "path": "/metadata/labels/deployplane.io~1secret-protection"}],
+        )  # fmt: skip
+        assert not released.metadata.finalizers
         core.create_namespaced_event(namespace, _event(namespace, obj))
         client.EventsV1Api(api).create_namespaced_event(
             namespace,

@@ -39,7 +39,7 @@ from tests.e2e.reliability_scenarios import (
     docker_cr,
     is_ready,
 )
-from tests.support import chart, polling, realnode
+from tests.support import chart, podsecurity, polling, realnode
 from tests.support.e2ecluster import E2ECluster
 
 from deployplane.demo import realnode as demo_realnode
@@ -144,7 +144,8 @@ def helm_release(
     for example, stand_in in demo_realnode.STAND_INS.items():
         images.tag(session.holder_pid(), ctr, stand_in, example)
     core = client.CoreV1Api(k8s_api)
-    core.create_namespace({"metadata": {"name": agents}})
+    # The listener's namespace enforces Pod Security `restricted`, as a platform team's.
+    core.create_namespace({"metadata": {"name": agents, "labels": podsecurity.RESTRICTED}})
     try:
         run_id = f"rn-{uuid.uuid4().hex[:8]}"
         with chart.release(dev_cluster, run_id, realnode.APP_TAG, "Never", values) as r:
@@ -264,7 +265,8 @@ def _examples_deployed_by_the_agent_pod(
     cluster: E2ECluster, k8s_api: client.ApiClient, namespace: str
 ) -> None:
     """The examples' Listener and AgentDeployment Ready; the deployment DEPLOYED by the
-    listener agent's pod: its workloads run as real containers in `agents`."""
+    listener agent's pod: its workloads run as real containers in `agents`, where Pod
+    Security `restricted` is enforced."""
     core = client.CoreV1Api(k8s_api)
     resources = Resources(k8s_api, namespace)
     docs = [
@@ -272,6 +274,7 @@ def _examples_deployed_by_the_agent_pod(
         for f in ("secret.yaml", "listener.yaml", "agentdeployment-docker.yaml")
     ]
     (agents,) = docs[1]["spec"]["computeConfig"]["k8sNamespaces"]
+    podsecurity.enforces_restricted(k8s_api, agents)
     core.create_namespaced_secret(namespace, docs[0])
     resources.create("listeners", docs[1])
     wait_until(

@@ -40,7 +40,7 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.support import langgraph_app, polling, realnode
+from tests.support import langgraph_app, podsecurity, polling, realnode
 
 from deployplane.devcluster.realnode import images
 
@@ -60,9 +60,12 @@ def cloud(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Emulator]:
     """The emulator building real images into the tier's node, its built-in data plane
-    deploying into NAMESPACE."""
+    deploying into NAMESPACE, which enforces Pod Security `restricted`."""
     core = client.CoreV1Api(k8s_api)
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
+    # The built images run where Pod Security `restricted` is enforced.
+    meta = client.V1ObjectMeta(name=NAMESPACE, labels=podsecurity.RESTRICTED)
+    core.create_namespace(client.V1Namespace(metadata=meta))
+    podsecurity.enforces_restricted(k8s_api, NAMESPACE)
     state_dir = str(real_node_session.cluster.state_dir)
     emulator = Emulator(
         tmp_path_factory.mktemp("langgraph-cloud"),

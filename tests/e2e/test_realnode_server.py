@@ -39,12 +39,17 @@ CRASH_IMAGE = "localhost/deployplane-test/crash-on-start:1"
 CRASH_LAST_LINE = "ModuleNotFoundError: No module named 'my_graph'"
 COMPONENT = "app.kubernetes.io/component"
 DEPLOYMENT_ID = "deployplane.io/deployment-id"
+NOBODY = 65534
 
 
 def _busybox(ref: str, script: str, path: Path) -> Path:
+    """A user's image as restricted wants it: a numeric non-root USER, and /tmp to write."""
     files = [ociarchive.ImageFile("bin/busybox", realnode.BUSYBOX.read_bytes())]
     files += [ociarchive.ImageFile(f"bin/{a}", symlink="busybox") for a in realnode.APPLETS]
-    spec = ociarchive.ImageSpec(ref=ref, files=files, cmd=["sh", "-c", script])
+    files += [ociarchive.ImageFile("tmp", mode=0o1777, directory=True)]
+    spec = ociarchive.ImageSpec(
+        ref=ref, files=files, cmd=["sh", "-c", script], user=f"{NOBODY}:{NOBODY}"
+    )
     return ociarchive.write_image(spec, path)
 
 

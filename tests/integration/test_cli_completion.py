@@ -67,12 +67,17 @@ class Tab:
     offered: list[str]
     stderr: str
     registered: str
+    files: bool
+    """Whether readline's file names stay on (the script did not turn them off)."""
 
 
 def tab(words: list[str], url: str) -> Tab:
     """Source the bash script, then complete the last of `words` as bash would."""
+    # compopt works only while readline completes; the function's call is recorded.
     script = f"""
 set -u
+turned=""
+compopt() {{ turned="$turned $1 $2"; }}
 source <(deployplane completion bash)
 registered=$(complete -p deployplane)
 function=$(sed -E 's/.* -F ([^ ]+) .*/\\1/' <<<"$registered")
@@ -82,6 +87,7 @@ COMP_LINE="${{COMP_WORDS[*]}}"
 COMP_POINT=${{#COMP_LINE}}
 "$function" deployplane "${{COMP_WORDS[COMP_CWORD]}}" "${{COMP_WORDS[COMP_CWORD-1]}}"
 echo "$registered"
+echo "compopt:$turned"
 printf '%s\\n' "${{COMPREPLY[@]}}"
 """
     env = {
@@ -98,8 +104,9 @@ printf '%s\\n' "${{COMPREPLY[@]}}"
         env=env,
     )
     assert done.returncode == 0, done.stderr
-    registered, *offered = done.stdout.splitlines()
-    return Tab([o for o in offered if o], done.stderr, registered)
+    registered, turned, *offered = done.stdout.splitlines()
+    files = "+o default" not in turned
+    return Tab([o for o in offered if o], done.stderr, registered, files)
 
 
 def _quoted(word: str) -> str:
@@ -161,9 +168,18 @@ def test_a_control_plane_that_does_not_answer_offers_nothing_and_prints_nothing(
 
 
 def test_no_connection_configured_offers_nothing_and_prints_nothing(emulator: Seeded) -> None:
+    """Nothing at all: not the current directory's files either (bash's `complete -o
+    default` would offer them when the function offers nothing)."""
     done = tab(["deployplane", "deployments", "get", ""], "")
     assert done.offered == []
     assert done.stderr == ""
+    assert not done.files
+
+
+def test_file_names_are_left_to_bash_only_where_a_file_is_wanted(emulator: Seeded) -> None:
+    assert tab(["deployplane", "apply", "-f", ""], emulator.url).files
+    assert not tab(["deployplane", "deployments", "get", "no-such"], emulator.url).files
+    assert not tab(["deployplane", "no-such-command"], emulator.url).files
 
 
 @contextlib.contextmanager

@@ -277,3 +277,54 @@ async def test_a_change_between_the_listing_and_the_deployed_report_is_not_lost(
     assert hpa(world, SERVER)["spec"]["maxReplicas"] == 7
     assert await world.revision_status(deployment) == "DEPLOYED"
     assert not await unreconciled(world.api, deployment)
+
+
+def server_deployment(world: World) -> tuple[tuple[str, str, str], dict[str, Any]]:
+    (key,) = [
+        key
+        for key, obj in world.cluster.objects.items()
+        if key[0] == "Deployment" and obj["metadata"]["labels"][LABEL_COMPONENT] == SERVER
+    ]
+    return key, world.cluster.objects[key]
+
+
+async def test_a_new_revision_is_deployed_at_the_count_the_autoscaler_holds(world: World) -> None:
+    """The HPA has scaled the server out to 4: the next revision rolls out at 4 and is
+    DEPLOYED once 4 of its pods are; the count is never set back to min_scale."""
+    deployment = await ready(world, image_body() | resource_spec(min_scale=2, max_scale=6))
+    key, server = server_deployment(world)
+    world.cluster.scale(key[1], key[2], 4)
+    image = {"source_revision_config": {"image_uri": "registry.example.com/app:2"}}
+    await patch(world, deployment, image)
+    await world.clock.step(2, beating=world.listener_id)
+    await world.agent.round()
+    _, server = server_deployment(world)
+    assert server["spec"]["template"]["spec"]["containers"][0]["image"].endswith(":2")
+    assert world.cluster.replica_history[key] == [2, 4]
+    # The pods of the old template still run: not DEPLOYED at fewer than the 4 wanted.
+    server["status"] = {
+        "observedGeneration": server["metadata"]["generation"],
+        "replicas": 5,
+        "updatedReplicas": 2,
+        "availableReplicas": 4,
+    }
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOYING"
+    world.cluster.roll_out()
+    await world.agent.round()
+    assert await world.revision_status(deployment) == "DEPLOYED"
+    assert server_deployment(world)[1]["status"]["availableReplicas"] == 4
+
+
+async def test_autoscaling_turned_off_deletes_the_hpa_and_sets_min_scale(world: World) -> None:
+    deployment = await ready(world, image_body() | resource_spec(min_scale=2, max_scale=6))
+    key, _ = server_deployment(world)
+    world.cluster.scale(key[1], key[2], 5)
+    await patch(world, deployment, resource_spec(min_scale=3, max_scale=None))
+    await world.agent.round()
+    assert world.cluster.of_kind("HorizontalPodAutoscaler") == []  # nothing scales it away
+    assert server_deployment(world)[1]["spec"]["replicas"] == 3
+    assert world.cluster.replica_history[key] == [2, 5, 3]
+    world.cluster.roll_out()
+    await world.agent.round()
+    assert not await unreconciled(world.api, deployment)

@@ -4,6 +4,11 @@ language is `sh`, `bash`, `shell` or `console` (there, the lines after a `$ ` pr
 Each one either runs on `make demo` as written (tests/e2e/test_demo.py runs it there) or
 matches a rule of `NOT_ON_THE_DEMO`, which says why it cannot; a command that does
 neither fails tests/unit/codebase/test_doc_commands.py, so a new one is never left untested.
+
+docs/gitops.md (`GITOPS_DOCS`) is run on `make demo GITOPS=1` instead
+(tests/e2e/gitops/test_gitops_demo.py), every command of its blocks whatever the program
+(git, cp, variables: its commands build on each other, in one shell, in order), but
+those matching a rule of `NOT_ON_THE_GITOPS_DEMO`.
 """
 
 from __future__ import annotations
@@ -14,9 +19,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DOCS", "NOT_ON_THE_DEMO", "DocCommand", "doc_commands", "why_not_on_the_demo"]
+__all__ = [
+    "DOCS",
+    "GITOPS_DOCS",
+    "NOT_ON_THE_DEMO",
+    "NOT_ON_THE_GITOPS_DEMO",
+    "DocCommand",
+    "doc_commands",
+    "gitops_doc_commands",
+    "why_not_on_the_demo",
+    "why_not_on_the_gitops_demo",
+]
 
 DOCS = ("README.md", "docs/install.md")
+GITOPS_DOCS = ("docs/gitops.md",)
 SHELL_LANGUAGES = frozenset({"sh", "bash", "shell", "console"})
 PROGRAMS = frozenset({"kubectl", "deployplane"})
 
@@ -33,6 +49,20 @@ NOT_ON_THE_DEMO: tuple[tuple[str, str], ...] = (
 )
 """(pattern, why) of the commands that cannot run on the demo as written."""
 
+NOT_ON_THE_GITOPS_DEMO: tuple[tuple[str, str], ...] = (
+    (r"^make\b", "builds the tools or starts the demo: the test has started it"),
+    (r"\bdev cluster (up|down)\b", "a dev cluster of its own: the demo runs one"),
+    (
+        r"\.deployplane/cluster/|127\.0\.0\.1:41231",
+        "the dev cluster's state and git server (a free port; the demo's are "
+        ".deployplane/demo/cluster/ and 127.0.0.1:18081)",
+    ),
+    (r'"finalizers":\s*null', "releases a resource by hand once the operator is gone"),
+    (r"\bdeployplane-system\b", "the namespace of a chart install: the demo runs no release"),
+    (r"<[a-z][a-z-]*>", "a placeholder the reader fills in"),
+)
+"""(pattern, why) of docs/gitops.md's commands that cannot run on `make demo GITOPS=1`."""
+
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
 
 
@@ -47,10 +77,13 @@ class DocCommand:
         return f"{self.doc}:{self.line}: {self.text}"
 
 
-def doc_commands(root: Path) -> list[DocCommand]:
-    """Every `kubectl` and `deployplane` command of the docs' shell blocks, in order."""
+def doc_commands(
+    root: Path, docs: tuple[str, ...] = DOCS, programs: frozenset[str] | None = PROGRAMS
+) -> list[DocCommand]:
+    """Every `kubectl` and `deployplane` command (of `programs`; None: every command) of
+    the shell blocks of `docs`, in order."""
     found: list[DocCommand] = []
-    for doc in DOCS:
+    for doc in docs:
         text = (root / doc).read_text()
         for fence in _FENCE.finditer(text):
             if fence.group(1) not in SHELL_LANGUAGES:
@@ -58,9 +91,22 @@ def doc_commands(root: Path) -> list[DocCommand]:
             first_line = text.count("\n", 0, fence.start(2)) + 1
             console = fence.group(1) == "console"
             for offset, command in _commands(fence.group(2), console=console):
-                if _program(command) in PROGRAMS:
+                if programs is None or _program(command) in programs:
                     found.append(DocCommand(doc, first_line + offset, command))
     return found
+
+
+def gitops_doc_commands(root: Path) -> list[DocCommand]:
+    """Every command of docs/gitops.md's shell blocks, in order."""
+    return doc_commands(root, GITOPS_DOCS, None)
+
+
+def why_not_on_the_gitops_demo(command: DocCommand) -> str | None:
+    """The reason it cannot run on `make demo GITOPS=1` as written, or None."""
+    for pattern, why in NOT_ON_THE_GITOPS_DEMO:
+        if re.search(pattern, command.text):
+            return why
+    return None
 
 
 def why_not_on_the_demo(command: DocCommand) -> str | None:

@@ -5,6 +5,13 @@ Just enough apiserver: server-side apply replaces the applied fields of an objec
 spec changes; delete removes the object and, as the garbage collector would, every
 object owning-referenced to it. Writes are counted; `fail_on_apply` makes the n-th
 apply raise, like an agent killed mid-way.
+
+One field has managers as in the apiserver: a Deployment's `spec.replicas`, which the
+agent hands to autoscalers (dataplane/handover.py). Its owners are listed in
+`metadata.managedFields`; an apply without it drops the applier's share, and the last
+share dropped removes the count (read back as the default, 1); an unforced apply of
+another value conflicts (409) with the other owners; `scale` writes it as the HPA
+controller does (the scale subresource: the writer takes it from every other owner).
 """
 
 from __future__ import annotations
@@ -16,11 +23,12 @@ from typing import Any
 
 from tests.support.routecontroller import admitted_status
 
-from deployplane.dataplane.kube import ClusterError
+from deployplane.dataplane.kube import FIELD_MANAGER, ClusterError
 
 Obj = dict[str, Any]
 Objs = list[Obj]  # an alias: inside FakeCluster, `list` names its method
 Key = tuple[str, str, str]  # kind, namespace, name
+AUTOSCALER_MANAGER = "kube-controller-manager"  # the HPA controller's
 
 
 class AgentKilled(BaseException):  # not an error the agent handles: it is gone
@@ -36,11 +44,16 @@ class FakeCluster:
         self.unserved: set[str] = set()  # kinds whose CRD is "not installed"
         self.logs: dict[tuple[str, str], str] = {}  # (pod, container) -> its last run's log
         self.current_logs: dict[tuple[str, str], str] = {}  # ... -> its running one's
+        # Who owns each Deployment's spec.replicas: manager -> "Apply" or "Update".
+        self.replica_owners: dict[Key, dict[str, str]] = {}
+        self.replica_history: dict[Key, list[int]] = {}  # every count it was set to
 
     def _key(self, kind: str, namespace: str, name: str) -> Key:
         return (kind, namespace, name)
 
-    async def apply(self, obj: Mapping[str, Any]) -> Obj:
+    async def apply(
+        self, obj: Mapping[str, Any], *, field_manager: str = FIELD_MANAGER, force: bool = True
+    ) -> Obj:
         meta = obj["metadata"]
         if meta["namespace"] not in self.namespaces:
             raise ClusterError(f"namespaces {meta['namespace']} not found", status=404)
@@ -52,10 +65,15 @@ class FakeCluster:
             if self.fail_on_apply == 0:
                 self.fail_on_apply = None
                 raise AgentKilled
-        self.writes += 1
         key = self._key(obj["kind"], meta["namespace"], meta["name"])
         old = self.objects.get(key)
         new = copy.deepcopy(dict(obj))
+        if old is not None and set(new.get("spec") or {}) == {"replicas"}:
+            # A manager applying the count alone: the rest is the other managers'.
+            new = {**copy.deepcopy(old), "spec": {**old["spec"], **new["spec"]}}
+        if obj["kind"] == "Deployment":
+            self._own_replicas(key, old, new, field_manager, force)
+        self.writes += 1
         new["metadata"] = {**new["metadata"]}
         if old is None:
             new["metadata"]["uid"] = str(uuid.uuid4())
@@ -67,11 +85,64 @@ class FakeCluster:
             new["metadata"]["generation"] = old["metadata"]["generation"] + int(changed)
             new["status"] = old.get("status", {})
         self.objects[key] = new
-        return copy.deepcopy(new)
+        return self._answer(key, new)
+
+    def _own_replicas(self, key: Key, old: Obj | None, new: Obj, manager: str, force: bool) -> None:
+        """spec.replicas of `new` as server-side apply by `manager` leaves it."""
+        owners = self.replica_owners.setdefault(key, {})
+        had = None if old is None else old["spec"].get("replicas")
+        wanted = new["spec"].get("replicas")
+        if wanted is None:
+            owners.pop(manager, None)
+            if owners and had is not None:
+                new["spec"]["replicas"] = had  # kept for its other owners
+            elif old is not None:
+                new["spec"]["replicas"] = 1  # nobody's: the default
+        else:
+            others = [m for m in owners if m != manager]
+            if wanted != had and others:
+                if not force:
+                    raise ClusterError(f"Apply failed with 1 conflict: {others}", status=409)
+                owners.clear()
+            owners[manager] = "Apply"
+        count = new["spec"].get("replicas", 1)
+        history = self.replica_history.setdefault(key, [])
+        if not history or history[-1] != count:
+            history.append(count)
+
+    def scale(self, namespace: str, name: str, replicas: int) -> None:
+        """Writes a Deployment's count through its scale subresource, as the HPA
+        controller (and KEDA's) does: an update, which makes its writer the owner."""
+        key = self._key("Deployment", namespace, name)
+        obj = self.objects[key]
+        if obj["spec"].get("replicas", 1) != replicas:
+            obj["spec"]["replicas"] = replicas
+            obj["metadata"]["generation"] += 1
+            self.replica_owners[key] = {AUTOSCALER_MANAGER: "Update"}
+            self.replica_history.setdefault(key, []).append(replicas)
+        self.writes += 1
+
+    def _answer(self, key: Key, obj: Obj) -> Obj:
+        answer = copy.deepcopy(obj)
+        owners = self.replica_owners.get(key)
+        if owners:
+            answer["metadata"]["managedFields"] = [
+                {
+                    "manager": manager,
+                    "operation": operation,
+                    "apiVersion": "apps/v1",
+                    "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:spec": {"f:replicas": {}}},
+                    **({"subresource": "scale"} if operation == "Update" else {}),
+                }
+                for manager, operation in sorted(owners.items())
+            ]
+        return answer
 
     async def get(self, api_version: str, kind: str, namespace: str, name: str) -> Obj | None:
-        found = self.objects.get(self._key(kind, namespace, name))
-        return copy.deepcopy(found) if found is not None else None
+        key = self._key(kind, namespace, name)
+        found = self.objects.get(key)
+        return self._answer(key, found) if found is not None else None
 
     async def list(
         self, api_version: str, kind: str, namespace: str, selector: Mapping[str, str]
@@ -89,12 +160,14 @@ class FakeCluster:
         obj = self.objects.pop(key, None)
         if obj is None:
             return False
+        self.replica_owners.pop(key, None)
         self.writes += 1
         uid = obj["metadata"]["uid"]
         for other_key, other in list(self.objects.items()):
             refs = other["metadata"].get("ownerReferences", [])
             if any(ref.get("uid") == uid for ref in refs):
                 del self.objects[other_key]
+                self.replica_owners.pop(other_key, None)
         return True
 
     async def served(self, api_version: str, kind: str) -> bool:

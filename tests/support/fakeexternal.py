@@ -140,6 +140,8 @@ class ExternalFns:
     adopt_id: str | None = None
     observe_fn: Callable[[str, bool], Obs] = lambda external_id, _full: observed(external_id)
     find_fn: Callable[[], str | None] = lambda: None
+    find_by_key_fn: Callable[[str], str | None] = lambda _key: None
+    """A lookup by a key other than the spec's (the marker's, once the spec changed)."""
     create_fn: Callable[[], Obs] = lambda: observed("dep-new", Phase.PROGRESSING, Reason.CREATING)
     update_fn: Callable[[Obs], Obs] = _synced
     delete_fn: Callable[[str], bool] = lambda _external_id: True
@@ -156,9 +158,13 @@ class ExternalFns:
         self.journal.append(("observe", external_id, full))
         return self.observe_fn(external_id, full)
 
-    async def find(self, mr: Mr) -> str | None:
-        self.journal.append(("find",))
-        return self.find_fn()
+    async def find(self, mr: Mr, key: str | None = None) -> str | None:
+        """Journals ("find",) for the spec's natural key, ("find", key) for another."""
+        if key is None or key == self.natural_key:
+            self.journal.append(("find",))
+            return self.find_fn()
+        self.journal.append(("find", key))
+        return self.find_by_key_fn(key)
 
     async def create(self, mr: Mr, desired: str) -> Obs:
         assert desired == "desired"

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from deployplane.kube.finalizers import SecretRead
 from deployplane.reconcile.eventrecorder import PendingEvent
 from deployplane.reconcile.statuspatch import apply_merge_patch
 
@@ -31,6 +32,12 @@ class FakeKube:
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     apiserver_away: str | None = None
     """Why the apiserver does not answer the readiness question (None: it answers)."""
+    secret_finalizers: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    """The finalizers on each Secret (`protect_secret`, `release_secret`)."""
+    secrets_deleting: set[tuple[str, str]] = field(default_factory=set)
+    """Secrets being deleted: they take no new finalizer."""
+    secret_writes: list[tuple[str, str, str, str]] = field(default_factory=list)
+    """("protect" | "release", namespace, name, finalizer) of every Secret write."""
 
     async def get_path(self, path: str) -> tuple[int, bytes]:
         """Only the apiserver's /readyz: a 500 naming `apiserver_away` when set."""
@@ -48,6 +55,33 @@ class FakeKube:
 
     async def read_secret(self, namespace: str, name: str) -> Mapping[str, str] | None:
         return self.secrets.get((namespace, name))
+
+    async def read_secret_state(self, namespace: str, name: str) -> SecretRead | None:
+        key = (namespace, name)
+        if key not in self.secrets:
+            return None
+        finalizers = tuple(self.secret_finalizers.get(key, ()))
+        return SecretRead(self.secrets[key], finalizers, key in self.secrets_deleting)
+
+    async def protect_secret(self, namespace: str, name: str, finalizer: str) -> bool:
+        key = (namespace, name)
+        if key not in self.secrets or key in self.secrets_deleting:
+            return False
+        self.secret_writes.append(("protect", namespace, name, finalizer))
+        kept = self.secret_finalizers.setdefault(key, [])
+        if finalizer not in kept:
+            kept.append(finalizer)
+        return True
+
+    async def release_secret(self, namespace: str, name: str, finalizer: str) -> bool:
+        key = (namespace, name)
+        if key not in self.secrets:
+            return False
+        self.secret_writes.append(("release", namespace, name, finalizer))
+        kept = self.secret_finalizers.get(key, [])
+        if finalizer in kept:
+            kept.remove(finalizer)
+        return True
 
     async def read_custom_status(
         self, namespace: str, plural: str, name: str

@@ -10,11 +10,14 @@ the cluster's git server, and what the tests read of Applications and Kustomizat
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +49,21 @@ def skip_reason() -> str | None:
     except DevClusterError as e:
         return str(e)
     return None
+
+
+@contextlib.contextmanager
+def gitops_demo_ports() -> Iterator[None]:
+    """The machine-wide lock of the ports `demo up --gitops` fixes (its emulator's and its
+    git server's: examples/gitops/ names them), held while such a demo runs: another
+    test's waits rather than finding them taken."""
+    cache = Path(os.environ.get("DEPLOYPLANE_CACHE", Path.home() / ".cache" / "deployplane"))
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / "gitops-demo.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @dataclass

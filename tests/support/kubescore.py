@@ -1,7 +1,8 @@
 """kube-score (github.com/zegl/kube-score, built by `tools/k8s/build.sh kube-score`), the
 workload linter platform teams run over a chart before it reaches a cluster: its
 CRITICAL findings on our rendered objects, and the one list of findings this project
-excuses (`EXCUSES`), each by kube-score's check id and comment, with the reason.
+excuses (`EXCUSES`), each by kube-score's check id and comment, the objects and
+containers it is excused on, and the reason.
 docs/install.md ("What kube-score says") prints the same list; a test keeps the two alike.
 
 The binary lives next to the Kubernetes tools: DEPLOYPLANE_TOOLS_BIN, else the build
@@ -11,6 +12,7 @@ script's bin dir, else PATH (`gotools.checker_binary`).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -48,37 +50,98 @@ class Finding:
         return f"{self.object}{where}: [{self.check}] {self.summary}"
 
 
+# A data-plane object's name: `B`, the deployment's base name (a slug and 8 hex digits
+# of its id, render/context.py), with the component's suffix.
+_BASE = r"[a-z][a-z0-9-]*-[0-9a-f]{8}"
+
+
+@dataclass(frozen=True)
+class Where:
+    """An object and one of its containers (or "" for the object itself). `name` is the
+    object's name; `B` in it stands for a deployment's base name, `*` for any text."""
+
+    kind: str
+    name: str
+    container: str = ""
+
+    def matches(self, finding: Finding) -> bool:
+        kind, *_, name = finding.object.split("/")
+        pattern = re.escape(self.name).replace("B", _BASE).replace(r"\*", ".*")
+        return (
+            kind == self.kind
+            and re.fullmatch(pattern, name) is not None
+            and finding.container == self.container
+        )
+
+    def __str__(self) -> str:
+        return f"{self.kind} `{self.name}`" + (f" ({self.container})" if self.container else "")
+
+
 @dataclass(frozen=True)
 class Excuse:
+    """One CRITICAL check excused, only on the objects and containers `where` names, for
+    `reason`: a container added later is not excused by it."""
+
     check: str
     summaries: tuple[str, ...]
-    sources: frozenset[Source]
+    source: Source
+    where: tuple[Where, ...]
     reason: str
 
     def covers(self, finding: Finding, source: Source) -> bool:
         return (
-            source in self.sources
+            source is self.source
             and finding.check == self.check
             and finding.summary in self.summaries
+            and any(where.matches(finding) for where in self.where)
         )
 
 
-BOTH = frozenset(Source)
+# The install's workloads, by Deployment and container: the operator (and its shards),
+# the in-cluster emulator, the listener agent.
+INSTALL_WORKLOADS = (
+    Where("Deployment", "deployplane", "operator"),
+    Where("Deployment", "deployplane-shard-*", "operator"),
+    Where("Deployment", "deployplane-emulator", "emulator"),
+    Where("Deployment", "deployplane-listener-agent", "listener-agent"),
+)
+# The user's image: the agent server and the queue workers.
+USERS_IMAGE = (
+    Where("Deployment", "B", "agent-server"),
+    Where("Deployment", "B-queue", "queue"),
+)
+DATA_PLANE_WORKLOADS = (
+    *USERS_IMAGE,
+    Where("Deployment", "B-redis", "redis"),
+    Where("StatefulSet", "B-db", "postgres"),
+)
+PULL_POLICY_REASON = (
+    "Contested. `Always` makes every container start ask the registry, so a registry "
+    "outage or rate limit stops restarts and scale-ups, for an image that a pinned tag "
+    "already names; the chart pins its tag (the appVersion) and leaves `pullPolicy` a "
+    "value, and the data plane deploys the image the revision names, with Kubernetes' "
+    "default policy for its tag."
+)
 EXCUSES: tuple[Excuse, ...] = (
     Excuse(
         "container-image-pull-policy",
         ("ImagePullPolicy is not set to Always",),
-        BOTH,
-        "Contested. `Always` makes every container start ask the registry, so a registry "
-        "outage or rate limit stops restarts and scale-ups, for an image that a pinned tag "
-        "already names; the chart pins its tag (the appVersion) and leaves `pullPolicy` a "
-        "value, and the data plane deploys the image the revision names, with Kubernetes' "
-        "default policy for its tag.",
+        Source.INSTALL,
+        INSTALL_WORKLOADS,
+        PULL_POLICY_REASON,
+    ),
+    Excuse(
+        "container-image-pull-policy",
+        ("ImagePullPolicy is not set to Always",),
+        Source.DATA_PLANE,
+        DATA_PLANE_WORKLOADS,
+        PULL_POLICY_REASON,
     ),
     Excuse(
         "container-resources",
         ("CPU limit is not set",),
-        frozenset({Source.INSTALL}),
+        Source.INSTALL,
+        INSTALL_WORKLOADS,
         "Contested. A CPU limit throttles a container by its CFS quota even on an idle "
         "node: the operator's one event loop then stalls, and with it the passes and the "
         "probes, in the bursts it exists for. The CPU request gives it its share under "
@@ -87,51 +150,59 @@ EXCUSES: tuple[Excuse, ...] = (
     ),
     Excuse(
         "container-security-context-user-group-id",
-        ("Container has no configured security context",),
-        frozenset({Source.DATA_PLANE}),
-        "The images are not ours to change: the agent server's is the user's (built by "
-        "`langgraph build` on the vendor's base image, which runs as root and may write "
-        "its working directory), PostgreSQL's and Redis's official images start as root "
-        "to prepare their data directories and drop to their own user (uid 999). The "
-        "vendor's data plane runs them as built; a forced user or read-only root would "
-        "break images that run there. A platform team enforces Pod Security admission on "
-        "the listener's namespaces instead.",
+        (
+            "The container is running with a low user ID",
+            "The container running with a low group ID",
+        ),
+        Source.DATA_PLANE,
+        USERS_IMAGE,
+        "The image is the user's, and it keeps the user it declares: the published "
+        "contract has no field for the agent server's or the queue's securityContext, and "
+        "a user forced here would not own the files the image was built with. The pod "
+        "says `runAsNonRoot`, so the kubelet refuses an image that runs as root "
+        '(docs/dataplane.md, "Pod Security").',
+    ),
+    Excuse(
+        "container-security-context-user-group-id",
+        (
+            "The container is running with a low user ID",
+            "The container running with a low group ID",
+        ),
+        Source.DATA_PLANE,
+        (Where("StatefulSet", "B-db", "postgres"),),
+        "PostgreSQL runs as 999, the official image's `postgres` user: that image, started "
+        "as root, drops to 999, so every database it has made is 999's, and PostgreSQL "
+        "starts only as the owner of its data directory. A user above 10000 would not "
+        "start a database made before.",
     ),
     Excuse(
         "container-security-context-readonlyrootfilesystem",
-        ("Container has no configured security context",),
-        frozenset({Source.DATA_PLANE}),
-        "As for the user and group ids: the images write where they were built to write.",
+        ("The pod has a container with a writable root filesystem",),
+        Source.DATA_PLANE,
+        USERS_IMAGE,
+        "As for its user: the user's image writes where it was built to write, and the "
+        "published contract has no field that says where that is.",
     ),
     Excuse(
         "container-ephemeral-storage-request-and-limit",
         ("Ephemeral Storage request is not set", "Ephemeral Storage limit is not set"),
-        frozenset({Source.DATA_PLANE}),
+        Source.DATA_PLANE,
+        DATA_PLANE_WORKLOADS,
         "The published contract has no field for it, and no size can be known here: what "
         "the agent server writes is the user's code's, Redis's snapshot is as large as its "
-        "data, PostgreSQL's data is on its volume. A guessed limit would have the kubelet "
-        "evict a working pod.",
+        "data, PostgreSQL's logs are as long as its traffic (its data is on its volume). A "
+        "guessed limit would have the kubelet evict a working pod.",
     ),
     Excuse(
         "deployment-has-poddisruptionbudget",
         ("No matching PodDisruptionBudget was found",),
-        frozenset({Source.DATA_PLANE}),
-        "Asked of an agent server with `min_scale` 2 or more. The published contract has "
-        "no field for it and the vendor's data plane renders none (its self-hosted chart "
-        "ships `pdb.enabled: false`); a platform team that drains nodes adds one in the "
-        "listener's namespace (selector `app.kubernetes.io/component: agent-server`).",
-    ),
-    Excuse(
-        "deployment-targeted-by-hpa-does-not-have-replicas-configured",
-        (
-            "The deployment is targeted by a HPA, but a static replica count is configured "
-            "in the DeploymentSpec",
-        ),
-        frozenset({Source.DATA_PLANE}),
-        "`replicas` is `min_scale`: a revision is DEPLOYED once that many of its pods are "
-        "Ready (the rollout reads the Deployment's `replicas`), and the agent applies a "
-        "revision once (an unchanged render is never applied again). The cost: a new "
-        "revision starts from `min_scale`, and the HPA scales up again from there.",
+        Source.DATA_PLANE,
+        (Where("Deployment", "B"), Where("Deployment", "B-queue")),
+        "Asked of a Deployment that may run more than one pod (its autoscaler's). The "
+        "published contract has no field for it and the vendor's data plane renders none "
+        "(its self-hosted chart ships `pdb.enabled: false`); a platform team that drains "
+        "nodes adds one in the listener's namespace (selector `app.kubernetes.io/component: "
+        "agent-server` or `queue`).",
     ),
 )
 

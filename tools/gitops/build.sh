@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The dev cluster's GitOps controllers (`deployplane dev cluster up --gitops`,
 # docs/gitops.md): Argo CD (one `argocd` binary, run as application-controller and
-# repo-server) and Flux's source-controller and kustomize-controller, built from their Go
-# modules; redis (Argo CD's cache) and git (Argo CD's repo-server and the dev cluster's
-# git server) from Debian.
+# repo-server, and the `kustomize` its repo-server renders kustomizations with) and Flux's
+# source-controller and kustomize-controller, built from their Go modules; redis (Argo CD's cache), git (Argo CD's repo-server and the dev cluster's
+# git server) and jq from Debian.
 #
 #   tools/gitops/build.sh all    build what is missing (each tool stamp-keyed; a no-op when cached)
 #   tools/gitops/build.sh path   print the directory (bin/ and manifests/ under it)
@@ -36,9 +36,11 @@ esac
 mkdir -p "$bin" "$manifests" "$work"
 
 ensure_debian() {
-  # redis-server and git (git http-backend too) on the host, as Argo CD's own images carry them.
+  # redis-server and git (git http-backend too) on the host, as Argo CD's own images carry
+  # them; jq for docs/gitops.md's command that installs the health check in argocd-cm.
   local missing=()
   command -v redis-server >/dev/null || missing+=(redis-server)
+  command -v jq >/dev/null || missing+=(jq)
   command -v git >/dev/null && [ -x "$(git --exec-path)/git-http-backend" ] || missing+=(git)
   [ ${#missing[@]} -eq 0 ] && return
   local sudo=""
@@ -113,7 +115,22 @@ build_flux() {
   rm -rf "$mod"
 }
 
+build_kustomize() {
+  # `go install` works for this module (no replace directives), into a scratch GOBIN.
+  local want="v$KUSTOMIZE_VERSION"
+  if have kustomize "$want"; then log "kustomize $want: cached"; return; fi
+  log "building kustomize v$KUSTOMIZE_VERSION (a few minutes on 2 cores)"
+  local gobin="$work/kustomize-bin"
+  rm -rf "$gobin"; mkdir -p "$gobin"
+  GOBIN="$gobin" go install -trimpath -ldflags "-s -w" \
+    "sigs.k8s.io/kustomize/kustomize/v5@v$KUSTOMIZE_VERSION"
+  install -m 0755 "$gobin/kustomize" "$bin/kustomize"
+  rm -rf "$gobin"
+  stamp kustomize "$want"
+}
+
 ensure_debian
+build_kustomize
 build_flux kustomize-controller "$FLUX_KUSTOMIZE_CONTROLLER_VERSION"
 build_flux source-controller "$FLUX_SOURCE_CONTROLLER_VERSION"
 build_argocd

@@ -1,9 +1,12 @@
 #!/bin/sh
 # The subset of the official postgres image's docker-entrypoint.sh that the data plane's
 # renderer uses (operator/deployplane/dataplane/render/backing.py): arguments starting
-# with `-` go to postgres; as root it prepares $PGDATA (a fresh volume is root's) and
-# drops to the postgres user; an empty $PGDATA gets initdb with the superuser
-# `postgres`, password $POSTGRES_PASSWORD, scram-sha-256 over TCP, trust on the socket.
+# with `-` go to postgres; an empty $PGDATA gets initdb with the superuser `postgres`,
+# password $POSTGRES_PASSWORD, scram-sha-256 over TCP, trust on the socket. It runs as
+# the image's user (the data plane's pod says the same user, and its fsGroup makes the
+# volume writable); started as root instead, it prepares $PGDATA (a fresh volume is
+# root's) and drops to that user. What it writes besides $PGDATA: its socket and lock in
+# /var/run/postgresql and the password's file in /tmp (volumes on a read-only root).
 set -eu
 if [ $# -eq 0 ] || [ "${1#-}" != "$1" ]; then
   set -- postgres "$@"
@@ -18,6 +21,10 @@ if [ "$(id -u)" = 0 ]; then
   chmod 700 "$PGDATA"
   exec setpriv --reuid=postgres --regid=postgres --init-groups "$0" "$@"
 fi
+# As the official image's: PostgreSQL starts only on a data directory of mode 0700 (or
+# 0750), and the kubelet's fsGroup gives the directories of a volume group write.
+mkdir -p "$PGDATA"
+chmod 700 "$PGDATA"
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
   if [ -z "${POSTGRES_PASSWORD:-}" ]; then
     echo "docker-entrypoint.sh: POSTGRES_PASSWORD is not set: refusing to initialize $PGDATA" >&2

@@ -87,24 +87,50 @@ CMD ["python3"]
     export=False,
 )
 
+# The users and groups PostgreSQL and Redis run as: the data plane renders the same
+# (operator/deployplane/dataplane/render/backing.py; a unit test keeps them alike).
+# PostgreSQL's is the official image's (999), the owner of the databases that image made;
+# Redis's one above 10000, no user of a node. Debian's packages give their system users
+# the next free ids; `renumbered` moves them (and their files) to these.
+DATABASE_USER = 999
+REDIS_USER = 10999
+
+
+def renumbered(user: str, uid: int) -> str:
+    """An mmdebstrap customize hook giving `user` and its group the id `uid`, with the
+    files the packages made theirs."""
+    return (
+        f"chroot \"$1\" sh -ec 'u=$(id -u {user}); g=$(id -g {user}); "
+        f"groupmod -g {uid} {user}; usermod -u {uid} -g {uid} {user}; "
+        f"find / -xdev -uid \"$u\" -exec chown -h {uid} {{}} +; "
+        f"find / -xdev -gid \"$g\" -exec chgrp -h {uid} {{}} +'"
+    )
+
+
 # PostgreSQL 17 with pgvector 0.8 (Debian 13's packages), not the 16 of the agent's
 # default pgvector/pgvector:pg16: hence a name of its own (docs/dataplane.md). The entrypoint is
 # the subset of the official image's the renderer uses (POSTGRES_PASSWORD, PGDATA, `-c`
-# arguments); `pg_isready -U postgres` is the readiness probe.
+# arguments); `pg_isready -U postgres` is the readiness probe. It runs as DATABASE_USER
+# on a read-only root: it writes its data directory, `/var/run/postgresql` (its socket
+# and lock) and `/tmp`, the data plane's volumes.
 POSTGRES = DebianImage(
     ref="docker.io/library/deployplane-postgres:17-pgvector",
     release="trixie",
     packages=("postgresql-17", "postgresql-17-pgvector"),
-    # postgresql-common's postinst makes a `main` cluster the image does not use.
-    hooks=('rm -rf "$1/etc/postgresql/17/main" "$1/var/lib/postgresql/17/main"',),
+    hooks=(
+        # postgresql-common's postinst makes a `main` cluster the image does not use.
+        'rm -rf "$1/etc/postgresql/17/main" "$1/var/lib/postgresql/17/main"',
+        renumbered("postgres", DATABASE_USER),
+    ),
     files=("postgres-entrypoint.sh",),
-    containerfile="""\
+    containerfile=f"""\
 COPY postgres-entrypoint.sh /usr/local/bin/docker-entrypoint.sh
 RUN mkdir -p /var/run/postgresql /var/lib/postgresql/data \\
  && chown postgres:postgres /var/run/postgresql /var/lib/postgresql/data \\
  && chmod 3777 /var/run/postgresql && chmod 700 /var/lib/postgresql/data
 ENV PATH=/usr/lib/postgresql/17/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
     PGDATA=/var/lib/postgresql/data LANG=C.UTF-8
+USER {DATABASE_USER}:{DATABASE_USER}
 STOPSIGNAL SIGINT
 EXPOSE 5432
 ENTRYPOINT ["docker-entrypoint.sh"]
@@ -113,14 +139,17 @@ CMD ["postgres"]
 )
 
 # Redis: Debian bookworm ships 7.0, not the 7.4 of the renderer's default redis:7.4-alpine.
+# It runs as REDIS_USER on a read-only root, its snapshot in /data (a volume).
 REDIS = DebianImage(
     ref="docker.io/library/deployplane-redis:7.0",
     packages=("redis-server",),
+    hooks=(renumbered("redis", REDIS_USER),),
     files=("redis-entrypoint.sh",),
-    containerfile="""\
+    containerfile=f"""\
 COPY redis-entrypoint.sh /usr/local/bin/docker-entrypoint.sh
 RUN mkdir -p /data && chown redis:redis /data
 WORKDIR /data
+USER {REDIS_USER}:{REDIS_USER}
 EXPOSE 6379
 ENTRYPOINT ["docker-entrypoint.sh"]
 CMD ["redis-server"]

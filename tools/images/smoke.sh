@@ -5,11 +5,14 @@
 #                                    root filesystem read-only, /tmp and /data tmpfs (the
 #                                    chart's emptyDirs); then the emulator as the chart
 #                                    runs it, answering /healthz
-#   tools/images/smoke.sh postgres   the entrypoint with the renderer's env and `-c` args;
-#                                    the readiness probe (pg_isready -U postgres); a
-#                                    password login over TCP; CREATE EXTENSION vector
-#   tools/images/smoke.sh redis      the entrypoint with the renderer's --maxmemory args;
-#                                    PING and CONFIG GET maxmemory over TCP
+#   tools/images/smoke.sh postgres   the entrypoint with the renderer's env and `-c` args,
+#                                    as the image's user on a read-only root with the
+#                                    data plane's volumes (data, socket, /tmp); the
+#                                    readiness probe (pg_isready -U postgres); a password
+#                                    login over TCP; CREATE EXTENSION vector
+#   tools/images/smoke.sh redis      the entrypoint with the renderer's --maxmemory args,
+#                                    as the image's user on a read-only root (/data a
+#                                    volume); PING and CONFIG GET maxmemory over TCP
 #   tools/images/smoke.sh e2e-agent  the agent-server stand-in's command as its user on a
 #                                    read-only root (on a free port): GET /ok
 #
@@ -36,6 +39,9 @@ esac
 # the image is chosen by its OCI ref.name (its tag): an archive may hold several
 ctr=$(bah from --quiet "oci-archive:$images/$archive:$tag")
 pid=""
+# The volumes of `--rw PATH`: host directories, so that every in_image (each in a mount
+# namespace of its own) sees the same ones, as the containers of one pod do.
+volumes=$(mktemp -d)
 # The server is the child of the background job (unshare, chroot, env, the entrypoint
 # and setpriv all exec): signal it, by pid, with its own stop signal and let the job reap
 # it (killing the job first would leave it to PID 1); SIGKILL after 20 s.
@@ -53,6 +59,7 @@ cleanup() {
   fi
   bah umount "$ctr" >/dev/null || true
   bah rm "$ctr" >/dev/null || true
+  rm -rf "$volumes"
 }
 trap cleanup EXIT
 root=$(bah mount "$ctr")
@@ -61,26 +68,35 @@ mapfile -t env < <(bah inspect --format '{{range .OCIv1.Config.Env}}{{println .}
 user=$(bah inspect --format '{{.OCIv1.Config.User}}' "$ctr")
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
-# in_image [--ro] [--user U] ENV=... -- cmd...: run cmd in the image's root
+# in_image [--ro] [--rw PATH]... [--user U] ENV=... -- cmd...: run cmd in the image's root;
+# --ro: the root read-only, /tmp and /data tmpfs; --rw PATH: PATH a volume (see above)
 in_image() {
-  local ro="" as="${user:-0}" envs=()
+  local ro="" as="${user:-0}" envs=() rw=""
   while [ "$1" != -- ]; do
-    case $1 in --ro) ro=1 ;; --user) as=$2; shift ;; *) envs+=("$1") ;; esac
+    case $1 in
+      --ro) ro=1 ;;
+      --user) as=$2; shift ;;
+      --rw) rw="$rw $2"; mkdir -p "$volumes$2"; chmod 1777 "$volumes$2"; shift ;;
+      *) envs+=("$1") ;;
+    esac
     shift
   done
   shift
   case $as in *:*) ;; *) as="$as:$as" ;; esac # numeric ids (chroot would look names up on the host)
   # shellcheck disable=SC2016
   unshare --mount --propagation private -- sh -ec '
-    root=$1 ro=$2 as=$3; shift 3
+    root=$1 ro=$2 as=$3 volumes=$4 rw=$5; shift 5
     mount --rbind /dev "$root/dev"; mount -t proc proc "$root/proc"
     if [ -n "$ro" ]; then
       mkdir -p "$root/data"
       mount --bind "$root" "$root"; mount -o remount,bind,ro "$root"
       mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"; mount -t tmpfs -o mode=1777 tmpfs "$root/data"
     fi
+    # where the path leads inside the image (/var/run is a link to /run), as a runtime
+    # resolves a volume'"'"'s mount path in the container'"'"'s root
+    for path in $rw; do mount --bind "$volumes$path" "$root$(chroot "$root" readlink -f "$path")"; done
     exec chroot --userspec="$as" "$root" "$@"' \
-    sh "$root" "$ro" "$as" env -i "${env[@]}" "${envs[@]}" "$@"
+    sh "$root" "$ro" "$as" "$volumes" "$rw" env -i "${env[@]}" "${envs[@]}" "$@"
 }
 
 case $what in
@@ -103,20 +119,26 @@ case $what in
     ;;
   postgres)
     stop_signal=INT # fast shutdown, as the image's STOPSIGNAL
-    # As backing.py renders it: POSTGRES_PASSWORD, PGDATA under the volume, `-c` args.
-    in_image POSTGRES_PASSWORD=smoke PGDATA=/var/lib/postgresql/data/pgdata -- \
+    echo "config: user=$user"
+    # As backing.py renders it: POSTGRES_PASSWORD, PGDATA under the volume, `-c` args;
+    # the root read-only, the data directory, the socket's and /tmp its volumes.
+    pg=(--ro --rw /var/lib/postgresql/data --rw /var/run/postgresql)
+    in_image "${pg[@]}" POSTGRES_PASSWORD=smoke PGDATA=/var/lib/postgresql/data/pgdata -- \
       docker-entrypoint.sh -c max_connections=20 -c port="$port" -c listen_addresses=127.0.0.1 &
     pid=$!
     for _ in $(seq 60); do
-      in_image -- pg_isready -q -U postgres -p "$port" && break
+      in_image "${pg[@]}" -- pg_isready -q -U postgres -p "$port" && break
       sleep 1
     done
-    in_image -- pg_isready -U postgres -p "$port"
-    in_image PGPASSWORD=smoke -- psql -h 127.0.0.1 -p "$port" -U postgres -d postgres -tAc \
+    in_image "${pg[@]}" -- pg_isready -U postgres -p "$port"
+    in_image "${pg[@]}" PGPASSWORD=smoke -- psql -h 127.0.0.1 -p "$port" -U postgres -d postgres -tAc \
       "CREATE EXTENSION vector; SELECT 'pgvector ' || extversion FROM pg_extension WHERE extname = 'vector'; SHOW max_connections"
+    # owned by the user the image runs as, that the data plane renders
+    stat -c 'data directory owner: %u' "$volumes/var/lib/postgresql/data/pgdata"
     ;;
   redis)
-    in_image -- docker-entrypoint.sh --maxmemory 900000 --maxmemory-policy allkeys-lru \
+    echo "config: user=$user"
+    in_image --ro -- docker-entrypoint.sh --maxmemory 900000 --maxmemory-policy allkeys-lru \
       --port "$port" --bind 127.0.0.1 &
     pid=$!
     for _ in $(seq 30); do

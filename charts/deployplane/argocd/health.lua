@@ -4,40 +4,42 @@
 -- Install it in argocd-cm once per kind, as
 -- resource.customizations.health.deployplane.io_<Kind> (docs/gitops.md); the dev
 -- cluster's Argo CD (deployplane dev cluster up --gitops) installs it from this file.
--- Written for Lua 5.1 (Argo CD runs gopher-lua); `obj` is the live object.
+-- `obj` is the live object.
+--
+-- Argo CD runs a configured health script in gopher-lua (Lua 5.1) with only the base,
+-- table and package libraries open: `string` is nil there, and so are string methods
+-- ("x"):len(). This script uses nothing else; the unit tier runs it with Argo CD's own
+-- binary (tests/unit/charts/test_argocd_health.py).
 --
 -- It reads the kstatus conditions the operator writes (Ready and Synced always,
 -- Reconciling and Stalled only while True; each with reason, message and
--- observedGeneration):
---   Degraded     Stalled=True, or Synced=False for a terminal reason (InvalidSpec,
---                Conflict, NotFound, Unauthorized, Forbidden, *Failed)
---   Progressing  status not yet observed for the current generation, Reconciling=True,
---                or not Ready yet for any other (retryable) reason
---   Healthy      only Ready=True observed for the current metadata.generation
---   Suspended    the deployplane.io/paused annotation is "true"; or a change waits for
---                approval (updatePolicy Manual: Synced=False AwaitingApproval, for the
---                current generation), until `deployplane approve` sends it
+-- observedGeneration), first rule that matches:
 --   Progressing  being deleted (deletionTimestamp set), like Argo CD's own scripts and
 --                kstatus's Terminating: the finalizer is deleting the remote resource
+--   Suspended    the deployplane.io/paused annotation is "true"
+--   Progressing  status not yet observed for the current generation
+--   (table)      Synced=False for a reason of SYNCED_FALSE below
+--   Degraded     Stalled=True
+--   Progressing  Reconciling=True, or not Ready yet for any other (retryable) reason
+--   Healthy      only Ready=True observed for the current metadata.generation
 
-local TERMINAL_REASONS = {
-  InvalidSpec = true,
-  Conflict = true,
-  NotFound = true,
-  Unauthorized = true,
-  Forbidden = true,
+-- Synced=False reasons that decide the health on their own, one row each: a change that
+-- waits for approval (updatePolicy Manual, until `deployplane approve` sends it), the
+-- terminal ones (only a change of spec or of the world fixes them) and every *Failed
+-- reason the operator gives. Any other Synced=False reason is retried by the operator:
+-- Progressing.
+local SYNCED_FALSE = {
+  AwaitingApproval = "Suspended",
+  InvalidSpec = "Degraded",
+  Conflict = "Degraded",
+  NotFound = "Degraded",
+  Unauthorized = "Degraded",
+  Forbidden = "Degraded",
+  CreateFailed = "Degraded",
+  BuildFailed = "Degraded",
+  DeployFailed = "Degraded",
+  ConfigMapWriteFailed = "Degraded",
 }
-
-local function is_terminal(reason)
-  if reason == nil then
-    return false
-  end
-  if TERMINAL_REASONS[reason] then
-    return true
-  end
-  -- CreateFailed, BuildFailed, DeployFailed and any later *Failed reason.
-  return string.len(reason) > 6 and string.sub(reason, -6) == "Failed"
-end
 
 local function find_condition(status, type_)
   if status == nil or status.conditions == nil then
@@ -78,8 +80,9 @@ local function health(o)
   end
 
   local synced = find_condition(status, "Synced")
-  if synced ~= nil and synced.status == "False" and synced.reason == "AwaitingApproval" then
-    return "Suspended", describe(synced)
+  local unsynced = synced ~= nil and synced.status == "False"
+  if unsynced and synced.reason ~= nil and SYNCED_FALSE[synced.reason] ~= nil then
+    return SYNCED_FALSE[synced.reason], describe(synced)
   end
 
   local stalled = find_condition(status, "Stalled")
@@ -87,13 +90,9 @@ local function health(o)
     return "Degraded", describe(stalled)
   end
 
-  if synced ~= nil and synced.status == "False" and is_terminal(synced.reason) then
-    return "Degraded", describe(synced)
-  end
-
   local reconciling = find_condition(status, "Reconciling")
   if reconciling ~= nil and reconciling.status == "True" then
-    if synced ~= nil and synced.status == "False" then
+    if unsynced then
       return "Progressing", describe(synced)
     end
     return "Progressing", describe(reconciling)
@@ -106,7 +105,7 @@ local function health(o)
     end
     return "Progressing", "Ready was observed for an earlier generation"
   end
-  if synced ~= nil and synced.status == "False" then
+  if unsynced then
     return "Progressing", describe(synced)
   end
   if ready ~= nil then

@@ -27,6 +27,7 @@ from deployplane.kube.health import FailureClock
 from deployplane.reconcile.eventrecorder import EventRecorder
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.schedule import Schedule
+from deployplane.reconcile.usage import Dependency
 from deployplane.reconcile.workers import Workers
 
 WORKERS = 64
@@ -65,7 +66,8 @@ def pass_runners(
     schedule: Schedule,
     metrics: OperatorMetrics,
 ) -> dict[str, PassRunner[Any, Any]]:
-    """One pass runner per kind: its reconciler over its external client."""
+    """One pass runner per kind: its reconciler over its external client, and what
+    lets go of what its resources hold once finalized (`KindDef.releaser`)."""
     return {
         kind.kind: PassRunner(
             kind.reconciler(connections, kube, schedule),
@@ -76,8 +78,18 @@ def pass_runners(
             status_model=kind.status_model,
             on_gone=partial(metrics.forget, kind.kind),
             config_maps=OutputsStore(kube),
+            releaser=kind.releaser(connections, kube),
         )
         for kind in kinds
+    }
+
+
+def dependencies_of(kinds: KindRegistry) -> dict[str, Dependency]:
+    """The kinds the others depend on (`KindDef.used_by`), for the workers."""
+    return {
+        kind.kind: Dependency(kind.used_by, kind.shared_by)
+        for kind in kinds
+        if kind.used_by is not None
     }
 
 
@@ -110,6 +122,7 @@ def build_runtime(
         kube,
         factory=client_factory,
         index=(indices or {}).get(CONNECTION_KIND.index_id),
+        keeper=kube,
     )
     runners = pass_runners(kinds, connections, kube, schedule, metrics)
     events = EventRecorder(
@@ -119,14 +132,13 @@ def build_runtime(
         on_drop=metrics.events_dropped.inc,
     )
     metrics.watch_events(events)
-    dependencies = {kind.kind: kind.used_by for kind in kinds if kind.used_by is not None}
     lister = kube if (sharding or Sharding()).enabled else None
     workers = Workers(
         runners,
         kube,
         events,
         size=WORKERS,
-        dependencies=dependencies,
+        dependencies=dependencies_of(kinds),
         lister=lister,
         on_ready_elsewhere=connections.forget_key,
     )

@@ -5,6 +5,14 @@ The rules implement the rules of ARCHITECTURE.md ("Custom resources") so that
 kind declares its rules by JSON path under `spec` (in its module in `deployplane.kinds`);
 `attach_rules` puts them on the generated schema, and a path that no longer exists in
 the models fails generation instead of silently dropping a rule.
+
+A field that names the resource on the control plane for good (a deployment's name, a
+listener's computeId) may be corrected while nothing exists there for it, and is fixed
+after: `fixed_once_created`, a rule on the whole object (its `self` is the object, so it
+reads the status the spec rules cannot see), keyed on the id the operator records in
+the status once the remote object exists. On an update of the object the apiserver
+keeps the stored status (the status subresource), so the rule reads what the operator
+wrote, never what the update carries; no GitOps tool writes the status.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ __all__ = [
     "Rules",
     "at_most",
     "attach_rules",
+    "fixed_once_created",
     "forbidden_for",
     "has",
     "immutable",
@@ -110,3 +119,37 @@ def attach_rules(spec: Schema, rules: Rules) -> None:
             except KeyError:
                 raise KeyError(f"CEL rule path spec.{path} is not in the schema") from None
         node["x-kubernetes-validations"] = [r.as_dict() for r in entries]
+
+
+def _present(root: str, path: str) -> str:
+    """`has()` of `root.path`, guarded on each parent."""
+    parts = path.split(".")
+    return " && ".join(f"has({root}.{'.'.join(parts[: i + 1])})" for i in range(len(parts)))
+
+
+def fixed_once_created(
+    field: str, id_field: str, noun: str, kind: str, *, presence: str = "required"
+) -> Rule:
+    """A rule on the whole object: `spec.<field>` may change (be corrected in git) while
+    `status.<id_field>` is unset, nothing on the control plane being the resource's
+    yet; then never. `presence`: "required" (always there), "optional" (neither added
+    nor removed then either), "once set" (may be added later, never removed)."""
+    path = f"spec.{field}"
+    new, old = _present("self", path), _present("oldSelf", path)
+    same = f"self.{path} == oldSelf.{path}"
+    if presence == "required":
+        unchanged, what = same, "cannot change"
+    elif presence == "optional":
+        unchanged = f"({new}) == ({old}) && (!({new}) || {same})"
+        what = "cannot be added, removed or changed"
+    else:
+        unchanged = f"!({old}) || (({new}) && {same})"
+        what = "cannot be removed or changed"
+    created = f"has(oldSelf.status) && has(oldSelf.status.{id_field})"
+    return Rule(
+        f"!({created}) || ({unchanged})",
+        f"{path} {what} once the {noun} exists on the control plane (status.{id_field} "
+        f"is set); until then it may be corrected. To change it now, delete the {kind} "
+        "and create it again",
+        field_path=f".{path}",
+    )

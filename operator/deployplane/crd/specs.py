@@ -261,10 +261,16 @@ class AgentDeploymentSpec(ConnectionSpec):
         None,
         min_length=1,
         max_length=253,
-        description="Deployment and tracing-project name; default metadata.name. Immutable.",
+        description=(
+            "Deployment and tracing-project name; default metadata.name. Fixed once the "
+            "deployment exists (status.deploymentId)."
+        ),
     )
     source: ManagedSource = Field(
-        description="git_host (Cloud SaaS) or external_docker (self-hosted). Immutable."
+        description=(
+            "git_host (Cloud SaaS) or external_docker (self-hosted). Fixed once the "
+            "deployment exists (status.deploymentId)."
+        )
     )
     source_config: AgentDeploymentSourceConfig | None = Field(
         None, description="Fields that need no new revision when changed."
@@ -321,11 +327,16 @@ class AgentDeploymentSpec(ConnectionSpec):
 class ListenerSpec(ConnectionSpec):
     """Desired state of a listener (compute infrastructure) on the control plane."""
 
-    compute_type: ComputeType = Field(description="Kind of compute. Immutable.")
+    compute_type: ComputeType = Field(
+        description="Kind of compute. Fixed once the listener exists (status.listenerId)."
+    )
     compute_id: str = Field(
         min_length=1,
         max_length=253,
-        description="Unique id of the compute, e.g. the cluster name. Immutable.",
+        description=(
+            "Unique id of the compute, e.g. the cluster name. Fixed once the listener "
+            "exists (status.listenerId)."
+        ),
     )
     compute_config: ComputeConfig | None = Field(None, description="Compute settings.")
     version: str | None = Field(None, max_length=253, description="Listener version.")

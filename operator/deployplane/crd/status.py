@@ -106,6 +106,14 @@ class ControlPlaneConnectionStatus(ResourceStatus):
     """What the last check of the connection found (Ready: the API key was accepted)."""
 
     url: str | None = Field(None, description="The URL the last check reached.")
+    protected_secret: str | None = Field(
+        None,
+        description=(
+            "The API key Secret the last check read, which carries the finalizer "
+            "deployplane.io/secret-protection while a connection names it (taken off "
+            "once none does)."
+        ),
+    )
 
     @property
     def external_id(self) -> str | None:

@@ -80,7 +80,7 @@ kind: ClusterRole
     verbs: [update]
   - apiGroups: [""]
     resources: [secrets]
-    verbs: [get]
+    verbs: [get, patch]
   - apiGroups: [""]
     resources: [configmaps]
     verbs: [get, create, patch]

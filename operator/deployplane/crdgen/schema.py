@@ -63,6 +63,8 @@ def crd(kind: KindDef[Any]) -> Schema:
         },
         "required": ["spec"],
     }
+    if kind.object_rules:
+        root["x-kubernetes-validations"] = [rule.as_dict() for rule in kind.object_rules]
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

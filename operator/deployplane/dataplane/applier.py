@@ -3,7 +3,9 @@
 Order makes it restart-safe without local state (docs/dataplane.md):
 1. the owner ConfigMap, created without the revision marker if it does not exist yet
    (its uid is what every other object's ownerReference needs);
-2. every other object, each with an ownerReference to the owner;
+2. every other object, each with an ownerReference to the owner (first deleting the
+   autoscalers the render no longer makes; a Deployment whose count is its
+   autoscaler's is applied as handover.py says);
 3. the owner again, now with `data.revision-id`: the marker that this revision is
    completely applied, and `data.render-digest`, what it was applied as (the digest of
    the rendered objects, Secrets left out: `render.render_digest`).
@@ -21,12 +23,14 @@ import secrets
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from deployplane.dataplane.handover import apply_workload, retire
 from deployplane.dataplane.kube import Cluster
 from deployplane.dataplane.render import (
     LABEL_DEPLOYMENT_ID,
     LABEL_LISTENER_ID,
     OWNER_DIGEST,
     Rendered,
+    Scaled,
     with_owner,
 )
 
@@ -79,12 +83,21 @@ async def apply_rendered(cluster: Cluster, rendered: Rendered, owner: Obj | None
         bare = {**rendered.owner, "data": _without_marker(rendered.owner.get("data"))}
         owner = await cluster.apply(bare)
     uid = str(owner["metadata"]["uid"])
+    # Before the Deployments get a fixed count again, so that nothing scales them away.
+    await retire(cluster, rendered, uid)
+    scaled = {s.name: s for s in rendered.scaled}
     # Independent of each other (references between them are by name), so at once.
     applied = await asyncio.gather(
-        *(cluster.apply(obj) for obj in with_owner(rendered.objects, uid))
+        *(_apply(cluster, obj, scaled) for obj in with_owner(rendered.objects, uid))
     )
     await cluster.apply(rendered.owner)
     return list(applied)
+
+
+async def _apply(cluster: Cluster, obj: Obj, scaled: Mapping[str, Scaled]) -> Obj:
+    if obj["kind"] == "Deployment" and obj["metadata"]["name"] in scaled:
+        return await apply_workload(cluster, obj, scaled[obj["metadata"]["name"]])
+    return await cluster.apply(obj)
 
 
 def _without_marker(data: Mapping[str, str] | None) -> dict[str, str]:

@@ -4,7 +4,9 @@ Built on the operator's `KubernetesApi` (same configuration loading, same aiohtt
 session on the event loop), because the agent is one asyncio loop too. Every write is
 a server-side apply under the agent's own field manager (`FIELD_MANAGER`), so fields
 other managers own (an HPA's replica count, a user's label) are left alone, and an
-apply of unchanged objects changes nothing.
+apply of unchanged objects changes nothing. `SCALE_MANAGER` is the manager that holds
+an autoscaled Deployment's first replica count until its autoscaler takes it
+(applier.py).
 """
 
 from __future__ import annotations
@@ -16,9 +18,17 @@ from urllib.parse import quote
 
 from deployplane.kube.api import KubernetesApi
 
-__all__ = ["FIELD_MANAGER", "Cluster", "ClusterApi", "ClusterError", "object_path"]
+__all__ = [
+    "FIELD_MANAGER",
+    "SCALE_MANAGER",
+    "Cluster",
+    "ClusterApi",
+    "ClusterError",
+    "object_path",
+]
 
 FIELD_MANAGER = "deployplane-listener-agent"
+SCALE_MANAGER = "deployplane-listener-agent-initial-replicas"
 
 Obj = dict[str, Any]
 
@@ -52,7 +62,12 @@ class ClusterError(Exception):
 class Cluster(Protocol):
     """What the agent does to a cluster; `FakeCluster` in tests, `ClusterApi` for real."""
 
-    async def apply(self, obj: Mapping[str, Any]) -> Obj: ...
+    async def apply(
+        self, obj: Mapping[str, Any], *, field_manager: str = FIELD_MANAGER, force: bool = True
+    ) -> Obj:
+        """Server-side apply of `obj` as `field_manager`; `force` takes the fields another
+        manager owns (a conflict is a 409 ClusterError otherwise)."""
+        ...
 
     async def get(self, api_version: str, kind: str, namespace: str, name: str) -> Obj | None: ...
 
@@ -128,10 +143,12 @@ class ClusterApi(KubernetesApi):
         except (OSError, TimeoutError) as exc:
             raise ClusterError(f"{method} {path}: {type(exc).__name__}", status=0) from exc
 
-    async def apply(self, obj: Mapping[str, Any]) -> Obj:
+    async def apply(
+        self, obj: Mapping[str, Any], *, field_manager: str = FIELD_MANAGER, force: bool = True
+    ) -> Obj:
         meta = obj["metadata"]
         path = object_path(obj["apiVersion"], obj["kind"], meta["namespace"], meta["name"])
-        params = {"fieldManager": FIELD_MANAGER, "force": "true"}
+        params = {"fieldManager": field_manager, "force": "true" if force else "false"}
         # JSON is YAML: the apply-patch content type takes it as is.
         answer = await self._call(
             "PATCH", path, body=obj, params=params, content_type="application/apply-patch+yaml"

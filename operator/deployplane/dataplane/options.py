@@ -153,6 +153,16 @@ NetworkPolicy = Annotated[
     str | None,
     _setting("network_policy", "true|false", "A NetworkPolicy per deployment. Default: true."),
 ]
+PodSecurity = Annotated[
+    str | None,
+    _setting(
+        "pod_security",
+        "restricted|baseline",
+        "The Pod Security standard the user's containers are rendered to: restricted "
+        "(non-root, no capabilities) or baseline (an image that runs as root). Default: "
+        "restricted.",
+    ),
+]
 
 Liveness = Annotated[
     str | None,
@@ -194,6 +204,7 @@ SETTINGS: Final = (
     "gateway_section",
     "routing_namespace",
     "network_policy",
+    "pod_security",
 )
 """The parameter of each setting: option `--<name>`, variable `DEPLOYPLANE_<NAME>`."""
 

@@ -36,6 +36,15 @@ IMAGE_PULL_FAILURES = frozenset(
 )
 
 
+# The kubelet's words when `runAsNonRoot` (render/security.py) meets an image that runs
+# as root, or names its user by name: no wait fixes that image.
+RUN_AS_ROOT = re.compile(r"runAsNonRoot and image (will run as root|has non-numeric user)")
+RUN_AS_ROOT_HINT = (
+    "the data plane runs the image as non-root (Pod Security restricted): give it a "
+    "numeric non-root USER, or set the agent's pod security to baseline (docs/dataplane.md)"
+)
+
+
 # How often a container of the new revision may crash at start before the rollout
 # fails: the in-memory server depends on nothing, so its first crash is its own (a
 # graph that fails at import); the vendor's server may exit while its PostgreSQL or
@@ -68,13 +77,27 @@ def _revision_of(template_owner: Obj) -> Any:
     return _get(template_owner, "metadata", "annotations", REVISION_ANNOTATION)
 
 
-def _deadline_exceeded(deployment: Obj) -> str | None:
+def _cannot_progress(deployment: Obj) -> str | None:
+    """Why the Deployment's rollout cannot go on: its progress deadline passed, or its
+    pods are refused by the namespace's Pod Security admission (the ReplicaSet's
+    FailedCreate, which no wait fixes); None while it may."""
     for condition in _get(deployment, "status", "conditions") or []:
         if condition.get("type") == "Progressing" and (
             condition.get("reason") == "ProgressDeadlineExceeded"
         ):
             return f"ProgressDeadlineExceeded: {condition.get('message') or 'no progress'}"
+        message = str(condition.get("message") or "")
+        if (
+            condition.get("type") == "ReplicaFailure"
+            and condition.get("status") == "True"
+            and POD_SECURITY_REFUSAL in message
+        ):
+            return f"{condition.get('reason') or 'FailedCreate'}: {message}"
     return None
+
+
+# The apiserver's words when a namespace's Pod Security admission refuses a pod.
+POD_SECURITY_REFUSAL = "violates PodSecurity"
 
 
 # The scheduler's words for a pod that waits for its claim rather than for a node: a
@@ -135,6 +158,9 @@ def _pod_failure(pod: Obj, crash_restarts: int) -> tuple[str, str | None] | None
         if reason in IMAGE_PULL_FAILURES:
             image = status.get("image") or "the image"
             return f"{reason}: {image} cannot be pulled", None
+        said = str(waiting.get("message") or "")
+        if reason == "CreateContainerConfigError" and RUN_AS_ROOT.search(said):
+            return f"{reason}: {said}: {RUN_AS_ROOT_HINT}", None
         crash = _crash(status, crash_restarts)
         if crash is not None:
             return crash, str(status.get("name"))
@@ -150,17 +176,20 @@ def rollout_verdict(
     """The agent-server Deployment's rollout of `revision_id`.
 
     DEPLOYED once the Deployment controller has seen this revision's spec (observed
-    generation) and every wanted replica is updated and available (its readiness
+    generation) and every wanted replica (`spec.replicas` as the cluster has it: the
+    autoscaler's count when one targets it) is updated and available (its readiness
     probe on `/ok` passed), with no old pod left; DEPLOY_FAILED when the progress
-    deadline passed or a pod of this revision cannot be pulled or scheduled, or keeps
-    crashing at start (`CRASH_RESTARTS` for the image's runtime); DEPLOYING otherwise.
+    deadline passed, the namespace's Pod Security admission refuses the pods, or a pod
+    of this revision cannot be pulled or scheduled, may not run its image as non-root,
+    or keeps crashing at start (`CRASH_RESTARTS` for the image's runtime); DEPLOYING
+    otherwise.
     """
     if deployment is None:
         return Verdict(ReportedStatus.DEPLOYING, "the agent-server Deployment is not created yet")
     template = _get(deployment, "spec", "template") or {}
     if _revision_of(template) != revision_id:
         return Verdict(ReportedStatus.DEPLOYING, "the revision is not applied yet")
-    deadline = _deadline_exceeded(deployment)
+    deadline = _cannot_progress(deployment)
     if deadline is not None:
         return Verdict(ReportedStatus.DEPLOY_FAILED, deadline)
     for pod in pods:
@@ -204,12 +233,13 @@ def _progress(deployment: Obj) -> str:
 def companions_verdict(deployments: Sequence[Obj | None]) -> Verdict | None:
     """The rollout's other Deployments (queue workers, Redis), once the agent server's is
     rolled out: None when every one is rolled out too (its pods passed their readiness
-    probes), DEPLOY_FAILED past a progress deadline, DEPLOYING otherwise."""
+    probes), DEPLOY_FAILED past a progress deadline or with its pods refused by the
+    namespace's Pod Security admission, DEPLOYING otherwise."""
     for deployment in deployments:
         if deployment is None:
             return Verdict(ReportedStatus.DEPLOYING, "a Deployment is not created yet")
         name = _get(deployment, "metadata", "name")
-        failure = _deadline_exceeded(deployment)
+        failure = _cannot_progress(deployment)
         if failure is not None:
             return Verdict(ReportedStatus.DEPLOY_FAILED, f"Deployment {name}: {failure}")
         if not _rolled_out(deployment):

@@ -4,7 +4,8 @@ Which listener: `--listener-id` (DEPLOYPLANE_LISTENER_ID) or `--listener NAME`
 (DEPLOYPLANE_LISTENER_NAME) of a Listener resource whose status has the id, in
 `--namespace` (DEPLOYPLANE_LISTENER_NAMESPACE, default `default`). Configured like the
 operator (the control plane's URL, API key, tenant; the poll and resync intervals) and
-by what it renders (PostgreSQL's and Redis's images, the autoscaler, routing, the NetworkPolicy):
+by what it renders (PostgreSQL's and Redis's images, the autoscaler, routing, the NetworkPolicy,
+Pod Security):
 each an option and its DEPLOYPLANE_* variable (`deployplane.dataplane.options`), so
 `--help` documents them all.
 """
@@ -96,6 +97,7 @@ def run(
     gateway_section: options.GatewaySection = None,
     routing_namespace: options.RoutingNamespace = None,
     network_policy: options.NetworkPolicy = None,
+    pod_security: options.PodSecurity = None,
 ) -> None:
     """Run the agent of one listener: deploy its deployments on this cluster."""
     # The settings by name (each read by click from its option, else its variable).

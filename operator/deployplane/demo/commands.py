@@ -109,12 +109,17 @@ def up(
 
 
 def _start_local(gitops: bool = False) -> DevCluster:
+    if gitops:
+        gitops_demo.check_ports()
     with console.status("starting the local Kubernetes API (etcd + kube-apiserver)..."):
-        cluster = DevCluster(STATE / "cluster", detached=True, workloads=True, gitops=gitops)
+        cluster = DevCluster(
+            STATE / "cluster", detached=True, workloads=True, gitops=gitops,
+            git_port=gitops_demo.GIT_PORT if gitops else 0,
+        )  # fmt: skip
         cluster.start()
     console.print(f"[green]✓[/green] Kubernetes API at {cluster.server}")
     with console.status("starting the control-plane emulator..."):
-        url = start_emulator(cluster)
+        url = start_emulator(cluster, port=gitops_demo.EMULATOR_PORT if gitops else 0)
     console.print(f"[green]✓[/green] control-plane emulator at {url}")
     with console.status("applying CRDs and examples/..."), cluster.admin() as api:
         apply_examples(api, frozenset({"Secret", "ControlPlaneConnection", "Listener"}), url)

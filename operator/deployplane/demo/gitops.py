@@ -6,11 +6,13 @@ cluster's git server (`agents/`), and an Argo CD Application (examples/gitops/
 argocd-application.yaml, with that repository and the demo's namespace) syncs them;
 Argo CD judges them with the chart's health check. The Secret, the connection and the
 Listener are applied as in the plain demo. Push to the repository (its URL is printed)
-and Argo CD follows.
+and Argo CD follows. The emulator and the git server listen on fixed ports, the ones
+examples/gitops/ names, so that those manifests apply here as they are (docs/gitops.md).
 """
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -26,13 +28,35 @@ from deployplane.devcluster.manifests import Applier
 HELP = "Sync the example AgentDeployments through Argo CD from the cluster's git server."
 REPOSITORY = "demo"
 APPLICATION = "examples/gitops/argocd-application.yaml"
+# Fixed, unlike every other port of the demo: examples/gitops/ names them (its demo
+# overlay's connection URL, the repository URL of its Application and GitRepository),
+# so that those apply on this demo as they are. Below the kernel's ephemeral range, so
+# no port picked at random takes them.
+EMULATOR_PORT = 18080
+GIT_PORT = 18081
+
+
+def check_ports() -> None:
+    """Both fixed ports free, else a DevClusterError saying what holds them most likely."""
+    for port, what in ((EMULATOR_PORT, "the emulator"), (GIT_PORT, "the git server")):
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError as e:
+                raise DevClusterError(
+                    f"127.0.0.1:{port}, {what}'s port with --gitops, is taken ({e.strerror}): "
+                    "is another `make demo GITOPS=1` running? (`make demo-down` in its checkout)"
+                ) from e
 
 
 def application(name: str, repo_url: str, namespace: str) -> dict[str, Any]:
-    """The example Application with the demo's repository and namespace."""
+    """The example Application with the demo's own repository (its files at the root)
+    and namespace."""
     app: dict[str, Any] = yaml.safe_load(Path(APPLICATION).read_text())
     app["metadata"]["name"] = name
     app["spec"]["source"]["repoURL"] = repo_url
+    app["spec"]["source"]["path"] = "agents"
     app["spec"]["destination"]["namespace"] = namespace
     return app
 
@@ -76,4 +100,5 @@ def next_steps(cluster: DevCluster, url: str) -> list[str]:
     return [
         f"git clone {url}   # edit agents/, commit, git push: Argo CD syncs it",
         f"kubectl -n {namespace} get application {REPOSITORY}   # Argo CD's verdict",
+        "examples/gitops/ on this demo, with Argo CD and with Flux: docs/gitops.md",
     ]

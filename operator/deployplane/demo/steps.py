@@ -84,12 +84,14 @@ def start_emulator(
     cluster: DevCluster,
     *,
     host: str = "127.0.0.1",
+    port: int = 0,
     config: Path | None = None,
     env: dict[str, str] | None = None,
 ) -> str:
-    """The emulator on `host` (config: examples/controlplane.yaml), with its built-in
-    data plane running the deployments that have no listener (`langgraph deploy`'s) in
-    the agents' namespace of the demo's cluster (`env`: KUBECONFIG and more for it)."""
+    """The emulator on `host`:`port` (0: a free port; config: examples/controlplane.yaml),
+    with its built-in data plane running the deployments that have no listener
+    (`langgraph deploy`'s) in the agents' namespace of the demo's cluster (`env`:
+    KUBECONFIG and more for it)."""
     proc = spawn(
         "emulator",
         cli_command(
@@ -98,7 +100,7 @@ def start_emulator(
             "--host",
             host,
             "--port",
-            "0",
+            str(port),
             "--config",
             str(config or repo_file("examples/controlplane.yaml")),
             "--database",

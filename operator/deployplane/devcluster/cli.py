@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import click
 import typer
 
 from deployplane.devcluster import gitops
@@ -39,8 +40,14 @@ def _print_kubeconfig(cluster: DevCluster) -> None:
     typer.echo(f"export KUBECONFIG={cluster.kubeconfig}")
 
 
+def _defaulted(ctx: typer.Context, name: str) -> bool:
+    """The option was not given: its value is its default."""
+    return ctx.get_parameter_source(name) is click.core.ParameterSource.DEFAULT
+
+
 @cluster_app.command()
 def up(
+    ctx: typer.Context,
     state_dir: Path = StateDir,
     controller_manager: bool = typer.Option(
         True, help="Run kube-controller-manager (namespace deletion, garbage collection)."
@@ -55,7 +62,10 @@ def up(
         help="Also run one real node (kubelet, containerd, kube-proxy in a sandbox; root).",
     ),
     nodes: int = typer.Option(
-        -1, "--kwok-nodes", help="Fake kwok nodes (default 3, or 0 with --real-node)."
+        DEFAULT_NODES,
+        "--kwok-nodes",
+        min=0,
+        help="Fake kwok nodes (with --real-node: none unless given).",
     ),
     with_gitops: bool = typer.Option(
         False,
@@ -80,7 +90,7 @@ def up(
         detached=True,
         ready_timeout=timeout,
         real_node=real_node,
-        nodes=nodes if nodes >= 0 else (0 if real_node else DEFAULT_NODES),
+        nodes=0 if real_node and _defaulted(ctx, "nodes") else nodes,
         gitops=with_gitops,
     )
     try:

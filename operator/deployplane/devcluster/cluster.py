@@ -9,7 +9,7 @@ runs kube-scheduler, the workload controllers and kwok with fake nodes, so
 Deployments roll out (workloads.py, kwok.py). With `real_node=True` it also runs one
 real node, a kubelet, containerd and kube-proxy in a sandbox (realnode/), stopped
 first at `stop()`. With `gitops=True`, Argo CD and Flux controllers and a git server
-run beside it (gitops/), started once the apiserver is ready.
+(on `git_port`, else a free port) run beside it (gitops/), once the apiserver is ready.
 
 Here: the cluster's lifecycle and clients. launch.py starts the servers (commandlines.py),
 readiness.py waits, statefile.py keeps `state.json`, owned.py stops them at exit.
@@ -77,17 +77,12 @@ class DevCluster:
         ready_timeout: float = 60.0,
         real_node: bool = False,
         gitops: bool = False,
+        git_port: int = 0,
     ) -> None:
         self.settings = ClusterSettings(
-            controller_manager,
-            workloads or real_node,
-            nodes,
-            audit_log,
-            detached,
-            ready_timeout,
-            real_node,
-            gitops,
-        )
+            controller_manager, workloads or real_node, nodes, audit_log, detached,
+            ready_timeout, real_node, gitops, git_port,
+        )  # fmt: skip
         self._tools = tools
         self._dir: Path | None = state_dir.resolve() if state_dir is not None else None
         self._scratch = False  # True when _dir is a temp dir we made and must remove
@@ -255,7 +250,7 @@ class DevCluster:
         if self.settings.gitops:
             start = gitops.GitOpsLaunch(
                 self.state_dir, self.kubeconfig, self.tools.bin_dir, gitops.find_gitops_tools(),
-                self.settings.detached, self._procs,
+                self.settings.detached, self._procs, gitops.Ports.pick(self.settings.git_port),
             )  # fmt: skip
             with self.admin() as api:
                 try:

@@ -19,8 +19,10 @@ class ClusterSettings:
     # One real node (kubelet, containerd, kube-proxy in a sandbox: realnode/) beside the
     # kwok nodes; implies workloads.
     real_node: bool = False
-    # Argo CD and Flux controllers and a git server beside the cluster (gitops/).
+    # Argo CD and Flux controllers and a git server beside the cluster (gitops/), the
+    # git server on `git_port` of 127.0.0.1 (0: a free port).
     gitops: bool = False
+    git_port: int = 0
 
     @property
     def kwok(self) -> bool:

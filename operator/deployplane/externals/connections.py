@@ -11,7 +11,9 @@ The connections themselves are read from Kopf's in-memory index of the kind
 resource resolves its connection, and the namespace default must be looked up even when
 there is none. The API key Secret a connection names is read at most once a minute
 (`KEY_TTL`), and afresh whenever the connection itself is checked, or another instance
-of a sharded install is seen to have checked it and found it Ready (`forget_key`).
+of a sharded install is seen to have checked it and found it Ready (`forget_key`). Each
+read protects the Secret from deletion while a connection names it
+(`externals.keyprotection`); `release_keys` lets go of it.
 
 Clients are pooled per distinct connection so that 1,000 resources share one HTTP
 connection pool; the key of that pool holds a digest of the API key, never the key.
@@ -32,7 +34,8 @@ from deployplane.crd.specs import (
     ConnectionReference,
     ControlPlaneConnectionSpec,
 )
-from deployplane.externals.kube import KubeReader
+from deployplane.externals.keyprotection import KeyProtection
+from deployplane.externals.kube import KubeReader, SecretKeeper
 from deployplane.reconcile.external import DependencyNotReady
 
 __all__ = [
@@ -69,7 +72,11 @@ class Connections:
         *,
         index: ConnectionIndex | None = None,
         clock: Callable[[], float] = time.monotonic,
+        keeper: SecretKeeper | None = None,
     ) -> None:
+        """`keeper`: what protects the API key Secrets as they are read (the operator's
+        Kubernetes client); None reads them only (`deployplane plan`, which writes
+        nothing)."""
         self._default = default
         self._kube = kube
         self._factory = factory
@@ -78,6 +85,7 @@ class Connections:
         self._clients: dict[tuple[str, str, str], ControlPlaneClient] = {}
         self._keys: dict[tuple[str, str], tuple[float, Mapping[str, str]]] = {}
         self._warned: set[tuple[str, str]] = set()
+        self._protection = None if keeper is None else KeyProtection(keeper, self.naming)
 
     async def client_for(
         self, namespace: str, ref: ConnectionReference | None
@@ -134,6 +142,27 @@ class Connections:
             return None
         return next(iter(self._index[key]), None)
 
+    def naming(self, namespace: str, secret: str) -> list[str]:
+        """The ControlPlaneConnections of `namespace` whose API key is in Secret `secret`."""
+        return [
+            name
+            for (ns, name), specs in self._index.items()
+            if ns == namespace
+            for spec in specs
+            if spec.api_key_secret_ref is not None and spec.api_key_secret_ref.name == secret
+        ]
+
+    async def release_keys(self, namespace: str, name: str, secrets: Iterable[str]) -> list[str]:
+        """Connection `name` no longer needs these API key Secrets (finalized, or its
+        spec names another): each one no other connection names loses its protection.
+        The names released."""
+        if self._protection is None:
+            return []
+        released = await self._protection.release(namespace, secrets, by=name)
+        for secret in released:
+            self._keys.pop((namespace, secret), None)
+        return released
+
     async def settings_of(
         self, namespace: str, name: str, spec: ControlPlaneConnectionSpec, *, fresh: bool = False
     ) -> ConnectionSettings:
@@ -159,7 +188,10 @@ class Connections:
         cached = self._keys.get((namespace, name))
         if cached is not None and not fresh and now - cached[0] < KEY_TTL:
             return cached[1]
-        data = await self._kube.read_secret(namespace, name)
+        if self._protection is None:
+            data = await self._kube.read_secret(namespace, name)
+        else:
+            data = await self._protection.read(namespace, name)
         if data is None:
             self._keys.pop((namespace, name), None)
         else:

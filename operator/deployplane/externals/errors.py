@@ -101,9 +101,9 @@ class ClassifiedClient(ExternalClient[SpecT, StatusT, DesiredT, PatchT]):
         with _classifying():
             return await self._inner.observe(mr, external_id, desired)
 
-    async def find(self, mr: Managed[SpecT, StatusT]) -> str | None:
+    async def find(self, mr: Managed[SpecT, StatusT], key: str | None = None) -> str | None:
         with _classifying():
-            return await self._inner.find(mr)
+            return await self._inner.find(mr, key)
 
     async def create(
         self, mr: Managed[SpecT, StatusT], desired: DesiredT

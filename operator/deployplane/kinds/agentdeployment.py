@@ -13,9 +13,9 @@ from deployplane.crd.cel import (
     Rule,
     Rules,
     at_most,
+    fixed_once_created,
     forbidden_for,
     has,
-    immutable,
     present,
     required_for,
 )
@@ -59,19 +59,28 @@ _REQUESTS_AND_LIMITS: Final = (
 DNS1123_SUBDOMAIN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 """A Kubernetes object name (a CEL string literal: the backslash is escaped)."""
 
+OBJECT_RULES: Final = (
+    # Correctable in git while no deployment exists for it on the control plane: the
+    # name (it defaults to metadata.name and names the deployment for good), the
+    # source, the deployment type, and the id of one to adopt.
+    fixed_once_created(
+        "name", "deploymentId", "deployment", "AgentDeployment", presence="optional"
+    ),
+    fixed_once_created("source", "deploymentId", "deployment", "AgentDeployment"),
+    fixed_once_created(
+        "sourceConfig.deploymentType",
+        "deploymentId",
+        "deployment",
+        "AgentDeployment",
+        presence="optional",
+    ),
+    fixed_once_created(
+        "deploymentId", "deploymentId", "deployment", "AgentDeployment", presence="once set"
+    ),
+)
+
 RULES: Final[Rules] = {
     "": [
-        Rule(
-            "has(self.name) == has(oldSelf.name)",
-            "spec.name cannot be added or removed after creation (it defaults to "
-            "metadata.name and names the deployment for good)",
-            field_path=".name",
-        ),
-        Rule(
-            "!has(oldSelf.deploymentId) || has(self.deploymentId)",
-            "spec.deploymentId cannot be removed once set",
-            field_path=".deploymentId",
-        ),
         required_for("git_host", "sourceConfig.integrationId"),
         Rule(
             "self.source != 'git_host' || "
@@ -105,12 +114,6 @@ RULES: Final[Rules] = {
             "sourceConfig.customUrl",
             "the service sets a git_host deployment's URL itself; see status.url",
         ),
-        Rule(
-            "(has(self.sourceConfig) && has(self.sourceConfig.deploymentType)) == "
-            "(has(oldSelf.sourceConfig) && has(oldSelf.sourceConfig.deploymentType))",
-            "spec.sourceConfig.deploymentType cannot be added or removed after creation",
-            field_path=".sourceConfig.deploymentType",
-        ),
         *(forbidden_for("external_docker", path, "git_host only") for path in _GIT_ONLY_FIELDS),
         Rule(
             "!(has(self.sourceConfig) && has(self.sourceConfig.buildOnPush) && "
@@ -122,12 +125,6 @@ RULES: Final[Rules] = {
             field_path=".sourceConfig.buildOnPush",
         ),
     ],
-    "name": [immutable("name")],
-    "source": [immutable("source")],
-    "deploymentId": [
-        Rule("self == oldSelf", "spec.deploymentId is immutable once set"),
-    ],
-    "sourceConfig.deploymentType": [immutable("sourceConfig.deploymentType")],
     "writeOutputsTo.configMapName": [
         Rule(
             f"self.matches('{DNS1123_SUBDOMAIN}')",
@@ -187,6 +184,7 @@ KIND: Final = KindDef(
     noun="deployment",
     connecter=connecter,
     rules=RULES,
+    object_rules=OBJECT_RULES,
     printer_columns=printer_columns(
         column("Revision", ".status.revision.status", "Status of the latest revision."),
         column("URL", ".status.url", "URL of the deployment."),

@@ -33,10 +33,15 @@ RULES: Final[Rules] = {
 }
 
 
-def uses(name: str, body: Mapping[str, Any]) -> bool:
-    """Whether a resource of the same namespace (its body) goes through the connection
-    `name`: its `connectionRef` names it (not as a Secret), or it names none and this is
-    the namespace's `default` (as `externals.connections` resolves them)."""
+def uses(connection: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
+    """Whether a resource (its body) goes through the connection (its body): one of
+    the same namespace whose `connectionRef` names it (not as a Secret), or that names
+    none while this is the namespace's `default` (as `externals.connections` resolves
+    them)."""
+    meta = connection.get("metadata") or {}
+    if (body.get("metadata") or {}).get("namespace") != meta.get("namespace"):
+        return False
+    name = meta.get("name")
     ref = (body.get("spec") or {}).get("connectionRef")
     if not ref:
         return name == DEFAULT_CONNECTION

@@ -1,10 +1,17 @@
-"""The Listener kind: compute infrastructure that runs self-hosted deployments."""
+"""The Listener kind: compute infrastructure that runs self-hosted deployments.
+
+AgentDeployments run on it (`spec.sourceConfig.listenerRef`, or its id in
+`spec.sourceConfig.listenerId`): while one does, a Listener being deleted waits (`uses`,
+`reconcile.usage`), since the control plane removes a deployment only once the
+listener's data plane has removed its workloads.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from deployplane.crd.cel import REQUIRED, Rule, Rules, immutable
+from deployplane.crd.cel import REQUIRED, Rule, Rules, fixed_once_created
 from deployplane.crd.columns import column, connection_column, policy_column, printer_columns
 from deployplane.crd.specs import ListenerSpec
 from deployplane.crd.status import ListenerStatus
@@ -15,17 +22,16 @@ if TYPE_CHECKING:
     from deployplane.externals.connections import Connections
     from deployplane.externals.kube import KubeReader
 
+OBJECT_RULES: Final = (
+    # Correctable in git while no listener exists for it on the control plane.
+    *(
+        fixed_once_created(field, "listenerId", "listener", "Listener")
+        for field in ("computeType", "computeId")
+    ),
+    fixed_once_created("listenerId", "listenerId", "listener", "Listener", presence="once set"),
+)
+
 RULES: Final[Rules] = {
-    "": [
-        Rule(
-            "!has(oldSelf.listenerId) || has(self.listenerId)",
-            "spec.listenerId cannot be removed once set",
-            field_path=".listenerId",
-        ),
-    ],
-    "computeType": [immutable("computeType")],
-    "computeId": [immutable("computeId")],
-    "listenerId": [Rule("self == oldSelf", "spec.listenerId is immutable once set")],
     "allowedNamespaces": [
         Rule(
             "!has(self.from) || self.from != 'Selector' || has(self.selector)",
@@ -40,6 +46,29 @@ RULES: Final[Rules] = {
         ),
     ],
 }
+
+
+def uses(listener: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
+    """Whether a resource (its body) runs on the Listener (its body): its
+    `sourceConfig.listenerRef` names it (in the Listener's namespace, its own by
+    default), or, in the Listener's namespace, its `listenerId` is the Listener's id."""
+    meta = listener.get("metadata") or {}
+    user_namespace = (body.get("metadata") or {}).get("namespace")
+    source = (body.get("spec") or {}).get("sourceConfig") or {}
+    ref = source.get("listenerRef")
+    if ref:
+        namespace = ref.get("namespace") or user_namespace
+        return bool(ref.get("name") == meta.get("name") and namespace == meta.get("namespace"))
+    listener_id = (listener.get("status") or {}).get("listenerId")
+    same = user_namespace == meta.get("namespace")
+    return bool(same and listener_id and source.get("listenerId") == listener_id)
+
+
+def shared(listener: Mapping[str, Any]) -> bool:
+    """Whether AgentDeployments of other namespaces may run on it (its
+    `allowedNamespaces` admits any other)."""
+    allowed = (listener.get("spec") or {}).get("allowedNamespaces") or {}
+    return bool(allowed.get("from", "Same") != "Same")
 
 
 def connecter(
@@ -65,6 +94,7 @@ KIND: Final = KindDef(
     noun="listener",
     connecter=connecter,
     rules=RULES,
+    object_rules=OBJECT_RULES,
     printer_columns=printer_columns(
         column("Listener ID", ".status.listenerId", "Listener id on the control plane."),
         column("Compute ID", ".spec.computeId", "Unique id of the compute.", priority=1),
@@ -77,4 +107,6 @@ KIND: Final = KindDef(
         connection_column(),
         policy_column(),
     ),
+    used_by=uses,
+    shared_by=shared,
 )

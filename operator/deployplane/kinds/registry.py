@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic
 
-from deployplane.crd.cel import Rules
+from deployplane.crd.cel import Rule, Rules
 from deployplane.crd.openapi import Schema
 from deployplane.crd.specs import GROUP
-from deployplane.reconcile.external import Connecter, SpecT
+from deployplane.reconcile.external import Connecter, Releaser, SpecT
 from deployplane.reconcile.status import ResourceStatus
-from deployplane.reconcile.usage import UsedBy
+from deployplane.reconcile.usage import SharedBy, UsedBy
 
 if TYPE_CHECKING:
     from deployplane.externals.connections import Connections
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from deployplane.reconcile.reconciler import Reconciler
     from deployplane.reconcile.schedule import Schedule
 
-__all__ = ["ConnecterFactory", "KindDef", "KindRegistry", "UsedBy"]
+__all__ = ["ConnecterFactory", "KindDef", "KindRegistry", "SharedBy", "UsedBy"]
 
 ConnecterFactory = Callable[["Connections", "KubeReader"], Connecter[SpecT, Any, Any, Any]]
 """Builds the kind's external connecter from the operator's shared clients."""
@@ -52,6 +52,9 @@ class KindDef(Generic[SpecT]):
     """What the reconciler's events and messages call one of them ("deployment")."""
     connecter: ConnecterFactory[SpecT]
     rules: Rules = field(default_factory=dict)
+    object_rules: Sequence[Rule] = ()
+    """CEL rules on the whole object (`self` is the object: its spec and its status),
+    e.g. `crd.cel.fixed_once_created`."""
     printer_columns: Sequence[Schema] = ()
     singular: str = ""
     """Default: the kind in lower case. Also the prefix of the Kopf handler ids."""
@@ -61,12 +64,15 @@ class KindDef(Generic[SpecT]):
     the other kinds' passes read (ControlPlaneConnection), without a GET each time.
     """
     used_by: UsedBy | None = None
-    """For a kind the others depend on (ControlPlaneConnection): whether a resource of
-    another kind (its body) uses the object of this name in the same namespace. One
-    turning Ready wakes the stalled or retrying resources of its namespace, and one being
-    deleted keeps our finalizer while any resource still uses it (Crossplane's
-    ProviderConfigUsage), so that they can still be finalized through it
-    (`reconcile.workers.Workers.dependencies`, `reconcile.usage`)."""
+    """For a kind the others depend on (ControlPlaneConnection, Listener): whether a
+    resource of another kind (its body) uses the object (its body). One turning Ready
+    wakes the stalled or retrying resources of its namespace, and one being deleted
+    keeps our finalizer while any resource still uses it (Crossplane's
+    ProviderConfigUsage, Kubernetes' in-use protection), so that they can still be
+    finalized through it (`reconcile.workers.Workers.dependencies`, `reconcile.usage`)."""
+    shared_by: SharedBy | None = None
+    """For such a kind: whether one of its objects may be used from other namespaces
+    (a Listener whose allowedNamespaces admits them); None: only from its own."""
 
     def __post_init__(self) -> None:
         if not self.singular:
@@ -88,6 +94,12 @@ class KindDef(Generic[SpecT]):
 
         connecter = classified(self.connecter(connections, kube))
         return Reconciler(connecter, kind=self.noun, schedule=schedule)
+
+    def releaser(self, connections: Connections, kube: KubeReader) -> Releaser | None:
+        """The kind's connecter, if it lets go of what a finalized resource held (a
+        ControlPlaneConnection its protected API key Secret); else None."""
+        connecter = self.connecter(connections, kube)
+        return connecter if isinstance(connecter, Releaser) else None
 
     @property
     def index_id(self) -> str:

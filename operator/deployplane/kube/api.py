@@ -19,7 +19,6 @@ workers that run the passes are not Kopf handlers.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import math
@@ -34,6 +33,7 @@ from kubernetes.client.exceptions import ApiException
 
 from deployplane.kube.credentials import bearer_token, load_configuration, ssl_context
 from deployplane.kube.events import event_body
+from deployplane.kube.finalizers import FinalizerRequests
 from deployplane.kube.health import FailureClock
 from deployplane.kube.paths import collection as _collection
 from deployplane.kube.paths import object_path as _path
@@ -61,8 +61,9 @@ def instance_name() -> str:
     return os.environ.get("POD_NAME") or os.environ.get("HOSTNAME") or os.uname().nodename
 
 
-class KubernetesApi:
-    """Implements `deployplane.externals.kube.KubeReader`, plus the operator's writes."""
+class KubernetesApi(FinalizerRequests):
+    """Implements `deployplane.externals.kube.KubeReader`, plus the operator's writes
+    (its finalizer requests: `deployplane.kube.finalizers`)."""
 
     def __init__(
         self,
@@ -197,13 +198,8 @@ class KubernetesApi:
         return await self._send("GET", path, allowed=range(400, 600))
 
     async def read_secret(self, namespace: str, name: str) -> Mapping[str, str] | None:
-        status, payload = await self._send(
-            "GET", f"/api/v1/namespaces/{namespace}/secrets/{name}", allowed=(404,)
-        )
-        if status == 404:
-            return None
-        data = json.loads(payload).get("data") or {}
-        return {k: base64.b64decode(v).decode() for k, v in data.items()}
+        secret = await self.read_secret_state(namespace, name)
+        return None if secret is None else secret.data
 
     async def read_custom_status(
         self, namespace: str, plural: str, name: str
@@ -254,11 +250,7 @@ class KubernetesApi:
         return labels
 
     async def read_object(self, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
-        status, payload = await self._send("GET", _path(plural, namespace, name), allowed=(404,))
-        if status == 404:
-            return None
-        obj: dict[str, Any] = json.loads(payload)
-        return obj
+        return await self._read(_path(plural, namespace, name))
 
     async def list_objects(
         self, plural: str, namespace: str | None, *, limit: int = 500
@@ -288,87 +280,6 @@ class KubernetesApi:
         )
         return status != 404
 
-    async def patch_object(
-        self,
-        plural: str,
-        namespace: str,
-        name: str,
-        patch: Mapping[str, Any],
-        *,
-        add_finalizer: str | None = None,
-        finalizers: list[str] | None = None,
-        resource_version: str | None = None,
-    ) -> bool:
-        """JSON-merge-patch the object itself (annotations); with `add_finalizer`, add
-        that finalizer to the list the object had at `resource_version` (`finalizers`),
-        under that resourceVersion as a precondition: a merge patch replaces the whole
-        list, so if the object changed meanwhile (another controller added its own
-        finalizer) the apiserver answers 409 and the object is read again, never
-        dropping the other's. False if gone."""
-        body = dict(patch)
-        current = list(finalizers or [])
-        for _ in range(_CONFLICT_RETRIES):
-            if add_finalizer is not None and add_finalizer not in current:
-                meta = dict(body.get("metadata") or {})
-                meta["finalizers"] = [*current, add_finalizer]
-                if resource_version:
-                    meta["resourceVersion"] = resource_version
-                body = {**body, "metadata": meta}
-            status, _ = await self._send(
-                "PATCH",
-                _path(plural, namespace, name),
-                body=body,
-                content_type="application/merge-patch+json",
-                allowed=(404, 409),
-            )
-            if status == 404:
-                return False
-            if status != 409:
-                return True
-            fresh = await self.read_object(plural, namespace, name)
-            if fresh is None:
-                return False
-            meta = fresh.get("metadata") or {}
-            current = list(meta.get("finalizers") or [])
-            resource_version = meta.get("resourceVersion")
-            body = dict(patch)
-        raise ApiException(status=409, reason=f"{namespace}/{name} keeps changing")
-
-    async def remove_finalizer(
-        self, plural: str, namespace: str, name: str, finalizer: str
-    ) -> bool:
-        """Take `finalizer` off the object, leaving any other's. A JSON patch guarded by a
-        test of the list as just read, so a finalizer somebody adds meanwhile is never
-        lost: on a refusal (the list changed) read again and retry. False if gone."""
-        path = _path(plural, namespace, name)
-        for _ in range(_CONFLICT_RETRIES):
-            obj = await self.read_object(plural, namespace, name)
-            if obj is None:
-                return False
-            current = list((obj.get("metadata") or {}).get("finalizers") or [])
-            if finalizer not in current:
-                return True
-            ops = [
-                {"op": "test", "path": "/metadata/finalizers", "value": current},
-                {
-                    "op": "replace",
-                    "path": "/metadata/finalizers",
-                    "value": [f for f in current if f != finalizer],
-                },
-            ]
-            status, _ = await self._send(
-                "PATCH",
-                path,
-                body=ops,
-                content_type="application/json-patch+json",
-                allowed=(404, 409, 422),
-            )
-            if status == 404:
-                return False
-            if status < 400:
-                return True
-        raise ApiException(status=409, reason=f"finalizers of {namespace}/{name} keep changing")
-
     async def post_event(self, pending: Any) -> None:
         """Create a core/v1 Event (`kube.events.event_body`)."""
         namespace, body = event_body(pending, self.instance)
@@ -380,7 +291,6 @@ class KubernetesApi:
         )
 
 
-_CONFLICT_RETRIES = 5
 _TOKEN_RECHECK_SECONDS = 10.0
 """The kubernetes client re-reads an in-cluster token file once a minute; asking it
 every 10 s keeps a rotated token in use within seconds of the client having it."""

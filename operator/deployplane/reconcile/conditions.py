@@ -47,6 +47,12 @@ class Reason(StrEnum):
     FORBIDDEN = "Forbidden"
     CONTROL_PLANE_UNAVAILABLE = "ControlPlaneUnavailable"
     RATE_LIMITED = "RateLimited"
+    IN_USE = "InUse"
+    """Being deleted, held while resources still use it (`reconcile.deletion`)."""
+    DELETION_BLOCKED = "DeletionBlocked"
+    """Being deleted, and the delete on the control plane cannot be made yet."""
+    DELETING = "Deleting"
+    """Being deleted, the control plane at work (said only after one of the above)."""
     AWAITING_APPROVAL = "AwaitingApproval"
     """updatePolicy Manual: a change waits for its generation's approval
     (`reconcile.approval`)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -137,8 +137,9 @@ class ExternalClient(Protocol[SpecT, StatusT, DesiredT, PatchT]):
         is in progress is refreshed (a poll), and nothing is compared."""
         ...
 
-    async def find(self, mr: Managed[SpecT, StatusT]) -> str | None:
-        """Look the resource up by its natural key; None when there is none."""
+    async def find(self, mr: Managed[SpecT, StatusT], key: str | None = None) -> str | None:
+        """Look the resource up by a natural key (`key`, else the spec's:
+        `natural_key`); None when there is none."""
         ...
 
     async def create(
@@ -164,3 +165,12 @@ class Connecter(Protocol[SpecT, StatusT, DesiredT, PatchT]):
     async def connect(
         self, mr: Managed[SpecT, StatusT]
     ) -> ExternalClient[SpecT, StatusT, DesiredT, PatchT]: ...
+
+
+@runtime_checkable
+class Releaser(Protocol):
+    """A connecter whose resources hold something of Kubernetes' while they exist (a
+    ControlPlaneConnection protects its API key Secret): `release` lets go of it once
+    the resource is finalized, before our finalizer comes off."""
+
+    async def release(self, mr: Managed[Any, Any]) -> None: ...

@@ -19,6 +19,11 @@ someone else's) takes it off, so that no later pass adopts what is not ours.
 
 It lives here and on the object only: the reconciler reads it from
 `Managed.create_pending` and writes it through a `MarkerWriter`, never through the status.
+
+A marker may name a key the spec no longer does: admission lets the field that is the
+key be corrected while no id is recorded (`crd.cel.fixed_once_created`). A create under
+the marker's key may still have reached the control plane, its answer lost
+(`refuse_an_earlier_create`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
+
+from deployplane.reconcile.conditions import Reason
+from deployplane.reconcile.errors import ExternalError
 
 EXTERNAL_NAME_ANNOTATION: Final = "deployplane.io/external-name"
 
@@ -67,3 +75,28 @@ class MarkerWriter(Protocol):
     async def unmark(self) -> None:
         """The marker comes off: a refused create (the key is someone else's)."""
         ...
+
+
+class Finder(Protocol):
+    """What looks an external resource up by a natural key (`ExternalClient.find`)."""
+
+    natural_key: str
+
+    async def find(self, mr: Any, key: str | None = None) -> str | None: ...
+
+
+async def refuse_an_earlier_create(ext: Finder, mr: Any, key: str, kind: str) -> None:
+    """The marker names `key`, which the spec no longer does. If a create under it did
+    reach the control plane, that one is this resource's under a key the spec does not
+    name: a pass neither adopts nor deletes it (a Conflict: the user sets the field back
+    to adopt it, or deletes it; deleting the resource deletes it). Else nothing: the
+    pass creates under the spec's key, marking it."""
+    found = await ext.find(mr, key)
+    if found:
+        raise ExternalError(
+            f"{kind} {found} was created as {key!r} for this resource before its id was "
+            f"recorded, and the spec now says {ext.natural_key!r}: set it back to {key!r} "
+            f"to adopt it, or delete {kind} {found} on the control plane to create a new one",
+            reason=Reason.CONFLICT,
+            terminal=True,
+        )

@@ -57,6 +57,8 @@ class EventReason(StrEnum):
     OBSERVING = "Observing"
     EXTERNAL_RESOURCE_GONE = "ExternalResourceGone"
     IN_USE = "InUse"
+    DELETION_BLOCKED = "DeletionBlocked"
+    """The delete on the control plane cannot be made yet; the message says why."""
     INVALID_RESYNC_INTERVAL = "InvalidResyncInterval"
     AWAITING_APPROVAL = "AwaitingApproval"
     """A change held for approval (updatePolicy Manual): one Event per change held,

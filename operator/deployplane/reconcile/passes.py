@@ -34,11 +34,17 @@ from typing import Any, Generic
 from pydantic import ValidationError
 
 from deployplane.naming import camelize
-from deployplane.reconcile import outputs
+from deployplane.reconcile import deletion, outputs
 from deployplane.reconcile.approval import approved_generation
+from deployplane.reconcile.conditions import Reason
 from deployplane.reconcile.errors import ExternalError
-from deployplane.reconcile.external import DependencyNotReady, Managed, SpecT
-from deployplane.reconcile.finalizer import DELETE_POLL_SECONDS, DELETE_RETRY_SECONDS, NotYet
+from deployplane.reconcile.external import DependencyNotReady, Managed, Releaser, SpecT
+from deployplane.reconcile.finalizer import (
+    DELETE_POLL_SECONDS,
+    DELETE_RETRY_SECONDS,
+    NotYet,
+    has_finalizer,
+)
 from deployplane.reconcile.marker import CreatePending
 from deployplane.reconcile.outcome import EventReason, EventRecord, Outcome, retry_soon, unsynced
 from deployplane.reconcile.outputs import ConfigMapStore
@@ -70,6 +76,9 @@ class PassRunner(Generic[SpecT, StatusT]):
     """Told the namespace/name of a resource whose finalizer may be released."""
     config_maps: ConfigMapStore | None = None
     """Where `spec.writeOutputsTo` is written (None: the kind exports nothing)."""
+    releaser: Releaser | None = None
+    """What lets go of what the kind's resources hold (a connection's protected API key
+    Secret) once one is finalized (None: they hold nothing)."""
 
     def __post_init__(self) -> None:
         self.log = self.logger or logging.getLogger(f"deployplane.{self.plural}")
@@ -194,9 +203,49 @@ class PassRunner(Generic[SpecT, StatusT]):
             return NotYet(f"cannot delete on the control plane yet: {exc}", delay, exc)
         if not gone:
             return NotYet("waiting for the control plane to finish deleting", DELETE_POLL_SECONDS)
+        if self.releaser is not None:
+            await self.releaser.release(mr)
         if self.on_gone is not None:
             self.on_gone(mr.key)
         return None
+
+    async def hold(
+        self,
+        body: Mapping[str, Any],
+        state: ResourceState,
+        reason: Reason,
+        message: str,
+        cause: str | None = None,
+    ) -> list[EventRecord]:
+        """A deletion that waits says why (`reconcile.deletion`): the status, patched
+        against the one the apiserver holds (nothing written when it says so already),
+        and the Events worth posting."""
+        if state.status is None:
+            state.seed(body)
+        assert state.status is not None
+        # Only an object that carries our finalizer is held: none is added to it.
+        state.finalizer = state.finalizer or has_finalizer(body)
+        observed = state.settle_observed(body, time.monotonic(), self.has_id)
+        current = self.status_model.model_validate(state.status)
+        generation = int((body.get("metadata") or {}).get("generation") or 0)
+        status, events = deletion.waiting(current, generation, reason, message, cause)
+        write = ObjectWriter(self.sink, self.plural, body, state, observed)
+        await write.publish(to_kube(status))
+        return events
+
+    async def hold_for(
+        self, body: Mapping[str, Any], state: ResourceState, not_yet: NotYet
+    ) -> list[EventRecord]:
+        """A finalization that must wait: blocked by an error (`DeletionBlocked`, the
+        error's reason on Synced), or, once it was held, the control plane deleting."""
+        if not_yet.cause is not None:
+            cause = str(getattr(not_yet.cause, "reason", "") or Reason.DEPENDENCY_NOT_READY)
+            return await self.hold(body, state, Reason.DELETION_BLOCKED, not_yet.message, cause)
+        if state.status is None:
+            state.seed(body)
+        if deletion.held(self.status_model.model_validate(state.status)):
+            return await self.hold(body, state, Reason.DELETING, not_yet.message)
+        return []
 
 
 def managed_of(

@@ -38,7 +38,7 @@ from deployplane.reconcile.external import (
     Observation,
     SpecT,
 )
-from deployplane.reconcile.marker import CreatePending, MarkerWriter
+from deployplane.reconcile.marker import CreatePending, MarkerWriter, refuse_an_earlier_create
 from deployplane.reconcile.outcome import (
     EventReason,
     EventRecord,
@@ -147,11 +147,18 @@ class Reconciler(Generic[SpecT, StatusT]):
         """Handle deletion of the custom resource; True once it may be released."""
         if not deletes_external(mr):
             return True
-        ext = await self._connecter.connect(mr)
+        try:
+            ext = await self._connecter.connect(mr)
+        except DependencyNotReady:
+            # Nothing ever created or adopted (no id, no marker): nothing to delete.
+            if mr.status.external_id or mr.create_pending:
+                raise
+            return True
         external_id = mr.status.external_id or ext.adopt_id
         if not external_id and mr.create_pending:
-            # A create may have reached the control plane before a crash: delete it too.
-            external_id = await ext.find(mr)
+            # A create may have reached the control plane before a crash: delete it too,
+            # by the key it was made under (the marker's, whatever the spec says now).
+            external_id = await ext.find(mr, mr.create_pending.key)
         if not external_id:
             return True
         return await ext.delete(mr, external_id)
@@ -223,6 +230,8 @@ class _Pass(Generic[SpecT, StatusT]):
                     terminal=True,
                 )
             self.gone = external_id
+        elif mr.create_pending and mr.create_pending.key != ext.natural_key:
+            await refuse_an_earlier_create(ext, mr, mr.create_pending.key, self.kind)
         elif mr.create_pending:
             # A previous pass may have created it and died before recording the id.
             found = await ext.find(mr)

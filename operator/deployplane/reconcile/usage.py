@@ -1,12 +1,15 @@
-"""The kinds the others depend on (ControlPlaneConnection): who uses one, and when one
-turning Ready wakes the resources waiting for it (`Workers.dependencies`).
+"""The kinds the others depend on (ControlPlaneConnection, Listener): who uses one, and
+when one turning Ready wakes the resources waiting for it (`Workers.dependencies`).
 
-- **In use.** A dependency being deleted keeps our finalizer while a resource of its
-  namespace uses it (Crossplane's ProviderConfigUsage), so that every user can still be
-  finalized through it. An instance that reconciles every resource counts them in its
-  own watch; a label-sharded one sees only its shard's, so it lists the users' kinds
-  from the apiserver (`listed_users`, through an `ObjectLister`: a paged LIST, and only
-  while a dependency is being deleted, so it costs nothing in steady state).
+- **In use.** A dependency being deleted keeps our finalizer while a resource uses it
+  (Crossplane's ProviderConfigUsage, Kubernetes' in-use protection of a volume claim),
+  so that every user can still be finalized through it: a connection while a resource
+  of its namespace goes through it, a Listener while an AgentDeployment runs on it (of
+  its namespace, or of another it admits). An instance that reconciles every resource
+  counts them in its own watch; a label-sharded one sees only its shard's, so it lists
+  the users' kinds from the apiserver (`listed_users`, through an `ObjectLister`: a
+  paged LIST, and only while a dependency is being deleted, so it costs nothing in
+  steady state).
 - **Waking.** A dependency turning Ready wakes the resources of its namespace whose last
   pass stalled or is being retried (they may have failed for want of it) instead of
   leaving them to their backoff or resync. The instance that reconciles the dependency
@@ -18,12 +21,32 @@ turning Ready wakes the resources waiting for it (`Workers.dependencies`).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from deployplane.reconcile.conditions import TRUE, ConditionType
 
-UsedBy = Callable[[str, Mapping[str, Any]], bool]
-"""(name of a dependency, body of another resource of its namespace) -> uses it."""
+UsedBy = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
+"""(body of a dependency, body of a resource of another kind) -> the latter uses it."""
+
+SharedBy = Callable[[Mapping[str, Any]], bool]
+"""(body of a dependency) -> resources of other namespaces may use it too."""
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """A kind the others depend on: its test of use, and whether one of its objects
+    may be used from other namespaces (then its users are looked for everywhere)."""
+
+    used_by: UsedBy
+    shared: SharedBy | None = None
+
+    def users_namespace(self, body: Mapping[str, Any]) -> str | None:
+        """Where a dependency's users are listed: its namespace, or None (every one)."""
+        if self.shared is not None and self.shared(body):
+            return None
+        return str((body.get("metadata") or {}).get("namespace"))
+
 
 SHOWN: Final = 3
 """How many users an in-use message names (then: "and more", and the count)."""
@@ -47,19 +70,28 @@ def in_use_message(users: Sequence[str]) -> str:
 async def listed_users(
     lister: ObjectLister,
     plurals: Mapping[str, str],
-    namespace: str,
-    name: str,
+    dependency: Mapping[str, Any],
     used_by: UsedBy,
+    namespace: str | None,
 ) -> list[str]:
-    """The resources (kind/name) of `namespace` that use dependency `name`, listed from
-    the apiserver, every shard's: `plurals` maps each kind that may use it to its
-    plural."""
+    """The resources (kind/name, or kind/namespace/name for another namespace's) that
+    use `dependency`, listed from the apiserver, every shard's: `plurals` maps each kind
+    that may use it to its plural; `namespace` is where to list (None: everywhere)."""
+    home = (dependency.get("metadata") or {}).get("namespace")
     users = []
     for kind, plural in plurals.items():
         async for body in lister.list_objects(plural, namespace):
-            if used_by(name, body):
-                users.append(f"{kind.lower()}/{(body.get('metadata') or {}).get('name')}")
+            if used_by(dependency, body):
+                users.append(user_name(kind, body, home))
     return users
+
+
+def user_name(kind: str, body: Mapping[str, Any], home: str | None) -> str:
+    """How an in-use message names a user: kind/name, with its namespace when it is
+    not the dependency's (`home`)."""
+    meta = body.get("metadata") or {}
+    where = "" if meta.get("namespace") == home else f"{meta.get('namespace')}/"
+    return f"{kind.lower()}/{where}{meta.get('name')}"
 
 
 def is_ready(body: Mapping[str, Any]) -> bool:

@@ -21,17 +21,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from deployplane.reconcile.conditions import Reason
 from deployplane.reconcile.finalizer import FINALIZER, has_finalizer, is_deleting
 from deployplane.reconcile.outcome import EventReason, EventRecord
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.schedule import Result, State
 from deployplane.reconcile.state import ResourceState, is_paused
 from deployplane.reconcile.usage import (
+    Dependency,
     ObjectLister,
     ReadyWatch,
-    UsedBy,
     in_use_message,
     listed_users,
+    user_name,
 )
 from deployplane.reconcile.workqueue import WorkQueue
 
@@ -104,7 +106,7 @@ class Workers:
         events: EventSink,
         *,
         size: int = 16,
-        dependencies: Mapping[str, UsedBy] | None = None,
+        dependencies: Mapping[str, Dependency] | None = None,
         lister: ObjectLister | None = None,
         on_ready_elsewhere: Callable[[str, str], None] | None = None,
     ) -> None:
@@ -112,12 +114,12 @@ class Workers:
         self.kube = kube
         self.events = events
         self.size = size
-        self.dependencies: Mapping[str, UsedBy] = dependencies or {}
-        """Kinds the others depend on (connections), each with its test of use. One
-        turning Ready wakes the resources of its namespace that are stalled or retrying,
-        which may have failed for want of it, instead of leaving them to their resync;
-        one being deleted keeps our finalizer while a resource still uses it
-        (`deployplane.reconcile.usage`)."""
+        self.dependencies: Mapping[str, Dependency] = dependencies or {}
+        """Kinds the others depend on (connections, Listeners), each with its test of
+        use. One turning Ready wakes the resources of other kinds of its namespace that
+        are stalled or retrying, which may have failed for want of it, instead of
+        leaving them to their resync; one being deleted keeps our finalizer while a
+        resource still uses it (`deployplane.reconcile.usage`)."""
         self.lister = lister
         """A label-sharded instance's: its watch holds only its shard's resources, so
         the users of a dependency being deleted are listed from the apiserver."""
@@ -206,7 +208,7 @@ class Workers:
         elif self.elsewhere.turned_ready(key, body):
             if self.on_ready_elsewhere is not None:
                 self.on_ready_elsewhere(key[1], key[2])
-            self._wake_unsettled(key[1])
+            self._wake_unsettled(key[0], key[1])
 
     @staticmethod
     def _edited(state: ResourceState, body: Mapping[str, Any]) -> bool:
@@ -214,40 +216,37 @@ class Workers:
         now, not at the next resync. Our own writes' echoes are not (`ResourceState`)."""
         return not is_paused(body) and state.foreign(body["status"])
 
-    def _wake_unsettled(self, namespace: str) -> None:
-        """Queue now every resource of `namespace` (not of a dependency kind) whose last
-        pass stalled or is being retried."""
+    def _wake_unsettled(self, kind: str, namespace: str) -> None:
+        """Queue now every resource of `namespace` (not of the dependency's `kind`)
+        whose last pass stalled or is being retried."""
         for key, tracked in self.resources.items():
-            if key[1] != namespace or key[0] in self.dependencies:
+            if key[1] != namespace or key[0] == kind:
                 continue
             if tracked.state.history.last_state in (State.STALLED, State.RETRYING):
                 self.queue.add(key)
 
     async def users_of(self, key: Key) -> list[str]:
-        """The resources (kind/name) of its namespace that use dependency `key`: every
-        shard's, listed, if this instance has a lister; else those it watches."""
-        used_by = self.dependencies.get(key[0])
-        if self.lister is None or used_by is None:
+        """The resources (kind/name) that use dependency `key`: every shard's, listed,
+        if this instance has a lister; else those it watches."""
+        dependency = self.dependencies.get(key[0])
+        tracked = self.resources.get(key)
+        if self.lister is None or dependency is None or tracked is None:
             return self.users(key)
-        plurals = {
-            kind: runner.plural
-            for kind, runner in self.runners.items()
-            if kind not in self.dependencies
-        }
-        return await listed_users(self.lister, plurals, key[1], key[2], used_by)
+        plurals = {kind: runner.plural for kind, runner in self.runners.items() if kind != key[0]}
+        where = dependency.users_namespace(tracked.body)
+        return await listed_users(self.lister, plurals, tracked.body, dependency.used_by, where)
 
     def users(self, key: Key) -> list[str]:
-        """The resources (kind/name) of its namespace, among those this instance
-        watches, that use dependency `key`."""
-        used_by = self.dependencies.get(key[0])
-        if used_by is None:
+        """The resources (kind/name), among those this instance watches, that use
+        dependency `key` (of its namespace, or of another that it admits)."""
+        dependency = self.dependencies.get(key[0])
+        tracked = self.resources.get(key)
+        if dependency is None or tracked is None:
             return []
         return [
-            f"{other[0].lower()}/{other[2]}"
-            for other, tracked in self.resources.items()
-            if other[1] == key[1]
-            and other[0] not in self.dependencies
-            and used_by(key[2], tracked.body)
+            user_name(other[0], user.body, key[1])
+            for other, user in self.resources.items()
+            if other[0] != key[0] and dependency.used_by(tracked.body, user.body)
         ]
 
     def _gone(self, key: Key) -> None:
@@ -302,15 +301,17 @@ class Workers:
             )
             turned_ready = before is not State.READY and state.history.last_state is State.READY
             if turned_ready and key[0] in self.dependencies:
-                self._wake_unsettled(key[1])
+                self._wake_unsettled(key[0], key[1])
             return result
         if not has_finalizer(body):
             return Result()  # not ours to hold: the object goes
         users = await self.users_of(key)
         if users:
+            message = in_use_message(users)
+            for event in await runner.hold(body, state, Reason.IN_USE, message):
+                self.events.record(body, event)
             if not tracked.in_use_told:
                 tracked.in_use_told = True
-                message = in_use_message(users)
                 log.info("%s/%s: %s", key[1], key[2], message)
                 self.events.record(
                     body, EventRecord("Warning", EventReason.IN_USE, message, "Delete")
@@ -321,6 +322,8 @@ class Workers:
             log.warning(
                 "%s/%s: %s; again in %.0fs", key[1], key[2], not_yet.message, not_yet.retry_after
             )
+            for event in await runner.hold_for(body, state, not_yet):
+                self.events.record(body, event)
             return not_yet.result
         await self.kube.remove_finalizer(runner.plural, key[1], key[2], FINALIZER)
         return Result()

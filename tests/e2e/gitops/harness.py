@@ -1,10 +1,15 @@
-"""What the GitOps tier's tests share: the example repository rendered for the test's
-emulator, the examples/gitops/ manifests with only what must differ set, and the
+"""What the GitOps tier's tests share: the test's repository (examples/gitops/agents/ as
+it is, beside an overlay of the test's own for its emulator, as a user writes one per
+cluster), the examples/gitops/ Application and Kustomization pointed at it, and the
 verdicts of Argo CD's and Flux's own controllers read from their objects."""
 
 from __future__ import annotations
 
 import contextlib
+import json
+import shutil
+import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,10 +28,15 @@ from tests.support.gitops import (
     now,
 )
 
+from deployplane.devcluster import find_tools
 from deployplane.devcluster.gitops import GitOpsInfo
 
 AGD, LST, CONN = "agentdeployments", "listeners", "controlplaneconnections"
 AGENT_FILES = ("connection.yaml", "listener.yaml", "agentdeployments.yaml")
+# examples/gitops/agents/ (what every cluster shares) and the test's overlay beside it,
+# as the test's repository holds them.
+BASE, OVERLAY = "agents", "e2e"
+BOTS = ("support-bot", "triage-bot")
 # Argo CD's refresh request: what a git webhook makes the API server write.
 REFRESH = "argocd.argoproj.io/refresh"
 # Flux's reconcile request: what `flux reconcile` writes.
@@ -47,43 +57,87 @@ def gitops_emulator(workdir: Path) -> Emulator:
     return Emulator(workdir, step_seconds=1.0, config=config)
 
 
+def overlay(
+    emulator: Emulator,
+    compute_id: str,
+    images: dict[str, str] | None = None,
+    name_prefix: str = "",
+) -> dict[str, Any]:
+    """The test's own cluster overlay of examples/gitops/agents/, as a user writes one
+    for a cluster (examples/gitops/demo/ is the demo's): the connection's URL and API key
+    (the test's emulator), the Listener's computeId (one per listener in a workspace),
+    `images` (name -> imageUri) and, with `name_prefix`, the deployments' names on the
+    control plane (`spec.name`, unique in a workspace)."""
+
+    def patch(kind: str, name: str, op: str, path: str, value: str) -> dict[str, Any]:
+        operation = [{"op": op, "path": path, "value": value}]
+        return {"target": {"kind": kind, "name": name}, "patch": json.dumps(operation)}
+
+    patches = [
+        patch("ControlPlaneConnection", "default", "replace", "/spec/url", emulator.url),
+        patch("Secret", "control-plane-key", "replace", "/stringData/apiKey", API_KEY),
+        patch("Listener", "dev-cluster", "replace", "/spec/computeId", compute_id),
+    ]
+    for name, image in (images or {}).items():
+        path = "/spec/sourceRevisionConfig/imageUri"
+        patches.append(patch("AgentDeployment", name, "replace", path, image))
+    if name_prefix:
+        patches += [
+            patch("AgentDeployment", name, "add", "/spec/name", f"{name_prefix}{name}")
+            for name in BOTS
+        ]
+    return {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [f"../{BASE}"],
+        "patches": patches,
+    }
+
+
+def push_agents(
+    repo: GitRepo, emulator: Emulator, images: dict[str, str] | None = None, name_prefix: str = ""
+) -> str:
+    """examples/gitops/agents/ committed as it is (`agents/`), beside the test's overlay
+    (`e2e/`: `overlay`, the repository's name as the Listener's computeId), and pushed;
+    the commit's sha."""
+    return push_overlay(repo, overlay(emulator, repo.name, images, name_prefix))
+
+
+def push_overlay(repo: GitRepo, body: dict[str, Any], files: dict[str, str] | None = None) -> str:
+    """examples/gitops/agents/ as it is, and the overlay `body` with its own `files`
+    (name -> text, beside its kustomization.yaml), committed and pushed; the sha."""
+    repo.copy_tree(EXAMPLES / BASE, BASE)
+    repo.write(f"{OVERLAY}/kustomization.yaml", yaml.safe_dump(body, sort_keys=False))
+    for name, text in (files or {}).items():
+        repo.write(f"{OVERLAY}/{name}", text)
+    return repo.push("agents")
+
+
 def agent_documents(
     emulator: Emulator,
     compute_id: str,
     images: dict[str, str] | None = None,
     name_prefix: str = "",
 ) -> dict[str, str]:
-    """examples/gitops/agents/ as the test's repository holds it: the connection pointed
-    at the test's emulator with its key, the Listener's computeId (one per listener in a
-    workspace) and `images` (name -> imageUri) set; with `name_prefix`, the deployments'
-    names on the control plane (`spec.name`, unique in a workspace) carry it."""
-    files = {}
-    for name in AGENT_FILES:
-        docs = list(yaml.safe_load_all((EXAMPLES / "agents" / name).read_text()))
-        for doc in docs:
-            if doc["kind"] == "ControlPlaneConnection":
-                doc["spec"]["url"] = emulator.url
-            if doc["kind"] == "Secret":
-                doc["stringData"]["apiKey"] = API_KEY
-            if doc["kind"] == "Listener":
-                doc["spec"]["computeId"] = compute_id
-            image = (images or {}).get(doc["metadata"]["name"])
-            if doc["kind"] == "AgentDeployment" and image is not None:
-                doc["spec"]["sourceRevisionConfig"]["imageUri"] = image
-            if doc["kind"] == "AgentDeployment" and name_prefix:
-                doc["spec"]["name"] = f"{name_prefix}{doc['metadata']['name']}"
-        files[name] = yaml.safe_dump_all(docs, sort_keys=False)
-    return files
-
-
-def push_agents(
-    repo: GitRepo, emulator: Emulator, images: dict[str, str] | None = None, name_prefix: str = ""
-) -> str:
-    """examples/gitops/agents/ (agent_documents, the repository's name as the Listener's
-    computeId) committed and pushed as `agents/`; the commit's sha."""
-    for name, text in agent_documents(emulator, repo.name, images, name_prefix).items():
-        repo.write(f"agents/{name}", text)
-    return repo.push("agents")
+    """What the repository of `push_agents` renders to, for applying directly (without
+    Argo CD or Flux): examples/gitops/agents/ with the test's overlay, built by kubectl's
+    kustomize; one entry, the rendered stream."""
+    kubectl = find_tools().kubectl
+    assert kubectl is not None, "no kubectl (make tools)"
+    with tempfile.TemporaryDirectory(prefix="gitops-overlay-") as scratch:
+        root = Path(scratch)
+        shutil.copytree(EXAMPLES / BASE, root / BASE)
+        (root / OVERLAY).mkdir()
+        body = overlay(emulator, compute_id, images, name_prefix)
+        (root / OVERLAY / "kustomization.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
+        done = subprocess.run(
+            [str(kubectl), "kustomize", str(root / OVERLAY)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+    return {f"{OVERLAY}.yaml": done.stdout}
 
 
 def example(name: str) -> list[dict[str, Any]]:
@@ -93,13 +147,17 @@ def example(name: str) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------ Argo CD
 
 
-def application(name: str, repo_url: str, namespace: str, example_file: str) -> dict[str, Any]:
-    """The example Application with its name, repository and destination namespace set:
-    everything else (project, destination server, sync policy and options, finalizer)
-    as the example has it."""
+def application(
+    name: str, repo_url: str, namespace: str, example_file: str, path: str = OVERLAY
+) -> dict[str, Any]:
+    """The example Application with its name, repository, overlay (`path`, the test's
+    own by default: `push_agents`) and destination namespace set: everything else
+    (project, destination server, sync policy and options, retry, finalizer) as the
+    example has it."""
     (app,) = example(example_file)
     app["metadata"]["name"] = name
     app["spec"]["source"]["repoURL"] = repo_url
+    app["spec"]["source"]["path"] = path
     app["spec"]["destination"]["namespace"] = namespace
     return app
 
@@ -147,6 +205,20 @@ def argo_application(
 
 
 # --------------------------------------------------------------------------- Flux
+
+
+def flux_objects(name: str, url: str, namespace: str) -> list[dict[str, Any]]:
+    """examples/gitops/flux.yaml with its names, URL, overlay (the test's: `push_agents`)
+    and target namespace set; the intervals, prune, wait, timeout and patches as the
+    example has them."""
+    source, kustomization = example("flux.yaml")
+    for doc in (source, kustomization):
+        doc["metadata"]["name"] = name
+    source["spec"]["url"] = url
+    kustomization["spec"]["sourceRef"]["name"] = name
+    kustomization["spec"]["path"] = f"./{OVERLAY}"
+    kustomization["spec"]["targetNamespace"] = namespace
+    return [source, kustomization]
 
 
 class Flux:
@@ -210,3 +282,21 @@ def all_ready(resources: Resources, names: tuple[str, ...]) -> bool:
 
 def gone(resources: Resources, plural: str, name: str) -> bool:
     return resources.get(plural, name) is None
+
+
+def spec_image(resources: Resources, name: str) -> str:
+    """The imageUri of AgentDeployment `name`'s spec."""
+    bot = resources.get(AGD, name)
+    assert bot is not None
+    return str(bot["spec"]["sourceRevisionConfig"]["imageUri"])
+
+
+def control_plane_image(emulator: Emulator, name: str) -> str | None:
+    """The image of the latest revision of deployment `name` on the control plane."""
+    (deployment,) = emulator.deployments_named(name)
+    with emulator.http() as h:
+        answer = h.get(f"/v2/deployments/{deployment['id']}")
+        answer.raise_for_status()
+        config = answer.json().get("source_revision_config") or {}
+    image = config.get("image_uri")
+    return str(image) if image is not None else None

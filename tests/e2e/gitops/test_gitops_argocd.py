@@ -3,9 +3,10 @@ cluster and judges them with its own controller and the chart's health check.
 
 Skipped unless DEPLOYPLANE_E2E_GITOPS=1 (`make e2e-gitops`): the session's cluster is
 `deployplane dev cluster up --gitops --workloads` (tests/support/gitops.py). Each test
-pushes examples/gitops/agents/ (the connection pointed at the test's emulator) to a
-repository of the cluster's git server and applies examples/gitops/argocd-*.yaml with
-only its name, repository and destination namespace set; the operator runs on the host
+pushes examples/gitops/agents/ as it is, beside an overlay of the test's own (the
+connection pointed at the test's emulator: tests/e2e/gitops/harness.py), to a repository
+of the cluster's git server and applies examples/gitops/argocd-*.yaml with only its
+name, repository, overlay and destination namespace set; the operator runs on the host
 (KopfRunner) for the test's namespace. What is asserted is Argo CD's own status of the
 Application: `status.sync.status`, `status.health.status`, the synced revision, the
 sync history, and the health it recorded per resource.
@@ -33,9 +34,13 @@ from tests.e2e.gitops.harness import (
     app_status,
     application,
     argo_application,
+    control_plane_image,
     gone,
+    overlay,
     push_agents,
+    push_overlay,
     resource_health,
+    spec_image,
     verdict,
     wait_until,
 )
@@ -54,6 +59,7 @@ pytestmark = pytest.mark.skipif(gitops.skip_reason() is not None, reason=str(git
 # It stops the session's cluster (tests/e2e/conftest.py runs it after every other test).
 RUN_LAST = ("test_down_stops_every_process_and_leaves_nothing",)
 BOTS = ("support-bot", "triage-bot")
+LLM_KEY_REF = {"name": "llm-keys", "key": "openai"}
 FINALIZER = "deployplane.io/finalizer"
 EXTERNAL_NAME = "deployplane.io/external-name"
 # Argo CD's tracking label (the annotation argocd.argoproj.io/tracking-id by default).
@@ -159,23 +165,6 @@ def _status(resources: Resources, name: str) -> dict[str, Any]:
     return dict(bot["status"])
 
 
-def _spec_image(resources: Resources, name: str) -> str:
-    bot = resources.get(AGD, name)
-    assert bot is not None
-    return str(bot["spec"]["sourceRevisionConfig"]["imageUri"])
-
-
-def _control_plane_image(emulator: Emulator, name: str) -> str | None:
-    """The image of the deployment's latest revision on the control plane."""
-    (deployment,) = emulator.deployments_named(name)
-    with emulator.http() as h:
-        answer = h.get(f"/v2/deployments/{deployment['id']}")
-        answer.raise_for_status()
-        config = answer.json().get("source_revision_config") or {}
-    image = config.get("image_uri")
-    return str(image) if image is not None else None
-
-
 def test_commit_hand_edit_prune_and_cascade_delete(
     apps: Applications,
     resources: Resources,
@@ -207,19 +196,19 @@ def test_commit_hand_edit_prune_and_cascade_delete(
             ),
         )
         assert _status(resources, "support-bot")["latestRevisionId"] != revision
-        assert _control_plane_image(emulator, "support-bot") == image
+        assert control_plane_image(emulator, "support-bot") == image
 
         # A hand edit of the spec is reverted by self-heal; the control plane follows git.
         before = _last_operation(apps, namespace)
         by_hand = {"imageUri": "registry.example.com/acme/by-hand:1"}
         resources.patch(AGD, "support-bot", {"spec": {"sourceRevisionConfig": by_hand}})
-        wait_until("self-heal", lambda: _spec_image(resources, "support-bot") == image)
+        wait_until("self-heal", lambda: spec_image(resources, "support-bot") == image)
         wait_until(
             "Synced and Healthy after self-heal",
             lambda: (
                 verdict(apps.get(namespace)) == ("Synced", "Healthy", second)
                 and all_ready(resources, BOTS)
-                and _control_plane_image(emulator, "support-bot") == image
+                and control_plane_image(emulator, "support-bot") == image
             ),
         )
         # ... by an automated sync of Argo CD's of that resource alone (self-heal syncs only
@@ -313,6 +302,92 @@ def test_failed_build_and_refused_spec_are_degraded(
         )
 
 
+LLM_KEYS = """\
+apiVersion: v1
+kind: Secret
+metadata:
+  name: llm-keys
+stringData:
+  openai: sk-e2e-not-secret
+"""
+
+
+def test_a_refused_commit_then_a_missing_secret_each_fixed_by_a_commit_synced_on_its_own(
+    apps: Applications,
+    resources: Resources,
+    emulator: Emulator,
+    info: GitOpsInfo,
+    namespace: str,
+    operator: Any,
+    tmp_path: Path,
+) -> None:
+    """No sync is started by hand. A commit the apiserver refuses fails the sync; the
+    next commit is synced by a retry of that sync at the newest commit (the example's
+    `retry`: `refresh`, a short backoff), rather than after Argo CD's default retries of
+    the refused one. That commit has support-bot read a Secret the repository does not
+    hold yet: Argo CD shows it Progressing with the operator's reason (the chart's health
+    check, run by Argo CD itself). The commit that adds the Secret is synced by the
+    automated sync, and all is Healthy."""
+    repo = GitRepo(info, namespace, tmp_path / "repo")
+    body = overlay(emulator, repo.name)
+    bot = {"kind": "AgentDeployment", "name": "support-bot"}
+    refused = [{"op": "replace", "path": "/spec/source", "value": "no-such-source"}]
+    body["patches"].append({"target": bot, "patch": json.dumps(refused)})
+    first = push_overlay(repo, body)
+    app_body = application(namespace, repo.url, namespace, "argocd-application.yaml")
+    show = app_status(apps, namespace)
+    with argo_application(apps, resources, app_body):
+
+        def refused_and_retrying() -> dict[str, Any] | None:
+            op = _last_operation(apps, namespace)
+            return op if (op.get("retryCount") or 0) >= 1 else None
+
+        failed = wait_until("the refused commit's sync retried", refused_and_retrying, show=show)
+        assert failed["syncResult"]["revision"] == first, failed
+        assert "no-such-source" in failed["message"] or failed["phase"] != "Succeeded", failed
+
+        # The next commit: support-bot valid, reading a Secret not in git.
+        secret = [{"name": "OPENAI_API_KEY", "valueFrom": {"secretKeyRef": LLM_KEY_REF}}]
+        body["patches"][-1]["patch"] = json.dumps(
+            [{"op": "add", "path": "/spec/secrets", "value": secret}]
+        )
+        second = push_overlay(repo, body)
+        apps.refresh(namespace)  # what a webhook asks: compare with git now (no sync)
+
+        def waiting() -> dict[str, Any] | None:
+            app = apps.get(namespace)
+            health = resource_health(app, "AgentDeployment", "support-bot")
+            message = health.get("message", "")
+            if health.get("status") == "Progressing" and "DependencyNotReady" in message:
+                return app
+            return None
+
+        app = wait_until("support-bot Progressing on its Secret", waiting, show=show)
+        assert "llm-keys" in resource_health(app, "AgentDeployment", "support-bot")["message"]
+        assert verdict(app)[1] == "Progressing", verdict(app)
+        # Synced by a retry of the refused commit's sync, at the newest commit.
+        retried = _last_operation(apps, namespace)
+        assert retried["syncResult"]["revision"] == second, retried
+        assert retried["retryCount"] >= 1, retried
+        assert retried["operation"]["initiatedBy"].get("automated") is True, retried
+
+        # The fix, in git: the Secret beside the overlay.
+        body["resources"].append("llm-keys.yaml")
+        third = push_overlay(repo, body, {"llm-keys.yaml": LLM_KEYS})
+        apps.refresh(namespace)
+        wait_until(
+            "the fixing commit Synced and Healthy",
+            lambda: (
+                verdict(apps.get(namespace)) == ("Synced", "Healthy", third)
+                and all_ready(resources, BOTS)
+            ),
+            show=show,
+        )
+        synced = _last_operation(apps, namespace)
+        assert synced["syncResult"]["revision"] == third, synced
+        assert synced["operation"]["initiatedBy"].get("automated") is True, synced
+
+
 def test_the_chart_as_an_application_installs_the_operator_and_its_crds_server_side(
     apps: Applications,
     resources: Resources,
@@ -329,7 +404,7 @@ def test_the_chart_as_an_application_installs_the_operator_and_its_crds_server_s
     sha = repo.push("the chart")
     # Argo CD names the Helm release after the Application: at most 53 characters.
     name = f"deployplane-{namespace[-6:]}"
-    body = application(name, repo.url, namespace, "argocd-operator.yaml")
+    body = application(name, repo.url, namespace, "argocd-operator.yaml", "charts/deployplane")
     values = body["spec"]["source"]["helm"]["valuesObject"]
     values["fullnameOverride"] = name
     with argo_application(apps, resources, body):

@@ -3,8 +3,9 @@ cluster (GitRepository + Kustomization with `wait` and `prune`) and judges them 
 its own kstatus health checks.
 
 Skipped unless DEPLOYPLANE_E2E_GITOPS=1 (`make e2e-gitops`; tests/support/gitops.py).
-Each test pushes examples/gitops/agents/ (the connection pointed at the test's
-emulator) and applies examples/gitops/flux.yaml with only its names, URL and target
+Each test pushes examples/gitops/agents/ as it is, beside an overlay of the test's own
+(the connection pointed at the test's emulator: tests/e2e/gitops/harness.py), and
+applies examples/gitops/flux.yaml with only its names, URL, overlay and target
 namespace set. What is asserted is the Kustomization's own Ready condition.
 """
 
@@ -22,10 +23,12 @@ from tests.e2e.gitops.harness import (
     UNBUILDABLE,
     Flux,
     all_ready,
-    example,
+    control_plane_image,
+    flux_objects,
     gone,
     push_agents,
     ready_condition,
+    spec_image,
     wait_until,
 )
 from tests.e2e.operator_harness import Emulator, Resources
@@ -37,18 +40,9 @@ from deployplane.devcluster.manifests import Applier
 
 pytestmark = pytest.mark.skipif(gitops.skip_reason() is not None, reason=str(gitops.skip_reason()))
 BOTS = ("support-bot", "triage-bot")
-
-
-def flux_objects(name: str, url: str, namespace: str) -> list[dict[str, Any]]:
-    """examples/gitops/flux.yaml with its names, URL and target namespace set; the
-    intervals, path, prune, wait and timeout as the example has them."""
-    source, kustomization = example("flux.yaml")
-    for doc in (source, kustomization):
-        doc["metadata"]["name"] = name
-    source["spec"]["url"] = url
-    kustomization["spec"]["sourceRef"]["name"] = name
-    kustomization["spec"]["targetNamespace"] = namespace
-    return [source, kustomization]
+# Their deployments' names on the control plane: examples/gitops/flux.yaml's patches give
+# Flux's copy names of its own (on the demo, Argo CD's copy holds the overlay's).
+ON_CONTROL_PLANE = {"support-bot": "flux-support-bot", "triage-bot": "flux-triage-bot"}
 
 
 def _ready_at(flux: Flux, name: str, sha: str) -> dict[str, Any] | None:
@@ -59,7 +53,7 @@ def _ready_at(flux: Flux, name: str, sha: str) -> dict[str, Any] | None:
     return obj if ready.get("status") == "True" and applied.endswith(sha) else None
 
 
-def test_kustomization_is_ready_only_when_every_agentdeployment_is_ready_and_prunes(
+def test_ready_only_when_every_agentdeployment_is_ready_a_hand_edit_reverted_and_prune(
     flux: Flux,
     resources: Resources,
     emulator: Emulator,
@@ -90,8 +84,28 @@ def test_kustomization_is_ready_only_when_every_agentdeployment_is_ready_and_pru
         assert any(status != "True" for status, _ in samples), "never seen waiting"
         assert all_ready(resources, BOTS)
 
+        # A hand edit of a field git sets: the operator follows it, and Flux puts git's
+        # value back at its next reconcile (its interval, or the request made here).
+        deployed = ON_CONTROL_PLANE["support-bot"]
+        from_git = spec_image(resources, "support-bot")
+        by_hand = {"imageUri": "registry.example.com/acme/by-hand:1"}
+        resources.patch(AGD, "support-bot", {"spec": {"sourceRevisionConfig": by_hand}})
+        wait_until(
+            "the hand edit on the control plane",
+            lambda: control_plane_image(emulator, deployed) == by_hand["imageUri"],
+        )
+        flux.reconcile(namespace)
+        wait_until(
+            "git's image back, on the resource and on the control plane",
+            lambda: (
+                spec_image(resources, "support-bot") == from_git
+                and all_ready(resources, BOTS)
+                and control_plane_image(emulator, deployed) == from_git
+            ),
+        )
+
         # Removed from git: pruned, its finalizer honoured, its deployment deleted.
-        assert len(emulator.deployments_named("triage-bot")) == 1
+        assert len(emulator.deployments_named(ON_CONTROL_PLANE["triage-bot"])) == 1
         path = repo.workdir / "agents" / "agentdeployments.yaml"
         kept = [
             d for d in yaml.safe_load_all(path.read_text()) if d["metadata"]["name"] in BOTS[:1]
@@ -100,11 +114,11 @@ def test_kustomization_is_ready_only_when_every_agentdeployment_is_ready_and_pru
         second = repo.push("remove triage-bot")
         flux.reconcile(namespace)
         wait_until("triage-bot pruned", functools.partial(gone, resources, AGD, "triage-bot"))
-        assert emulator.deployments_named("triage-bot") == []
+        assert emulator.deployments_named(ON_CONTROL_PLANE["triage-bot"]) == []
         wait_until("Ready at the new commit", functools.partial(_ready_at, flux, namespace, second))
     finally:
         _delete(flux, resources, namespace)
-    assert emulator.deployments_named("support-bot") == []
+    assert emulator.deployments_named(ON_CONTROL_PLANE["support-bot"]) == []
 
 
 def test_kustomization_is_not_ready_while_an_agentdeployment_is_stalled(
@@ -168,7 +182,7 @@ def test_applied_at_once_with_its_listener_it_never_adopts_a_deployment_of_the_s
     and this resource stall with Conflict, never adopt it as its own lost create."""
     theirs = "registry.example.com/someone-else:1"
     body = {
-        "name": "support-bot",
+        "name": ON_CONTROL_PLANE["support-bot"],
         "source": "external_docker",
         "source_config": {},
         "source_revision_config": {"image_uri": theirs},
@@ -193,7 +207,7 @@ def test_applied_at_once_with_its_listener_it_never_adopts_a_deployment_of_the_s
             ),
         )
         assert not stalled["status"].get("deploymentId"), stalled["status"]
-        (deployment,) = emulator.deployments_named("support-bot")
+        (deployment,) = emulator.deployments_named(ON_CONTROL_PLANE["support-bot"])
         assert deployment["id"] == created.json()["id"]
         with emulator.http() as h:
             now = h.get(f"/v2/deployments/{deployment['id']}").json()
@@ -203,7 +217,7 @@ def test_applied_at_once_with_its_listener_it_never_adopts_a_deployment_of_the_s
     finally:
         _delete(flux, resources, namespace)
     # Deleting the resource that never owned it leaves their deployment alone.
-    assert len(emulator.deployments_named("support-bot")) == 1
+    assert len(emulator.deployments_named(ON_CONTROL_PLANE["support-bot"])) == 1
 
 
 def _delete(flux: Flux, resources: Resources, name: str, deployed: tuple[str, ...] = BOTS) -> None:

@@ -426,6 +426,11 @@ def test_builtin_dataplane_rbac_is_the_listener_agents_in_its_namespace_only(
         assert find_all(docs, kind) == find_all(rendered["emulator"], kind)
     env = env_of(_emulator_pod(docs)["containers"][0])
     assert env["DEPLOYPLANE_NETWORK_POLICY"] == str(network_policy).lower()
+    assert env["DEPLOYPLANE_POD_SECURITY"] == "restricted"
+    baseline = chart.render(_builtin(podSecurity="baseline"))
+    assert env_of(_emulator_pod(baseline)["containers"][0])["DEPLOYPLANE_POD_SECURITY"] == (
+        "baseline"
+    )
 
 
 # ---------------------------------------------------- probes, sizes, strategy
@@ -694,7 +699,10 @@ def test_rbac_has_no_wildcards_and_no_destructive_verbs(
                 # garbage collector does, through its ownerReference).
                 assert rule["resources"] in (["events"], ["configmaps"]), f"creates: {rule}"
             if "secrets" in rule["resources"]:
-                assert rule["verbs"] == ["get"], "Secrets are read one by one, never listed"
+                # Read one by one, never listed or watched; the operator's patched to put
+                # on and take off the API key Secrets' in-use protection (the plan's
+                # identity only reads).
+                assert rule["verbs"] in (["get"], ["get", "patch"]), rule
 
 
 def test_rbac_grants_exactly_what_the_operator_does(rendered: dict[str, list[Doc]]) -> None:
@@ -724,6 +732,11 @@ def test_rbac_grants_exactly_what_the_operator_does(rendered: dict[str, list[Doc
     }
     expected |= {
         ("", "secrets", "get"),
+        (
+            "",
+            "secrets",
+            "patch",
+        ),  # an API key Secret's protection (deployplane.io/secret-protection)
         ("", "namespaces", "get"),  # a shared Listener's allowedNamespaces selector
         ("", "configmaps", "get"),  # spec.writeOutputsTo
         ("", "configmaps", "create"),

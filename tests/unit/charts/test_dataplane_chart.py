@@ -202,9 +202,23 @@ def test_grants_follow_the_settings() -> None:
         {"routing": "gateway", "route": {"host": "a.example.com", "gateway": {"name": "gw"}}}
     )
     assert (("gateway.networking.k8s.io",), ("httproutes",)) in gateway
-    assert (("keda.sh",), ("scaledobjects", "triggerauthentications")) in _rules(
-        {"autoscaler": "keda"}
-    )
+    keda = _rules({"autoscaler": "keda"})
+    assert (("keda.sh",), ("scaledobjects",)) in keda
+    assert (("keda.sh",), ("triggerauthentications",)) in keda
+
+
+def test_the_agent_may_delete_only_its_owners_and_the_autoscalers_it_retires() -> None:
+    """The autoscalers a render no longer makes (autoscaling turned off) are deleted, or
+    they would go on scaling; everything else goes with its owner."""
+    docs = agent_docs(chart.render({"listenerAgent": {**NAMED, "autoscaler": "keda"}}))
+    (role,) = [d for d in find_all(docs, "Role") if not d["metadata"]["name"].endswith("-listener")]
+    deletable = {
+        resource
+        for rule in role["rules"]
+        if "delete" in rule["verbs"]
+        for resource in rule["resources"]
+    }
+    assert deletable == {"configmaps", "horizontalpodautoscalers", "scaledobjects"}
 
 
 def test_cluster_wide_is_one_cluster_role_with_the_same_rules() -> None:
@@ -238,6 +252,7 @@ def test_agent_settings_reach_the_agent_environment() -> None:
                 "gateway": {"name": "public", "namespace": "infra", "sectionName": "https"},
             },
             "networkPolicy": False,
+            "podSecurity": "baseline",
         }
     }
     (deployment,) = find_all(agent_docs(chart.render(values)), "Deployment")
@@ -249,11 +264,13 @@ def test_agent_settings_reach_the_agent_environment() -> None:
     assert env["DEPLOYPLANE_GATEWAY"] == "infra/public"
     assert env["DEPLOYPLANE_GATEWAY_SECTION"] == "https"
     assert env["DEPLOYPLANE_NETWORK_POLICY"] == "false"
+    assert env["DEPLOYPLANE_POD_SECURITY"] == "baseline"
     assert env["DEPLOYPLANE_POSTGRES_IMAGE"] == "pgvector/pgvector:pg16"
     assert env["DEPLOYPLANE_REDIS_IMAGE"] == "redis:7.4-alpine"
     # What the chart writes is what the agent reads.
-    from deployplane.dataplane.render.settings import from_env
+    from deployplane.dataplane.render.settings import PodSecurity, from_env
 
     settings = from_env({k: v for k, v in env.items() if isinstance(v, str)})
     assert settings.gateway_namespace == "infra"
     assert settings.network_policy is False
+    assert settings.pod_security is PodSecurity.BASELINE

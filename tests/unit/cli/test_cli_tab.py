@@ -20,6 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from deployplane.cli import treegen
+from deployplane.cli.commands.completion import bash_script
 from deployplane.cli.config.options import ConnectionOptions
 from deployplane.cli.root import PROG, app
 from deployplane.cli.tab import COMPLETE_VAR, answer, names, shells
@@ -191,10 +192,10 @@ def test_words_are_split_as_click_splits_them(line: str) -> None:
 
 
 REQUESTS = [
-    ("bash", {"COMP_WORDS": "deployplane\ndeployments\nget\nsu", "COMP_CWORD": "3"}),
+    ("bash", {"COMP_WORDS": "deployplane\ndeployments\nget\nal", "COMP_CWORD": "3"}),
     ("bash", {"COMP_WORDS": "deployplane deployments ", "COMP_CWORD": "2"}),
     ("bash", {"COMP_WORDS": "deployplane 'dep", "COMP_CWORD": "1"}),
-    ("zsh", {"_TYPER_COMPLETE_ARGS": "deployplane deployments get su"}),
+    ("zsh", {"_TYPER_COMPLETE_ARGS": "deployplane deployments get al"}),
     ("zsh", {"_TYPER_COMPLETE_ARGS": "deployplane deployments "}),
     (
         "fish",
@@ -264,3 +265,47 @@ def test_what_it_does_not_know_is_left_to_click(instruction: str) -> None:
 
 def test_a_broken_request_is_left_to_click() -> None:
     assert answer({COMPLETE_VAR: "complete_bash", "COMP_WORDS": "deployplane "}) is None
+
+
+NO_NAMES = [
+    ("bash", {"COMP_WORDS": "deployplane deployments get ", "COMP_CWORD": "3"}, ("\n", 3)),
+    ("zsh", {"_TYPER_COMPLETE_ARGS": "deployplane deployments get "}, ("", 0)),
+    (
+        "fish",
+        {
+            "_TYPER_COMPLETE_ARGS": "deployplane deployments get ",
+            "_TYPER_COMPLETE_FISH_ACTION": "is-args",
+        },
+        ("", 0),
+    ),
+]
+
+
+@pytest.mark.parametrize(("shell", "variables", "expected"), NO_NAMES, ids=lambda v: str(v)[:40])
+def test_no_names_offers_no_file_names_either(
+    shell: str,
+    variables: dict[str, str],
+    expected: tuple[str, int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No connection, so no deployment names: the shell must not fall back to the
+    current directory's files, as typer's scripts do on an empty answer (bash: exit
+    NO_FILES, read by the script; zsh: no `_files`; fish: these are the arguments)."""
+    for name in ("DEPLOYPLANE_CONTROL_PLANE_URL", "DEPLOYPLANE_API_KEY", "DEPLOYPLANE_CONTEXT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", "/nonexistent/deployplane-test")
+    for name, value in {COMPLETE_VAR: f"complete_{shell}", **variables}.items():
+        monkeypatch.setenv(name, value)
+    assert answer(os.environ) == expected
+
+
+def test_a_path_still_offers_the_shells_file_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(COMPLETE_VAR, "complete_zsh")
+    monkeypatch.setenv("_TYPER_COMPLETE_ARGS", "deployplane deployments list --name ")
+    assert answer(os.environ) == ("_files\n", 0)
+
+
+def test_the_bash_script_turns_file_names_off_on_no_files() -> None:
+    script = bash_script("deployplane")
+    assert f"if [[ $? -eq {shells.NO_FILES} ]]; then compopt +o default; fi" in script
+    assert script.index("compopt") < script.index("return 0")

@@ -337,11 +337,19 @@ def test_uuid_pattern(value: str, valid: bool) -> None:
 # --------------------------------------------------------------------- CEL rules
 
 
+OBJECT = "(the object)"
+"""The path of a rule on the whole object (whose `self` holds spec and status)."""
+
+
 def _rules(kind: str) -> list[tuple[str, Node]]:
+    root = _root(kind)
     return [
-        (path, rule)
-        for path, node in _walk(_root(kind)["properties"]["spec"], "spec")
-        for rule in node.get("x-kubernetes-validations", [])
+        *((OBJECT, rule) for rule in root.get("x-kubernetes-validations", [])),
+        *(
+            (path, rule)
+            for path, node in _walk(root["properties"]["spec"], "spec")
+            for rule in node.get("x-kubernetes-validations", [])
+        ),
     ]
 
 
@@ -354,11 +362,14 @@ def test_every_rule_message_names_a_spec_field() -> None:
 @pytest.mark.parametrize(
     ("kind", "path", "message_part"),
     [
-        ("AgentDeployment", "spec.name", "spec.name is immutable"),
-        ("AgentDeployment", "spec", "spec.name cannot be added or removed"),
-        ("AgentDeployment", "spec.source", "spec.source is immutable"),
-        ("AgentDeployment", "spec.deploymentId", "spec.deploymentId is immutable"),
-        ("AgentDeployment", "spec", "spec.deploymentId cannot be removed"),
+        ("AgentDeployment", OBJECT, "spec.name cannot be added, removed or changed once"),
+        ("AgentDeployment", OBJECT, "spec.source cannot change once"),
+        (
+            "AgentDeployment",
+            OBJECT,
+            "spec.sourceConfig.deploymentType cannot be added, removed or changed once",
+        ),
+        ("AgentDeployment", OBJECT, "spec.deploymentId cannot be removed or changed once"),
         ("AgentDeployment", "spec", "spec.sourceConfig.integrationId is required when"),
         ("AgentDeployment", "spec", "spec.sourceConfig.repoUrl or spec.sourceConfig.repository"),
         (
@@ -393,10 +404,9 @@ def test_every_rule_message_names_a_spec_field() -> None:
                 ("dbMemoryMb", "dbMemoryLimitMb"),
             )
         ),
-        ("Listener", "spec.computeType", "spec.computeType is immutable"),
-        ("Listener", "spec.computeId", "spec.computeId is immutable"),
-        ("Listener", "spec.listenerId", "spec.listenerId is immutable"),
-        ("Listener", "spec", "spec.listenerId cannot be removed"),
+        ("Listener", OBJECT, "spec.computeType cannot change once"),
+        ("Listener", OBJECT, "spec.computeId cannot change once"),
+        ("Listener", OBJECT, "spec.listenerId cannot be removed or changed once"),
     ],
 )
 def test_architecture_rule_is_declared(kind: str, path: str, message_part: str) -> None:
@@ -444,6 +454,32 @@ def test_a_git_ref_is_required_with_a_repo_url_but_not_with_a_repository() -> No
     assert "!(has(self.sourceConfig) && has(self.sourceConfig.repoUrl)" in rule["rule"]
     assert "(has(self.sourceConfig) && has(self.sourceConfig.repository))" in alternatives
     assert any("self.sourceRevisionConfig.repoRef != ''" in a for a in alternatives)
+
+
+@pytest.mark.parametrize(
+    ("kind", "id_field", "fields"),
+    [
+        (
+            "AgentDeployment",
+            "deploymentId",
+            ["name", "source", "sourceConfig.deploymentType", "deploymentId"],
+        ),
+        ("Listener", "listenerId", ["computeType", "computeId", "listenerId"]),
+    ],
+)
+def test_the_fields_naming_the_remote_object_are_fixed_only_once_it_exists(
+    kind: str, id_field: str, fields: list[str]
+) -> None:
+    """Every field the control plane keeps for good is correctable while the status
+    records no id (nothing exists there for the resource), and fixed after: each rule
+    sits on the whole object (a spec rule cannot read the status), lets everything
+    through until `status.<id>` is set, and is the only rule on that field."""
+    created = f"!(has(oldSelf.status) && has(oldSelf.status.{id_field})) || "
+    on_object = {rule["fieldPath"]: rule["rule"] for path, rule in _rules(kind) if path == OBJECT}
+    assert sorted(on_object) == sorted(f".spec.{field}" for field in fields)
+    assert all(rule.startswith(created) for rule in on_object.values()), on_object
+    on_spec = [rule for path, rule in _rules(kind) if path != OBJECT and "oldSelf" in rule["rule"]]
+    assert on_spec == [], "no transition rule of the spec's own: it would hold in any state"
 
 
 def test_a_rule_on_a_missing_path_fails_generation() -> None:

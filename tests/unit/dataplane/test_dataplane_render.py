@@ -10,6 +10,20 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from tests.support.renderinputs import (
+    BASE,
+    DEPLOYMENT_ID,
+    IMAGE,
+    LISTENER_ID,
+    PASSWORD,
+    REVISION_ID,
+    SECRET_VALUES,
+    dig,
+    find,
+    make_deployment,
+    make_listener,
+    make_revision,
+)
 
 from deployplane.api.models import Deployment, Listener, ResourceSpec, Revision
 from deployplane.dataplane.render import (
@@ -27,15 +41,6 @@ from deployplane.dataplane.render import (
     render,
     with_owner,
 )
-
-DEPLOYMENT_ID = uuid.UUID("0badc0de-0000-4000-8000-000000000001")
-LISTENER_ID = uuid.UUID("11111111-0000-4000-8000-000000000002")
-REVISION_ID = uuid.UUID("22222222-0000-4000-8000-000000000003")
-IMAGE = "registry.example/agent:1.0"
-BASE = "my-agent-0badc0de"
-NOW = "2026-01-01T00:00:00Z"
-PASSWORD = "db-pass-123"
-SECRET_VALUES = {"OPENAI_API_KEY": "sk-very-secret", "OTHER": "two"}
 
 # Field names of the published contract's ResourceSpec (published-contract.json,
 # `ResourceSpec-Output`): the renderer must say what each one becomes.
@@ -83,60 +88,6 @@ PUBLISHED_RESOURCE_SPEC_FIELDS = [
 ]
 
 
-def make_deployment(
-    resource_spec: dict[str, Any] | None = None,
-    *,
-    namespace: str | None = "agents",
-    secrets: list[str] | None = None,
-    name: str = "My Agent",
-) -> Deployment:
-    source_config: dict[str, Any] = {"resource_spec": resource_spec or {}}
-    if namespace is not None:
-        source_config["listener_config"] = {"k8s_namespace": namespace}
-    return Deployment.model_validate(
-        {
-            "id": str(DEPLOYMENT_ID),
-            "tenant_id": "11111111-1111-1111-1111-111111111111",
-            "name": name,
-            "source": "external_docker",
-            "source_config": source_config,
-            "source_revision_config": {"image_uri": IMAGE},
-            "secrets": [{"name": n} for n in (secrets or [])],
-            "created_at": NOW,
-            "updated_at": NOW,
-            "status": "READY",
-        }
-    )
-
-
-def make_revision(revision_id: uuid.UUID = REVISION_ID) -> Revision:
-    return Revision.model_validate(
-        {
-            "id": str(revision_id),
-            "created_at": NOW,
-            "updated_at": NOW,
-            "status": "AWAITING_DEPLOY",
-            "source": "external_docker",
-            "source_revision_config": {"image_uri": IMAGE},
-        }
-    )
-
-
-def make_listener(namespaces: list[str] | None = None) -> Listener:
-    return Listener.model_validate(
-        {
-            "id": str(LISTENER_ID),
-            "compute_type": "k8s",
-            "compute_id": "cluster-1",
-            "compute_config": {
-                "k8s_namespaces": ["agents", "team-b"] if namespaces is None else namespaces
-            },
-            "created_at": NOW,
-            "updated_at": NOW,
-        }
-    )
-
-
 def do_render(
     deployment: Deployment | None = None,
     *,
@@ -152,18 +103,6 @@ def do_render(
         secret_values=SECRET_VALUES if secret_values is None else secret_values,
         database_password=PASSWORD,
     )
-
-
-def find(rendered: Rendered, kind: str, name: str) -> dict[str, Any]:
-    matches = [o for o in rendered.objects if o["kind"] == kind and o["metadata"]["name"] == name]
-    assert len(matches) == 1, f"{kind}/{name} in {rendered!r}"
-    return matches[0]
-
-
-def dig(obj: Any, path: str) -> Any:
-    for part in path.split("."):
-        obj = obj[int(part)] if isinstance(obj, list) else obj[part]
-    return obj
 
 
 def server_container(rendered: Rendered, name: str = BASE) -> dict[str, Any]:
@@ -220,6 +159,8 @@ HPA = ("HorizontalPodAutoscaler", BASE)
 QUEUE_HPA = ("HorizontalPodAutoscaler", f"{BASE}-queue")
 APP = "spec.template.spec.containers.0"
 PG = "spec.template.spec.containers.0"
+# What every container the data plane renders declares (render/security.py).
+RESTRICTED = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 FIELD_CASES: list[tuple[dict[str, Any], tuple[str, str], str, Any]] = [
     ({"min_scale": 3}, SERVER, "spec.replicas", 3),
@@ -288,13 +229,18 @@ FIELD_CASES: list[tuple[dict[str, Any], tuple[str, str], str, Any]] = [
         {"init_containers": [{"name": "migrate", "image": "tool:1", "args": ["up"]}]},
         SERVER,
         "spec.template.spec.initContainers",
-        [{"name": "migrate", "image": "tool:1", "args": ["up"]}],
+        [{"name": "migrate", "image": "tool:1", "args": ["up"], "securityContext": RESTRICTED}],
     ),
     (
         {"sidecars": [{"name": "proxy", "image": "envoy:1", "env": [{"name": "A", "value": "b"}]}]},
         SERVER,
         "spec.template.spec.containers.1",
-        {"name": "proxy", "image": "envoy:1", "env": [{"name": "A", "value": "b"}]},
+        {
+            "name": "proxy",
+            "image": "envoy:1",
+            "env": [{"name": "A", "value": "b"}],
+            "securityContext": RESTRICTED,
+        },
     ),
 ]
 

@@ -21,7 +21,14 @@ from test_dataplane_render import (
 )
 
 from deployplane.api.dataplane import ServerRuntime
-from deployplane.dataplane.render import Rendered, RenderError, render, with_owner
+from deployplane.dataplane.render import (
+    DataPlaneSettings,
+    PodSecurity,
+    Rendered,
+    RenderError,
+    render,
+    with_owner,
+)
 from deployplane.dataplane.render.state import (
     ANNOTATION_STATE,
     DRAIN_SECONDS,
@@ -121,14 +128,39 @@ def test_the_grace_period_covers_the_pause_the_drain_and_the_final_flush() -> No
 
 def test_the_server_writes_as_its_group_on_a_read_only_root_never_as_root() -> None:
     pod = pod_spec(rendered())
-    assert pod["securityContext"] == {"fsGroup": 65534, "fsGroupChangePolicy": "OnRootMismatch"}
+    assert pod["securityContext"] == {
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+        "fsGroup": 65534,
+        "fsGroupChangePolicy": "OnRootMismatch",
+    }
     assert pod["containers"][0]["securityContext"] == {
         "readOnlyRootFilesystem": True,
         "runAsNonRoot": True,
         "runAsUser": 65534,
         "runAsGroup": 65534,
         "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
     }
+
+
+def test_the_server_stays_restricted_when_the_agent_lets_user_images_run_as_root() -> None:
+    """`pod_security: baseline` is for the user's root images; the in-memory server's is
+    the agent base, whose user is known."""
+    r = render(
+        make_deployment(),
+        make_revision(),
+        make_listener(),
+        IMAGE,
+        secret_values=SECRET_VALUES,
+        database_password="",
+        settings=DataPlaneSettings(pod_security=PodSecurity.BASELINE),
+        runtime=ServerRuntime.INMEM,
+    )
+    context = pod_spec(r)["containers"][0]["securityContext"]
+    assert context["runAsUser"] == 65534
+    assert context["runAsNonRoot"] is True
+    assert context["capabilities"] == {"drop": ["ALL"]}
 
 
 def test_more_than_one_replica_asked_is_run_as_one_and_said_why() -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from deployplane.api.dataplane import ReportedStatus
 from deployplane.dataplane.rollout import (
+    RUN_AS_ROOT_HINT,
     Verdict,
     companions_verdict,
     database_ready,
@@ -81,6 +82,31 @@ DEADLINE = {
     "reason": "ProgressDeadlineExceeded",
     "message": 'ReplicaSet "x" has timed out progressing.',
 }
+
+# The kubelet's words for an image that runs as root under runAsNonRoot (kubelet 1.36),
+# and the ReplicaSet's for a pod a namespace's Pod Security admission refuses.
+RUNS_AS_ROOT = (
+    'container has runAsNonRoot and image will run as root (pod: "b-7d9_agents(1a2b)", '
+    "container: agent-server)"
+)
+NAMED_USER = (
+    "container has runAsNonRoot and image has non-numeric user (app), cannot verify user is "
+    'non-root (pod: "b-7d9_agents(1a2b)", container: agent-server)'
+)
+REFUSED = {
+    "type": "ReplicaFailure",
+    "status": "True",
+    "reason": "FailedCreate",
+    "message": 'pods "b-7d9-x" is forbidden: violates PodSecurity "restricted:latest": '
+    'allowPrivilegeEscalation != false (container "proxy" must set '
+    "securityContext.allowPrivilegeEscalation=false)",
+}
+QUOTA = {**REFUSED, "message": 'pods "b-7d9-x" is forbidden: exceeded quota: pods'}
+
+
+def config_error(message: str) -> dict[str, Any]:
+    return {"state": {"waiting": {"reason": "CreateContainerConfigError", "message": message}}}
+
 
 CASES: list[tuple[str, dict[str, Any] | None, list[dict[str, Any]], Verdict]] = [
     (
@@ -169,6 +195,51 @@ CASES: list[tuple[str, dict[str, Any] | None, list[dict[str, Any]], Verdict]] = 
         "an old revision's failing pod does not fail the new one",
         deployment(status=ROLLED),
         [pod("rev-1", containerStatuses=[waiting("ImagePullBackOff")])],
+        Verdict(ReportedStatus.DEPLOYED),
+    ),
+    (
+        "an image that runs as root under runAsNonRoot",
+        deployment(status={"observedGeneration": 2}),
+        [pod(containerStatuses=[config_error(RUNS_AS_ROOT)])],
+        Verdict(
+            ReportedStatus.DEPLOY_FAILED,
+            f"CreateContainerConfigError: {RUNS_AS_ROOT}: {RUN_AS_ROOT_HINT}",
+        ),
+    ),
+    (
+        "an image that names its user by name under runAsNonRoot",
+        deployment(status={"observedGeneration": 2}),
+        [pod(containerStatuses=[config_error(NAMED_USER)])],
+        Verdict(
+            ReportedStatus.DEPLOY_FAILED,
+            f"CreateContainerConfigError: {NAMED_USER}: {RUN_AS_ROOT_HINT}",
+        ),
+    ),
+    (
+        "a config error a wait may fix (a Secret's key to come) is not a failure",
+        deployment(status={"observedGeneration": 2}),
+        [pod(containerStatuses=[config_error('secret "s" not found')])],
+        Verdict(ReportedStatus.DEPLOYING, "0 of 2 replicas updated, 0 available"),
+    ),
+    (
+        "pods refused by the namespace's Pod Security admission",
+        deployment(status={"observedGeneration": 2}, conditions=[REFUSED]),
+        [],
+        Verdict(ReportedStatus.DEPLOY_FAILED, f"FailedCreate: {REFUSED['message']}"),
+    ),
+    (
+        "pods refused by a quota may come once it frees",
+        deployment(status={"observedGeneration": 2}, conditions=[QUOTA]),
+        [],
+        Verdict(ReportedStatus.DEPLOYING, "0 of 2 replicas updated, 0 available"),
+    ),
+    (
+        "rolled out at the count an autoscaler holds",
+        deployment(
+            replicas=4,
+            status={**ROLLED, "replicas": 4, "updatedReplicas": 4, "availableReplicas": 4},
+        ),
+        [],
         Verdict(ReportedStatus.DEPLOYED),
     ),
     (
@@ -295,6 +366,14 @@ def _named(name: str, **kwargs: Any) -> Obj:
                 ReportedStatus.DEPLOY_FAILED,
                 "Deployment b-redis: ProgressDeadlineExceeded: "
                 'ReplicaSet "x" has timed out progressing.',
+            ),
+        ),
+        (
+            "its pods refused by the namespace's Pod Security admission",
+            [_named("b-queue", status={}, conditions=[REFUSED])],
+            Verdict(
+                ReportedStatus.DEPLOY_FAILED,
+                f"Deployment b-queue: FailedCreate: {REFUSED['message']}",
             ),
         ),
         (

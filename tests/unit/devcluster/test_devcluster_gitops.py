@@ -4,7 +4,9 @@ serving real pushes and clones (git's own http-backend)."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -191,3 +193,18 @@ def test_redis_which_rewrites_its_title_is_still_found_and_stopped_by_its_pid(
         assert not processes.pid_runs(proc.pid, str(redis))
     finally:
         processes.stop([proc])
+
+
+def test_the_git_server_takes_the_port_it_is_given_and_says_when_it_is_taken() -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        free = holder.getsockname()[1]
+    ports = launch.Ports.pick(git=free)
+    assert ports.git == free
+    assert len({getattr(ports, f.name) for f in dataclasses.fields(ports)}) == 10
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        with pytest.raises(DevClusterError, match=f"port {taken} of 127.0.0.1 is taken"):
+            launch.Ports.pick(git=taken)

@@ -1,11 +1,19 @@
-"""The dev cluster's pure parts without running a server: command lines, state file, PKI layout."""
+"""The dev cluster's pure parts without running a server: command lines, state file, PKI
+layout, what `up` asks for."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
 
 from deployplane.devcluster import DevCluster, statefile
+from deployplane.devcluster import cli as devcluster_cli
+from deployplane.devcluster.cli import app
 from deployplane.devcluster.commandlines import (
     AuditFiles,
     Ports,
@@ -14,8 +22,10 @@ from deployplane.devcluster.commandlines import (
     etcd_argv,
     free_ports,
 )
+from deployplane.devcluster.errors import DevClusterError
 from deployplane.devcluster.pki import pki_files, write_pki
 from deployplane.devcluster.processes import ServerProcess
+from deployplane.devcluster.workloads import DEFAULT_NODES
 
 
 def test_free_ports_are_distinct() -> None:
@@ -90,3 +100,39 @@ def test_attach_reads_back_a_recorded_cluster(tmp_path: Path) -> None:
     assert not cluster.running()  # no such pid
     cluster.stop()  # an attached cluster owns its files: stop removes them
     assert statefile.read_state(tmp_path) is None
+
+
+def test_up_help_shows_the_real_default_of_kwok_nodes() -> None:
+    result = CliRunner().invoke(app, ["cluster", "up", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    (line,) = [ln for ln in result.output.splitlines() if "--kwok-nodes" in ln]
+    assert re.search(rf"\[default: {DEFAULT_NODES}\b", line), line
+    assert "-1" not in line, line
+
+
+@pytest.mark.parametrize(
+    ("args", "nodes"),
+    [([], DEFAULT_NODES), (["--real-node"], 0), (["--real-node", "--kwok-nodes", "2"], 2),
+     (["--kwok-nodes", "0"], 0)],
+    ids=repr,
+)  # fmt: skip
+def test_up_starts_the_kwok_nodes_asked_for(
+    args: list[str], nodes: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: dict[str, Any] = {}
+
+    class Recorded:
+        def __init__(self, state_dir: Path, **settings: Any) -> None:
+            started.update(settings)
+
+        @staticmethod
+        def attach(state_dir: Path) -> None:
+            return None
+
+        def start(self) -> None:
+            raise DevClusterError("recorded, not started")
+
+    monkeypatch.setattr(devcluster_cli, "DevCluster", Recorded)
+    result = CliRunner().invoke(app, ["cluster", "up", "--state-dir", str(tmp_path), *args])
+    assert result.exit_code == 1, result.output
+    assert started["nodes"] == nodes

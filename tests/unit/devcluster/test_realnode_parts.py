@@ -104,6 +104,34 @@ def _index(archive: bytes) -> dict[str, object]:
         return dict(json.load(member))
 
 
+def test_an_image_may_hold_a_directory_any_user_writes(tmp_path: Path) -> None:
+    """A user's stand-in image for the restricted data plane: non-root, with its /tmp."""
+    spec = ociarchive.ImageSpec(
+        ref="localhost/t/img:1",
+        files=[
+            ociarchive.ImageFile("bin/tool", b"\x7fELF"),
+            ociarchive.ImageFile("tmp", mode=0o1777, directory=True),
+        ],
+        user="65534:65534",
+    )
+    path = ociarchive.write_image(spec, tmp_path / "img.tar")
+    with tarfile.open(path) as archive:
+
+        def blob(digest: str) -> bytes:
+            member = archive.extractfile(f"blobs/sha256/{digest.removeprefix('sha256:')}")
+            assert member is not None
+            return member.read()
+
+        manifest = json.loads(blob(_index(path.read_bytes())["manifests"][0]["digest"]))
+        config = json.loads(blob(manifest["config"]["digest"]))
+        layer = blob(manifest["layers"][0]["digest"])
+    assert config["config"]["User"] == "65534:65534"
+    with tarfile.open(fileobj=io.BytesIO(layer)) as tar:
+        tmp = tar.getmember("tmp")
+    assert tmp.isdir()
+    assert tmp.mode == 0o1777
+
+
 def test_oci_archive_written_and_renamed_for_containerd(tmp_path: Path) -> None:
     spec = ociarchive.ImageSpec(
         ref="localhost/t/img:1",

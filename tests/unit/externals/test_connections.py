@@ -1,6 +1,8 @@
 """ControlPlaneConnection: how a resource's connection is resolved (connectionRef, the
 namespace's `default`, the operator's own, the deprecated Secret), how the API key is
-cached, and the connection kind's own pass (one cheap read; never a write)."""
+cached, how its Secret is protected from deletion while a connection names it and let
+go of once none does, and the connection kind's own pass (one cheap read; never a write
+to the control plane)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import httpx
 import kopf
 import pytest
 from tests.support.fakeexternal import ExternalFns
+from tests.support.fakekube import FakeKube
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.controller import handlers
@@ -25,7 +28,9 @@ from deployplane.crd.status import ControlPlaneConnectionStatus
 from deployplane.externals.connections import KEY_TTL, Connection, Connections
 from deployplane.externals.controlplaneconnection import ControlPlaneConnectionConnecter
 from deployplane.externals.errors import classified
+from deployplane.externals.keyprotection import SECRET_PROTECTION
 from deployplane.kinds import KINDS
+from deployplane.kube.finalizers import SecretRead
 from deployplane.reconcile.conditions import ConditionType, Reason
 from deployplane.reconcile.external import DependencyNotReady, Managed
 from deployplane.reconcile.reconciler import Reconciler
@@ -38,15 +43,36 @@ OPERATOR = Connection("http://operator.test", "operator-key", None)
 
 @dataclass
 class Kube:
-    """Secrets of one namespace; counts the reads."""
+    """Secrets of one namespace; counts the reads and the protection's writes."""
 
     secrets: dict[str, dict[str, str]] = field(default_factory=dict)
     reads: list[str] = field(default_factory=list)
+    protected: set[str] = field(default_factory=set)
+    writes: list[tuple[str, str]] = field(default_factory=list)
+    """("protect" | "release", Secret name)."""
 
     async def read_secret(self, namespace: str, name: str) -> Mapping[str, str] | None:
         assert namespace == NS
         self.reads.append(name)
         return self.secrets.get(name)
+
+    async def read_secret_state(self, namespace: str, name: str) -> SecretRead | None:
+        data = await self.read_secret(namespace, name)
+        if data is None:
+            return None
+        return SecretRead(data, (SECRET_PROTECTION,) if name in self.protected else ())
+
+    async def protect_secret(self, namespace: str, name: str, finalizer: str) -> bool:
+        assert (namespace, finalizer) == (NS, SECRET_PROTECTION)
+        self.writes.append(("protect", name))
+        self.protected.add(name)
+        return name in self.secrets
+
+    async def release_secret(self, namespace: str, name: str, finalizer: str) -> bool:
+        assert (namespace, finalizer) == (NS, SECRET_PROTECTION)
+        self.writes.append(("release", name))
+        self.protected.discard(name)
+        return name in self.secrets
 
 
 @dataclass
@@ -96,6 +122,7 @@ class World:
             factory=self.control_plane.factory,
             index=self.index,
             clock=lambda: self.now,
+            keeper=self.kube,
         )
 
 
@@ -214,8 +241,6 @@ def test_the_kopf_index_holds_each_connection_spec_by_namespace_and_name() -> No
 
 
 async def test_the_runtime_reads_connections_from_kopfs_index() -> None:
-    from tests.support.fakekube import FakeKube
-
     from deployplane.controller.config import OperatorConfig
 
     index = {(NS, "default"): [spec(apiKeySecretRef=None)]}
@@ -225,6 +250,99 @@ async def test_the_runtime_reads_connections_from_kopfs_index() -> None:
         indices={KINDS["ControlPlaneConnection"].index_id: index, "other_index": {}},
     )
     assert (await runtime.connections.settings_for(NS, None)).url == "http://shared.test"
+
+
+# ------------------------------------------------- the API key Secret's protection
+
+
+async def test_reading_a_key_protects_its_secret_once_and_never_the_deprecated_one() -> None:
+    """The first read for use puts the finalizer on (before anything is made with the
+    key); later reads see it there and write nothing. A connectionRef Secret
+    (deprecated) is not a connection's key: never protected."""
+    world = World()
+    world.index[(NS, "default")] = [spec()]
+    world.kube.secrets["legacy"] = {"url": "http://legacy.test", "apiKey": "k"}
+    conns = world.connections()
+    await conns.settings_for(NS, None)
+    assert world.kube.writes == [("protect", "key")]
+    world.now += KEY_TTL + 1
+    await conns.settings_for(NS, None)
+    await conns.settings_of(NS, "default", spec(), fresh=True)
+    assert world.kube.reads == ["key", "key", "key"]
+    assert world.kube.writes == [("protect", "key")], "protected already: no write"
+    await conns.settings_for(NS, ref("legacy", ConnectionKind.SECRET))
+    assert world.kube.writes == [("protect", "key")]
+
+
+async def test_without_a_keeper_the_key_is_only_read() -> None:
+    """`deployplane plan` resolves connections as the operator does, and writes nothing."""
+    world = World()
+    world.index[(NS, "default")] = [spec()]
+    conns = Connections(OPERATOR, world.kube, index=world.index)  # type: ignore[arg-type]
+    assert (await conns.settings_for(NS, None)).api_key == KEY
+    assert await conns.release_keys(NS, "default", ["key"]) == []
+    assert world.kube.writes == []
+
+
+async def test_a_key_secret_being_deleted_is_read_and_not_protected() -> None:
+    """One deleted before any protection (an upgrade) can take no finalizer: it is
+    still read while it lasts."""
+    kube = FakeKube()
+    kube.put_secret(NS, "key", {"apiKey": KEY})
+    kube.secrets_deleting.add((NS, "key"))
+    conns = Connections(None, kube, index={(NS, "default"): [spec()]}, keeper=kube)  # type: ignore[arg-type]
+    assert (await conns.settings_for(NS, None)).api_key == KEY
+    assert kube.secret_writes == []
+
+
+@pytest.mark.parametrize(
+    ("others", "released"),
+    [
+        ({}, ["key"]),
+        ({"other": spec()}, []),
+        ({"other": spec(apiKeySecretRef={"name": "elsewhere", "key": "k"})}, ["key"]),
+    ],
+    ids=["no other connection", "another names it", "another names another"],
+)
+async def test_a_finalized_connection_releases_its_key_unless_another_names_it(
+    others: dict[str, ControlPlaneConnectionSpec], released: list[str]
+) -> None:
+    """Finalized (its users gone first), the connection lets go of its key Secret, and
+    of the one its last check read if the spec names another now; a Secret another
+    connection of the namespace names stays protected."""
+    world = World()
+    world.index[(NS, "cp")] = [spec()]
+    world.index.update({(NS, name): [other] for name, other in others.items()})
+    world.index[("team-b", "far")] = [spec()]  # another namespace's Secret of that name
+    world.kube.protected.add("key")
+    connecter = ControlPlaneConnectionConnecter(world.connections())
+    await connecter.release(managed(spec()))
+    assert world.kube.writes == [("release", name) for name in released]
+    assert ("key" in world.kube.protected) is not bool(released)
+    world.kube.writes.clear()
+    moved = spec(apiKeySecretRef={"name": "new", "key": "apiKey"})
+    await connecter.release(managed(moved, ControlPlaneConnectionStatus(protected_secret="key")))
+    assert sorted(world.kube.writes) == sorted(("release", n) for n in ["new", *released])
+
+
+async def test_a_connection_moved_to_another_secret_releases_the_one_it_checked() -> None:
+    """Its status says which Secret its last check read (so a change made while no
+    operator ran is seen too): when the spec names another, that one is released, the
+    new one protected and recorded."""
+    world = World()
+    world.kube.secrets["new"] = {"apiKey": KEY}
+    world.kube.protected.add("key")
+    moved = spec(apiKeySecretRef={"name": "new", "key": "apiKey"})
+    world.index[(NS, "cp")] = [moved]
+    before = ControlPlaneConnectionStatus(url="http://shared.test", protected_secret="key")
+    outcome = await reconciler(world).reconcile(managed(moved, before), writes=ExternalFns())
+    assert outcome.state is State.READY
+    assert outcome.status.protected_secret == "new"
+    assert world.kube.writes == [("release", "key"), ("protect", "new")]
+    # checked again: nothing more to write
+    world.kube.writes.clear()
+    await reconciler(world).reconcile(managed(moved, outcome.status), writes=ExternalFns())
+    assert world.kube.writes == []
 
 
 # ------------------------------------------------------------ the connection's pass
@@ -313,5 +431,9 @@ async def test_a_changed_url_is_checked_and_recorded() -> None:
 )
 def test_which_resources_use_a_connection(name: str, spec: dict[str, Any], uses: bool) -> None:
     """As the resolution above: what holds a connection's deletion back."""
-    assert KINDS["ControlPlaneConnection"].used_by is not None
-    assert KINDS["ControlPlaneConnection"].used_by(name, {"spec": spec}) is uses
+    used_by = KINDS["ControlPlaneConnection"].used_by
+    assert used_by is not None
+    connection = {"metadata": {"namespace": NS, "name": name}}
+    assert used_by(connection, {"metadata": {"namespace": NS}, "spec": spec}) is uses
+    elsewhere = {"metadata": {"namespace": "team-b"}, "spec": spec}
+    assert not used_by(connection, elsewhere), "only resources of its own namespace"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -169,6 +170,85 @@ async def test_our_finalizer_comes_off_with_a_test_of_the_list_and_a_retry_when_
         "path": "/metadata/finalizers",
         "value": ["other.io/keep"],
     }
+
+
+PROTECTION = "deployplane.io/secret-protection"
+
+
+async def test_a_secret_is_protected_by_a_strategic_merge_that_keeps_other_finalizers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A core object: its finalizers merge, so another controller's stay; a Secret being
+    deleted (422) or gone (404) takes none, and says so; a role without `patch` on
+    Secrets (403: an install whose RBAC predates the protection) is told once in the
+    log, and the operator goes on without the protection."""
+    answers = [200, 422, 404, 403, 403]
+    seen: list[tuple[str, str, Any]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append((request.path, request.content_type, json.loads(await request.text())))
+        return web.json_response({}, status=answers.pop(0))
+
+    runner, api = await _serve(handler)
+    try:
+        assert await api.protect_secret("ns", "key", PROTECTION)
+        assert not await api.protect_secret("ns", "key", PROTECTION)
+        assert not await api.protect_secret("ns", "key", PROTECTION)
+        with caplog.at_level(logging.WARNING, logger="deployplane.kube"):
+            assert not await api.protect_secret("ns", "refused", PROTECTION)
+            assert not await api.protect_secret("ns", "refused", PROTECTION)
+        told = [r.getMessage() for r in caplog.records if "403" in r.getMessage()]
+        assert len(told) == 1, told
+        assert "secrets/refused" in told[0]
+    finally:
+        await api.aclose()
+        await runner.cleanup()
+    assert seen[0] == (
+        "/api/v1/namespaces/ns/secrets/key",
+        "application/strategic-merge-patch+json",
+        {"metadata": {"finalizers": [PROTECTION], "labels": {PROTECTION: "true"}}},
+    )
+
+
+async def test_a_secrets_protection_comes_off_with_its_label_leaving_anothers_finalizer() -> None:
+    stored: dict[str, Any] = {
+        "metadata": {
+            "finalizers": ["other.io/keep", PROTECTION],
+            "labels": {PROTECTION: "true", "app": "x"},
+            "deletionTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "data": {"apiKey": "c2VjcmV0"},  # "secret"
+    }
+    patches: list[Any] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        if request.method == "GET":
+            return web.json_response(stored)
+        patches.append(json.loads(await request.text()))
+        stored["metadata"] = {"finalizers": ["other.io/keep"], "labels": {"app": "x"}}
+        return web.json_response(stored)
+
+    runner, api = await _serve(handler)
+    try:
+        read = await api.read_secret_state("ns", "key")
+        assert read is not None
+        assert (dict(read.data), read.finalizers, read.deleting) == (
+            {"apiKey": "secret"},
+            ("other.io/keep", PROTECTION),
+            True,
+        )
+        assert await api.release_secret("ns", "key", PROTECTION)
+        assert await api.release_secret("ns", "key", PROTECTION), "off already: no patch"
+    finally:
+        await api.aclose()
+        await runner.cleanup()
+    assert patches == [
+        [
+            {"op": "test", "path": "/metadata/finalizers", "value": ["other.io/keep", PROTECTION]},
+            {"op": "replace", "path": "/metadata/finalizers", "value": ["other.io/keep"]},
+            {"op": "remove", "path": "/metadata/labels/deployplane.io~1secret-protection"},
+        ]
+    ]
 
 
 async def _serve_api(handler: Any, **kwargs: Any) -> tuple[web.AppRunner, KubernetesApi]:

@@ -2,7 +2,8 @@
 node's values, every component on), the kustomize base and its examples, and the objects
 the data plane renders (agent server, queue, PostgreSQL, Redis; with and without KEDA and
 routing; both runtimes). No CRITICAL finding is left that `tests/support/kubescore.py`
-does not excuse by name, with its reason; docs/install.md lists the same excuses."""
+does not excuse by check, object and container, with its reason; docs/install.md lists
+the same excuses."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 import yaml
 from tests.support import chart, gotools, kubescore
 from tests.support.kubescore import EXCUSES, Finding, Source
-from tests.unit.dataplane.test_dataplane_render import (
+from tests.support.renderinputs import (
     IMAGE,
     PASSWORD,
     SECRET_VALUES,
@@ -179,6 +180,17 @@ def test_the_data_plane_without_its_network_policy_is_a_critical_finding() -> No
     assert len(left) == 4  # agent server, queue, Redis, PostgreSQL
 
 
+def test_a_container_the_excuses_do_not_name_is_not_excused() -> None:
+    """Excused by object and container: a sidecar of the resource spec is the user's
+    own, and kube-score's findings on it are not covered by the agent server's."""
+    sidecar = {"name": "proxy", "image": "envoy:1", "resources": {"limits": {"cpu": "1"}}}
+    spec = {**RESOURCES, "sidecars": [sidecar]}
+    findings = kubescore.score(_rendered(ServerRuntime.POSTGRES, {}, spec))
+    left = kubescore.unexcused(findings, Source.DATA_PLANE)
+    assert left
+    assert {f.container for f in left} == {"proxy"}, [str(f) for f in left]
+
+
 def test_every_excuse_is_still_needed(
     install_findings: dict[str, list[Finding]],
     data_plane_findings: dict[str, list[Finding]],
@@ -190,6 +202,14 @@ def test_every_excuse_is_still_needed(
         used |= kubescore.excuses_used(findings, Source.DATA_PLANE)
     stale = [e.check for e in EXCUSES if e not in used]
     assert not stale, f"excused but no longer found: {stale}"
+    # and every object and container it names
+    findings = [f for found in data_plane_findings.values() for f in found]
+    findings += [f for found in install_findings.values() for f in found]
+    for excuse in EXCUSES:
+        for where in excuse.where:
+            assert any(where.matches(f) and excuse.covers(f, excuse.source) for f in findings), (
+                f"{excuse.check}: {where} no longer found"
+            )
 
 
 def test_docs_list_every_excuse_with_its_reason() -> None:
@@ -199,3 +219,10 @@ def test_docs_list_every_excuse_with_its_reason() -> None:
         for summary in excuse.summaries:
             assert summary in text, summary
         assert " ".join(excuse.reason.split()) in text, f"{excuse.check}: reason"
+        row = next(
+            line
+            for line in INSTALL_DOC.read_text().splitlines()
+            if line.startswith(f"| `{excuse.check}`") and " ".join(excuse.reason.split()) in line
+        )
+        for where in excuse.where:
+            assert str(where) in row, f"{excuse.check}: {where} not in its row"

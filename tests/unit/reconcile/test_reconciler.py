@@ -51,6 +51,13 @@ TIMING = Schedule()  # poll 2 s -> 30 s, retry 2 s -> 120 s, resync 600 s
 
 MARKER_VALUE = {"key": "agent", "resourceVersion": "7"}
 MARKER = {CREATE_PENDING: MARKER_VALUE}
+EARLIER_MARKER = {CREATE_PENDING: {"key": "agnet", "resourceVersion": "6"}}
+"""The marker of a create under a name the spec has corrected since (a typo)."""
+EARLIER_CONFLICT = (
+    "deployment dep-old was created as 'agnet' for this resource before its id was "
+    "recorded, and the spec now says 'agent': set it back to 'agnet' to adopt it, or "
+    "delete deployment dep-old on the control plane to create a new one"
+)
 
 OK = "True/ReconcileSuccess"
 IDLE = "absent"
@@ -123,6 +130,7 @@ CREATE_422 = errors.Invalid("POST /v2/deployments: 422 Unprocessable Entity: bad
 CONNECT: Call = ("connect",)
 CREATE: Call = ("create",)
 FIND: Call = ("find",)
+FIND_EARLIER: Call = ("find", "agnet")
 UPDATE: Call = ("update",)
 WRITE_MARKER: Call = ("mark", MARKER_VALUE)
 UNMARK: Call = ("unmark",)
@@ -675,6 +683,34 @@ CASES: dict[str, Case] = {
                 ("Normal", "Deployed", "Ready"),
             ],
             status={"deploymentId": "dep-found", CREATE_PENDING: ABSENT_FIELD},
+        ),
+    ),
+    # A field that names the deployment for good was corrected while no id was
+    # recorded (admission allows it then): the marker names the old key.
+    "marker of a corrected name, nothing made under it: created under the spec's": Case(
+        status=EARLIER_MARKER,
+        want=Want(
+            conditions=conds("False/Creating", reconciling="True/Creating"),
+            moved=ALL,
+            calls=[CONNECT, FIND_EARLIER, WRITE_MARKER, CREATE],
+            requeue_after=2.0,
+            settled=False,
+            events=[("Normal", "Created", "Created deployment dep-new")],
+            status={"deploymentId": "dep-new"},
+        ),
+    ),
+    "marker of a corrected name, one made under it: Stalled Conflict, none adopted": Case(
+        status=EARLIER_MARKER,
+        fns={"find_by_key_fn": lambda _key: "dep-old"},
+        want=Want(
+            conditions=conds("False/Conflict", "False/Conflict", IDLE, "True/Conflict"),
+            moved=ALL,
+            calls=[CONNECT, FIND_EARLIER],
+            requeue_after=600.0,
+            settled=True,
+            events=[("Warning", "Conflict", EARLIER_CONFLICT)],
+            status={"deploymentId": ABSENT_FIELD},
+            messages={"Stalled": EARLIER_CONFLICT},
         ),
     ),
     "Conflict with a prior marker, find miss: Stalled Conflict, marker cleared": Case(
@@ -1344,10 +1380,12 @@ def test_invalid_spec_stalls_until_the_spec_changes() -> None:
 @dataclass(frozen=True)
 class FinalizeCase:
     status: dict[str, Any]
-    want: bool
+    want: bool | type[Exception]
+    """Released (True), not yet (False), or the error the pass runner retries."""
     calls: list[Call]
     policy: DeletionPolicy = DeletionPolicy.DELETE
     fns: dict[str, Any] = field(default_factory=dict)
+    connect_error: BaseException | None = None
 
 
 FINALIZE_CASES: dict[str, FinalizeCase] = {
@@ -1379,14 +1417,35 @@ FINALIZE_CASES: dict[str, FinalizeCase] = {
     "create pending, nothing found: released": FinalizeCase(
         status=MARKER, want=True, calls=[CONNECT, FIND]
     ),
+    "create pending under a name corrected since: found by the marker's, deleted": FinalizeCase(
+        status=EARLIER_MARKER,
+        fns={"find_by_key_fn": lambda _key: "dep-old"},
+        want=True,
+        calls=[CONNECT, FIND_EARLIER, ("delete", "dep-old")],
+    ),
+    "nothing ever made, no connection: released (nothing to delete, none to wait for)": (
+        FinalizeCase(status={}, connect_error=NOT_READY, want=True, calls=[CONNECT])
+    ),
+    "id known, no connection: held until it can be deleted": FinalizeCase(
+        status=SETTLED, connect_error=NOT_READY, want=DependencyNotReady, calls=[CONNECT]
+    ),
+    "create pending, no connection: held (the create may have happened)": FinalizeCase(
+        status=MARKER, connect_error=NOT_READY, want=DependencyNotReady, calls=[CONNECT]
+    ),
 }
 
 
 @pytest.mark.parametrize("case", FINALIZE_CASES.values(), ids=FINALIZE_CASES.keys())
 async def test_finalize(case: FinalizeCase) -> None:
     ext = ExternalFns(**fresh(case.fns))
-    reconciler = Reconciler(ConnecterFns(ext), kind="deployment", schedule=TIMING)
-    gone = await reconciler.finalize(managed(case.status, deletion_policy=case.policy))
+    connecter = ConnecterFns(ext, connect_error=case.connect_error)
+    reconciler = Reconciler(connecter, kind="deployment", schedule=TIMING)
+    mr = managed(case.status, deletion_policy=case.policy)
+    gone: bool | type[Exception]
+    try:
+        gone = await reconciler.finalize(mr)
+    except Exception as exc:
+        gone = type(exc)
     assert {"released": gone, "calls": ext.journal} == {"released": case.want, "calls": case.calls}
 
 

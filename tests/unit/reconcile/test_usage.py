@@ -107,9 +107,10 @@ async def test_listed_users_reads_every_users_kind_with_the_kinds_own_test() -> 
         }
     )
     kinds = {"AgentDeployment": "agentdeployments", "Listener": "listeners"}
-    assert await listed_users(lister, kinds, NS, "cp", uses) == ["agentdeployment/by-ref"]
+    cp, default = obj("cp"), obj("default")
+    assert await listed_users(lister, kinds, cp, uses, NS) == ["agentdeployment/by-ref"]
     # A resource that names no connection uses its namespace's `default`.
-    assert await listed_users(lister, kinds, NS, "default", uses) == ["listener/plain"]
+    assert await listed_users(lister, kinds, default, uses, NS) == ["listener/plain"]
 
 
 def test_the_in_use_message_names_the_first_three_and_counts() -> None:

@@ -29,6 +29,7 @@ from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Result, Schedule
+from deployplane.reconcile.usage import Dependency
 from deployplane.reconcile.workers import IN_USE_POLL_SECONDS, Workers, lean
 
 NS = "team-a"
@@ -368,10 +369,12 @@ def two_kinds(fake: ExternalFns, conn: ExternalFns) -> Workers:
 
     runners = {"Fake": runner(fake, "fakes"), "Conn": runner(conn, "conns")}
 
-    def uses(name: str, body: Mapping[str, Any]) -> bool:
-        return bool(body["spec"].get("conn") == name)
+    def uses(conn: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
+        same = body["metadata"]["namespace"] == conn["metadata"]["namespace"]
+        return same and body["spec"].get("conn") == conn["metadata"]["name"]
 
-    return Workers(runners, kube, RecordedEvents(), dependencies={"Conn": uses})
+    dependencies = {"Conn": Dependency(uses)}
+    return Workers(runners, kube, RecordedEvents(), dependencies=dependencies)
 
 
 def named(name: str, namespace: str = NS, **spec: Any) -> dict[str, Any]:
@@ -433,6 +436,12 @@ async def test_a_connection_in_use_keeps_its_finalizer_until_no_resource_uses_it
     ]  # once
     kube = cast(FakeKube, workers.kube)
     assert kube.finalizers_removed == []
+    # Held, it says so where kubectl shows it: Ready False InUse, naming the users.
+    status = kube.statuses[(NS, "conns", "cp")]
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "InUse")
+    assert ready["message"] == "still used by fake/user (1); deleted once none is"
+    assert len(kube.writes) == 1, "the same words again write nothing"
     workers.observe("Fake", "DELETED", named("user", conn="cp"))
     assert await workers.run_pass(key) == Result()
     assert kube.finalizers_removed == [("conns", NS, "cp", FINALIZER)]

@@ -187,3 +187,17 @@ def test_the_agent_base_pins_the_vendors_server_and_turns_outbound_calls_off() -
     assert env["LANGSMITH_TRACING"] == env["LANGCHAIN_TRACING_V2"] == "false"
     assert env["LANGGRAPH_NO_VERSION_CHECK"] == "true"
     assert not {"LANGSMITH_API_KEY", "LANGGRAPH_CLOUD_LICENSE_KEY"} & set(env)
+
+
+def test_postgres_and_redis_run_as_the_users_the_data_plane_renders() -> None:
+    """The pods say `runAsUser` (render/backing.py) and PostgreSQL's initdb needs its
+    user in /etc/passwd: the images renumber their packages' users to those."""
+    from deployplane.dataplane.render.backing import DATABASE_USER, REDIS_USER
+
+    assert (recipes.DATABASE_USER, recipes.REDIS_USER) == (DATABASE_USER, REDIS_USER)
+    for image, user, uid in (
+        (recipes.POSTGRES, "postgres", DATABASE_USER),
+        (recipes.REDIS, "redis", REDIS_USER),
+    ):
+        assert f"USER {uid}:{uid}\n" in image.containerfile
+        assert recipes.renumbered(user, uid) in image.hooks

@@ -34,13 +34,14 @@ def answer(environ: Mapping[str, str]) -> tuple[str, int] | None:
     if instruction != "complete" or shell not in shells.SHELLS:
         return None
     try:
-        from deployplane.cli.tab.offer import completions
+        from deployplane.cli.tab.offer import offer
         from deployplane.cli.tab.tree import TREE
 
         args, incomplete = shells.request(shell, environ)
-        items = completions(TREE, args, incomplete, environ)
+        offered = offer(TREE, args, incomplete, environ)
     except Exception:  # click answers what this does not understand
         return None
-    if items is None:
+    if offered is None:
         return None
-    return shells.answer(shell, items, environ)
+    items, files = offered
+    return shells.answer(shell, items, environ, files=files)

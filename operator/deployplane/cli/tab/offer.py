@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from deployplane.cli.tab.shells import Item
 
-__all__ = ["Parsed", "completions", "parse"]
+__all__ = ["Parsed", "completions", "offer", "parse"]
 
 _CONNECTION = ("url", "api_key", "tenant_id", "context")
 # The fields of a parameter of the tree: ("option", name, opts, secondary opts, is a
@@ -250,11 +250,14 @@ def _values(
     return [(name, None) for name in names if name.startswith(incomplete)]
 
 
-def completions(
+def offer(
     tree: Mapping[str, Any], args: Sequence[str], incomplete: str, environ: Mapping[str, str]
-) -> list[Item] | None:
-    """What a TAB offers after the complete words `args` for the word `incomplete`;
-    None where click must answer."""
+) -> tuple[list[Item], bool] | None:
+    """What a TAB offers after the complete words `args` for the word `incomplete`, and
+    whether the shell may offer its file names instead when that is nothing (only for a
+    value click leaves to the shell: a path, or a value without completions of its
+    own; never for a resource's name, a choice, a command or an option); None where
+    click must answer."""
     levels = _context(tree, args)
     if levels is None:
         return None
@@ -266,11 +269,25 @@ def completions(
         name, _, incomplete = incomplete.partition("=")
         words.append(name)
     if "--" not in words and incomplete.startswith("-"):
-        return _own(node, parsed, incomplete)
+        return _own(node, parsed, incomplete), False
     for param in node["params"]:  # an option waiting for its value
         if _takes_value(param) and words and words[-1] in param[_OPTS]:
-            return _values(param, levels, incomplete, environ)
+            return _values(param, levels, incomplete, environ), _files(param)
     for param in node["params"]:  # the first argument still without one
         if not _is_option(param) and (param[_NARGS] == -1 or param[_NAME] not in parsed.given):
-            return _values(param, levels, incomplete, environ)
-    return _own(node, parsed, incomplete)
+            return _values(param, levels, incomplete, environ), _files(param)
+    return _own(node, parsed, incomplete), False
+
+
+def _files(param: Sequence[Any]) -> bool:
+    values = param[_VALUES]
+    return values is None or values[0] == "path"
+
+
+def completions(
+    tree: Mapping[str, Any], args: Sequence[str], incomplete: str, environ: Mapping[str, str]
+) -> list[Item] | None:
+    """What a TAB offers after the complete words `args` for the word `incomplete`;
+    None where click must answer."""
+    offered = offer(tree, args, incomplete, environ)
+    return None if offered is None else offered[0]

@@ -9,7 +9,11 @@ words, an unclosed quote or escape ending the last one), without `shlex`, whose
 import of `re` would cost a TAB more than the rest of its answer.
 
 Help texts are printed on one line, as written (typer would render them with rich,
-wrapped at the terminal's width).
+wrapped at the terminal's width). Where there is nothing to offer, the shell's file
+names are offered only in place of a path or a free value, never of a resource's name, a
+choice, a command or an option (typer's scripts would offer the current directory's
+files there): zsh is told nothing, fish is told these are the arguments, bash gets the
+exit code `NO_FILES`, which the bash script of `deployplane completion` reads.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-__all__ = ["SHELLS", "Answer", "Item", "answer", "request", "split"]
+__all__ = ["NO_FILES", "SHELLS", "Answer", "Item", "answer", "request", "split"]
 
 SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
 
@@ -26,6 +30,10 @@ Item = tuple[str, "str | None"]
 """What a TAB offers: a value and its help."""
 Answer = tuple[str, int]
 """What to print (nothing: `""`, no line at all) and the exit code."""
+NO_FILES = 3
+"""bash's exit code for "nothing, and no file names either": the script of `deployplane
+completion bash` then turns off the file names its `complete -o default` offers when a
+completion finds nothing (`compopt +o default`)."""
 
 _WHITESPACE = " \t\r\n"
 _QUOTES = "'\""
@@ -101,13 +109,18 @@ def _zsh(text: str) -> str:
     )
 
 
-def answer(shell: str, items: Sequence[Item], environ: Mapping[str, str]) -> Answer:
-    """What the script of `shell` reads for `items`."""
+def answer(
+    shell: str, items: Sequence[Item], environ: Mapping[str, str], *, files: bool = True
+) -> Answer:
+    """What the script of `shell` reads for `items`; with nothing to offer, the shell's
+    own file names only where `files` allows them (typer's scripts would always fall
+    back to them)."""
     if shell == "bash":
-        return "\n".join(value for value, _ in items) + "\n", 0
+        code = 0 if items or files else NO_FILES
+        return "\n".join(value for value, _ in items) + "\n", code
     if shell == "zsh":
         if not items:
-            return "_files\n", 0
+            return ("_files\n" if files else ""), 0
         lines = [
             f'"{_zsh(value)}":"{_one_line(_zsh(help))}"' if help else f'"{_zsh(value)}"'
             for value, help in items
@@ -116,7 +129,7 @@ def answer(shell: str, items: Sequence[Item], environ: Mapping[str, str]) -> Ans
     if shell == "fish":
         action = environ.get("_TYPER_COMPLETE_FISH_ACTION", "")
         if action == "is-args":  # whether to offer these rather than file names
-            return "", 0 if items else 1
+            return "", 0 if items or not files else 1
         if action == "get-args" and items:
             return "\n".join(f"{v}\t{_one_line(h)}" if h else v for v, h in items) + "\n", 0
         return "\n", 0

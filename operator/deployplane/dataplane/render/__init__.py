@@ -14,10 +14,11 @@ claim, which the owner owns directly).
 
 This module is the entry point (`render`) and the public names; the parts are split by
 what they render: context.py (names, labels, the owner ConfigMap), secrets.py (Secrets
-and environment), workload.py (agent server and queue), state.py (the in-memory
-server's files on the deployment's claim), service.py, backing.py (Redis and
-PostgreSQL), quantities.py (CPU, memory, counts), model.py (`Rendered`), and fieldmap.py
-(`FIELD_MAP`: what each ResourceSpec field becomes; docs/dataplane.md prints it).
+and environment), workload.py (agent server and queue), scaling.py (replicas left to
+the autoscalers), security.py (Pod Security), state.py (the in-memory server's files on
+the deployment's claim), service.py, backing.py (Redis and PostgreSQL), quantities.py
+(CPU, memory, counts), model.py (`Rendered`), and fieldmap.py (`FIELD_MAP`: what each
+ResourceSpec field becomes; docs/dataplane.md prints it).
 """
 
 from __future__ import annotations
@@ -26,7 +27,15 @@ from collections.abc import Mapping
 
 from deployplane.api.dataplane import ServerRuntime
 from deployplane.api.models import Deployment, Listener, Revision
-from deployplane.dataplane.render import backing, network, routing, secrets, state, workload
+from deployplane.dataplane.render import (
+    backing,
+    network,
+    routing,
+    scaling,
+    secrets,
+    state,
+    workload,
+)
 from deployplane.dataplane.render.context import (
     ANNOTATION_REVISION_ID,
     DATABASE,
@@ -50,6 +59,8 @@ from deployplane.dataplane.render.model import (
     Rendered,
     RenderError,
     RenderWarning,
+    Retired,
+    Scaled,
     render_digest,
     with_owner,
 )
@@ -58,6 +69,7 @@ from deployplane.dataplane.render.routing import ANNOTATION_ROUTE, ANNOTATION_UR
 from deployplane.dataplane.render.settings import (
     Autoscaler,
     DataPlaneSettings,
+    PodSecurity,
     Routing,
     SettingsError,
 )
@@ -78,10 +90,13 @@ __all__ = [
     "SERVER",
     "Autoscaler",
     "DataPlaneSettings",
+    "PodSecurity",
     "RenderError",
     "RenderWarning",
     "Rendered",
+    "Retired",
     "Routing",
+    "Scaled",
     "SettingsError",
     "base_name",
     "cpu_quantity",
@@ -114,11 +129,12 @@ def render(
     for `git_host`). `secret_values` holds the value of each secret the deployment
     names (the API returns names only); `database_password` is the PostgreSQL
     password; `settings` are the agent's (PostgreSQL image, autoscaler, routing,
-    NetworkPolicy); `runtime` the server the image runs: the in-memory one gets its
+    NetworkPolicy, Pod Security); `runtime` the server the image runs: the in-memory one gets its
     server alone (one replica: its runs and threads live in its memory) with its files
     on the deployment's claim (state.py), the vendor's (the default) its queue workers,
-    Redis and PostgreSQL too. Raises `RenderError` when the input cannot make valid
-    objects.
+    Redis and PostgreSQL too. A Deployment an autoscaler targets carries no
+    `replicas` (scaling.py: `Rendered.scaled` says what it starts at). Raises
+    `RenderError` when the input cannot make valid objects.
     """
     if not image:
         raise RenderError(f"revision {revision.id} has no image to deploy")
@@ -127,7 +143,7 @@ def render(
     )
     env = secrets.app_env(deployment, ctx)
     vendor = not ctx.in_memory  # the vendor's server: its database, queue and Redis too
-    objects: list[Obj] = [
+    made: list[Obj] = [
         secrets.user_secrets(ctx, deployment, secret_values),
         *([secrets.db_secret(ctx, database_password)] if vendor else []),
         *workload.server(ctx, env),
@@ -137,6 +153,7 @@ def render(
         *routing.route(ctx),
         *network.network_policy(ctx),
     ]
+    objects, scaled, retired = scaling.hand_to_autoscalers(ctx, made)
     the_owner = owner(ctx)
     the_owner["data"][OWNER_DIGEST] = render_digest(objects)
     clamped = state.scale_warning(ctx) if ctx.in_memory else None
@@ -147,6 +164,8 @@ def render(
         url=routing.url(ctx),
         runtime=runtime,
         warnings=() if clamped is None else (clamped,),
+        scaled=scaled,
+        retired=retired,
     )
 
 

@@ -1,5 +1,11 @@
 """The deployment's own Redis (a Deployment) and PostgreSQL (a StatefulSet with a
-volume claim), each with its Service."""
+volume claim), each with its Service.
+
+Both run as a fixed non-root user on a read-only root filesystem, what they write on
+volumes of their own: PostgreSQL its data on the claim, its socket and lock in
+`/var/run/postgresql` and the entry script's temporary files in `/tmp`; Redis its
+snapshot in `/data`.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +19,22 @@ from deployplane.dataplane.render.context import (
 from deployplane.dataplane.render.model import Obj
 from deployplane.dataplane.render.quantities import count, memory_quantity, number, resources
 from deployplane.dataplane.render.secrets import secret_env
+from deployplane.dataplane.render.security import container_context, own_image_pod_context
 from deployplane.dataplane.render.service import service
+from deployplane.dataplane.render.settings import PodSecurity
 from deployplane.dataplane.render.workload import REVISION_HISTORY_LIMIT
 
 DEFAULT_DB_STORAGE_GI = 1
 REDIS_MAXMEMORY_BYTES_PER_MB = 900_000  # 90 % of a megabyte
+# The users and groups PostgreSQL and Redis run as, which our images have
+# (tools/images/recipes.py). PostgreSQL's is the official image's `postgres` (999): that
+# image, started as root by a render without a user, drops to 999, so every database it
+# made is 999's, and PostgreSQL starts only as the owner of its data. Redis keeps nothing
+# across pods, so its user is one above 10000, no user of a node; the official image
+# runs as any user it is started as.
+DATABASE_USER = 999
+REDIS_USER = 10999
+RUN_DIR_SIZE = "16Mi"
 
 
 def redis(ctx: Context) -> list[Obj]:
@@ -30,6 +47,9 @@ def redis(ctx: Context) -> list[Obj]:
         "ports": [{"name": "tcp", "containerPort": REDIS_PORT, "protocol": "TCP"}],
         # Ready once it answers: the image's own client, as for PostgreSQL's pg_isready.
         "readinessProbe": {"exec": {"command": ["redis-cli", "ping"]}},
+        "securityContext": container_context(PodSecurity.RESTRICTED, read_only=True),
+        # Its working directory, where it writes its snapshot.
+        "volumeMounts": [{"name": "data", "mountPath": "/data"}],
     }
     container_resources = resources(spec, "redis_")
     if memory is not None:
@@ -51,7 +71,11 @@ def redis(ctx: Context) -> list[Obj]:
             "selector": {"matchLabels": ctx.selector(REDIS)},
             "template": {
                 "metadata": {"labels": ctx.labels(REDIS)},
-                "spec": {"containers": [container]},
+                "spec": {
+                    "securityContext": own_image_pod_context(REDIS_USER),
+                    "containers": [container],
+                    "volumes": [{"name": "data", "emptyDir": {}}],
+                },
             },
         },
     }
@@ -71,8 +95,13 @@ def _postgres_container(ctx: Context) -> Obj:
             # A subdirectory: the volume's root may hold lost+found, which initdb refuses.
             {"name": "PGDATA", "value": "/var/lib/postgresql/data/pgdata"},
         ],
-        "volumeMounts": [{"name": "data", "mountPath": "/var/lib/postgresql/data"}],
+        "volumeMounts": [
+            {"name": "data", "mountPath": "/var/lib/postgresql/data"},
+            {"name": "run", "mountPath": "/var/run/postgresql"},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
         "readinessProbe": {"exec": {"command": ["pg_isready", "-U", "postgres"]}},
+        "securityContext": container_context(PodSecurity.RESTRICTED, read_only=True),
     }
     connections = spec.db_max_connections
     if connections is not None:
@@ -101,7 +130,14 @@ def database(ctx: Context) -> list[Obj]:
             },
             "template": {
                 "metadata": {"labels": ctx.labels(DATABASE)},
-                "spec": {"containers": [_postgres_container(ctx)]},
+                "spec": {
+                    "securityContext": own_image_pod_context(DATABASE_USER),
+                    "containers": [_postgres_container(ctx)],
+                    "volumes": [
+                        {"name": "run", "emptyDir": {"sizeLimit": RUN_DIR_SIZE}},
+                        {"name": "tmp", "emptyDir": {"sizeLimit": RUN_DIR_SIZE}},
+                    ],
+                },
             },
             "volumeClaimTemplates": [
                 {

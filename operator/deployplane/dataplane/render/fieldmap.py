@@ -7,16 +7,17 @@ published contract is missing.
 from __future__ import annotations
 
 FIELD_MAP: dict[str, str] = {
-    "min_scale": "agent-server Deployment `replicas` (default 1; runtime `inmem`: at most 1); "
-    "HPA `minReplicas`",
+    "min_scale": "agent-server Deployment `replicas` (default 1; runtime `inmem`: at most 1), "
+    "or with an HPA the count it is created at (then the HPA's); HPA `minReplicas`",
     "max_scale": "HPA `maxReplicas` (no HPA when unset or when min_scale is 0; runtime `inmem`: "
     "none, a Warning Event when above 1)",
     "cpu": "agent-server container `requests.cpu` (cores)",
     "cpu_limit": "agent-server container `limits.cpu` (cores)",
     "memory_mb": "agent-server container `requests.memory` (megabytes, suffix M)",
     "memory_limit_mb": "agent-server container `limits.memory` (megabytes, suffix M)",
-    "queue_min_scale": "queue Deployment `replicas` (default 1); queue HPA `minReplicas` "
-    "or ScaledObject `minReplicaCount`",
+    "queue_min_scale": "queue Deployment `replicas` (default 1), or with an HPA or a "
+    "ScaledObject the count it is created at (then the autoscaler's); queue HPA "
+    "`minReplicas` or ScaledObject `minReplicaCount`",
     "queue_max_scale": "queue HPA `maxReplicas` or ScaledObject `maxReplicaCount` "
     "(neither when unset)",
     "queue_cpu": "queue container `requests.cpu`",

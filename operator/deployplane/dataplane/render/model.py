@@ -27,6 +27,27 @@ class RenderWarning:
 
 
 @dataclass(frozen=True)
+class Scaled:
+    """A Deployment whose replica count is its autoscaler's (an HPA or a ScaledObject
+    targets it): rendered without `replicas`, so that no apply of the agent ever sets
+    the count back. `initial` is the count its creation starts at (the minimum)."""
+
+    name: str
+    initial: int
+
+
+@dataclass(frozen=True)
+class Retired:
+    """An autoscaler this render does not make (autoscaling turned off, or the queue's
+    moved from an HPA to KEDA): one left behind would go on scaling the Deployment the
+    render gives a fixed count, so the agent deletes it when the owner owns it."""
+
+    api_version: str
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True)
 class Rendered:
     """What the agent applies: `owner` first, then `with_owner(objects, owner_uid)`."""
 
@@ -38,6 +59,8 @@ class Rendered:
     # What the render did otherwise than the spec asks, and why: the agent says each in
     # a Warning Event on the agent-server Deployment and in the deploy logs.
     warnings: tuple[RenderWarning, ...] = ()
+    scaled: tuple[Scaled, ...] = ()  # Deployments whose replicas are an autoscaler's
+    retired: tuple[Retired, ...] = ()  # autoscalers that must not be left scaling
 
     def __repr__(self) -> str:
         # Secrets are among the objects: name them, never print them.

@@ -1,5 +1,6 @@
 """The agent's settings that shape what it renders for every deployment of its listener:
-the PostgreSQL and Redis images, the queue's autoscaler, routing, the NetworkPolicy.
+the PostgreSQL and Redis images, the queue's autoscaler, routing, the NetworkPolicy,
+the Pod Security standard of the user's containers.
 
 One frozen value, passed to `render`: the renderer stays a pure function of its input.
 `from_env` reads them from the agent's environment (the chart's `listenerAgent`
@@ -14,7 +15,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
 
-__all__ = ["Autoscaler", "DataPlaneSettings", "Routing", "SettingsError", "from_env"]
+__all__ = [
+    "Autoscaler",
+    "DataPlaneSettings",
+    "PodSecurity",
+    "Routing",
+    "SettingsError",
+    "from_env",
+]
 
 DEFAULT_POSTGRES_IMAGE = "pgvector/pgvector:pg16"
 DEFAULT_REDIS_IMAGE = "redis:7.4-alpine"
@@ -32,6 +40,15 @@ class Routing(StrEnum):
     NONE = "none"
     INGRESS = "ingress"
     GATEWAY = "gateway"
+
+
+class PodSecurity(StrEnum):
+    """The Pod Security standard the user's containers (agent server, queue, sidecars,
+    init containers) are rendered to (render/security.py): `restricted` runs them as
+    non-root with no capabilities; `baseline` lets an image run as root."""
+
+    RESTRICTED = "restricted"
+    BASELINE = "baseline"
 
 
 class SettingsError(ValueError):
@@ -63,6 +80,7 @@ class DataPlaneSettings:
     gateway_section: str = ""
     routing_namespace: str = ""
     network_policy: bool = True
+    pod_security: PodSecurity = PodSecurity.RESTRICTED
 
     def __post_init__(self) -> None:
         if self.routing is not Routing.NONE and not self.host:
@@ -157,4 +175,5 @@ def from_env(env: Mapping[str, str]) -> DataPlaneSettings:
         gateway_section=env.get("DEPLOYPLANE_GATEWAY_SECTION", "").strip(),
         routing_namespace=env.get("DEPLOYPLANE_ROUTING_NAMESPACE", "").strip(),
         network_policy=_flag(env, "DEPLOYPLANE_NETWORK_POLICY", True),
+        pod_security=_choice(env, "DEPLOYPLANE_POD_SECURITY", PodSecurity, PodSecurity.RESTRICTED),
     )

@@ -27,6 +27,8 @@ import copy
 from deployplane.dataplane.render.context import SERVER, Context
 from deployplane.dataplane.render.model import Obj, RenderError, RenderWarning
 from deployplane.dataplane.render.quantities import count
+from deployplane.dataplane.render.security import container_context
+from deployplane.dataplane.render.settings import PodSecurity
 
 # The image's working directory for the server (tools/images/agent-server.py reads
 # LANGGRAPH_DATA_DIR; set here too, so the mount and the server agree by construction),
@@ -37,7 +39,6 @@ DATA_DIR_ENV = "LANGGRAPH_DATA_DIR"
 DRAIN_ENV = "DEPLOYPLANE_DRAIN_SECONDS"
 # The agent base's user (tools/images/recipes.py): the claim's files are its group's.
 SERVER_USER = 65534
-SERVER_GROUP = 65534
 DEFAULT_STORAGE_GI = 1
 ACCESS_MODE = "ReadWriteOncePod"
 FLUSH_INTERVAL_SECONDS = 10  # langgraph-runtime-inmem's periodic flush
@@ -113,7 +114,12 @@ def keep_state(ctx: Context, deployment: Obj) -> Obj:
     spec["strategy"] = {"type": "Recreate"}
     pod = spec["template"]["spec"]
     pod["terminationGracePeriodSeconds"] = GRACE_SECONDS
-    pod["securityContext"] = {"fsGroup": SERVER_GROUP, "fsGroupChangePolicy": "OnRootMismatch"}
+    # The claim's files are the server's group's (a fresh claim is root's).
+    pod["securityContext"] = {
+        **pod.get("securityContext", {}),
+        "fsGroup": SERVER_USER,
+        "fsGroupChangePolicy": "OnRootMismatch",
+    }
     pod["volumes"] = _added(
         pod.get("volumes", []),
         [
@@ -145,13 +151,13 @@ def keep_state(ctx: Context, deployment: Obj) -> Obj:
         "environment variable",
     )
     # The image is the emulator's build on the agent base, whose user is SERVER_USER:
-    # said here too, so the pod cannot run as root if an image ever says otherwise.
+    # said here too, so the server cannot run as root if an image ever says otherwise
+    # (the sidecars keep their own).
     container["securityContext"] = {
-        "readOnlyRootFilesystem": True,
+        **container_context(PodSecurity.RESTRICTED, read_only=True),
         "runAsNonRoot": True,
         "runAsUser": SERVER_USER,
-        "runAsGroup": SERVER_GROUP,
-        "allowPrivilegeEscalation": False,
+        "runAsGroup": SERVER_USER,
     }
     container["lifecycle"] = {
         "preStop": {"exec": {"command": ["sleep", str(PRESTOP_SECONDS)]}},

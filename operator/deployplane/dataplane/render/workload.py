@@ -1,7 +1,8 @@
 """The agent server and the queue workers: their Deployments, pods and autoscalers.
 
 Both run the deployment's image with the same pod shape and environment; the server
-also gets a port, a readiness probe and a Service.
+also gets a port, a readiness probe and a Service. The image is the user's, so its pods
+keep the user it declares (security.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from deployplane.dataplane.render.context import (
 from deployplane.dataplane.render.keda import scaled_object, trigger_authentication
 from deployplane.dataplane.render.model import Obj, RenderError
 from deployplane.dataplane.render.quantities import count, resources
+from deployplane.dataplane.render.security import (
+    container_context,
+    user_pod_context,
+    users_container,
+)
 from deployplane.dataplane.render.service import service
 from deployplane.dataplane.render.settings import Autoscaler
 from deployplane.dataplane.render.state import claim, keep_state
@@ -82,28 +88,29 @@ def _string_map(value: Mapping[str, Any] | None, field: str) -> dict[str, str]:
     return result
 
 
-def _containers(items: Sequence[Container] | None, field: str) -> list[Obj]:
+def _containers(ctx: Context, items: Sequence[Container] | None, field: str) -> list[Obj]:
     dumped = []
     for index, container in enumerate(items or []):
         if not container.name or not container.image:
             raise RenderError(f"resource_spec.{field}[{index}] needs a name and an image")
-        dumped.append(container.model_dump(exclude_none=True))
+        level = ctx.settings.pod_security
+        dumped.append(users_container(container.model_dump(exclude_none=True), level))
     return dumped
 
 
 def _pod_spec(ctx: Context, main: Obj) -> Obj:
     spec = ctx.spec
-    pod: Obj = {}
+    pod: Obj = {"securityContext": user_pod_context(ctx.settings.pod_security)}
     if spec.service_account_name:
         pod["serviceAccountName"] = spec.service_account_name
     if spec.image_pull_secrets:
         pod["imagePullSecrets"] = [{"name": s.name} for s in spec.image_pull_secrets]
-    init = _containers(spec.init_containers, "init_containers")
+    init = _containers(ctx, spec.init_containers, "init_containers")
     if init:
         pod["initContainers"] = init
     if spec.volume_mounts:
         main["volumeMounts"] = [m.model_dump(exclude_none=True) for m in spec.volume_mounts]
-    pod["containers"] = [main, *_containers(spec.sidecars, "sidecars")]
+    pod["containers"] = [main, *_containers(ctx, spec.sidecars, "sidecars")]
     if spec.volumes:
         pod["volumes"] = [v.model_dump(exclude_none=True) for v in spec.volumes]
     return pod
@@ -118,6 +125,7 @@ def _app_container(ctx: Context, component: str, env: list[Obj], prefix: str) ->
     # The server and the queue workers both serve /ok on the same port (one image).
     container["ports"] = [{"name": "http", "containerPort": SERVER_PORT, "protocol": "TCP"}]
     container.update(_probes(ctx))
+    container["securityContext"] = container_context(ctx.settings.pod_security)
     container_resources = resources(ctx.spec, prefix)
     if container_resources:
         container["resources"] = container_resources

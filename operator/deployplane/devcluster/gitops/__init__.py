@@ -15,9 +15,10 @@ from deployplane.devcluster.gitops.launch import (
     WORK_DIR,
     GitOpsInfo,
     GitOpsLaunch,
+    Ports,
     read_info,
 )
-from deployplane.devcluster.gitops.tools import GitOpsTools, find_gitops_tools
+from deployplane.devcluster.gitops.tools import GitOpsTools, find_gitops_root, find_gitops_tools
 
 __all__ = [
     "GIT_DIR",
@@ -27,6 +28,8 @@ __all__ = [
     "GitOpsInfo",
     "GitOpsLaunch",
     "GitOpsTools",
+    "Ports",
+    "find_gitops_root",
     "find_gitops_tools",
     "read_info",
 ]

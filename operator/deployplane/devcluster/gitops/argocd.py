@@ -97,7 +97,8 @@ def data_dirs(work: Path) -> dict[str, Path]:
 
 
 def env(tools: GitOpsTools, kubeconfig: Path, work: Path, k8s_bin: Path) -> dict[str, str]:
-    """The environment of both servers: git, helm and git-verify-wrapper.sh on PATH."""
+    """The environment of both servers: git, helm, kustomize and git-verify-wrapper.sh on
+    PATH."""
     path = os.pathsep.join(
         [str(tools.bin_dir), str(k8s_bin), str(tools.git.parent), os.environ.get("PATH", "")]
     )

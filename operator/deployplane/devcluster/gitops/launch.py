@@ -86,12 +86,19 @@ class Ports:
     git: int
 
     @classmethod
-    def pick(cls) -> Ports:
+    def pick(cls, git: int = 0) -> Ports:
+        """Free ports; the git server's `git` when given (one a user's files name)."""
         # Every socket held open until all are bound, so the ports are distinct.
         with contextlib.ExitStack() as stack:
             socks = [stack.enter_context(socket.socket()) for _ in fields(cls)]
-            for s in socks:
-                s.bind(("127.0.0.1", 0))
+            for f, s in zip(fields(cls), socks, strict=True):
+                port = git if f.name == "git" else 0
+                if port:  # as the git server binds it: a previous run's TIME_WAIT is no owner
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError as e:
+                    raise DevClusterError(f"port {port} of 127.0.0.1 is taken: {e}") from e
             return cls(*[int(s.getsockname()[1]) for s in socks])
 
 

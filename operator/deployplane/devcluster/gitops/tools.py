@@ -19,7 +19,14 @@ from pathlib import Path
 from deployplane.devcluster.errors import DevClusterError
 
 ENV_GITOPS_TOOLS = "DEPLOYPLANE_GITOPS_TOOLS"
-BINARIES = ("argocd", "git-verify-wrapper.sh", "source-controller", "kustomize-controller")
+# kustomize: Argo CD's repo-server runs it for a kustomization (its image bundles it).
+BINARIES = (
+    "argocd",
+    "git-verify-wrapper.sh",
+    "kustomize",
+    "source-controller",
+    "kustomize-controller",
+)
 HINT = (
     "build them with `make gitops-tools` (tools/gitops/build.sh; about 25 minutes the first time)"
 )
@@ -98,6 +105,12 @@ def _find_root() -> Path:
         return cached[0]
     looked.append("~/.cache/deployplane/gitops/*")
     raise DevClusterError(f"Argo CD and Flux not found in {', '.join(looked)}; {HINT}")
+
+
+def find_gitops_root() -> Path:
+    """The directory of the built binaries and manifests alone (what `argocd admin`
+    needs offline), or raise `DevClusterError` saying where it looked."""
+    return _find_root()
 
 
 def find_gitops_tools() -> GitOpsTools:

@@ -40,12 +40,14 @@ def normalize(ref: str) -> str:
 
 @dataclass(frozen=True)
 class ImageFile:
-    """One file of the image's only layer: `data` or a `symlink` target."""
+    """One file of the image's only layer: `data` or a `symlink` target, or with
+    `directory` a directory (`mode` 0o1777: one any user may write, as /tmp)."""
 
     path: str
     data: bytes = b""
     mode: int = 0o755
     symlink: str | None = None
+    directory: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,10 @@ def _layer(files: Sequence[ImageFile]) -> bytes:
             tar.addfile(info)
         for f in files:
             info = tarfile.TarInfo(f.path)
-            if f.symlink is not None:
+            if f.directory:
+                info.type, info.mode = tarfile.DIRTYPE, f.mode
+                tar.addfile(info)
+            elif f.symlink is not None:
                 info.type, info.linkname = tarfile.SYMTYPE, f.symlink
                 tar.addfile(info)
             else:

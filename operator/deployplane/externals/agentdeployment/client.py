@@ -151,10 +151,10 @@ class AgentDeploymentExternal:
         except errors.NotFound:
             return None
 
-    async def find(self, mr: Mr) -> str | None:
+    async def find(self, mr: Mr, key: str | None = None) -> str | None:
         # The published contract has no exact-name filter: name_contains + exact match,
         # through every page (bounded; beyond it the error says so).
-        found = await self.client.find_deployment_by_name(_name(mr.spec, mr.name))
+        found = await self.client.find_deployment_by_name(key or self.natural_key)
         return None if found is None else str(found.id)
 
     async def create(self, mr: Mr, desired: Desired) -> Obs:

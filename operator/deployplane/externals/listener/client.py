@@ -55,10 +55,11 @@ class ListenerExternal:
         # A listener has nothing in progress: a poll is a full look.
         return _observation(latest, diff(wanted(mr.spec) if desired is None else desired, latest))
 
-    async def find(self, mr: Mr) -> str | None:
+    async def find(self, mr: Mr, key: str | None = None) -> str | None:
         # The published contract has no compute_id filter: every page, matched here.
+        compute_id = key or self.natural_key
         async for listener in self.client.iter_listeners():
-            if listener.compute_id == mr.spec.compute_id:
+            if listener.compute_id == compute_id:
                 return str(listener.id)
         return None
 

@@ -206,7 +206,7 @@ DEV: Final[dict[str, Any]] = {
                             False,
                             False,
                             False,
-                            "Fake kwok nodes (default 3, or 0 with --real-node).",
+                            "Fake kwok nodes (with --real-node: none unless given).",
                             (),
                             None,
                         ),
