@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: help venv tools node-tools gitops-tools e2e-real-node e2e-gitops e2e-dev-tier bench-gitops postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench bench-scale clean
+.PHONY: help venv shells tools node-tools gitops-tools e2e-real-node e2e-gitops e2e-dev-tier bench-gitops postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench bench-scale clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk '!seen[$$0]++'
@@ -29,6 +29,9 @@ node-tools: tools ## the real node's binaries: kubelet, kube-proxy, containerd (
 gitops-tools: ## Argo CD v3.5.3 (and the kustomize v5.8.1 it runs) and Flux's source- and kustomize-controller v1.9.6 from Go modules (tools/gitops/build.sh; about 25 min the first time, cached), redis, git and jq (apt-get)
 	@bash tools/gitops/build.sh all
 
+shells: ## zsh and fish, whose completion scripts the tests run for real (apt-get when missing)
+	@bash tools/shells.sh ensure
+
 postgres: ## PostgreSQL server binaries for the emulator's tests (apt-get when missing)
 	@bash tools/postgres.sh ensure
 
@@ -41,9 +44,8 @@ image: ## build the Dockerfile as deployplane:dev without a Docker engine (build
 images: ## make image, plus the data plane's PostgreSQL (pgvector) and Redis images from Debian packages and the agent servers' base (langgraph-api 0.16.7, in-memory runtime)
 	@$(PYTHON) tools/images/build.py all
 
-docs-cli: venv ## regenerate docs/cli.md's command reference and the completion tree (cli/tab/tree/) from the commands (unit tests fail when either drifts)
+docs-cli: venv ## regenerate docs/cli.md's command reference from the commands' --help (a unit test fails when it drifts)
 	@$(PY) -m deployplane.cli.docgen
-	@$(PY) -m deployplane.cli.treegen
 
 lint: venv ## ruff and mypy --strict
 	@echo "== ruff"; $(VENV)/bin/ruff check operator tests bench
@@ -84,7 +86,7 @@ PYTEST_WORKERS ?= 2
 # (--dist loadfile) so a module's emulator and CRDs are set up once. The tier mostly waits
 # on apiservers and controllers, so a second worker overlaps those waits.
 E2E_WORKERS ?= 2
-unit: venv postgres ## unit and integration tests only (no cluster); PYTEST_WORKERS processes (2)
+unit: venv postgres shells ## unit and integration tests only (no cluster); PYTEST_WORKERS processes (2)
 	@$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) $(RANDOM_ORDER) tests/unit tests/integration
 
 # `make e2e KUBECONFIG=path` runs on that cluster instead of starting the dev cluster. Only
@@ -173,7 +175,7 @@ e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a 
 # node's tools are built before, so that no first build runs beside a tier.
 # DEPLOYPLANE_GITOPS_TOOLS names the GitOps tools just built: the tests that need Argo CD's
 # own binary (its verdict on the chart's health check) fail without it rather than skip.
-test: venv tools postgres $(if $(IS_ROOT),images) gitops-tools lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then side by side the GitOps tier and e2e on a cluster it did not start, and the real-node tier (root; REAL_NODE=0 leaves it out); random order, SEED=n repeats one
+test: venv tools postgres shells $(if $(IS_ROOT),images) gitops-tools lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then side by side the GitOps tier and e2e on a cluster it did not start, and the real-node tier (root; REAL_NODE=0 leaves it out); random order, SEED=n repeats one
 	@$(if $(filter 0,$(REAL_NODE)),,$(MAKE) --no-print-directory node-tools)
 	@echo "== make test: random order, seed $(SEED) (make test SEED=$(SEED) repeats it)"
 	@echo "== pytest: unit and integration ($(PYTEST_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \

@@ -10,10 +10,10 @@ package does: `PYTHONDONTWRITEBYTECODE` is not passed on).
 
 - `cli_version_cpu_s`: `deployplane --version`.
 - `cli_help_cpu_s`: `deployplane --help` and every command group's `--help`; the worst.
-- `cli_complete_cpu_s`: bash completion requests, as the script of `deployplane
-  completion bash` makes them (`COMP_WORDS`/`COMP_CWORD`): the commands, a group's
-  commands, a command's flags and the deployment names from the control plane; the
-  worst. A request that does not answer what it should fails the benchmark.
+- `cli_complete_cpu_s`: TABs, as the scripts of `deployplane completion SHELL` ask them
+  (`deployplane __complete WORDS... CURRENT`): the commands, a group's commands, a
+  command's flags and the deployment names from the control plane; the worst. A
+  request that does not answer what it should fails the benchmark.
 - `cli_list_cpu_s` and `cli_list_wall_s`: `deployplane deployments list`.
 
 The control plane is the demo's: `deployplane controlplane serve` on 127.0.0.1 with a
@@ -22,8 +22,9 @@ deployments), reached through the same `DEPLOYPLANE_*` variables `make demo` pri
 It runs as its own process, so its CPU is not counted.
 
 The start-up of the long-running commands (`operator run`, `listener run`,
-`controlplane serve`) is measured the same way, up to the parsing of their options
-(an unknown option ends them there): `STARTUP` lines, without a goal.
+`controlplane serve`) is measured the same way, up to their program's own check of its
+settings (a setting it refuses ends them there, `SERVERS`): `STARTUP` lines, without a
+goal.
 """
 
 from __future__ import annotations
@@ -62,10 +63,13 @@ GROUPS = (
     "demo",
 )
 SERVERS = (
-    ("operator_run", ("operator", "run")),
+    ("operator_run", ("operator", "run", "--readiness", "not-a-url")),
+    # no control plane's URL: the agent's own check of its settings refuses it
     ("listener_run", ("listener", "run", "--listener-id", "x")),
-    ("controlplane_serve", ("controlplane", "serve")),
+    ("controlplane_serve", ("controlplane", "serve", "--strict", "--builtin-dataplane", "x")),
 )
+"""Each long-running command with a setting its program refuses (exit 2) once loaded,
+before it starts anything."""
 
 
 @dataclass(frozen=True)
@@ -143,22 +147,31 @@ def measure(
     return measured
 
 
-def completion_env(env: Mapping[str, str], words: str) -> dict[str, str]:
-    """The variables the bash script of `deployplane completion bash` sets: the line
-    so far, and the index of the word being completed (the last one)."""
-    cword = len(words.split(" ")) - 1
-    return {
-        **env,
-        "_DEPLOYPLANE_COMPLETE": "complete_bash",
-        "COMP_WORDS": words,
-        "COMP_CWORD": str(cword),
-    }
+def completion_argv(cli: Sequence[str], line: str) -> list[str]:
+    """What the completion scripts run at a TAB after `line`: `deployplane __complete`,
+    the words after the program's name, the last one the word being completed (empty
+    after a space)."""
+    return [*cli, "__complete", *line.split(" ")[1:]]
 
 
 def answers(*expected: str) -> Callable[[Run], bool]:
+    """Every one of `expected` among the words printed."""
+
     def check(run: Run) -> bool:
         offered = set(run.stdout.split())
         return run.code == 0 and set(expected) <= offered
+
+    return check
+
+
+def offers(*expected: str) -> Callable[[Run], bool]:
+    """Every one of `expected` among the values a TAB offers (`VALUE<tab>HELP` lines,
+    then `:DIRECTIVE`)."""
+
+    def check(run: Run) -> bool:
+        lines = run.stdout.splitlines()
+        offered = {line.split("\t")[0] for line in lines[:-1]}
+        return run.code == 0 and lines[-1:] != [":1"] and set(expected) <= offered
 
     return check
 
@@ -254,9 +267,9 @@ def main() -> int:
         completions = [
             timed(
                 f"complete: deployplane {words}<TAB>",
-                cli,
-                completion_env(env, f"deployplane {words}"),
-                answers(*expected),
+                completion_argv(cli, f"deployplane {words}"),
+                env,
+                offers(*expected),
             )
             for words, expected in (
                 ("", ("deployments", "completion")),
@@ -274,7 +287,7 @@ def main() -> int:
         starts = [
             timed(
                 f"start-up: deployplane {' '.join(words)}",
-                [*cli, *words, "--no-such-option"],
+                [*cli, *words],
                 base,
                 lambda r: r.code == 2,
             )

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from deployplane.cli.config.options import ENV_CONTEXT
+from deployplane.cli.clientconfig.options import ENV_CONTEXT
 
 # skipcheck: `--skips-allowed`, with which each tier of `make test` fails on a skip it
 # does not allow (tests/support/tiers.py); pytester: the plugin's own tests.

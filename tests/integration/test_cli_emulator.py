@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from click.testing import CliRunner, Result
 from test_controlplane_cli import serve
-from typer.testing import CliRunner, Result
 
-from deployplane.cli.root import app
+from deployplane.cli.root import root as app
 from deployplane.controlplane.settings import DEV_INTEGRATION_ID
 from deployplane.controlplane.store.answers import SECRET_VALUE_MASK
 

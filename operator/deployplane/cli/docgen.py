@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import typer
 
 from deployplane.cli.helptext import HelpContext
 
@@ -57,13 +56,13 @@ def _walk(command: Any, ctx: click.Context, path: str) -> Iterator[tuple[str, st
 
 def reference() -> str:
     """The generated section (without the markers)."""
-    from deployplane.cli.root import app
+    from deployplane.cli.root import root
 
-    root: Any = typer.main.get_command(app)
     root_ctx = HelpContext(root, info_name="deployplane", terminal_width=WIDTH)
     parts = ["## Command reference (generated from `--help`)\n"]
     for name in DOCUMENTED:
         sub = root.get_command(root_ctx, name)
+        assert sub is not None, name
         ctx = HelpContext(sub, info_name=name, parent=root_ctx, terminal_width=WIDTH)
         for path, text in _walk(sub, ctx, f"deployplane {name}"):
             parts.append(f"### `{path}`\n\n```\n{text.rstrip()}\n```\n")

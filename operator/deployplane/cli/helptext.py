@@ -1,5 +1,10 @@
-"""How every command prints its help: click's plain format (no boxes, no `<bool>` for a
-flag), at most 80 columns, lines broken at spaces only.
+"""How every command prints its help: click's plain format, at most 80 columns, lines
+broken at spaces only, the arguments listed with their help before the options (as
+`gh` and `kubectl` list what a command takes).
+
+A command's help is written once, with the command: its first paragraph is its summary,
+the line a listing of commands (its group's `--help`, `deployplane --help`) and a TAB's
+description show, whole (click's own would cut it at a width).
 
 Click wraps with Python's `textwrap`, which also breaks a line after a hyphen: `config
 get-contexts` or `--name-contains` cut in two. The formatter hands it every hyphen as a
@@ -9,13 +14,13 @@ with plain hyphens.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 from typing import Any, Final
 
 import click
-import typer
 
-__all__ = ["HelpContext", "HelpFormatter", "plain_tree"]
+__all__ = ["Command", "Group", "HelpContext", "HelpFormatter", "format_params", "summary"]
 
 _KEPT: Final = "\u2011"
 
@@ -42,14 +47,58 @@ class HelpFormatter(click.HelpFormatter):
         return super().getvalue().replace(_KEPT, "-")
 
 
-class HelpContext(typer.Context):
+class HelpContext(click.Context):
     """The context of every command: its help through `HelpFormatter`."""
 
     formatter_class = HelpFormatter
 
 
-def plain_tree(command: Any) -> None:
-    """`command` and every command below it print their help with `HelpFormatter`."""
-    command.context_class = HelpContext
-    for sub in getattr(command, "commands", {}).values():
-        plain_tree(sub)
+def format_params(command: click.Command, ctx: click.Context, formatter: Any) -> None:
+    """The `Arguments:` section (those with help), then the `Options:` section."""
+    sections: dict[str, list[tuple[str, str]]] = {"argument": [], "option": []}
+    for param in command.get_params(ctx):
+        record = param.get_help_record(ctx)
+        if record is not None and param.param_type_name in sections:
+            sections[param.param_type_name].append(record)
+    for kind, title in (("argument", "Arguments"), ("option", "Options")):
+        if sections[kind]:
+            with formatter.section(title):
+                formatter.write_dl(sections[kind])
+
+
+def summary(command: click.Command) -> str:
+    """The first paragraph of the command's help, on one line."""
+    text = inspect.cleandoc(command.short_help or command.help or "")
+    return " ".join(text.split("\n\n", 1)[0].split())
+
+
+class Command(click.Command):
+    """A command of `deployplane`: plain help, its arguments listed."""
+
+    context_class = HelpContext
+
+    def get_short_help_str(self, limit: int = 0) -> str:
+        return summary(self)
+
+    def format_options(self, ctx: click.Context, formatter: Any) -> None:
+        format_params(self, ctx, formatter)
+
+
+class Group(click.Group):
+    """A command group of `deployplane`: plain help; its commands are `Command`s and
+    its groups `Group`s unless they say otherwise."""
+
+    context_class = HelpContext
+    command_class = Command
+    group_class = type
+
+    def get_short_help_str(self, limit: int = 0) -> str:
+        return summary(self)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """The commands in the order they were declared (click's own sorts them)."""
+        return list(self.commands)
+
+    def format_options(self, ctx: click.Context, formatter: Any) -> None:
+        format_params(self, ctx, formatter)
+        self.format_commands(ctx, formatter)

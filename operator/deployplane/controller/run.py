@@ -1,82 +1,32 @@
-"""`deployplane operator run`: start the operator (Kopf) in this process."""
+"""`deployplane operator run`: start the operator (Kopf) in this process (its command
+line: `deployplane.cli.programs.operator`)."""
 
 from __future__ import annotations
 
 import os
 import secrets
 
-import typer
+import click
 
 from deployplane.controller.config import ENV_READINESS, ConfigError, Endpoint, OperatorConfig
-from deployplane.controller.sharding import SHARD_LABEL, ShardError, Sharding
-
-app = typer.Typer(no_args_is_help=True)
-
-SHARD_OPTION = typer.Option(
-    None,
-    "--shard",
-    help=f"Reconcile only the resources labelled {SHARD_LABEL}=NAME (and the connections "
-    "so labelled); every connection is still read. Default: DEPLOYPLANE_SHARD.",
-)
-SHARD_DEFAULT_OPTION = typer.Option(
-    False,
-    "--shard-default",
-    help=f"The default instance of a sharded install: reconcile only the resources "
-    f"without a {SHARD_LABEL} label. With neither this nor --shard: every resource.",
-)
+from deployplane.controller.sharding import ShardError, Sharding
 
 
-LIVENESS_OPTION = typer.Option(
-    None,
-    "--liveness",
-    help="Liveness endpoint (is the process stuck?), e.g. http://0.0.0.0:8080/healthz.",
-)
-READINESS_OPTION = typer.Option(
-    None,
-    "--readiness",
-    help="Readiness endpoint (can it work now: Kubernetes API and control plane), e.g. "
-    f"http://0.0.0.0:8081/readyz. Default: {ENV_READINESS}.",
-)
-
-
-@app.command("run")
-def run(
-    namespace: list[str] = typer.Option(
-        [],
-        "--namespace",
-        "-n",
-        help="Watch this namespace or glob (repeatable). Default: DEPLOYPLANE_NAMESPACES, else all",
-    ),
-    peering: str | None = typer.Option(
-        None,
-        "--peering",
-        help="Kopf peering name for HA (two replicas, one active). Default: standalone.",
-    ),
-    priority: int | None = typer.Option(
-        None,
-        "--priority",
-        help="Peering priority: the highest live one reconciles. Default: random, so "
-        "replicas started with the same arguments never tie (Kopf pauses ALL tied peers).",
-    ),
-    peering_lifetime: int = typer.Option(
-        60,
-        "--peering-lifetime",
-        min=2,
-        help="Seconds a replica's keep-alive stays valid: how long a standby waits "
-        "before taking over from a replica that died without saying so (kill -9).",
-    ),
-    liveness: str | None = LIVENESS_OPTION,
-    readiness: str | None = READINESS_OPTION,
-    shard: str | None = SHARD_OPTION,
-    shard_default: bool = SHARD_DEFAULT_OPTION,
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
-    json_logs: bool = typer.Option(False, "--json-logs", help="Structured JSON logs."),
+def run_operator(
+    *,
+    namespace: list[str],
+    peering: str | None,
+    priority: int | None,
+    peering_lifetime: int,
+    liveness: str | None,
+    readiness: str | None,
+    shard: str | None,
+    shard_default: bool,
+    verbose: bool,
+    json_logs: bool,
 ) -> None:
-    """Reconcile AgentDeployment and Listener resources against the control plane.
-
-    Configured by DEPLOYPLANE_CONTROL_PLANE_URL, DEPLOYPLANE_API_KEY, DEPLOYPLANE_TENANT_ID,
-    DEPLOYPLANE_NAMESPACES, DEPLOYPLANE_POLL_INTERVAL, DEPLOYPLANE_RESYNC_INTERVAL.
-    """
+    """Run the operator with the options of `deployplane operator run`
+    (`deployplane.cli.programs.operator`, where each is described)."""
     namespaces = _configure(list(namespace), readiness, shard, shard_default)
     _run_kopf(
         namespaces=namespaces,
@@ -104,8 +54,8 @@ def _configure(
         if shard is not None or shard_default:
             sharding = Sharding(shard=shard, default=shard_default)
     except (ConfigError, ShardError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        click.echo(f"error: {exc}", err=True)
+        raise click.exceptions.Exit(2) from None
     # The handlers read it when imported (their filters) and at start-up (the watch's).
     os.environ.update(sharding.to_env())
     namespaces = namespace or list(config.namespaces)

@@ -5,6 +5,7 @@ on stdout (printed once requests are accepted, so `--port 0` is usable); without
 `--config` the dev API key is printed just before it, and nowhere else. The generated
 dev key is kept in the database (`db.check_database`): every restart on the same
 database prints, and accepts, the same key. A port already taken is one line, exit 1.
+Its command line: `deployplane.cli.programs.emulator`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import typer
+import click
 
 from deployplane.controlplane.settings import (
-    DEFAULT_DATABASE_URL,
     ConfigError,
     EmulatorConfig,
     ImageBuildConfig,
@@ -30,9 +30,7 @@ from deployplane.controlplane.settings import (
     parse_config,
 )
 
-__all__ = ["app", "serve_forever"]
-
-app = typer.Typer(no_args_is_help=True)
+__all__ = ["serve_emulator", "serve_forever"]
 
 
 class CannotListen(Exception):
@@ -66,8 +64,8 @@ async def serve_forever(
     """Runs until interrupted on the bound `sock`; prints `banner` then the listening
     line once started. With `builtin_namespace`, the built-in data plane runs beside
     (`controlplane.extension.builtin`); its failure to start stops the server."""
-    # Imported here: every `deployplane ...` command loads this module, and the web stack
-    # (FastAPI, SQLAlchemy, uvicorn) would add seconds to each of them.
+    # Imported here, once the options are checked: the web stack (FastAPI, SQLAlchemy,
+    # uvicorn) takes seconds to import, and a bad option is answered without it.
     import uvicorn
 
     from deployplane.controlplane.web.app import create_app
@@ -122,7 +120,7 @@ async def _with_builtin(
         assert error is not None
         if isinstance(error, BuiltinError):
             print(f"error: {error}", file=sys.stderr)
-            raise typer.Exit(2)
+            raise click.exceptions.Exit(2)
         raise error
     builtin.cancel()
     with contextlib.suppress(asyncio.CancelledError):
@@ -181,65 +179,20 @@ def _prepared(
     return emulator_config, banner
 
 
-_STRICT = typer.Option(
-    False,
-    "--strict",
-    help="Serve only the published contract: every emulator extension off "
-    "(also the config key `strict: true`).",
-)
-_BUILD_IMAGES = typer.Option(
-    False,
-    "--build-images",
-    help="Remote builds make real images (buildah, on the agent base of `make images`; "
-    "also the config key `image_builds:`, docs/emulator.md); else they check the upload.",
-)
-_BUILTIN_DATAPLANE = typer.Option(
-    None,
-    "--builtin-dataplane",
-    metavar="NAMESPACE",
-    envvar="DEPLOYPLANE_BUILTIN_DATAPLANE",
-    show_envvar=True,
-    help="Run the deployments that have no listener (cloud deployments, as "
-    "`langgraph deploy` makes) into NAMESPACE of the cluster of $KUBECONFIG: a "
-    "listener agent inside the emulator, one per workspace (docs/emulator.md).",
-)
-
-
-@app.command()
-def serve(
-    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
-    port: int = typer.Option(8124, help="Port; 0 picks a free one."),
-    database: str = typer.Option(
-        DEFAULT_DATABASE_URL,
-        # From the environment too: a PostgreSQL URL holds a password, and the command
-        # line is visible to every user of the machine (ps).
-        envvar="DEPLOYPLANE_DATABASE_URL",
-        show_envvar=True,
-        help="SQLAlchemy async URL: sqlite+aiosqlite:///file or "
-        "postgresql+asyncpg://user:password@host/db (see docs/emulator.md).",
-    ),
-    config: Path | None = typer.Option(None, help="YAML config (workspaces, pipeline, faults)."),
-    api_key: str | None = typer.Option(
-        None,
-        # From the environment too: the command line is visible to every user (ps).
-        envvar="DEPLOYPLANE_EMULATOR_API_KEY",
-        show_envvar=True,
-        help="Without --config: the dev workspace's API key instead of the generated one "
-        "(generated once per database). "
-        "With --config: also accepted for the first workspace.",
-    ),
-    admin_key: str | None = typer.Option(
-        None,
-        envvar="DEPLOYPLANE_ADMIN_KEY",
-        show_envvar=True,
-        help="An extra admin key for /_emulator/* (sent as X-Admin-Key), besides the "
-        "config's admin_api_keys.",
-    ),
-    strict: bool = _STRICT,
-    build_images: bool = _BUILD_IMAGES,
-    builtin_dataplane: str | None = _BUILTIN_DATAPLANE,
+def serve_emulator(
+    *,
+    host: str,
+    port: int,
+    database: str,
+    config: Path | None,
+    api_key: str | None,
+    admin_key: str | None,
+    strict: bool,
+    build_images: bool,
+    builtin_dataplane: str | None,
 ) -> None:
-    """Run the control-plane emulator."""
+    """Run the emulator with the options of `deployplane controlplane serve`
+    (`deployplane.cli.programs.emulator`, where each is described)."""
     from deployplane.controlplane.store.db import DatabaseUnavailable  # as in serve_forever
 
     try:
@@ -248,7 +201,7 @@ def serve(
         emulator_config, banner = _prepared(database, config, api_key, admin_key, strict=strict)
     except (ConfigError, DatabaseUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        raise typer.Exit(2) from None
+        raise click.exceptions.Exit(2) from None
     if build_images and emulator_config.image_builds is None:
         emulator_config = emulator_config.model_copy(update={"image_builds": ImageBuildConfig()})
     settings = Settings(database_url=database, config=emulator_config)
@@ -256,7 +209,7 @@ def serve(
         sock = listening_socket(host, port)
     except CannotListen as exc:
         print(f"error: {exc}", file=sys.stderr)
-        raise typer.Exit(1) from None
+        raise click.exceptions.Exit(1) from None
     forever = serve_forever(
         settings, sock=sock, host=host, banner=banner, builtin_namespace=builtin_dataplane
     )

@@ -7,7 +7,7 @@ operator (the control plane's URL, API key, tenant; the poll and resync interval
 by what it renders (PostgreSQL's and Redis's images, the autoscaler, routing, the NetworkPolicy,
 Pod Security):
 each an option and its DEPLOYPLANE_* variable (`deployplane.dataplane.options`), so
-`--help` documents them all.
+`--help` documents them all. Its command line: `deployplane.cli.programs.agent`.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ import contextlib
 import logging
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 from uuid import UUID
 
-import typer
+import click
 
 from deployplane.api.errors import ControlPlaneError, NotFound, Unauthorized
 from deployplane.controller.config import ConfigError, Endpoint, OperatorConfig
@@ -32,8 +32,6 @@ if TYPE_CHECKING:  # imported when run: the kubernetes client is slow to import
     from deployplane.dataplane.protocol import DataPlaneClient
     from deployplane.dataplane.render.settings import DataPlaneSettings
     from deployplane.kube.api import KubernetesApi
-
-app = typer.Typer(no_args_is_help=True)
 
 log = logging.getLogger("deployplane.dataplane")
 
@@ -57,51 +55,20 @@ class ProbeEndpoints:
         )
 
 
-@app.command("run")
-def run(
-    listener_id: str | None = typer.Option(
-        None, "--listener-id", envvar="DEPLOYPLANE_LISTENER_ID", help="The listener's id."
-    ),
-    listener: str | None = typer.Option(
-        None,
-        "--listener",
-        envvar="DEPLOYPLANE_LISTENER_NAME",
-        help="Name of a Listener resource; its status.listenerId is used.",
-    ),
-    namespace: str = typer.Option(
-        "default",
-        "--namespace",
-        "-n",
-        envvar="DEPLOYPLANE_LISTENER_NAMESPACE",
-        help="Namespace of the Listener resource.",
-    ),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logging."),
-    liveness: options.Liveness = None,
-    readiness: options.Readiness = None,
-    control_plane_url: options.ControlPlaneUrl = None,
-    api_key: options.ApiKey = None,
-    tenant_id: options.TenantId = None,
-    poll_interval: options.PollInterval = None,
-    resync_interval: options.ResyncInterval = None,
-    postgres_image: options.PostgresImage = None,
-    redis_image: options.RedisImage = None,
-    autoscaler: options.Autoscaler = None,
-    keda_runs_per_worker: options.KedaRunsPerWorker = None,
-    keda_namespace: options.KedaNamespace = None,
-    routing: options.Routing = None,
-    route_host: options.RouteHost = None,
-    route_base_path: options.RouteBasePath = None,
-    route_scheme: options.RouteScheme = None,
-    ingress_class: options.IngressClass = None,
-    gateway: options.Gateway = None,
-    gateway_section: options.GatewaySection = None,
-    routing_namespace: options.RoutingNamespace = None,
-    network_policy: options.NetworkPolicy = None,
-    pod_security: options.PodSecurity = None,
+def run_agent(
+    *,
+    listener_id: str | None,
+    listener: str | None,
+    namespace: str,
+    verbose: bool,
+    liveness: str | None,
+    readiness: str | None,
+    settings: Mapping[str, Any],
 ) -> None:
-    """Run the agent of one listener: deploy its deployments on this cluster."""
-    # The settings by name (each read by click from its option, else its variable).
-    env = options.environment(locals())
+    """Run the agent of one listener (the options of `deployplane listener run`,
+    `deployplane.cli.programs.agent`); `settings`: each of `options.SETTINGS` by name,
+    as click read it from its option, else its variable."""
+    env = options.environment(settings)
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -135,8 +102,8 @@ def _settings(env: dict[str, str]) -> tuple[OperatorConfig, DataPlaneSettings]:
 
 
 def _fail(message: str) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+    click.echo(f"error: {message}", err=True)
+    raise click.exceptions.Exit(2)
 
 
 async def _main(

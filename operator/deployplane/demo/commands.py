@@ -7,7 +7,7 @@ the CRDs and `examples/`, and shows a live table until every example is Ready
 (`--real-node`: the same on a real node, the operator and agent as pods:
 realnode.py; `--gitops`: the AgentDeployments through Argo CD: gitops.py).
 Everything keeps running in the background afterwards (`down` stops it). Ctrl-C during
-`up` stops everything it started.
+`up` stops everything it started. The command line: `deployplane.cli.programs.demo`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-import typer
+import click
 from rich.console import Console
 from rich.live import Live
 
@@ -43,7 +43,6 @@ from deployplane.demo.steps import (
 from deployplane.devcluster.cluster import DevCluster, DevClusterError
 from deployplane.devcluster.tools import ToolsNotFound
 
-app = typer.Typer(no_args_is_help=True, help="The local demo: cluster, emulator, operator.")
 console = Console()
 
 
@@ -70,15 +69,10 @@ def _stop_all() -> None:
 # --------------------------------------------------------------------- commands
 
 
-@app.command()
-def up(
-    timeout: float = typer.Option(300.0, help="Seconds to wait for every example to be Ready."),
-    real_node: bool = typer.Option(False, "--real-node", help=realnode.HELP),
-    gitops: bool = typer.Option(False, "--gitops", help=gitops_demo.HELP),
-) -> None:
-    """Start everything, apply examples/, show them until Ready."""
+def up(*, timeout: float, real_node: bool, gitops: bool) -> None:
+    """`demo up` (`deployplane.cli.programs.demo`, where its options are described)."""
     if real_node and gitops:
-        raise typer.BadParameter("--gitops runs on the kwok demo, not with --real-node")
+        raise click.BadParameter("--gitops runs on the kwok demo, not with --real-node")
     if STATE.exists():
         console.print("[dim]stopping the previous demo first[/dim]")
         _stop_all()
@@ -94,18 +88,18 @@ def up(
         # must not abandon the clean-up half-way and leave servers behind.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         _stop_all()
-        raise typer.Exit(130) from None
+        raise click.exceptions.Exit(130) from None
     except (DevClusterError, ToolsNotFound, RuntimeError) as exc:
         console.print(f"[red]error:[/red] {exc}")
         _stop_all()
-        raise typer.Exit(1) from None
+        raise click.exceptions.Exit(1) from None
     _print_next_steps(cluster)
     if not all_ready:
         console.print(
             f"[red]not every example became Ready within {timeout:.0f}s[/red]; "
             f"see {STATE / 'operator.log'}"
         )
-        raise typer.Exit(1)
+        raise click.exceptions.Exit(1)
 
 
 def _start_local(gitops: bool = False) -> DevCluster:
@@ -211,7 +205,6 @@ def next_steps(kubeconfig: Path, kubectl: Path | None, state: Path) -> list[str]
     ]
 
 
-@app.command()
 def down() -> None:
     """Stop the operator, the emulator and the cluster, and remove the demo's state."""
     if not STATE.exists():
@@ -222,12 +215,11 @@ def down() -> None:
     console.print("demo stopped")
 
 
-@app.command()
 def status() -> None:
     """Print the demo's resources as JSON (for scripts)."""
     cluster = DevCluster.attach(STATE / "cluster")
     if cluster is None or not cluster.ready():
         console.print("no demo is running")
-        raise typer.Exit(1)
+        raise click.exceptions.Exit(1)
     with cluster.admin() as api:
         print(json.dumps(table.rows(api, NAMESPACE), indent=2))

@@ -25,7 +25,6 @@ from deployplane.devcluster.errors import DevClusterError
 from deployplane.devcluster.gitops import read_info, repos
 from deployplane.devcluster.manifests import Applier
 
-HELP = "Sync the example AgentDeployments through Argo CD from the cluster's git server."
 REPOSITORY = "demo"
 APPLICATION = "examples/gitops/argocd-application.yaml"
 # Fixed, unlike every other port of the demo: examples/gitops/ names them (its demo

@@ -60,11 +60,6 @@ STAND_INS = {
 # ... and for the image of the git example's simulated build, known once its revision is.
 BUILT_STAND_IN = "docker.io/library/deployplane-e2e-agent:1"
 AGENT_SELECTOR = "app.kubernetes.io/component=listener-agent"
-HELP = (
-    "On a real node (root; `make images` first): the operator and listener agent as pods "
-    "of the built image, the emulator on the host building real images, the workloads "
-    "as real containers."
-)
 
 
 def start(state: Path, console: Console, namespace: str) -> DevCluster:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import typer
+import click
 import yaml
 from kubernetes import client
 
@@ -33,7 +33,7 @@ AGENTS_NAMESPACE = "agents"
 def repo_file(relative: str) -> Path:
     path = Path.cwd() / relative
     if not path.exists():
-        raise typer.BadParameter(f"{relative} not found: run the demo from the repository root")
+        raise click.BadParameter(f"{relative} not found: run the demo from the repository root")
     return path
 
 

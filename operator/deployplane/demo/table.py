@@ -1,16 +1,98 @@
 """What `deployplane demo up` shows while it waits: the example resources' rows (read
-from the cluster) and the live table they make, fitted to the terminal."""
+from the cluster) and the live table they make, fitted to the terminal (`fitted_table`:
+whole columns dropped by rank, long ids folded)."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client
+from rich.cells import cell_len
 from rich.table import Table
 
-from deployplane.cli.commands.output import FitColumn, fitted_table
 from deployplane.crd.specs import GROUP, VERSION
+
+
+@dataclass(frozen=True)
+class FitColumn:
+    """A table column. `drop` ranks what goes first when the terminal is narrow (0: never
+    dropped); `fold` lets a long value (an id) continue on the next line instead."""
+
+    title: str
+    drop: int = 0
+    fold: bool = False
+
+
+_GAP = 2  # spaces between columns (box=None, no edge padding)
+_MIN_FOLD = 8  # a folded column keeps at least this many characters a line
+
+
+def _text_width(text: str) -> int:
+    """Terminal cells of the widest line (a wide character takes two)."""
+    return max(map(cell_len, text.splitlines() or [""]))
+
+
+def _natural_widths(columns: Sequence[FitColumn], rows: Sequence[Sequence[str]]) -> list[int]:
+    return [
+        max([cell_len(col.title), *(_text_width(row[i]) for row in rows)])
+        for i, col in enumerate(columns)
+    ]
+
+
+def _kept_columns(
+    columns: Sequence[FitColumn], widths: list[int], width: int
+) -> tuple[list[int], list[str]]:
+    """Indexes of the columns to show, and the titles dropped to fit `width`."""
+    keep = list(range(len(columns)))
+    dropped: list[str] = []
+    droppable = sorted((i for i, c in enumerate(columns) if c.drop), key=lambda i: columns[i].drop)
+    while sum(widths[i] for i in keep) + _GAP * (len(keep) - 1) > width and droppable:
+        gone = droppable.pop(0)
+        keep.remove(gone)
+        dropped.append(columns[gone].title)
+    return keep, dropped
+
+
+def fitted_table(
+    columns: Sequence[FitColumn],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    *,
+    row_styles: Sequence[str | None] = (),
+    **table: Any,
+) -> tuple[Table, list[str]]:
+    """A table of `rows` no wider than `width` (when the unfoldable values allow it),
+    and the titles of the columns dropped to get there."""
+    widths = _natural_widths(columns, rows)
+    keep, dropped = _kept_columns(columns, widths, width)
+    excess = sum(widths[i] for i in keep) + _GAP * (len(keep) - 1) - width
+    folded = [i for i in keep if columns[i].fold]
+    # Share the excess among the foldable columns, widest first.
+    for i in sorted(folded, key=lambda i: -widths[i]):
+        if excess <= 0:
+            break
+        cut = min(excess, max(0, widths[i] - _MIN_FOLD))
+        widths[i] -= cut
+        excess -= cut
+    result = Table(show_header=True, header_style="bold", box=None, pad_edge=False, **table)
+    for i in keep:
+        result.add_column(
+            columns[i].title,
+            no_wrap=not columns[i].fold,
+            overflow="fold",
+            min_width=widths[i],
+            max_width=widths[i],
+        )
+    for n, row in enumerate(rows):
+        style = row_styles[n] if n < len(row_styles) else None
+        result.add_row(*(row[i] for i in keep), style=style)
+    return result, dropped
+
+
+# ------------------------------------------------------ the example resources
 
 KINDS = (
     ("ControlPlaneConnection", "controlplaneconnections"),

@@ -126,16 +126,15 @@ def test_the_examples_workflow_runs_a_plan_the_cli_takes() -> None:
     import shlex
 
     import click
-    import typer
     import yaml
 
-    from deployplane.cli.commands.plan.command import app
+    from deployplane.cli.commands.plan.command import plan
 
     workflow = yaml.safe_load((EXAMPLE / "plan.yaml").read_text())
     [script] = [s["run"] for s in workflow["jobs"]["plan"]["steps"] if s.get("id") == "plan"]
     [line] = [line for line in script.splitlines() if line.strip().startswith("deployplane plan")]
     argv = shlex.split(line.split(">")[0])[2:]
-    command = typer.main.get_command(app)
+    command = plan
     with click.Context(command) as ctx:
         command.parse_args(ctx, list(argv))
     assert ctx.params["output_format"] == "markdown"

@@ -1,4 +1,4 @@
-"""The API commands through typer's runner, against a client over httpx.MockTransport."""
+"""The API commands through click's runner, against a client over httpx.MockTransport."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+import click
 import httpx
 import pytest
-import typer
 import yaml
-from typer.testing import CliRunner, Result
+from click.testing import CliRunner, Result
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.connection import ConnectionSettings
 from deployplane.cli.commands import connection
-from deployplane.cli.root import app as root_app
+from deployplane.cli.root import root as root_app
 
 API_KEY = "lsv2_sk_cli-secret-key-987654321"
 URL = "http://cp.test"
@@ -121,7 +121,7 @@ def service(monkeypatch: pytest.MonkeyPatch) -> FakeService:
     return fake
 
 
-def make_app() -> typer.Typer:
+def make_app() -> click.Command:
     # The whole command line: it loads only the commands a test runs.
     return root_app
 

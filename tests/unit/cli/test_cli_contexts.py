@@ -7,16 +7,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import click
 import httpx
 import pytest
-import typer
 import yaml
+from click.testing import CliRunner, Result
 from tests.unit.cli import test_cli
 from tests.unit.cli.test_cli import LIS_ID, FakeService, assert_one_error_line, listener
-from typer.testing import CliRunner, Result
 
 from deployplane import __version__
-from deployplane.cli.root import app as root_app
+from deployplane.cli.root import root as root_app
 
 service = test_cli.service
 
@@ -174,8 +174,8 @@ def test_version_of_an_unreachable_server_exits_1(service: FakeService, config_h
 
 
 def test_every_api_command_takes_context() -> None:
-    command: Any = typer.main.get_command(root_app)
-    ctx: Any = typer.Context(command)
+    command: Any = root_app
+    ctx: Any = click.Context(command)
     missing = []
     for group_name in ("deployments", "revisions", "listeners", "repos", "providers"):
         group = command.get_command(ctx, group_name)

@@ -11,18 +11,18 @@ from typing import Any
 
 import click
 import pytest
-import typer
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
+from deployplane.cli.commands.completion import Shell, script
 from deployplane.cli.helptext import HelpContext
-from deployplane.cli.root import ENTRIES, app
+from deployplane.cli.root import root as app
 
 WIDTH = 80
 
 
 def every_command() -> Iterator[tuple[str, Any, click.Context]]:
     """(path, command, its context) of the root and every command below it."""
-    root: Any = typer.main.get_command(app)
+    root: Any = app
     root_ctx = HelpContext(root, info_name="deployplane", terminal_width=WIDTH)
     yield "deployplane", root, root_ctx
 
@@ -34,10 +34,11 @@ def every_command() -> Iterator[tuple[str, Any, click.Context]]:
             sub_ctx = HelpContext(sub, info_name=name, parent=ctx, terminal_width=WIDTH)
             yield from walk(sub, sub_ctx, f"{path} {name}")
 
-    for entry in ENTRIES:
-        command = root.get_command(root_ctx, entry.name)
-        ctx = HelpContext(command, info_name=entry.name, parent=root_ctx, terminal_width=WIDTH)
-        yield from walk(command, ctx, f"deployplane {entry.name}")
+    for name in root.list_commands(root_ctx):
+        command = root.get_command(root_ctx, name)
+        if not command.hidden:
+            ctx = HelpContext(command, info_name=name, parent=root_ctx, terminal_width=WIDTH)
+            yield from walk(command, ctx, f"deployplane {name}")
 
 
 COMMANDS = list(every_command())
@@ -88,17 +89,30 @@ def test_o_is_the_output_format_in_every_command() -> None:
 @pytest.mark.parametrize(
     ("shell", "says"),
     [
-        ("bash", "complete -o default -F _deployplane_completion deployplane"),
-        ("zsh", "compdef _deployplane_completion deployplane"),
-        ("fish", "complete --command deployplane"),
-        ("powershell", "Register-ArgumentCompleter -Native -CommandName deployplane"),
+        ("bash", "complete -o default -F __start_deployplane deployplane"),
+        ("zsh", "compdef _deployplane deployplane"),
+        ("fish", "complete -c deployplane -n '__deployplane_prepare_completions'"),
+        ("powershell", "Register-ArgumentCompleter -CommandName 'deployplane'"),
     ],
 )
 def test_completion_prints_the_script_of_each_shell(shell: str, says: str) -> None:
+    """Each script registers itself, and asks `deployplane __complete` at a TAB."""
     result = CliRunner().invoke(app, ["completion", shell], prog_name="deployplane")
     assert result.exit_code == 0, result.output
     assert says in result.stdout
-    assert "_DEPLOYPLANE_COMPLETE" in result.stdout
+    assert " __complete " in result.stdout
+    assert "__completeNoDesc" not in result.stdout
+
+
+@pytest.mark.parametrize("shell", list(Shell))
+def test_without_descriptions_the_script_asks_for_the_values_alone(shell: Shell) -> None:
+    result = CliRunner().invoke(app, ["completion", shell.value, "--no-descriptions"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == script(shell, descriptions=False)
+    asking = [line for line in result.stdout.splitlines() if "__complete" in line]
+    code = [line for line in asking if "#" not in line]
+    assert len(code) == 1
+    assert " __completeNoDesc " in code[0]
 
 
 def test_completion_of_an_unknown_shell_is_a_usage_error() -> None:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
+from click.testing import CliRunner, Result
 from tests.unit.cli import test_cli
 from tests.unit.cli.test_cli import (
     DEP_ID,
@@ -19,10 +20,8 @@ from tests.unit.cli.test_cli import (
     make_app,
     revision,
 )
-from typer.testing import CliRunner, Result
 
 from deployplane.cli.commands import tables
-from deployplane.cli.commands.output import FitColumn, fitted_table
 from deployplane.cli.commands.tables import Col, human_age, render
 
 service = test_cli.service  # the same fake control plane, as a fixture of this module
@@ -265,16 +264,6 @@ def test_render_drops_whole_columns_by_rank_and_never_a_kept_one() -> None:
     assert narrow.hidden == ["EXTRA"]
     wide = render(columns, rows, 60, wide=True)
     assert wide.lines[1] == "n" * 70 + "  " + "x" * 10 + "  " + "i" * 36
-
-
-def test_fitted_table_of_the_demo_never_drops_a_column_without_a_rank() -> None:
-    columns = [FitColumn("NAME"), FitColumn("ID", fold=True), FitColumn("EXTRA", drop=1)]
-    rows = [["n" * 70, "i" * 36, "x" * 10]]
-    table, dropped = fitted_table(columns, rows, 80)
-    assert dropped == ["EXTRA"]
-    assert [c.header for c in table.columns] == ["NAME", "ID"]
-    assert table.columns[0].max_width == 70
-    assert table.columns[1].max_width == 8
 
 
 def test_o_name_of_get_is_kind_slash_name(service: FakeService) -> None:

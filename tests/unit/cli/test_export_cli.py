@@ -1,4 +1,4 @@
-"""`deployplane export` through typer's runner, against the fake service of test_cli.py
+"""`deployplane export` through click's runner, against the fake service of test_cli.py
 and a fake cluster: what it reads (published listings only, every page; the cluster's
 AgentDeployments), what it skips, what it writes where, one-line errors."""
 
@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from click.testing import CliRunner, Result
 from tests.unit.cli import test_cli
 from tests.unit.cli.test_cli import (
     DEP_ID,
@@ -21,10 +22,9 @@ from tests.unit.cli.test_cli import (
     deployment,
     listener,
 )
-from typer.testing import CliRunner, Result
 
 from deployplane.cli.commands.kube import KubeAccess, KubeError
-from deployplane.cli.root import app
+from deployplane.cli.root import root as app
 
 service = test_cli.service
 

@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
-import typer
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
-from deployplane.cli.root import app
+from deployplane.cli.root import root as app
 from deployplane.controller.config import Endpoint, OperatorConfig
 from deployplane.dataplane import options
 from deployplane.dataplane import runagent as cli
@@ -126,13 +126,14 @@ def chart_agent_variables() -> set[str]:
 def test_help_documents_every_setting_the_agent_reads_with_its_variable() -> None:
     """Every variable the chart sets for the agent (and every setting the agent reads) is
     an option of `listener run`, shown in --help with the variable it is read from."""
-    command: Any = typer.main.get_command(app)
-    ctx = typer.Context(command)
+    command: Any = app
+    ctx = click.Context(command)
     run = command.get_command(ctx, "listener").get_command(ctx, "run")
     envvars = {p.envvar: p.opts[0] for p in run.params if p.envvar}
     assert chart_agent_variables() <= set(envvars)
-    assert {options.variable(n) for n in options.SETTINGS} <= set(envvars)
-    for name in options.SETTINGS:
+    names = [setting.name for setting in options.SETTINGS]
+    assert {options.variable(n) for n in names} <= set(envvars)
+    for name in names:
         assert envvars[options.variable(name)] == options.option(name)
     result = runner.invoke(app, ["listener", "run", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0
@@ -176,8 +177,8 @@ def test_settings_reach_the_agent_from_options_and_variables(
         seen.append((config, dp))
 
     monkeypatch.setattr(cli, "_main", agent)
-    for name in options.SETTINGS:
-        monkeypatch.delenv(options.variable(name), raising=False)
+    for setting in options.SETTINGS:
+        monkeypatch.delenv(options.variable(setting.name), raising=False)
     argv = ["listener", "run", "--listener-id", LID, "--control-plane-url", URL, *args]
     result = runner.invoke(app, [*argv, "--poll-interval", "3"], env=env)
     assert result.exit_code == 0, result.output

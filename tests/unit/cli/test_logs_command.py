@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import click
 import pytest
-import typer
 
 from deployplane.api.models import LogEntry, LogLevel
 from deployplane.cli.commands.logs import format_line, parse_revision, parse_since
@@ -28,13 +28,13 @@ def test_since_takes_an_rfc3339_time_utc_when_zoneless() -> None:
 
 
 def test_a_bad_since_is_a_usage_error_naming_the_option() -> None:
-    with pytest.raises(typer.BadParameter, match="RFC 3339"):
+    with pytest.raises(click.BadParameter, match="RFC 3339"):
         parse_since("yesterday", NOW)
 
 
 @pytest.mark.parametrize("given", ["99999999999d", "999999d"])
 def test_a_since_too_far_back_is_a_usage_error_not_a_traceback(given: str) -> None:
-    with pytest.raises(typer.BadParameter, match="too far back"):
+    with pytest.raises(click.BadParameter, match="too far back"):
         parse_since(given, NOW)
 
 
@@ -44,6 +44,6 @@ def test_a_line_shows_utc_time_level_and_message() -> None:
 
 
 def test_a_revision_that_is_not_an_id_is_a_usage_error() -> None:
-    with pytest.raises(typer.BadParameter, match="UUID"):
+    with pytest.raises(click.BadParameter, match="UUID"):
         parse_revision("latest")
     assert parse_revision(None) is None

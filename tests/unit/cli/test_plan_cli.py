@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from deployplane.api.connection import ConnectionSettings
 from deployplane.cli.commands import approve as approve_command
@@ -38,7 +38,7 @@ from deployplane.cli.commands.plan.rows import (
     summary,
 )
 from deployplane.cli.commands.tables import render as render_table
-from deployplane.cli.root import app as root_app
+from deployplane.cli.root import root as root_app
 
 AGD = "AgentDeployment"
 IMAGE, GRAPH = "sourceRevisionConfig.imageUri", "sourceRevisionConfig.graphConfigPath"

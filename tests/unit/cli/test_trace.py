@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from click.testing import CliRunner, Result
 from tests.unit.cli import test_cli
 from tests.unit.cli.test_cli import (
     DEP_ID,
@@ -23,7 +24,6 @@ from tests.unit.cli.test_cli import (
     listener,
     revision,
 )
-from typer.testing import CliRunner, Result
 
 from deployplane.api.models import Deployment, Listener, Revision
 from deployplane.cli.commands import tables
@@ -40,7 +40,7 @@ from deployplane.cli.commands.trace.tree import (
     rows,
     to_data,
 )
-from deployplane.cli.root import app as root_app
+from deployplane.cli.root import root as root_app
 
 service = test_cli.service  # the fake control plane, as a fixture of this module
 

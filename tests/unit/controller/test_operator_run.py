@@ -7,8 +7,9 @@ import os
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
+from deployplane.cli.root import root
 from deployplane.controller import run as cli
 
 
@@ -31,7 +32,7 @@ def test_the_namespaces_kopf_watches_are_the_ones_the_start_up_line_names(
         monkeypatch.delenv(variable, raising=False)  # restored afterwards: the command sets them
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    result = CliRunner().invoke(cli.app, args)
+    result = CliRunner().invoke(root, ["operator", "run", *args])
     assert result.exit_code == 0, result.output
     assert ran["namespaces"] == want
     assert os.environ["DEPLOYPLANE_NAMESPACES"] == ",".join(want)

@@ -9,13 +9,13 @@ from typing import Any
 
 import kopf
 import pytest
+from click.testing import CliRunner
 from tests.support import kopfregistrations
 from tests.support.fakeexternal import ExternalFns
 from tests.support.fakekube import FakeKube
 from tests.unit.reconcile.test_workers import KEY, NS, body, rig, settle
-from typer.testing import CliRunner
 
-from deployplane.cli import root as cliapp
+from deployplane.cli.root import root
 from deployplane.controller import handlers
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.runtime import build_runtime
@@ -185,7 +185,7 @@ def creates(ext: ExternalFns) -> int:
 
 def test_the_cli_refuses_both_shard_options(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(SHARD_ENV, raising=False)
-    result = CliRunner().invoke(cliapp.app, ["operator", "run", "--shard", "a", "--shard-default"])
+    result = CliRunner().invoke(root, ["operator", "run", "--shard", "a", "--shard-default"])
     assert result.exit_code == 2
     assert "exclude each other" in result.output
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from deployplane.demo.table import table
+from deployplane.demo.table import FitColumn, fitted_table, table
 
 NAMES = [
     "customer-support-assistant-for-emea-region-v2",
@@ -52,3 +52,13 @@ def test_demo_table_shows_ids_and_timings_on_a_wide_terminal() -> None:
         assert title in lines[1], text  # lines[0] is the title
     assert "0c6f3a52-4f0e-4f55-9a3e-5b0d2f7c9e11" in text
     assert "1234s" in text
+
+
+def test_fitted_table_of_the_demo_never_drops_a_column_without_a_rank() -> None:
+    columns = [FitColumn("NAME"), FitColumn("ID", fold=True), FitColumn("EXTRA", drop=1)]
+    rows = [["n" * 70, "i" * 36, "x" * 10]]
+    table, dropped = fitted_table(columns, rows, 80)
+    assert dropped == ["EXTRA"]
+    assert [c.header for c in table.columns] == ["NAME", "ID"]
+    assert table.columns[0].max_width == 70
+    assert table.columns[1].max_width == 8

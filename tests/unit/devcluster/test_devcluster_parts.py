@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
+from deployplane.cli.root import root
 from deployplane.devcluster import DevCluster, statefile
 from deployplane.devcluster import cli as devcluster_cli
-from deployplane.devcluster.cli import app
 from deployplane.devcluster.commandlines import (
     AuditFiles,
     Ports,
@@ -103,11 +103,12 @@ def test_attach_reads_back_a_recorded_cluster(tmp_path: Path) -> None:
 
 
 def test_up_help_shows_the_real_default_of_kwok_nodes() -> None:
-    result = CliRunner().invoke(app, ["cluster", "up", "--help"], env={"COLUMNS": "200"})
+    result = CliRunner().invoke(root, ["dev", "cluster", "up", "--help"])
     assert result.exit_code == 0
-    (line,) = [ln for ln in result.output.splitlines() if "--kwok-nodes" in ln]
-    assert re.search(rf"\[default: {DEFAULT_NODES}\b", line), line
-    assert "-1" not in line, line
+    # the option's entry: its line and the lines its help wraps onto
+    entry = result.output.split("--kwok-nodes", 1)[1].split("\n  -", 1)[0]
+    assert re.search(rf"\[default: {DEFAULT_NODES}\b", entry), entry
+    assert "-1" not in entry, entry
 
 
 @pytest.mark.parametrize(
@@ -133,6 +134,7 @@ def test_up_starts_the_kwok_nodes_asked_for(
             raise DevClusterError("recorded, not started")
 
     monkeypatch.setattr(devcluster_cli, "DevCluster", Recorded)
-    result = CliRunner().invoke(app, ["cluster", "up", "--state-dir", str(tmp_path), *args])
+    argv = ["dev", "cluster", "up", "--state-dir", str(tmp_path), *args]
+    result = CliRunner().invoke(root, argv)
     assert result.exit_code == 1, result.output
     assert started["nodes"] == nodes

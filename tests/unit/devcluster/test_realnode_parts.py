@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import CliRunner
 from cryptography import x509
 from cryptography.x509.oid import NameOID
-from typer.testing import CliRunner
 
-from deployplane.devcluster.cli import app
+from deployplane.cli.root import root
 from deployplane.devcluster.commandlines import Ports, apiserver_argv
 from deployplane.devcluster.errors import DevClusterError
 from deployplane.devcluster.pki import pki_files, write_pki
@@ -200,7 +200,8 @@ def test_cluster_dns_serves_cluster_local_on_the_node(tmp_path: Path) -> None:
 
 def test_load_image_needs_a_running_real_node(tmp_path: Path) -> None:
     result = CliRunner().invoke(
-        app, ["cluster", "load-image", str(tmp_path / "x.tar"), "--state-dir", str(tmp_path)]
+        root,
+        ["dev", "cluster", "load-image", str(tmp_path / "x.tar"), "--state-dir", str(tmp_path)],
     )
     assert result.exit_code == 1
     assert "no dev cluster with a real node" in result.output

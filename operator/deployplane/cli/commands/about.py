@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import typer
+import click
 
 from deployplane import __version__
 from deployplane.cli.commands import connection
@@ -23,17 +23,15 @@ from deployplane.cli.commands.connection import (
 if TYPE_CHECKING:
     from deployplane.api.client import ControlPlaneClient
 
-__all__ = ["app", "version"]
-
-app = typer.Typer(rich_markup_mode=None, add_completion=False)
+__all__ = ["version"]
 
 
-@app.command("version", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
+@click.command("version", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
 def version() -> None:
     """Print the CLI's version and whether the control plane is reachable."""
     import asyncio
 
-    typer.echo(f"client: deployplane {__version__}")
+    click.echo(f"client: deployplane {__version__}")
     settings = current_settings()
 
     async def probe() -> tuple[bool, str]:
@@ -42,9 +40,9 @@ def version() -> None:
             return await _reachable(client)
 
     reachable, said = asyncio.run(probe())
-    typer.echo(f"server: {settings.url} {said}")
+    click.echo(f"server: {settings.url} {said}")
     if not reachable:
-        raise typer.Exit(int(ExitCode.API_ERROR))
+        raise click.exceptions.Exit(int(ExitCode.API_ERROR))
 
 
 async def _reachable(client: ControlPlaneClient) -> tuple[bool, str]:

@@ -13,18 +13,23 @@ between refuses it rather than approve what nobody saw.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
 from deployplane.cli.commands import connection
+from deployplane.cli.commands.kubeoptions import (
+    kube_context_option,
+    kubeconfig_option,
+    namespace_option,
+)
+from deployplane.cli.helptext import Command
+from deployplane.cli.params import argument
 
 if TYPE_CHECKING:
     from deployplane.reconcile.approval import PendingChange
 
-__all__ = ["ApprovalError", "app", "approve", "approved_generation"]
-
-app = typer.Typer(rich_markup_mode=None, add_completion=False)
+__all__ = ["ApprovalError", "approve", "approved_generation"]
 
 PLURAL = "agentdeployments"
 EXIT_CODES = "Exit codes: 0 approved; 1 nothing to approve, or an error; 2 usage error."
@@ -66,27 +71,19 @@ def _describe(change: PendingChange) -> str:
     return what
 
 
-@app.command("approve", epilog=EXIT_CODES)
+@click.command("approve", cls=Command, epilog=EXIT_CODES)
+@argument("name", metavar="NAME", help="The AgentDeployment.")
+@namespace_option("Namespace (default: the kube context's).")
+@kubeconfig_option()
+@kube_context_option
 def approve(
-    name: Annotated[str, typer.Argument(help="The AgentDeployment.", metavar="NAME")],
-    namespace: Annotated[
-        str | None,
-        typer.Option("--namespace", "-n", help="Namespace (default: the kube context's)."),
-    ] = None,
-    kubeconfig: Annotated[
-        str | None,
-        typer.Option(
-            "--kubeconfig", help="Kubeconfig file (default: $KUBECONFIG, ~/.kube/config)."
-        ),
-    ] = None,
-    kube_context: Annotated[
-        str | None, typer.Option("--kube-context", help="Kubeconfig context (default: current).")
-    ] = None,
+    name: str, namespace: str | None, kubeconfig: str | None, kube_context: str | None
 ) -> None:
-    """Approve the change an AgentDeployment with updatePolicy Manual holds: annotate it
-    deployplane.io/approved-generation with the generation of its status.pendingChange.
-    The operator then sends the change."""
-    typer.echo(run(name, namespace, kubeconfig, kube_context))
+    """Approve the change an AgentDeployment (updatePolicy Manual) holds.
+
+    Annotates it deployplane.io/approved-generation with the generation of its
+    status.pendingChange; the operator then sends the change."""
+    click.echo(run(name, namespace, kubeconfig, kube_context))
 
 
 def run(name: str, namespace: str | None, kubeconfig: str | None, context: str | None) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, TypeVar
 
-import typer
+import click
 
 from deployplane.api.enums import RevisionStatus
 from deployplane.cli.commands.connection import ExitCode, call, fail
@@ -80,7 +80,7 @@ def follow_new_revision(
     latest = deployment.latest_revision_id
     if latest is None or str(latest) == before:
         print_one(deployment, output)
-        typer.echo(f"{resource_name(deployment)}: no new revision to wait for", err=True)
+        click.echo(f"{resource_name(deployment)}: no new revision to wait for", err=True)
         return
     from deployplane.cli.commands.waiting import follow_revision
 

@@ -1,29 +1,30 @@
-"""The completers the commands' resource arguments name (`autocompletion=`): click's
-way to a TAB's names, over `deployplane.cli.tab.names` (what the names are, and how a
-TAB asks the control plane for them).
-
-A TAB is answered without click where `deployplane.cli.tab` can (nearly always); it
-reads in `BY_KIND` which argument offers which names, through the generated command
-tree.
+"""What TAB offers for the values of the commands' parameters (click's `shell_complete=`):
+the names of the control plane's resources (`deployplane.cli.tab.names`: how a TAB asks
+for them) and of the config file's contexts, each importing what it reads only when a
+TAB asks for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final
 
-import typer
+import click
 from click.core import ParameterSource
 
-from deployplane.cli.config.options import ConnectionOptions
-from deployplane.cli.tab.names import offered
+from deployplane.cli.clientconfig.options import ConnectionOptions
 
-__all__ = ["BY_KIND", "connection_options", "deployment_names", "listener_names", "revision_ids"]
+__all__ = [
+    "connection_options",
+    "context_names",
+    "deployment_names",
+    "listener_names",
+    "revision_ids",
+]
 
 _OPTION_NAMES: Final = ("url", "api_key", "tenant_id", "context")
 
 
-def connection_options(ctx: typer.Context) -> ConnectionOptions:
+def connection_options(ctx: click.Context) -> ConnectionOptions:
     """The connection options typed so far, as the command would read them: given after
     the command wins over given after its group; else the variables (click has read
     them into both)."""
@@ -40,27 +41,31 @@ def connection_options(ctx: typer.Context) -> ConnectionOptions:
     return ConnectionOptions(**found)
 
 
-def deployment_names(ctx: typer.Context, incomplete: str) -> list[str]:
+def _offered(kind: str, ctx: click.Context, incomplete: str, ref: str | None) -> list[str]:
+    from deployplane.cli.tab.names import offered
+
+    return offered(kind, connection_options(ctx), incomplete, ref)
+
+
+def deployment_names(ctx: click.Context, _: click.Parameter, incomplete: str) -> list[str]:
     """The names of the deployments that start with `incomplete`."""
-    return offered("deployments", connection_options(ctx), incomplete, None)
+    return _offered("deployments", ctx, incomplete, None)
 
 
-def listener_names(ctx: typer.Context, incomplete: str) -> list[str]:
+def listener_names(ctx: click.Context, _: click.Parameter, incomplete: str) -> list[str]:
     """The `compute_id`s of the listeners that start with `incomplete`."""
-    return offered("listeners", connection_options(ctx), incomplete, None)
+    return _offered("listeners", ctx, incomplete, None)
 
 
-def revision_ids(ctx: typer.Context, incomplete: str) -> list[str]:
+def revision_ids(ctx: click.Context, _: click.Parameter, incomplete: str) -> list[str]:
     """The ids of the revisions of the deployment named before (by name or id)."""
     ref = ctx.params.get("ref")
-    return offered(
-        "revisions", connection_options(ctx), incomplete, ref if isinstance(ref, str) else None
-    )
+    return _offered("revisions", ctx, incomplete, ref if isinstance(ref, str) else None)
 
 
-BY_KIND: Final[dict[str, Callable[[typer.Context, str], list[str]]]] = {
-    "deployments": deployment_names,
-    "listeners": listener_names,
-    "revisions": revision_ids,
-}
-"""The completer of each kind of `deployplane.cli.tab.names.KINDS`."""
+def context_names(_: click.Context, __: click.Parameter, incomplete: str) -> list[str]:
+    """The contexts of the config file that start with `incomplete` (none when the file
+    cannot be read)."""
+    from deployplane.cli.tab.names import context_names as names
+
+    return names(incomplete)

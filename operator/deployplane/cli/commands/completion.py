@@ -2,28 +2,21 @@
 `deployplane` commands, options and resource names, as `kubectl completion` and `gh
 completion` print theirs.
 
-The scripts are typer's: they call `deployplane` with `_DEPLOYPLANE_COMPLETE` set and the
-command line so far, and offer what it answers (`deployplane.cli.root.run`, which never
-lets an error reach the terminal). Resource names come from the control plane
-(`completers`). bash's has one line more: typer's offers the current directory's files
-whenever nothing else is offered (`complete -o default`), this one not where
-`deployplane` says no file name fits (`deployplane.cli.tab.shells.NO_FILES`).
+The scripts (`deployplane/cli/tab/scripts/`) are cobra's: at each TAB they run
+`deployplane __complete WORDS...` (`deployplane.cli.tab.complete`) and offer what it
+answers, file names only where it allows them.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
 
-import typer
-from typer._completion_shared import get_completion_script
+import click
 
-from deployplane.cli.tab import COMPLETE_VAR
-from deployplane.cli.tab.shells import NO_FILES
+from deployplane.cli.helptext import Command
+from deployplane.cli.params import EnumChoice, argument, option
 
-__all__ = ["Shell", "app", "bash_script", "completion"]
-
-app = typer.Typer(rich_markup_mode=None, add_completion=False)
+__all__ = ["Shell", "completion", "script"]
 
 
 class Shell(StrEnum):
@@ -33,13 +26,45 @@ class Shell(StrEnum):
     powershell = "powershell"
 
 
-@app.command("completion")
-def completion(
-    ctx: typer.Context,
-    shell: Annotated[Shell, typer.Argument(metavar="SHELL", help="bash, zsh, fish or powershell.")],
-) -> None:
-    """Print the completion script of SHELL: TAB then completes commands, options and
-    the names of deployments, listeners and revisions (asked of the control plane).
+_FILES = {
+    Shell.bash: "deployplane.bash",
+    Shell.zsh: "deployplane.zsh",
+    Shell.fish: "deployplane.fish",
+    Shell.powershell: "deployplane.ps1",
+}
+_REQUEST = " __complete "
+
+
+def script(shell: Shell, descriptions: bool = True) -> str:
+    """The completion script of `shell`; without `descriptions`, it asks for the values
+    alone (`__completeNoDesc`)."""
+    from importlib import resources
+
+    text = resources.files("deployplane.cli.tab").joinpath("scripts", _FILES[shell]).read_text()
+    if descriptions:
+        return text
+    # the one line that asks deployplane (the others name the protocol in comments)
+    lines = text.splitlines(keepends=True)
+    asking = [i for i, line in enumerate(lines) if _REQUEST in line and "#" not in line]
+    if len(asking) != 1:
+        raise RuntimeError(f"the {shell} script does not ask deployplane in one line")
+    lines[asking[0]] = lines[asking[0]].replace(_REQUEST, " __completeNoDesc ")
+    return "".join(lines)
+
+
+@click.command("completion", cls=Command)
+@argument(
+    "shell",
+    type=EnumChoice(Shell, case_sensitive=True),
+    metavar="SHELL",
+    help=("bash, zsh, fish or powershell."),
+)
+@option("--no-descriptions", is_flag=True, help="Offer the values without what they are.")
+def completion(shell: Shell, no_descriptions: bool) -> None:
+    """Print the completion script of a shell (bash, zsh, fish, powershell).
+
+    TAB then completes commands, options and the names of deployments, listeners and
+    revisions (asked of the control plane).
 
     \b
     bash:  source <(deployplane completion bash)
@@ -51,27 +76,4 @@ def completion(
     powershell:
            deployplane completion powershell | Out-String | Invoke-Expression
     """
-    if shell is Shell.bash:
-        typer.echo(bash_script(ctx.find_root().info_name or "deployplane"))
-        return
-    # typer's own printer of its scripts (as its --show-completion): prints, exits 0.
-    typer.completion.show_callback(ctx, ctx.command.params[0], shell.value)
-
-
-_BASH_END = "    return 0\n}"
-_BASH_NO_FILES = f"""\
-    # deployplane exits {NO_FILES} where no file name fits (a resource's name, a choice, a
-    # command): then not even readline's file names (complete -o default).
-    if [[ $? -eq {NO_FILES} ]]; then compopt +o default; fi
-{_BASH_END}"""
-
-
-def bash_script(prog_name: str) -> str:
-    """typer's bash script, which offers the current directory's files whenever a
-    completion finds nothing, told not to where `deployplane` says no file name fits."""
-    script = get_completion_script(
-        prog_name=prog_name, complete_var=COMPLETE_VAR, shell=Shell.bash.value
-    )
-    if script.count(_BASH_END) != 1:
-        raise RuntimeError("typer's bash completion script no longer ends its function as known")
-    return script.replace(_BASH_END, _BASH_NO_FILES)
+    click.echo(script(shell, descriptions=not no_descriptions), nl=False)

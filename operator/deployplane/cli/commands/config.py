@@ -1,26 +1,29 @@
 """`deployplane config get-contexts|current-context|use-context|set-context`: the
-commands over the configuration library (`deployplane.cli.config`, where the config
-file's format is described). Each body imports the config file's models when it runs."""
+commands over the client's configuration (`deployplane.cli.clientconfig`, where the
+config file's format is described). Each command imports the config file's models when
+it runs."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from typing import Annotated
 
-import typer
+import click
 
+from deployplane.cli.clientconfig.options import ConfigError, config_file, config_path
+from deployplane.cli.commands.completers import context_names
 from deployplane.cli.commands.connection import ExitCode, fail
-from deployplane.cli.config.options import ConfigError, config_path
+from deployplane.cli.helptext import Group
+from deployplane.cli.params import argument, option
 
-__all__ = ["app"]
+__all__ = ["config"]
 
 
-app = typer.Typer(
+config = Group(
+    name="config",
     no_args_is_help=True,
-    rich_markup_mode=None,
-    add_completion=False,
-    help=f"Contexts: named connections in {config_path().name} "
-    "($XDG_CONFIG_HOME/deployplane/config.yaml).",
+    help="Contexts: named connections to a control plane.\n\nThey live in "
+    f"{os.path.basename(config_file())} ($XDG_CONFIG_HOME/deployplane/config.yaml).",
 )
 
 
@@ -32,16 +35,16 @@ def _usage(action: Callable[[], None]) -> None:
         fail(str(exc), ExitCode.USAGE)
 
 
-@app.command("get-contexts")
+@config.command("get-contexts")
 def get_contexts() -> None:
     """List the contexts; the current one is marked with *."""
+    from deployplane.cli.clientconfig.contexts import load_config
     from deployplane.cli.commands.tables import Col, render
-    from deployplane.cli.config.contexts import load_config
 
     def show() -> None:
         config = load_config()
         if not config.contexts:
-            typer.echo(f"No contexts in {config_path()}.", err=True)
+            click.echo(f"No contexts in {config_path()}.", err=True)
             return
         columns = [Col("CURRENT"), Col("NAME"), Col("URL"), Col("TENANT"), Col("API KEY FROM")]
         rows = [
@@ -54,61 +57,64 @@ def get_contexts() -> None:
             ]
             for c in config.contexts
         ]
-        typer.echo("\n".join(render(columns, rows, None).lines))
+        click.echo("\n".join(render(columns, rows, None).lines))
 
     _usage(show)
 
 
-@app.command("current-context")
+@config.command("current-context")
 def current_context() -> None:
     """Print the current context's name."""
-    from deployplane.cli.config.contexts import load_config
+    from deployplane.cli.clientconfig.contexts import load_config
 
     def show() -> None:
         name = load_config().current_context
         if name is None:
             raise ConfigError("no current context (deployplane config use-context NAME)")
-        typer.echo(name)
+        click.echo(name)
 
     _usage(show)
 
 
-@app.command("use-context")
-def use_context(name: Annotated[str, typer.Argument(help="Context name.")]) -> None:
+@config.command("use-context")
+@argument("name", help="Context name.", shell_complete=context_names)
+def use_context(name: str) -> None:
     """Make a context the current one."""
-    from deployplane.cli.config.contexts import load_config, save_config
+    from deployplane.cli.clientconfig.contexts import load_config, save_config
 
     def use() -> None:
         config = load_config()
         if config.find(name) is None:
             raise ConfigError(f"no context named {name!r} in {config_path()}")
         save_config(config.model_copy(update={"current_context": name}))
-        typer.echo(f'Switched to context "{name}".')
+        click.echo(f'Switched to context "{name}".')
 
     _usage(use)
 
 
-@app.command("set-context")
+@config.command("set-context")
+@argument("name", help="Context name (created or changed).", shell_complete=context_names)
+@option("--url", help="Base URL of the control plane.")
+@option("--tenant-id", help="Workspace (tenant) id.")
+@option("--api-key-file", help="Read the API key from this file.")
+@option("--api-key-command", help="Run this command (no shell); its output is the key.")
+@option("--api-key-env", help="Read the API key from this environment variable.")
+@option("--use", is_flag=True, help="Also make it the current context.")
 def set_context(
-    name: Annotated[str, typer.Argument(help="Context name (created or changed).")],
-    url: Annotated[str | None, typer.Option(help="Base URL of the control plane.")] = None,
-    tenant_id: Annotated[str | None, typer.Option(help="Workspace (tenant) id.")] = None,
-    api_key_file: Annotated[
-        str | None, typer.Option(help="Read the API key from this file.")
-    ] = None,
-    api_key_command: Annotated[
-        str | None, typer.Option(help="Run this command (no shell); its output is the key.")
-    ] = None,
-    api_key_env: Annotated[
-        str | None, typer.Option(help="Read the API key from this environment variable.")
-    ] = None,
-    use: Annotated[bool, typer.Option("--use", help="Also make it the current context.")] = False,
+    name: str,
+    url: str | None,
+    tenant_id: str | None,
+    api_key_file: str | None,
+    api_key_command: str | None,
+    api_key_env: str | None,
+    use: bool,
 ) -> None:
-    """Create or change a context (only the options given change). The key itself is
-    never stored: give where to read it."""
+    """Create or change a context (only the options given change).
+
+    The key itself is never stored: give where to read it."""
     from pydantic import ValidationError
 
-    from deployplane.cli.config.contexts import CliConfig, Context, load_config, save_config
+    from deployplane.cli.clientconfig.contexts import CliConfig, Context, load_config, save_config
 
     def change() -> None:
         config = load_config()
@@ -133,6 +139,6 @@ def set_context(
             contexts.append(changed)
         current_name = name if use or config.current_context is None else config.current_context
         path = save_config(CliConfig(current_context=current_name, contexts=contexts))
-        typer.echo(f'Context "{name}" saved in {path}.')
+        click.echo(f'Context "{name}" saved in {path}.')
 
     _usage(change)

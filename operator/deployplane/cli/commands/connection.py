@@ -1,41 +1,43 @@
 """How a CLI command reaches the API: connection options, the client, exit codes.
 
-The connection options `--url/--api-key/--tenant-id` (also read from the environment,
-like the operator) are defined once, on the callback of every command group
-(`read_connection`), and each command accepts the very same options again after its
-name (`ConnectedCommand`), so both `deployplane deployments --url U list` and
-`deployplane deployments list --url U` work; what is given after the command wins.
+The connection options `--url/--api-key/--tenant-id/--context` (also read from the
+environment, like the operator) are defined once (`CONNECTION_PARAMS`), on every command
+group (whose callback, `read_connection`, keeps them), and each command accepts the very
+same options again after its name (`ConnectedCommand`), so both `deployplane deployments
+--url U list` and `deployplane deployments list --url U` work; what is given after the
+command wins.
 Either way they fill one `ConnectionOptions` in the click context, which `call()` turns
 into a `ConnectionSettings` (`deployplane.api.connection`) when a command first needs the
 API. `call()` turns any failure into exactly one line on stderr and a documented exit
 code, never a traceback. `make_client` is looked up at call time so tests can give the
 client a transport over `httpx.MockTransport`.
 
-Every command's definition imports this module, so it imports typer and nothing heavy:
+Every command's declaration imports this module, so it imports click and nothing heavy:
 the client, its models and asyncio are imported by `call()`, when a command runs.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from enum import IntEnum
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 import click
-import typer
-from typer.core import TyperCommand
 
 from deployplane.api.env import ENV_API_KEY, ENV_TENANT_ID, ENV_URL
-from deployplane.cli.config.options import ENV_CONTEXT, ConfigError, ConnectionOptions
+from deployplane.cli.clientconfig.options import ENV_CONTEXT, ConfigError, ConnectionOptions
+from deployplane.cli.commands.completers import context_names
+from deployplane.cli.helptext import Command
+from deployplane.cli.params import Option
 
 if TYPE_CHECKING:
     from deployplane.api.client import ControlPlaneClient
     from deployplane.api.connection import ConnectionSettings
 
 __all__ = [
+    "CONNECTION_PARAMS",
     "EXIT_CODES_HELP",
     "ConnectedCommand",
     "ConnectionOptions",
@@ -77,72 +79,57 @@ class UsageError(Exception):
     """Bad input found by the CLI itself (a file, a config): one line, exit 2."""
 
 
+def _connection_option(flag: str, envvar: str, help: str, **attrs: Any) -> click.Option:
+    return Option([flag], envvar=envvar, help=help, show_default=False, **attrs)
+
+
+CONNECTION_PARAMS: Final = (
+    _connection_option("--url", ENV_URL, "Base URL of the control plane."),
+    _connection_option(
+        "--api-key",
+        ENV_API_KEY,
+        f"API key, sent as X-Api-Key. Prefer {ENV_API_KEY} or a context: the command line "
+        "shows in ps and shell history.",
+    ),
+    _connection_option("--tenant-id", ENV_TENANT_ID, "Workspace (tenant) id, sent as X-Tenant-Id."),
+    _connection_option(
+        "--context",
+        ENV_CONTEXT,
+        "Named context of the config file (deployplane config get-contexts); flags and "
+        "DEPLOYPLANE_* variables win over its values.",
+        shell_complete=context_names,
+    ),
+)
+"""The connection options, the one definition: on every API command group, and again on
+each of its commands. A click option holds no state of its own (values go to each
+invocation's context), so every command shares them."""
+
+
+@click.pass_context
 def read_connection(
-    ctx: typer.Context,
-    url: Annotated[
-        str | None,
-        typer.Option(
-            "--url", envvar=ENV_URL, help="Base URL of the control plane.", show_default=False
-        ),
-    ] = None,
-    api_key: Annotated[
-        str | None,
-        typer.Option(
-            "--api-key",
-            envvar=ENV_API_KEY,
-            help=f"API key, sent as X-Api-Key. Prefer {ENV_API_KEY} or a context: the "
-            "command line shows in ps and shell history.",
-            show_default=False,
-        ),
-    ] = None,
-    tenant_id: Annotated[
-        str | None,
-        typer.Option(
-            "--tenant-id",
-            envvar=ENV_TENANT_ID,
-            help="Workspace (tenant) id, sent as X-Tenant-Id.",
-            show_default=False,
-        ),
-    ] = None,
-    context: Annotated[
-        str | None,
-        typer.Option(
-            "--context",
-            envvar=ENV_CONTEXT,
-            help="Named context of the config file (deployplane config get-contexts); "
-            "flags and DEPLOYPLANE_* variables win over its values.",
-            show_default=False,
-        ),
-    ] = None,
+    ctx: click.Context,
+    url: str | None,
+    api_key: str | None,
+    tenant_id: str | None,
+    context: str | None,
 ) -> None:
-    """The callback of every API command group: the one definition of the options."""
+    """The callback of every API command group: its connection options, for its command."""
     ctx.obj = ConnectionOptions(url, api_key, tenant_id, context)
 
 
 # The options of the command being run, for `call()`: set by `ConnectedCommand` around
-# the command function, as click keeps its current context (whose accessor typer does not
-# export).
+# the command function (click's own current context is the innermost one, and `call()`
+# may be reached from a helper that has none at hand).
 _current: ContextVar[ConnectionOptions | None] = ContextVar("connection", default=None)
 
 
-@functools.cache
-def _connection_params() -> tuple[click.Parameter, ...]:
-    # The click options typer makes of `read_connection`'s signature, so a command's
-    # options and its group's can never differ. Made once: a click option holds no
-    # state of its own (values go to each invocation's context), so every command can
-    # share them, and a group's commands are built without inspecting it each time.
-    probe = typer.Typer(add_completion=False)
-    probe.command()(read_connection)
-    return tuple(typer.main.get_command(probe).params)
-
-
-class ConnectedCommand(TyperCommand):
+class ConnectedCommand(Command):
     """A command that takes the connection options too and hands them to its group's
     `ConnectionOptions` rather than to the command function."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.params = [*self.params, *_connection_params()]
+        self.params = [*self.params, *CONNECTION_PARAMS]
 
     def invoke(self, ctx: click.Context) -> Any:
         options = ctx.ensure_object(ConnectionOptions)
@@ -164,8 +151,8 @@ class ConnectedCommand(TyperCommand):
 def fail(message: str, code: ExitCode) -> NoReturn:
     """Print one `error: ...` line on stderr and exit with `code`."""
     one_line = " ".join(message.split())
-    typer.echo(f"error: {one_line}", err=True)
-    raise typer.Exit(int(code))
+    click.echo(f"error: {one_line}", err=True)
+    raise click.exceptions.Exit(int(code))
 
 
 def make_client(settings: ConnectionSettings) -> ControlPlaneClient:
@@ -174,9 +161,9 @@ def make_client(settings: ConnectionSettings) -> ControlPlaneClient:
 
 
 def connection_settings(options: ConnectionOptions | None) -> ConnectionSettings:
-    """The invocation's connection (`deployplane.cli.config.resolve`), or a usage error
+    """The invocation's connection (`deployplane.cli.clientconfig.resolve`), or a usage error
     naming what is missing or wrong, before any request."""
-    from deployplane.cli.config.resolve import resolve_connection
+    from deployplane.cli.clientconfig.resolve import resolve_connection
 
     try:
         return resolve_connection(options)
@@ -187,7 +174,7 @@ def connection_settings(options: ConnectionOptions | None) -> ConnectionSettings
 def has_url() -> bool:
     """Whether the command being run was given a control-plane URL (flag, variable or
     context), for a command that carries on without one (`trace`)."""
-    from deployplane.cli.config.resolve import url_given
+    from deployplane.cli.clientconfig.resolve import url_given
 
     return url_given(_current.get())
 
@@ -212,7 +199,7 @@ def error_boundary(url: str | None = None) -> Iterator[None]:
 
     try:
         yield
-    except typer.Exit:  # click's Exit is a RuntimeError: let the exits we chose through
+    except click.exceptions.Exit:  # a RuntimeError: let the exits we chose through
         raise
     except (UsageError, ConfigError) as exc:
         fail(str(exc), ExitCode.USAGE)

@@ -3,62 +3,66 @@
 `edit.commands.add_editing`; `logs` by `logs.register`; port-forward's workings are in
 `portforward`).
 
-Only the commands' signatures are read when the group is loaded (its `--help`, shell
-completion): each body imports what it runs.
+Only the declarations are read when the group is loaded (its `--help`, a TAB): each
+command imports what it runs.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
 from deployplane.api.enums import DeploymentStatus, DeploymentType
 from deployplane.cli.commands import logs
 from deployplane.cli.commands.completers import deployment_names
 from deployplane.cli.commands.edit.commands import add_editing
+from deployplane.cli.commands.kubeoptions import namespace_option
 from deployplane.cli.commands.options import (
     DEPLOYMENT_REF,
-    DeploymentArgument,
-    HeadersOption,
-    LimitOption,
     Output,
-    OutputOption,
-    TimeoutOption,
     command,
+    deployment_argument,
     group,
+    headers_option,
+    limit_option,
+    output_option,
+    timeout_option,
 )
+from deployplane.cli.params import EnumChoice, argument, option
 
 if TYPE_CHECKING:
     from deployplane.api import models
     from deployplane.api.client import ControlPlaneClient
 
-__all__ = ["app"]
+__all__ = ["deployments"]
 
-app = group("Deployments of agent servers.")
+deployments = group("deployments", "Create, change, delete and wait for deployments.")
 
 
-@command(app, "list")
+@command(deployments, "list")
+@option("--name", help="Only the deployment with this name.")
+@option("--name-contains", help="Only deployments whose name contains this.")
+@option("--status", type=EnumChoice(DeploymentStatus), help="Only deployments in this status.")
+@option(
+    "--deployment-type",
+    type=EnumChoice(DeploymentType),
+    help="Only git_host deployments of this type.",
+)
+@option("--image-version", help="Only deployments running this image version.")
+@limit_option
+@output_option()
+@headers_option
 def list_deployments(
-    name: Annotated[str | None, typer.Option(help="Only the deployment with this name.")] = None,
-    name_contains: Annotated[
-        str | None, typer.Option(help="Only deployments whose name contains this.")
-    ] = None,
-    status: Annotated[
-        DeploymentStatus | None,
-        typer.Option(help="Only deployments in this status.", case_sensitive=False),
-    ] = None,
-    deployment_type: Annotated[
-        DeploymentType | None,
-        typer.Option(help="Only git_host deployments of this type.", case_sensitive=False),
-    ] = None,
-    image_version: Annotated[
-        str | None, typer.Option(help="Only deployments running this image version.")
-    ] = None,
-    limit: LimitOption = None,
-    output: OutputOption = Output.table,
-    no_headers: HeadersOption = False,
+    name: str | None,
+    name_contains: str | None,
+    status: DeploymentStatus | None,
+    deployment_type: DeploymentType | None,
+    image_version: str | None,
+    limit: int | None,
+    output: Output,
+    no_headers: bool,
 ) -> None:
     """List deployments (the filters are the service's own query parameters)."""
     from deployplane.api import models
@@ -85,31 +89,28 @@ def list_deployments(
     print_many(call(action), models.Deployment, output, headers=not no_headers)
 
 
-add_editing(app, "deployment", DEPLOYMENT_REF, deployment_names)
+add_editing(deployments, "deployment", DEPLOYMENT_REF, deployment_names)
 
 
-@command(app, "delete")
+@command(deployments, "delete")
+@argument(
+    "refs",
+    nargs=-1,
+    required=True,
+    metavar="REF",
+    help="Deployment names or ids (one or more).",
+    shell_complete=deployment_names,
+)
+@option(
+    "--delete-tracing-project",
+    is_flag=True,
+    help="Delete the tracing project made with each deployment too (else it stays). "
+    "Deletes one by one: the bulk operation has no such option.",
+)
+@option("--wait", is_flag=True, help="Wait until each deployment is gone (404).")
+@timeout_option
 def delete_deployment(
-    refs: Annotated[
-        list[str],
-        typer.Argument(
-            help="Deployment names or ids (one or more).",
-            metavar="REF",
-            autocompletion=deployment_names,
-        ),
-    ],
-    delete_tracing_project: Annotated[
-        bool,
-        typer.Option(
-            "--delete-tracing-project",
-            help="Delete the tracing project made with each deployment too (else it stays). "
-            "Deletes one by one: the bulk operation has no such option.",
-        ),
-    ] = False,
-    wait: Annotated[
-        bool, typer.Option("--wait", help="Wait until each deployment is gone (404).")
-    ] = False,
-    timeout: TimeoutOption = None,
+    refs: tuple[str, ...], delete_tracing_project: bool, wait: bool, timeout: float | None
 ) -> None:
     """Delete deployments: one DELETE per id, or bulk (100 per call) when several.
 
@@ -141,28 +142,27 @@ def delete_deployment(
     ids, failed = call(action)
     for ref in refs:
         if ref in failed:
-            typer.echo(f"error: {' '.join(failed[ref].split())}", err=True)
+            click.echo(f"error: {' '.join(failed[ref].split())}", err=True)
         else:
             shown = ref if ref == ids[ref] else f"{ref} ({ids[ref]})"
-            typer.echo(f"deployment {shown} deleted")
+            click.echo(f"deployment {shown} deleted")
     if failed:
-        raise typer.Exit(int(ExitCode.API_ERROR))
+        raise click.exceptions.Exit(int(ExitCode.API_ERROR))
 
 
-@command(app, "wait")
+@command(deployments, "wait")
+@deployment_argument
+@option("--revision", help="Revision id (default: the latest revision).")
+@option("--timeout", type=click.FloatRange(min=0), help="Give up after S seconds.")
+@option(
+    "--poll-interval",
+    type=click.FloatRange(min=0.1),
+    default=2.0,
+    help="First poll interval (s).",
+)
+@output_option()
 def wait_deployment(
-    ref: DeploymentArgument,
-    revision: Annotated[
-        str | None,
-        typer.Option("--revision", help="Revision id (default: the latest revision)."),
-    ] = None,
-    timeout: Annotated[
-        float | None, typer.Option("--timeout", min=0, help="Give up after S seconds.")
-    ] = None,
-    poll_interval: Annotated[
-        float, typer.Option("--poll-interval", min=0.1, help="First poll interval (s).")
-    ] = 2.0,
-    output: OutputOption = Output.table,
+    ref: str, revision: str | None, timeout: float | None, poll_interval: float, output: Output
 ) -> None:
     """Wait until a revision is terminal, showing its status live.
 
@@ -196,41 +196,27 @@ def wait_deployment(
     print_final(call(action), output)
 
 
-logs.register(app)
+logs.register(deployments)
 
 
-@command(app, "port-forward")
-def port_forward(
-    ref: DeploymentArgument,
-    local_port: Annotated[
-        int,
-        typer.Argument(
-            min=0,
-            max=65535,
-            metavar="LOCAL_PORT",
-            help="Port on 127.0.0.1 to listen on; 0: a free one, named in the line printed.",
-        ),
-    ],
-    namespace: Annotated[
-        str | None,
-        typer.Option(
-            "--namespace",
-            "-n",
-            help="Namespace the deployment runs in (default: its listener_config's, else "
-            "its listener's first; without a listener: looked up in every namespace).",
-        ),
-    ] = None,
-    kubeconfig: Annotated[
-        str | None,
-        typer.Option(
-            "--kubeconfig",
-            envvar="KUBECONFIG",
-            show_envvar=True,
-            help="Kubeconfig of the cluster the deployment runs on (default: kubectl's, "
-            "~/.kube/config).",
-        ),
-    ] = None,
-) -> None:
+@command(deployments, "port-forward")
+@deployment_argument
+@argument(
+    "local_port",
+    type=click.IntRange(0, 65535),
+    metavar="LOCAL_PORT",
+    help="Port on 127.0.0.1 to listen on; 0: a free one, named in the line printed.",
+)
+@namespace_option(
+    "Namespace the deployment runs in (default: its listener_config's, else its "
+    "listener's first; without a listener: looked up in every namespace)."
+)
+@option(
+    "--kubeconfig",
+    envvar="KUBECONFIG",
+    help="Kubeconfig of the cluster the deployment runs on (default: kubectl's, ~/.kube/config).",
+)
+def port_forward(ref: str, local_port: int, namespace: str | None, kubeconfig: str | None) -> None:
     """Reach a deployment's agent server on 127.0.0.1:LOCAL_PORT until Ctrl-C.
 
     A real port-forward through the kubelet: `kubectl port-forward` of its

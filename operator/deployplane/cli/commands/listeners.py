@@ -1,41 +1,44 @@
 """`deployplane listeners list|get|create|update|delete`: the `listeners` command group
 (get, create and update are made by `edit.commands.add_editing`, as for deployments).
-Each body imports what it runs."""
+Each command imports what it runs."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import typer
+import click
 
 from deployplane.cli.commands.completers import listener_names
 from deployplane.cli.commands.edit.commands import add_editing
 from deployplane.cli.commands.options import (
     LISTENER_REF,
-    HeadersOption,
-    LimitOption,
-    ListenerArgument,
     Output,
-    OutputOption,
     command,
     group,
+    headers_option,
+    limit_option,
+    listener_argument,
+    output_option,
 )
 
 if TYPE_CHECKING:
     from deployplane.api import models
     from deployplane.api.client import ControlPlaneClient
 
-__all__ = ["app"]
+__all__ = ["listeners"]
 
-app = group("Listeners: the compute infrastructure deployments run on.")
+listeners = group(
+    "listeners",
+    "Manage listeners (compute infrastructure).\n\nA listener is the compute "
+    "infrastructure deployments run on: a Kubernetes cluster and its namespaces.",
+)
 
 
-@command(app, "list")
-def list_listeners(
-    limit: LimitOption = None,
-    output: OutputOption = Output.table,
-    no_headers: HeadersOption = False,
-) -> None:
+@command(listeners, "list")
+@limit_option
+@output_option()
+@headers_option
+def list_listeners(limit: int | None, output: Output, no_headers: bool) -> None:
     """List listeners."""
     from deployplane.api import models
     from deployplane.cli.commands.common import page_size, take
@@ -48,11 +51,12 @@ def list_listeners(
     print_many(call(action), models.Listener, output, headers=not no_headers)
 
 
-add_editing(app, "listener", LISTENER_REF, listener_names)
+add_editing(listeners, "listener", LISTENER_REF, listener_names)
 
 
-@command(app, "delete")
-def delete_listener(ref: ListenerArgument) -> None:
+@command(listeners, "delete")
+@listener_argument
+def delete_listener(ref: str) -> None:
     """Delete a listener."""
     from deployplane.cli.commands import resolve
     from deployplane.cli.commands.connection import call
@@ -64,4 +68,4 @@ def delete_listener(ref: ListenerArgument) -> None:
 
     listener_id = call(action)
     shown = ref if ref == listener_id else f"{ref} ({listener_id})"
-    typer.echo(f"listener {shown} deleted")
+    click.echo(f"listener {shown} deleted")

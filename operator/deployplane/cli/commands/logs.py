@@ -13,9 +13,9 @@ import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
-import typer
+import click
 
 from deployplane.cli.commands.connection import (
     EXIT_CODES_HELP,
@@ -24,7 +24,8 @@ from deployplane.cli.commands.connection import (
     call,
     fail,
 )
-from deployplane.cli.commands.options import DeploymentArgument
+from deployplane.cli.commands.options import deployment_argument
+from deployplane.cli.params import EnumChoice, option
 
 if TYPE_CHECKING:
     from deployplane.api import models
@@ -52,11 +53,11 @@ def parse_since(value: str | None, now: datetime) -> datetime | None:
         try:
             return now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
         except OverflowError:  # more than timedelta holds, or before the year 1
-            raise typer.BadParameter("too far back", param_hint="--since") from None
+            raise click.BadParameter("too far back", param_hint="--since") from None
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise typer.BadParameter(
+        raise click.BadParameter(
             "a duration (30s, 10m, 2h, 1d) or an RFC 3339 time", param_hint="--since"
         ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
@@ -68,7 +69,7 @@ def parse_revision(value: str | None) -> uuid.UUID | None:
     try:
         return uuid.UUID(value)
     except ValueError:
-        raise typer.BadParameter("a revision id (UUID)", param_hint="--revision") from None
+        raise click.BadParameter("a revision id (UUID)", param_hint="--revision") from None
 
 
 def format_line(entry: models.LogEntry) -> str:
@@ -113,7 +114,7 @@ class _Reader:
         while True:
             page = await self._page()
             for entry in page.logs:
-                typer.echo(format_line(entry))
+                click.echo(format_line(entry))
             self.offset = page.next_offset or self.offset
             if len(page.logs) < _PAGE:
                 return
@@ -129,29 +130,34 @@ class _Reader:
         return revision.status.is_terminal
 
 
-def register(group: typer.Typer) -> None:
+def register(group: click.Group) -> None:
     """Adds `logs` to the `deployments` command group."""
 
     @group.command("logs", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
+    @deployment_argument
+    @option(
+        "--type",
+        "log_type",
+        type=EnumChoice(LogType, case_sensitive=True),
+        default=LogType.deploy.value,
+        help="Which log: build (a remote build's) or deploy.",
+    )
+    @option("--revision", help="Revision id (build logs: default the latest).")
+    @option("--follow", "-f", is_flag=True, help="Keep printing new lines until done.")
+    @option("--since", help="Only newer lines: 30s, 10m, 2h, 1d or RFC 3339.")
+    @option(
+        "--poll-interval",
+        type=click.FloatRange(min=0.1),
+        default=2.0,
+        help="Seconds between reads (-f).",
+    )
     def deployment_logs(
-        deployment: DeploymentArgument,
-        log_type: Annotated[
-            LogType, typer.Option("--type", help="Which log: build (a remote build's) or deploy.")
-        ] = LogType.deploy,
-        revision: Annotated[
-            str | None,
-            typer.Option("--revision", help="Revision id (build logs: default the latest)."),
-        ] = None,
-        follow: Annotated[
-            bool, typer.Option("--follow", "-f", help="Keep printing new lines until done.")
-        ] = False,
-        since: Annotated[
-            str | None,
-            typer.Option("--since", help="Only newer lines: 30s, 10m, 2h, 1d or RFC 3339."),
-        ] = None,
-        poll_interval: Annotated[
-            float, typer.Option("--poll-interval", min=0.1, help="Seconds between reads (-f).")
-        ] = 2.0,
+        ref: str,
+        log_type: LogType,
+        revision: str | None,
+        follow: bool,
+        since: str | None,
+        poll_interval: float,
     ) -> None:
         """Print a deployment's build or deploy log, oldest line first.
 
@@ -164,7 +170,7 @@ def register(group: typer.Typer) -> None:
         given_revision = parse_revision(revision)
 
         async def action(client: ControlPlaneClient) -> None:
-            found = await _deployment(client, deployment)
+            found = await _deployment(client, ref)
             revision_id = given_revision
             if log_type is LogType.build and revision_id is None:
                 if found.latest_revision_id is None:
@@ -181,4 +187,4 @@ def register(group: typer.Typer) -> None:
         try:
             call(action)
         except KeyboardInterrupt:
-            raise typer.Exit(130) from None
+            raise click.exceptions.Exit(130) from None

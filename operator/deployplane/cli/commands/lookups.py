@@ -1,32 +1,32 @@
 """`deployplane repos list` and `deployplane providers get`: the read-only lookups, two
-command groups. Each body imports what it runs."""
+command groups. Each command imports what it runs."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
-
 from deployplane.cli.commands.options import (
-    HeadersOption,
     Output,
-    OutputOption,
     command,
     group,
+    headers_option,
+    output_option,
 )
+from deployplane.cli.params import argument
 
 __all__ = ["providers", "repos"]
 
-repos = group("Git-host repositories available through an integration.")
-providers = group("OAuth providers.")
+repos = group(
+    "repos",
+    "List git-host repositories of an integration.\n\nThe repositories a git-host "
+    "integration makes available to deploy from.",
+)
+providers = group("providers", "Look up OAuth providers.")
 
 
 @command(repos, "list")
-def list_repositories(
-    integration_id: Annotated[str, typer.Argument(help="Git-host integration id.")],
-    output: OutputOption = Output.table,
-    no_headers: HeadersOption = False,
-) -> None:
+@argument("integration_id", help="Git-host integration id.")
+@output_option()
+@headers_option
+def list_repositories(integration_id: str, output: Output, no_headers: bool) -> None:
     """List the repositories an integration can deploy from."""
     from deployplane.api import models
     from deployplane.cli.commands.connection import call
@@ -37,10 +37,9 @@ def list_repositories(
 
 
 @command(providers, "get")
-def get_provider(
-    provider_id: Annotated[str, typer.Argument(help="OAuth provider id.")],
-    output: OutputOption = Output.table,
-) -> None:
+@argument("provider_id", help="OAuth provider id.")
+@output_option()
+def get_provider(provider_id: str, output: Output) -> None:
     """Show one OAuth provider."""
     from deployplane.cli.commands.connection import call
     from deployplane.cli.commands.output import print_one

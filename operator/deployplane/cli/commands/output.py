@@ -7,8 +7,6 @@ List tables have a few columns per kind (`-o wide` adds the rest) and are render
 `tables.render`, which never splits a value; `get` shows every top-level field (nested
 ones as indented YAML without the nulls). `-o name` prints `kind/name`, which every
 command taking an id accepts back (`deployplane.cli.commands.resolve`).
-
-`fitted_table` is the rich variant the live `demo up` progress table uses.
 """
 
 from __future__ import annotations
@@ -19,107 +17,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 from pydantic import BaseModel
-from rich.cells import cell_len
 
 from deployplane.cli.commands import tables
 from deployplane.cli.commands.options import Output
 from deployplane.cli.commands.tables import Col
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
     from deployplane.api.models import Deployment, Listener, Revision
 
 __all__ = [
-    "FitColumn",
     "api_fields",
     "dump_text",
-    "fitted_table",
     "print_many",
     "print_one",
     "print_table",
     "resource_name",
 ]
-
-
-@dataclass(frozen=True)
-class FitColumn:
-    """A table column. `drop` ranks what goes first when the terminal is narrow (0: never
-    dropped); `fold` lets a long value (an id) continue on the next line instead."""
-
-    title: str
-    drop: int = 0
-    fold: bool = False
-
-
-_GAP = 2  # spaces between columns (box=None, no edge padding)
-_MIN_FOLD = 8  # a folded column keeps at least this many characters a line
-
-
-def _text_width(text: str) -> int:
-    """Terminal cells of the widest line (a wide character takes two)."""
-    return max(map(cell_len, text.splitlines() or [""]))
-
-
-def _natural_widths(columns: Sequence[FitColumn], rows: Sequence[Sequence[str]]) -> list[int]:
-    return [
-        max([cell_len(col.title), *(_text_width(row[i]) for row in rows)])
-        for i, col in enumerate(columns)
-    ]
-
-
-def _kept_columns(
-    columns: Sequence[FitColumn], widths: list[int], width: int
-) -> tuple[list[int], list[str]]:
-    """Indexes of the columns to show, and the titles dropped to fit `width`."""
-    keep = list(range(len(columns)))
-    dropped: list[str] = []
-    droppable = sorted((i for i, c in enumerate(columns) if c.drop), key=lambda i: columns[i].drop)
-    while sum(widths[i] for i in keep) + _GAP * (len(keep) - 1) > width and droppable:
-        gone = droppable.pop(0)
-        keep.remove(gone)
-        dropped.append(columns[gone].title)
-    return keep, dropped
-
-
-def fitted_table(
-    columns: Sequence[FitColumn],
-    rows: Sequence[Sequence[str]],
-    width: int,
-    *,
-    row_styles: Sequence[str | None] = (),
-    **table: Any,
-) -> tuple[Table, list[str]]:
-    """A table of `rows` no wider than `width` (when the unfoldable values allow it),
-    and the titles of the columns dropped to get there."""
-    from rich.table import Table
-
-    widths = _natural_widths(columns, rows)
-    keep, dropped = _kept_columns(columns, widths, width)
-    excess = sum(widths[i] for i in keep) + _GAP * (len(keep) - 1) - width
-    folded = [i for i in keep if columns[i].fold]
-    # Share the excess among the foldable columns, widest first.
-    for i in sorted(folded, key=lambda i: -widths[i]):
-        if excess <= 0:
-            break
-        cut = min(excess, max(0, widths[i] - _MIN_FOLD))
-        widths[i] -= cut
-        excess -= cut
-    result = Table(show_header=True, header_style="bold", box=None, pad_edge=False, **table)
-    for i in keep:
-        result.add_column(
-            columns[i].title,
-            no_wrap=not columns[i].fold,
-            overflow="fold",
-            min_width=widths[i],
-            max_width=widths[i],
-        )
-    for n, row in enumerate(rows):
-        style = row_styles[n] if n < len(row_styles) else None
-        result.add_row(*(row[i] for i in keep), style=style)
-    return result, dropped
 
 
 # --------------------------------------------------------------------- list tables
@@ -244,7 +159,7 @@ def _echo_table(header: str | None, lines: list[str]) -> None:
     color = tables.use_color(sys.stdout)
     if header is not None:
         lines = [f"\x1b[1m{header}\x1b[0m" if color else header, *lines]
-    typer.echo("\n".join(lines), color=color)
+    click.echo("\n".join(lines), color=color)
 
 
 def api_fields(model: BaseModel) -> dict[str, Any]:
@@ -256,10 +171,10 @@ def api_fields(model: BaseModel) -> dict[str, Any]:
 def print_one(model: BaseModel, fmt: Output) -> None:
     """Print one resource: FIELD and VALUE lines, nested values as indented YAML."""
     if fmt is Output.name:
-        typer.echo(resource_name(model))
+        click.echo(resource_name(model))
         return
     if fmt in (Output.json, Output.yaml):
-        typer.echo(dump_text(api_fields(model), fmt))
+        click.echo(dump_text(api_fields(model), fmt))
         return
     data = model.model_dump(mode="json")
     key_width = max(map(len, ["FIELD", *data])) + tables.GAP
@@ -282,13 +197,13 @@ def print_many(
     """Print a list of resources of one kind. `active`: the id a row is marked for
     (the active revision)."""
     if fmt in (Output.json, Output.yaml):
-        typer.echo(dump_text([api_fields(m) for m in models], fmt))
+        click.echo(dump_text([api_fields(m) for m in models], fmt))
         return
     if not models:  # as kubectl: a note for the person, nothing for the pipe
-        typer.echo("No resources found.", err=True)
+        click.echo("No resources found.", err=True)
         return
     if fmt is Output.name:
-        typer.echo("\n".join(resource_name(m) for m in models))
+        click.echo("\n".join(resource_name(m) for m in models))
         return
     columns = _COLUMNS[kind.__name__]
     rows = [[_cell(col.get(model, active)) for col in columns] for model in models]
@@ -310,4 +225,4 @@ def print_table(
         note = f"({', '.join(table.hidden)} hidden at {width} columns; -o wide shows all)"
         if len(note) > width:
             note = "(columns hidden; -o wide shows all)"
-        typer.echo(note, err=True)
+        click.echo(note, err=True)

@@ -1,49 +1,47 @@
 """`deployplane revisions list|get|redeploy`: the `revisions` command group, the
-revisions of a deployment. Each body imports what it runs."""
+revisions of a deployment. Each command imports what it runs."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
-
-import typer
+from typing import TYPE_CHECKING
 
 from deployplane.api.enums import RevisionStatus
 from deployplane.cli.commands.completers import revision_ids
 from deployplane.cli.commands.options import (
-    DeploymentArgument,
-    HeadersOption,
-    LimitOption,
     Output,
-    OutputOption,
-    TimeoutOption,
-    WaitOption,
     command,
+    deployment_argument,
     group,
+    headers_option,
+    limit_option,
+    output_option,
+    timeout_option,
+    wait_option,
 )
+from deployplane.cli.params import EnumChoice, argument, option
 
 if TYPE_CHECKING:
     from deployplane.api import models
     from deployplane.api.client import ControlPlaneClient
 
-__all__ = ["app"]
+__all__ = ["revisions"]
 
-app = group("Revisions of a deployment.")
+revisions = group("revisions", "Inspect the revisions of a deployment.")
 
 
-@command(app, "list")
+@command(revisions, "list")
+@deployment_argument
+@option(
+    "--status",
+    type=EnumChoice(RevisionStatus),
+    metavar="STATUS",
+    help=f"Only revisions in this status: {', '.join(s.lower() for s in RevisionStatus)}.",
+)
+@limit_option
+@output_option()
+@headers_option
 def list_revisions(
-    ref: DeploymentArgument,
-    status: Annotated[
-        RevisionStatus | None,
-        typer.Option(
-            metavar="STATUS",
-            help=f"Only revisions in this status: {', '.join(s.lower() for s in RevisionStatus)}.",
-            case_sensitive=False,
-        ),
-    ] = None,
-    limit: LimitOption = None,
-    output: OutputOption = Output.table,
-    no_headers: HeadersOption = False,
+    ref: str, status: RevisionStatus | None, limit: int | None, output: Output, no_headers: bool
 ) -> None:
     """List the revisions of a deployment; ACTIVE marks the one serving (*)."""
     from deployplane.api import models
@@ -66,15 +64,11 @@ def list_revisions(
     print_many(found, models.Revision, output, headers=not no_headers, active=active)
 
 
-RevisionArgument = Annotated[str, typer.Argument(help="Revision id.", autocompletion=revision_ids)]
-
-
-@command(app, "get")
-def get_revision(
-    ref: DeploymentArgument,
-    revision_id: RevisionArgument,
-    output: OutputOption = Output.table,
-) -> None:
+@command(revisions, "get")
+@deployment_argument
+@argument("revision_id", help="Revision id.", shell_complete=revision_ids)
+@output_option()
+def get_revision(ref: str, revision_id: str, output: Output) -> None:
     """Show one revision."""
     from deployplane.cli.commands import resolve
     from deployplane.cli.commands.connection import call
@@ -88,16 +82,14 @@ def get_revision(
     print_one(call(action), output)
 
 
-@command(app, "redeploy")
+@command(revisions, "redeploy")
+@deployment_argument
+@argument("revision_id", help="The earlier revision to roll back to.", shell_complete=revision_ids)
+@wait_option
+@timeout_option
+@output_option()
 def redeploy_revision(
-    ref: DeploymentArgument,
-    revision_id: Annotated[
-        str,
-        typer.Argument(help="The earlier revision to roll back to.", autocompletion=revision_ids),
-    ],
-    wait: WaitOption = False,
-    timeout: TimeoutOption = None,
-    output: OutputOption = Output.table,
+    ref: str, revision_id: str, wait: bool, timeout: float | None, output: Output
 ) -> None:
     """Roll back: a new revision with that revision's source revision config.
 

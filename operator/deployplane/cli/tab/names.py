@@ -4,15 +4,16 @@
 name contains `s` (the published `name_contains` filter) and offers those that start
 with it; listeners are offered by `compute_id`, revisions by id (of the deployment named
 before them). The connection is the command's own: its flags typed so far, the
-`DEPLOYPLANE_*` variables, the context, read as `deployplane.cli.config.resolve` does.
+`DEPLOYPLANE_*` variables, the context, read as `deployplane.cli.clientconfig.resolve` does.
 
 A TAB must answer at once and never print into the terminal: one request with a short
 timeout, over the standard library's `http.client` (the typed client's httpx and
 pydantic would cost more CPU than the whole request), and any failure (no connection
 configured, no answer, an error status, a body not as expected) offers nothing.
 
-Both ways of answering a TAB use these: the quick one (`deployplane.cli.tab`) and
-click's, through the commands' completers (`deployplane.cli.commands.completers`).
+The contexts of the config file are read with YAML alone (not the config file's models,
+whose pydantic would cost a TAB several times its answer). The commands' completers
+(`deployplane.cli.commands.completers`) call these.
 """
 
 from __future__ import annotations
@@ -21,14 +22,22 @@ import json
 from urllib.parse import urlencode, urlsplit
 
 from deployplane import __version__
-from deployplane.cli.config.options import ConnectionOptions
+from deployplane.cli.clientconfig.options import ConnectionOptions
 
 TYPE_CHECKING = False  # not typing's: its import would cost a TAB a tenth of its answer
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any, Final
 
-__all__ = ["KINDS", "TIMEOUT", "deployment_names", "listener_names", "offered", "revision_ids"]
+__all__ = [
+    "KINDS",
+    "TIMEOUT",
+    "context_names",
+    "deployment_names",
+    "listener_names",
+    "offered",
+    "revision_ids",
+]
 
 TIMEOUT: Final = 2.0
 """Seconds a TAB waits for the control plane before offering nothing."""
@@ -41,7 +50,7 @@ def _get(
     """The `resources` of one listing page; `OSError`/`ValueError` on any failure."""
     import http.client
 
-    from deployplane.cli.config.resolve import resolved
+    from deployplane.cli.clientconfig.resolve import resolved
 
     connection = resolved(options)
     url = urlsplit(connection.url)
@@ -129,5 +138,20 @@ def offered(kind: str, options: ConnectionOptions, incomplete: str, ref: str | N
     fails, and never prints)."""
     try:
         return KINDS[kind](options, incomplete, ref)
+    except Exception:
+        return []
+
+
+def context_names(incomplete: str) -> list[str]:
+    """The names of the config file's contexts that start with `incomplete`; none when
+    the file is missing or cannot be read."""
+    from deployplane.cli.clientconfig.options import config_file
+
+    try:
+        import yaml
+
+        with open(config_file(), encoding="utf-8") as file:
+            contexts = (yaml.safe_load(file) or {}).get("contexts") or []
+        return _starting([c.get("name") for c in contexts if isinstance(c, dict)], incomplete)
     except Exception:
         return []

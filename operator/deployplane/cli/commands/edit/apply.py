@@ -10,44 +10,34 @@ Every document is checked before the first request.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
-import typer
+import click
 
 from deployplane.cli.commands.connection import EXIT_CODES_HELP, ConnectedCommand
-from deployplane.cli.commands.options import FileOption, Output, TimeoutOption
+from deployplane.cli.commands.options import Output, file_option, output_option, timeout_option
+from deployplane.cli.params import option
 
 if TYPE_CHECKING:
     from deployplane.api.client import ControlPlaneClient
     from deployplane.cli.commands.edit import editing
 
-__all__ = ["app", "apply"]
-
-app = typer.Typer(rich_markup_mode=None, add_completion=False)
+__all__ = ["apply"]
 
 
-@app.command("apply", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
-def apply(
-    file: FileOption,
-    output: Annotated[
-        Output,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Default: one `kind/name created|configured|unchanged` line each; "
-            "json or yaml (the control plane's own fields, nulls left out) or name "
-            "print the resources.",
-            case_sensitive=False,
-        ),
-    ] = Output.table,
-    wait: Annotated[
-        bool,
-        typer.Option("--wait", help="Follow each deployment's new revision, if it made one."),
-    ] = False,
-    timeout: TimeoutOption = None,
-) -> None:
-    """Create or update each resource of FILE by its name (deployments by name,
-    listeners by compute_id); nothing is sent for a resource that already matches."""
+@click.command("apply", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
+@file_option
+@output_option(
+    help="Default: one `kind/name created|configured|unchanged` line each; json or yaml "
+    "(the control plane's own fields, nulls left out) or name print the resources."
+)
+@option("--wait", is_flag=True, help="Follow each deployment's new revision, if it made one.")
+@timeout_option
+def apply(file: str, output: Output, wait: bool, timeout: float | None) -> None:
+    """Create or update the resources of a file by their names.
+
+    Deployments by name, listeners by compute_id; nothing is sent for a resource that
+    already matches."""
     from deployplane.api.models import Deployment
     from deployplane.cli.commands.common import follow_new_revision, latest_revision
     from deployplane.cli.commands.connection import ExitCode, UsageError, call, fail
@@ -70,7 +60,7 @@ def apply(
     for applied in call(action):
         resource = applied.resource
         if output in (Output.table, Output.wide):
-            typer.echo(f"{resource_name(resource)} {applied.outcome.value}")
+            click.echo(f"{resource_name(resource)} {applied.outcome.value}")
         if wait and isinstance(resource, Deployment):
             previous = latest_revision(applied.previous)
             follow_new_revision(resource, previous, output, timeout=timeout)

@@ -10,16 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-import typer
+import click
 
 from deployplane.cli.commands.options import (
-    FileOption,
     Output,
-    OutputOption,
-    TimeoutOption,
-    WaitOption,
     command,
+    file_option,
+    output_option,
+    timeout_option,
+    wait_option,
 )
+from deployplane.cli.params import Completer, argument
 
 if TYPE_CHECKING:
     from deployplane.api.client import ControlPlaneClient
@@ -36,18 +37,15 @@ def _kind(name: KindName) -> editing.Kind[Any]:
     return editing.DEPLOYMENT if name == "deployment" else editing.LISTENER
 
 
-Completer = Callable[[typer.Context, str], list[str]]
-
-
-def add_editing(group: typer.Typer, noun: KindName, ref_help: str, names: Completer) -> None:
+def add_editing(group: click.Group, noun: KindName, ref_help: str, names: Completer) -> None:
     """`get REF`, `create -f FILE`, `update REF -f FILE` for one kind; deployments also
     take --wait on create and update. `names`: what TAB offers for REF."""
-
-    def ref_argument() -> Any:
-        return typer.Argument(help=ref_help, metavar=noun.upper(), autocompletion=names)
+    ref_argument = argument("ref", metavar=noun.upper(), help=ref_help, shell_complete=names)
 
     @command(group, "get", help=f"Show one {noun}.")
-    def get(ref: str = ref_argument(), output: OutputOption = Output.table) -> None:
+    @ref_argument
+    @output_option()
+    def get(ref: str, output: Output) -> None:
         from deployplane.cli.commands.connection import call
         from deployplane.cli.commands.output import print_one
 
@@ -59,22 +57,21 @@ def add_editing(group: typer.Typer, noun: KindName, ref_help: str, names: Comple
         print_one(call(action), output)
 
     _add_create(group, noun)
-    _add_update(group, noun, ref_argument())
+    _add_update(group, noun, ref_argument)
 
 
-def _add_create(group: typer.Typer, noun: KindName) -> None:
+def _add_create(group: click.Group, noun: KindName) -> None:
     @command(
         group,
         "create",
-        help=f"Create a {noun} from a file (the API's create body; `get -o yaml` "
-        "output works: read-only fields are ignored).",
+        help=f"Create a {noun} from a file.\n\nThe API's create body; the output of "
+        "`get -o yaml` works (its read-only fields are ignored).",
     )
-    def create(
-        file: FileOption,
-        output: OutputOption = Output.table,
-        wait: WaitOption = False,
-        timeout: TimeoutOption = None,
-    ) -> None:
+    @file_option
+    @output_option()
+    @wait_option
+    @timeout_option
+    def create(file: str, output: Output, wait: bool, timeout: float | None) -> None:
         from deployplane.cli.commands.common import follow_new_revision
         from deployplane.cli.commands.connection import call
         from deployplane.cli.commands.edit import editing
@@ -89,24 +86,25 @@ def _add_create(group: typer.Typer, noun: KindName) -> None:
             print_one(created, output)
 
 
-def _add_update(group: typer.Typer, noun: KindName, ref_argument: Any) -> None:
-    """`ref_argument`: the REF argument (a `typer.Argument`)."""
+def _add_update(
+    group: click.Group, noun: KindName, ref_argument: Callable[[Callable[..., Any]], Any]
+) -> None:
+    """`ref_argument`: the REF argument's decorator."""
 
     @command(
         group,
         "update",
-        help=f"Change a {noun} to the file (PATCH): only the fields in the file that "
+        help=f"Change a {noun} to the file (PATCH).\n\nOnly the fields in the file that "
         "differ from it are sent, and nothing when none does, so the output of `get -o "
         "yaml` is a valid file. A new repo_ref, graph_config_path or image_uri of a "
         "deployment makes a new revision.",
     )
-    def update(
-        file: FileOption,
-        ref: str = ref_argument,
-        output: OutputOption = Output.table,
-        wait: WaitOption = False,
-        timeout: TimeoutOption = None,
-    ) -> None:
+    @file_option
+    @ref_argument
+    @output_option()
+    @wait_option
+    @timeout_option
+    def update(file: str, ref: str, output: Output, wait: bool, timeout: float | None) -> None:
         from deployplane.cli.commands.common import follow_new_revision, latest_revision
         from deployplane.cli.commands.connection import call
         from deployplane.cli.commands.edit import editing
@@ -121,7 +119,7 @@ def _add_update(group: typer.Typer, noun: KindName, ref_argument: Any) -> None:
         applied = call(action)
         resource = applied.resource
         if applied.outcome is editing.Outcome.unchanged:
-            typer.echo(f"{resource_name(resource)} unchanged: nothing differs", err=True)
+            click.echo(f"{resource_name(resource)} unchanged: nothing differs", err=True)
         if kind is editing.DEPLOYMENT and wait and applied.outcome is editing.Outcome.configured:
             previous = latest_revision(applied.previous)
             follow_new_revision(resource, previous, output, timeout=timeout)

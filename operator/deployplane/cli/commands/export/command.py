@@ -18,10 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
-import typer
+import click
 
 from deployplane.cli.commands.connection import (
     EXIT_CODES_HELP,
@@ -30,16 +29,22 @@ from deployplane.cli.commands.connection import (
     call,
     fail,
 )
+from deployplane.cli.commands.kubeoptions import (
+    kube_context_option,
+    kubeconfig_option,
+    namespace_option,
+)
+from deployplane.cli.params import EnumChoice, option
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from deployplane.api.client import ControlPlaneClient
     from deployplane.api.models import Deployment, Listener
     from deployplane.cli.commands.export.cr import Export, Exported, Policy, Skipped
     from deployplane.cli.commands.export.managed import Managers
 
-__all__ = ["ExportOptions", "ExportOutput", "app", "export_command", "read_resources"]
-
-app = typer.Typer(rich_markup_mode=None, add_completion=False)
+__all__ = ["ExportOptions", "ExportOutput", "export", "read_resources"]
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 AGENTDEPLOYMENTS = "agentdeployments"
@@ -95,7 +100,7 @@ def read_managers(kubeconfig: str | None, kube_context: str | None) -> Managers:
 
 
 def _say(line: str) -> None:
-    typer.echo(line, err=True)
+    click.echo(line, err=True)
 
 
 def _document(item: Exported, fmt: ExportOutput) -> str:
@@ -229,109 +234,80 @@ def run(options: ExportOptions, found: ControlPlaneResources, managers: Managers
     if options.directory is not None:
         _write_files(result, options.directory, options.output)
     elif result.resources:
-        typer.echo(_stream(result, options.output), nl=False)
+        click.echo(_stream(result, options.output), nl=False)
     _tell(result, options.policy, options.namespace)
 
 
-NameContainsOption = Annotated[
-    str | None,
-    typer.Option(
-        "--name-contains",
-        help="Only deployments whose name contains this (and, with --listeners, "
-        "listeners whose computeId does).",
-    ),
-]
-
-ListenersOption = Annotated[
-    bool,
-    typer.Option(
-        "--listeners",
-        help="Export listeners too (those the exported deployments run on, and those "
-        "matching --name-contains); deployments then name them with listenerRef.",
-    ),
-]
-
-DirectoryOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--dir",
-        "-d",
-        help="Write one file per resource into this directory (created if needed) "
-        "instead of one stream on stdout.",
-        file_okay=False,
-    ),
-]
-
-OutputOption = Annotated[
-    ExportOutput,
-    typer.Option(
-        "--output",
-        "-o",
-        help="yaml (documents separated by ---) or json (one List).",
-        case_sensitive=False,
-    ),
-]
-
-ManageOption = Annotated[
-    bool,
-    typer.Option(
-        "--manage",
-        help="managementPolicy Full (the operator takes them over) instead of "
-        "ObserveOnly (it only reports them).",
-    ),
-]
-
-NamespaceOption = Annotated[
-    str | None,
-    typer.Option("--namespace", "-n", help="metadata.namespace of every resource."),
-]
-
-IncludeManagedOption = Annotated[
-    bool,
-    typer.Option(
-        "--include-managed",
-        help="Also export the deployments an AgentDeployment of the cluster already "
-        "manages (skipped by default, one line each), without reading the cluster.",
-    ),
-]
-
-KubeconfigOption = Annotated[
-    str | None,
-    typer.Option(
-        "--kubeconfig",
-        help="Kubeconfig of the cluster whose AgentDeployments to check (default: "
-        "$KUBECONFIG, ~/.kube/config).",
-    ),
-]
-
-KubeContextOption = Annotated[
-    str | None, typer.Option("--kube-context", help="Kubeconfig context (default: current).")
-]
-
-
-@app.command("export", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
-def export_command(
-    name_contains: NameContainsOption = None,
-    listeners: ListenersOption = False,
-    directory: DirectoryOption = None,
-    output: OutputOption = ExportOutput.yaml,
-    manage: ManageOption = False,
-    namespace: NamespaceOption = None,
-    include_managed: IncludeManagedOption = False,
-    kubeconfig: KubeconfigOption = None,
-    kube_context: KubeContextOption = None,
+@click.command("export", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
+@option(
+    "--name-contains",
+    help="Only deployments whose name contains this (and, with --listeners, listeners "
+    "whose computeId does).",
+)
+@option(
+    "--listeners",
+    is_flag=True,
+    help="Export listeners too (those the exported deployments run on, and those "
+    "matching --name-contains); deployments then name them with listenerRef.",
+)
+@option(
+    "--dir",
+    "-d",
+    "directory",
+    type=click.Path(file_okay=False),
+    help="Write one file per resource into this directory (created if needed) instead "
+    "of one stream on stdout.",
+)
+@option(
+    "--output",
+    "-o",
+    type=EnumChoice(ExportOutput),
+    default=ExportOutput.yaml.value,
+    help="yaml (documents separated by ---) or json (one List).",
+)
+@option(
+    "--manage",
+    is_flag=True,
+    help="managementPolicy Full (the operator takes them over) instead of ObserveOnly "
+    "(it only reports them).",
+)
+@namespace_option("metadata.namespace of every resource.")
+@option(
+    "--include-managed",
+    is_flag=True,
+    help="Also export the deployments an AgentDeployment of the cluster already manages "
+    "(skipped by default, one line each), without reading the cluster.",
+)
+@kubeconfig_option(
+    "Kubeconfig of the cluster whose AgentDeployments to check (default: $KUBECONFIG, "
+    "~/.kube/config)."
+)
+@kube_context_option
+def export(
+    name_contains: str | None,
+    listeners: bool,
+    directory: str | None,
+    output: ExportOutput,
+    manage: bool,
+    namespace: str | None,
+    include_managed: bool,
+    kubeconfig: str | None,
+    kube_context: str | None,
 ) -> None:
-    """Write existing deployments (and listeners) as AgentDeployment (and Listener) YAML
-    that `kubectl apply` accepts as is: each adopts its control-plane resource by id,
-    ObserveOnly unless --manage, with exactly the spec the service reports, so the
-    operator finds nothing to change. Deployments an AgentDeployment of the cluster
-    already manages are skipped. Secret values are never readable: each secret becomes
-    a secretKeyRef to a Secret named after the resource, listed on stderr for you to
-    create. Reads only."""
+    """Write existing deployments and listeners as custom resources.
+
+    AgentDeployment (and Listener) YAML that `kubectl apply` accepts as is: each adopts
+    its control-plane resource by id, ObserveOnly unless --manage, with exactly the spec
+    the service reports, so the operator finds nothing to change. Deployments an
+    AgentDeployment of the cluster already manages are skipped. Secret values are never
+    readable: each secret becomes a secretKeyRef to a Secret named after the resource,
+    listed on stderr for you to create. Reads only."""
+    from pathlib import Path
+
     options = ExportOptions(
         name_contains,
         listeners,
-        directory,
+        None if directory is None else Path(directory),
         output,
         manage,
         namespace,

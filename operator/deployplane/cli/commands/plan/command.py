@@ -8,12 +8,17 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-import typer
 
 from deployplane.cli.commands.connection import ConnectedCommand, current_options
+from deployplane.cli.commands.kubeoptions import (
+    kube_context_option,
+    kubeconfig_option,
+    namespace_option,
+)
+from deployplane.cli.params import EnumChoice, option
 
 if TYPE_CHECKING:
     from deployplane.api.connection import ConnectionSettings
@@ -21,9 +26,7 @@ if TYPE_CHECKING:
     from deployplane.cli.commands.plan.manifests import Manifests
     from deployplane.cli.commands.plan.rows import Row
 
-__all__ = ["PlanOptions", "app", "plan"]
-
-app = typer.Typer(rich_markup_mode=None, add_completion=False)
+__all__ = ["PlanOptions", "plan"]
 
 EXIT_CODES = (
     "Exit codes: 0 nothing would change; 2 something would; 1 a resource is refused, "
@@ -41,8 +44,8 @@ class PlanOutput(StrEnum):
 
 def fail(message: str) -> NoReturn:
     """One line on stderr, exit 1 (never 2: that means "changes")."""
-    typer.echo(f"error: {' '.join(message.split())}", err=True)
-    raise typer.Exit(ERROR)
+    click.echo(f"error: {' '.join(message.split())}", err=True)
+    raise click.exceptions.Exit(ERROR)
 
 
 class _UsageError(click.UsageError):
@@ -112,8 +115,8 @@ def default_connection() -> ConnectionSettings | None:
     """The connection of a resource that names none in a namespace with no `default`
     ControlPlaneConnection: the operator's own, which the plan takes from the CLI's
     (flags, DEPLOYPLANE_*, context); none given, such a resource cannot be planned."""
-    from deployplane.cli.config.options import ConfigError
-    from deployplane.cli.config.resolve import resolve_connection, url_given
+    from deployplane.cli.clientconfig.options import ConfigError
+    from deployplane.cli.clientconfig.resolve import resolve_connection, url_given
 
     options = current_options()
     if not url_given(options):
@@ -156,19 +159,19 @@ def show(rows: list[Row], output: PlanOutput) -> None:
     from deployplane.cli.commands.plan.rows import summary
 
     if output is PlanOutput.json:
-        typer.echo(render.as_json(rows))
+        click.echo(render.as_json(rows))
         return
     if output is PlanOutput.markdown:
-        typer.echo(render.as_markdown(rows))
+        click.echo(render.as_markdown(rows))
         return
     if not rows:
-        typer.echo("No resources found.", err=True)
+        click.echo("No resources found.", err=True)
         return
     wide = output is PlanOutput.wide
     print_table(render.COLUMNS, render.table_rows(rows), Output.wide if wide else Output.table)
     for line in render.explained(rows):
-        typer.echo(line)
-    typer.echo(f"Plan: {summary(rows)}.", err=True, color=tables.use_color(sys.stderr))
+        click.echo(line)
+    click.echo(f"Plan: {summary(rows)}.", err=True, color=tables.use_color(sys.stderr))
 
 
 FILE_HELP = "A manifest file, a directory of them, a kustomization, or '-' for stdin."
@@ -181,35 +184,45 @@ PRUNE_HELP = (
     "no longer have (honouring its deletionPolicy)."
 )
 SELECTOR_HELP = "With --prune: only the live resources with these labels."
-KUBECONFIG_HELP = "Kubeconfig file (default: $KUBECONFIG, ~/.kube/config)."
 
 
-@app.command("plan", cls=PlanCommand, epilog=EXIT_CODES)
+@click.command("plan", cls=PlanCommand, epilog=EXIT_CODES)
+@option("--file", "-f", required=True, help=FILE_HELP)
+@namespace_option(NAMESPACE_HELP)
+@option(
+    "--output",
+    "-o",
+    "output_format",
+    type=EnumChoice(PlanOutput),
+    default=PlanOutput.table.value,
+    help=OUTPUT_HELP,
+)
+@option("--prune", is_flag=True, help=PRUNE_HELP)
+@option("--selector", "-l", help=SELECTOR_HELP)
+@kubeconfig_option()
+@kube_context_option
 def plan(
-    file: Annotated[str, typer.Option("--file", "-f", help=FILE_HELP)],
-    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help=NAMESPACE_HELP)] = None,
-    output_format: Annotated[
-        PlanOutput, typer.Option("--output", "-o", help=OUTPUT_HELP, case_sensitive=False)
-    ] = PlanOutput.table,
-    prune: Annotated[bool, typer.Option("--prune", help=PRUNE_HELP)] = False,
-    selector: Annotated[str | None, typer.Option("--selector", "-l", help=SELECTOR_HELP)] = None,
-    kubeconfig: Annotated[str | None, typer.Option("--kubeconfig", help=KUBECONFIG_HELP)] = None,
-    kube_context: Annotated[
-        str | None, typer.Option("--kube-context", help="Kubeconfig context (default: current).")
-    ] = None,
+    file: str,
+    namespace: str | None,
+    output_format: PlanOutput,
+    prune: bool,
+    selector: str | None,
+    kubeconfig: str | None,
+    kube_context: str | None,
 ) -> None:
-    """Show what applying the manifests would do to the control plane, resource by
-    resource: create, new-revision (why: image, source, config), rebuild, update, none,
-    delete (--prune), or refused (the apiserver's dry-run said no). The operator's own
-    decision, computed without writing anything: dry-runs on Kubernetes, reads on the
-    control plane."""
+    """Show what applying manifests would do to the control plane.
+
+    Resource by resource: create, new-revision (why: image, source, config), rebuild,
+    update, none, delete (--prune), or refused (the apiserver's dry-run said no). The
+    operator's own decision, computed without writing anything: dry-runs on Kubernetes,
+    reads on the control plane."""
     from deployplane.cli.commands.plan.rows import exit_code
 
     options = PlanOptions(file, namespace, output_format, prune, selector, kubeconfig, kube_context)
     try:
         rows = run(options)
-    except typer.Exit:
+    except click.exceptions.Exit:
         raise
     except Exception as exc:  # the one-line promise holds even for a bug of ours
         fail(f"unexpected {type(exc).__name__}: {exc}")
-    raise typer.Exit(int(exit_code(rows)))
+    raise click.exceptions.Exit(int(exit_code(rows)))

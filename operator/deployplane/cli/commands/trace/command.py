@@ -16,20 +16,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
 from deployplane.cli.commands import connection
 from deployplane.cli.commands.connection import EXIT_CODES_HELP, ConnectedCommand
+from deployplane.cli.commands.kubeoptions import (
+    kube_context_option,
+    kubeconfig_option,
+    namespace_option,
+)
 from deployplane.cli.commands.options import Output
+from deployplane.cli.params import EnumChoice, argument, option
 
 if TYPE_CHECKING:
     from deployplane.cli.commands.trace.readers import KubeAccess
 
-__all__ = ["TraceOptions", "app", "parse_reference", "trace"]
-
-app = typer.Typer(rich_markup_mode=None, add_completion=False)
+__all__ = ["TraceOptions", "parse_reference", "trace"]
 
 TRACEABLE = ("AgentDeployment", "Listener")
 """The kinds with a tree below them (a ControlPlaneConnection has none)."""
@@ -122,44 +126,38 @@ def run(kube: KubeAccess, namespace: str, kind: str, name: str, output: Output) 
     with connection.error_boundary():
         found = walk(kube, namespace, obj)
     if output in (Output.json, Output.yaml):
-        typer.echo(dump_text(tree.to_data(found), output))
+        click.echo(dump_text(tree.to_data(found), output))
         return
     print_table(tree.COLUMNS, tree.rows(found, tables.now()), output)
 
 
-@app.command("trace", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
+@click.command("trace", cls=ConnectedCommand, epilog=EXIT_CODES_HELP)
+@argument("reference", help="agentdeployment/NAME or listener/NAME (or agd, dpl...).")
+@argument("name", required=False, help="NAME, when KIND is given alone.")
+@namespace_option("Namespace (default: the kube context's).")
+@kubeconfig_option()
+@kube_context_option
+@option(
+    "--output",
+    "-o",
+    "output_format",
+    type=EnumChoice(TraceOutput),
+    default=TraceOutput.table.value,
+    help="table, wide (every column), json or yaml.",
+)
 def trace(
-    reference: Annotated[
-        str, typer.Argument(help="agentdeployment/NAME or listener/NAME (or agd, dpl...).")
-    ],
-    name: Annotated[str | None, typer.Argument(help="NAME, when KIND is given alone.")] = None,
-    namespace: Annotated[
-        str | None,
-        typer.Option("--namespace", "-n", help="Namespace (default: the kube context's)."),
-    ] = None,
-    kubeconfig: Annotated[
-        str | None,
-        typer.Option(
-            "--kubeconfig", help="Kubeconfig file (default: $KUBECONFIG, ~/.kube/config)."
-        ),
-    ] = None,
-    kube_context: Annotated[
-        str | None, typer.Option("--kube-context", help="Kubeconfig context (default: current).")
-    ] = None,
-    output_format: Annotated[
-        TraceOutput,
-        typer.Option(
-            "--output",
-            "-o",
-            help="table, wide (every column), json or yaml.",
-            case_sensitive=False,
-        ),
-    ] = TraceOutput.table,
+    reference: str,
+    name: str | None,
+    namespace: str | None,
+    kubeconfig: str | None,
+    kube_context: str | None,
+    output_format: TraceOutput,
 ) -> None:
-    """Show a resource and what it leads to: the control-plane deployment, its latest and
-    active revisions, its listener and the workloads in the listener's cluster. Reads
-    only. A missing piece is a line with its reason; exit 1 only when the resource itself
-    cannot be read."""
+    """Show a resource and everything it leads to, as a tree.
+
+    The control-plane deployment, its latest and active revisions, its listener and the
+    workloads in the listener's cluster. Reads only. A missing piece is a line with its
+    reason; exit 1 only when the resource itself cannot be read."""
     options = TraceOptions(
         reference, name, namespace, kubeconfig, kube_context, Output(output_format.value)
     )

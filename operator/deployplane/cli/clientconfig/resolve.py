@@ -12,17 +12,17 @@ from __future__ import annotations
 import os
 
 from deployplane.api.env import ENV_API_KEY, ENV_URL
-from deployplane.cli.config.options import (
+from deployplane.cli.clientconfig.options import (
     ENV_CONTEXT,
     ConfigError,
     ConnectionOptions,
     config_file,
 )
 
-TYPE_CHECKING = False  # not typing's, nor dataclasses: see deployplane.cli.config.options
+TYPE_CHECKING = False  # not typing's, nor dataclasses: see deployplane.cli.clientconfig.options
 if TYPE_CHECKING:
     from deployplane.api.connection import ConnectionSettings
-    from deployplane.cli.config.contexts import Context
+    from deployplane.cli.clientconfig.contexts import Context
 
 __all__ = ["Resolved", "resolve_connection", "resolved", "url_given"]
 
@@ -47,7 +47,7 @@ def _selected(options: ConnectionOptions) -> Context | None:
     named = options.context or os.environ.get(ENV_CONTEXT)
     if not named and not os.path.exists(config_file()):
         return None
-    from deployplane.cli.config.contexts import selected_context
+    from deployplane.cli.clientconfig.contexts import selected_context
 
     return selected_context(options.context)
 
@@ -68,7 +68,7 @@ def resolved(options: ConnectionOptions | None) -> Resolved:
         )
     api_key = options.api_key
     if not api_key and context:
-        from deployplane.cli.config.contexts import api_key_of
+        from deployplane.cli.clientconfig.contexts import api_key_of
 
         api_key = api_key_of(context)
     if not api_key:

@@ -29,7 +29,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from deployplane.cli.config.options import ConfigError, config_path
+from deployplane.cli.clientconfig.options import ConfigError, config_path
 
 __all__ = [
     "CliConfig",
