@@ -17,6 +17,10 @@ import pytest
 
 from deployplane.cli.clientconfig.options import ENV_CONTEXT
 
+# skipcheck: `--skips-allowed`, with which each tier of `make test` fails on a skip it
+# does not allow (tests/support/tiers.py); pytester: the plugin's own tests.
+pytest_plugins = ("pytester", "tests.support.skipcheck")
+
 
 @pytest.fixture(scope="session", autouse=True)
 def private_cli_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:

@@ -24,7 +24,8 @@
 
 Real-node mode (`make e2e-real-node` sets DEPLOYPLANE_E2E_REAL_NODE=1): `dev_cluster` is
 `real_node_session`'s cluster, one real node and no kwok nodes with the built images
-imported (tests/support/realnode.py); tests a module lists in RUN_LAST run at the end.
+imported (tests/support/realnode.py); tests a module lists in RUN_LAST run at the end, a
+module with RUN_FIRST (a real node of its own) at the start.
 
 GitOps mode (`make e2e-gitops` sets DEPLOYPLANE_E2E_GITOPS=1): `dev_cluster` is
 `gitops_session`'s cluster, started by `deployplane dev cluster up --gitops --workloads`
@@ -61,7 +62,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from tests.e2e.operator_harness import REPO, Emulator, Resources
-from tests.support import chart, gitops, nodes, realnode
+from tests.support import chart, gitops, nodes, realnode, runorder
 from tests.support.e2ecluster import E2ECluster
 from tests.support.existing_cluster import ENV_KUBECONFIG, ExistingCluster
 from tests.support.nodes import Workloads
@@ -86,11 +87,13 @@ DEV_CLUSTER_ONLY = {
 }
 
 
+# After pytest-random-order has shuffled the tests, so that RUN_FIRST and RUN_LAST hold
+# in any order (tests/support/runorder.py).
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Every test in this directory needs the cluster, so every one carries the marker
-    # (`-m "not e2e"` deselects them all). The tests that stop the real node (a module's
-    # RUN_LAST) run after all others: the tier's modules share one real node.
-    items.sort(key=lambda item: item.name in getattr(getattr(item, "module", None), "RUN_LAST", ()))
+    # (`-m "not e2e"` deselects them all).
+    items.sort(key=runorder.place)
     for item in items:
         path = Path(str(item.fspath))
         if _HERE in path.parents:

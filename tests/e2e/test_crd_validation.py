@@ -184,7 +184,10 @@ def _record_created(api: client.CustomObjectsApi, namespace: str, obj: Obj) -> N
 
 
 GIT_BY_URL = agd(
-    GIT, sourceConfig__repository=_DELETE, sourceConfig__repoUrl="https://git.example/acme/bot"
+    GIT,
+    sourceConfig__repository=_DELETE,
+    sourceConfig__repoUrl="https://git.example/acme/bot",
+    sourceRevisionConfig__repoRef="main",
 )
 DOCKER_BY_ID = agd(DOCKER, sourceConfig__listenerRef=_DELETE, sourceConfig__listenerId=UUID_A)
 NAMED = agd(DOCKER, name="support-bot-docker")
@@ -487,6 +490,39 @@ INVALID: list[tuple[str, Obj | Update, str]] = [
         "spec.sourceConfig.repoUrl or spec.sourceConfig.repository is required",
     ),
     (
+        "git-with-empty-repo-url",
+        agd(GIT, sourceConfig__repository=_DELETE, sourceConfig__repoUrl=""),
+        "spec.sourceConfig.repoUrl or spec.sourceConfig.repository is required",
+    ),
+    # The control plane refuses a git_host deployment without repo_ref (422); only a
+    # repository reference may leave it out (the operator takes its default branch).
+    (
+        "git-by-url-without-ref",
+        agd(GIT_BY_URL, sourceRevisionConfig__repoRef=_DELETE),
+        "spec.sourceRevisionConfig.repoRef is required when spec.source is git_host and "
+        "spec.sourceConfig.repoUrl is given",
+    ),
+    (
+        "git-by-url-with-empty-ref",
+        agd(GIT_BY_URL, sourceRevisionConfig__repoRef=""),
+        "spec.sourceRevisionConfig.repoRef is required when spec.source is git_host",
+    ),
+    (
+        "git-ref-removed",
+        Update(GIT_BY_URL, agd(GIT_BY_URL, sourceRevisionConfig__repoRef=_DELETE)),
+        "spec.sourceRevisionConfig.repoRef is required when spec.source is git_host",
+    ),
+    (
+        "git-with-empty-integration",
+        agd(GIT_BY_URL, sourceConfig__integrationId=""),
+        "spec.sourceConfig.integrationId",
+    ),
+    (
+        "git-with-empty-graph-config-path",
+        agd(GIT, sourceRevisionConfig__graphConfigPath=""),
+        "spec.sourceRevisionConfig.graphConfigPath is required when spec.source is git_host",
+    ),
+    (
         "git-without-graph-config-path",
         agd(GIT, sourceRevisionConfig__graphConfigPath=_DELETE),
         "spec.sourceRevisionConfig.graphConfigPath is required when spec.source is git_host",
@@ -504,6 +540,11 @@ INVALID: list[tuple[str, Obj | Update, str]] = [
     (
         "docker-without-image",
         agd(DOCKER, sourceRevisionConfig__imageUri=_DELETE),
+        "spec.sourceRevisionConfig.imageUri is required when spec.source is external_docker",
+    ),
+    (
+        "docker-with-empty-image",
+        agd(DOCKER, sourceRevisionConfig__imageUri=""),
         "spec.sourceRevisionConfig.imageUri is required when spec.source is external_docker",
     ),
     (

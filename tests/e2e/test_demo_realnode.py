@@ -1,7 +1,7 @@
 """`make demo REAL_NODE=1` (`deployplane demo up --real-node`): the README's demo on a real
 node, in the real-node tier. It starts its own dev cluster with the one real node of
-this machine, so the tier runs this module first, before `real_node_session` starts
-the tier's node (it asks for no cluster fixture).
+this machine, so the tier runs this module first (RUN_FIRST, tests/e2e/conftest.py),
+before `real_node_session` starts the tier's node (it asks for no cluster fixture).
 
 The examples Ready, the AgentDeployments DEPLOYED; the operator and listener agent are
 pods of the built image on the node, the emulator a process on the host listening on
@@ -48,6 +48,7 @@ BUILTIN_LISTENER = str(builtin_listener_id(uuid.UUID(steps.TENANT)))
 pytestmark = pytest.mark.skipif(
     realnode.skip_reason() is not None, reason=str(realnode.skip_reason())
 )
+RUN_FIRST = True  # before the tier's own real node starts: one real node per machine
 
 
 def _demo(*args: str, state: Path, timeout: float) -> subprocess.CompletedProcess[str]:

@@ -8,6 +8,7 @@ run fake images need kwok nodes (`kwok_nodes`), the others nodes that accept pod
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Callable
@@ -17,9 +18,10 @@ from kubernetes import client
 from tests.support.nodes import Workloads
 
 from deployplane.api.models import Deployment, Listener, Revision
-from deployplane.dataplane.render import render, with_owner
+from deployplane.dataplane.applier import apply_rendered, get_owner
+from deployplane.dataplane.kube import ClusterApi
+from deployplane.dataplane.render import Rendered, render
 from deployplane.devcluster.kwok import FAIL_PULL_PATTERN
-from deployplane.devcluster.manifests import Applier
 
 T = TypeVar("T")
 NAME_LABEL = "app.kubernetes.io/name"
@@ -227,10 +229,28 @@ def _models(namespace: str) -> tuple[Deployment, Revision, Listener]:
     return deployment, revision, listener
 
 
+def _apply_as_the_agent(k8s_api: client.ApiClient, rendered: Rendered) -> list[dict[str, Any]]:
+    """`rendered` applied by the listener agent's own applier (the owner as the cluster
+    has it now); the rendered objects as the cluster answered, the owner left out."""
+
+    async def apply() -> list[dict[str, Any]]:
+        cluster = ClusterApi(k8s_api)
+        try:
+            owner = await get_owner(cluster, rendered)
+            return await apply_rendered(cluster, rendered, owner)
+        finally:
+            await cluster.aclose()
+
+    return asyncio.run(apply())
+
+
 def test_rendered_objects_roll_out_apply_idempotently_and_go_with_their_owner(
     k8s_api: client.ApiClient, namespace: str, workload_images: Workloads
 ) -> None:
-    """The renderer's output against a real apiserver: valid, ready, stable, collectable."""
+    """The renderer's output, applied as the listener agent applies it (its own
+    `apply_rendered`: the owner first, an autoscaled Deployment created at its minimum and
+    its count then left to the autoscaler), against a real apiserver: valid, ready,
+    stable, collectable."""
     apps, core = client.AppsV1Api(k8s_api), client.CoreV1Api(k8s_api)
     deployment, revision, listener = _models(namespace)
     rendered = render(
@@ -241,10 +261,7 @@ def test_rendered_objects_roll_out_apply_idempotently_and_go_with_their_owner(
         secret_values={"API_KEY": "k"},
         database_password="pw",
     )
-    applier = Applier(k8s_api)
-    (owner,) = applier.apply(rendered.owner)
-    objects = with_owner(rendered.objects, owner["metadata"]["uid"])
-    first = applier.apply(objects)
+    first = _apply_as_the_agent(k8s_api, rendered)
     server = rendered.owner["metadata"]["name"]
     wait_until("the agent server rolled out", lambda: rolled_out(apps, namespace, server, 2))
 
@@ -258,8 +275,8 @@ def test_rendered_objects_roll_out_apply_idempotently_and_go_with_their_owner(
 
     # Applying the same revision again changes nothing: no new resourceVersion. (Compared
     # between two later applies: since the first, controllers have written status.)
-    second = applier.apply(objects)
-    third = applier.apply(objects)
+    second = _apply_as_the_agent(k8s_api, rendered)
+    third = _apply_as_the_agent(k8s_api, rendered)
     assert [o["metadata"]["resourceVersion"] for o in third] == [
         o["metadata"]["resourceVersion"] for o in second
     ]

@@ -17,8 +17,11 @@ Every wait is bounded only to stop a hang; the figures printed are measurements.
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,6 +41,8 @@ from tests.e2e.operator_harness import (
     ready_for_generation,
 )
 from tests.support import langgraph_app, podsecurity, polling, realnode
+
+from deployplane.devcluster.realnode import images
 
 NAMESPACE = "langgraph-e2e"
 APP = "lg-e2e-app"
@@ -198,15 +203,30 @@ def test_a_graph_that_does_not_import_is_build_failed_in_what_the_cli_prints(
     assert f"| Build failed: {reason}" in failed.stdout, failed.stdout
 
 
+@pytest.fixture
+def app_image(cloud: Emulator, tmp_path: Path) -> str:
+    """The image of APP's latest revision: the changed graph the first test ends with
+    (`?`, second-v2), deployed here when that test has not run yet (the tests run in a
+    shuffled order; builds are cached by content, so the second of the two builds nothing)."""
+    if not cloud.deployments_named(APP):
+        done, _ = _deploy(
+            cloud, langgraph_app.write_project(tmp_path / "app", "?", "second-v2"), APP
+        )
+        _deployed(cloud, done)
+    (built,) = cloud.deployments_named(APP)
+    image: str = built["source_revision_config"]["image_uri"]
+    return image
+
+
 def test_an_agentdeployment_of_the_built_image_is_ready_with_its_url_and_serves(
     cloud: Emulator,
     resources: Resources,
     namespace: str,
     kubeconfig: Path,
     real_node_session: realnode.Session,
+    app_image: str,
 ) -> None:
-    (built,) = cloud.deployments_named(APP)
-    image = built["source_revision_config"]["image_uri"]
+    image = app_image
     body = {
         "apiVersion": "deployplane.io/v1alpha1",
         "kind": "AgentDeployment",
@@ -291,6 +311,94 @@ def _until_served_again(
     return str(pod.metadata.name)
 
 
+KILLED_META = {"e2e": "kill -9"}
+
+
+def _written(ops: Path) -> tuple[int, int]:
+    """The runtime's file's (inode, mtime): the runtime writes a temporary file and
+    renames it over the old one, so each write changes both."""
+    now = os.stat(ops)
+    return now.st_ino, now.st_mtime_ns
+
+
+def _rewritten(ops: Path, after: tuple[int, int]) -> tuple[int, int] | None:
+    seen = _written(ops)
+    return seen if seen != after else None
+
+
+def _next_write(ops: Path, after: tuple[int, int]) -> tuple[tuple[int, int], float]:
+    seen = polling.wait_until("the runtime's next write", lambda: _rewritten(ops, after), 60, 0.02)
+    return seen, time.monotonic()
+
+
+def _server_process(session: realnode.Session, container_id: str) -> int:
+    """The agent server's process, found from the node: its containerd task's pid (the
+    node shares the host's pid namespace), checked to be the server by its command line."""
+    ctr = session.cluster.tools.bin_dir / "ctr"
+    argv = images.ctr_argv(session.holder_pid(), ctr, "tasks", "ls")
+    listed = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=True).stdout
+    (pid,) = [int(line.split()[1]) for line in listed.splitlines() if line.startswith(container_id)]
+    command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert b"/usr/local/bin/deployplane-agent-server" in command, command
+    return pid
+
+
+def _kill_9_keeps_what_the_runtime_wrote(
+    session: realnode.Session,
+    k8s_api: client.ApiClient,
+    cloud: Emulator,
+    kubeconfig: Path,
+    directory: Path,
+    serving: tuple[str, str, str],
+) -> None:
+    """The server's process killed -9 from the node: nothing runs at its end, so only
+    what the runtime's periodic write had put in the claim survives. A thread written
+    right after one write is in the files at the next one (the window); killed right
+    after that, the server comes back (the kubelet restarts the container) with it. A
+    thread written just before the kill missed every write: lost, as documented
+    (docs/dataplane.md, "What survives what"), so only printed."""
+    dep, revision, pod = serving
+    ops = directory / ".langgraph_ops.pckl"
+    core = client.CoreV1Api(k8s_api)
+    (before,) = core.read_namespaced_pod(pod, NAMESPACE).status.container_statuses
+    marker = uuid.uuid4().hex
+    with _port_forward(cloud, THREADS_APP, kubeconfig) as url:
+        sdk = get_sync_client(url=url, api_key=None)
+        first, first_at = _next_write(ops, _written(ops))
+        kept = sdk.threads.create(metadata={**KILLED_META, "marker": marker})["thread_id"]
+        written = time.monotonic()
+        second, second_at = _next_write(ops, first)
+        while marker.encode() not in ops.read_bytes():  # a write already under way
+            second, second_at = _next_write(ops, second)
+        late = sdk.threads.create(metadata={**KILLED_META, "marker": "late"})["thread_id"]
+        os.kill(_server_process(session, before.container_id.split("://", 1)[1]), signal.SIGKILL)
+        killed = time.monotonic()
+    print(
+        f"the runtime's writes {second_at - first_at:.2f} s apart; the thread in its files "
+        f"{second_at - written:.2f} s after it was written, killed -9 {killed - written:.2f} s "
+        "after it was written"
+    )
+
+    def restarted() -> Any:
+        (status,) = core.read_namespaced_pod(pod, NAMESPACE).status.container_statuses
+        return status.restart_count > before.restart_count and status.ready and status
+
+    after = polling.wait_until("the kubelet to restart the agent server", restarted, 300, 0.5)
+    assert after.last_state.terminated.exit_code == 137  # SIGKILL: no final write
+    assert _ready_server_pod(k8s_api, dep, revision).metadata.name == pod
+    print(f"kill -9 -> a Ready server again {time.monotonic() - killed:.1f} s")
+    with _port_forward(cloud, THREADS_APP, kubeconfig) as url:
+        sdk = get_sync_client(url=url, api_key=None)
+        metadata = sdk.threads.get(kept)["metadata"]
+        assert metadata is not None
+        assert metadata["marker"] == marker, metadata
+        found = {t["thread_id"] for t in sdk.threads.search(metadata=KILLED_META)}
+    print(
+        f"kill -9: the thread written before the last write kept; the late one kept: "
+        f"{late in found}"
+    )
+
+
 @pytest.mark.timeout(900)  # four rollouts of a real server, three of them deploys
 def test_threads_runs_and_the_store_survive_restarts_and_redeploys(
     cloud: Emulator,
@@ -300,8 +408,9 @@ def test_threads_runs_and_the_store_survive_restarts_and_redeploys(
     real_node_session: realnode.Session,
 ) -> None:
     """As a user would: a thread run twice and a store item, then the server's pod
-    deleted, a new revision of the same graph, `kubectl rollout restart`: after each the
-    thread's state, the search and the store item are as they were. The claim is a
+    deleted, a new revision of the same graph, `kubectl rollout restart`, the server's
+    process killed -9: after each the thread's state, the search and the store item are
+    as they were. The claim is a
     directory under the node's state. Then a graph whose state class moved: the server
     discards its saved threads, and `langgraph deploy logs` shows the warning."""
     project = langgraph_app.write_threads_project(tmp_path / "threads", "notes")
@@ -391,6 +500,12 @@ def test_threads_runs_and_the_store_survive_restarts_and_redeploys(
     assert (directory / ".langgraph_ops.pckl").is_file(), sorted(directory.iterdir())
     files = sum(f.stat().st_size for f in directory.iterdir())
     print(f"the claim's files after one thread: {files} bytes")
+
+    # (d) kill -9 of the server's process: no final write
+    _kill_9_keeps_what_the_runtime_wrote(
+        real_node_session, k8s_api, cloud, kubeconfig, directory, (dep, second, pod)
+    )
+    survived("kill -9")
 
     # A graph whose state class moved (notes.Note -> memos.Note): the saved threads
     # cannot be loaded, the server deletes them, and the deploy logs say so.

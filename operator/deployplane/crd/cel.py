@@ -34,6 +34,7 @@ __all__ = [
     "forbidden_for",
     "has",
     "immutable",
+    "present",
     "required_for",
 ]
 
@@ -73,10 +74,16 @@ def has(path: str) -> str:
     return " && ".join(f"has(self.{'.'.join(parts[: i + 1])})" for i in range(len(parts)))
 
 
+def present(path: str) -> str:
+    """A string field set and not empty: the control plane takes "" for a missing value."""
+    return f"{has(path)} && self.{path} != ''"
+
+
 def required_for(source: str, path: str) -> Rule:
+    """A string field the control plane requires (not empty) for deployments of `source`."""
     return Rule(
-        f"self.source != '{source}' || ({has(path)})",
-        f"spec.{path} is required when spec.source is {source}",
+        f"self.source != '{source}' || ({present(path)})",
+        f"spec.{path} is required when spec.source is {source} (and not empty)",
         field_path=f".{path}",
         reason=REQUIRED,
     )

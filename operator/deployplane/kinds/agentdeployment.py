@@ -15,6 +15,8 @@ from deployplane.crd.cel import (
     at_most,
     fixed_once_created,
     forbidden_for,
+    has,
+    present,
     required_for,
 )
 from deployplane.crd.columns import column, connection_column, policy_column, printer_columns
@@ -91,11 +93,22 @@ RULES: Final[Rules] = {
         ),
         required_for("git_host", "sourceConfig.integrationId"),
         Rule(
-            "self.source != 'git_host' || (has(self.sourceConfig) && "
-            "(has(self.sourceConfig.repoUrl) || has(self.sourceConfig.repository)))",
+            "self.source != 'git_host' || "
+            f"({present('sourceConfig.repoUrl')}) || ({has('sourceConfig.repository')})",
             "spec.sourceConfig.repoUrl or spec.sourceConfig.repository is required when "
             "spec.source is git_host",
             field_path=".sourceConfig",
+            reason=REQUIRED,
+        ),
+        # A repository reference gives the ref too (its default branch); a bare URL does
+        # not, and the control plane refuses a git_host deployment without one.
+        Rule(
+            f"self.source != 'git_host' || !({present('sourceConfig.repoUrl')}) || "
+            f"({has('sourceConfig.repository')}) || ({present('sourceRevisionConfig.repoRef')})",
+            "spec.sourceRevisionConfig.repoRef is required when spec.source is git_host and "
+            "spec.sourceConfig.repoUrl is given (and not empty; with spec.sourceConfig.repository "
+            "instead it defaults to the repository's default branch)",
+            field_path=".sourceRevisionConfig.repoRef",
             reason=REQUIRED,
         ),
         required_for("git_host", "sourceRevisionConfig.graphConfigPath"),

@@ -376,6 +376,12 @@ def test_every_rule_message_names_a_spec_field() -> None:
         ("AgentDeployment", OBJECT, "spec.deploymentId cannot be removed or changed once"),
         ("AgentDeployment", "spec", "spec.sourceConfig.integrationId is required when"),
         ("AgentDeployment", "spec", "spec.sourceConfig.repoUrl or spec.sourceConfig.repository"),
+        (
+            "AgentDeployment",
+            "spec",
+            "spec.sourceRevisionConfig.repoRef is required when spec.source is git_host and "
+            "spec.sourceConfig.repoUrl is given",
+        ),
         ("AgentDeployment", "spec", "spec.sourceRevisionConfig.graphConfigPath is required"),
         ("AgentDeployment", "spec", "spec.sourceRevisionConfig.imageUri is not allowed"),
         ("AgentDeployment", "spec", "spec.sourceRevisionConfig.imageUri is required"),
@@ -411,6 +417,47 @@ def test_architecture_rule_is_declared(kind: str, path: str, message_part: str) 
     assert any(p == path and message_part in r["message"] for p, r in _rules(kind)), (
         f"{kind} {path}: no rule saying {message_part!r}"
     )
+
+
+def _rule_saying(kind: str, message_part: str) -> Node:
+    (rule,) = [r for _, r in _rules(kind) if message_part in r["message"]]
+    return rule
+
+
+@pytest.mark.parametrize(
+    ("field", "message_part"),
+    [
+        (
+            "sourceConfig.integrationId",
+            "spec.sourceConfig.integrationId is required when spec.source is",
+        ),
+        ("sourceConfig.repoUrl", "spec.sourceConfig.repoUrl or spec.sourceConfig.repository"),
+        ("sourceRevisionConfig.repoRef", "spec.sourceRevisionConfig.repoRef is required"),
+        (
+            "sourceRevisionConfig.graphConfigPath",
+            "spec.sourceRevisionConfig.graphConfigPath is required",
+        ),
+        ("sourceRevisionConfig.imageUri", "spec.sourceRevisionConfig.imageUri is required"),
+    ],
+)
+def test_a_required_string_is_refused_empty_too(field: str, message_part: str) -> None:
+    # The control plane takes "" for a missing value (422 "Field required"): a rule
+    # that only asked has() would admit what the service then refuses.
+    rule = _rule_saying("AgentDeployment", message_part)
+    assert f"self.{field} != ''" in rule["rule"]
+
+
+def test_a_git_ref_is_required_with_a_repo_url_but_not_with_a_repository() -> None:
+    rule = _rule_saying("AgentDeployment", "spec.sourceRevisionConfig.repoRef is required")
+    assert rule["fieldPath"] == ".sourceRevisionConfig.repoRef"
+    assert rule["reason"] == cel.REQUIRED
+    alternatives = rule["rule"].split(" || ")
+    assert alternatives[0] == "self.source != 'git_host'"
+    # Refused only when a repoUrl is given and neither a repository (whose default
+    # branch the operator takes) nor a non-empty repoRef is.
+    assert "!(has(self.sourceConfig) && has(self.sourceConfig.repoUrl)" in rule["rule"]
+    assert "(has(self.sourceConfig) && has(self.sourceConfig.repository))" in alternatives
+    assert any("self.sourceRevisionConfig.repoRef != ''" in a for a in alternatives)
 
 
 @pytest.mark.parametrize(
