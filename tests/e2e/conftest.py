@@ -61,11 +61,11 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.operator_harness import REPO, Emulator, Resources
 from tests.support import chart, gitops, nodes, realnode, runorder
 from tests.support.e2ecluster import E2ECluster
 from tests.support.existing_cluster import ENV_KUBECONFIG, ExistingCluster
 from tests.support.nodes import Workloads
+from tests.support.operator_harness import REPO, Emulator, Resources
 
 from deployplane.devcluster import DevCluster, ToolsNotFound, find_tools, service_account_username
 from deployplane.devcluster.fixtures import ApplyManifest, ServiceAccountClient

@@ -20,7 +20,10 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.operator_harness import (
+from tests.support import chart
+from tests.support.argocd import Health, argocd_health, argocd_health_all, require_argocd
+from tests.support.e2ecluster import E2ECluster
+from tests.support.operator_harness import (
     API_KEY,
     REPO,
     Emulator,
@@ -30,9 +33,6 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.support import chart
-from tests.support.argocd import Health, argocd_health, argocd_health_all, require_argocd
-from tests.support.e2ecluster import E2ECluster
 
 from deployplane.devcluster.fixtures import ApplyManifest
 from deployplane.devcluster.manifests import Applier

@@ -22,8 +22,12 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from kubernetes.utils import parse_quantity
-from tests.e2e.listener_agent import LISTENER, AgentProcess, agent_env, running_agent
-from tests.e2e.operator_harness import (
+from tests.support import chart, polling, realnode
+from tests.support.deploymentwatch import DeploymentWatch
+from tests.support.e2ecluster import E2ECluster
+from tests.support.listener_agent import LISTENER, AgentProcess, agent_env, running_agent
+from tests.support.nodes import Workloads
+from tests.support.operator_harness import (
     API_KEY,
     WORKSPACE,
     Emulator,
@@ -33,10 +37,6 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.support import chart, polling, realnode
-from tests.support.deploymentwatch import DeploymentWatch
-from tests.support.e2ecluster import E2ECluster
-from tests.support.nodes import Workloads
 from tests.support.podsecurity import RESTRICTED, enforces_restricted
 
 from deployplane.dataplane.kube import SCALE_MANAGER

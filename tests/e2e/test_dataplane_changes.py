@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
-from tests.e2e.operator_harness import Resources, condition, ready_for_generation
 from tests.e2e.test_dataplane import (
     AGD,
     LST,
@@ -34,6 +33,7 @@ from tests.e2e.test_dataplane_vendor import (
     vendor_agent,
     vendor_crds,
 )
+from tests.support.operator_harness import Resources, condition, ready_for_generation
 
 __all__ = ["agents_namespace", "emulator", "operator", "vendor_agent", "vendor_crds"]
 

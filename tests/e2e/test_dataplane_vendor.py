@@ -26,8 +26,6 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.listener_agent import LISTENER, AgentProcess, agent_env, running_agent
-from tests.e2e.operator_harness import API_KEY, WORKSPACE, Emulator, Resources, ready_for_generation
 from tests.e2e.test_dataplane import (
     AGD,
     AGENT_SA,
@@ -41,7 +39,15 @@ from tests.e2e.test_dataplane import (
 )
 from tests.support import chart
 from tests.support.e2ecluster import E2ECluster
+from tests.support.listener_agent import LISTENER, AgentProcess, agent_env, running_agent
 from tests.support.nodes import Workloads
+from tests.support.operator_harness import (
+    API_KEY,
+    WORKSPACE,
+    Emulator,
+    Resources,
+    ready_for_generation,
+)
 from tests.support.routecontroller import RouteAdmitter
 
 from deployplane.devcluster import DevCluster, ToolsNotFound, find_tools

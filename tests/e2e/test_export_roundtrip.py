@@ -24,7 +24,8 @@ from typing import Any
 
 import yaml
 from tests.e2e import test_operator
-from tests.e2e.operator_harness import (
+from tests.support.e2ecluster import E2ECluster
+from tests.support.operator_harness import (
     API_KEY,
     INTEGRATION,
     WORKSPACE,
@@ -33,7 +34,6 @@ from tests.e2e.operator_harness import (
     condition,
     ready_for_generation,
 )
-from tests.support.e2ecluster import E2ECluster
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Deployment, DeploymentCreate, Listener, ListenerCreate

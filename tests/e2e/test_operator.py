@@ -18,7 +18,8 @@ import httpx
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.operator_harness import (
+from tests.support.e2ecluster import E2ECluster
+from tests.support.operator_harness import (
     API_KEY,
     INTEGRATION,
     Emulator,
@@ -30,7 +31,6 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.support.e2ecluster import E2ECluster
 
 from deployplane.reconcile.finalizer import FINALIZER
 from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION
