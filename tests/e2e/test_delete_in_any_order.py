@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.test_operator import docker, events_for, listener
+from tests.support.operator_fixtures import docker, events_for, listener
 from tests.support.operator_harness import (
     API_KEY,
     Emulator,

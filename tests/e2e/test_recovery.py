@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 from kubernetes import client
-from tests.e2e.test_dataplane import (
+from tests.support.dataplane_fixtures import (
     AGD,
     LST,
     SERVER_LABEL,

@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 import yaml
 from kubernetes import client
-from tests.e2e import test_dataplane as dataplane
-from tests.e2e.test_dataplane import (
+from tests.support import dataplane_fixtures as dataplane
+from tests.support.dataplane_fixtures import (
     AGD,
     LST,
     Cluster,
