@@ -22,6 +22,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from tests.support import chart
 from tests.support.argocd import Health, argocd_health, argocd_health_all, require_argocd
+from tests.support.e2e_fixture_types import ApplyManifest
 from tests.support.e2ecluster import E2ECluster
 from tests.support.operator_harness import (
     API_KEY,
@@ -34,7 +35,6 @@ from tests.support.operator_harness import (
     ready_for_generation,
 )
 
-from deployplane.devcluster.fixtures import ApplyManifest
 from deployplane.devcluster.manifests import Applier
 
 AGD, LST, CPC = "agentdeployments", "listeners", "controlplaneconnections"
