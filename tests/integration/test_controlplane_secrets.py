@@ -13,9 +13,9 @@ from typing import Any
 
 import httpx
 import pytest
-from _controlplane_harness import image_body, make_settings, running_app
 from fastapi import FastAPI
 from sqlalchemy import select, update
+from tests.support.emulator_app import image_body, make_settings, running_app
 
 from deployplane.controlplane.store.db import KEY_FILE_SUFFIX
 from deployplane.controlplane.store.tables import deployments, emulator_keys
@@ -134,7 +134,7 @@ async def test_patches_tell_changed_values_by_the_keyed_digest(database_url: str
 
 
 def test_a_short_configured_key_is_refused() -> None:
-    from _controlplane_harness import config_data
+    from tests.support.emulator_app import config_data
 
     from deployplane.controlplane.settings import ConfigError, parse_config
 

@@ -4,7 +4,7 @@ cluster and judges them with its own controller and the chart's health check.
 Skipped unless DEPLOYPLANE_E2E_GITOPS=1 (`make e2e-gitops`): the session's cluster is
 `deployplane dev cluster up --gitops --workloads` (tests/support/gitops.py). Each test
 pushes examples/gitops/agents/ as it is, beside an overlay of the test's own (the
-connection pointed at the test's emulator: tests/e2e/gitops/harness.py), to a repository
+connection pointed at the test's emulator: tests/support/gitops_harness.py), to a repository
 of the cluster's git server and applies examples/gitops/argocd-*.yaml with only its
 name, repository, overlay and destination namespace set; the operator runs on the host
 (KopfRunner) for the test's namespace. What is asserted is Argo CD's own status of the
@@ -25,7 +25,10 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
-from tests.e2e.gitops.harness import (
+from tests.support import gitops
+from tests.support.applicationwatch import ApplicationWatch, Operation, OperationState
+from tests.support.gitops import GitRepo
+from tests.support.gitops_harness import (
     AGD,
     CONN,
     LST,
@@ -46,14 +49,11 @@ from tests.e2e.gitops.harness import (
     verdict,
     wait_until,
 )
-from tests.e2e.operator_harness import (
+from tests.support.operator_harness import (
     Emulator,
     Resources,
     condition,
 )
-from tests.support import gitops
-from tests.support.applicationwatch import ApplicationWatch, Operation, OperationState
-from tests.support.gitops import GitRepo
 
 from deployplane.devcluster.gitops import GitOpsInfo
 from deployplane.devcluster.processes import pid_runs

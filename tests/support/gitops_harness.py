@@ -17,7 +17,6 @@ from typing import Any
 
 import yaml
 from kubernetes import client
-from tests.e2e.operator_harness import API_KEY, Emulator, Resources, ready_for_generation
 from tests.support.applicationwatch import ApplicationWatch
 from tests.support.gitops import (
     ARGO,
@@ -28,6 +27,7 @@ from tests.support.gitops import (
     Objects,
     now,
 )
+from tests.support.operator_harness import API_KEY, Emulator, Resources, ready_for_generation
 
 from deployplane.devcluster import find_tools
 from deployplane.devcluster.gitops import GitOpsInfo
