@@ -174,6 +174,36 @@ def test_helm_install_with_two_replicas_creates_the_peering(
     assert args[args.index("--peering") + 1] == name + "-deployplane"
 
 
+def test_helm_install_with_peering_leaves_the_peering_crds_another_installed_alone(
+    release: Callable[..., subprocess.CompletedProcess[str]],
+    k8s_api: client.ApiClient,
+    namespace: str,
+) -> None:
+    """The kopf.dev peering CRDs already in the cluster, applied by someone else (another
+    Kopf operator, by hand): `helm install` with peering keeps them as they are instead
+    of refusing to take them over, and its peering object is made."""
+    rendered = chart.render({"replicaCount": 2})
+    peering_crds = [
+        d for d in chart.find_all(rendered, "CustomResourceDefinition")
+        if d["metadata"]["name"].endswith(".kopf.dev")
+    ]  # fmt: skip
+    assert len(peering_crds) == 2
+    for crd in peering_crds:
+        crd["metadata"] = {"name": crd["metadata"]["name"], "labels": {"owner": "another"}}
+    Applier(k8s_api).apply(peering_crds)
+    name = _unique("dp")
+    release(name, "replicaCount=2", f'watchNamespaces=["{namespace}"]')
+    custom = client.CustomObjectsApi(k8s_api)
+    assert custom.get_namespaced_custom_object(
+        "kopf.dev", "v1", namespace, "kopfpeerings", name + "-deployplane"
+    )
+    extensions = client.ApiextensionsV1Api(k8s_api)
+    for crd in peering_crds:
+        kept = extensions.read_custom_resource_definition(crd["metadata"]["name"]).metadata
+        assert kept.labels == {"owner": "another"}, kept.labels
+        assert "meta.helm.sh/release-name" not in (kept.annotations or {})
+
+
 def test_helm_install_with_the_emulator(
     release: Callable[..., subprocess.CompletedProcess[str]],
     k8s_api: client.ApiClient,
