@@ -12,7 +12,7 @@ import pytest
 from _controlplane_harness import image_body
 from fastapi import FastAPI
 
-from deployplane.controlplane.store import agents
+from deployplane.emulator.store import agents
 
 STEP = 3600.0  # the harness's step: each manual advance goes one step further
 

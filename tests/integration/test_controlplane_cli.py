@@ -18,7 +18,7 @@ import yaml
 from _controlplane_harness import ADMIN_KEY, KEY_A, config_data, image_body
 from tests.support.postgres import PostgresServer
 
-from deployplane.controlplane.settings import MAX_LATENCY_MS
+from deployplane.emulator.settings import MAX_LATENCY_MS
 
 LISTENING = "deployplane control plane listening on http://127.0.0.1:"
 KEY_LINE = "deployplane dev API key: "

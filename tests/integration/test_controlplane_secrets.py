@@ -17,8 +17,8 @@ from _controlplane_harness import image_body, make_settings, running_app
 from fastapi import FastAPI
 from sqlalchemy import select, update
 
-from deployplane.controlplane.store.db import KEY_FILE_SUFFIX
-from deployplane.controlplane.store.tables import deployments, emulator_keys
+from deployplane.emulator.store.db import KEY_FILE_SUFFIX
+from deployplane.emulator.store.tables import deployments, emulator_keys
 
 pytestmark = pytest.mark.postgres
 
@@ -136,7 +136,7 @@ async def test_patches_tell_changed_values_by_the_keyed_digest(database_url: str
 def test_a_short_configured_key_is_refused() -> None:
     from _controlplane_harness import config_data
 
-    from deployplane.controlplane.settings import ConfigError, parse_config
+    from deployplane.emulator.settings import ConfigError, parse_config
 
     with pytest.raises(ConfigError, match="secret_digest_key"):
         parse_config(config_data(secret_digest_key="short"))
@@ -160,8 +160,8 @@ async def test_secret_values_kept_for_the_data_plane_are_encrypted_at_rest(
 ) -> None:
     """The data plane needs the values, so they are kept, but a copy of the database
     alone holds neither them nor a digest of them (sealed under the server-side key)."""
-    from deployplane.controlplane.store.secretvalues import unseal
-    from deployplane.controlplane.store.tables import secret_values
+    from deployplane.emulator.store.secretvalues import unseal
+    from deployplane.emulator.store.tables import secret_values
 
     async with running_app(make_settings(database_url, step_seconds=3600)) as (app, api):
         created = await create(api)

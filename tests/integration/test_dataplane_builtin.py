@@ -16,11 +16,11 @@ from test_dataplane_agent import dp_client  # noqa: F401
 from tests.support.fakecluster import FakeCluster
 
 from deployplane.api.errors import NotFound
-from deployplane.controlplane.extension.builtin import builtin_listener
-from deployplane.controlplane.store.agents import builtin_listener_id
 from deployplane.dataplane.agent import Agent
 from deployplane.dataplane.protocol import DataPlaneClient
 from deployplane.dataplane.render import LABEL_LISTENER_ID
+from deployplane.emulator.builtindataplane import builtin_listener
+from deployplane.emulator.store.agents import builtin_listener_id
 
 
 class Builtin:

@@ -20,10 +20,10 @@ from _controlplane_harness import KEY_A, api, emulator, image_body  # noqa: F401
 from _dataplane_harness import Clock, clock  # noqa: F401
 from test_dataplane_agent import World, dp_client, world  # noqa: F401
 
-from deployplane.controlplane.revisions.stages import RERENDERED
 from deployplane.dataplane.agent import Agent, AgentSettings
 from deployplane.dataplane.render import SERVER, Autoscaler, DataPlaneSettings
 from deployplane.dataplane.render.context import LABEL_COMPONENT, QUEUE
+from deployplane.emulator.revisions.stages import RERENDERED
 
 
 async def unreconciled(api: httpx.AsyncClient, deployment: dict[str, Any]) -> bool:

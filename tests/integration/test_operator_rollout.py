@@ -20,7 +20,7 @@ from test_operator_reconcile import Harness, condition, cr, docker_spec
 from tests.support.fakekube import FakeKube
 
 from deployplane.reconcile.passes import PassRunner
-from deployplane.reconcile.state import ResourceState
+from deployplane.reconcile.resourcestate import ResourceState
 
 STEP = 3600.0
 

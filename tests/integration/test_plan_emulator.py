@@ -31,8 +31,8 @@ from deployplane.kinds import KINDS
 from deployplane.reconcile.approval import APPROVED_GENERATION_ANNOTATION
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import PassRunner
+from deployplane.reconcile.resourcestate import ResourceState
 from deployplane.reconcile.schedule import Schedule
-from deployplane.reconcile.state import ResourceState
 
 NS = "team-a"
 EMULATOR = Connection("http://emulator", KEY_A)

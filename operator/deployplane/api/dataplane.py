@@ -11,7 +11,11 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from deployplane.api.models import ApiModel, RevisionStatus
+from deployplane.api.dataplane import ServerRuntime
+from deployplane.api.models import (
+    ApiModel,
+    RevisionStatus,
+)
 
 __all__ = [
     "Heartbeat",
@@ -96,3 +100,9 @@ class RouteReport(ApiModel):
 
     # a host, then an optional path; no whitespace (it is shown as is by every client)
     url: str = Field(..., min_length=1, max_length=4096, pattern=r"^https?://[^\s/?#]+(/\S*)?$")
+
+
+LABEL_DEPLOYMENT_ID = "deployplane.io/deployment-id"
+
+
+LABEL_LISTENER_ID = "deployplane.io/listener-id"

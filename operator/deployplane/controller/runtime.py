@@ -13,15 +13,13 @@ from functools import partial
 from typing import Any
 
 from deployplane.api.client import ControlPlaneClient
-from deployplane.controller import probes
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.metrics import OperatorMetrics
 from deployplane.controller.outputstore import OutputsStore
-from deployplane.controller.probes import ProbeServer, Readiness
 from deployplane.controller.sharding import Sharding
 from deployplane.externals.connections import Connection, Connections
 from deployplane.kinds import KINDS, KindRegistry
-from deployplane.kinds.controlplaneconnection import KIND as CONNECTION_KIND
+from deployplane.kinds.controlplaneconnection.kind import KIND as CONNECTION_KIND
 from deployplane.kube.api import KubernetesApi
 from deployplane.kube.health import FailureClock
 from deployplane.reconcile.eventrecorder import EventRecorder
@@ -29,6 +27,8 @@ from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.usage import Dependency
 from deployplane.reconcile.workers import Workers
+from deployplane.serving import probes
+from deployplane.serving.probes import ProbeServer, Readiness
 
 WORKERS = 64
 """Passes at a time: about the control-plane client's requests in flight."""

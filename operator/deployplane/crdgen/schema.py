@@ -24,9 +24,9 @@ import yaml
 
 from deployplane.crd.cel import attach_rules
 from deployplane.crd.openapi import Schema, object_schema
-from deployplane.crd.specs import GROUP, VERSION
 from deployplane.crdgen import manifests
 from deployplane.kinds import KINDS, KindDef, KindRegistry
+from deployplane.kube.paths import GROUP, VERSION
 
 __all__ = [
     "OUTPUT_DIRS",

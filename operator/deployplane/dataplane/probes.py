@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deployplane.api.connection import ConnectionSettings
-from deployplane.controller import probes
-from deployplane.controller.config import Endpoint
-from deployplane.controller.probes import Close, ProbeServer, Readiness
 from deployplane.dataplane.agent import Agent
 from deployplane.kube.api import KubernetesApi
 from deployplane.kube.retry import Backoff
+from deployplane.serving import probes
+from deployplane.serving.config import Endpoint
+from deployplane.serving.probes import Close, ProbeServer, Readiness
 
 __all__ = ["AgentProbes"]
 

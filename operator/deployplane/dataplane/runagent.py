@@ -25,8 +25,9 @@ from uuid import UUID
 import click
 
 from deployplane.api.errors import ControlPlaneError, NotFound, Unauthorized
-from deployplane.controller.config import ConfigError, Endpoint, OperatorConfig
+from deployplane.controller.config import OperatorConfig
 from deployplane.dataplane import options
+from deployplane.serving.config import ConfigError, Endpoint
 
 if TYPE_CHECKING:  # imported when run: the kubernetes client is slow to import
     from deployplane.dataplane.protocol import DataPlaneClient

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic
 
 from deployplane.crd.cel import Rule, Rules
 from deployplane.crd.openapi import Schema
-from deployplane.crd.specs import GROUP
+from deployplane.kube.paths import GROUP
 from deployplane.reconcile.external import Connecter, Releaser, SpecT
 from deployplane.reconcile.status import ResourceStatus
 from deployplane.reconcile.usage import SharedBy, UsedBy

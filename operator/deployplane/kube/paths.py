@@ -17,3 +17,7 @@ def collection(plural: str, namespace: str | None) -> str:
 
 def object_path(plural: str, namespace: str, name: str) -> str:
     return f"{collection(plural, namespace)}/{name}"
+
+
+SHARD_LABEL: Final = "sharding.fluxcd.io/key"
+"""Flux's sharding label: its value names the shard that reconciles the resource."""

@@ -49,9 +49,9 @@ from deployplane.reconcile.marker import CreatePending
 from deployplane.reconcile.outcome import EventReason, EventRecord, Outcome, retry_soon, unsynced
 from deployplane.reconcile.outputs import ConfigMapStore
 from deployplane.reconcile.reconciler import Reconciler
+from deployplane.reconcile.resourcestate import ResourceState, is_paused
 from deployplane.reconcile.schedule import Result, Resync, resync_of
 from deployplane.reconcile.schedule import annotation_value as resync_annotation
-from deployplane.reconcile.state import ResourceState, is_paused
 from deployplane.reconcile.status import StatusT, to_kube
 from deployplane.reconcile.writer import ObjectWriter, StatusSink
 

@@ -12,10 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from deployplane.cli.root import root as app
-from deployplane.controller.config import Endpoint, OperatorConfig
+from deployplane.controller.config import OperatorConfig
 from deployplane.dataplane import options
 from deployplane.dataplane import runagent as cli
 from deployplane.dataplane.render.settings import DataPlaneSettings
+from deployplane.serving.config import Endpoint
 
 runner = CliRunner()
 URL = "http://127.0.0.1:9"

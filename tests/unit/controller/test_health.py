@@ -19,12 +19,14 @@ from tests.support.fakekube import FakeKube
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.connection import ConnectionSettings
-from deployplane.controller import handlers, kopfwatch, probes
-from deployplane.controller.config import ConfigError, Endpoint, OperatorConfig
+from deployplane.controller import handlers, kopfwatch
+from deployplane.controller.config import OperatorConfig
 from deployplane.controller.metrics import exported_metric_names
-from deployplane.controller.probes import ProbeServer, Reachability, Readiness
 from deployplane.controller.runtime import Runtime, build_runtime
 from deployplane.kube.health import FailureClock
+from deployplane.serving import probes
+from deployplane.serving.config import ConfigError, Endpoint
+from deployplane.serving.probes import ProbeServer, Reachability, Readiness
 
 URL = "http://control-plane.test"
 

@@ -18,9 +18,11 @@ from pydantic import BaseModel
 
 from deployplane.api.models import camelize
 from deployplane.crd import cel, openapi
-from deployplane.crd.specs import AgentDeploymentSpec, ListenerSpec
-from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.crdgen import schema
+from deployplane.kinds.agentdeployment.spec import AgentDeploymentSpec
+from deployplane.kinds.agentdeployment.status import AgentDeploymentStatus
+from deployplane.kinds.listener.spec import ListenerSpec
+from deployplane.kinds.listener.status import ListenerStatus
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"

@@ -27,9 +27,9 @@ from deployplane.controller.config import OperatorConfig
 from deployplane.controller.runtime import Runtime, build_runtime
 from deployplane.crd.cel import immutable
 from deployplane.crd.columns import column, printer_columns
-from deployplane.crd.specs import GROUP
 from deployplane.crdgen import schema
 from deployplane.kinds import KINDS, KindDef, KindRegistry, discover
+from deployplane.kube.paths import GROUP
 from deployplane.reconcile.finalizer import DELETE_POLL_SECONDS, FINALIZER
 from deployplane.reconcile.schedule import Result
 

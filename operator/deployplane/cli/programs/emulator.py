@@ -1,5 +1,5 @@
 """`deployplane controlplane serve`: the control-plane emulator,
-`deployplane.controlplane.serve`."""
+`deployplane.emulator.serve`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from deployplane.cli.params import option
 __all__ = ["controlplane"]
 
 DATABASE_URL = "sqlite+aiosqlite:///./.deployplane/controlplane.db"
-"""`--database`'s default (`deployplane.controlplane.settings.DEFAULT_DATABASE_URL`,
+"""`--database`'s default (`deployplane.emulator.settings.DEFAULT_DATABASE_URL`,
 which a module this light cannot import)."""
 
 controlplane = Group(
@@ -83,7 +83,7 @@ def serve(
     """Run the control-plane emulator."""
     from pathlib import Path
 
-    from deployplane.controlplane.serve import serve_emulator
+    from deployplane.emulator.serve import serve_emulator
 
     serve_emulator(
         host=host,

@@ -6,12 +6,12 @@ import click
 
 from deployplane.cli.helptext import Group
 from deployplane.cli.params import option
-from deployplane.controller.sharding import SHARD_LABEL
+from deployplane.kube.paths import SHARD_LABEL
 
 __all__ = ["operator"]
 
 READINESS_VARIABLE = "DEPLOYPLANE_READINESS_ENDPOINT"
-"""The variable `--readiness` defaults to (`deployplane.controller.config.ENV_READINESS`,
+"""The variable `--readiness` defaults to (`deployplane.serving.config.ENV_READINESS`,
 which a module this light cannot import)."""
 
 operator = Group(name="operator", help="Run the deployplane operator.", no_args_is_help=True)

@@ -9,13 +9,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from deployplane.api.dataplane import ServerRuntime
+from deployplane.api.dataplane import LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID, ServerRuntime
 from deployplane.api.models import Deployment, Listener, ResourceSpec, Revision
 from deployplane.dataplane.render.model import OWNER_UID_PLACEHOLDER, Obj, RenderError
 from deployplane.dataplane.render.settings import DataPlaneSettings
 
-LABEL_DEPLOYMENT_ID = "deployplane.io/deployment-id"
-LABEL_LISTENER_ID = "deployplane.io/listener-id"
 LABEL_COMPONENT = "app.kubernetes.io/component"
 LABEL_NAME = "app.kubernetes.io/name"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"

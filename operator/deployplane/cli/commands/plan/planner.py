@@ -24,9 +24,9 @@ from deployplane.cli.commands.plan.cluster import ClusterView, PlanReader
 from deployplane.cli.commands.plan.manifests import Manifest, Manifests
 from deployplane.cli.commands.plan.readonly import PlanWouldWrite, read_only_client
 from deployplane.cli.commands.plan.rows import ERROR, HELD, REFUSED, Row, refusal_row
-from deployplane.crd.specs import ControlPlaneConnectionSpec
 from deployplane.externals.connections import Connections
 from deployplane.kinds import KindDef, KindRegistry
+from deployplane.kinds.controlplaneconnection.spec import ControlPlaneConnectionSpec
 from deployplane.reconcile.decision import Action, awaits_approval, deletes_external
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Managed
