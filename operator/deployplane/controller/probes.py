@@ -10,17 +10,19 @@
   It never looks at the Kubernetes API or the control plane: a liveness probe that fails
   whenever a dependency does restarts a pod that is only waiting for it, and turns an
   outage into a restart storm.
-- Readiness, "can it work now?": `--readiness URL`, served here (`ProbeServer`) once
-  the operator's runtime is built. It fails (503, saying what it found) while the
+- Readiness, "can it work now?": `--readiness URL`, served (`serving.probes.ProbeServer`,
+  over `serving.probes.Readiness`, which the listener agent shares) once the operator's
+  runtime is built. It fails (503, saying what it found) while the
   apiserver does not answer `GET /readyz` as ready, while a watch or the operator's own
   requests have been failing for longer than DEPLOYPLANE_UNHEALTHY_AFTER (`FailureClock`),
   or while the control plane of the operator's own connection
   (DEPLOYPLANE_CONTROL_PLANE_URL) does not answer one published read,
   `GET /v2/listeners?limit=1` (no answer, or a 5xx; any other status is an answer: a
   refused key shows on the resources, not here), the read `deployplane version` makes.
-  Each is asked on a connection of its own, at most every `RECHECK` seconds, within
-  `ANSWER_TIMEOUT`. An unready operator is not restarted; its pod only leaves the
-  Service's endpoints (the chart's metrics Service publishes it anyway).
+  Each is asked on a connection of its own, at most every `serving.probes.RECHECK`
+  seconds, within `serving.probes.ANSWER_TIMEOUT`. An unready operator is not
+  restarted; its pod only leaves the Service's endpoints (the chart's metrics Service
+  publishes it anyway).
 """
 
 from __future__ import annotations

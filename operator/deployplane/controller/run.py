@@ -8,9 +8,9 @@ import secrets
 
 import click
 
-from deployplane.controller.config import OperatorConfig
+from deployplane.controller.config import ENV_READINESS, OperatorConfig
 from deployplane.controller.sharding import ShardError, Sharding
-from deployplane.serving.config import ENV_READINESS, ConfigError, Endpoint
+from deployplane.serving.config import ConfigError, Endpoint
 
 
 def run_operator(

@@ -3,35 +3,39 @@
 
 A deployment made with no listener (`langgraph deploy`, a cloud deployment) runs on
 the vendor's own compute. The emulator's stand-in for that compute is a listener agent
-(`dataplane.agent.Agent`) inside the emulator's process, one per workspace, over the
-same published API and data-plane extension as any agent (on the emulator's own
-address, with the workspace's first API key): it stands for the listener
+inside the emulator's process, one per workspace, over the same published API and
+data-plane extension as any agent (on the emulator's own address, with the
+workspace's first API key): it stands for the listener
 `agents.builtin_listener_id(workspace)`, which no listing shows, and deploys into
 NAMESPACE of the cluster of $KUBECONFIG (or the pod's own). Without a heartbeat from it
 the pipeline's timers move those deployments, as before (docs/emulator.md).
+
+The emulator says what it needs (`DataPlaneRunner`) and imports no part of the agent:
+whoever starts the emulator hands it the listener agent's runner
+(`deployplane.cli.programs.emulator`, with `deployplane.dataplane.builtin`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 
 from deployplane.api.connection import ConnectionSettings
 from deployplane.api.models import Listener
 from deployplane.emulator.settings import EmulatorConfig, WorkspaceConfig
 from deployplane.emulator.store.agents import builtin_listener_id
+from deployplane.serving.errors import StartupError
 
-__all__ = ["BuiltinError", "builtin_listener", "run_builtin_dataplane"]
+__all__ = ["DataPlaneRunner", "builtin_listener", "run_builtin_dataplane"]
 
 log = logging.getLogger("deployplane.builtin")
 
 BUILTIN_COMPUTE_ID = "deployplane-builtin"
 
-
-class BuiltinError(Exception):
-    """The built-in data plane cannot start: one line for the user."""
+DataPlaneRunner = Callable[[Sequence[tuple[ConnectionSettings, Listener]]], Awaitable[None]]
+"""Runs one listener agent for each (connection, listener it stands for) until
+cancelled; `serving.errors.StartupError` when it cannot start (one line)."""
 
 
 def builtin_listener(workspace: WorkspaceConfig, namespace: str) -> Listener:
@@ -50,48 +54,17 @@ def builtin_listener(workspace: WorkspaceConfig, namespace: str) -> Listener:
     )
 
 
-async def run_builtin_dataplane(config: EmulatorConfig, url: str, namespace: str) -> None:
-    """Runs one agent per workspace with an API key until cancelled; `BuiltinError`
-    when there is no cluster configuration or no workspace to serve."""
-    # Imported here: the agent's Kubernetes client is slow to import, and only this
-    # mode of the emulator needs it.
-    from kubernetes.config import ConfigException
-
-    from deployplane.dataplane.agent import Agent, AgentSettings
-    from deployplane.dataplane.kube import ClusterApi
-    from deployplane.dataplane.protocol import DataPlaneClient
-    from deployplane.dataplane.render.settings import SettingsError, from_env
-
-    try:
-        dataplane = from_env(os.environ)
-        cluster = ClusterApi.from_environment()
-    except SettingsError as exc:
-        raise BuiltinError(f"--builtin-dataplane: {exc}") from None
-    except ConfigException:
-        raise BuiltinError(
-            "--builtin-dataplane needs a cluster: set KUBECONFIG, or run in a pod"
-        ) from None
-    assert isinstance(cluster, ClusterApi)
+async def run_builtin_dataplane(
+    config: EmulatorConfig, url: str, namespace: str, runner: DataPlaneRunner
+) -> None:
+    """Runs one agent per workspace with an API key until cancelled, through `runner`;
+    `StartupError` when there is no workspace to serve, or the agents cannot start."""
     served = [w for w in config.workspaces if w.api_keys]
     if not served:
-        raise BuiltinError("--builtin-dataplane: no workspace has an API key to run as")
-    clients = [
-        ConnectionSettings(url=url, api_key=w.api_keys[0]).client(DataPlaneClient) for w in served
+        raise StartupError("--builtin-dataplane: no workspace has an API key to run as")
+    placements = [
+        (ConnectionSettings(url=url, api_key=w.api_keys[0]), builtin_listener(w, namespace))
+        for w in served
     ]
-    agents = [
-        Agent(
-            client=client,
-            cluster=cluster,
-            listener_id=builtin_listener_id(workspace.id),
-            settings=AgentSettings(dataplane=dataplane),
-            builtin=builtin_listener(workspace, namespace),
-        )
-        for workspace, client in zip(served, clients, strict=True)
-    ]
-    log.info("built-in data plane: %d workspace(s) into namespace %s", len(agents), namespace)
-    try:
-        await asyncio.gather(*(agent.run() for agent in agents))
-    finally:
-        for client in clients:
-            await client.aclose()
-        await cluster.aclose()
+    log.info("built-in data plane: %d workspace(s) into namespace %s", len(served), namespace)
+    await runner(placements)

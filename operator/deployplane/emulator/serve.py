@@ -15,7 +15,7 @@ import contextlib
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -29,6 +29,10 @@ from deployplane.emulator.settings import (
     new_dev_key,
     parse_config,
 )
+from deployplane.serving.errors import StartupError
+
+if TYPE_CHECKING:
+    from deployplane.emulator.builtindataplane import DataPlaneRunner
 
 __all__ = ["serve_emulator", "serve_forever"]
 
@@ -59,11 +63,12 @@ async def serve_forever(
     sock: socket.socket,
     host: str,
     banner: list[str],
-    builtin_namespace: str | None = None,
+    builtin: tuple[str, DataPlaneRunner] | None = None,
 ) -> None:
     """Runs until interrupted on the bound `sock`; prints `banner` then the listening
-    line once started. With `builtin_namespace`, the built-in data plane runs beside
-    (`emulator.builtindataplane`); its failure to start stops the server."""
+    line once started. With `builtin` (a namespace and the agents' runner), the built-in
+    data plane runs beside (`emulator.builtindataplane`); its failure to start stops the
+    server."""
     # Imported here, once the options are checked: the web stack (FastAPI, SQLAlchemy,
     # uvicorn) takes seconds to import, and a bad option is answered without it.
     import uvicorn
@@ -98,27 +103,32 @@ async def serve_forever(
     for line in banner:
         print(line, flush=True)
     print(f"deployplane control plane listening on http://{host}:{bound_port}", flush=True)
-    if builtin_namespace is None:
+    if builtin is None:
         await serving
         return
-    await _with_builtin(settings, serving, server, f"http://{host}:{bound_port}", builtin_namespace)
+    await _with_builtin(settings, serving, server, f"http://{host}:{bound_port}", *builtin)
 
 
 async def _with_builtin(
-    settings: Settings, serving: asyncio.Task[None], server: Any, url: str, namespace: str
+    settings: Settings,
+    serving: asyncio.Task[None],
+    server: Any,
+    url: str,
+    namespace: str,
+    runner: DataPlaneRunner,
 ) -> None:
     """Serves with the built-in data plane beside; a data plane that cannot start is
     one line on stderr and the end of the server (exit 2)."""
-    from deployplane.emulator.builtindataplane import BuiltinError, run_builtin_dataplane
+    from deployplane.emulator.builtindataplane import run_builtin_dataplane
 
-    builtin = asyncio.create_task(run_builtin_dataplane(settings.config, url, namespace))
+    builtin = asyncio.create_task(run_builtin_dataplane(settings.config, url, namespace, runner))
     await asyncio.wait({serving, builtin}, return_when=asyncio.FIRST_COMPLETED)
     if builtin.done() and not builtin.cancelled() and builtin.exception() is not None:
         server.should_exit = True
         await serving
         error = builtin.exception()
         assert error is not None
-        if isinstance(error, BuiltinError):
+        if isinstance(error, StartupError):
             print(f"error: {error}", file=sys.stderr)
             raise click.exceptions.Exit(2)
         raise error
@@ -190,14 +200,19 @@ def serve_emulator(
     strict: bool,
     build_images: bool,
     builtin_dataplane: str | None,
+    builtin_runner: DataPlaneRunner | None,
 ) -> None:
     """Run the emulator with the options of `deployplane controlplane serve`
-    (`deployplane.cli.programs.emulator`, where each is described)."""
+    (`deployplane.cli.programs.emulator`, where each is described). `builtin_runner`
+    runs the built-in data plane's agents (`--builtin-dataplane`): the listener agent's,
+    handed over by the command line, so that the emulator imports none of it."""
     from deployplane.emulator.store.db import DatabaseUnavailable  # as in serve_forever
 
     try:
         if builtin_dataplane is not None and strict:
             raise ConfigError("--builtin-dataplane needs the data-plane extension: not --strict")
+        if builtin_dataplane is not None and builtin_runner is None:
+            raise ConfigError("--builtin-dataplane: no listener agent to run in this process")
         emulator_config, banner = _prepared(database, config, api_key, admin_key, strict=strict)
     except (ConfigError, DatabaseUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -210,8 +225,11 @@ def serve_emulator(
     except CannotListen as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise click.exceptions.Exit(1) from None
-    forever = serve_forever(
-        settings, sock=sock, host=host, banner=banner, builtin_namespace=builtin_dataplane
+    builtin = (
+        None
+        if builtin_dataplane is None or builtin_runner is None
+        else (builtin_dataplane, builtin_runner)
     )
+    forever = serve_forever(settings, sock=sock, host=host, banner=banner, builtin=builtin)
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is the normal way to stop
         asyncio.run(forever)

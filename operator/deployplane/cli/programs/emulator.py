@@ -83,6 +83,9 @@ def serve(
     """Run the control-plane emulator."""
     from pathlib import Path
 
+    # The composition root: the emulator names what its built-in data plane needs, and
+    # the listener agent's runner is handed to it here (neither program imports the other).
+    from deployplane.dataplane.builtin import run_builtin_agents
     from deployplane.emulator.serve import serve_emulator
 
     serve_emulator(
@@ -95,4 +98,5 @@ def serve(
         strict=strict,
         build_images=build_images,
         builtin_dataplane=builtin_dataplane,
+        builtin_runner=run_builtin_agents,
     )

@@ -11,7 +11,7 @@ from deployplane.kube.paths import SHARD_LABEL
 __all__ = ["operator"]
 
 READINESS_VARIABLE = "DEPLOYPLANE_READINESS_ENDPOINT"
-"""The variable `--readiness` defaults to (`deployplane.serving.config.ENV_READINESS`,
+"""The variable `--readiness` defaults to (`deployplane.controller.config.ENV_READINESS`,
 which a module this light cannot import)."""
 
 operator = Group(name="operator", help="Run the deployplane operator.", no_args_is_help=True)

@@ -141,7 +141,7 @@ def decide_patch(
     if body.secrets is not None:
         errors += secret_errors(body.secrets, ("body", "secrets"))
         new_revision |= secretdigest.changed(secret_key, current.id, body.secrets, current.secrets)
-        # rewritten even when unchanged: digests of the old scheme become keyed ones
+        # the given values' records: the same ones when no value changed
         values["secrets"] = secretdigest.records(secret_key, current.id, body.secrets)
     errors += published_rule_errors(
         current.source, body.source_config, body.secret_references, current=current.source_config

@@ -6,9 +6,6 @@ server key (`Database.secret_key`) is not in the rows it protects: it comes from
 config (`secret_digest_key`) or is generated once and kept beside the SQLite file (or,
 on PostgreSQL, in its own table; see docs/emulator.md). The deployment id keeps equal
 values of two deployments from having equal digests.
-
-Digests written before the key existed (no prefix: HMAC keyed by the public deployment
-id alone) still verify, and are replaced by `v2:` ones by the next PATCH of secrets.
 """
 
 from __future__ import annotations
@@ -34,17 +31,8 @@ def digest(key: bytes, deployment_id: uuid.UUID, secret: Secret) -> str:
     return PREFIX + mac.hexdigest()
 
 
-def _legacy_digest(deployment_id: uuid.UUID, secret: Secret) -> str:
-    # The scheme before the server key: keyed by the deployment id, which is public.
-    return hmac.new(deployment_id.bytes, _message(secret), hashlib.sha256).hexdigest()
-
-
 def _matches(key: bytes, deployment_id: uuid.UUID, secret: Secret, stored: str) -> bool:
-    if stored.startswith(PREFIX):
-        expected = digest(key, deployment_id, secret)
-    else:
-        expected = _legacy_digest(deployment_id, secret)
-    return hmac.compare_digest(expected, stored)
+    return hmac.compare_digest(digest(key, deployment_id, secret), stored)
 
 
 def records(key: bytes, deployment_id: uuid.UUID, given: Sequence[Secret]) -> list[dict[str, str]]:

@@ -6,7 +6,7 @@ its names; the generic parts (schema walking, CRD assembly) are in `deployplane.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final
 
 from deployplane.crd.cel import (
     REQUIRED,
@@ -23,11 +23,6 @@ from deployplane.crd.columns import column, connection_column, policy_column, pr
 from deployplane.kinds.agentdeployment.spec import AgentDeploymentSpec
 from deployplane.kinds.agentdeployment.status import AgentDeploymentStatus
 from deployplane.kinds.registry import KindDef
-from deployplane.reconcile.external import Connecter
-
-if TYPE_CHECKING:
-    from deployplane.externals.connections import Connections
-    from deployplane.externals.kube import KubeReader
 
 _GIT_ONLY_FIELDS: Final = (
     "sourceConfig.integrationId",
@@ -171,16 +166,6 @@ RULES: Final[Rules] = {
 }
 
 
-def connecter(
-    connections: Connections, kube: KubeReader
-) -> Connecter[AgentDeploymentSpec, AgentDeploymentStatus, Any, Any]:
-    # Imported when the operator starts, not with the kind: the CRD generator reads the
-    # registry and needs no HTTP client.
-    from deployplane.externals.agentdeployment import AgentDeploymentConnecter
-
-    return AgentDeploymentConnecter(connections, kube)
-
-
 KIND: Final = KindDef(
     kind="AgentDeployment",
     plural="agentdeployments",
@@ -192,7 +177,6 @@ KIND: Final = KindDef(
     spec_model=AgentDeploymentSpec,
     status_model=AgentDeploymentStatus,
     noun="deployment",
-    connecter=connecter,
     rules=RULES,
     object_rules=OBJECT_RULES,
     printer_columns=printer_columns(

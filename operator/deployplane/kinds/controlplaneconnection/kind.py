@@ -10,7 +10,7 @@ connection's spec (`indexed`), which is where the other kinds' passes read it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from deployplane.crd.cel import Rule, Rules
 from deployplane.crd.columns import column, printer_columns
@@ -18,11 +18,6 @@ from deployplane.kinds.common import DEFAULT_CONNECTION
 from deployplane.kinds.controlplaneconnection.spec import ControlPlaneConnectionSpec
 from deployplane.kinds.controlplaneconnection.status import ControlPlaneConnectionStatus
 from deployplane.kinds.registry import KindDef
-from deployplane.reconcile.external import Connecter
-
-if TYPE_CHECKING:
-    from deployplane.externals.connections import Connections
-    from deployplane.externals.kube import KubeReader
 
 RULES: Final[Rules] = {
     "url": [
@@ -49,15 +44,6 @@ def uses(connection: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
     return bool(ref.get("name") == name and ref.get("kind") != "Secret")
 
 
-def connecter(
-    connections: Connections, kube: KubeReader
-) -> Connecter[ControlPlaneConnectionSpec, ControlPlaneConnectionStatus, Any, Any]:
-    # Imported when the operator starts, not with the kind (see agentdeployment.py).
-    from deployplane.externals.controlplaneconnection import ControlPlaneConnectionConnecter
-
-    return ControlPlaneConnectionConnecter(connections)
-
-
 KIND: Final = KindDef(
     kind="ControlPlaneConnection",
     plural="controlplaneconnections",
@@ -70,7 +56,6 @@ KIND: Final = KindDef(
     spec_model=ControlPlaneConnectionSpec,
     status_model=ControlPlaneConnectionStatus,
     noun="connection",
-    connecter=connecter,
     rules=RULES,
     printer_columns=printer_columns(
         column("URL", ".spec.url", "Base URL of the control plane."),

@@ -9,18 +9,13 @@ listener's data plane has removed its workloads.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from deployplane.crd.cel import REQUIRED, Rule, Rules, fixed_once_created
 from deployplane.crd.columns import column, connection_column, policy_column, printer_columns
 from deployplane.kinds.listener.spec import ListenerSpec
 from deployplane.kinds.listener.status import ListenerStatus
 from deployplane.kinds.registry import KindDef
-from deployplane.reconcile.external import Connecter
-
-if TYPE_CHECKING:
-    from deployplane.externals.connections import Connections
-    from deployplane.externals.kube import KubeReader
 
 OBJECT_RULES: Final = (
     # Correctable in git while no listener exists for it on the control plane.
@@ -71,15 +66,6 @@ def shared(listener: Mapping[str, Any]) -> bool:
     return bool(allowed.get("from", "Same") != "Same")
 
 
-def connecter(
-    connections: Connections, kube: KubeReader
-) -> Connecter[ListenerSpec, ListenerStatus, Any, Any]:
-    # Imported when the operator starts, not with the kind (see agentdeployment.py).
-    from deployplane.externals.listener import ListenerConnecter
-
-    return ListenerConnecter(connections)
-
-
 KIND: Final = KindDef(
     kind="Listener",
     plural="listeners",
@@ -92,7 +78,6 @@ KIND: Final = KindDef(
     spec_model=ListenerSpec,
     status_model=ListenerStatus,
     noun="listener",
-    connecter=connecter,
     rules=RULES,
     object_rules=OBJECT_RULES,
     printer_columns=printer_columns(

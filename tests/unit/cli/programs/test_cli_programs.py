@@ -7,9 +7,9 @@ from __future__ import annotations
 import click
 
 from deployplane.cli.programs import devcluster, emulator, operator
+from deployplane.controller.config import ENV_READINESS
 from deployplane.devcluster.workloads import DEFAULT_NODES
 from deployplane.emulator.settings import DEFAULT_DATABASE_URL
-from deployplane.serving.config import ENV_READINESS
 
 
 def option(command: click.Command, name: str) -> click.Parameter:
