@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from deployplane.api.client import ControlPlaneClient
+from deployplane.api.connection import ConnectionSettings
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.metrics import OperatorMetrics
 from deployplane.controller.outputstore import OutputsStore
 from deployplane.controller.sharding import Sharding
 from deployplane.externals.bindings import BINDINGS, Bindings
-from deployplane.externals.connections import Connection, Connections
+from deployplane.externals.connections import Connections
 from deployplane.kinds import KINDS, KindRegistry
 from deployplane.kinds.controlplaneconnection.kind import KIND as CONNECTION_KIND
 from deployplane.kube.api import KubernetesApi
@@ -105,11 +105,11 @@ def build_runtime(
     apiserver: probes.Ask | None = None,
     bindings: Bindings = BINDINGS,
 ) -> Runtime:
-    """`indices`: Kopf's indices by id (`KindDef.index_id`), live; the connections
-    are read from the ControlPlaneConnection kind's. A label-sharded instance lists a
+    """`indices`: Kopf's indices by id (`KindDef.index_id`), live; the connections are
+    read from the ControlPlaneConnection kind's. A label-sharded instance lists a
     connection's users from the apiserver when it is deleted (its watch holds only its
-    shard's: `deployplane.reconcile.usage`). `apiserver`: how readiness asks the apiserver
-    (default: through `kube`). `bindings`: each kind's external client."""
+    shard's: `deployplane.reconcile.usage`). `apiserver`: how readiness asks the
+    apiserver (default: through `kube`). `bindings`: each kind's external client."""
     schedule = Schedule(
         poll_initial=config.poll_interval,
         poll_max=max(config.poll_max_interval, config.poll_interval),
@@ -117,13 +117,10 @@ def build_runtime(
     )
     metrics = OperatorMetrics()
 
-    def client_factory(conn: Connection) -> ControlPlaneClient:
-        return conn.client(on_response=metrics.observe_api)
-
     connections = Connections(
         config.default_connection(),
         kube,
-        factory=client_factory,
+        factory=partial(ConnectionSettings.client, on_response=metrics.observe_api),
         index=(indices or {}).get(CONNECTION_KIND.index_id),
         keeper=kube,
     )
