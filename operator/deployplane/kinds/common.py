@@ -69,7 +69,8 @@ class ConnectionReference(ApiModel):
 
 
 class ConnectionSpec(ApiModel):
-    """Settings shared by both kinds: management, deletion, adoption and connection."""
+    """Settings the kinds acting on the control plane share (AgentDeployment, Listener):
+    management, deletion and connection."""
 
     management_policy: ManagementPolicy = Field(
         ManagementPolicy.FULL,

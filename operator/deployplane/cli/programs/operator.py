@@ -75,7 +75,8 @@ def run(
     verbose: bool,
     json_logs: bool,
 ) -> None:
-    """Reconcile AgentDeployment and Listener resources against the control plane.
+    """Reconcile AgentDeployments, Listeners and ControlPlaneConnections with the control
+    plane.
 
     Configured by DEPLOYPLANE_CONTROL_PLANE_URL, DEPLOYPLANE_API_KEY, DEPLOYPLANE_TENANT_ID,
     DEPLOYPLANE_NAMESPACES, DEPLOYPLANE_POLL_INTERVAL, DEPLOYPLANE_RESYNC_INTERVAL.
