@@ -22,9 +22,9 @@ from deployplane.externals.errors import classified
 from deployplane.externals.kube import KubeReader
 from deployplane.externals.listener import ListenerConnecter
 from deployplane.kinds import KindDef
-from deployplane.kinds.agentdeployment import KIND as AGENT_DEPLOYMENT
-from deployplane.kinds.controlplaneconnection import KIND as CONTROL_PLANE_CONNECTION
-from deployplane.kinds.listener import KIND as LISTENER
+from deployplane.kinds.agentdeployment.kind import KIND as AGENT_DEPLOYMENT
+from deployplane.kinds.controlplaneconnection.kind import KIND as CONTROL_PLANE_CONNECTION
+from deployplane.kinds.listener.kind import KIND as LISTENER
 from deployplane.reconcile.external import Connecter, Releaser
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule
