@@ -229,7 +229,7 @@ def test_readiness_is_served_as_200_or_503_with_what_was_found() -> None:
         return state["ready"], state["found"]
 
     async def scenario() -> list[tuple[int, Any]]:
-        endpoint = Endpoint.parse(f"http://127.0.0.1:{_free_port()}/readyz")
+        endpoint = Endpoint.parse(f"http://127.0.0.1:{_free_port()}/readyz", "--readiness")
         server = ProbeServer(endpoint, check)
         await server.start()
         answers = []

@@ -133,8 +133,8 @@ def _free_port() -> int:
 
 def test_both_probes_are_served_on_their_own_endpoints_and_closed() -> None:
     async def scenario() -> list[tuple[int, Any]]:
-        live = Endpoint.parse(f"http://127.0.0.1:{_free_port()}/healthz")
-        ready = Endpoint.parse(f"http://127.0.0.1:{_free_port()}/readyz")
+        live = Endpoint.parse(f"http://127.0.0.1:{_free_port()}/healthz", "--liveness")
+        ready = Endpoint.parse(f"http://127.0.0.1:{_free_port()}/readyz", "--readiness")
         kube = FakeKube()
         kube.apiserver_away = "[-]etcd failed"
         checks = agent_probes(kube)

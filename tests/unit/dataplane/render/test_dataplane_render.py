@@ -561,7 +561,7 @@ def test_no_image_is_a_render_error() -> None:
 
 
 def test_docs_list_every_field() -> None:
-    docs = (Path(__file__).parents[3] / "docs" / "dataplane.md").read_text()
+    docs = (Path(__file__).parents[4] / "docs" / "dataplane.md").read_text()
     for field, becomes in FIELD_MAP.items():
         assert f"| `{field}` | {becomes} |" in docs, field
 

@@ -316,7 +316,7 @@ def test_a_bad_setting_is_one_line_naming_it(env: dict[str, str], message: str) 
 
 def _docs_objects() -> dict[tuple[str, str], str]:
     """docs/dataplane.md's table of rendered objects: (kind, name) -> when."""
-    text = (Path(__file__).parents[3] / "docs" / "dataplane.md").read_text()
+    text = (Path(__file__).parents[4] / "docs" / "dataplane.md").read_text()
     table = text.split("| Object | When | What it is |", 1)[1].split("\n\n", 1)[0]
     rows: dict[tuple[str, str], str] = {}
     for line in table.strip().splitlines()[1:]:
