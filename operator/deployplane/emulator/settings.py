@@ -215,7 +215,7 @@ class ImageBuildConfig(_Strict):
     `base_archive` (`make images`), each built image written as an OCI archive to
     `output_dir` and named `repository:<key>`, imported into a dev cluster's real node
     when `load_into_dev_cluster` names one. Unset (the default): the build only checks
-    the upload (`buildcheck`)."""
+    the upload (`tarballcheck`)."""
 
     work_dir: Path = Field(default_factory=lambda: _cache() / "agent-builds")
     base_archive: Path = Field(

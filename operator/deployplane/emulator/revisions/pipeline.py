@@ -143,7 +143,7 @@ class Pipeline:
     ) -> None:
         self._db = db
         self._config = config
-        # The remote builds of uploads as real images (else checked only: `buildcheck`).
+        # The remote builds of uploads as real images (else checked only: `tarballcheck`).
         self._builder = builder
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -324,7 +324,7 @@ _HANDED_OFF = (RevisionStatus.AWAITING_DEPLOY.value, _DEPLOYED_VALUE)
 
 async def _hand_off(conn: DbConn, due: Sequence[Any], now: float) -> list[Any]:
     """Gives the revisions about to deploy on a listener with a live agent to that agent
-    (docs/dataplane.md), and the re-render of a deployed one (`store.patch`, which has its
+    (docs/dataplane.md), and the re-render of a deployed one (`store.deploymentpatch`, which has its
     row already): they leave the timers and wait for the agent's reports. Returns the rows
     the timers still move (a DEPLOYED one: the simulated re-render)."""
     waiting = [(row, runner_of(row)) for row in due if row.status in _HANDED_OFF]

@@ -113,7 +113,7 @@ async def entered(
 
 
 async def _build(conn: DbConn, row: Any) -> tuple[str | None, str | None]:
-    """The remote build of an internal_source revision (`buildcheck`), its lines in the
+    """The remote build of an internal_source revision (`tarballcheck`), its lines in the
     build log and its verdict kept on the revision: the image it gives, or why it
     failed. Run off the event loop (unpacking a large tarball takes a while), inside
     the round's transaction, so the verdict lands with the BUILDING state."""

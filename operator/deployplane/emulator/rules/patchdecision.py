@@ -1,9 +1,9 @@
 """What a PATCH of a deployment does, decided without a database.
 
 `decide_patch(current, body, ...)` says what the PATCH changes, whether it makes a new
-revision and what is refused; `store.patch` reads `current`, looks up the one thing a
-pure function cannot (whether a named listener exists) and writes the decision. Kept
-beside `validation.py` so the rules are unit-tested directly
+revision and what is refused; `store.deploymentpatch` reads `current`, looks up the one
+thing a pure function cannot (whether a named listener exists) and writes the decision.
+Kept beside `validation.py` so the rules are unit-tested directly
 (tests/unit/emulator/rules/test_patch_decision.py).
 
 The rules, as the service answers them:

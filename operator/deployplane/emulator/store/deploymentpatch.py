@@ -1,4 +1,4 @@
-"""PATCH of a deployment: the database side of `patching.decide_patch`.
+"""PATCH of a deployment: the database side of `patchdecision.decide_patch`.
 
 Reads the deployment (locked where writers are concurrent), asks the pure decision
 what the PATCH does, checks what only the database can tell (a named listener exists),
@@ -71,7 +71,7 @@ async def request_rerender(conn: DbConn, current: Row[Any], step_seconds: float)
     is marked not `remote_reconciled` until the data plane applied it (a listener agent's
     report, else the simulated data plane one step later: `pipeline`). A revision still
     on its way is applied with the change when it deploys (one that ended without
-    deploying is retried instead: `patching.decide_patch`); one not reconciled yet (a
+    deploying is retried instead: `patchdecision.decide_patch`); one not reconciled yet (a
     change or a database still awaited) stays so."""
     if current.revision_status != RevisionStatus.DEPLOYED.value or not current.remote_reconciled:
         return

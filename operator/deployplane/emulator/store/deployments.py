@@ -323,7 +323,7 @@ async def _redeployable(
 ) -> tuple[Row[Any], Row[Any]]:
     """(the deployment's status and latest seq, the revision to redeploy), or the 404 /
     400 that says why not."""
-    if conn.concurrent:  # as in store.patch: concurrent writers queue here
+    if conn.concurrent:  # as in store.deploymentpatch: concurrent writers queue here
         await conn.execute(LOCK_DEPLOYMENT, {"deployment_id": deployment_id})
     query = (
         select(deployments.c.status, revisions.c.seq)

@@ -4,7 +4,7 @@ build writes what a user sent.
 `tarfile`'s `data` filter (PEP 706) refuses absolute paths, `..`, links (symbolic or
 hard) that point out of the tree and device files, and clears setuid/setgid and
 group/other write bits; on top of it the archive's size and member limits of
-`buildcheck` hold before anything is written (a member's size is in its header, so a
+`tarballcheck` hold before anything is written (a member's size is in its header, so a
 bomb is refused before its bytes are read). The builder runs it
 in a child process that is an unprivileged user when the emulator runs as root
 (`extract_unprivileged`), which opens the archive and enters `dest` first.
