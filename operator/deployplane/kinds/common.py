@@ -10,9 +10,7 @@ from typing import Final
 
 from pydantic import Field
 
-from deployplane.api.models import (
-    ApiModel,
-)
+from deployplane.api.models import ApiModel
 
 
 class DeletionPolicy(StrEnum):

@@ -30,12 +30,7 @@ from deployplane.emulator.settings import PipelineConfig
 from deployplane.emulator.store.agents import AGENT_TTL_SECONDS, live_listeners, runner_of
 from deployplane.emulator.store.db import Database, DbConn
 from deployplane.emulator.store.deletion import remove_deployments
-from deployplane.emulator.store.tables import (
-    dataplane_revisions,
-    deployments,
-    revisions,
-    utcnow,
-)
+from deployplane.emulator.store.tables import dataplane_revisions, deployments, revisions, utcnow
 
 __all__ = ["BATCH", "Pipeline", "next_status", "path_of"]
 

@@ -8,11 +8,7 @@ of `errors.py`. Every query is scoped by workspace, so another workspace's ids a
 simply not found. The routes call them as `store.<operation>`.
 """
 
-from deployplane.emulator.store.deletion import (
-    BulkOutcome,
-    delete_deployment,
-    delete_deployments,
-)
+from deployplane.emulator.store.deletion import BulkOutcome, delete_deployment, delete_deployments
 from deployplane.emulator.store.deploymentpatch import patch_deployment
 from deployplane.emulator.store.deployments import (
     DeploymentFilters,

@@ -21,12 +21,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from deployplane.api.models import (
-    DeploymentStatus,
-    PushToken,
-    Source,
-    UploadUrl,
-)
+from deployplane.api.models import DeploymentStatus, PushToken, Source, UploadUrl
 from deployplane.emulator.errors import RefusedError, invalid
 from deployplane.emulator.settings import WorkspaceConfig
 from deployplane.emulator.store.db import DbConn

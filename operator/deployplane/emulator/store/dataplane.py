@@ -38,19 +38,9 @@ from deployplane.emulator.store.agents import check_listener, runs_on
 from deployplane.emulator.store.db import DbConn
 from deployplane.emulator.store.deletion import remove_deployments
 from deployplane.emulator.store.logs import LogKind, write_lines
-from deployplane.emulator.store.rows import (
-    deployment_not_found,
-    find_revision,
-    first_or_404,
-    owned,
-)
+from deployplane.emulator.store.rows import deployment_not_found, find_revision, first_or_404, owned
 from deployplane.emulator.store.secretvalues import read_secret_values
-from deployplane.emulator.store.tables import (
-    dataplane_revisions,
-    deployments,
-    revisions,
-    utcnow,
-)
+from deployplane.emulator.store.tables import dataplane_revisions, deployments, revisions, utcnow
 
 __all__ = [
     "BUILT_IMAGE_REGISTRY",

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from deployplane.api.models import (
-    ApiModel,
-)
+from deployplane.api.models import ApiModel
 from deployplane.kinds.common import ManagementPolicy, SecretKeySelector
 
 

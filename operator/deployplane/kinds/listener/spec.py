@@ -9,11 +9,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from deployplane.api.models import (
-    ApiModel,
-    ComputeConfig,
-    ComputeType,
-)
+from deployplane.api.models import ApiModel, ComputeConfig, ComputeType
 from deployplane.kinds.common import ConnectionSpec
 
 

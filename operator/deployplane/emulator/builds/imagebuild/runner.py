@@ -27,11 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deployplane.emulator.builds.imagebuild import layout
-from deployplane.emulator.builds.imagebuild.buildah import (
-    KEY_ANNOTATION,
-    Buildah,
-    base_archive_key,
-)
+from deployplane.emulator.builds.imagebuild.buildah import KEY_ANNOTATION, Buildah, base_archive_key
 from deployplane.emulator.builds.imagebuild.commands import Emit, ProcessFailed, run_streamed
 from deployplane.emulator.builds.imagebuild.extract import (
     UNPRIVILEGED,

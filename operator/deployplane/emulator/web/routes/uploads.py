@@ -21,12 +21,7 @@ from fastapi.responses import JSONResponse, Response
 
 from deployplane.emulator.builds.tarballcheck import tarball_error
 from deployplane.emulator.settings import Settings
-from deployplane.emulator.store.artifacts import (
-    UPLOAD_PREFIX,
-    fill_upload,
-    find_upload,
-    sign,
-)
+from deployplane.emulator.store.artifacts import UPLOAD_PREFIX, fill_upload, find_upload, sign
 from deployplane.emulator.web.deps import database_of
 
 __all__ = ["router"]
