@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: help venv shells tools node-tools gitops-tools e2e-real-node e2e-gitops e2e-dev-tier bench-gitops postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench bench-scale clean
+.PHONY: help venv shells tools node-tools previous-image gitops-tools e2e-real-node e2e-gitops e2e-dev-tier bench-gitops postgres image images docs-cli lint unit e2e e2e-existing test demo demo-down bench bench-scale clean
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | awk '!seen[$$0]++'
@@ -40,6 +40,11 @@ postgres: ## PostgreSQL server binaries for the emulator's tests (apt-get when m
 # OCI archives in ~/.cache/deployplane/images, cached by content.
 image: ## build the Dockerfile as deployplane:dev without a Docker engine (buildah; cached by content): ~/.cache/deployplane/images/deployplane-dev.tar
 	@$(PYTHON) tools/images/build.py app
+
+# The previous release's image (tests/support/previousrelease.py pins it): built from its
+# own checkout by its own tools/images/build.py, for the real-node tier's upgrade test.
+previous-image: venv ## the previous release's deployplane image, from its own checkout (cached by content), for the upgrade test
+	@$(PY) -m tests.support.previousrelease image
 
 images: ## make image, plus the data plane's PostgreSQL (pgvector) and Redis images from Debian packages and the agent servers' base (langgraph-api 0.16.7, in-memory runtime)
 	@$(PYTHON) tools/images/build.py all
@@ -131,15 +136,17 @@ E2E_EXISTING ?= test_dataplane or test_devcluster or test_demo or test_examples_
 # of `make images` imported: the node itself (test_realnode.py, whose teardown tests run
 # last), the data plane's workloads as real containers (test_dataplane.py),
 # `langgraph deploy --remote` to images the emulator builds (test_realnode_langgraph.py),
-# and first, before the tier's node starts, `make demo REAL_NODE=1` on a node of its own
+# `helm upgrade` from the previous release (test_realnode_upgrade.py), and first, before
+# the tier's node starts, `make demo REAL_NODE=1` on a node of its own
 # (test_demo_realnode.py).
 REAL_NODE_TESTS ?= tests/e2e/test_demo_realnode.py tests/e2e/test_dataplane.py \
   tests/e2e/test_realnode_helm.py tests/e2e/test_realnode_server.py \
-  tests/e2e/test_realnode_langgraph.py tests/e2e/test_realnode.py
+  tests/e2e/test_realnode_langgraph.py tests/e2e/test_realnode_upgrade.py \
+  tests/e2e/test_realnode.py
 # One real node per machine (fixed veth and namespace names): a second tier started
 # meanwhile waits for this lock instead of failing on the first one's node.
 REAL_NODE_LOCK ?= $(HOME)/.cache/deployplane/realnode.lock
-e2e-real-node: venv node-tools images ## e2e on a real node (part of make test): pods, logs, exec, port-forward, Services, egress guard, the data plane's real containers, clean teardown (root)
+e2e-real-node: venv node-tools images previous-image ## e2e on a real node (part of make test): pods, logs, exec, port-forward, Services, egress guard, the data plane's real containers, clean teardown (root)
 	@echo "== e2e on a real node (random order, seed $(SEED))"
 	@mkdir -p $(dir $(REAL_NODE_LOCK))
 	@flock $(REAL_NODE_LOCK) env DEPLOYPLANE_E2E_REAL_NODE=1 DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
@@ -172,11 +179,12 @@ e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a 
 # (tools/lanes.sh; each mostly waits on its own clusters): the e2e tier on the dev cluster,
 # the GitOps tier and the existing-cluster path one after the other in one, the real-node
 # tier, the longest, in the other from the start (REAL_NODE=0 leaves it out). The real
-# node's tools are built before, so that no first build runs beside a tier.
+# node's tools and the previous release's image are built before, so that no first build
+# runs beside a tier.
 # DEPLOYPLANE_GITOPS_TOOLS names the GitOps tools just built: the tests that need Argo CD's
 # own binary (its verdict on the chart's health check) fail without it rather than skip.
 test: venv tools postgres shells $(if $(IS_ROOT),images) gitops-tools lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then side by side the GitOps tier and e2e on a cluster it did not start, and the real-node tier (root; REAL_NODE=0 leaves it out); random order, SEED=n repeats one
-	@$(if $(filter 0,$(REAL_NODE)),,$(MAKE) --no-print-directory node-tools)
+	@$(if $(filter 0,$(REAL_NODE)),,$(MAKE) --no-print-directory node-tools previous-image)
 	@echo "== make test: random order, seed $(SEED) (make test SEED=$(SEED) repeats it)"
 	@echo "== pytest: unit and integration ($(PYTEST_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
 	  DEPLOYPLANE_GITOPS_TOOLS=$$(bash tools/gitops/build.sh path) $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=10 $(RANDOM_ORDER) \

@@ -375,8 +375,10 @@ def test_a_base_path_change_rewrites_every_route_and_nothing_else(
 
         wait_until("the new URL on the control plane", stored)
     after = agent_writes(k8s_api, agents_namespace)
+    # The routes, and each owner's record of what is applied (its digests): nothing else.
     rewritten = sorted(key for key, when in after.items() if before.get(key) != when)
-    assert [kind for kind, _ in rewritten] == ["V1Ingress", "V1Ingress"], rewritten
+    kinds = [kind for kind, _ in rewritten]
+    assert kinds == ["V1ConfigMap", "V1ConfigMap", "V1Ingress", "V1Ingress"], rewritten
     if isinstance(dev_cluster, DevCluster):  # the audit log: not even a no-op apply
         user = f"system:serviceaccount:{namespace}:{AGENT_SA}"
-        assert dev_cluster.count_writes(since, user=user) == {"ingresses": 2}
+        assert dev_cluster.count_writes(since, user=user) == {"configmaps": 2, "ingresses": 2}

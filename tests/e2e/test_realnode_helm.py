@@ -7,9 +7,11 @@ In the real-node tier (`make e2e-real-node`, tests/support/realnode.py) the modu
 emulator, and the listener agent of the example Listener (values as in
 examples/helm/real-node-values.yaml). The operator and the emulator become Ready through
 their real probes under the chart's securityContext, `kubectl logs` and `exec` work on
-the operator's pod, `/metrics` answers through its Service, and the examples' Listener
-and AgentDeployment become Ready, the deployment's workloads rolled out as real
-containers by the in-cluster agent. Then, on the same release: the active replica's
+the operator's pod, and `/metrics` answers through its Service. (The chart's listener
+agent deploying the examples as real containers, in a namespace enforcing Pod Security
+`restricted`, and removing them is tests/e2e/test_realnode_upgrade.py's: made under the
+previous release, then a new revision and the deletion under this one.) Then, on the
+same release: the active replica's
 process killed -9 mid-burst (the kubelet restarts it) and the active pod deleted
 mid-create; no deployment is created twice, every resource is Ready again.
 """
@@ -29,7 +31,7 @@ import httpx
 import pytest
 import yaml
 from kubernetes import client
-from tests.e2e.operator_harness import Resources, ready_for_generation
+from tests.e2e.operator_harness import Resources
 from tests.e2e.reliability_scenarios import (
     PEERING_GROUP,
     PEERING_PLURAL,
@@ -39,10 +41,9 @@ from tests.e2e.reliability_scenarios import (
     docker_cr,
     is_ready,
 )
-from tests.support import chart, podsecurity, polling, realnode
+from tests.support import chart, polling, realnode
 from tests.support.e2ecluster import E2ECluster
 
-from deployplane.demo import realnode as demo_realnode
 from deployplane.devcluster.realnode import images
 
 pytestmark = pytest.mark.skipif(
@@ -132,20 +133,14 @@ def helm_release(
 ) -> Iterator[dict[str, str]]:
     """One release for the module, with examples/helm/real-node-values.yaml: image
     deployplane:dev with `pullPolicy: Never` (only the imported image will do), two
-    operator replicas, the listener agent of the example Listener; the example's image
-    is the tier's agent-server image under the example's name. Uninstalled before the
-    tier's last tests stop the node."""
+    operator replicas, the listener agent of the example Listener. Uninstalled before
+    the tier's last tests stop the node."""
     values = yaml.safe_load(VALUES_FILE.read_text())
     for key in ("image", "emulator"):  # chart.release sets these
         values.pop(key)
     (agents,) = values["listenerAgent"]["namespaces"]
-    session = real_node_session
-    ctr = session.cluster.tools.bin_dir / "ctr"
-    for example, stand_in in demo_realnode.STAND_INS.items():
-        images.tag(session.holder_pid(), ctr, stand_in, example)
     core = client.CoreV1Api(k8s_api)
-    # The listener's namespace enforces Pod Security `restricted`, as a platform team's.
-    core.create_namespace({"metadata": {"name": agents, "labels": podsecurity.RESTRICTED}})
+    core.create_namespace({"metadata": {"name": agents}})  # the agent's Role lives there
     try:
         run_id = f"rn-{uuid.uuid4().hex[:8]}"
         with chart.release(dev_cluster, run_id, realnode.APP_TAG, "Never", values) as r:
@@ -211,7 +206,7 @@ class InClusterEmulator:
                     return [d for d in found if str(d["name"]).startswith(self.prefix)]
 
 
-def test_chart_runs_for_real_and_brings_the_examples_to_ready(
+def test_chart_runs_for_real(
     helm_release: dict[str, str], dev_cluster: E2ECluster, k8s_api: client.ApiClient
 ) -> None:
     namespace = helm_release["namespace"]
@@ -258,57 +253,6 @@ def test_chart_runs_for_real_and_brings_the_examples_to_ready(
     metrics = _fetch(core, namespace, "metrics", f"http://{service}:9090/metrics")
     assert "# TYPE" in metrics, metrics[:2000]
     assert "deployplane" in metrics, metrics[:2000]
-    _examples_deployed_by_the_agent_pod(dev_cluster, k8s_api, namespace)
-
-
-def _examples_deployed_by_the_agent_pod(
-    cluster: E2ECluster, k8s_api: client.ApiClient, namespace: str
-) -> None:
-    """The examples' Listener and AgentDeployment Ready; the deployment DEPLOYED by the
-    listener agent's pod: its workloads run as real containers in `agents`, where Pod
-    Security `restricted` is enforced."""
-    core = client.CoreV1Api(k8s_api)
-    resources = Resources(k8s_api, namespace)
-    docs = [
-        yaml.safe_load((EXAMPLES / f).read_text())
-        for f in ("secret.yaml", "listener.yaml", "agentdeployment-docker.yaml")
-    ]
-    (agents,) = docs[1]["spec"]["computeConfig"]["k8sNamespaces"]
-    podsecurity.enforces_restricted(k8s_api, agents)
-    core.create_namespaced_secret(namespace, docs[0])
-    resources.create("listeners", docs[1])
-    wait_until(
-        "the listener agent running",
-        lambda: (
-            "listener agent running"
-            in kubectl(
-                cluster, "logs", "-n", namespace, "-l", AGENT, "--tail=-1", check=False
-            ).stdout
-        ),
-    )
-    resources.create(AGD, docs[2])
-    for plural, body in (("listeners", docs[1]), (AGD, docs[2])):
-        name = body["metadata"]["name"]
-        obj = resources.wait(plural, name, ready_for_generation, within=300, what="Ready")
-        assert obj is not None
-    assert obj is not None
-    assert obj["status"]["revision"]["status"] == "DEPLOYED"
-    pods = core.list_namespaced_pod(agents).items
-    servers = [p for p in pods if p.metadata.labels.get(COMPONENT) == "agent-server"]
-    assert servers, [p.metadata.name for p in pods]
-    image = docs[2]["spec"]["sourceRevisionConfig"]["imageUri"]
-    for pod in servers:  # DEPLOYED: the rollout's pods passed their real readiness probe
-        assert pod.spec.node_name == "deployplane-node"
-        assert pod.spec.containers[0].image == image
-        assert all(s.ready and s.state.running for s in pod.status.container_statuses)
-    for plural, body in ((AGD, docs[2]), ("listeners", docs[1])):
-        resources.delete(plural, body["metadata"]["name"])
-        resources.wait(plural, body["metadata"]["name"], lambda o: o is None, within=180)
-    apps = client.AppsV1Api(k8s_api)
-    wait_until(
-        "the agent to remove the workloads",
-        lambda: not apps.list_namespaced_deployment(agents).items or None,
-    )
 
 
 def _pod_of(core: client.CoreV1Api, namespace: str, component: str) -> str:

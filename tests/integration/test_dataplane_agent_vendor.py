@@ -109,6 +109,8 @@ async def test_keda_without_its_crds_fails_the_revision_saying_so(
 async def test_a_base_path_change_rewrites_every_route_and_nothing_else(
     api: httpx.AsyncClient, clock: Clock, dp_client: DataPlaneClient
 ) -> None:
+    """The route of each deployment applied again, and its owner's record of what is
+    applied (its digests): no other object is written."""
     world = await world_with(api, clock, dp_client, INGRESS)
     deployments = [await world.deploy(image_body(f"d{i}")) for i in range(3)]
     await world.agent.round()
@@ -122,8 +124,14 @@ async def test_a_base_path_change_rewrites_every_route_and_nothing_else(
     world.with_settings(dataclasses.replace(INGRESS, base_path="/agents"))
     await world.agent.round(full=True)  # a restarted agent's first round is a full one
     changed = [key for key, obj in world.cluster.objects.items() if obj != before[key]]
-    assert sorted(k[0] for k in changed) == ["Ingress"] * 3
-    assert world.cluster.writes == writes + 3
+    assert sorted(k[0] for k in changed) == ["ConfigMap"] * 3 + ["Ingress"] * 3
+    assert world.cluster.writes == writes + 6
+    for key in changed:
+        if key[0] == "ConfigMap":  # the owner: only its record of the render changed
+            unchanged = ("render-digest", "object-digests")
+            assert _without(world.cluster.objects[key], unchanged) == _without(
+                before[key], unchanged
+            )
     for deployment in deployments:
         state = await world.deployment(deployment)
         url = f"https://agents.example.com/agents/{deployment['id']}"
@@ -137,7 +145,12 @@ async def test_a_base_path_change_rewrites_every_route_and_nothing_else(
             f"/agents/{deployment['id']}"
         )
     await world.agent.round(full=True)
-    assert world.cluster.writes == writes + 3  # and then nothing more
+    assert world.cluster.writes == writes + 6  # and then nothing more
+
+
+def _without(owner: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    data = {k: v for k, v in owner["data"].items() if k not in keys}
+    return {**owner, "data": data}
 
 
 @pytest.mark.parametrize("settings", [INGRESS, GATEWAY])

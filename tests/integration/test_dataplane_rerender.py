@@ -6,7 +6,9 @@ graph_config_path or image_uri does); the running revision becomes
 `remote_reconciled=false` instead, which the published filters show, the agent renders
 it again, applies what changed, and its report makes it reconciled again. Driven round
 by round against the emulator in-process and an in-memory cluster, as
-test_dataplane_agent.py.
+test_dataplane_agent.py. And a render that changed with the agent (a new release, other
+settings) reaches the running revision on the new agent's first full round, with no
+write to the control plane.
 """
 # ruff: noqa: F811  (pytest fixtures imported from the harness are parameters here)
 
@@ -21,6 +23,7 @@ from _dataplane_harness import Clock, clock  # noqa: F401
 from test_dataplane_agent import World, dp_client, world  # noqa: F401
 
 from deployplane.dataplane.agent import Agent, AgentSettings
+from deployplane.dataplane.protocol import DataPlaneClient
 from deployplane.dataplane.render import SERVER, Autoscaler, DataPlaneSettings
 from deployplane.dataplane.render.context import LABEL_COMPONENT, QUEUE
 from deployplane.emulator.revisions.stages import RERENDERED
@@ -276,6 +279,69 @@ async def test_a_change_between_the_listing_and_the_deployed_report_is_not_lost(
     await world.agent.round()
     assert hpa(world, SERVER)["spec"]["maxReplicas"] == 7
     assert await world.revision_status(deployment) == "DEPLOYED"
+    assert not await unreconciled(world.api, deployment)
+
+
+class CountingTransport(httpx.AsyncBaseTransport):
+    """The emulator app's transport, counting the requests that would write: anything
+    but a GET, the agent's heartbeat aside (it records only that the agent lives)."""
+
+    def __init__(self, app: Any) -> None:
+        self.inner = httpx.ASGITransport(app=app)
+        self.writes: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.method != "GET" and not request.url.path.endswith("/heartbeat"):
+            self.writes.append(f"{request.method} {request.url.path}")
+        return await self.inner.handle_async_request(request)
+
+
+async def test_an_upgraded_agent_brings_its_render_to_the_running_revision(
+    world: World, emulator: Any
+) -> None:
+    """A new agent whose render differs (here its Redis image, as a new release's render
+    would) applies the running revision again on its first full round: the changed
+    object only, and the owner's record of the render; no report, no control-plane
+    write, no new revision; later full rounds write nothing; an agent whose render is
+    the same writes nothing at all."""
+    deployment = await ready(world)
+    before = await world.deployment(deployment)
+    counting = CountingTransport(emulator[0])
+    async with DataPlaneClient("http://emulator", api_key=KEY_A, transport=counting) as client:
+
+        def agent(redis_image: str | None = None) -> Agent:
+            dataplane = DataPlaneSettings(**({"redis_image": redis_image} if redis_image else {}))
+            return Agent(
+                client=client,
+                cluster=world.cluster,
+                listener_id=uuid.UUID(world.listener_id),
+                settings=AgentSettings(dataplane=dataplane),
+            )
+
+        writes = world.cluster.writes
+        await agent().round(full=True)  # the same release again: nothing to bring
+        assert world.cluster.writes == writes
+        before_upgrade = {key: dict(obj) for key, obj in world.cluster.objects.items()}
+        upgraded = agent("registry.example.com/redis:8")
+        await upgraded.round(full=True)
+        changed = {k for k, o in world.cluster.objects.items() if o != before_upgrade.get(k)}
+        assert sorted(kind for kind, _, _ in changed) == ["ConfigMap", "Deployment"]
+        assert world.cluster.writes == writes + 2
+        (redis,) = [
+            d
+            for d in world.cluster.of_kind("Deployment")
+            if d["metadata"]["name"].endswith("-redis")
+        ]
+        assert redis["spec"]["template"]["spec"]["containers"][0]["image"].endswith("redis:8")
+        assert ("Deployment", "agents", redis["metadata"]["name"]) in changed
+        writes = world.cluster.writes
+        await upgraded.round(full=True)
+        await upgraded.round()
+        assert world.cluster.writes == writes
+    assert counting.writes == []
+    after = await world.deployment(deployment)
+    assert after["latest_revision_id"] == before["latest_revision_id"]
+    assert after["status"] == "READY"
     assert not await unreconciled(world.api, deployment)
 
 

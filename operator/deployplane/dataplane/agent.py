@@ -32,6 +32,7 @@ from deployplane.dataplane import removal
 from deployplane.dataplane.applier import (
     applied_revision,
     apply_rendered,
+    changed_since,
     database_password,
     get_owner,
     is_applied,
@@ -96,6 +97,9 @@ class Agent:
         self.builtin = builtin
         self._limit = asyncio.Semaphore(self.settings.concurrency)
         self._beating: asyncio.Task[None] | None = None
+        # The settled deployments whose render this process compared with the applied
+        # one: the render changes only with the agent's code or settings, so once each.
+        self._render_checked: set[UUID] = set()
 
     def stalled(self) -> list[str]:
         """What has stopped moving the work while `run()` goes on (the liveness probe's
@@ -354,13 +358,18 @@ class Agent:
     async def repair(self, listener: Listener, deployment: Deployment, revision_id: UUID) -> None:
         """On a full round, a deployed revision whose objects are not (all) in the cluster
         is applied again: objects deleted by hand, or a revision the emulator deployed on
-        its timers while this agent was away. One read when all is well."""
+        its timers while this agent was away. Once per deployment in this process, it is
+        also rendered, and the objects whose render differs from the owner's record are
+        applied: an upgraded agent (or changed settings) brings its render to what runs,
+        as the workloads' rollout strategies allow. No report: the revision stays
+        DEPLOYED, the control plane is not written. One read when all is well."""
         try:
             namespace = namespace_for(deployment, listener)
         except RenderError:
             return
         owner = await self.cluster.get("v1", "ConfigMap", namespace, base_name(deployment))
-        if owner is not None and applied_revision(owner) == str(revision_id):
+        current = applied_revision(owner) == str(revision_id)  # False without an owner
+        if owner is not None and current and deployment.id in self._render_checked:
             await self.repair_route(listener, deployment, owner)
             return
         revision = await self.client.get_revision(deployment.id, revision_id)
@@ -368,8 +377,16 @@ class Agent:
         if work.image_uri is None:
             return
         rendered = await self._render(deployment, revision, listener, work)
-        await apply_rendered(self.cluster, rendered, owner)
-        log.info("deployment %s: applied its deployed revision again", deployment.id)
+        self._render_checked.add(deployment.id)
+        if owner is not None and current and is_applied(owner, rendered):
+            await self.repair_route(listener, deployment, owner)
+            return
+        # Its objects missing: all of them; a render that changed: where it changed.
+        only = changed_since(owner, rendered) if owner is not None and current else None
+        await apply_rendered(self.cluster, rendered, owner, only=only)
+        await self._report_url(deployment, rendered.url)
+        what = "all" if only is None else ", ".join(sorted(only))
+        log.info("deployment %s: its deployed revision applied again: %s", deployment.id, what)
 
     async def repair_route(self, listener: Listener, deployment: Deployment, owner: Obj) -> None:
         """The route brought up to the current settings, and its URL reported."""

@@ -8,19 +8,22 @@ Order makes it restart-safe without local state (docs/dataplane.md):
    autoscaler's is applied as handover.py says);
 3. the owner again, now with `data.revision-id`: the marker that this revision is
    completely applied, and `data.render-digest`, what it was applied as (the digest of
-   the rendered objects, Secrets left out: `render.render_digest`).
+   the rendered objects, Secrets left out: `render.render_digest`), with each object's
+   digest beside it (`data.object-digests`).
 An agent killed anywhere in between finds an owner without this revision's marker (or
 with another digest) and applies again; server-side apply of what is already there
 changes nothing. An owner with both equal to a new render is not applied at all
-(`is_applied`): a re-render of an unchanged revision writes nothing.
+(`is_applied`): a re-render of an unchanged revision writes nothing; one whose digest
+differs names the objects that changed (`changed_since`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from deployplane.dataplane.handover import apply_workload, retire
@@ -29,8 +32,10 @@ from deployplane.dataplane.render import (
     LABEL_DEPLOYMENT_ID,
     LABEL_LISTENER_ID,
     OWNER_DIGEST,
+    OWNER_OBJECT_DIGESTS,
     Rendered,
     Scaled,
+    object_key,
     with_owner,
 )
 
@@ -38,6 +43,7 @@ __all__ = [
     "OWNER_MARKER",
     "applied_revision",
     "apply_rendered",
+    "changed_since",
     "database_password",
     "find_owners",
     "get_owner",
@@ -70,15 +76,31 @@ def is_applied(owner: Mapping[str, Any] | None, rendered: Rendered) -> bool:
 _APPLIED_KEYS = (OWNER_MARKER, OWNER_DIGEST)
 
 
+def changed_since(owner: Mapping[str, Any], rendered: Rendered) -> set[str]:
+    """The objects of `rendered` (by `Kind/name`) the owner does not record as applied
+    in this form: every one when it records no object digests (an earlier agent's)."""
+    recorded = json.loads((owner.get("data") or {}).get(OWNER_OBJECT_DIGESTS) or "{}")
+    now = json.loads(rendered.owner["data"][OWNER_OBJECT_DIGESTS])
+    if not recorded:
+        return {object_key(obj) for obj in rendered.objects}
+    return {key for key, digest in now.items() if recorded.get(key) != digest}
+
+
 async def get_owner(cluster: Cluster, rendered: Rendered) -> Obj | None:
     meta = rendered.owner["metadata"]
     return await cluster.get("v1", "ConfigMap", meta["namespace"], meta["name"])
 
 
-async def apply_rendered(cluster: Cluster, rendered: Rendered, owner: Obj | None) -> list[Obj]:
+async def apply_rendered(
+    cluster: Cluster,
+    rendered: Rendered,
+    owner: Obj | None,
+    only: Collection[str] | None = None,
+) -> list[Obj]:
     """Applies `rendered` in the restart-safe order above; `owner` is the owner as it is
-    in the cluster now (None: absent). Returns the objects as the cluster answered,
-    in the order of `rendered.objects`."""
+    in the cluster now (None: absent); `only`: the objects to apply (`Kind/name`), the
+    others being as rendered already (`changed_since`). Returns the objects applied as
+    the cluster answered, in the order of `rendered.objects`."""
     if owner is None:
         bare = {**rendered.owner, "data": _without_marker(rendered.owner.get("data"))}
         owner = await cluster.apply(bare)
@@ -87,8 +109,9 @@ async def apply_rendered(cluster: Cluster, rendered: Rendered, owner: Obj | None
     await retire(cluster, rendered, uid)
     scaled = {s.name: s for s in rendered.scaled}
     # Independent of each other (references between them are by name), so at once.
+    objects = [o for o in rendered.objects if only is None or object_key(o) in only]
     applied = await asyncio.gather(
-        *(_apply(cluster, obj, scaled) for obj in with_owner(rendered.objects, uid))
+        *(_apply(cluster, obj, scaled) for obj in with_owner(objects, uid))
     )
     await cluster.apply(rendered.owner)
     return list(applied)

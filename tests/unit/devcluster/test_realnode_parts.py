@@ -162,6 +162,13 @@ def test_oci_archive_written_and_renamed_for_containerd(tmp_path: Path) -> None:
     manifests = _index(buf.getvalue())["manifests"]
     assert isinstance(manifests, list)
     assert manifests[0]["annotations"][ociarchive.CONTAINERD_NAME] == names[0]
+    # Imported under another name: an earlier build of the same image beside this one.
+    buf = io.BytesIO()
+    names = ociarchive.containerd_stream(path, buf, "deployplane:previous")
+    assert names == ["docker.io/library/deployplane:previous"]
+    (annotations,) = [m["annotations"] for m in _index(buf.getvalue())["manifests"]]
+    assert annotations[ociarchive.CONTAINERD_NAME] == names[0]
+    assert annotations[ociarchive.OCI_REF_NAME] == "previous"
 
 
 def test_node_identities_and_apiserver_kubelet_flags(tmp_path: Path) -> None:

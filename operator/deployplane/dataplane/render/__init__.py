@@ -52,6 +52,7 @@ from deployplane.dataplane.render.context import (
 from deployplane.dataplane.render.fieldmap import FIELD_MAP
 from deployplane.dataplane.render.model import (
     OWNER_DIGEST,
+    OWNER_OBJECT_DIGESTS,
     OWNER_UID_PLACEHOLDER,
     Obj,
     Rendered,
@@ -59,6 +60,8 @@ from deployplane.dataplane.render.model import (
     RenderWarning,
     Retired,
     Scaled,
+    object_digests,
+    object_key,
     render_digest,
     with_owner,
 )
@@ -82,6 +85,7 @@ __all__ = [
     "LABEL_DEPLOYMENT_ID",
     "LABEL_LISTENER_ID",
     "OWNER_DIGEST",
+    "OWNER_OBJECT_DIGESTS",
     "OWNER_UID_PLACEHOLDER",
     "QUEUE",
     "REDIS",
@@ -101,6 +105,7 @@ __all__ = [
     "database_secret_name",
     "memory_quantity",
     "namespace_for",
+    "object_key",
     "render",
     "render_route",
     "with_owner",
@@ -154,6 +159,7 @@ def render(
     objects, scaled, retired = scaling.hand_to_autoscalers(ctx, made)
     the_owner = owner(ctx)
     the_owner["data"][OWNER_DIGEST] = render_digest(objects)
+    the_owner["data"][OWNER_OBJECT_DIGESTS] = object_digests(objects)
     clamped = state.scale_warning(ctx) if ctx.in_memory else None
     return Rendered(
         namespace=ctx.namespace,

@@ -87,6 +87,27 @@ def render_digest(objects: Sequence[Obj]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+OWNER_OBJECT_DIGESTS = "object-digests"
+"""Key of the owner ConfigMap's data: each object's digest (JSON, by `Kind/name`), so
+that a render that changed is applied only where it changed."""
+
+
+def object_key(obj: Obj) -> str:
+    return f"{obj['kind']}/{obj['metadata']['name']}"
+
+
+def object_digests(objects: Sequence[Obj]) -> str:
+    """`render_digest` object by object (Secrets left out, for the same reasons)."""
+    digests = {
+        object_key(obj): hashlib.sha256(
+            json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()[:16]
+        for obj in objects
+        if obj["kind"] != "Secret"
+    }
+    return json.dumps(digests, sort_keys=True, separators=(",", ":"))
+
+
 class RenderError(ValueError):
     """The deployment cannot be rendered; the message is one sentence, never a value."""
 

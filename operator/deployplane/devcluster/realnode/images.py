@@ -46,8 +46,11 @@ def ctr_argv(holder: int, ctr: Path, *args: str) -> list[str]:
     return nsenter(holder, str(ctr), "--address", address, "-n", layout.CONTAINERD_NAMESPACE, *args)
 
 
-def import_archive(holder: int, ctr: Path, archive: Path, *, unpack: bool = False) -> list[str]:
-    """Import one OCI or docker archive; return the names it gave (OCI archives).
+def import_archive(
+    holder: int, ctr: Path, archive: Path, *, unpack: bool = False, name: str | None = None
+) -> list[str]:
+    """Import one OCI or docker archive; return the names it gave (OCI archives): the
+    archive's own, or `name` (an OCI archive imported beside another of its name).
 
     Not unpacked by default: the CRI unpacks an image when its first container is
     created, so a large image costs its unpacking once, when used, not at every `up`.
@@ -59,7 +62,7 @@ def import_archive(holder: int, ctr: Path, archive: Path, *, unpack: bool = Fals
     )
     assert proc.stdin is not None
     try:
-        names = ociarchive.containerd_stream(archive, proc.stdin)
+        names = ociarchive.containerd_stream(archive, proc.stdin, name)
     except (OSError, ValueError) as e:
         proc.kill()
         raise DevClusterError(f"cannot import {archive}: {e}") from e

@@ -135,27 +135,30 @@ def write_image(spec: ImageSpec, path: Path) -> Path:
     return path
 
 
-def _named_index(data: bytes) -> tuple[bytes, list[str]]:
+def _named_index(data: bytes, name: str | None = None) -> tuple[bytes, list[str]]:
     index = json.loads(data)
     names = []
     for desc in index.get("manifests", []):
         annotations = desc.setdefault("annotations", {})
-        ref = annotations.get(CONTAINERD_NAME) or annotations.get(OCI_REF_NAME)
+        if name is not None:
+            annotations[OCI_REF_NAME] = normalize(name).rsplit(":", 1)[-1]
+        ref = name or annotations.get(CONTAINERD_NAME) or annotations.get(OCI_REF_NAME)
         if ref:
             annotations[CONTAINERD_NAME] = normalize(ref)
             names.append(annotations[CONTAINERD_NAME])
-    return json.dumps(index).encode(), names
+    return json.dumps(index).encode(), list(dict.fromkeys(names))
 
 
-def containerd_stream(archive: Path, out: IO[bytes]) -> list[str]:
-    """Copy `archive` to `out` with every OCI manifest fully named; return the names
-    (empty for a docker archive, whose RepoTags containerd normalizes itself)."""
+def containerd_stream(archive: Path, out: IO[bytes], name: str | None = None) -> list[str]:
+    """Copy `archive` to `out` with every OCI manifest fully named (`name` instead of
+    the archive's own, when given: two builds of one name side by side); return the
+    names (empty for a docker archive, whose RepoTags containerd normalizes itself)."""
     names: list[str] = []
     with tarfile.open(archive, "r:*") as src, tarfile.open(fileobj=out, mode="w|") as dst:
         for member in src:
             data = src.extractfile(member) if member.isfile() else None
             if member.name.lstrip("./") == "index.json" and data is not None:
-                patched, names = _named_index(data.read())
+                patched, names = _named_index(data.read(), name)
                 member.size = len(patched)
                 dst.addfile(member, io.BytesIO(patched))
             else:
