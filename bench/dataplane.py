@@ -41,8 +41,8 @@ from typing import Any
 import httpx
 import yaml
 from kubernetes import client
-from tests.e2e.operator_harness import API_KEY, WORKSPACE, Emulator
 from tests.support import chart
+from tests.support.operator_harness import API_KEY, WORKSPACE, Emulator
 from tests.support.routecontroller import RouteAdmitter
 
 from bench.report import Figure

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from tests.e2e.operator_harness import operator_env
+from tests.support.operator_harness import operator_env
 
 from bench.audit_counts import writes_per_cr
 from bench.operator import PLURAL, Bench, _exit_on_sigterm, _workdir, parse_args, vm_rss_mb

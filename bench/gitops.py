@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client
-from tests.e2e.gitops.harness import (
+from tests.support.gitops import GitRepo
+from tests.support.gitops_harness import (
     AGD,
     Applications,
     Flux,
@@ -48,8 +49,7 @@ from tests.e2e.gitops.harness import (
     ready_condition,
     verdict,
 )
-from tests.e2e.operator_harness import Emulator, OperatorProcess, operator_env
-from tests.support.gitops import GitRepo
+from tests.support.operator_harness import Emulator, OperatorProcess, operator_env
 
 from bench.dataplane import PeakRss
 from bench.report import Figure

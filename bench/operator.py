@@ -62,7 +62,7 @@ import httpx
 import yaml
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.operator_harness import (
+from tests.support.operator_harness import (
     ADMIN_KEY,
     API_KEY,
     GROUP,

@@ -1,7 +1,7 @@
 """Reliability at full scale: crash, faults, outage, HA, secrets.
 
 Starts a dev cluster (etcd + kube-apiserver, `make tools`), applies the CRDs and the
-Kopf peering CRD, and runs the scenarios of `tests/e2e/reliability_scenarios.py`
+Kopf peering CRD, and runs the scenarios of `tests/support/reliability_scenarios.py`
 (the CI tests run the same code scaled down), each in its own namespace, printing its
 figures. Exits 1 if any property is violated. Everything is bounded; servers listen on
 127.0.0.1 only.
@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kubernetes import client  # noqa: E402
-from tests.e2e.reliability_scenarios import (  # noqa: E402
+from tests.support.reliability_scenarios import (  # noqa: E402
     Report,
     Stage,
     crash,

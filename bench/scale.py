@@ -54,7 +54,7 @@ from typing import Any
 
 import httpx
 from kubernetes import client
-from tests.e2e.operator_harness import (
+from tests.support.operator_harness import (
     API_KEY,
     GROUP,
     VERSION,

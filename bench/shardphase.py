@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import httpx
-from tests.e2e.operator_harness import GROUP, VERSION, OperatorProcess
+from tests.support.operator_harness import GROUP, VERSION, OperatorProcess
 
 from bench.operator import PLURAL, Bench, log, vm_rss_mb, wait_until
 from bench.report import Figure

@@ -44,7 +44,7 @@ from typing import Any
 import httpx
 import yaml
 from kubernetes import client
-from tests.e2e.operator_harness import (
+from tests.support.operator_harness import (
     GROUP,
     REPO,
     VERSION,

@@ -61,14 +61,14 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.operator_harness import REPO, Emulator, Resources
 from tests.support import chart, gitops, nodes, realnode, runorder
+from tests.support.e2e_fixture_types import ApplyManifest, ServiceAccountClient
 from tests.support.e2ecluster import E2ECluster
 from tests.support.existing_cluster import ENV_KUBECONFIG, ExistingCluster
 from tests.support.nodes import Workloads
+from tests.support.operator_harness import REPO, Emulator, Resources
 
 from deployplane.devcluster import DevCluster, ToolsNotFound, find_tools, service_account_username
-from deployplane.devcluster.fixtures import ApplyManifest, ServiceAccountClient
 from deployplane.devcluster.manifests import Applier, Manifest
 from deployplane.devcluster.serviceaccounts import request_token
 from deployplane.devcluster.workloads import node_names

@@ -20,7 +20,11 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.operator_harness import (
+from tests.support import chart
+from tests.support.argocd import Health, argocd_health, argocd_health_all, require_argocd
+from tests.support.e2e_fixture_types import ApplyManifest
+from tests.support.e2ecluster import E2ECluster
+from tests.support.operator_harness import (
     API_KEY,
     REPO,
     Emulator,
@@ -30,11 +34,7 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.support import chart
-from tests.support.argocd import Health, argocd_health, argocd_health_all, require_argocd
-from tests.support.e2ecluster import E2ECluster
 
-from deployplane.devcluster.fixtures import ApplyManifest
 from deployplane.devcluster.manifests import Applier
 
 AGD, LST, CPC = "agentdeployments", "listeners", "controlplaneconnections"

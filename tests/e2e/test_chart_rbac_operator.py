@@ -15,7 +15,9 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.operator_harness import (
+from tests.support import chart
+from tests.support.e2ecluster import E2ECluster
+from tests.support.operator_harness import (
     REPO,
     Emulator,
     Resources,
@@ -23,8 +25,6 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.support import chart
-from tests.support.e2ecluster import E2ECluster
 
 from deployplane.devcluster.manifests import Applier
 

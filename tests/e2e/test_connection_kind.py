@@ -14,7 +14,11 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
-from tests.e2e.operator_harness import (
+from tests.support import gotools
+from tests.support.argocd import argocd_health_all
+from tests.support.existing_cluster import ENV_KUBECONFIG
+from tests.support.operator_fixtures import docker, events_for
+from tests.support.operator_harness import (
     API_KEY,
     REPO,
     SECOND_API_KEY,
@@ -27,10 +31,6 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.e2e.test_operator import docker, events_for
-from tests.support import gotools
-from tests.support.argocd import argocd_health_all
-from tests.support.existing_cluster import ENV_KUBECONFIG
 
 from deployplane.devcluster.manifests import Applier
 

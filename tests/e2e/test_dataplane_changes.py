@@ -15,8 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
-from tests.e2e.operator_harness import Resources, condition, ready_for_generation
-from tests.e2e.test_dataplane import (
+from tests.support.dataplane_fixtures import (
     AGD,
     LST,
     agents_namespace,
@@ -26,7 +25,8 @@ from tests.e2e.test_dataplane import (
     operator,
     wait_until,
 )
-from tests.e2e.test_dataplane_vendor import (
+from tests.support.operator_harness import Resources, condition, ready_for_generation
+from tests.support.vendor_agent import (
     VendorAgent,
     agent_writes,
     custom,

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.operator_harness import (
+from tests.support.operator_fixtures import docker, events_for, listener
+from tests.support.operator_harness import (
     API_KEY,
     Emulator,
     Resources,
@@ -26,7 +27,6 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.e2e.test_operator import docker, events_for, listener
 
 pytestmark = pytest.mark.e2e
 

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from tests.support.e2e_fixture_types import ApplyManifest, ServiceAccountClient
 
 from deployplane.devcluster import DevCluster
-from deployplane.devcluster.fixtures import ApplyManifest, ServiceAccountClient
 from deployplane.devcluster.pki import ADMIN_USER
 from deployplane.devcluster.processes import pid_runs
 

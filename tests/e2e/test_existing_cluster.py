@@ -17,8 +17,8 @@ import time
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.operator_harness import Resources, ready_for_generation
 from tests.support.nodes import NO_REAL_NODES, Workloads
+from tests.support.operator_harness import Resources, ready_for_generation
 
 
 def test_helm_release_from_the_loaded_image_brings_an_agentdeployment_to_ready(

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tests.e2e import test_operator
-from tests.e2e.operator_harness import (
+from tests.support import operator_fixtures
+from tests.support.e2ecluster import E2ECluster
+from tests.support.operator_harness import (
     API_KEY,
     INTEGRATION,
     WORKSPACE,
@@ -33,12 +34,11 @@ from tests.e2e.operator_harness import (
     condition,
     ready_for_generation,
 )
-from tests.support.e2ecluster import E2ECluster
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Deployment, DeploymentCreate, Listener, ListenerCreate
 
-operator = test_operator.operator
+operator = operator_fixtures.operator
 
 AGD, LST = "agentdeployments", "listeners"
 SECRET_VALUES = {"OPENAI_API_KEY": "sk-export-e2e-7c1d", "GITHUB_TOKEN": "ghp-export-e2e-90ab"}

@@ -26,7 +26,9 @@ import pytest
 import yaml
 from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
-from tests.e2e.operator_harness import (
+from tests.support import gotools
+from tests.support.argocd import argocd_health_all, require_argocd
+from tests.support.operator_harness import (
     REPO,
     Emulator,
     Resources,
@@ -36,8 +38,6 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.support import gotools
-from tests.support.argocd import argocd_health_all, require_argocd
 
 from deployplane.devcluster.manifests import Applier
 

@@ -23,9 +23,9 @@ import yaml
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 from tests.support import chart
+from tests.support.e2e_fixture_types import ApplyManifest
 from tests.support.e2ecluster import E2ECluster
 
-from deployplane.devcluster.fixtures import ApplyManifest
 from deployplane.devcluster.manifests import Applier
 from deployplane.devcluster.serviceaccounts import request_token
 

@@ -18,7 +18,9 @@ import httpx
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.operator_harness import (
+from tests.support.e2ecluster import E2ECluster
+from tests.support.operator_fixtures import SECRET_VALUE, docker, events_for, listener, operator
+from tests.support.operator_harness import (
     API_KEY,
     INTEGRATION,
     Emulator,
@@ -30,58 +32,14 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.support.e2ecluster import E2ECluster
 
 from deployplane.reconcile.finalizer import FINALIZER
 from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION
 from deployplane.reconcile.schedule import RESYNC_ANNOTATION
 
-SECRET_VALUE = "sk-e2e-planted-secret-4f9a2c"
+__all__ = ["operator"]  # fixtures
+
 AGD, LST = "agentdeployments", "listeners"
-
-
-@pytest.fixture
-def operator(namespace: str, emulator: Emulator, kubeconfig: Path, crds: None) -> Iterator[Any]:
-    with kopf_operator(namespace, operator_env(emulator, kubeconfig)) as runner:
-        yield runner
-    assert runner.exit_code == 0, runner.output[-3000:]
-    # Secrets hygiene: planted values and the API key never reach the operator's logs.
-    assert SECRET_VALUE not in runner.output
-    assert API_KEY not in runner.output
-
-
-def docker(name: str, image: str = "registry.example.com/agent:1", **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "source": "external_docker",
-        "sourceConfig": {"resourceSpec": {"minScale": 1}},
-        "sourceRevisionConfig": {"imageUri": image},
-    }
-    body.update(spec)
-    return {
-        "apiVersion": "deployplane.io/v1alpha1",
-        "kind": "AgentDeployment",
-        "metadata": {"name": name},
-        "spec": body,
-    }
-
-
-def listener(name: str, compute_id: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "deployplane.io/v1alpha1",
-        "kind": "Listener",
-        "metadata": {"name": name},
-        "spec": {
-            "computeType": "k8s",
-            "computeId": compute_id,
-            "computeConfig": {"k8sNamespaces": ["agents"]},
-            "version": "1",
-        },
-    }
-
-
-def events_for(k8s_api: client.ApiClient, namespace: str, name: str) -> list[client.CoreV1Event]:
-    items = client.CoreV1Api(k8s_api).list_namespaced_event(namespace).items
-    return [e for e in items if e.involved_object.name == name]
 
 
 def create_marker(obj: dict[str, Any] | None) -> str | None:

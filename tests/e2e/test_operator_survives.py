@@ -30,7 +30,9 @@ import httpx
 import pytest
 import yaml
 from kubernetes import client
-from tests.e2e.operator_harness import (
+from tests.support.apiproxy import ApiServerProxy
+from tests.support.e2ecluster import E2ECluster
+from tests.support.operator_harness import (
     REPO,
     Emulator,
     OperatorProcess,
@@ -40,8 +42,6 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.support.apiproxy import ApiServerProxy
-from tests.support.e2ecluster import E2ECluster
 
 from deployplane.devcluster.manifests import Applier
 from deployplane.reconcile.finalizer import FINALIZER

@@ -32,7 +32,10 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.operator_harness import (
+from tests.support import chart, gotools
+from tests.support.argocd import argocd_health
+from tests.support.e2ecluster import E2ECluster
+from tests.support.operator_harness import (
     API_KEY,
     INTEGRATION,
     WORKSPACE,
@@ -43,9 +46,6 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.support import chart, gotools
-from tests.support.argocd import argocd_health
-from tests.support.e2ecluster import E2ECluster
 
 from deployplane.devcluster import service_account_username
 from deployplane.devcluster.manifests import Applier

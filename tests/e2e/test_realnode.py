@@ -25,6 +25,7 @@ import pytest
 import yaml
 from kubernetes import client
 from tests.support import hostsnapshot, realnode
+from tests.support.realnode import pod_manifest
 
 from deployplane.devcluster import DevCluster
 from deployplane.devcluster.realnode import cgroups, layout, script
@@ -88,22 +89,6 @@ class RealNode:
                 return pod
             time.sleep(0.2)
         raise AssertionError(f"pod {name}: {self.pod(name, namespace).status}")
-
-
-def pod_manifest(name: str, namespace: str, command: list[str], **spec: Any) -> dict[str, Any]:
-    container: dict[str, Any] = {
-        "name": "main",
-        "image": realnode.TEST_IMAGE,
-        "command": command,
-        "imagePullPolicy": "Never",
-    }
-    container.update(spec.pop("container", {}))
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
-        "spec": {"containers": [container], "terminationGracePeriodSeconds": 1, **spec},
-    }
 
 
 @pytest.fixture
@@ -337,8 +322,7 @@ from kubernetes import client
 from deployplane.devcluster import DevCluster
 from deployplane.devcluster.realnode import images, node
 sys.path.insert(0, {repo!r})
-from tests.e2e.test_realnode import pod_manifest
-from tests.support.realnode import busybox_image
+from tests.support.realnode import busybox_image, pod_manifest
 cluster = DevCluster(Path({state!r}), real_node=True, nodes=0, ready_timeout=120).start()
 holder = next(p for p in cluster.server_processes if p.name == node.HOLDER)
 images.import_archives(holder.pid, cluster.tools.bin_dir / "ctr", [busybox_image(Path({image!r}))])

@@ -31,8 +31,10 @@ import httpx
 import pytest
 import yaml
 from kubernetes import client
-from tests.e2e.operator_harness import Resources
-from tests.e2e.reliability_scenarios import (
+from tests.support import chart, polling, realnode
+from tests.support.e2ecluster import E2ECluster
+from tests.support.operator_harness import Resources
+from tests.support.reliability_scenarios import (
     PEERING_GROUP,
     PEERING_PLURAL,
     PEERING_VERSION,
@@ -41,8 +43,6 @@ from tests.e2e.reliability_scenarios import (
     docker_cr,
     is_ready,
 )
-from tests.support import chart, polling, realnode
-from tests.support.e2ecluster import E2ECluster
 
 from deployplane.devcluster.realnode import images
 

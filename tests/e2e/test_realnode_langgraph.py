@@ -31,7 +31,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from langgraph_sdk import get_sync_client
-from tests.e2e.operator_harness import (
+from tests.support import langgraph_app, podsecurity, polling, realnode
+from tests.support.operator_harness import (
     API_KEY,
     WORKSPACE,
     Emulator,
@@ -40,7 +41,6 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.support import langgraph_app, podsecurity, polling, realnode
 
 from deployplane.devcluster.realnode import images
 

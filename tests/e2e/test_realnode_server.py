@@ -28,8 +28,8 @@ import httpx
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.operator_harness import API_KEY, WORKSPACE, Emulator
 from tests.support import polling, realnode
+from tests.support.operator_harness import API_KEY, WORKSPACE, Emulator
 
 from deployplane.devcluster.realnode import images, ociarchive
 

@@ -49,7 +49,9 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.operator_harness import (
+from tests.support import chart, podsecurity, podwatch, polling, previousrelease, realnode
+from tests.support.e2ecluster import E2ECluster
+from tests.support.operator_harness import (
     ADMIN,
     API_KEY,
     GROUP,
@@ -59,8 +61,6 @@ from tests.e2e.operator_harness import (
     Resources,
     ready_for_generation,
 )
-from tests.support import chart, podsecurity, podwatch, polling, previousrelease, realnode
-from tests.support.e2ecluster import E2ECluster
 
 from deployplane.api.models import Deployment
 from deployplane.dataplane.render import LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, SERVER

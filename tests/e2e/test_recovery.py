@@ -24,8 +24,18 @@ from typing import Any
 import httpx
 import pytest
 from kubernetes import client
-from tests.e2e.listener_agent import LISTENER, AgentProcess, agent_env, running_agent
-from tests.e2e.operator_harness import (
+from tests.support.dataplane_fixtures import (
+    AGD,
+    LST,
+    SERVER_LABEL,
+    agent_kubeconfig,
+    agents_namespace,
+    deployment_body,
+    listener_body,
+)
+from tests.support.listener_agent import LISTENER, AgentProcess, agent_env, running_agent
+from tests.support.nodes import Workloads
+from tests.support.operator_harness import (
     API_KEY,
     INTEGRATION,
     WORKSPACE,
@@ -36,16 +46,6 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.e2e.test_dataplane import (
-    AGD,
-    LST,
-    SERVER_LABEL,
-    agent_kubeconfig,
-    agents_namespace,
-    deployment_body,
-    listener_body,
-)
-from tests.support.nodes import Workloads
 
 __all__ = ["agent_kubeconfig", "agents_namespace"]  # fixtures
 

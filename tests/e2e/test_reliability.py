@@ -1,8 +1,8 @@
 """Reliability, scaled down for CI (issue 7): crash, faults, outage, HA, secrets hygiene.
 
-The scenarios live in `reliability_scenarios.py`; `bench/reliability.py` runs the same
-code at the issue's full scale (50 CRs and 10 kills, 100 CRs under faults, a 2-minute
-outage). Here each runs small but real: a real kube-apiserver, the operator as a
+The scenarios live in `tests/support/reliability_scenarios.py`; `bench/reliability.py`
+runs the same code at the issue's full scale (50 CRs and 10 kills, 100 CRs under faults,
+a 2-minute outage). Here each runs small but real: a real kube-apiserver, the operator as a
 killable subprocess, the emulator as a server process on loopback. Bad input (item 5)
 is proven by `test_crd_validation.py` (the CEL corpus) and by
 `test_operator.py::test_unknown_integration_stalls_...`; the emulator's own reliability
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
-from tests.e2e.reliability_scenarios import (
+from tests.support.reliability_scenarios import (
     Report,
     Stage,
     crash,

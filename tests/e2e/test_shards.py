@@ -25,14 +25,14 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from tests.e2e.operator_harness import (
+from tests.support.operator_harness import (
     API_KEY,
     WORKSPACE,
     condition,
     is_true,
     ready_for_generation,
 )
-from tests.e2e.reliability_scenarios import (
+from tests.support.reliability_scenarios import (
     AGD,
     PEERING_GROUP,
     PEERING_PLURAL,

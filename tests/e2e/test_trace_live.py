@@ -20,17 +20,8 @@ from typing import Any
 import httpx
 import yaml
 from kubernetes import client
-from tests.e2e import test_dataplane as dataplane
-from tests.e2e.listener_agent import AgentProcess
-from tests.e2e.operator_harness import (
-    ADMIN_KEY,
-    API_KEY,
-    WORKSPACE,
-    Emulator,
-    Resources,
-    ready_for_generation,
-)
-from tests.e2e.test_dataplane import (
+from tests.support import dataplane_fixtures as dataplane
+from tests.support.dataplane_fixtures import (
     AGD,
     LST,
     Cluster,
@@ -39,7 +30,16 @@ from tests.e2e.test_dataplane import (
     wait_until,
 )
 from tests.support.e2ecluster import E2ECluster
+from tests.support.listener_agent import AgentProcess
 from tests.support.nodes import Workloads
+from tests.support.operator_harness import (
+    ADMIN_KEY,
+    API_KEY,
+    WORKSPACE,
+    Emulator,
+    Resources,
+    ready_for_generation,
+)
 
 from deployplane.devcluster import service_account_username
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_controlplane_cli import serve
+from tests.support.emulator_serve import serve
 
 KEY = "completion-key"
 BIN = Path(sys.executable).parent

@@ -13,7 +13,7 @@ import httpx
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from test_controlplane_cli import serve
+from tests.support.emulator_serve import serve
 
 from deployplane.cli.root import root as app
 from deployplane.emulator.settings import DEV_INTEGRATION_ID

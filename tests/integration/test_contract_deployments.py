@@ -17,7 +17,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import text
-from tests.integration._controlplane_harness import (
+from tests.support.emulator_app import (
     KEY_SHARED,
     WORKSPACE_A,
     api,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 import httpx
-from tests.integration._controlplane_harness import KEY_SAAS, WORKSPACE_SAAS, api, emulator
+from tests.support.emulator_app import KEY_SAAS, WORKSPACE_SAAS, api, emulator
 
 __all__ = ["api", "emulator"]
 

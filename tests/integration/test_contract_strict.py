@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from tests.integration._controlplane_harness import (
+from tests.support.emulator_app import (
     ADMIN,
     K8S_LISTENER,
     image_body,

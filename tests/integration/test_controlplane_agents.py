@@ -13,7 +13,9 @@ from typing import Any
 
 import httpx
 import pytest
-from _controlplane_harness import (  # noqa: F401  (fixtures are used by name)
+from sqlalchemy import inspect, text
+from sqlalchemy.ext.asyncio import create_async_engine
+from tests.support.emulator_app import (  # noqa: F401  (fixtures are used by name)
     api,
     config_data,
     emulator,
@@ -22,8 +24,6 @@ from _controlplane_harness import (  # noqa: F401  (fixtures are used by name)
     running_app,
     wait_for,
 )
-from sqlalchemy import inspect, text
-from sqlalchemy.ext.asyncio import create_async_engine
 from tests.support.published import assert_published
 
 from deployplane.emulator.settings import Settings, parse_config

@@ -7,7 +7,8 @@ import uuid
 
 import httpx
 import pytest
-from _controlplane_harness import (  # noqa: F401  (fixtures are used by name)
+from fastapi import FastAPI
+from tests.support.emulator_app import (  # noqa: F401  (fixtures are used by name)
     INTEGRATION_A,
     KEY_A,
     KEY_B,
@@ -20,7 +21,6 @@ from _controlplane_harness import (  # noqa: F401  (fixtures are used by name)
     emulator,
     image_body,
 )
-from fastapi import FastAPI
 
 Emulator = tuple[FastAPI, httpx.AsyncClient]
 

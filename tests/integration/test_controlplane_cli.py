@@ -2,64 +2,23 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 import yaml
-from _controlplane_harness import ADMIN_KEY, KEY_A, config_data, image_body
+from tests.support.emulator_app import ADMIN_KEY, KEY_A, config_data, image_body
+from tests.support.emulator_serve import LISTENING, inherited_env, serve
 from tests.support.postgres import PostgresServer
 
 from deployplane.emulator.settings import MAX_LATENCY_MS
 
-LISTENING = "deployplane control plane listening on http://127.0.0.1:"
 KEY_LINE = "deployplane dev API key: "
-
-
-def _inherited_env() -> dict[str, str]:
-    """This process's environment, less a database URL the tests did not choose."""
-    return {k: v for k, v in os.environ.items() if k != "DEPLOYPLANE_DATABASE_URL"}
-
-
-@contextmanager
-def serve(
-    *args: str, cwd: Path, env: dict[str, str] | None = None, output: list[str] | None = None
-) -> Iterator[tuple[list[str], str]]:
-    """Starts the server; yields the stdout lines up to the listening one, and its URL.
-
-    `output`, when given, receives everything else the process wrote, once it is stopped.
-    """
-    process = subprocess.Popen(
-        [sys.executable, "-m", "deployplane.cli", "controlplane", "serve", "--port", "0", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=cwd,
-        env={**_inherited_env(), **(env or {})},
-    )
-    try:
-        assert process.stdout is not None
-        lines: list[str] = []
-        for line in process.stdout:
-            lines.append(line.rstrip("\n"))
-            if line.startswith(LISTENING):
-                break
-        else:
-            raise AssertionError(f"exited without listening: {process.wait()}")
-        yield lines, lines[-1].removeprefix("deployplane control plane listening on ")
-    finally:
-        process.terminate()
-        stdout, stderr = process.communicate(timeout=20)
-        if output is not None:
-            output += [stdout, stderr]
 
 
 def test_dev_mode_prints_its_key_once_and_keeps_state_in_the_default_file(
@@ -139,7 +98,7 @@ def test_a_wrong_database_password_fails_startup_without_echoing_it(
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**_inherited_env(), "DEPLOYPLANE_DATABASE_URL": database},
+        env={**inherited_env(), "DEPLOYPLANE_DATABASE_URL": database},
         timeout=60,
     )
     assert result.returncode == 2
@@ -156,7 +115,7 @@ def _serve_database(tmp_path: Path, database: str) -> subprocess.CompletedProces
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**_inherited_env(), "DEPLOYPLANE_DATABASE_URL": database},
+        env={**inherited_env(), "DEPLOYPLANE_DATABASE_URL": database},
         timeout=60,
     )
 
@@ -196,7 +155,7 @@ def test_sigterm_does_not_wait_on_injected_latency(tmp_path: Path) -> None:
         stderr=subprocess.DEVNULL,
         text=True,
         cwd=tmp_path,
-        env=_inherited_env(),
+        env=inherited_env(),
     )
     answers: list[int] = []
     try:
@@ -266,7 +225,7 @@ def test_admin_key_option_opens_the_emulator_endpoints(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env=_inherited_env(),
+        env=inherited_env(),
         timeout=60,
     )
     assert clash.returncode == 2
@@ -316,7 +275,7 @@ def test_a_port_in_use_is_one_line_and_exit_1(tmp_path: Path) -> None:
             capture_output=True,
             text=True,
             cwd=tmp_path,
-            env={**_inherited_env(), "DEPLOYPLANE_EMULATOR_API_KEY": "k"},
+            env={**inherited_env(), "DEPLOYPLANE_EMULATOR_API_KEY": "k"},
             timeout=60,
         )
     assert result.returncode == 1
@@ -343,7 +302,7 @@ def _serve_once(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Comple
         capture_output=True,
         text=True,
         cwd=cwd,
-        env={**_inherited_env(), **env},
+        env={**inherited_env(), **env},
         timeout=60,
     )
 

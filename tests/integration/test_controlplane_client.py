@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from _controlplane_harness import INTEGRATION_A, KEY_A, KEY_B, make_settings, running_app
+from tests.support.emulator_app import INTEGRATION_A, KEY_A, KEY_B, make_settings, running_app
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.errors import Invalid, NotFound, Unauthorized

@@ -13,7 +13,7 @@ from contextlib import AsyncExitStack
 
 import httpx
 import pytest
-from _controlplane_harness import (
+from tests.support.emulator_app import (
     K8S_LISTENER,
     image_body,
     make_settings,

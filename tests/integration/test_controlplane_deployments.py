@@ -8,7 +8,7 @@ import uuid
 
 import httpx
 import pytest
-from _controlplane_harness import (  # noqa: F401  (fixtures are used by name)
+from tests.support.emulator_app import (  # noqa: F401  (fixtures are used by name)
     INTEGRATION_A,
     KEY_SAAS,
     REPO_URL,

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from _controlplane_harness import (  # noqa: F401  (fixtures are used by name)
+from tests.support.emulator_app import (  # noqa: F401  (fixtures are used by name)
     ADMIN,
     ADMIN_KEY,
     KEY_A,

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from _controlplane_harness import (
+from tests.support.emulator_app import (
     K8S_LISTENER,
     git_body,
     image_body,

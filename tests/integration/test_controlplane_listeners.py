@@ -8,9 +8,9 @@ import uuid
 
 import httpx
 import pytest
-from _controlplane_harness import api, emulator, image_body  # noqa: F401  (fixtures)
 from fastapi import FastAPI
 from sqlalchemy import delete
+from tests.support.emulator_app import api, emulator, image_body  # noqa: F401  (fixtures)
 from tests.support.published import assert_published
 
 from deployplane.emulator.store.tables import listeners

@@ -11,7 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-from _controlplane_harness import (  # noqa: F401  (fixtures are used by name)
+from openapi_spec_validator import validate
+from tests.support.emulator_app import (  # noqa: F401  (fixtures are used by name)
     INTEGRATION_A,
     K8S_LISTENER,
     WORKSPACE_B,
@@ -20,7 +21,6 @@ from _controlplane_harness import (  # noqa: F401  (fixtures are used by name)
     git_body,
     image_body,
 )
-from openapi_spec_validator import validate
 
 Document = dict[str, Any]
 

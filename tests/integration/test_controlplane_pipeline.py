@@ -8,7 +8,7 @@ import asyncio
 
 import httpx
 import pytest
-from _controlplane_harness import (
+from tests.support.emulator_app import (
     git_body,
     image_body,
     make_settings,

@@ -31,11 +31,11 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 import httpx
 import pytest
-from _controlplane_harness import K8S_LISTENER, REPO_URL, git_body, image_body, make_settings
-from _controlplane_harness import running_app as _running_app
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
+from tests.support.emulator_app import K8S_LISTENER, REPO_URL, git_body, image_body, make_settings
+from tests.support.emulator_app import running_app as _running_app
 
 from deployplane.api.models import (
     NAME_MAX_LENGTH,

@@ -19,7 +19,9 @@ from typing import Any
 
 import httpx
 import pytest
-from _controlplane_harness import (  # noqa: F401
+from fastapi import FastAPI
+from tests.support.agent_world import Clock, World, clock, dp_client, world  # noqa: F401
+from tests.support.emulator_app import (  # noqa: F401
     KEY_A,
     api,
     emulator,
@@ -28,9 +30,6 @@ from _controlplane_harness import (  # noqa: F401
     make_settings,
     running_app,
 )
-from _dataplane_harness import Clock, clock  # noqa: F401
-from fastapi import FastAPI
-from test_dataplane_agent import World, dp_client, world  # noqa: F401
 
 from deployplane.dataplane.render import SERVER
 from deployplane.dataplane.render.context import LABEL_COMPONENT

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from schemathesis import Case
 from schemathesis.core import NotSet
 from schemathesis.specs.openapi.schemas import OpenApiSchema
-from tests.e2e.operator_harness import Emulator
+from tests.support.operator_harness import Emulator
 
 from deployplane.api.models import TERMINAL_REVISION_STATUSES
 

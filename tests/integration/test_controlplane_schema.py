@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 import schemathesis
-from _controlplane_harness import KEY_A, make_settings, running_app
 from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis.core.result import Ok
+from tests.support.emulator_app import KEY_A, make_settings, running_app
 
 MAX_EXAMPLES = 20
 

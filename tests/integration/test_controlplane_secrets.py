@@ -13,9 +13,9 @@ from typing import Any
 
 import httpx
 import pytest
-from _controlplane_harness import image_body, make_settings, running_app
 from fastapi import FastAPI
 from sqlalchemy import select
+from tests.support.emulator_app import image_body, make_settings, running_app
 
 from deployplane.emulator.store.db import KEY_FILE_SUFFIX
 from deployplane.emulator.store.tables import deployments, emulator_keys
@@ -114,7 +114,7 @@ async def test_patches_tell_changed_values_by_the_keyed_digest(database_url: str
 
 
 def test_a_short_configured_key_is_refused() -> None:
-    from _controlplane_harness import config_data
+    from tests.support.emulator_app import config_data
 
     from deployplane.emulator.settings import ConfigError, parse_config
 

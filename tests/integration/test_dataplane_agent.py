@@ -9,71 +9,21 @@ of the protocol is observed without waiting on real time.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from typing import Any
 
-import httpx
 import pytest
-from _controlplane_harness import KEY_A, api, emulator, image_body  # noqa: F401
-from _dataplane_harness import Clock, clock, make_deployment, make_listener  # noqa: F401
-from fastapi import FastAPI
-from tests.support.fakecluster import AgentKilled, FakeCluster
+from tests.support.agent_world import (  # noqa: F401
+    World,
+    clock,
+    dp_client,
+    make_deployment,
+    make_listener,
+    world,
+)
+from tests.support.emulator_app import KEY_A, api, emulator, image_body  # noqa: F401
+from tests.support.fakecluster import AgentKilled
 
-from deployplane.dataplane.agent import Agent
 from deployplane.dataplane.applier import OWNER_MARKER
-from deployplane.dataplane.protocol import DataPlaneClient
 from deployplane.dataplane.render import LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID
-
-
-@pytest.fixture
-async def dp_client(emulator: tuple[FastAPI, httpx.AsyncClient]) -> AsyncIterator[DataPlaneClient]:
-    transport = httpx.ASGITransport(app=emulator[0])
-    async with DataPlaneClient("http://emulator", api_key=KEY_A, transport=transport) as client:
-        yield client
-
-
-class World:
-    """The emulator, a listener with its agent, and the agent's cluster."""
-
-    def __init__(self, api: httpx.AsyncClient, clock: Clock, client: DataPlaneClient) -> None:
-        self.api = api
-        self.clock = clock
-        self.client = client
-        self.cluster = FakeCluster()
-        self.listener_id = ""
-        self.agent: Agent
-
-    async def start(self) -> World:
-        self.listener_id = await make_listener(self.api)
-        self.agent = self.new_agent()
-        await self.client.heartbeat(self.listener_id)
-        return self
-
-    def new_agent(self) -> Agent:
-        """A fresh agent process: nothing carried over but the cluster."""
-        return Agent(
-            client=self.client, cluster=self.cluster, listener_id=uuid.UUID(self.listener_id)
-        )
-
-    async def deploy(self, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        deployment = await make_deployment(self.api, self.listener_id, body)
-        await self.clock.step(2, beating=self.listener_id)  # CREATING -> AWAITING_DEPLOY
-        return deployment
-
-    async def revision_status(self, deployment: dict[str, Any]) -> str:
-        current = (await self.api.get(f"/v2/deployments/{deployment['id']}")).json()
-        path = f"/v2/deployments/{deployment['id']}/revisions/{current['latest_revision_id']}"
-        status: str = (await self.api.get(path)).json()["status"]
-        return status
-
-    async def deployment(self, deployment: dict[str, Any]) -> dict[str, Any]:
-        got: dict[str, Any] = (await self.api.get(f"/v2/deployments/{deployment['id']}")).json()
-        return got
-
-
-@pytest.fixture
-async def world(api: httpx.AsyncClient, clock: Clock, dp_client: DataPlaneClient) -> World:
-    return await World(api, clock, dp_client).start()
 
 
 async def test_a_revision_is_applied_rolled_out_and_reported_deployed(world: World) -> None:

@@ -13,9 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _controlplane_harness import api, emulator, image_body  # noqa: F401
-from _dataplane_harness import clock  # noqa: F401
-from test_dataplane_agent import World, dp_client, world  # noqa: F401
+from tests.support.agent_world import (  # noqa: F401
+    World,
+    clock,
+    dp_client,
+    world,
+)
+from tests.support.emulator_app import api, emulator, image_body  # noqa: F401
 
 from deployplane.api.dataplane import ServerRuntime
 from deployplane.api.models import Source

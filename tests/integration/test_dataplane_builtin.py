@@ -9,10 +9,15 @@ from typing import Any
 
 import httpx
 import pytest
-from _controlplane_harness import KEY_B, api, emulator, image_body  # noqa: F401
-from _dataplane_harness import Clock, clock, make_deployment, make_listener  # noqa: F401
 from fastapi import FastAPI
-from test_dataplane_agent import dp_client  # noqa: F401
+from tests.support.agent_world import (  # noqa: F401
+    Clock,
+    clock,
+    dp_client,
+    make_deployment,
+    make_listener,
+)
+from tests.support.emulator_app import KEY_B, api, emulator, image_body  # noqa: F401
 from tests.support.fakecluster import FakeCluster
 
 from deployplane.api.errors import NotFound

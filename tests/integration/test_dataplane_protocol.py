@@ -13,7 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from _controlplane_harness import (  # noqa: F401  (fixtures)
+from tests.support.agent_world import Clock, clock, make_deployment, make_listener  # noqa: F401
+from tests.support.emulator_app import (  # noqa: F401  (fixtures)
     KEY_B,
     api,
     emulator,
@@ -22,7 +23,6 @@ from _controlplane_harness import (  # noqa: F401  (fixtures)
     make_settings,
     running_app,
 )
-from _dataplane_harness import Clock, clock, make_deployment, make_listener  # noqa: F401
 
 from deployplane.emulator.store import agents
 from deployplane.emulator.store.dataplane import built_image

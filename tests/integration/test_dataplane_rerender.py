@@ -18,9 +18,8 @@ import uuid
 from typing import Any
 
 import httpx
-from _controlplane_harness import KEY_A, api, emulator, image_body  # noqa: F401
-from _dataplane_harness import Clock, clock  # noqa: F401
-from test_dataplane_agent import World, dp_client, world  # noqa: F401
+from tests.support.agent_world import Clock, World, clock, dp_client, world  # noqa: F401
+from tests.support.emulator_app import KEY_A, api, emulator, image_body  # noqa: F401
 
 from deployplane.dataplane.agent import Agent, AgentSettings
 from deployplane.dataplane.protocol import DataPlaneClient

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from _controlplane_harness import K8S_LISTENER, git_body, image_body, wait_for
-from test_operator_reconcile import NS, Harness, condition, cr, harness, settle
+from tests.support.emulator_app import K8S_LISTENER, git_body, image_body, wait_for
+from tests.support.reconcile_harness import NS, Harness, condition, cr, harness, settle
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.cli.commands.export.command import read_resources

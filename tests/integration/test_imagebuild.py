@@ -42,9 +42,9 @@ from typing import Any
 import httpx
 import pytest
 from langgraph_sdk import get_client
-from tests.integration._controlplane_harness import make_settings, running_app, wait_for
-from tests.integration.test_controlplane_builds import build, internal, put, upload_url
 from tests.support import agentbase
+from tests.support.emulator_app import make_settings, running_app, wait_for
+from tests.support.internal_builds import build, internal, put, upload_url
 from tests.support.langgraph_app import agent_source
 from tests.support.tarballs import tarball
 

@@ -4,166 +4,43 @@ Kubernetes is replaced by `FakeKube` (Secrets, Listener statuses, status writes)
 control plane is the emulator over ASGITransport. This proves the reconciliation
 protocol end to end without a cluster; the e2e suite proves it again on a real one.
 """
+# ruff: noqa: F811  (the harness fixture, imported by name, is a parameter here)
 
 from __future__ import annotations
 
 import copy
-import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from _controlplane_harness import (
+from tests.support.emulator_app import (
     INTEGRATION_A,
-    KEY_A,
-    make_settings,
     revision_status,
-    running_app,
     wait_for,
 )
-from tests.support.fakekube import FakeKube
+from tests.support.reconcile_harness import (  # noqa: F401  (harness: a fixture)
+    NS,
+    Harness,
+    condition,
+    cr,
+    docker_spec,
+    harness,
+    settle,
+)
 
-from deployplane.api.client import ControlPlaneClient
-from deployplane.externals.agentdeployment import AgentDeploymentConnecter
-from deployplane.externals.connections import Connection, Connections
-from deployplane.externals.errors import classified
-from deployplane.externals.listener import ListenerConnecter
 from deployplane.kinds.agentdeployment.spec import AgentDeploymentSpec
 from deployplane.kinds.agentdeployment.status import AgentDeploymentStatus
-from deployplane.kinds.listener.spec import ListenerSpec
-from deployplane.kinds.listener.status import ListenerStatus
 from deployplane.reconcile.finalizer import FINALIZER
 from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION, EXTERNAL_NAME_ANNOTATION
 from deployplane.reconcile.mergepatch import apply_merge_patch
-from deployplane.reconcile.outcome import EventRecord
-from deployplane.reconcile.passes import PassRunner
-from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.resourcestate import ResourceState
-from deployplane.reconcile.schedule import Schedule
 
-NS = "team-a"
 SECRET_VALUE = "sk-planted-secret-value-123"
-
-
-@dataclass
-class Harness:
-    http: httpx.AsyncClient
-    kube: FakeKube
-    transport: httpx.ASGITransport
-    calls: list[tuple[str, str, int]] = field(default_factory=list)
-    events: list[EventRecord] = field(default_factory=list)
-    timing: Schedule = field(default_factory=lambda: Schedule(resync=600.0))
-
-    def client_factory(self, conn: Connection) -> ControlPlaneClient:
-        return ControlPlaneClient(
-            conn.url,
-            api_key=conn.api_key,
-            transport=self.transport,
-            on_response=lambda m, p, s, _t: self.calls.append((m, p, s)),
-        )
-
-    def runners(
-        self,
-    ) -> tuple[
-        PassRunner[AgentDeploymentSpec, AgentDeploymentStatus],
-        PassRunner[ListenerSpec, ListenerStatus],
-    ]:
-        connections = Connections(
-            Connection("http://emulator", KEY_A), self.kube, factory=self.client_factory
-        )
-        deployments = PassRunner(
-            Reconciler(
-                classified(AgentDeploymentConnecter(connections, self.kube)),
-                kind="deployment",
-                schedule=self.timing,
-            ),
-            AgentDeploymentSpec,
-            "agentdeployments",
-            self.kube,
-            status_model=AgentDeploymentStatus,
-        )
-        listeners = PassRunner(
-            Reconciler(
-                classified(ListenerConnecter(connections)), kind="listener", schedule=self.timing
-            ),
-            ListenerSpec,
-            "listeners",
-            self.kube,
-            status_model=ListenerStatus,
-        )
-        return deployments, listeners
-
-    async def deployments_named(self, name: str) -> list[dict[str, Any]]:
-        response = await self.http.get("/v2/deployments", params={"name": name})
-        assert response.status_code == 200, response.text
-        resources: list[dict[str, Any]] = response.json()["resources"]
-        return resources
-
-
-@pytest.fixture
-async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
-    settings = make_settings(
-        tmp_path,
-        step_seconds=0.0,
-        pipeline={"failures": [{"image_uri_regex": ".*:broken$", "status": "DEPLOY_FAILED"}]},
-    )
-    async with running_app(settings) as (app, http):
-        yield Harness(http=http, kube=FakeKube(), transport=httpx.ASGITransport(app=app))
-
-
-def cr(name: str, spec: dict[str, Any], generation: int = 1) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "namespace": NS,
-            "name": name,
-            "uid": str(uuid.uuid4()),
-            "generation": generation,
-            "resourceVersion": "1",
-            "annotations": {},
-        },
-        "spec": spec,
-    }
-
-
-def docker_spec(image: str = "registry.example.com/agent:1", **extra: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "source": "external_docker",
-        "sourceConfig": {"resourceSpec": {"minScale": 1, "memoryMb": 512}},
-        "sourceRevisionConfig": {"imageUri": image},
-    }
-    spec.update(extra)
-    return spec
 
 
 async def _deployed(http: httpx.AsyncClient, dep_id: str, rev_id: str) -> bool:
     return await revision_status(http, dep_id, rev_id) == "DEPLOYED"
-
-
-def condition(state: ResourceState, type_: str) -> dict[str, Any]:
-    assert state.status is not None
-    return next(c for c in state.status.get("conditions", []) if c["type"] == type_)
-
-
-async def settle(
-    runner: PassRunner[Any, Any],
-    body: dict[str, Any],
-    state: ResourceState,
-    h: Harness,
-    passes: int = 50,
-) -> None:
-    """Run passes until the outcome is settled (what the daemon would do, minus waits)."""
-    import asyncio
-
-    for _ in range(passes):
-        await runner.one_pass(body, state, post_event=h.events.append)
-        if state.history.attempt == 0:
-            return
-        await asyncio.sleep(0.02)  # let the emulator's pipeline worker move on
-    raise AssertionError(f"did not settle: {state.status}")
 
 
 async def test_external_docker_deployment_reaches_ready_within_four_api_calls(

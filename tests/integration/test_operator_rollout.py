@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 import pytest
-from _controlplane_harness import make_settings, running_app
 from fastapi import FastAPI
-from test_operator_reconcile import Harness, condition, cr, docker_spec
+from tests.support.emulator_app import make_settings, running_app
 from tests.support.fakekube import FakeKube
+from tests.support.reconcile_harness import Harness, condition, cr, docker_spec
 
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.resourcestate import ResourceState

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from _controlplane_harness import INTEGRATION_A, KEY_A, make_settings, running_app
+from tests.support.emulator_app import INTEGRATION_A, KEY_A, make_settings, running_app
 from tests.support.fakekube import FakeKube
 from tests.support.plancluster import PlanCluster
 

@@ -39,11 +39,11 @@ from typing import Any
 
 import pytest
 import schemathesis
-from _controlplane_harness import KEY_A, make_settings
 from hypothesis import HealthCheck, settings
 from schemathesis import Case
 from schemathesis.core.failures import Failure, FailureGroup
 from schemathesis.python import asgi
+from tests.support.emulator_app import KEY_A, make_settings
 from tests.support.published import CONTRACT
 
 from deployplane.emulator.web.app import create_app

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests.support import hostsnapshot, imagelock
 
@@ -109,3 +110,21 @@ def start(state: Path) -> Session:
         cluster.stop()
         raise
     return session
+
+
+def pod_manifest(name: str, namespace: str, command: list[str], **spec: Any) -> dict[str, Any]:
+    """A pod running `command` in the tests' busybox image (imported on the node, never
+    pulled); `container` in `spec` adds to the container, the rest to the pod's spec."""
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": TEST_IMAGE,
+        "command": command,
+        "imagePullPolicy": "Never",
+    }
+    container.update(spec.pop("container", {}))
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
+        "spec": {"containers": [container], "terminationGracePeriodSeconds": 1, **spec},
+    }

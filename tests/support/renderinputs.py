@@ -83,3 +83,11 @@ def dig(obj: Any, path: str) -> Any:
     for part in path.split("."):
         obj = obj[int(part)] if isinstance(obj, list) else obj[part]
     return obj
+
+
+def server_container(rendered: Rendered, name: str = BASE) -> dict[str, Any]:
+    """The agent server's container (the first of the Deployment named `name`)."""
+    container: dict[str, Any] = dig(
+        find(rendered, "Deployment", name), "spec.template.spec.containers.0"
+    )
+    return container

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from tests.e2e.gitops.harness import Applications, Flux, gitops_emulator
-from tests.e2e.operator_harness import Emulator, kopf_operator, operator_env
 from tests.support import gitops
+from tests.support.gitops_harness import Applications, Flux, gitops_emulator
+from tests.support.operator_harness import Emulator, kopf_operator, operator_env
 
 from deployplane.devcluster.gitops import GitOpsInfo
 

@@ -4,12 +4,14 @@ cluster and judges them with its own controller and the chart's health check.
 Skipped unless DEPLOYPLANE_E2E_GITOPS=1 (`make e2e-gitops`): the session's cluster is
 `deployplane dev cluster up --gitops --workloads` (tests/support/gitops.py). Each test
 pushes examples/gitops/agents/ as it is, beside an overlay of the test's own (the
-connection pointed at the test's emulator: tests/e2e/gitops/harness.py), to a repository
+connection pointed at the test's emulator: tests/support/gitops_harness.py), to a repository
 of the cluster's git server and applies examples/gitops/argocd-*.yaml with only its
 name, repository, overlay and destination namespace set; the operator runs on the host
 (KopfRunner) for the test's namespace. What is asserted is Argo CD's own status of the
 Application: `status.sync.status`, `status.health.status`, the synced revision, the
-sync history, and the health it recorded per resource.
+sync history, the health it recorded per resource, and its sync operations as a watch
+saw it write them (tests/support/applicationwatch.py: a read of `status.operationState`
+may find a retry in flight or the next operation).
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
-from tests.e2e.gitops.harness import (
+from tests.support import gitops
+from tests.support.applicationwatch import ApplicationWatch, Operation, OperationState
+from tests.support.gitops import GitRepo
+from tests.support.gitops_harness import (
     AGD,
     CONN,
     LST,
@@ -44,13 +49,11 @@ from tests.e2e.gitops.harness import (
     verdict,
     wait_until,
 )
-from tests.e2e.operator_harness import (
+from tests.support.operator_harness import (
     Emulator,
     Resources,
     condition,
 )
-from tests.support import gitops
-from tests.support.gitops import GitRepo
 
 from deployplane.devcluster.gitops import GitOpsInfo
 from deployplane.devcluster.processes import pid_runs
@@ -84,20 +87,22 @@ def test_waves_then_healthy_only_when_every_agentdeployment_is_ready_and_synced_
     repo = GitRepo(info, namespace, tmp_path / "repo")
     sha = push_agents(repo, emulator)
     body = application(namespace, repo.url, namespace, "argocd-application.yaml")
-    with argo_application(apps, resources, body):
+    with apps.watch(namespace) as seen, argo_application(apps, resources, body):
         # Argo CD's verdict and every AgentDeployment's Ready, sampled together until
         # Argo CD calls the Application Synced and Healthy at the pushed commit.
         samples: list[tuple[tuple[str, str, str], bool]] = []
 
         def synced_and_healthy() -> bool:
-            seen = verdict(apps.get(namespace))
-            samples.append((seen, all_ready(resources, BOTS)))
-            return seen == ("Synced", "Healthy", sha)
+            said = verdict(apps.get(namespace))
+            samples.append((said, all_ready(resources, BOTS)))
+            return said == ("Synced", "Healthy", sha)
 
         wait_until("Synced and Healthy", synced_and_healthy)
-        healthy = [ready for seen, ready in samples if seen == ("Synced", "Healthy", sha)]
+        healthy = [ready for said, ready in samples if said == ("Synced", "Healthy", sha)]
         assert all(healthy), "Argo CD said Healthy before every AgentDeployment was Ready"
-        assert any(seen[1] == "Progressing" for seen, _ in samples), samples[:40]
+        # Progressing on the way, as Argo CD wrote it (every version up to the last read).
+        written = [verdict(app) for app in seen.through(apps.get(namespace))]
+        assert any(health == "Progressing" for _, health, _ in written), written
         assert all_ready(resources, BOTS)
 
         # The sync waves: the connection, then the Listener once the connection was
@@ -113,6 +118,14 @@ def test_waves_then_healthy_only_when_every_agentdeployment_is_ready_and_synced_
         # The operator's writes (status, finalizer, external-name annotation, the outputs
         # ConfigMap it owns) and the apiserver's defaults are no drift: still Synced and
         # Healthy over several comparisons with git, and never synced again.
+        # The sync's history entry is written before the sync ends (controller/sync.go).
+        wait_until(
+            "the sync ended",
+            lambda: (
+                (ops := seen.operations(seen.through(apps.get(namespace))))
+                and all(op.done for op in ops)
+            ),
+        )
         app = apps.get(namespace)
         assert app is not None
         history = len(app["status"].get("history") or [])
@@ -154,11 +167,6 @@ def _compared_after(apps: Applications, name: str, before: str) -> dict[str, Any
     return app if served and status.get("reconciledAt", before) > before else None
 
 
-def _last_operation(apps: Applications, name: str) -> dict[str, Any]:
-    """The Application's last sync operation, as Argo CD recorded it."""
-    return dict(((apps.get(name) or {}).get("status") or {}).get("operationState") or {})
-
-
 def _status(resources: Resources, name: str) -> dict[str, Any]:
     bot = resources.get(AGD, name)
     assert bot is not None
@@ -177,7 +185,7 @@ def test_commit_hand_edit_prune_and_cascade_delete(
     repo = GitRepo(info, namespace, tmp_path / "repo")
     first = push_agents(repo, emulator)
     body = application(namespace, repo.url, namespace, "argocd-application.yaml")
-    with argo_application(apps, resources, body):
+    with apps.watch(namespace) as seen, argo_application(apps, resources, body):
         wait_until(
             "Synced and Healthy",
             lambda: verdict(apps.get(namespace)) == ("Synced", "Healthy", first),
@@ -199,7 +207,9 @@ def test_commit_hand_edit_prune_and_cascade_delete(
         assert control_plane_image(emulator, "support-bot") == image
 
         # A hand edit of the spec is reverted by self-heal; the control plane follows git.
-        before = _last_operation(apps, namespace)
+        # (What had started before it: a sync's last wave can be followed at once by a
+        # self-heal of what Argo CD's cache had not seen applied yet.)
+        before = seen.operations(seen.through(apps.get(namespace)))
         by_hand = {"imageUri": "registry.example.com/acme/by-hand:1"}
         resources.patch(AGD, "support-bot", {"spec": {"sourceRevisionConfig": by_hand}})
         wait_until("self-heal", lambda: spec_image(resources, "support-bot") == image)
@@ -212,12 +222,11 @@ def test_commit_hand_edit_prune_and_cascade_delete(
             ),
         )
         # ... by an automated sync of Argo CD's of that resource alone (self-heal syncs only
-        # what is out of sync, and records no history entry for it).
-        heal = _last_operation(apps, namespace)
-        assert heal["startedAt"] != before["startedAt"], heal
-        assert heal["operation"]["initiatedBy"].get("automated") is True, heal
-        healed = {(r["kind"], r["name"]) for r in heal["operation"]["sync"].get("resources") or []}
-        assert healed == {("AgentDeployment", "support-bot")}, heal
+        # what is out of sync, and records no history entry for it): the first operation
+        # after the edit.
+        heal = seen.operations(seen.through(apps.get(namespace)))[len(before)]
+        assert heal.automated, heal.request
+        assert heal.resources == {("AgentDeployment", "support-bot")}, heal.request
 
         # Removed from git: pruned, its finalizer honoured, its deployment deleted.
         triage = emulator.deployments_named("triage-bot")
@@ -257,20 +266,22 @@ def test_failed_build_and_refused_spec_are_degraded(
     sha = push_agents(repo, emulator, {"triage-bot": broken})
     body = application(namespace, repo.url, namespace, "argocd-application.yaml")
     with argo_application(apps, resources, body):
+        # Synced (the sync applied everything) and Degraded (the build failed): each
+        # said by one comparison of Argo CD's, so waited for together.
         app = wait_until(
-            "Degraded",
-            lambda: (a := apps.get(namespace)) and verdict(a)[1:] == ("Degraded", sha) and a,
+            "Synced and Degraded",
+            lambda: (a := apps.get(namespace)) and verdict(a) == ("Synced", "Degraded", sha) and a,
         )
         health = resource_health(app, "AgentDeployment", "triage-bot")
         assert health.get("status") == "Degraded", app["status"].get("resources")
         assert "BuildFailed" in health.get("message", ""), health
-        assert verdict(app)[0] == "Synced"
         # The other deployment goes on to Healthy; the Application stays Degraded.
         app = wait_until(
             "support-bot Healthy beside the failed build",
             lambda: (
                 (a := apps.get(namespace))
                 and resource_health(a, "AgentDeployment", "support-bot").get("status") == "Healthy"
+                and verdict(a)[0] == "Synced"
                 and a
             ),
         )
@@ -327,7 +338,11 @@ def test_a_refused_commit_then_a_missing_secret_each_fixed_by_a_commit_synced_on
     the refused one. That commit has support-bot read a Secret the repository does not
     hold yet: Argo CD shows it Progressing with the operator's reason (the chart's health
     check, run by Argo CD itself). The commit that adds the Secret is synced by the
-    automated sync, and all is Healthy."""
+    automated sync, and all is Healthy.
+
+    Argo CD rewrites `status.operationState` at each step and replaces it with the next
+    operation's (a self-heal may follow a sync at once: tests/support/applicationwatch.py),
+    so what is asserted of the operations is what a watch saw Argo CD write."""
     repo = GitRepo(info, namespace, tmp_path / "repo")
     body = overlay(emulator, repo.name)
     bot = {"kind": "AgentDeployment", "name": "support-bot"}
@@ -336,15 +351,16 @@ def test_a_refused_commit_then_a_missing_secret_each_fixed_by_a_commit_synced_on
     first = push_overlay(repo, body)
     app_body = application(namespace, repo.url, namespace, "argocd-application.yaml")
     show = app_status(apps, namespace)
-    with argo_application(apps, resources, app_body):
-
-        def refused_and_retrying() -> dict[str, Any] | None:
-            op = _last_operation(apps, namespace)
-            return op if (op.get("retryCount") or 0) >= 1 else None
-
-        failed = wait_until("the refused commit's sync retried", refused_and_retrying, show=show)
-        assert failed["syncResult"]["revision"] == first, failed
-        assert "no-such-source" in failed["message"] or failed["phase"] != "Succeeded", failed
+    with apps.watch(namespace) as seen, argo_application(apps, resources, app_body):
+        # The sync of the refused commit: an attempt failed on support-bot, which the
+        # apiserver refused naming the field; its retry due.
+        failed = wait_until(
+            "the refused commit's sync failed", functools.partial(_failed_attempt, seen), show=show
+        )
+        assert failed.revision == first, failed.raw
+        result = failed.resource_result("AgentDeployment", "support-bot")
+        assert result.get("status") == "SyncFailed", failed.raw
+        assert 'spec.source: Unsupported value: "no-such-source"' in result["message"], result
 
         # The next commit: support-bot valid, reading a Secret not in git.
         secret = [{"name": "OPENAI_API_KEY", "valueFrom": {"secretKeyRef": LLM_KEY_REF}}]
@@ -354,22 +370,31 @@ def test_a_refused_commit_then_a_missing_secret_each_fixed_by_a_commit_synced_on
         second = push_overlay(repo, body)
         apps.refresh(namespace)  # what a webhook asks: compare with git now (no sync)
 
+        # Synced by the operation that failed: a retry of it, at the newest commit.
+        retried = wait_until(
+            "the refused commit's sync ended",
+            functools.partial(_ended, seen, failed),
+            show=show,
+        )
+        assert retried.final is not None
+        assert (retried.final.phase, retried.final.revision) == ("Succeeded", second), retried
+        assert retried.final.retry_count >= 1, retried.final.raw
+        assert retried.automated, retried.request
+        assert not retried.resources, retried.request
+        # Argo CD's history says so too: the sync of that commit began with the refused one.
+        history = ((apps.get(namespace) or {}).get("status") or {}).get("history") or []
+        began = [entry["deployStartedAt"] for entry in history if entry["revision"] == second]
+        assert began == [failed.started_at], history
+
         def waiting() -> dict[str, Any] | None:
             app = apps.get(namespace)
             health = resource_health(app, "AgentDeployment", "support-bot")
             message = health.get("message", "")
-            if health.get("status") == "Progressing" and "DependencyNotReady" in message:
-                return app
-            return None
+            progressing = health.get("status") == "Progressing" and verdict(app)[1] == "Progressing"
+            return app if progressing and "DependencyNotReady" in message else None
 
         app = wait_until("support-bot Progressing on its Secret", waiting, show=show)
         assert "llm-keys" in resource_health(app, "AgentDeployment", "support-bot")["message"]
-        assert verdict(app)[1] == "Progressing", verdict(app)
-        # Synced by a retry of the refused commit's sync, at the newest commit.
-        retried = _last_operation(apps, namespace)
-        assert retried["syncResult"]["revision"] == second, retried
-        assert retried["retryCount"] >= 1, retried
-        assert retried["operation"]["initiatedBy"].get("automated") is True, retried
 
         # The fix, in git: the Secret beside the overlay.
         body["resources"].append("llm-keys.yaml")
@@ -383,9 +408,36 @@ def test_a_refused_commit_then_a_missing_secret_each_fixed_by_a_commit_synced_on
             ),
             show=show,
         )
-        synced = _last_operation(apps, namespace)
-        assert synced["syncResult"]["revision"] == third, synced
-        assert synced["operation"]["initiatedBy"].get("automated") is True, synced
+        synced = wait_until(
+            "the fixing commit's sync ended",
+            functools.partial(_whole_sync_succeeded, seen, third),
+            show=show,
+        )
+        assert synced.automated, synced.request
+        # Every operation Argo CD ran was its own (its automated sync, its self-heal).
+        operations = seen.operations(seen.through(apps.get(namespace)))
+        assert all(op.automated for op in operations), [op.request for op in operations]
+
+
+def _failed_attempt(seen: ApplicationWatch) -> OperationState | None:
+    """The first attempt of a sync Argo CD wrote as failed with a retry due."""
+    states = (state for op in seen.operations() for state in op.states)
+    return next((state for state in states if state.failed_awaiting_retry), None)
+
+
+def _ended(seen: ApplicationWatch, state: OperationState) -> Operation | None:
+    """The operation that wrote `state`, once it has ended."""
+    found = [op for op in seen.operations() if state in op.states]
+    return found[0] if found and found[0].done else None
+
+
+def _whole_sync_succeeded(seen: ApplicationWatch, revision: str) -> Operation | None:
+    """The first sync of every resource that succeeded at `revision`."""
+    for op in seen.operations():
+        final = op.final
+        if final and not op.resources and (final.phase, final.revision) == ("Succeeded", revision):
+            return op
+    return None
 
 
 def test_the_chart_as_an_application_installs_the_operator_and_its_crds_server_side(

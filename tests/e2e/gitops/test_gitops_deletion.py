@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.gitops.harness import (
+from tests.support import gitops
+from tests.support.gitops import GitRepo
+from tests.support.gitops_harness import (
     AGD,
     CONN,
     LST,
@@ -38,9 +40,7 @@ from tests.e2e.gitops.harness import (
     verdict,
     wait_until,
 )
-from tests.e2e.operator_harness import Emulator, Resources, kopf_operator, operator_env
-from tests.support import gitops
-from tests.support.gitops import GitRepo
+from tests.support.operator_harness import Emulator, Resources, kopf_operator, operator_env
 
 from deployplane.devcluster.gitops import GitOpsInfo
 from deployplane.devcluster.manifests import Applier

@@ -4,7 +4,7 @@ its own kstatus health checks.
 
 Skipped unless DEPLOYPLANE_E2E_GITOPS=1 (`make e2e-gitops`; tests/support/gitops.py).
 Each test pushes examples/gitops/agents/ as it is, beside an overlay of the test's own
-(the connection pointed at the test's emulator: tests/e2e/gitops/harness.py), and
+(the connection pointed at the test's emulator: tests/support/gitops_harness.py), and
 applies examples/gitops/flux.yaml with only its names, URL, overlay and target
 namespace set. What is asserted is the Kustomization's own Ready condition.
 """
@@ -17,7 +17,9 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.e2e.gitops.harness import (
+from tests.support import gitops
+from tests.support.gitops import GitRepo
+from tests.support.gitops_harness import (
     AGD,
     LST,
     UNBUILDABLE,
@@ -31,9 +33,7 @@ from tests.e2e.gitops.harness import (
     spec_image,
     wait_until,
 )
-from tests.e2e.operator_harness import Emulator, Resources
-from tests.support import gitops
-from tests.support.gitops import GitRepo
+from tests.support.operator_harness import Emulator, Resources
 
 from deployplane.devcluster.gitops import GitOpsInfo
 from deployplane.devcluster.manifests import Applier

@@ -24,7 +24,9 @@ import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
-from tests.e2e.gitops.harness import (
+from tests.support import gitops
+from tests.support.gitops import EXAMPLES, GitRepo, now
+from tests.support.gitops_harness import (
     REQUESTED_AT,
     Applications,
     Flux,
@@ -35,7 +37,7 @@ from tests.e2e.gitops.harness import (
     verdict,
     wait_until,
 )
-from tests.e2e.operator_harness import (
+from tests.support.operator_harness import (
     API_KEY,
     Emulator,
     Resources,
@@ -43,8 +45,6 @@ from tests.e2e.operator_harness import (
     operator_env,
     ready_for_generation,
 )
-from tests.support import gitops
-from tests.support.gitops import EXAMPLES, GitRepo, now
 
 from deployplane.devcluster.gitops import GitOpsInfo
 from deployplane.devcluster.manifests import Applier

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from tests.support import chart, realnode
 from tests.support.chart import env_of, find, find_all
-from tests.unit.tools.test_images_recipes import recipes  # what `make images` builds
+from tests.support.image_recipes import recipes  # what `make images` builds
 
 from deployplane.demo import realnode as demo_realnode
 from deployplane.demo import steps

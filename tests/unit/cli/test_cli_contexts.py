@@ -12,13 +12,13 @@ import httpx
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from tests.unit.cli import test_cli
-from tests.unit.cli.test_cli import LIS_ID, FakeService, assert_one_error_line, listener
+from tests.support import cli_service
+from tests.support.cli_service import LIS_ID, FakeService, assert_one_error_line, listener
 
 from deployplane import __version__
 from deployplane.cli.root import root as root_app
 
-service = test_cli.service
+service = cli_service.service
 
 
 @pytest.fixture
@@ -116,8 +116,8 @@ def test_precedence_is_flag_then_env_then_context(
     listener_call(service)
     # the fixture's environment: DEPLOYPLANE_CONTROL_PLANE_URL and DEPLOYPLANE_API_KEY
     assert run("listeners", "get", LIS_ID).exit_code == 0
-    assert str(service.last.url).startswith(test_cli.URL)
-    assert service.last.headers["X-Api-Key"] == test_cli.API_KEY
+    assert str(service.last.url).startswith(cli_service.URL)
+    assert service.last.headers["X-Api-Key"] == cli_service.API_KEY
     monkeypatch.delenv("DEPLOYPLANE_API_KEY")
     assert run("listeners", "get", LIS_ID).exit_code == 0
     assert service.last.headers["X-Api-Key"] == "context-key"
@@ -158,7 +158,7 @@ def test_version_flag_and_command(service: FakeService, config_home: Path) -> No
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [
         f"client: deployplane {__version__}",
-        f"server: {test_cli.URL} reachable (API v2; the service publishes no version number)",
+        f"server: {cli_service.URL} reachable (API v2; the service publishes no version number)",
     ]
     assert service.last.url.params["limit"] == "1"
 

@@ -1,5 +1,5 @@
 """Names where ids are taken, list filters, --wait, per-id delete lines, connection
-errors: the CLI against the fake service of tests/unit/cli/test_cli.py."""
+errors: the CLI against the fake service of tests/support/cli_service.py."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from uuid import uuid4
 
 import httpx
 import pytest
-from tests.unit.cli import test_cli
-from tests.unit.cli.test_cli import (
+from tests.support import cli_service
+from tests.support.cli_service import (
     DEP_ID,
     LIS_ID,
     REV_ID,
@@ -21,7 +21,7 @@ from tests.unit.cli.test_cli import (
     run,
 )
 
-service = test_cli.service
+service = cli_service.service
 
 
 def listing(*items: dict[str, object]) -> list[httpx.Response]:

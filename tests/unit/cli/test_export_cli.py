@@ -1,6 +1,7 @@
-"""`deployplane export` through click's runner, against the fake service of test_cli.py
-and a fake cluster: what it reads (published listings only, every page; the cluster's
-AgentDeployments), what it skips, what it writes where, one-line errors."""
+"""`deployplane export` through click's runner, against the fake service of
+tests/support/cli_service.py and a fake cluster: what it reads (published listings only,
+every page; the cluster's AgentDeployments), what it skips, what it writes where,
+one-line errors."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import httpx
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from tests.unit.cli import test_cli
-from tests.unit.cli.test_cli import (
+from tests.support import cli_service
+from tests.support.cli_service import (
     DEP_ID,
     LIS_ID,
     FakeService,
@@ -26,7 +27,7 @@ from tests.unit.cli.test_cli import (
 from deployplane.cli.commands.kube import KubeAccess, KubeError
 from deployplane.cli.root import root as app
 
-service = test_cli.service
+service = cli_service.service
 
 
 class FakeCluster:

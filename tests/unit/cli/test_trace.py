@@ -1,6 +1,6 @@
 """`deployplane trace`: the pure tree builder (golden tables at 60, 80 and 200 columns,
 missing pieces as lines with reasons) and the command over a fake Kubernetes and the
-fake control plane of tests/unit/cli/test_cli.py (GETs only, exit codes, -o json)."""
+fake control plane of tests/support/cli_service.py (GETs only, exit codes, -o json)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner, Result
-from tests.unit.cli import test_cli
-from tests.unit.cli.test_cli import (
+from tests.support import cli_service
+from tests.support.cli_service import (
     DEP_ID,
     LIS_ID,
     REV_ID,
@@ -42,9 +42,9 @@ from deployplane.cli.commands.trace.tree import (
 )
 from deployplane.cli.root import root as root_app
 
-service = test_cli.service  # the fake control plane, as a fixture of this module
+service = cli_service.service  # the fake control plane, as a fixture of this module
 
-CREATED = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)  # test_cli.NOW
+CREATED = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)  # cli_service.NOW
 AT = CREATED + timedelta(hours=3, minutes=25)
 OLD = "2025-01-02T01:04:05Z"
 NEW_REV = "55555555-5555-4555-8555-555555555555"

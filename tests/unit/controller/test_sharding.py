@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from tests.support import kopfregistrations
 from tests.support.fakeexternal import ExternalFns
 from tests.support.fakekube import FakeKube
-from tests.unit.reconcile.test_workers import KEY, NS, body, rig, settle
+from tests.support.workers_rig import KEY, NS, body, rig, settle
 
 from deployplane.cli.root import root
 from deployplane.controller import handlers

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_dataplane_render import (
+from tests.support.renderinputs import (
     BASE,
     IMAGE,
     PASSWORD,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.dataplane.render.test_dataplane_render import make_listener, make_revision
+from tests.support.renderinputs import make_listener, make_revision
 
 from deployplane.api.models import Deployment
 from deployplane.dataplane.render import render, with_owner

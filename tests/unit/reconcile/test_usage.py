@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from tests.support.fakeexternal import ExternalFns, observed, raises
 from tests.support.fakekube import FakeKube
-from tests.unit.reconcile.test_workers import NS, RecordedEvents, drain, named, two_kinds
+from tests.support.workers_rig import NS, RecordedEvents, drain, named, two_kinds
 
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.runtime import build_runtime

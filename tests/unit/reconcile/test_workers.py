@@ -20,63 +20,26 @@ from tests.support.fakeexternal import (
     returns,
 )
 from tests.support.fakekube import FakeKube
+from tests.support.workers_rig import (
+    KEY,
+    NS,
+    RecordedEvents,
+    body,
+    drain,
+    named,
+    rig,
+    settle,
+    two_kinds,
+)
 
 from deployplane.reconcile.approval import APPROVED_GENERATION_ANNOTATION
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import Phase
 from deployplane.reconcile.finalizer import FINALIZER
-from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Result, Schedule
-from deployplane.reconcile.usage import Dependency
 from deployplane.reconcile.workers import IN_USE_POLL_SECONDS, Workers, lean
-
-NS = "team-a"
-KEY = ("Fake", NS, "w1", "u1")
-
-
-class RecordedEvents(list[EventRecord]):
-    """The Events the workers hand to their recorder."""
-
-    def record(self, _body: Any, event: EventRecord) -> None:
-        self.append(event)
-
-
-def rig(
-    ext: ExternalFns | None = None, connect_error: BaseException | None = None
-) -> tuple[Workers, FakeKube, RecordedEvents]:
-    kube = FakeKube()
-    connecter = ConnecterFns(ext or ExternalFns(), connect_error)
-    reconciler = Reconciler(connecter, kind="fake", schedule=Schedule())
-    runner = PassRunner(
-        cast(Reconciler[Any, Any], reconciler),
-        FakeSpec,
-        "fakes",
-        kube,
-        status_model=FakeStatus,
-    )
-    recorded = RecordedEvents()
-    workers = Workers({"Fake": runner}, kube, recorded, size=2)
-    return workers, kube, recorded
-
-
-def body(generation: int = 1, **meta: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "deployplane.io/v1alpha1",
-        "kind": "Fake",
-        "metadata": {
-            "namespace": NS,
-            "name": "w1",
-            "uid": "u1",
-            "generation": generation,
-            "resourceVersion": "1",
-            "managedFields": [{"manager": "kubectl"}],
-            **meta,
-        },
-        "spec": {},
-        "status": {},
-    }
 
 
 def test_a_new_resource_is_queued_and_its_body_kept_lean() -> None:
@@ -108,14 +71,6 @@ def echo_of(kube: FakeKube, generation: int = 1, **meta: Any) -> dict[str, Any]:
     event = body(generation, **meta)
     event["status"] = copy.deepcopy(kube.statuses.get((NS, "fakes", "w1"), {}))
     return event
-
-
-async def settle(workers: Workers) -> None:
-    """Run the queued passes (none left due)."""
-    while workers.queue.due_now():
-        key = await workers.queue.get()
-        assert key is not None
-        workers.finish(key, await workers.run_pass(key))
 
 
 async def test_a_status_wiped_by_hand_is_repaired_on_its_event_not_at_the_resync() -> None:
@@ -355,44 +310,6 @@ async def test_stop_waits_for_passes_at_most_the_grace_then_cancels() -> None:
     await workers.stop(grace=0.2)
     assert loop.time() - began < 5
     assert not finished.is_set()
-
-
-def two_kinds(fake: ExternalFns, conn: ExternalFns) -> Workers:
-    """The fake kind and a "Conn" kind the others depend on (a waker)."""
-    kube = FakeKube()
-
-    def runner(ext: ExternalFns, plural: str) -> PassRunner[Any, Any]:
-        reconciler = Reconciler(ConnecterFns(ext), kind=plural, schedule=Schedule())
-        return PassRunner(
-            cast(Reconciler[Any, Any], reconciler), FakeSpec, plural, kube, status_model=FakeStatus
-        )
-
-    runners = {"Fake": runner(fake, "fakes"), "Conn": runner(conn, "conns")}
-
-    def uses(conn: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
-        same = body["metadata"]["namespace"] == conn["metadata"]["namespace"]
-        return same and body["spec"].get("conn") == conn["metadata"]["name"]
-
-    dependencies = {"Conn": Dependency(uses)}
-    return Workers(runners, kube, RecordedEvents(), dependencies=dependencies)
-
-
-def named(name: str, namespace: str = NS, **spec: Any) -> dict[str, Any]:
-    obj = body()
-    obj["metadata"].update(name=name, uid=f"uid-{name}", namespace=namespace)
-    obj["spec"] = spec
-    return obj
-
-
-async def drain(workers: Workers) -> list[tuple[str, str, str]]:
-    """A pass over every key due now, once; the (kind, namespace, name) passed over."""
-    passed = []
-    while workers.queue.due_now():
-        key = await workers.queue.get()
-        assert key is not None
-        workers.finish(key, await workers.run_pass(key))
-        passed.append(key[:3])
-    return passed
 
 
 async def test_a_connection_turning_ready_wakes_its_namespaces_unsettled_resources() -> None:

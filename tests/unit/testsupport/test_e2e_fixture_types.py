@@ -4,7 +4,8 @@ pytest never compares a test's annotation with what its fixture returns, so a te
 annotated `dev_cluster: DevCluster` (or `Any`) could use the dev cluster's `state_dir`
 and pass mypy, then fail on an existing cluster (issue 28). mypy checks tests/e2e against
 `E2ECluster` (tests/support/e2ecluster.py) only if every test takes the fixture with the
-type the fixture declares; this checks that they do.
+type the fixture declares; this checks that they do, and that the fixtures and helpers
+of tests/support that take them do too.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-E2E = Path(__file__).resolve().parents[2] / "e2e"
+TESTS = Path(__file__).resolve().parents[2]
+E2E = TESTS / "e2e"
+# The e2e suites and the support modules that hold their fixtures and helpers.
+MODULES = sorted([*E2E.rglob("*.py"), *(TESTS / "support").glob("*.py")])
 # The fixtures that stand for the cluster or what it has.
 CLUSTER_FIXTURES = ("dev_cluster", "started_cluster", "kwok_nodes", "workloads", "workload_images")
 
@@ -41,7 +45,7 @@ def test_every_cluster_fixture_declares_its_type() -> None:
     assert _fixture_types()["dev_cluster"] == "E2ECluster"
 
 
-@pytest.mark.parametrize("path", sorted(E2E.glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(TESTS)))
 def test_tests_take_cluster_fixtures_with_the_fixtures_types(path: Path) -> None:
     types = _fixture_types()
     wrong = [

@@ -4,30 +4,13 @@ them and what does not)."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from tests.support.image_recipes import recipes
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "images_recipes", ROOT / "tools/images/recipes.py"
-    )
-    assert spec
-    assert spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-recipes = _load()
 
 
 @pytest.mark.parametrize(

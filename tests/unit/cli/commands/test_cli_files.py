@@ -11,14 +11,14 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from tests.unit.cli import test_cli
-from tests.unit.cli.test_cli import DEP_ID, FakeService, assert_one_error_line, deployment, run
+from tests.support import cli_service
+from tests.support.cli_service import DEP_ID, FakeService, assert_one_error_line, deployment, run
 
 from deployplane.api.imageref import image_reference_error
 from deployplane.api.models import Deployment, DeploymentAgent, Listener
 from deployplane.cli.commands.edit import planning
 
-service = test_cli.service
+service = cli_service.service
 
 GIT = {
     "source": "git_host",
@@ -306,8 +306,8 @@ def test_create_ignores_a_git_host_custom_url_and_needs_secret_values() -> None:
 
 
 def test_listener_plans() -> None:
-    now = Listener.model_validate(test_cli.listener())
-    same = Listener.model_validate(test_cli.listener()).model_dump(mode="json")
+    now = Listener.model_validate(cli_service.listener())
+    same = Listener.model_validate(cli_service.listener()).model_dump(mode="json")
     assert planning.listener_patch(now, planning.ListenerFile.model_validate(same)) is None
     changed = planning.ListenerFile.model_validate({**same, "version": "v2"})
     patch = planning.listener_patch(now, changed)

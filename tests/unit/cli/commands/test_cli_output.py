@@ -1,6 +1,6 @@
 """The CLI's tables: golden output at 60, 80 and 200 columns, values never split, -o
 wide|name, --no-headers, AGE, no trailing spaces, NO_COLOR. Same fake service as
-tests/unit/cli/test_cli.py; $COLUMNS sets the terminal width."""
+tests/support/cli_service.py; $COLUMNS sets the terminal width."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 from click.testing import CliRunner, Result
-from tests.unit.cli import test_cli
-from tests.unit.cli.test_cli import (
+from tests.support import cli_service
+from tests.support.cli_service import (
     DEP_ID,
     REV_ID,
     FakeService,
@@ -24,9 +24,9 @@ from tests.unit.cli.test_cli import (
 from deployplane.cli.commands import tables
 from deployplane.cli.commands.tables import Col, human_age, render
 
-service = test_cli.service  # the same fake control plane, as a fixture of this module
+service = cli_service.service  # the same fake control plane, as a fixture of this module
 
-CREATED = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)  # test_cli.NOW
+CREATED = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)  # cli_service.NOW
 LONG_NAMES = [
     "customer-support-assistant-for-emea-region-v2",
     "a-very-long-deployment-name-that-keeps-going-past-forty",
@@ -267,6 +267,6 @@ def test_render_drops_whole_columns_by_rank_and_never_a_kept_one() -> None:
 
 
 def test_o_name_of_get_is_kind_slash_name(service: FakeService) -> None:
-    service.on("GET", f"/v2/listeners/{test_cli.LIS_ID}", [httpx.Response(200, json=listener())])
-    result = run_at(80, "listeners", "get", test_cli.LIS_ID, "-o", "name")
+    service.on("GET", f"/v2/listeners/{cli_service.LIS_ID}", [httpx.Response(200, json=listener())])
+    result = run_at(80, "listeners", "get", cli_service.LIS_ID, "-o", "name")
     assert result.stdout == "listener/cluster-a\n"

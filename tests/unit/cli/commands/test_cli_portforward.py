@@ -14,8 +14,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.unit.cli import test_cli
-from tests.unit.cli.test_cli import (
+from tests.support import cli_service
+from tests.support.cli_service import (
     DEP_ID,
     LIS_ID,
     FakeService,
@@ -37,7 +37,7 @@ from deployplane.cli.commands.portforward import (
     service_query,
 )
 
-service = test_cli.service
+service = cli_service.service
 
 
 @pytest.fixture(autouse=True)

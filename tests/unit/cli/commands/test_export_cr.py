@@ -11,8 +11,8 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from tests.support.crd_schema import schema_root, unknown_keys
 from tests.support.fakekube import FakeKube
-from tests.unit.crd.test_crd_schema import _root, _unknown_keys
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Deployment, Listener
@@ -349,8 +349,8 @@ def test_secret_placeholders_follow_the_suffixed_name() -> None:
 
 
 def _schema_unknowns(body: dict[str, Any]) -> list[str]:
-    spec_schema = _root(body["kind"])["properties"]["spec"]
-    return list(_unknown_keys(body["spec"], spec_schema, "spec"))
+    spec_schema = schema_root(body["kind"])["properties"]["spec"]
+    return list(unknown_keys(body["spec"], spec_schema, "spec"))
 
 
 def test_every_exported_field_is_in_the_crd_schema_nothing_would_be_pruned() -> None:
@@ -361,7 +361,7 @@ def test_every_exported_field_is_in_the_crd_schema_nothing_would_be_pruned() -> 
 
 @pytest.mark.parametrize("kind", ["AgentDeployment", "Listener"])
 def test_the_crds_have_the_management_policy_the_export_writes(kind: str) -> None:
-    schema = _root(kind)["properties"]["spec"]["properties"]["managementPolicy"]
+    schema = schema_root(kind)["properties"]["spec"]["properties"]["managementPolicy"]
     assert {p.value for p in Policy} <= set(schema["enum"])
 
 

@@ -23,6 +23,7 @@ from tests.support.renderinputs import (
     make_deployment,
     make_listener,
     make_revision,
+    server_container,
 )
 
 from deployplane.api.models import Deployment, Listener, ResourceSpec, Revision
@@ -103,10 +104,6 @@ def do_render(
         secret_values=SECRET_VALUES if secret_values is None else secret_values,
         database_password=PASSWORD,
     )
-
-
-def server_container(rendered: Rendered, name: str = BASE) -> dict[str, Any]:
-    return dig(find(rendered, "Deployment", name), "spec.template.spec.containers.0")
 
 
 # --------------------------------------------------------------------------- namespace

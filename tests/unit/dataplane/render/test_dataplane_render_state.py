@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 import pytest
-from test_dataplane_render import (
+from tests.support.renderinputs import (
     BASE,
     IMAGE,
     PASSWORD,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.dataplane.render.test_dataplane_render import (
+from tests.support.renderinputs import (
     BASE,
     DEPLOYMENT_ID,
     IMAGE,

@@ -1,7 +1,9 @@
-"""Shared set-up of the control-plane emulator tests: two workspaces, an in-process app.
+"""Shared set-up of the emulator's integration tests: its workspaces, an in-process app.
 
 httpx.ASGITransport does not run the ASGI lifespan, so `running_app` enters the
-app's lifespan itself (schema creation and the pipeline worker start there).
+app's lifespan itself (schema creation and the pipeline worker start there). A test
+module takes the fixtures (`emulator`, `api`) by importing them by name; they run on
+the `database_url` fixture of tests/integration/conftest.py.
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ def config_data(*, step_seconds: float = 0.0, **extra: Any) -> dict[str, Any]:
 
 def make_settings(database: Path | str, *, strict: bool = False, **kwargs: Any) -> Settings:
     """Settings on `database`: a directory (SQLite file in it) or a URL (the
-    `database_url` fixture of conftest.py, SQLite or PostgreSQL)."""
+    `database_url` fixture of tests/integration/conftest.py, SQLite or PostgreSQL)."""
     url = (
         database
         if isinstance(database, str)
@@ -166,7 +168,7 @@ async def revision_status(client: httpx.AsyncClient, deployment_id: str, revisio
 @pytest.fixture
 async def emulator(database_url: str) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
     """An emulator whose revisions stay put (long steps): API behaviour only. On SQLite,
-    and also on PostgreSQL for tests marked `postgres` (see conftest.py)."""
+    and also on PostgreSQL for tests marked `postgres` (tests/integration/conftest.py)."""
     async with running_app(make_settings(database_url, step_seconds=3600)) as pair:
         yield pair
 

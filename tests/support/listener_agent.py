@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from tests.e2e.operator_harness import API_KEY, WORKSPACE, CliProcess
 from tests.support import polling
+from tests.support.operator_harness import API_KEY, WORKSPACE, CliProcess
 
 LISTENER = "edge"
 

@@ -1,7 +1,6 @@
-"""Types of the end-to-end pytest fixtures (tests/e2e/conftest.py), for annotations.
-
-They live in the package because test modules are not importable from one another
-(tests/ is not a package), while every e2e test annotates its fixture arguments.
+"""Types of the end-to-end fixtures that are functions (tests/e2e/conftest.py's
+`apply_manifest` and `service_account_client`), for the tests' annotations; the
+cluster's own type is tests/support/e2ecluster.py's `E2ECluster`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 from kubernetes import client
-from tests.e2e.operator_harness import API_KEY, Emulator, Resources, ready_for_generation
+from tests.support.applicationwatch import ApplicationWatch
 from tests.support.gitops import (
     ARGO,
     EXAMPLES,
@@ -27,6 +27,7 @@ from tests.support.gitops import (
     Objects,
     now,
 )
+from tests.support.operator_harness import API_KEY, Emulator, Resources, ready_for_generation
 
 from deployplane.devcluster import find_tools
 from deployplane.devcluster.gitops import GitOpsInfo
@@ -165,6 +166,12 @@ def application(
 class Applications(Objects):
     def __init__(self, api: client.ApiClient, info: GitOpsInfo) -> None:
         super().__init__(api, ARGO, info.argocd_namespace)
+
+    def watch(self, name: str) -> ApplicationWatch:
+        """Every version of Application `name` from now on, and the operations they
+        record (tests/support/applicationwatch.py): enter it before the Application is
+        created to see all of them."""
+        return ApplicationWatch(self.custom.api_client, self.namespace, name)
 
     def refresh(self, name: str) -> None:
         """Ask for a comparison with git now (the repo-server caches a branch's head

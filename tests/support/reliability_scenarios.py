@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import yaml
 from kubernetes import client
-from tests.e2e.operator_harness import (
+from tests.support.operator_harness import (
     API_KEY,
     REPO,
     WORKSPACE,
