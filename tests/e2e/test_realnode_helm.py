@@ -31,7 +31,7 @@ import httpx
 import pytest
 import yaml
 from kubernetes import client
-from tests.support import chart, polling, realnode
+from tests.support import chart, operatorstory, polling, realnode
 from tests.support.e2ecluster import E2ECluster
 from tests.support.operator_harness import Resources
 from tests.support.reliability_scenarios import (
@@ -156,6 +156,9 @@ def control_plane(
     """The chart's emulator through `kubectl port-forward`, with the operator's key."""
     namespace = helm_release["namespace"]
     apps, core = client.AppsV1Api(k8s_api), client.CoreV1Api(k8s_api)
+    # Whichever test of the module runs first (a shuffled order, or `-k` one of them),
+    # the emulator's pod must run before a port can be forwarded to it.
+    wait_until("the release Available", lambda: _available(apps, namespace))
     (operator,) = apps.list_namespaced_deployment(namespace, label_selector=OPERATOR).items
     env = {e.name: e for e in operator.spec.template.spec.containers[0].env}
     ref = env["DEPLOYPLANE_API_KEY"].value_from.secret_key_ref
@@ -486,20 +489,36 @@ def test_operator_process_killed_mid_burst_is_restarted_by_the_kubelet(
 
 
 def test_active_pod_deleted_mid_create_creates_nothing_twice(
-    helm_release: dict[str, str], control_plane: InClusterEmulator, k8s_api: client.ApiClient
+    helm_release: dict[str, str],
+    control_plane: InClusterEmulator,
+    dev_cluster: E2ECluster,
+    k8s_api: client.ApiClient,
+    tmp_path: Path,
 ) -> None:
     """The active replica's pod deleted (`kubectl delete pod`) while a burst is being
     created on the control plane: the standby (or the Deployment's new pod) takes over,
-    and every resource is Ready with exactly one deployment."""
+    and every resource is Ready with exactly one deployment, marked with its name. Both
+    replicas act on the burst meanwhile: the deleted pod finishes the passes it had
+    begun during its grace period while the standby, resumed, begins its own."""
     namespace = helm_release["namespace"]
     core, custom = client.CoreV1Api(k8s_api), client.CustomObjectsApi(k8s_api)
     apps = client.AppsV1Api(k8s_api)
     resources = Resources(k8s_api, namespace)
     active = _active_operator(custom, core, namespace)
-    names = _burst(resources, "deleted", 10)
-    wait_until("the burst in flight", lambda: _in_flight(resources, names))
-    core.delete_namespaced_pod(active, namespace)
-    _converged(resources, control_plane, "deleted", names)
+    pods = [p.metadata.name for p in _operator_pods(core, namespace)]
+    assert dev_cluster.tools.kubectl is not None
+    with operatorstory.followed_logs(
+        dev_cluster.tools.kubectl, dev_cluster.kubeconfig, namespace, pods, tmp_path
+    ) as logs:
+        names = _burst(resources, "deleted", 10)
+        wait_until("the burst in flight", lambda: _in_flight(resources, names))
+        core.delete_namespaced_pod(active, namespace)
+        try:
+            _converged(resources, control_plane, "deleted", names)
+        finally:  # shown with a failure (pytest captures it)
+            story = operatorstory.event_lines(core, namespace, "AgentDeployment", names)
+            story += operatorstory.log_lines(logs, ["deleted-", "Signal", "ause", "esum"])
+            print(f"active replica {active} deleted; what the replicas did:", *story, sep="\n")
     wait_until(
         "two operator replicas again, the deleted pod gone",
         lambda: (

@@ -5,7 +5,7 @@ cluster. It records every status write so tests can prove "no writes at steady s
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,8 +117,17 @@ class FakeKube:
         add_finalizer: str | None = None,
         finalizers: list[str] | None = None,
         resource_version: str | None = None,
+        guard: Callable[[Mapping[str, Any]], bool] | None = None,
     ) -> bool:
-        """Records the merge patch the API would send (the finalizer folded in)."""
+        """Records the merge patch the API would send (the finalizer folded in). With
+        `guard`, only if the object as the patches so far made it passes it: the fake
+        holds the patches, not the body, so an object whose annotations no patch has
+        touched is the body the pass read, which the writer tested."""
+        key = (namespace, plural, name)
+        patched = self.objects.get(key, {})
+        touched = "annotations" in (patched.get("metadata") or {})
+        if guard is not None and touched and not guard(patched):
+            return False
         if add_finalizer is not None:
             meta = {**(patch.get("metadata") or {})}
             meta["finalizers"] = [*(finalizers or []), add_finalizer]
@@ -126,7 +135,6 @@ class FakeKube:
         if self.fail_write_when is not None and self.fail_write_when(patch):
             raise RuntimeError("simulated crash while writing the object")
         self.object_writes.append((plural, namespace, name, dict(patch)))
-        key = (namespace, plural, name)
         self.objects[key] = apply_merge_patch(self.objects.get(key, {}), patch)
         return True
 

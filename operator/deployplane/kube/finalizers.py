@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Container, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -82,27 +82,36 @@ class FinalizerRequests:
         add_finalizer: str | None = None,
         finalizers: list[str] | None = None,
         resource_version: str | None = None,
+        guard: Callable[[Mapping[str, Any]], bool] | None = None,
     ) -> bool:
         """JSON-merge-patch the object itself (annotations); with `add_finalizer`, add
         that finalizer to the list the object had at `resource_version` (`finalizers`),
         under that resourceVersion as a precondition: a merge patch replaces the whole
         list, so if the object changed meanwhile (another controller added its own
         finalizer) the apiserver answers 409 and the object is read again, never
-        dropping the other's. False if gone."""
-        body = dict(patch)
-        current = list(finalizers or [])
+        dropping the other's. With `guard` (a test of the object), the patch changes
+        only an object that passes it: it is sent under `resource_version` (the version
+        the caller tested), or without one under the version read first, and after a
+        409 only if the object read again still passes. False if gone, or if the object
+        fails `guard`."""
         path = _path(plural, namespace, name)
+        current = list(finalizers or [])
+        if guard is not None and not resource_version:
+            fresh = await self._read(path)
+            if fresh is None or not guard(fresh):
+                return False
+            current, resource_version = _finalizers_and_version(fresh)
         for _ in range(CONFLICT_RETRIES):
-            if add_finalizer is not None and add_finalizer not in current:
-                meta = dict(body.get("metadata") or {})
+            meta = dict(patch.get("metadata") or {})
+            adding = add_finalizer is not None and add_finalizer not in current
+            if adding:
                 meta["finalizers"] = [*current, add_finalizer]
-                if resource_version:
-                    meta["resourceVersion"] = resource_version
-                body = {**body, "metadata": meta}
+            if (adding or guard is not None) and resource_version:
+                meta["resourceVersion"] = resource_version
             status, _ = await self._send(
                 "PATCH",
                 path,
-                body=body,
+                body={**patch, "metadata": meta},
                 content_type="application/merge-patch+json",
                 allowed=(404, 409),
             )
@@ -111,12 +120,9 @@ class FinalizerRequests:
             if status != 409:
                 return True
             fresh = await self._read(path)
-            if fresh is None:
+            if fresh is None or (guard is not None and not guard(fresh)):
                 return False
-            meta = fresh.get("metadata") or {}
-            current = list(meta.get("finalizers") or [])
-            resource_version = meta.get("resourceVersion")
-            body = dict(patch)
+            current, resource_version = _finalizers_and_version(fresh)
         raise ApiException(status=409, reason=f"{namespace}/{name} keeps changing")
 
     async def remove_finalizer(
@@ -196,6 +202,11 @@ class FinalizerRequests:
             if status < 400:
                 return True
         raise ApiException(status=409, reason=f"finalizers of {path} keep changing")
+
+
+def _finalizers_and_version(obj: Mapping[str, Any]) -> tuple[list[str], str | None]:
+    meta = obj.get("metadata") or {}
+    return list(meta.get("finalizers") or []), meta.get("resourceVersion")
 
 
 def _refused(path: str) -> None:

@@ -53,6 +53,9 @@ class Reason(StrEnum):
     """Being deleted, and the delete on the control plane cannot be made yet."""
     DELETING = "Deleting"
     """Being deleted, the control plane at work (said only after one of the above)."""
+    CREATE_PENDING = "CreatePending"
+    """A create marker another writer put on the object while this pass was about to
+    create (`reconcile.writer.MarkedMeanwhile`): the next pass looks under it."""
     AWAITING_APPROVAL = "AwaitingApproval"
     """updatePolicy Manual: a change waits for its generation's approval
     (`reconcile.approval`)."""

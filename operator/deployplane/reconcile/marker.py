@@ -84,6 +84,14 @@ def read_marker(body: Mapping[str, Any]) -> CreatePending | None:
     return CreatePending(str(raw), requested_at=_time(annotations.get(CREATE_PENDING_ANNOTATION)))
 
 
+def same_marker(one: CreatePending | None, other: CreatePending | None) -> bool:
+    """Whether two markers say the same: the same key, made at the same time, or both
+    none (the resourceVersion a marker is kept with in memory says nothing of it)."""
+    if one is None or other is None:
+        return one is other
+    return (one.key, one.requested_at) == (other.key, other.requested_at)
+
+
 def _time(raw: Any) -> datetime | None:
     try:
         return datetime.strptime(str(raw), _TIME_FORMAT).replace(tzinfo=UTC) if raw else None
@@ -96,7 +104,10 @@ class MarkerWriter(Protocol):
 
     async def mark(self, marker: CreatePending) -> None:
         """On the object before the create call, whatever happens after; raises
-        `DependencyNotReady` when the object is gone (then nothing is created)."""
+        `DependencyNotReady` when the object is gone, or when it carries another marker
+        than the pass knew, written by another writer meanwhile (another replica of the
+        operator, as in a handover): then nothing is created, and the next pass looks
+        the resource up under the object's marker."""
         ...
 
     async def unmark(self) -> None:

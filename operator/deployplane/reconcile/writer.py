@@ -15,17 +15,20 @@ must ask for nothing.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from deployplane.reconcile.conditions import Reason
 from deployplane.reconcile.external import DependencyNotReady
 from deployplane.reconcile.finalizer import FINALIZER
 from deployplane.reconcile.marker import (
     CREATE_PENDING_ANNOTATION,
     EXTERNAL_NAME_ANNOTATION,
     CreatePending,
+    read_marker,
+    same_marker,
 )
 from deployplane.reconcile.mergepatch import apply_merge_patch, merge_patch
 from deployplane.reconcile.resourcestate import ECHO_WAIT_SECONDS, ResourceState
@@ -46,14 +49,42 @@ class StatusSink(Protocol):
         add_finalizer: str | None = None,
         finalizers: list[str] | None = None,
         resource_version: str | None = None,
+        guard: Callable[[Mapping[str, Any]], bool] | None = None,
     ) -> bool:
         """Merge-patch the object; with `add_finalizer`, add it to `finalizers` (the
-        list at `resource_version`) without ever dropping another's."""
+        list at `resource_version`) without ever dropping another's; with `guard`, only
+        if the object passes it. False if the object is gone or fails `guard`."""
         ...
 
 
 class ResourceGone(DependencyNotReady):
     """The custom resource was deleted before the create call: nothing is created."""
+
+
+class MarkedMeanwhile(DependencyNotReady):
+    """The object carries another create marker than the pass knew, written by another
+    writer since (another replica of the operator finishing its passes while this one
+    takes over, or a marker set by hand): nothing is created, and the next pass looks
+    the resource up under the object's marker."""
+
+    reason = Reason.CREATE_PENDING
+
+
+class _MarkerGuard:
+    """A test of the object: it carries the marker this process knows (`expected`),
+    or none if it knows none. Records the marker it found when the test fails."""
+
+    def __init__(self, expected: CreatePending | None) -> None:
+        self.expected = expected
+        self.found: CreatePending | None = None
+        self.failed = False
+
+    def __call__(self, obj: Mapping[str, Any]) -> bool:
+        marker = read_marker(obj)
+        if same_marker(marker, self.expected):
+            return True
+        self.found, self.failed = marker, True
+        return False
 
 
 class ObjectWriter:
@@ -77,7 +108,8 @@ class ObjectWriter:
 
     async def mark(self, marker: CreatePending) -> None:
         """The marker on the object, with the time of the first create call under its
-        key (a marker already there under the same key keeps its time)."""
+        key (a marker already there under the same key keeps its time). Written only
+        over the marker this process knows (`_write_marker`)."""
         state = self.state
         annotations: dict[str, Any] = {}
         if state.marker is not None and state.marker.key == marker.key:
@@ -86,19 +118,47 @@ class ObjectWriter:
             marker = replace(marker, requested_at=datetime.now(UTC).replace(microsecond=0))
             annotations[EXTERNAL_NAME_ANNOTATION] = marker.render()
             annotations[CREATE_PENDING_ANNOTATION] = marker.render_requested_at()
-        if (annotations or not state.finalizer) and not await self._patch_object(annotations):
-            raise ResourceGone(f"{self.namespace}/{self.name} was deleted")
+        if annotations or not state.finalizer:
+            await self._write_marker(annotations)
         state.marker = marker
 
     async def unmark(self) -> None:
         """The marker comes off the object: a refused create (the key is someone
-        else's, and no later pass may adopt it by the marker)."""
+        else's, and no later pass may adopt it by the marker). Only the marker this
+        process knows: another one is another writer's create, which the next pass
+        looks up (`MarkedMeanwhile`)."""
         state = self.state
         if state.marker is not None:
-            await self._patch_object(
+            await self._write_marker(
                 {EXTERNAL_NAME_ANNOTATION: None, CREATE_PENDING_ANNOTATION: None}
             )
         state.marker = None
+
+    async def _write_marker(self, annotations: dict[str, Any]) -> None:
+        """The marker's annotations patched only over the marker this process knows
+        (`ResourceState.marker`): under the version of the object the pass read when it
+        carries that marker, else after reading it again. Two replicas may both act on
+        one resource for a moment (a deleted pod finishes its passes in its grace period
+        while its successor begins); a marker overwritten or removed by the one whose
+        watch is behind would make the other's create look like somebody else's."""
+        state = self.state
+        guard = _MarkerGuard(state.marker)
+        if guard(self.body):
+            patched = await self._patch_object(annotations, guard=guard)
+        else:
+            # The pass's body shows another marker (or none) than this process knows:
+            # its version is no precondition for a write over the known one.
+            guard.failed = False
+            patched = await self._patch_object(annotations, guard=guard, fresh=True)
+        if guard.failed:
+            state.marker = guard.found
+            found = "none" if guard.found is None else repr(guard.found.key)
+            raise MarkedMeanwhile(
+                f"{self.namespace}/{self.name}: its create marker changed meanwhile "
+                f"(now {found}); looking the resource up under it before creating"
+            )
+        if not patched:
+            raise ResourceGone(f"{self.namespace}/{self.name} was deleted")
 
     async def publish(self, status: dict[str, Any]) -> None:
         """The pass's status, patched against the one the apiserver holds (a status
@@ -125,7 +185,15 @@ class ObjectWriter:
         self.observed = after
         state.written(dict(after))
 
-    async def _patch_object(self, annotations: dict[str, Any]) -> bool:
+    async def _patch_object(
+        self,
+        annotations: dict[str, Any],
+        *,
+        guard: Callable[[Mapping[str, Any]], bool] | None = None,
+        fresh: bool = False,
+    ) -> bool:
+        """`fresh`: the object is read first (with `guard`), its version the
+        precondition, rather than the version of the pass's body."""
         meta: dict[str, Any] = {}
         if annotations:
             meta["annotations"] = annotations
@@ -140,7 +208,8 @@ class ObjectWriter:
             {"metadata": meta},
             add_finalizer=None if self.state.finalizer else FINALIZER,
             finalizers=list(body_meta.get("finalizers") or []),
-            resource_version=body_meta.get("resourceVersion"),
+            resource_version=None if fresh else body_meta.get("resourceVersion"),
+            guard=guard,
         )
         self.state.finalizer = self.state.finalizer or patched
         return patched

@@ -381,6 +381,44 @@ async def test_adding_our_finalizer_never_drops_one_added_meanwhile() -> None:
     assert all(p["metadata"]["annotations"] == {"k": "v"} for p in patches)
 
 
+async def test_a_guarded_patch_is_not_sent_over_an_object_that_fails_the_guard() -> None:
+    """With a guard, the patch is sent under the version the caller tested; after a
+    409 the object read again is tested first, and one that fails the guard is left
+    as it is (False), so a writer whose view is behind overwrites nothing."""
+    stored: dict[str, Any] = {"annotations": {"owner": "other"}, "resourceVersion": "8"}
+    patches: list[dict[str, Any]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        if request.method == "GET":
+            return web.json_response({"metadata": stored})
+        patch = json.loads(await request.text())
+        patches.append(patch)
+        if patch["metadata"].get("resourceVersion") != stored["resourceVersion"]:
+            return web.json_response({"message": "conflict"}, status=409)
+        stored["annotations"] = patch["metadata"]["annotations"]
+        return web.json_response({"metadata": stored})
+
+    def unowned(obj: Any) -> bool:
+        return "owner" not in (obj.get("metadata") or {}).get("annotations", {})
+
+    runner, api = await _serve(handler)
+    try:
+        patched = await api.patch_object(
+            "agentdeployments",
+            "ns",
+            "a",
+            {"metadata": {"annotations": {"owner": "me"}}},
+            resource_version="7",
+            guard=unowned,
+        )
+    finally:
+        await api.aclose()
+        await runner.cleanup()
+    assert not patched
+    assert [p["metadata"]["resourceVersion"] for p in patches] == ["7"]
+    assert stored["annotations"] == {"owner": "other"}
+
+
 def test_retry_after_reads_seconds_and_http_dates() -> None:
     assert parse_retry_after("7") == 7.0
     assert parse_retry_after(None) is None

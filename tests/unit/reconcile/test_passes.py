@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, cast
@@ -80,8 +81,10 @@ class Sink:
         add_finalizer: str | None = None,
         finalizers: list[str] | None = None,
         resource_version: str | None = None,
+        guard: Callable[[Mapping[str, Any]], bool] | None = None,
     ) -> bool:
-        """Records the merge patch the API would send (the finalizer folded in)."""
+        """Records the merge patch the API would send (the finalizer folded in); the
+        object is the body the pass read (the writer tests `guard` against it)."""
         assert (plural, namespace, name) == ("agentdeployments", NS, "agent")
         self.objects.append(with_finalizer(patch, add_finalizer, finalizers))
         self.order.append("object")
