@@ -30,8 +30,8 @@ import aiohttp
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import DeploymentCreate
-from deployplane.crd.specs import GROUP, VERSION
 from deployplane.kube.api import KubernetesApi
+from deployplane.kube.paths import GROUP, VERSION
 
 PLURAL = "agentdeployments"
 FINALIZER = "deployplane.io/finalizer"

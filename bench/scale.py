@@ -75,7 +75,7 @@ from bench.operator import (
 from bench.report import Figure, verdict
 from bench.shardphase import ShardTakeover, shard_key
 from deployplane.api.client import ControlPlaneClient
-from deployplane.controller.sharding import SHARD_LABEL
+from deployplane.kube.paths import SHARD_LABEL
 
 CPU_GROWTH_GOAL = 1.1
 

@@ -38,7 +38,7 @@ from tests.support.operator_harness import GROUP, VERSION, OperatorProcess
 
 from bench.operator import PLURAL, Bench, log, vm_rss_mb, wait_until
 from bench.report import Figure
-from deployplane.controller.sharding import SHARD_LABEL
+from deployplane.kube.paths import SHARD_LABEL
 
 SHARDS = ("a", "b")
 SHARD_RSS_RATIO_GOAL = 0.6

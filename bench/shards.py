@@ -57,9 +57,9 @@ from tests.support.operator_harness import (
 from bench import shardphase
 from bench.operator import agent_deployment, log, vm_rss_mb
 from bench.report import Figure
-from deployplane.controller.sharding import SHARD_LABEL
 from deployplane.devcluster import DevCluster, find_tools
 from deployplane.devcluster.manifests import Applier
+from deployplane.kube.paths import SHARD_LABEL
 
 PLURAL = "agentdeployments"
 FULL_RANGE = 1 << 64

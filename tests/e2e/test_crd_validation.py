@@ -22,11 +22,12 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from deployplane.crd.specs import GROUP, VERSION
-from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus, RevisionStatusView
 from deployplane.crdgen.schema import OUTPUT_DIRS, rendered_files
 from deployplane.devcluster.manifests import Applier
 from deployplane.externals.agentdeployment import AgentDeploymentReason as ADReason
+from deployplane.kinds.agentdeployment.status import AgentDeploymentStatus, RevisionStatusView
+from deployplane.kinds.listener.status import ListenerStatus
+from deployplane.kube.paths import GROUP, VERSION
 from deployplane.reconcile.conditions import TRUE, ConditionType, Reason, set_condition
 from deployplane.reconcile.status import to_kube as status_dict
 

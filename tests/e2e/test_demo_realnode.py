@@ -28,18 +28,14 @@ import pytest
 from kubernetes import client
 from tests.support import hostsnapshot, langgraph_app, polling, realnode
 
-from deployplane.controlplane.extension.reports import BUILT_IMAGE_REGISTRY
-from deployplane.controlplane.store.agents import builtin_listener_id
+from deployplane.api.dataplane import LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID
 from deployplane.dataplane.kube import FIELD_MANAGER
-from deployplane.dataplane.render.context import (
-    LABEL_COMPONENT,
-    LABEL_DEPLOYMENT_ID,
-    LABEL_LISTENER_ID,
-    SERVER,
-)
+from deployplane.dataplane.render.context import LABEL_COMPONENT, SERVER
 from deployplane.demo import realnode as demo_realnode
 from deployplane.demo import steps
 from deployplane.devcluster import DevCluster
+from deployplane.emulator.store.agents import builtin_listener_id
+from deployplane.emulator.store.dataplane import BUILT_IMAGE_REGISTRY
 
 REPO = Path(__file__).resolve().parents[2]
 APP = "demo-graph"

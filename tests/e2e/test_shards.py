@@ -49,8 +49,8 @@ from tests.support.reliability_scenarios import (
     wait_all,
 )
 
-from deployplane.controller.sharding import SHARD_LABEL
 from deployplane.devcluster.manifests import Applier
+from deployplane.kube.paths import SHARD_LABEL
 from deployplane.reconcile.finalizer import FINALIZER
 
 CPC = "controlplaneconnections"

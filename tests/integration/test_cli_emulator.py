@@ -16,8 +16,8 @@ from click.testing import CliRunner, Result
 from tests.support.emulator_serve import serve
 
 from deployplane.cli.root import root as app
-from deployplane.controlplane.settings import DEV_INTEGRATION_ID
-from deployplane.controlplane.store.answers import SECRET_VALUE_MASK
+from deployplane.emulator.settings import DEV_INTEGRATION_ID
+from deployplane.emulator.store.answers import SECRET_VALUE_MASK
 
 KEY = "cli-roundtrip-key"
 ADMIN = {"X-Admin-Key": "cli-roundtrip-admin"}

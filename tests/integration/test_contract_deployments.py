@@ -28,7 +28,7 @@ from tests.support.emulator_app import (
     running_app,
 )
 
-from deployplane.controlplane.store.db import Database
+from deployplane.emulator.store.db import Database
 
 __all__ = ["api", "emulator"]
 

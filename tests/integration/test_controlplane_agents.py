@@ -26,8 +26,8 @@ from tests.support.emulator_app import (  # noqa: F401  (fixtures are used by na
 )
 from tests.support.published import assert_published
 
-from deployplane.controlplane.settings import Settings, parse_config
-from deployplane.controlplane.store.db import Database
+from deployplane.emulator.settings import Settings, parse_config
+from deployplane.emulator.store.db import Database
 
 pytestmark = pytest.mark.postgres
 

@@ -16,7 +16,7 @@ from tests.support.emulator_app import ADMIN_KEY, KEY_A, config_data, image_body
 from tests.support.emulator_serve import LISTENING, inherited_env, serve
 from tests.support.postgres import PostgresServer
 
-from deployplane.controlplane.settings import MAX_LATENCY_MS
+from deployplane.emulator.settings import MAX_LATENCY_MS
 
 KEY_LINE = "deployplane dev API key: "
 

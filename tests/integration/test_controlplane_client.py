@@ -22,7 +22,7 @@ from deployplane.api.models import (
     Source,
     SourceRevisionConfig,
 )
-from deployplane.controlplane.store.answers import SECRET_VALUE_MASK
+from deployplane.emulator.store.answers import SECRET_VALUE_MASK
 
 
 async def _no_wait(_: float) -> None:

@@ -34,7 +34,7 @@ def no_pipeline_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     failed = [
         record.getMessage()
         for record in caplog.records
-        if record.name.startswith("deployplane.controlplane") and record.levelno >= logging.ERROR
+        if record.name.startswith("deployplane.emulator") and record.levelno >= logging.ERROR
     ]
     assert failed == []
 

@@ -19,7 +19,7 @@ from tests.support.emulator_app import (  # noqa: F401  (fixtures are used by na
 )
 
 from deployplane.api.models import NAME_MAX_LENGTH
-from deployplane.controlplane.store.answers import SECRET_VALUE_MASK
+from deployplane.emulator.store.answers import SECRET_VALUE_MASK
 
 SECRET_VALUE = "sk-very-secret-value"
 

@@ -26,9 +26,9 @@ from tests.support.emulator_app import (  # noqa: F401  (fixtures are used by na
     wait_for,
 )
 
-from deployplane.controlplane.settings import MAX_LATENCY_MS, ConfigError, parse_config
-from deployplane.controlplane.store.db import Database
-from deployplane.controlplane.web.middleware import FaultState
+from deployplane.emulator.settings import MAX_LATENCY_MS, ConfigError, parse_config
+from deployplane.emulator.store.db import Database
+from deployplane.emulator.web.middleware import FaultState
 
 
 async def test_error_rate_one_answers_errors_without_performing(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from tests.support.emulator_app import (
     running_app,
 )
 
-from deployplane.controlplane.web.jsonguard import MAX_DEPTH
+from deployplane.emulator.web.jsonguard import MAX_DEPTH
 
 pytestmark = pytest.mark.postgres
 
@@ -235,7 +235,7 @@ async def test_an_answer_that_cannot_be_written_leaves_nothing_written(
     """Writes complete or leave nothing, whatever else fails: the answer is serialised
     inside the transaction, so a failure to write it rolls the write back."""
     # Every write route answers through deps.write_answer, which serialises with this.
-    from deployplane.controlplane.web import deps
+    from deployplane.emulator.web import deps
 
     def unwritable(*_: Any, **__: Any) -> Any:
         raise ValueError("cannot serialise")

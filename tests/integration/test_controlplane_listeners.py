@@ -13,7 +13,7 @@ from sqlalchemy import delete
 from tests.support.emulator_app import api, emulator, image_body  # noqa: F401  (fixtures)
 from tests.support.published import assert_published
 
-from deployplane.controlplane.store.tables import listeners
+from deployplane.emulator.store.tables import listeners
 
 K8S = {"compute_type": "k8s", "compute_id": "cluster-1", "compute_config": {}, "version": "1"}
 

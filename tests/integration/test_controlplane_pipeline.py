@@ -17,7 +17,7 @@ from tests.support.emulator_app import (
     wait_for,
 )
 
-from deployplane.controlplane.store.answers import SECRET_VALUE_MASK
+from deployplane.emulator.store.answers import SECRET_VALUE_MASK
 
 GIT_PATH = [
     "CREATING",

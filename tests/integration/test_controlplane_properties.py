@@ -47,7 +47,7 @@ from deployplane.api.models import (
     LogsQuery,
     UploadUrlRequest,
 )
-from deployplane.controlplane.web.jsonguard import MAX_DEPTH
+from deployplane.emulator.web.jsonguard import MAX_DEPTH
 
 pytestmark = pytest.mark.postgres
 

@@ -1,5 +1,5 @@
-"""Secret digests are keyed by a server-side key kept outside the rows they protect
-(issue 14, finding 5), and databases written by the old scheme keep working."""
+"""Secret digests are keyed by a server-side key kept outside the rows they protect: a
+copy of the rows alone cannot test a guess of a value."""
 
 from __future__ import annotations
 
@@ -14,19 +14,19 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import select, update
+from sqlalchemy import select
 from tests.support.emulator_app import image_body, make_settings, running_app
 
-from deployplane.controlplane.store.db import KEY_FILE_SUFFIX
-from deployplane.controlplane.store.tables import deployments, emulator_keys
+from deployplane.emulator.store.db import KEY_FILE_SUFFIX
+from deployplane.emulator.store.tables import deployments, emulator_keys
 
 pytestmark = pytest.mark.postgres
 
 SECRET = {"name": "OPENAI_API_KEY", "value": "sk-weak"}
 
 
-def legacy_digest(deployment_id: str, name: str, value: str) -> str:
-    """The scheme before issue 14: keyed by the (public) deployment id alone."""
+def digest_keyed_by_id(deployment_id: str, name: str, value: str) -> str:
+    """What anyone can compute: an HMAC keyed by the (public) deployment id alone."""
     message = f"{name}\0{value}".encode()
     return hmac.new(uuid.UUID(deployment_id).bytes, message, hashlib.sha256).hexdigest()
 
@@ -54,9 +54,9 @@ async def test_a_guess_cannot_be_tested_from_the_rows_alone(database_url: str) -
     async with running_app(make_settings(database_url, step_seconds=3600)) as (app, api):
         created = await create(api)
         [record] = await stored_secrets(app, created["id"])
-        guess = legacy_digest(created["id"], SECRET["name"], SECRET["value"])
+        guess = digest_keyed_by_id(created["id"], SECRET["name"], SECRET["value"])
         assert record["name"] == SECRET["name"]
-        assert guess not in record["digest"]  # the id is public: this was the finding
+        assert guess not in record["digest"]  # the id is public
         assert record["digest"].startswith("v2:")
         assert SECRET["value"] not in str(record)
 
@@ -96,26 +96,6 @@ async def test_a_configured_key_keys_the_digests(database_url: str) -> None:
     assert record["digest"] == "v2:" + hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
-async def test_digests_of_the_old_scheme_still_verify_and_are_rekeyed(database_url: str) -> None:
-    async with running_app(make_settings(database_url, step_seconds=3600)) as (app, api):
-        created = await create(api)
-        old = [{"name": SECRET["name"], "digest": legacy_digest(created["id"], **SECRET)}]
-        async with app.state.db.write() as conn:  # as a database of the old scheme holds it
-            await conn.execute(
-                update(deployments)
-                .where(deployments.c.id == uuid.UUID(created["id"]))
-                .values(secrets=old)
-            )
-        path = f"/v2/deployments/{created['id']}"
-        same = await api.patch(path, json={"secrets": [SECRET]})
-        assert same.status_code == 200
-        assert same.json()["latest_revision_id"] == created["latest_revision_id"]  # unchanged
-        [rekeyed] = await stored_secrets(app, created["id"])
-        assert rekeyed["digest"].startswith("v2:")
-        other = await api.patch(path, json={"secrets": [{**SECRET, "value": "sk-other"}]})
-        assert other.json()["latest_revision_id"] != created["latest_revision_id"]
-
-
 async def test_patches_tell_changed_values_by_the_keyed_digest(database_url: str) -> None:
     async with running_app(make_settings(database_url, step_seconds=3600)) as (_, api):
         created = await create(api)
@@ -136,7 +116,7 @@ async def test_patches_tell_changed_values_by_the_keyed_digest(database_url: str
 def test_a_short_configured_key_is_refused() -> None:
     from tests.support.emulator_app import config_data
 
-    from deployplane.controlplane.settings import ConfigError, parse_config
+    from deployplane.emulator.settings import ConfigError, parse_config
 
     with pytest.raises(ConfigError, match="secret_digest_key"):
         parse_config(config_data(secret_digest_key="short"))
@@ -160,8 +140,8 @@ async def test_secret_values_kept_for_the_data_plane_are_encrypted_at_rest(
 ) -> None:
     """The data plane needs the values, so they are kept, but a copy of the database
     alone holds neither them nor a digest of them (sealed under the server-side key)."""
-    from deployplane.controlplane.store.secretvalues import unseal
-    from deployplane.controlplane.store.tables import secret_values
+    from deployplane.emulator.store.secretvalues import unseal
+    from deployplane.emulator.store.tables import secret_values
 
     async with running_app(make_settings(database_url, step_seconds=3600)) as (app, api):
         created = await create(api)

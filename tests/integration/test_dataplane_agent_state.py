@@ -23,7 +23,7 @@ from tests.support.emulator_app import api, emulator, image_body  # noqa: F401
 
 from deployplane.api.dataplane import ServerRuntime
 from deployplane.api.models import Source
-from deployplane.controlplane.extension import reports as controlplane_dataplane
+from deployplane.emulator.store import dataplane as controlplane_dataplane
 
 DISCARD = (
     "\x1b[2m2026-11-27T04:01:57Z\x1b[0m [\x1b[31m\x1b[1merror    \x1b[0m] Unable to load "

@@ -21,11 +21,11 @@ from tests.support.emulator_app import KEY_B, api, emulator, image_body  # noqa:
 from tests.support.fakecluster import FakeCluster
 
 from deployplane.api.errors import NotFound
-from deployplane.controlplane.extension.builtin import builtin_listener
-from deployplane.controlplane.store.agents import builtin_listener_id
 from deployplane.dataplane.agent import Agent
 from deployplane.dataplane.protocol import DataPlaneClient
 from deployplane.dataplane.render import LABEL_LISTENER_ID
+from deployplane.emulator.builtindataplane import builtin_listener
+from deployplane.emulator.store.agents import builtin_listener_id
 
 
 class Builtin:

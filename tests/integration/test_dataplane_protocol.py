@@ -24,8 +24,8 @@ from tests.support.emulator_app import (  # noqa: F401  (fixtures)
     running_app,
 )
 
-from deployplane.controlplane.extension.reports import built_image
-from deployplane.controlplane.store import agents
+from deployplane.emulator.store import agents
+from deployplane.emulator.store.dataplane import built_image
 
 pytestmark = pytest.mark.postgres
 
@@ -315,7 +315,7 @@ async def test_a_report_whose_answer_cannot_be_written_changes_nothing(
     """As on the published routes: the answer is serialised inside the write
     transaction, so a failure to write it rolls the report back."""
     # The data-plane write routes answer through deps.write_answer, as the published ones.
-    from deployplane.controlplane.web import deps
+    from deployplane.emulator.web import deps
 
     listener_id = await make_listener(api)
     deployment = await make_deployment(api, listener_id)

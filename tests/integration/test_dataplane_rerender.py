@@ -21,11 +21,11 @@ import httpx
 from tests.support.agent_world import Clock, World, clock, dp_client, world  # noqa: F401
 from tests.support.emulator_app import KEY_A, api, emulator, image_body  # noqa: F401
 
-from deployplane.controlplane.revisions.stages import RERENDERED
 from deployplane.dataplane.agent import Agent, AgentSettings
 from deployplane.dataplane.protocol import DataPlaneClient
 from deployplane.dataplane.render import SERVER, Autoscaler, DataPlaneSettings
 from deployplane.dataplane.render.context import LABEL_COMPONENT, QUEUE
+from deployplane.emulator.revisions.stages import RERENDERED
 
 
 async def unreconciled(api: httpx.AsyncClient, deployment: dict[str, Any]) -> bool:

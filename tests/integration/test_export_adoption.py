@@ -16,9 +16,9 @@ from tests.support.reconcile_harness import NS, Harness, condition, cr, harness,
 from deployplane.api.client import ControlPlaneClient
 from deployplane.cli.commands.export.command import read_resources
 from deployplane.cli.commands.export.cr import Export, Exported, Policy, export
-from deployplane.controlplane.store.answers import SECRET_VALUE_MASK
+from deployplane.emulator.store.answers import SECRET_VALUE_MASK
 from deployplane.externals.connections import Connection
-from deployplane.reconcile.state import ResourceState
+from deployplane.reconcile.resourcestate import ResourceState
 
 __all__ = ["harness"]  # the fixture, imported for the tests below
 

@@ -1,4 +1,4 @@
-"""The emulator's remote build as real images (`image_builds`, controlplane/builds/imagebuild/):
+"""The emulator's remote build as real images (`image_builds`, emulator/builds/imagebuild/):
 a tiny two-node graph with one pure-Python dependency, uploaded as `langgraph deploy
 --remote` uploads it, becomes an image (buildah, on the agent base of `make images`)
 whose server answers /ok and runs the graph through langgraph-sdk's `runs.wait`; the
@@ -48,19 +48,19 @@ from tests.support.internal_builds import build, internal, put, upload_url
 from tests.support.langgraph_app import agent_source
 from tests.support.tarballs import tarball
 
-from deployplane.controlplane.builds.imagebuild.buildah import KEY_ANNOTATION, archive_key
-from deployplane.controlplane.builds.imagebuild.extract import (
+from deployplane.emulator.builds.imagebuild.buildah import KEY_ANNOTATION, archive_key
+from deployplane.emulator.builds.imagebuild.extract import (
     UNPRIVILEGED,
     UnsafeArchive,
     extract_unprivileged,
 )
-from deployplane.controlplane.builds.imagebuild.runner import (
+from deployplane.emulator.builds.imagebuild.runner import (
     BuiltImage,
     build_image,
     content_digest,
     image_key,
 )
-from deployplane.controlplane.settings import ImageBuildConfig
+from deployplane.emulator.settings import ImageBuildConfig
 
 CACHE = Path(os.environ.get("DEPLOYPLANE_CACHE") or Path.home() / ".cache" / "deployplane")
 

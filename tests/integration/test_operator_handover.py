@@ -21,8 +21,8 @@ from tests.support.reconcile_harness import (  # noqa: F401  (harness: a fixture
 )
 
 from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION, EXTERNAL_NAME_ANNOTATION
-from deployplane.reconcile.state import ResourceState
-from deployplane.reconcile.statuspatch import apply_merge_patch
+from deployplane.reconcile.mergepatch import apply_merge_patch
+from deployplane.reconcile.resourcestate import ResourceState
 
 
 def stored(h: Harness, listed: dict[str, Any]) -> dict[str, Any]:

@@ -29,12 +29,12 @@ from tests.support.reconcile_harness import (  # noqa: F401  (harness: a fixture
     settle,
 )
 
-from deployplane.crd.specs import AgentDeploymentSpec
-from deployplane.crd.status import AgentDeploymentStatus
+from deployplane.kinds.agentdeployment.spec import AgentDeploymentSpec
+from deployplane.kinds.agentdeployment.status import AgentDeploymentStatus
 from deployplane.reconcile.finalizer import FINALIZER
 from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION, EXTERNAL_NAME_ANNOTATION
-from deployplane.reconcile.state import ResourceState
-from deployplane.reconcile.statuspatch import apply_merge_patch
+from deployplane.reconcile.mergepatch import apply_merge_patch
+from deployplane.reconcile.resourcestate import ResourceState
 
 SECRET_VALUE = "sk-planted-secret-value-123"
 

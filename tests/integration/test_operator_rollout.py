@@ -20,7 +20,7 @@ from tests.support.fakekube import FakeKube
 from tests.support.reconcile_harness import Harness, condition, cr, docker_spec
 
 from deployplane.reconcile.passes import PassRunner
-from deployplane.reconcile.state import ResourceState
+from deployplane.reconcile.resourcestate import ResourceState
 
 STEP = 3600.0
 

@@ -26,13 +26,14 @@ from deployplane.api.client import ControlPlaneClient
 from deployplane.cli.commands.plan import planner, readonly
 from deployplane.cli.commands.plan.manifests import Manifest, Manifests, sort_documents
 from deployplane.cli.commands.plan.rows import HELD, REFUSED, Row, exit_code
+from deployplane.externals.bindings import BINDINGS
 from deployplane.externals.connections import Connection, Connections
 from deployplane.kinds import KINDS
 from deployplane.reconcile.approval import APPROVED_GENERATION_ANNOTATION
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import PassRunner
+from deployplane.reconcile.resourcestate import ResourceState
 from deployplane.reconcile.schedule import Schedule
-from deployplane.reconcile.state import ResourceState
 
 NS = "team-a"
 EMULATOR = Connection("http://emulator", KEY_A)
@@ -72,7 +73,7 @@ class World:
         connections = Connections(EMULATOR, self.kube, factory=self.client)
         definition = KINDS[kind]
         return PassRunner(
-            definition.reconciler(connections, self.kube, Schedule(resync=600.0)),
+            BINDINGS.reconciler(definition, connections, self.kube, Schedule(resync=600.0)),
             definition.spec_model,
             definition.plural,
             self.kube,

@@ -46,7 +46,7 @@ from schemathesis.python import asgi
 from tests.support.emulator_app import KEY_A, make_settings
 from tests.support.published import CONTRACT
 
-from deployplane.controlplane.web.app import create_app
+from deployplane.emulator.web.app import create_app
 
 AUTH = {"X-Api-Key": KEY_A}
 MAX_EXAMPLES = 50

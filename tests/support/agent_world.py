@@ -18,9 +18,9 @@ from fastapi import FastAPI
 from tests.support.emulator_app import KEY_A, image_body
 from tests.support.fakecluster import FakeCluster
 
-from deployplane.controlplane.store import agents
 from deployplane.dataplane.agent import Agent
 from deployplane.dataplane.protocol import DataPlaneClient
+from deployplane.emulator.store import agents
 
 STEP = 3600.0  # the harness's step: each manual advance goes one step further
 

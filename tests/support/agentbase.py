@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from deployplane.controlplane.builds.imagebuild.buildah import archive_key
+from deployplane.emulator.builds.imagebuild.buildah import archive_key
 
 __all__ = ["archive", "prepare", "skip_reason"]
 

@@ -19,8 +19,8 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from deployplane.controlplane.settings import Settings, parse_config
-from deployplane.controlplane.web.app import create_app
+from deployplane.emulator.settings import Settings, parse_config
+from deployplane.emulator.web.app import create_app
 
 WORKSPACE_A = uuid.UUID("11111111-1111-1111-1111-111111111111")
 WORKSPACE_B = uuid.UUID("33333333-3333-3333-3333-333333333333")

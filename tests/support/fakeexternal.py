@@ -12,9 +12,10 @@ from typing import Any, Generic, Self, TypeVar
 
 from pydantic import BaseModel, Field
 
-from deployplane.crd.specs import DeletionPolicy, ManagementPolicy, UpdatePolicy
 from deployplane.externals.agentdeployment import AgentDeploymentReason as Reason
 from deployplane.externals.errors import classified
+from deployplane.kinds.agentdeployment.spec import UpdatePolicy
+from deployplane.kinds.common import DeletionPolicy, ManagementPolicy
 from deployplane.reconcile.approval import PendingChange
 from deployplane.reconcile.external import ExternalClient, Managed, Observation, Phase
 from deployplane.reconcile.marker import CreatePending

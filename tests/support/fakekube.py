@@ -11,7 +11,7 @@ from typing import Any
 
 from deployplane.kube.finalizers import SecretRead
 from deployplane.reconcile.eventrecorder import PendingEvent
-from deployplane.reconcile.statuspatch import apply_merge_patch
+from deployplane.reconcile.mergepatch import apply_merge_patch
 
 
 @dataclass

@@ -21,17 +21,19 @@ from tests.support.emulator_app import KEY_A, make_settings, running_app
 from tests.support.fakekube import FakeKube
 
 from deployplane.api.client import ControlPlaneClient
-from deployplane.crd.specs import AgentDeploymentSpec, ListenerSpec
-from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.externals.agentdeployment import AgentDeploymentConnecter
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.errors import classified
 from deployplane.externals.listener import ListenerConnecter
+from deployplane.kinds.agentdeployment.spec import AgentDeploymentSpec
+from deployplane.kinds.agentdeployment.status import AgentDeploymentStatus
+from deployplane.kinds.listener.spec import ListenerSpec
+from deployplane.kinds.listener.status import ListenerStatus
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
+from deployplane.reconcile.resourcestate import ResourceState
 from deployplane.reconcile.schedule import Schedule
-from deployplane.reconcile.state import ResourceState
 
 NS = "team-a"
 

@@ -178,7 +178,7 @@ CMD ["python3", "-m", "http.server", "8000", "--directory", "/srv/agent"]
 # and installed offline (`/wheels` is a read-only mount of the RUN step, in no layer).
 # Outbound calls off: tracing off, no version check, no licence or LangSmith key (the
 # server then skips its metadata loop). The remote build of the emulator builds every
-# uploaded project on it (controlplane/builds/imagebuild/).
+# uploaded project on it (emulator/builds/imagebuild/).
 AGENT_BASE_VERSION = "0.16.7"
 AGENT_BASE_REF = f"docker.io/library/deployplane-agent-base:{AGENT_BASE_VERSION}"
 AGENT_BASE_REQUIREMENTS = "agent-base.txt"

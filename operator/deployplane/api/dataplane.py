@@ -11,17 +11,26 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from deployplane.api.models import ApiModel, RevisionStatus
+from deployplane.api.models import ApiModel, Deployment, Listener, RevisionStatus
 
 __all__ = [
+    "LABEL_DEPLOYMENT_ID",
+    "LABEL_LISTENER_ID",
     "Heartbeat",
+    "NoNamespace",
     "ReportedDeploymentStatus",
     "ReportedStatus",
     "RevisionReport",
     "RevisionWork",
     "RouteReport",
     "ServerRuntime",
+    "namespace_for",
 ]
+
+LABEL_DEPLOYMENT_ID = "deployplane.io/deployment-id"
+"""On every object an agent makes for a deployment: the deployment's id."""
+LABEL_LISTENER_ID = "deployplane.io/listener-id"
+"""On every object an agent makes: the id of the listener it runs for."""
 
 
 class Heartbeat(ApiModel):
@@ -96,3 +105,31 @@ class RouteReport(ApiModel):
 
     # a host, then an optional path; no whitespace (it is shown as is by every client)
     url: str = Field(..., min_length=1, max_length=4096, pattern=r"^https?://[^\s/?#]+(/\S*)?$")
+
+
+class NoNamespace(ValueError):
+    """A deployment has no namespace of its listener to run in; one sentence, never a
+    value."""
+
+
+def namespace_for(deployment: Deployment, listener: Listener) -> str:
+    """The namespace of the listener's cluster a deployment's objects live in:
+    `listener_config.k8s_namespace`, which must be one of the listener's namespaces.
+
+    Unset, it is the listener's first namespace: the agent's Roles exist only in the
+    listener's namespaces, so no other default could ever be deployed to.
+    """
+    compute_config = listener.compute_config
+    allowed = list((compute_config.k8s_namespaces if compute_config else None) or [])
+    listener_config = deployment.source_config.listener_config if deployment.source_config else None
+    wanted = listener_config.k8s_namespace if listener_config else None
+    if not allowed:
+        raise NoNamespace(f"listener {listener.id} has no k8s_namespaces to deploy into")
+    if wanted is None:
+        return allowed[0]
+    if wanted not in allowed:
+        raise NoNamespace(
+            f"namespace {wanted} is not one of listener {listener.id}'s namespaces: "
+            + ", ".join(allowed)
+        )
+    return wanted

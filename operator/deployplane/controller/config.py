@@ -1,85 +1,37 @@
-"""Operator configuration from `DEPLOYPLANE_*` environment variables (the chart sets them)."""
+"""Operator configuration from `DEPLOYPLANE_*` environment variables (the chart sets them):
+what the listener agent reads too (`deployplane.serving.config.ServingConfig`), and the
+operator's own."""
 
 from __future__ import annotations
 
-import math
 import os
-import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Final
 
-from deployplane.externals.connections import Connection
+from deployplane.serving.config import (
+    ConfigError,
+    Endpoint,
+    ServingConfig,
+    positive_number,
+    whole_number,
+)
 
-ENV_READINESS = "DEPLOYPLANE_READINESS_ENDPOINT"
+__all__ = ["ENV_READINESS", "ConfigError", "Endpoint", "OperatorConfig"]
+
+ENV_READINESS: Final = "DEPLOYPLANE_READINESS_ENDPOINT"
 """The readiness endpoint (`deployplane operator run --readiness` sets it)."""
 
 
-class ConfigError(ValueError):
-    """An environment variable has a value the operator cannot use."""
-
-
-def _number(
-    env: Mapping[str, str], name: str, default: float, what: str = "a number of seconds"
-) -> float:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{name} must be {what}, got {raw!r}") from None
-    if not math.isfinite(value):  # float() accepts "nan" and "inf"; no timer can use them
-        raise ConfigError(f"{name} must be {what}, got {raw!r}")
-    if value <= 0:
-        raise ConfigError(f"{name} must be positive, got {raw!r}")
-    return value
-
-
-def _count(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    if not (raw.isascii() and raw.isdigit() and int(raw) > 0):
-        raise ConfigError(f"{name} must be a whole number above 0, got {raw!r}")
-    return int(raw)
-
-
 @dataclass(frozen=True)
-class Endpoint:
-    """Where a probe is served: http://HOST:PORT/PATH."""
-
-    host: str
-    port: int
-    path: str
-
-    @classmethod
-    def parse(cls, url: str, name: str = ENV_READINESS) -> Endpoint:
-        parts = urllib.parse.urlsplit(url)
-        try:
-            port = parts.port
-        except ValueError:
-            port = None
-        if parts.scheme != "http" or not parts.hostname or not port:
-            raise ConfigError(f"{name} must be http://HOST:PORT/PATH, got {url!r}")
-        return cls(parts.hostname, port, parts.path or "/")
-
-
-@dataclass(frozen=True)
-class OperatorConfig:
-    control_plane_url: str | None = None
-    api_key: str | None = field(default=None, repr=False)
-    tenant_id: str | None = None
+class OperatorConfig(ServingConfig):
     namespaces: tuple[str, ...] = ()
-    poll_interval: float = 2.0
     poll_max_interval: float = 30.0
-    resync_interval: float = 600.0
     event_qps: float = 10.0
     """Events posted per second once `event_burst` are spent (`EventRecorder`)."""
     event_burst: int = 50
     metrics_port: int | None = None
     metrics_addr: str = "0.0.0.0"  # the pod network; tests set 127.0.0.1
-    unhealthy_after: float = 60.0
-    """Readiness fails once the API or a watch has failed for longer than this."""
     readiness: Endpoint | None = None
     """Where readiness is served (`deployplane.controller.probes`); None: nowhere."""
     shutdown_timeout: float = 30.0
@@ -100,24 +52,17 @@ class OperatorConfig:
         port = env.get("DEPLOYPLANE_METRICS_PORT")
         if port and not (port.isascii() and port.isdigit() and int(port) < 65536):
             raise ConfigError(f"DEPLOYPLANE_METRICS_PORT must be a port number, got {port!r}")
+        readiness = env.get(ENV_READINESS)
         return cls(
-            control_plane_url=env.get("DEPLOYPLANE_CONTROL_PLANE_URL") or None,
-            api_key=env.get("DEPLOYPLANE_API_KEY") or None,
-            tenant_id=env.get("DEPLOYPLANE_TENANT_ID") or None,
+            **ServingConfig.read_env(env),
             namespaces=namespaces,
-            poll_interval=_number(env, "DEPLOYPLANE_POLL_INTERVAL", 2.0),
-            poll_max_interval=_number(env, "DEPLOYPLANE_POLL_MAX_INTERVAL", 30.0),
-            resync_interval=_number(env, "DEPLOYPLANE_RESYNC_INTERVAL", 600.0),
-            event_qps=_number(env, "DEPLOYPLANE_EVENT_QPS", 10.0, "a number of Events a second"),
-            event_burst=_count(env, "DEPLOYPLANE_EVENT_BURST", 50),
+            poll_max_interval=positive_number(env, "DEPLOYPLANE_POLL_MAX_INTERVAL", 30.0),
+            event_qps=positive_number(
+                env, "DEPLOYPLANE_EVENT_QPS", 10.0, "a number of Events a second"
+            ),
+            event_burst=whole_number(env, "DEPLOYPLANE_EVENT_BURST", 50),
             metrics_port=int(port) if port else None,
             metrics_addr=env.get("DEPLOYPLANE_METRICS_ADDR") or "0.0.0.0",
-            unhealthy_after=_number(env, "DEPLOYPLANE_UNHEALTHY_AFTER", 60.0),
-            readiness=Endpoint.parse(env[ENV_READINESS]) if env.get(ENV_READINESS) else None,
-            shutdown_timeout=_number(env, "DEPLOYPLANE_SHUTDOWN_TIMEOUT", 30.0),
+            readiness=Endpoint.parse(readiness, ENV_READINESS) if readiness else None,
+            shutdown_timeout=positive_number(env, "DEPLOYPLANE_SHUTDOWN_TIMEOUT", 30.0),
         )
-
-    def default_connection(self) -> Connection | None:
-        if not self.control_plane_url:
-            return None
-        return Connection(self.control_plane_url, self.api_key, self.tenant_id)

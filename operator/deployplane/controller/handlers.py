@@ -28,15 +28,15 @@ import kopf
 
 from deployplane.controller import kopfwatch, probes
 from deployplane.controller.config import OperatorConfig
-from deployplane.controller.probes import ProbeServer
 from deployplane.controller.runtime import Runtime, build_runtime
-from deployplane.controller.sharding import SHARD_LABEL, Sharding
+from deployplane.controller.sharding import Sharding
 from deployplane.controller.tuning import tune_gc, tune_kopf
 from deployplane.kinds import KINDS, KindDef, KindRegistry
 from deployplane.kube.api import KubernetesApi
 from deployplane.kube.credentials import bearer_token, load_configuration
-from deployplane.kube.paths import GROUP, VERSION
+from deployplane.kube.paths import GROUP, SHARD_LABEL, VERSION
 from deployplane.kube.retry import Backoff
+from deployplane.serving.probes import ProbeServer, ask_apiserver
 
 log = logging.getLogger("deployplane.operator")
 
@@ -82,7 +82,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: 
         health=kopfwatch.GUARD.health,
         indices=kwargs,
         sharding=sharding,
-        apiserver=probes.ask_apiserver(asker),
+        apiserver=ask_apiserver(asker),
     )
     runtime.closing.append(asker.aclose)
     if settings.peering.mandatory:

@@ -8,8 +8,9 @@ import secrets
 
 import click
 
-from deployplane.controller.config import ENV_READINESS, ConfigError, Endpoint, OperatorConfig
+from deployplane.controller.config import ENV_READINESS, OperatorConfig
 from deployplane.controller.sharding import ShardError, Sharding
+from deployplane.serving.config import ConfigError, Endpoint
 
 
 def run_operator(

@@ -12,16 +12,15 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from deployplane.api.client import ControlPlaneClient
-from deployplane.controller import probes
+from deployplane.api.connection import ConnectionSettings
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.metrics import OperatorMetrics
 from deployplane.controller.outputstore import OutputsStore
-from deployplane.controller.probes import ProbeServer, Readiness
 from deployplane.controller.sharding import Sharding
-from deployplane.externals.connections import Connection, Connections
+from deployplane.externals.bindings import BINDINGS, Bindings
+from deployplane.externals.connections import Connections
 from deployplane.kinds import KINDS, KindRegistry
-from deployplane.kinds.controlplaneconnection import KIND as CONNECTION_KIND
+from deployplane.kinds.controlplaneconnection.kind import KIND as CONNECTION_KIND
 from deployplane.kube.api import KubernetesApi
 from deployplane.kube.health import FailureClock
 from deployplane.reconcile.eventrecorder import EventRecorder
@@ -29,6 +28,8 @@ from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.usage import Dependency
 from deployplane.reconcile.workers import Workers
+from deployplane.serving import probes
+from deployplane.serving.probes import ProbeServer, Readiness
 
 WORKERS = 64
 """Passes at a time: about the control-plane client's requests in flight."""
@@ -61,16 +62,17 @@ class Runtime:
 
 def pass_runners(
     kinds: KindRegistry,
+    bindings: Bindings,
     connections: Connections,
     kube: KubernetesApi,
     schedule: Schedule,
     metrics: OperatorMetrics,
 ) -> dict[str, PassRunner[Any, Any]]:
     """One pass runner per kind: its reconciler over its external client, and what
-    lets go of what its resources hold once finalized (`KindDef.releaser`)."""
+    lets go of what its resources hold once finalized (`Bindings.releaser`)."""
     return {
         kind.kind: PassRunner(
-            kind.reconciler(connections, kube, schedule),
+            bindings.reconciler(kind, connections, kube, schedule),
             kind.spec_model,
             kind.plural,
             kube,
@@ -78,7 +80,7 @@ def pass_runners(
             status_model=kind.status_model,
             on_gone=partial(metrics.forget, kind.kind),
             config_maps=OutputsStore(kube),
-            releaser=kind.releaser(connections, kube),
+            releaser=bindings.releaser(kind, connections, kube),
         )
         for kind in kinds
     }
@@ -101,12 +103,13 @@ def build_runtime(
     indices: Mapping[str, Any] | None = None,
     sharding: Sharding | None = None,
     apiserver: probes.Ask | None = None,
+    bindings: Bindings = BINDINGS,
 ) -> Runtime:
-    """`indices`: Kopf's indices by id (`KindDef.index_id`), live; the connections
-    are read from the ControlPlaneConnection kind's. A label-sharded instance lists a
+    """`indices`: Kopf's indices by id (`KindDef.index_id`), live; the connections are
+    read from the ControlPlaneConnection kind's. A label-sharded instance lists a
     connection's users from the apiserver when it is deleted (its watch holds only its
-    shard's: `deployplane.reconcile.usage`). `apiserver`: how readiness asks the apiserver
-    (default: through `kube`)."""
+    shard's: `deployplane.reconcile.usage`). `apiserver`: how readiness asks the
+    apiserver (default: through `kube`). `bindings`: each kind's external client."""
     schedule = Schedule(
         poll_initial=config.poll_interval,
         poll_max=max(config.poll_max_interval, config.poll_interval),
@@ -114,17 +117,14 @@ def build_runtime(
     )
     metrics = OperatorMetrics()
 
-    def client_factory(conn: Connection) -> ControlPlaneClient:
-        return conn.client(on_response=metrics.observe_api)
-
     connections = Connections(
         config.default_connection(),
         kube,
-        factory=client_factory,
+        factory=partial(ConnectionSettings.client, on_response=metrics.observe_api),
         index=(indices or {}).get(CONNECTION_KIND.index_id),
         keeper=kube,
     )
-    runners = pass_runners(kinds, connections, kube, schedule, metrics)
+    runners = pass_runners(kinds, bindings, connections, kube, schedule, metrics)
     events = EventRecorder(
         kube.post_event,
         qps=config.event_qps,

@@ -26,8 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-SHARD_LABEL: Final = "sharding.fluxcd.io/key"
-"""Flux's sharding label: its value names the shard that reconciles the resource."""
+from deployplane.kube.paths import SHARD_LABEL
 
 SHARD_ENV: Final = "DEPLOYPLANE_SHARD"
 SHARD_DEFAULT_ENV: Final = "DEPLOYPLANE_SHARD_DEFAULT"

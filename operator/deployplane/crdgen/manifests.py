@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from deployplane.crd.specs import GROUP
 from deployplane.kinds import KindRegistry
+from deployplane.kube.paths import GROUP
 
 KUSTOMIZATION: Final = "crds/kustomization.yaml"
 OPERATOR_RBAC: Final = "manifests/rbac.yaml"

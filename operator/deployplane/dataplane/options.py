@@ -3,10 +3,10 @@
 Every `DEPLOYPLANE_*` variable the agent reads (the chart's `listenerAgent` values set
 them) is also an option, `--<name>` for `DEPLOYPLANE_<NAME>`, so that `--help`
 documents them (`deployplane.cli.programs.agent` declares them from `SETTINGS`); the
-variable still works (an option given wins). The values are
-checked where they always were (`OperatorConfig.from_env`, `render.settings.from_env`,
-over the mapping `environment` builds), and a bad one is refused in one line naming
-the option and its variable (`naming_options`).
+variable still works (an option given wins). The values are checked by the readers
+the agent starts with (`serving.config.ServingConfig.from_env`,
+`render.settings.from_env`, over the mapping `environment` builds), and a bad one is
+refused in one line naming the option and its variable (`naming_options`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The listener agent's two probes, the operator's two questions
-(`deployplane.controller.probes`) asked of `deployplane listener run`:
+(`deployplane.controller.probes`, `deployplane.serving.probes`) asked of
+`deployplane listener run`:
 
 - liveness, "is the process stuck?" (`--liveness URL`): answered from the agent's event
   loop, so a loop that no longer turns answers nothing; it fails when the agent's
@@ -7,7 +8,7 @@
   control plane: restarting cannot bring them back;
 - readiness, "can it work now?" (`--readiness URL`): it fails while the apiserver does not
   answer `GET /readyz` as ready, while the agent's own Kubernetes requests have been
-  failing for longer than `OperatorConfig.unhealthy_after`, or while the control plane
+  failing for longer than `ServingConfig.unhealthy_after`, or while the control plane
   does not answer a published read; each asked as the operator asks them.
 
 Both are served from the start. An agent still waiting for its Listener's id (the
@@ -22,12 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deployplane.api.connection import ConnectionSettings
-from deployplane.controller import probes
-from deployplane.controller.config import Endpoint
-from deployplane.controller.probes import Close, ProbeServer, Readiness
 from deployplane.dataplane.agent import Agent
 from deployplane.kube.api import KubernetesApi
 from deployplane.kube.retry import Backoff
+from deployplane.serving import probes
+from deployplane.serving.config import Endpoint
+from deployplane.serving.probes import Close, ProbeServer, Readiness
 
 __all__ = ["AgentProbes"]
 

@@ -25,8 +25,9 @@ from uuid import UUID
 import click
 
 from deployplane.api.errors import ControlPlaneError, NotFound, Unauthorized
-from deployplane.controller.config import ConfigError, Endpoint, OperatorConfig
 from deployplane.dataplane import options
+from deployplane.serving.config import ConfigError, Endpoint, ServingConfig
+from deployplane.serving.errors import StartupError
 
 if TYPE_CHECKING:  # imported when run: the kubernetes client is slow to import
     from deployplane.dataplane.protocol import DataPlaneClient
@@ -34,10 +35,6 @@ if TYPE_CHECKING:  # imported when run: the kubernetes client is slow to import
     from deployplane.kube.api import KubernetesApi
 
 log = logging.getLogger("deployplane.dataplane")
-
-
-class StartupError(Exception):
-    """The agent cannot start; the message is one line for the user."""
 
 
 @dataclass(frozen=True)
@@ -87,13 +84,13 @@ def run_agent(
         _fail(str(exc))
 
 
-def _settings(env: dict[str, str]) -> tuple[OperatorConfig, DataPlaneSettings]:
+def _settings(env: dict[str, str]) -> tuple[ServingConfig, DataPlaneSettings]:
     """The connection and intervals, and what the agent renders; a bad one is one line
     naming its option and variable."""
     from deployplane.dataplane.render.settings import SettingsError, from_env
 
     try:
-        config = OperatorConfig.from_env(env)
+        config = ServingConfig.from_env(env)
         if not config.control_plane_url:
             raise ConfigError("DEPLOYPLANE_CONTROL_PLANE_URL is not set")
         return config, from_env(env)
@@ -107,7 +104,7 @@ def _fail(message: str) -> NoReturn:
 
 
 async def _main(
-    config: OperatorConfig,
+    config: ServingConfig,
     listener_id: str | None,
     name: str | None,
     namespace: str,

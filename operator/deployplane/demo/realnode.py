@@ -204,7 +204,7 @@ def tag_built_images(cluster: DevCluster, url: str, timeout: float = 120) -> lis
 async def _built_images(url: str, deadline: float) -> list[str]:
     # Imported here: the emulator's storage (SQLAlchemy) is slow to import, and only
     # this step of `demo up --real-node` needs the build's naming.
-    from deployplane.controlplane.extension.reports import built_image
+    from deployplane.emulator.store.dataplane import built_image
 
     async with ConnectionSettings(url=url, api_key=DEMO_API_KEY).client() as api:
         while time.monotonic() < deadline:

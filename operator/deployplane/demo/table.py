@@ -13,7 +13,7 @@ from kubernetes import client
 from rich.cells import cell_len
 from rich.table import Table
 
-from deployplane.crd.specs import GROUP, VERSION
+from deployplane.kube.paths import GROUP, VERSION
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ real node, a kubelet, containerd and kube-proxy in a sandbox (realnode/), stoppe
 first at `stop()`. With `gitops=True`, Argo CD and Flux controllers and a git server
 (on `git_port`, else a free port) run beside it (gitops/), once the apiserver is ready.
 
-Here: the cluster's lifecycle and clients. launch.py starts the servers (commandlines.py),
+Here: the cluster's lifecycle; access.py, how it is reached once it runs (its files,
+clients, the audit log's counts). launch.py starts the servers (commandlines.py),
 readiness.py waits, statefile.py keeps `state.json`, owned.py stops them at exit.
 
 Owned clusters (tests, `with DevCluster() as c:`) are stopped by `stop()`, by `atexit`,
@@ -23,29 +24,23 @@ reads back.
 
 from __future__ import annotations
 
-import contextlib
-import datetime as dt
 import shutil
 import ssl
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Self, TypeVar
 
-from kubernetes import client
-
-from deployplane.devcluster import audit, gitops, launch, owned, processes, readiness, statefile
+from deployplane.devcluster import gitops, launch, owned, processes, readiness, statefile
 from deployplane.devcluster import workloads as workload_parts
+from deployplane.devcluster.access import ClusterAccess
 from deployplane.devcluster.commandlines import free_ports
 from deployplane.devcluster.errors import DevClusterError, PortTaken
-from deployplane.devcluster.pki import PkiFiles, pki_files
 from deployplane.devcluster.processes import ServerProcess
 from deployplane.devcluster.realnode import node as real_node
 from deployplane.devcluster.realnode import storage as real_node_storage
-from deployplane.devcluster.serviceaccounts import write_service_account_kubeconfig
 from deployplane.devcluster.settings import ClusterSettings
 from deployplane.devcluster.tools import Tools, find_tools
 
@@ -61,7 +56,7 @@ def _started(value: _T | None) -> _T:
     return value
 
 
-class DevCluster:
+class DevCluster(ClusterAccess):
     """A local Kubernetes API: `with DevCluster() as cluster: cluster.kubeconfig`."""
 
     def __init__(
@@ -131,28 +126,12 @@ class DevCluster:
         return self._tools
 
     @property
-    def kubeconfig(self) -> Path:
-        """Admin kubeconfig (client certificate in group system:masters)."""
-        return self.state_dir / "admin.kubeconfig"
-
-    @property
-    def audit_log(self) -> Path:
-        return self.state_dir / "audit.log"
-
-    @property
-    def ca_cert(self) -> Path:
-        return self.state_dir / "pki" / "ca.crt"
-
-    @property
     def server(self) -> str:
         return _started(self._server)
 
     @property
     def server_processes(self) -> list[ServerProcess]:
         return list(self._procs)
-
-    def _pki(self) -> PkiFiles:
-        return pki_files(self.state_dir / "pki")
 
     # ---------------------------------------------------------------- lifecycle
     def __enter__(self) -> Self:
@@ -333,63 +312,3 @@ class DevCluster:
                 shutil.rmtree(self._dir, ignore_errors=True)
             else:
                 statefile.remove_owned(self._dir)
-
-    # ---------------------------------------------------------------- clients
-    def api_client(self, token: str | None = None) -> client.ApiClient:
-        """A new `ApiClient`: admin (client certificate), or bearer `token`. Close it."""
-        pki = self._pki()
-        cfg = client.Configuration(host=self.server, ssl_ca_cert=str(pki.ca_cert))
-        if token is None:
-            cfg.cert_file = str(pki.admin_cert)
-            cfg.key_file = str(pki.admin_key)
-        else:
-            cfg.api_key = {"authorization": token}
-            cfg.api_key_prefix = {"authorization": "Bearer"}
-        return client.ApiClient(cfg)
-
-    @contextlib.contextmanager
-    def admin(self) -> Iterator[client.ApiClient]:
-        """An admin `ApiClient` closed on exit."""
-        with contextlib.closing(self.api_client()) as api:
-            yield api
-
-    def service_account_kubeconfig(
-        self,
-        namespace: str,
-        name: str,
-        path: Path | None = None,
-        *,
-        lifetime: dt.timedelta = dt.timedelta(hours=24),
-    ) -> Path:
-        """Kubeconfig with a TokenRequest token for an existing ServiceAccount."""
-        target = path or self.state_dir / "serviceaccounts" / f"{namespace}.{name}.kubeconfig"
-        with self.admin() as api:
-            return write_service_account_kubeconfig(
-                api,
-                namespace,
-                name,
-                target,
-                server=self.server,
-                ca_cert=self.ca_cert.read_bytes(),
-                lifetime=lifetime,
-            )
-
-    # ---------------------------------------------------------------- audit
-    def count_writes(
-        self,
-        since: dt.datetime | None = None,
-        *,
-        user: str | None = None,
-        namespace: str | None = None,
-    ) -> dict[str, int]:
-        """Write requests per resource since `since` (see `audit.count_requests`)."""
-        self._require_audit()
-        return audit.count_writes(self.audit_log, since, user=user, namespace=namespace)
-
-    def count_requests(self, **filters: Any) -> dict[str, int]:
-        self._require_audit()
-        return audit.count_requests(self.audit_log, **filters)
-
-    def _require_audit(self) -> None:
-        if not self.settings.audit_log:
-            raise DevClusterError("start the cluster with audit_log=True to count requests")

@@ -28,14 +28,10 @@ from typing import Final
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.connection import ConnectionSettings
-from deployplane.crd.specs import (
-    DEFAULT_CONNECTION,
-    ConnectionKind,
-    ConnectionReference,
-    ControlPlaneConnectionSpec,
-)
 from deployplane.externals.keyprotection import KeyProtection
 from deployplane.externals.kube import KubeReader, SecretKeeper
+from deployplane.kinds.common import DEFAULT_CONNECTION, ConnectionKind, ConnectionReference
+from deployplane.kinds.controlplaneconnection.spec import ControlPlaneConnectionSpec
 from deployplane.reconcile.external import DependencyNotReady
 
 __all__ = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from deployplane.crd.specs import (
+from deployplane.kinds.listener.spec import (
     AllowedNamespaces,
     LabelSelector,
     LabelSelectorRequirement,

@@ -1,22 +1,24 @@
-"""The custom resource kinds this operator serves: one module per kind, one registry.
+"""The custom resource kinds this operator serves, each in one folder, and their registry.
 
-Every module of this package except `registry` defines one kind as `KIND`, a
-`KindDef`; `KINDS` holds them all, in module-name order (the order of the CRDs and of
-the Kopf handlers). Discovered rather than listed, so that adding a kind is its module
-here plus its externals package, with no list to keep in step:
+Every subpackage of this package is one kind and exports it as `KIND`, a `KindDef`;
+`KINDS` holds them all, in name order (the order of the CRDs and of the Kopf handlers).
+Discovered rather than listed, so that a kind's folder is all this package needs. The
+three kinds: AgentDeployment, Listener and ControlPlaneConnection. Adding a fourth:
 
-1. `deployplane/kinds/<kind>.py`: its spec and status models (or imports of them; the
-   status model derives from `deployplane.reconcile.status.ResourceStatus` and says which
-   field is the external id), its CEL rules and printer columns, a
-   `connecter(connections, kube)` factory, and `KIND = KindDef(...)` naming it (kind,
-   plural, short names, the noun of its messages).
-2. `deployplane/externals/<kind>/`: the Connecter and the external client the factory
-   builds (`reconcile.external.ExternalClient`: resolve, observe, find, create, update,
+1. `deployplane/kinds/<kind>/`: `spec.py` and `status.py`, its models (the status model
+   derives from `deployplane.reconcile.status.ResourceStatus` and says which field is
+   the external id); `kind.py`, its CEL rules, printer columns and `KIND = KindDef(...)`
+   naming it (kind, plural, short names, the noun of its messages); `__init__.py`
+   exporting `KIND`. What the kinds' specs share is `common.py`.
+2. `deployplane/externals/<kind>/`: its Connecter and external client
+   (`reconcile.external.ExternalClient`: resolve, observe, find, create, update,
    delete; a pure diff gives the patch update() sends).
-3. `python -m deployplane.crdgen` writes its CRD into `crds/` and the chart (whose
-   RBAC grants every kind it ships a CRD for), and regenerates `crds/kustomization.yaml`
-   and the operator's ClusterRole in `manifests/rbac.yaml`; the Kopf handlers, the
-   reconcile loop and the metrics follow from the registry.
+3. One line in `deployplane.externals.bindings` binding the kind to that Connecter.
+
+`python -m deployplane.crdgen` then writes its CRD into `crds/` and the chart (whose
+RBAC grants every kind it ships a CRD for), and regenerates `crds/kustomization.yaml`
+and the operator's ClusterRole in `manifests/rbac.yaml`; the Kopf handlers, the
+reconcile loop and the metrics follow from the registry and the bindings.
 """
 
 from __future__ import annotations
@@ -25,17 +27,17 @@ import importlib
 import pkgutil
 from typing import Any, Final
 
-from deployplane.kinds.registry import ConnecterFactory, KindDef, KindRegistry
+from deployplane.kinds.registry import KindDef, KindRegistry
 
-__all__ = ["KINDS", "ConnecterFactory", "KindDef", "KindRegistry", "discover"]
+__all__ = ["KINDS", "KindDef", "KindRegistry", "discover"]
 
 
 def discover(package: str = __name__) -> KindRegistry:
-    """The registry of every kind module in `package`."""
+    """The registry of every kind (subpackage) of `package`."""
     kinds: list[KindDef[Any]] = []
     modules = pkgutil.iter_modules(importlib.import_module(package).__path__)
     for info in sorted(modules, key=lambda m: m.name):
-        if info.name == "registry":
+        if not info.ispkg:
             continue
         kind = getattr(importlib.import_module(f"{package}.{info.name}"), "KIND", None)
         if not isinstance(kind, KindDef):

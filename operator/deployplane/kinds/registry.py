@@ -1,9 +1,10 @@
 """`KindDef`, everything that names and shapes one custom resource kind, and the registry.
 
-Why one record per kind: the CRD generator, the Kopf handlers and the runtime that
-builds one reconcile loop per kind all read the same `KindDef`, so a kind is named in
-one place (kind, plural, singular, short names, the noun of its messages) and adding a
-kind is one module in this package plus its externals, with no edit anywhere else.
+Why one record per kind: the CRD generator, the Kopf handlers, the runtime that builds
+one reconcile loop per kind and the CLI all read the same `KindDef`, so a kind is named
+in one place (kind, plural, singular, short names, the noun of its messages). What a
+kind is reconciled through (its external client) is bound to it above the externals
+(`deployplane.externals.bindings`), so this package imports none of them.
 
 A registry is a value, not a module global that callers mutate: code takes the
 registry it works on (`deployplane.kinds.KINDS` by default), and a test builds its own
@@ -12,32 +13,23 @@ registry it works on (`deployplane.kinds.KINDS` by default), and a test builds i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic
+from typing import Any, Generic
 
 from deployplane.crd.cel import Rule, Rules
 from deployplane.crd.openapi import Schema
-from deployplane.crd.specs import GROUP
-from deployplane.reconcile.external import Connecter, Releaser, SpecT
+from deployplane.kube.paths import GROUP
+from deployplane.reconcile.external import SpecT
 from deployplane.reconcile.status import ResourceStatus
 from deployplane.reconcile.usage import SharedBy, UsedBy
 
-if TYPE_CHECKING:
-    from deployplane.externals.connections import Connections
-    from deployplane.externals.kube import KubeReader
-    from deployplane.reconcile.reconciler import Reconciler
-    from deployplane.reconcile.schedule import Schedule
-
-__all__ = ["ConnecterFactory", "KindDef", "KindRegistry", "SharedBy", "UsedBy"]
-
-ConnecterFactory = Callable[["Connections", "KubeReader"], Connecter[SpecT, Any, Any, Any]]
-"""Builds the kind's external connecter from the operator's shared clients."""
+__all__ = ["KindDef", "KindRegistry", "SharedBy", "UsedBy"]
 
 
 @dataclass(frozen=True)
 class KindDef(Generic[SpecT]):
-    """One custom resource kind: its names, models, external side and CRD extras."""
+    """One custom resource kind: its names, models and CRD extras."""
 
     kind: str
     """The Kubernetes kind, e.g. "AgentDeployment"; also the metrics' `kind` label."""
@@ -50,7 +42,6 @@ class KindDef(Generic[SpecT]):
     status_model: type[ResourceStatus]
     noun: str
     """What the reconciler's events and messages call one of them ("deployment")."""
-    connecter: ConnecterFactory[SpecT]
     rules: Rules = field(default_factory=dict)
     object_rules: Sequence[Rule] = ()
     """CEL rules on the whole object (`self` is the object: its spec and its status),
@@ -81,25 +72,6 @@ class KindDef(Generic[SpecT]):
     @property
     def crd_name(self) -> str:
         return f"{self.plural}.{GROUP}"
-
-    def reconciler(
-        self, connections: Connections, kube: KubeReader, schedule: Schedule
-    ) -> Reconciler[SpecT, Any]:
-        """The kind's reconciler over its external client, its control-plane errors
-        classified: what the operator's passes run, and what `deployplane plan`
-        previews (`Reconciler.preview`). Imported when called: the CRD generator reads
-        the registry and needs no HTTP client."""
-        from deployplane.externals.errors import classified
-        from deployplane.reconcile.reconciler import Reconciler
-
-        connecter = classified(self.connecter(connections, kube))
-        return Reconciler(connecter, kind=self.noun, schedule=schedule)
-
-    def releaser(self, connections: Connections, kube: KubeReader) -> Releaser | None:
-        """The kind's connecter, if it lets go of what a finalized resource held (a
-        ControlPlaneConnection its protected API key Secret); else None."""
-        connecter = self.connecter(connections, kube)
-        return connecter if isinstance(connecter, Releaser) else None
 
     @property
     def index_id(self) -> str:

@@ -1,5 +1,6 @@
-"""The API group and version of deployplane's kinds, and their REST paths (no imports:
-the CRD generator reads the group from here without loading an HTTP client)."""
+"""The API group and version of deployplane's kinds, their REST paths, and the label
+that shards them (no imports: the CRD generator and the command line's declarations
+read them without loading an HTTP client)."""
 
 from __future__ import annotations
 
@@ -17,3 +18,7 @@ def collection(plural: str, namespace: str | None) -> str:
 
 def object_path(plural: str, namespace: str, name: str) -> str:
     return f"{collection(plural, namespace)}/{name}"
+
+
+SHARD_LABEL: Final = "sharding.fluxcd.io/key"
+"""Flux's sharding label: its value names the shard that reconciles the resource."""

@@ -17,8 +17,8 @@ the Kubernetes requests (list, watch, writes, Events) and starts them.
 - schedule.py: when a resource is looked at next, and how closely (the resync-interval
   annotation included); `next_pass`, the one mapping to the `Result` a pass hands the
   work queue
-- state.py: what the process knows of one resource between passes
-- writer.py, statuspatch.py: a pass's writes to the object (marker, finalizer, status);
+- resourcestate.py: what the process knows of one resource between passes
+- writer.py, mergepatch.py: a pass's writes to the object (marker, finalizer, status);
   the minimal status merge patch (also the test fakes' apiserver)
 - finalizer.py: our finalizer, and why it may not come off yet (the workers, the
   writer, the state and the pass runner all read it)

@@ -9,10 +9,10 @@ resource resyncs every 10 min), a spec change must cut any wait short, and a pas
 changes nothing must write nothing to Kubernetes.
 
 A pass, step by step (each step a call, commented where `one_pass` makes it):
-1. the resource's memory begins the pass (`state.py`: first sight, what it has seen);
+1. the resource's memory begins the pass (`resourcestate.py`: first sight, what it has seen);
 2. its resync interval (`schedule.resync_of`), a bad annotation told once;
 3. paused: nothing else, back at the resync;
-4. the status the apiserver holds, which the pass patches against (`state.py`);
+4. the status the apiserver holds, which the pass patches against (`resourcestate.py`);
 5. whether a resync is due, which forces a full observation (`schedule.py`);
 6. the body read as the kind's models (`to_managed`); a spec they refuse stalls;
 7. the reconciler: resolve -> observe -> diff -> create | update (`reconciler.py`),
@@ -49,9 +49,9 @@ from deployplane.reconcile.marker import CreatePending
 from deployplane.reconcile.outcome import EventReason, EventRecord, Outcome, retry_soon, unsynced
 from deployplane.reconcile.outputs import ConfigMapStore
 from deployplane.reconcile.reconciler import Reconciler
+from deployplane.reconcile.resourcestate import ResourceState, is_paused
 from deployplane.reconcile.schedule import Result, Resync, resync_of
 from deployplane.reconcile.schedule import annotation_value as resync_annotation
-from deployplane.reconcile.state import ResourceState, is_paused
 from deployplane.reconcile.status import StatusT, to_kube
 from deployplane.reconcile.writer import ObjectWriter, StatusSink
 

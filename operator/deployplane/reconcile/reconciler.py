@@ -39,6 +39,7 @@ from deployplane.reconcile.external import (
     SpecT,
 )
 from deployplane.reconcile.marker import CreatePending, MarkerWriter, refuse_an_earlier_create
+from deployplane.reconcile.mergepatch import merge_patch
 from deployplane.reconcile.outcome import (
     EventReason,
     EventRecord,
@@ -49,7 +50,6 @@ from deployplane.reconcile.outcome import (
 )
 from deployplane.reconcile.schedule import Schedule
 from deployplane.reconcile.status import ResourceStatus, StatusT, to_kube
-from deployplane.reconcile.statuspatch import merge_patch
 
 
 class PassWriter(MarkerWriter, Protocol):

@@ -9,7 +9,7 @@ edited by hand is repaired on the event that carried it). A worker takes a key, 
 one pass (or, for an object being deleted, finalizes and then takes our finalizer off),
 and hands the key back to the queue as the pass's `Result` says (`Workers.finish`).
 Status writes of our own come back as watch events too, and queue nothing
-(`deployplane.reconcile.state` tells them apart): a pass is asked for by the schedule,
+(`deployplane.reconcile.resourcestate` tells them apart): a pass is asked for by the schedule,
 not by our echoes.
 """
 
@@ -25,8 +25,8 @@ from deployplane.reconcile.conditions import Reason
 from deployplane.reconcile.finalizer import FINALIZER, has_finalizer, is_deleting
 from deployplane.reconcile.outcome import EventReason, EventRecord
 from deployplane.reconcile.passes import PassRunner
+from deployplane.reconcile.resourcestate import ResourceState, is_paused
 from deployplane.reconcile.schedule import Result, State
-from deployplane.reconcile.state import ResourceState, is_paused
 from deployplane.reconcile.usage import (
     Dependency,
     ObjectLister,

@@ -30,8 +30,8 @@ from deployplane.reconcile.marker import (
     read_marker,
     same_marker,
 )
-from deployplane.reconcile.state import ECHO_WAIT_SECONDS, ResourceState
-from deployplane.reconcile.statuspatch import apply_merge_patch, merge_patch
+from deployplane.reconcile.mergepatch import apply_merge_patch, merge_patch
+from deployplane.reconcile.resourcestate import ECHO_WAIT_SECONDS, ResourceState
 
 
 class StatusSink(Protocol):

@@ -19,14 +19,12 @@ import pytest
 from tests.support.argocd import argocd_health_all, lua_precheck
 
 from deployplane.api import errors
-from deployplane.crd.status import (
-    AgentDeploymentStatus,
-    ControlPlaneConnectionStatus,
-    ListenerStatus,
-)
 from deployplane.devcluster.gitops.argocd import HEALTH_LUA
 from deployplane.externals.agentdeployment import AgentDeploymentReason as ADReason
 from deployplane.externals.errors import classify
+from deployplane.kinds.agentdeployment.status import AgentDeploymentStatus
+from deployplane.kinds.controlplaneconnection.status import ControlPlaneConnectionStatus
+from deployplane.kinds.listener.status import ListenerStatus
 from deployplane.reconcile import outputs
 from deployplane.reconcile.conditions import (
     FALSE,

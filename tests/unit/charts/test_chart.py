@@ -17,8 +17,8 @@ import yaml
 from tests.support import chart
 from tests.support.chart import Doc, env_of, find, find_all, operator_container, operator_deployment
 
-from deployplane.controlplane.settings import load_config
 from deployplane.dataplane.render.settings import Autoscaler, Routing, from_env
+from deployplane.emulator.settings import load_config
 
 LISTENER_ID = "d3910ba1-0000-4000-8000-0000000000aa"
 EMULATOR_CONFIG = {
@@ -381,7 +381,7 @@ def test_builtin_dataplane_runs_in_the_emulator_with_its_own_service_account() -
     (container,) = pod["containers"]
     args = container["args"]
     assert args[args.index("--builtin-dataplane") + 1] == "agents"
-    # What the built-in agent reads from its environment (controlplane/extension/builtin.py).
+    # What the built-in agent reads from its environment (emulator/builtindataplane.py).
     env = {k: v for k, v in env_of(container).items() if isinstance(v, str)}
     settings = from_env(env)
     assert settings.postgres_image == "localhost/postgres:17"

@@ -23,10 +23,10 @@ from tests.support import chart, realnode
 from tests.support.chart import env_of, find, find_all
 from tests.support.image_recipes import recipes  # what `make images` builds
 
-from deployplane.controlplane.settings import parse_config
 from deployplane.demo import realnode as demo_realnode
 from deployplane.demo import steps
 from deployplane.devcluster.realnode import script
+from deployplane.emulator.settings import parse_config
 
 ROOT = Path(__file__).resolve().parents[3]
 VALUES = ROOT / demo_realnode.VALUES

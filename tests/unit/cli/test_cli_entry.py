@@ -190,7 +190,7 @@ def test_a_tab_at_the_root_reads_every_command_and_nothing_heavy() -> None:
     [
         ("operator", "run", "deployplane.controller.run"),
         ("listener", "run", "deployplane.dataplane.runagent"),
-        ("controlplane", "serve", "deployplane.controlplane.serve"),
+        ("controlplane", "serve", "deployplane.emulator.serve"),
     ],
 )
 def test_a_server_command_loads_none_of_the_other_commands(

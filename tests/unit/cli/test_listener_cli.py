@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from deployplane.cli.root import root as app
-from deployplane.controller.config import Endpoint, OperatorConfig
 from deployplane.dataplane import options
 from deployplane.dataplane import runagent as cli
 from deployplane.dataplane.render.settings import DataPlaneSettings
+from deployplane.serving.config import Endpoint, ServingConfig
 
 runner = CliRunner()
 URL = "http://127.0.0.1:9"
@@ -169,10 +169,10 @@ def test_settings_reach_the_agent_from_options_and_variables(
     want: dict[str, object],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    seen: list[tuple[OperatorConfig, DataPlaneSettings]] = []
+    seen: list[tuple[ServingConfig, DataPlaneSettings]] = []
 
     async def agent(
-        config: OperatorConfig, lid: object, name: object, ns: str, dp: DataPlaneSettings, _: Any
+        config: ServingConfig, lid: object, name: object, ns: str, dp: DataPlaneSettings, _: Any
     ) -> None:
         seen.append((config, dp))
 

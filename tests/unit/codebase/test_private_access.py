@@ -13,10 +13,10 @@ from typing import Final
 ROOT = Path(__file__).resolve().parents[3]
 
 ALLOWED: Final[dict[tuple[str, str], str]] = {
-    ("operator/deployplane/controlplane/store/rows.py", "row._mapping"): (
+    ("operator/deployplane/emulator/store/rows.py", "row._mapping"): (
         "SQLAlchemy's documented Row API (underscored so no column name can clash)"
     ),
-    ("operator/deployplane/controlplane/builds/imagebuild/extract.py", "os._exit"): (
+    ("operator/deployplane/emulator/builds/imagebuild/extract.py", "os._exit"): (
         "the standard library's documented exit without cleanup, in a forked child"
     ),
     ("operator/deployplane/devcluster/processes.py", "os._exit"): (

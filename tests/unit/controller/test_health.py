@@ -19,12 +19,14 @@ from tests.support.fakekube import FakeKube
 
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.connection import ConnectionSettings
-from deployplane.controller import handlers, kopfwatch, probes
-from deployplane.controller.config import ConfigError, Endpoint, OperatorConfig
+from deployplane.controller import handlers, kopfwatch
+from deployplane.controller.config import OperatorConfig
 from deployplane.controller.metrics import exported_metric_names
-from deployplane.controller.probes import ProbeServer, Reachability, Readiness
 from deployplane.controller.runtime import Runtime, build_runtime
 from deployplane.kube.health import FailureClock
+from deployplane.serving import probes
+from deployplane.serving.config import ConfigError, Endpoint
+from deployplane.serving.probes import ProbeServer, Reachability, Readiness
 
 URL = "http://control-plane.test"
 
@@ -227,7 +229,7 @@ def test_readiness_is_served_as_200_or_503_with_what_was_found() -> None:
         return state["ready"], state["found"]
 
     async def scenario() -> list[tuple[int, Any]]:
-        endpoint = Endpoint.parse(f"http://127.0.0.1:{_free_port()}/readyz")
+        endpoint = Endpoint.parse(f"http://127.0.0.1:{_free_port()}/readyz", "--readiness")
         server = ProbeServer(endpoint, check)
         await server.start()
         answers = []

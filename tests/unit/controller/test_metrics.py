@@ -6,7 +6,7 @@ import urllib.request
 from typing import Any
 
 from deployplane.controller.metrics import OperatorMetrics, exported_metric_names, result_of
-from deployplane.crd.status import AgentDeploymentStatus
+from deployplane.kinds.agentdeployment.status import AgentDeploymentStatus
 from deployplane.reconcile.outcome import Outcome, State
 
 STAMP = "2026-01-01T00:00:00Z"

@@ -19,16 +19,10 @@ from deployplane.cli.root import root
 from deployplane.controller import handlers
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.runtime import build_runtime
-from deployplane.controller.sharding import (
-    SHARD_DEFAULT_ENV,
-    SHARD_ENV,
-    SHARD_LABEL,
-    ShardError,
-    Sharding,
-)
+from deployplane.controller.sharding import SHARD_DEFAULT_ENV, SHARD_ENV, ShardError, Sharding
 from deployplane.controller.tuning import tune_kopf
 from deployplane.kinds import KINDS
-from deployplane.kube.paths import GROUP, VERSION
+from deployplane.kube.paths import GROUP, SHARD_LABEL, VERSION
 from deployplane.reconcile.finalizer import FINALIZER
 from deployplane.reconcile.schedule import Result
 

@@ -19,9 +19,11 @@ from tests.support.crd_schema import Node, crds, schema_root, unknown_keys
 
 from deployplane.api.models import camelize
 from deployplane.crd import cel, openapi
-from deployplane.crd.specs import AgentDeploymentSpec, ListenerSpec
-from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.crdgen import schema
+from deployplane.kinds.agentdeployment.spec import AgentDeploymentSpec
+from deployplane.kinds.agentdeployment.status import AgentDeploymentStatus
+from deployplane.kinds.listener.spec import ListenerSpec
+from deployplane.kinds.listener.status import ListenerStatus
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"

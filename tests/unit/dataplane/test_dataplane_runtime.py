@@ -20,9 +20,9 @@ from tests.support.renderinputs import (
 
 from deployplane.api.dataplane import ReportedStatus, RevisionWork, ServerRuntime
 from deployplane.api.models import Source
-from deployplane.controlplane.extension.reports import runtime_of
 from deployplane.dataplane.render import Rendered, render
 from deployplane.dataplane.rollout import CRASH_RESTARTS, rollout_verdict
+from deployplane.emulator.store.dataplane import runtime_of
 
 REV = "rev-2"
 

@@ -19,17 +19,14 @@ from tests.support.fakekube import FakeKube
 from deployplane.api.client import ControlPlaneClient
 from deployplane.controller import handlers
 from deployplane.controller.runtime import build_runtime
-from deployplane.crd.specs import (
-    ConnectionKind,
-    ConnectionReference,
-    ControlPlaneConnectionSpec,
-)
-from deployplane.crd.status import ControlPlaneConnectionStatus
 from deployplane.externals.connections import KEY_TTL, Connection, Connections
 from deployplane.externals.controlplaneconnection import ControlPlaneConnectionConnecter
 from deployplane.externals.errors import classified
 from deployplane.externals.keyprotection import SECRET_PROTECTION
 from deployplane.kinds import KINDS
+from deployplane.kinds.common import ConnectionKind, ConnectionReference
+from deployplane.kinds.controlplaneconnection.spec import ControlPlaneConnectionSpec
+from deployplane.kinds.controlplaneconnection.status import ControlPlaneConnectionStatus
 from deployplane.kube.finalizers import SecretRead
 from deployplane.reconcile.conditions import ConditionType, Reason
 from deployplane.reconcile.external import DependencyNotReady, Managed

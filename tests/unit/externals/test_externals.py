@@ -24,8 +24,6 @@ from tests.support import apijson
 from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import RevisionStatus, Secret
-from deployplane.crd.specs import AgentDeploymentSpec, ConnectionReference, ListenerSpec
-from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
 from deployplane.externals.agentdeployment import (
     AgentDeploymentConnecter,
     AgentDeploymentExternal,
@@ -35,6 +33,11 @@ from deployplane.externals.agentdeployment import AgentDeploymentReason as ADRea
 from deployplane.externals.agentdeployment.logtail import with_tail
 from deployplane.externals.connections import Connection, Connections
 from deployplane.externals.listener import ListenerConnecter, ListenerExternal
+from deployplane.kinds.agentdeployment.spec import AgentDeploymentSpec
+from deployplane.kinds.agentdeployment.status import AgentDeploymentStatus
+from deployplane.kinds.common import ConnectionReference
+from deployplane.kinds.listener.spec import ListenerSpec
+from deployplane.kinds.listener.status import ListenerStatus
 from deployplane.reconcile.conditions import Reason
 from deployplane.reconcile.external import DependencyNotReady, Managed, Observation, Phase
 from deployplane.reconcile.marker import CreatePending

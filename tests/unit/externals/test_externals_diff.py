@@ -9,10 +9,10 @@ import pytest
 from tests.support import apijson
 
 from deployplane.api.models import Deployment, Listener, Secret, SecretReference, Source
-from deployplane.crd.specs import ListenerSpec
 from deployplane.externals.agentdeployment import DeploymentDelta, Desired, diff
 from deployplane.externals.listener import diff as listener_diff
 from deployplane.externals.listener.diff import wanted
+from deployplane.kinds.listener.spec import ListenerSpec
 
 DEP = "11111111-1111-4111-8111-111111111111"
 LIS = "33333333-3333-4333-8333-333333333333"

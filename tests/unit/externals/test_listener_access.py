@@ -8,10 +8,11 @@ import pytest
 from tests.support.fakekube import FakeKube
 
 from deployplane.api.client import ControlPlaneClient
-from deployplane.crd.specs import AgentDeploymentSpec, AllowedNamespaces
-from deployplane.crd.status import AgentDeploymentStatus
 from deployplane.externals.agentdeployment.resolve import Resolver
 from deployplane.externals.listeneraccess import ListenerNotAllowed, matches, refusal
+from deployplane.kinds.agentdeployment.spec import AgentDeploymentSpec
+from deployplane.kinds.agentdeployment.status import AgentDeploymentStatus
+from deployplane.kinds.listener.spec import AllowedNamespaces
 from deployplane.reconcile.external import DependencyNotReady, Managed
 
 LISTENER_ID = "0b4a8d6e-3f1c-4c35-9a57-7c1f2e0d9b11"

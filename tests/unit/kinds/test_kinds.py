@@ -1,6 +1,7 @@
 """The kind registry: one `KindDef` per kind feeds the CRD generator, the Kopf handlers and
-the runtime, so a third kind needs its own definition and nothing else; and the handlers
-take a deleted resource out of the per-resource gauges."""
+the runtime, so another kind needs its own definition and one binding to its external
+client, nothing else; and the handlers take a deleted resource out of the per-resource
+gauges."""
 
 from __future__ import annotations
 
@@ -27,9 +28,10 @@ from deployplane.controller.config import OperatorConfig
 from deployplane.controller.runtime import Runtime, build_runtime
 from deployplane.crd.cel import immutable
 from deployplane.crd.columns import column, printer_columns
-from deployplane.crd.specs import GROUP
 from deployplane.crdgen import schema
+from deployplane.externals.bindings import BINDINGS, CONNECTERS, Bindings, Unbound
 from deployplane.kinds import KINDS, KindDef, KindRegistry, discover
+from deployplane.kube.paths import GROUP
 from deployplane.reconcile.finalizer import DELETE_POLL_SECONDS, FINALIZER
 from deployplane.reconcile.schedule import Result
 
@@ -43,8 +45,7 @@ class FakeStatus(CoreFakeStatus):
     fake_id: str | None = Field(default=None, alias="fakeId", description="Id of the fake.")
 
 
-def fake_kind(ext: ExternalFns | None = None, **names: Any) -> KindDef[FakeSpec]:
-    connecter = ConnecterFns(ext or ExternalFns())
+def fake_kind(**names: Any) -> KindDef[FakeSpec]:
     return KindDef(
         kind=names.pop("kind", "Fake"),
         plural=names.pop("plural", "fakes"),
@@ -53,11 +54,16 @@ def fake_kind(ext: ExternalFns | None = None, **names: Any) -> KindDef[FakeSpec]
         spec_model=FakeSpec,
         status_model=FakeStatus,
         noun="fake",
-        connecter=lambda connections, kube: connecter,
         rules={"deletionPolicy": [immutable("deletionPolicy")]},
         printer_columns=printer_columns(column("Fake ID", ".status.fakeId", "Id of the fake.")),
         **names,
     )
+
+
+def fake_bindings(ext: ExternalFns | None = None) -> Bindings:
+    """The operator's bindings, and the fake kind's external client."""
+    connecter = ConnecterFns(ext or ExternalFns())
+    return BINDINGS.with_connecter("Fake", lambda connections, kube: connecter)
 
 
 # ---------------------------------------------------------------------- registry
@@ -87,13 +93,23 @@ def test_a_kind_whose_names_are_taken_is_refused(clash: dict[str, Any]) -> None:
         KINDS.with_kinds(fake_kind(**clash))
 
 
-def test_discovery_finds_every_kind_module_of_a_package(
+def test_every_kind_is_bound_to_an_external_client() -> None:
+    assert sorted(CONNECTERS) == sorted(kind.kind for kind in KINDS)
+
+
+def test_a_kind_bound_to_no_external_client_is_named() -> None:
+    with pytest.raises(Unbound, match=r"^kind Fake has no external client: bind one in "):
+        BINDINGS.connecter(fake_kind(), None, None)  # type: ignore[arg-type]
+
+
+def test_discovery_finds_every_kind_folder_of_a_package(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     package = tmp_path / "morekinds"
-    package.mkdir()
+    (package / "widget").mkdir(parents=True)
     (package / "__init__.py").write_text("")
-    (package / "widget.py").write_text(
+    (package / "shared.py").write_text("X = 1\n")  # what the kinds share: no kind
+    (package / "widget" / "__init__.py").write_text(
         textwrap.dedent(
             """
             from tests.support.fakeexternal import FakeSpec
@@ -108,7 +124,6 @@ def test_discovery_finds_every_kind_module_of_a_package(
                 spec_model=FakeSpec,
                 status_model=FakeSpec,
                 noun="widget",
-                connecter=lambda connections, kube: None,
             )
             """
         )
@@ -116,7 +131,8 @@ def test_discovery_finds_every_kind_module_of_a_package(
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         assert [k.kind for k in discover("morekinds")] == ["Widget"]
-        (package / "broken.py").write_text("X = 1\n")
+        (package / "broken").mkdir()
+        (package / "broken" / "__init__.py").write_text("X = 1\n")
         with pytest.raises(TypeError, match=r"morekinds\.broken defines no KIND"):
             discover("morekinds")
     finally:
@@ -125,8 +141,8 @@ def test_discovery_finds_every_kind_module_of_a_package(
 
 
 def test_the_registry_and_the_crd_generator_load_no_external_client() -> None:
-    """The kind modules build their connecters lazily: generating CRDs needs no HTTP
-    client, Kopf or externals package (and so cannot be broken by one)."""
+    """The kinds import no external client (their bindings do): generating CRDs needs
+    no HTTP client, Kopf or externals package (and so cannot be broken by one)."""
     code = (
         "import sys, deployplane.crdgen.schema; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'kopf') "
@@ -205,7 +221,12 @@ async def test_another_kind_gets_a_kopf_event_handler_and_a_loop(
 ) -> None:
     """Kopf watches every kind of the registry; its events go to the workers."""
     kinds = KINDS.with_kinds(fake_kind())
-    runtime = build_runtime(OperatorConfig(), FakeKube(), kinds)  # type: ignore[arg-type]
+    runtime = build_runtime(
+        OperatorConfig(),
+        FakeKube(),  # type: ignore[arg-type]
+        kinds,
+        bindings=fake_bindings(),
+    )
     assert list(runtime.workers.runners) == [
         "AgentDeployment",
         "ControlPlaneConnection",
@@ -279,12 +300,12 @@ def test_kopf_has_event_handlers_only_so_it_never_touches_an_object() -> None:
 
 
 def rig(ext: ExternalFns) -> tuple[Runtime, FakeKube, dict[str, Any]]:
-    kind = fake_kind(ext)
     kube = FakeKube()
     runtime = build_runtime(
         OperatorConfig(),
         kube,  # type: ignore[arg-type]
-        KindRegistry([kind]),
+        KindRegistry([fake_kind()]),
+        bindings=fake_bindings(ext),
     )
     body = {"metadata": {"namespace": NS, "name": "f1", "uid": "u1", "generation": 1}, "spec": {}}
     return runtime, kube, body

@@ -13,13 +13,13 @@ from aiohttp import web
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from deployplane.controller import probes
 from deployplane.controller.outputstore import OutputsStore
 from deployplane.kube.api import KubernetesApi
 from deployplane.kube.retry import Backoff, parse_retry_after
 from deployplane.reconcile.eventrecorder import PendingEvent, involved_object
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.outputs import ConfigMapError
+from deployplane.serving import probes
 
 
 async def test_status_patch_sends_the_bearer_token_and_a_merge_patch() -> None:

@@ -1,6 +1,6 @@
 """The generic core imports no kind and no HTTP or Kopf library: `deployplane.reconcile`
 and everything it imports load with httpx and kopf blocked, and no per-kind module
-(externals, kinds, the CRD spec models) and nothing of the API (its models) comes along."""
+(externals, kinds with their spec models) and nothing of the API (its models) comes along."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ for module in pkgutil.iter_modules(deployplane.reconcile.__path__):
 print(json.dumps(sorted(m for m in sys.modules if m.startswith("deployplane"))))
 """
 
-KIND_MODULES = ("deployplane.externals", "deployplane.kinds", "deployplane.crd.specs")
+KIND_MODULES = ("deployplane.externals", "deployplane.kinds")
 
 
 def test_reconcile_imports_no_kind_no_http_and_no_kopf() -> None:
@@ -46,7 +46,7 @@ def test_the_probe_would_notice_a_blocked_import() -> None:
 
 
 def test_no_package_imports_upward_into_the_generator_or_the_kinds() -> None:
-    """`crd/` holds the schema pieces the kinds are built from; `crdgen/` reads the
+    """`crd/` holds the schema machinery the kinds are built with; `crdgen/` reads the
     kinds and writes the files. Neither `crd/` nor `kinds/` imports `crdgen`, and `crd/`
     never imports `kinds` (the arrow points one way)."""
     import ast

@@ -15,7 +15,7 @@ import pytest
 from tests.support.fakeexternal import ConnecterFns, ExternalFns, FakeSpec, FakeStatus, returns
 from tests.support.fakekube import FakeKube
 
-from deployplane.kinds.listener import shared, uses
+from deployplane.kinds.listener.kind import shared, uses
 from deployplane.reconcile import deletion
 from deployplane.reconcile.conditions import Reason, set_condition
 from deployplane.reconcile.external import DependencyNotReady, Managed

@@ -15,7 +15,7 @@ from deployplane.reconcile.marker import (
     EXTERNAL_NAME_ANNOTATION,
     CreatePending,
 )
-from deployplane.reconcile.state import ResourceState
+from deployplane.reconcile.resourcestate import ResourceState
 from deployplane.reconcile.writer import MarkedMeanwhile, ObjectWriter
 
 NS, NAME = "team-a", "agent"

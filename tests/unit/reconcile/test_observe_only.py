@@ -16,7 +16,7 @@ from tests.support.fakeexternal import (
     returns,
 )
 
-from deployplane.crd.specs import ManagementPolicy
+from deployplane.kinds.common import ManagementPolicy
 from deployplane.reconcile.external import ABSENT, Managed
 from deployplane.reconcile.reconciler import Reconciler
 from deployplane.reconcile.schedule import Schedule

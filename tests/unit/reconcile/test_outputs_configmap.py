@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from deployplane.crd.status import AgentDeploymentStatus
+from deployplane.kinds.agentdeployment.status import AgentDeploymentStatus
 from deployplane.reconcile.outputs import controlled_by, publish, target
 
 UID = "uid-1"

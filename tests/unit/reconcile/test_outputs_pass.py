@@ -23,8 +23,8 @@ from deployplane.reconcile.outputs import (
 )
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
+from deployplane.reconcile.resourcestate import ResourceState
 from deployplane.reconcile.schedule import Schedule
-from deployplane.reconcile.state import ResourceState
 
 NS = "team-a"
 

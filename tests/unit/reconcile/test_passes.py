@@ -23,10 +23,10 @@ from tests.support.fakeexternal import (
 )
 
 from deployplane.api import errors
-from deployplane.controller.config import ConfigError, OperatorConfig
-from deployplane.crd.specs import AgentDeploymentSpec
+from deployplane.controller.config import OperatorConfig
 from deployplane.externals.agentdeployment import AgentDeploymentReason as Reason
 from deployplane.externals.connections import Connection
+from deployplane.kinds.agentdeployment.spec import AgentDeploymentSpec
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Phase
 from deployplane.reconcile.finalizer import (
@@ -36,12 +36,13 @@ from deployplane.reconcile.finalizer import (
     NotYet,
 )
 from deployplane.reconcile.marker import CREATE_PENDING_ANNOTATION, EXTERNAL_NAME_ANNOTATION
+from deployplane.reconcile.mergepatch import apply_merge_patch, merge_patch
 from deployplane.reconcile.outcome import EventRecord
 from deployplane.reconcile.passes import PassRunner
 from deployplane.reconcile.reconciler import Reconciler
+from deployplane.reconcile.resourcestate import ResourceState, is_paused
 from deployplane.reconcile.schedule import Schedule
-from deployplane.reconcile.state import ResourceState, is_paused
-from deployplane.reconcile.statuspatch import apply_merge_patch, merge_patch
+from deployplane.serving.config import ConfigError
 
 NS = "team-a"
 TIMING = Schedule()

@@ -27,9 +27,9 @@ from tests.support.fakeexternal import (
 )
 
 from deployplane.api import errors
-from deployplane.crd.specs import DeletionPolicy
 from deployplane.externals.agentdeployment import AgentDeploymentReason as ADReason
 from deployplane.externals.errors import classify
+from deployplane.kinds.common import DeletionPolicy
 from deployplane.reconcile.conditions import Reason
 from deployplane.reconcile.decision import observe_only
 from deployplane.reconcile.errors import ExternalError

@@ -17,7 +17,7 @@ from tests.support.workers_rig import NS, RecordedEvents, drain, named, two_kind
 from deployplane.controller.config import OperatorConfig
 from deployplane.controller.runtime import build_runtime
 from deployplane.controller.sharding import Sharding
-from deployplane.kinds.controlplaneconnection import uses
+from deployplane.kinds.controlplaneconnection.kind import uses
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.finalizer import FINALIZER
 from deployplane.reconcile.schedule import Result

@@ -142,7 +142,7 @@ def test_context_files_match_the_dockerignore() -> None:
 
 
 def test_the_emulator_reads_the_agent_base_where_the_build_writes_it() -> None:
-    from deployplane.controlplane.settings import ImageBuildConfig
+    from deployplane.emulator.settings import ImageBuildConfig
 
     default = ImageBuildConfig().base_archive
     assert default.name == recipes.archive_name(recipes.AGENT_BASE_REF)

@@ -330,7 +330,7 @@ class Deployment(ApiModel):
     source_config: SourceConfig | None = None
     source_revision_config: SourceRevisionConfigStatus | None = None
     # Names only (`SecretName`): a Sequence so that the emulator's answer model
-    # (controlplane/store/answers.py) may hold the published `Secret` shape instead.
+    # (emulator/store/answers.py) may hold the published `Secret` shape instead.
     secrets: Sequence[SecretName] | None = None
     secret_references: list[SecretReference] | None = None
     created_at: datetime

@@ -92,7 +92,7 @@ def run(name: str, namespace: str | None, kubeconfig: str | None, context: str |
     from kubernetes.client.exceptions import ApiException
 
     from deployplane.cli.commands.kube import TIMEOUT, KubeAccess, KubeError
-    from deployplane.crd.specs import GROUP, VERSION
+    from deployplane.kube.paths import GROUP, VERSION
     from deployplane.reconcile.approval import APPROVED_GENERATION_ANNOTATION
 
     api = connection.ExitCode.API_ERROR

@@ -21,7 +21,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from deployplane.crd.specs import GROUP, VERSION
+from deployplane.kube.paths import GROUP, VERSION
 
 __all__ = ["TIMEOUT", "WORKLOAD_KINDS", "KubeAccess", "KubeError"]
 

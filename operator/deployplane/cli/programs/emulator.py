@@ -1,5 +1,5 @@
 """`deployplane controlplane serve`: the control-plane emulator,
-`deployplane.controlplane.serve`."""
+`deployplane.emulator.serve`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from deployplane.cli.params import option
 __all__ = ["controlplane"]
 
 DATABASE_URL = "sqlite+aiosqlite:///./.deployplane/controlplane.db"
-"""`--database`'s default (`deployplane.controlplane.settings.DEFAULT_DATABASE_URL`,
+"""`--database`'s default (`deployplane.emulator.settings.DEFAULT_DATABASE_URL`,
 which a module this light cannot import)."""
 
 controlplane = Group(
@@ -83,7 +83,10 @@ def serve(
     """Run the control-plane emulator."""
     from pathlib import Path
 
-    from deployplane.controlplane.serve import serve_emulator
+    # The composition root: the emulator names what its built-in data plane needs, and
+    # the listener agent's runner is handed to it here (neither program imports the other).
+    from deployplane.dataplane.builtin import run_builtin_agents
+    from deployplane.emulator.serve import serve_emulator
 
     serve_emulator(
         host=host,
@@ -95,4 +98,5 @@ def serve(
         strict=strict,
         build_images=build_images,
         builtin_dataplane=builtin_dataplane,
+        builtin_runner=run_builtin_agents,
     )

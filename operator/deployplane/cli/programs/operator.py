@@ -6,7 +6,7 @@ import click
 
 from deployplane.cli.helptext import Group
 from deployplane.cli.params import option
-from deployplane.controller.sharding import SHARD_LABEL
+from deployplane.kube.paths import SHARD_LABEL
 
 __all__ = ["operator"]
 
@@ -75,7 +75,8 @@ def run(
     verbose: bool,
     json_logs: bool,
 ) -> None:
-    """Reconcile AgentDeployment and Listener resources against the control plane.
+    """Reconcile AgentDeployments, Listeners and ControlPlaneConnections with the control
+    plane.
 
     Configured by DEPLOYPLANE_CONTROL_PLANE_URL, DEPLOYPLANE_API_KEY, DEPLOYPLANE_TENANT_ID,
     DEPLOYPLANE_NAMESPACES, DEPLOYPLANE_POLL_INTERVAL, DEPLOYPLANE_RESYNC_INTERVAL.

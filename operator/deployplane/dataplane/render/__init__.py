@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from deployplane.api.dataplane import ServerRuntime
+from deployplane.api.dataplane import LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID, ServerRuntime
 from deployplane.api.models import Deployment, Listener, Revision
 from deployplane.dataplane.render import (
     backing,
@@ -40,8 +40,6 @@ from deployplane.dataplane.render.context import (
     ANNOTATION_REVISION_ID,
     DATABASE,
     LABEL_COMPONENT,
-    LABEL_DEPLOYMENT_ID,
-    LABEL_LISTENER_ID,
     QUEUE,
     REDIS,
     SERVER,

@@ -9,13 +9,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from deployplane.api.dataplane import ServerRuntime
+from deployplane.api import dataplane
+from deployplane.api.dataplane import LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID, ServerRuntime
 from deployplane.api.models import Deployment, Listener, ResourceSpec, Revision
 from deployplane.dataplane.render.model import OWNER_UID_PLACEHOLDER, Obj, RenderError
 from deployplane.dataplane.render.settings import DataPlaneSettings
 
-LABEL_DEPLOYMENT_ID = "deployplane.io/deployment-id"
-LABEL_LISTENER_ID = "deployplane.io/listener-id"
 LABEL_COMPONENT = "app.kubernetes.io/component"
 LABEL_NAME = "app.kubernetes.io/name"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -68,7 +67,7 @@ class Context:
         source_config = deployment.source_config
         spec = (source_config.resource_spec if source_config else None) or ResourceSpec()
         return cls(
-            namespace=_namespace(deployment, listener),
+            namespace=namespace_for(deployment, listener),
             base=base_name(deployment),
             deployment_id=str(deployment.id),
             listener_id=str(listener.id),
@@ -120,8 +119,12 @@ class Context:
 
 def namespace_for(deployment: Deployment, listener: Listener) -> str:
     """The namespace `render` would use, without rendering: what an agent needs to
-    read its private inputs (the database password's Secret) before rendering."""
-    return _namespace(deployment, listener)
+    read its private inputs (the database password's Secret) before rendering. The rule
+    is the data-plane contract's (`api.dataplane.namespace_for`)."""
+    try:
+        return dataplane.namespace_for(deployment, listener)
+    except dataplane.NoNamespace as exc:
+        raise RenderError(str(exc)) from None
 
 
 def database_secret_name(deployment: Deployment) -> str:
@@ -129,31 +132,6 @@ def database_secret_name(deployment: Deployment) -> str:
     return f"{base_name(deployment)}-db"
 
 
-def _namespace(deployment: Deployment, listener: Listener) -> str:
-    """`listener_config.k8s_namespace`, which must be one of the listener's namespaces.
-
-    Unset, it is the listener's first namespace: the agent's Roles exist only in the
-    listener's namespaces, so no other default could ever be deployed to.
-    """
-    compute_config = listener.compute_config
-    allowed = list((compute_config.k8s_namespaces if compute_config else None) or [])
-    listener_config = deployment.source_config.listener_config if deployment.source_config else None
-    wanted = listener_config.k8s_namespace if listener_config else None
-    if not allowed:
-        raise RenderError(f"listener {listener.id} has no k8s_namespaces to deploy into")
-    if wanted is None:
-        return allowed[0]
-    if wanted not in allowed:
-        raise RenderError(
-            f"namespace {wanted} is not one of listener {listener.id}'s namespaces: "
-            + ", ".join(allowed)
-        )
-    return wanted
-
-
-# Kubernetes object names: a DNS-1035 label for Services (<= 63, starts with a letter).
-# The base name leaves room for the longest suffix ("-secrets") and for the
-# StatefulSet's pod and controller-revision names.
 _MAX_SLUG = 36
 _NOT_NAME = re.compile(r"[^a-z0-9]+")
 

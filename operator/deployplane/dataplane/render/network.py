@@ -8,13 +8,8 @@ metadata address, which would hand a pod the node's cloud credentials.
 
 from __future__ import annotations
 
-from deployplane.dataplane.render.context import (
-    LABEL_DEPLOYMENT_ID,
-    POSTGRES_PORT,
-    SERVER,
-    SERVER_PORT,
-    Context,
-)
+from deployplane.api.dataplane import LABEL_DEPLOYMENT_ID
+from deployplane.dataplane.render.context import POSTGRES_PORT, SERVER, SERVER_PORT, Context
 from deployplane.dataplane.render.model import Obj
 from deployplane.dataplane.render.settings import Autoscaler
 

@@ -20,9 +20,6 @@ from typing import Final
 from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Deployment, DeploymentStatus, Revision
-from deployplane.crd.agentkeys import agent_of_key
-from deployplane.crd.specs import ManagementPolicy
-from deployplane.crd.status import AgentDeploymentStatus
 from deployplane.externals.agentdeployment.diff import DeploymentDelta, diff
 from deployplane.externals.agentdeployment.logtail import fetch_tail, kept_message, with_tail
 from deployplane.externals.agentdeployment.resolve import Desired, Mr, Resolver
@@ -38,6 +35,9 @@ from deployplane.externals.agentdeployment.status import (
 )
 from deployplane.externals.connections import Connections
 from deployplane.externals.kube import KubeReader
+from deployplane.kinds.agentdeployment.keys import agent_of_key
+from deployplane.kinds.agentdeployment.status import AgentDeploymentStatus
+from deployplane.kinds.common import ManagementPolicy
 from deployplane.reconcile.external import ABSENT, Observation, Phase
 
 Obs = Observation[AgentDeploymentStatus, DeploymentDelta]

@@ -21,17 +21,18 @@ from deployplane.api.models import (
     SecretReference,
     Source,
 )
-from deployplane.crd.specs import (
+from deployplane.externals.diffing import dump, prune
+from deployplane.externals.kube import KubeReader
+from deployplane.externals.listeneraccess import ListenerNotAllowed, refusal
+from deployplane.kinds.agentdeployment.spec import (
     AgentDeploymentSpec,
-    AllowedNamespaces,
     ListenerReference,
     ManagedSource,
     RepositoryReference,
 )
-from deployplane.crd.status import AgentDeploymentStatus, ListenerStatus
-from deployplane.externals.diffing import dump, prune
-from deployplane.externals.kube import KubeReader
-from deployplane.externals.listeneraccess import ListenerNotAllowed, refusal
+from deployplane.kinds.agentdeployment.status import AgentDeploymentStatus
+from deployplane.kinds.listener.spec import AllowedNamespaces
+from deployplane.kinds.listener.status import ListenerStatus
 from deployplane.reconcile.external import DependencyNotReady, Managed
 
 Mr = Managed[AgentDeploymentSpec, AgentDeploymentStatus]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from deployplane.api.models import Deployment, DeploymentStatus, Revision, RevisionStatus
-from deployplane.crd.status import AgentDeploymentStatus, RevisionStatusView
+from deployplane.kinds.agentdeployment.status import AgentDeploymentStatus, RevisionStatusView
 from deployplane.reconcile.external import Phase
 
 

@@ -23,10 +23,10 @@ from typing import Final
 
 from deployplane.api import errors
 from deployplane.api.connection import ConnectionSettings
-from deployplane.crd.specs import ControlPlaneConnectionSpec
-from deployplane.crd.status import ControlPlaneConnectionStatus
 from deployplane.externals.connections import Connections
 from deployplane.externals.errors import error_message
+from deployplane.kinds.controlplaneconnection.spec import ControlPlaneConnectionSpec
+from deployplane.kinds.controlplaneconnection.status import ControlPlaneConnectionStatus
 from deployplane.reconcile.conditions import Reason
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import Managed, Observation, Phase

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from deployplane.api import errors
 from deployplane.api.client import ControlPlaneClient
 from deployplane.api.models import Listener, ListenerCreate
-from deployplane.crd.specs import ListenerSpec
-from deployplane.crd.status import ListenerStatus
 from deployplane.externals.connections import Connections
 from deployplane.externals.listener.diff import ListenerDelta, check_identity, diff, wanted
+from deployplane.kinds.listener.spec import ListenerSpec
+from deployplane.kinds.listener.status import ListenerStatus
 from deployplane.reconcile.conditions import Reason
 from deployplane.reconcile.external import ABSENT, Managed, Observation, Phase
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from deployplane.api import errors
 from deployplane.api.models import Listener, ListenerCreate, ListenerPatch
-from deployplane.crd.specs import ListenerSpec
 from deployplane.externals.diffing import differing, dump
+from deployplane.kinds.listener.spec import ListenerSpec
 
 _MANAGED = {"version", "compute_config"}
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deployplane.api.models import DeploymentAgent
-from deployplane.crd.agentkeys import agent_key
+from deployplane.kinds.agentdeployment.keys import agent_key
 from deployplane.reconcile.marker import EXTERNAL_NAME_ANNOTATION
 
 __all__ = ["Managers"]

@@ -26,7 +26,7 @@ from kubernetes.client.exceptions import ApiException
 
 from deployplane.cli.commands.kube import TIMEOUT, KubeAccess, KubeError
 from deployplane.cli.commands.plan.manifests import Manifest, Manifests
-from deployplane.crd.specs import GROUP, VERSION
+from deployplane.kube.paths import GROUP, VERSION
 
 __all__ = ["FIELD_MANAGER", "Cluster", "ClusterView", "DryRun", "PlanReader", "replacing"]
 

@@ -25,7 +25,7 @@ from typing import Any, Final, TextIO
 
 import yaml
 
-from deployplane.crd.specs import GROUP
+from deployplane.kube.paths import GROUP
 
 __all__ = ["InputError", "Manifest", "Manifests", "read_documents", "sort_documents"]
 

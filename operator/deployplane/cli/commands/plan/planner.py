@@ -3,7 +3,7 @@
 For each manifest: the dry-run (`cluster.Cluster.dry_run`; refused: the row says why,
 field by field); the object it answers, with the live status and create marker, read as
 a pass reads one (`reconcile.passes.managed_of`); the kind's reconciler, built as the
-operator builds it (`KindDef.reconciler`), previews the pass (`Reconciler.preview`: the
+operator builds it (`externals.bindings`), previews the pass (`Reconciler.preview`: the
 pass's reads, its pure decision) through the connections the operator would use, over a
 control-plane client that sends reads only. With `--prune`, each live resource the
 manifests no longer have is a `delete` row, saying what its deletion does on the control
@@ -24,9 +24,10 @@ from deployplane.cli.commands.plan.cluster import ClusterView, PlanReader
 from deployplane.cli.commands.plan.manifests import Manifest, Manifests
 from deployplane.cli.commands.plan.readonly import PlanWouldWrite, read_only_client
 from deployplane.cli.commands.plan.rows import ERROR, HELD, REFUSED, Row, refusal_row
-from deployplane.crd.specs import ControlPlaneConnectionSpec
+from deployplane.externals.bindings import BINDINGS, Bindings
 from deployplane.externals.connections import Connections
 from deployplane.kinds import KindDef, KindRegistry
+from deployplane.kinds.controlplaneconnection.spec import ControlPlaneConnectionSpec
 from deployplane.reconcile.decision import Action, awaits_approval, deletes_external
 from deployplane.reconcile.errors import ExternalError
 from deployplane.reconcile.external import DependencyNotReady, Managed
@@ -49,6 +50,7 @@ class Planner:
     kinds: KindRegistry
     default_connection: ConnectionSettings | None
     schedule: Schedule = field(default_factory=Schedule)
+    bindings: Bindings = BINDINGS
 
     def __post_init__(self) -> None:
         plurals = {kind.plural: kind.kind for kind in self.kinds}
@@ -95,7 +97,7 @@ class Planner:
     async def _previewed(self, kind: KindDef[Any], mr: Managed[Any, Any], new: bool) -> Row:
         where = (kind.kind, mr.namespace, mr.name)
         held = (HELD,) if awaits_approval(mr) else ()
-        reconciler = kind.reconciler(self.connections, self.reader, self.schedule)
+        reconciler = self.bindings.reconciler(kind, self.connections, self.reader, self.schedule)
         try:
             preview = await reconciler.preview(mr)
         except DependencyNotReady as exc:

@@ -13,8 +13,8 @@ from deployplane.api.connection import ConnectionSettings
 from deployplane.cli.commands import connection
 from deployplane.cli.commands.trace.readers import KubeAccess, KubeError
 from deployplane.cli.commands.trace.tree import Missing
-from deployplane.crd.specs import DEFAULT_CONNECTION
 from deployplane.kinds import KINDS
+from deployplane.kinds.common import DEFAULT_CONNECTION
 
 __all__ = ["control_plane", "settings_for"]
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from deployplane.api.client import ControlPlaneClient
+from deployplane.api.dataplane import LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID
 from deployplane.api.errors import ControlPlaneError
 from deployplane.api.models import Deployment, Listener, Revision
 from deployplane.cli.commands.kube import WORKLOAD_KINDS, KubeAccess, KubeError
 from deployplane.cli.commands.trace.tree import Missing, Workloads
-from deployplane.dataplane.render.context import LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID
 
 __all__ = [
     "WORKLOAD_KINDS",

@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from deployplane.api.dataplane import NoNamespace, namespace_for
 from deployplane.api.models import Listener
 from deployplane.cli.commands.trace import readers, tree
 from deployplane.cli.commands.trace.controlplane import control_plane, settings_for
 from deployplane.cli.commands.trace.readers import KubeAccess, KubeError
 from deployplane.cli.commands.trace.tree import Missing, Node, Workloads
-from deployplane.dataplane.render.context import namespace_for
-from deployplane.dataplane.render.model import RenderError
 
 __all__ = ["trace_agentdeployment", "trace_listener"]
 
@@ -38,7 +37,7 @@ def trace_agentdeployment(kube: KubeAccess, namespace: str, obj: Mapping[str, An
     if not isinstance(chain.deployment, Missing) and isinstance(chain.listener, Listener):
         try:
             where = namespace_for(chain.deployment, chain.listener)
-        except RenderError as exc:
+        except NoNamespace as exc:
             workloads = Missing("NoNamespace", str(exc))
         else:
             selector = readers.deployment_selector(str(deployment_id))
