@@ -24,22 +24,21 @@ cluster, call it OutOfSync and start a self-heal of it (the first self-heal wait
 backoff). The watch sees each version as it was written.
 
 It starts from the resourceVersion of a list made when the context is entered (the
-Application need not exist yet), so nothing written after that is missed; each stream
-ends after a few seconds and the next goes on from the last version seen (or
-bookmarked), until the context exits.
+Application need not exist yet), so nothing written after that is missed, until the
+context exits (`tests/support/resumingwatch.py`).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
-from kubernetes import client, watch
+from kubernetes import client
+from tests.support.resumingwatch import ResumingWatch
 
-STREAM_SECONDS = 5
 # How long `through` waits for the watch to reach a version the test read: only a bound
 # on a hang (the watch gets every version within moments).
 CATCH_UP_SECONDS = 60
@@ -115,70 +114,36 @@ class Operation:
         return self.states[-1] if self.done and self.states else None
 
 
-class ApplicationWatch:
+class ApplicationWatch(ResumingWatch):
     """`seen()`: every version of Application `name` written after entering, in order;
     `through(app)`: those up to a version the test read; `operations()`: the operations
     they record."""
 
+    bookmarks = True  # an Application can stay idle for longer than a version is kept
+
     def __init__(self, api: client.ApiClient, namespace: str, name: str) -> None:
+        super().__init__(name)
         self.custom = client.CustomObjectsApi(api)
         self.namespace = namespace
         self.name = name
-        self.errors: list[BaseException] = []
         self._versions: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"watch-{name}", daemon=True)
-        self._version = ""
 
-    def __enter__(self) -> ApplicationWatch:
+    def _list(self) -> str:
+        call, args, kwargs = self._watched()
+        return str(call(*args, **kwargs)["metadata"]["resourceVersion"])
+
+    def _watched(self) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
         group, version, plural = ARGO
-        listed = self.custom.list_namespaced_custom_object(
-            group, version, self.namespace, plural, field_selector=self._selector()
-        )
-        self._version = str(listed["metadata"]["resourceVersion"])
-        self._thread.start()
-        return self
+        selector = {"field_selector": f"metadata.name={self.name}"}
+        args = (group, version, self.namespace, plural)
+        return self.custom.list_namespaced_custom_object, args, selector
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._stop.set()
-        self._thread.join(timeout=STREAM_SECONDS * 3)
-        if kind is None:
-            assert not self._thread.is_alive(), "the watch did not stop"
-            assert not self.errors, self.errors
-
-    def _selector(self) -> str:
-        return f"metadata.name={self.name}"
-
-    def _run(self) -> None:
-        group, version, plural = ARGO
-        try:
-            while not self._stop.is_set():
-                stream = watch.Watch().stream(
-                    self.custom.list_namespaced_custom_object,
-                    group, version, self.namespace, plural,
-                    field_selector=self._selector(),
-                    resource_version=self._version,
-                    timeout_seconds=STREAM_SECONDS,
-                    allow_watch_bookmarks=True,
-                )  # fmt: skip
-                for event in stream:
-                    obj = event["object"]
-                    if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
-                        with self._lock:
-                            self._versions.append(obj)
-                    # A bookmark moves the version on while the Application is idle, so
-                    # the next stream never starts from one the apiserver let go of.
-                    self._version = str(obj["metadata"]["resourceVersion"])
-                    if self._stop.is_set():
-                        break
-        except BaseException as exc:  # said by __exit__ and seen(), in the test's thread
-            self.errors.append(exc)
+    def _record(self, kind: str, obj: Any) -> str:
+        if kind in ("ADDED", "MODIFIED", "DELETED"):
+            with self._lock:
+                self._versions.append(obj)
+        return str(obj["metadata"]["resourceVersion"])
 
     def seen(self) -> list[dict[str, Any]]:
         """The versions seen so far, in order (a copy: the watch goes on)."""

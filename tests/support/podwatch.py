@@ -6,13 +6,12 @@ test can say whether there was a moment without one (a rolling restart keeps one
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes import client, watch
+from kubernetes import client
+from tests.support.resumingwatch import ResumingWatch
 
 
 def is_serving(pod: Any) -> bool:
@@ -42,53 +41,36 @@ class ReadyTimeline:
         return min(self.counts, default=0)
 
 
-class WatchedPods(AbstractContextManager["WatchedPods"]):
+class WatchedPods(ResumingWatch):
     """`with WatchedPods(api_factory, namespace, selector) as watched:` ... then read
     `watched.timeline`. The pods are listed on entry; a thread with a client of its own
-    (`api_factory`) watches from there until the exit (short watches, each resumed where
-    the last one ended)."""
+    (`api_factory`) watches from there until the exit (`tests/support/resumingwatch.py`)."""
+
+    stream_seconds = 2
 
     def __init__(
         self, api_factory: Callable[[], client.ApiClient], namespace: str, selector: str
     ) -> None:
+        super().__init__("pods")
         self.timeline = ReadyTimeline()
         self._api = api_factory()
         self._core = client.CoreV1Api(self._api)
         self._where = (namespace, selector)
-        self._version = ""
-        self._stopping = threading.Event()
-        self._failure: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="pod-watch", daemon=True)
 
-    def _run(self) -> None:
-        namespace, selector = self._where
-        try:
-            while not self._stopping.is_set():
-                for event in watch.Watch().stream(
-                    self._core.list_namespaced_pod,
-                    namespace,
-                    label_selector=selector,
-                    resource_version=self._version,
-                    timeout_seconds=2,
-                ):
-                    pod = event["object"]
-                    self._version = pod.metadata.resource_version
-                    self.timeline.record(event["type"], pod)
-        except BaseException as exc:  # reported by __exit__, in the test's thread
-            self._failure = exc
-
-    def __enter__(self) -> WatchedPods:
+    def _list(self) -> str:
         namespace, selector = self._where
         listed = self._core.list_namespaced_pod(namespace, label_selector=selector)
         for pod in listed.items:
             self.timeline.record("ADDED", pod)
-        self._version = listed.metadata.resource_version
-        self._thread.start()
-        return self
+        return str(listed.metadata.resource_version)
 
-    def __exit__(self, *exc_info: object) -> None:
-        self._stopping.set()
-        self._thread.join(timeout=30)
+    def _watched(self) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
+        namespace, selector = self._where
+        return self._core.list_namespaced_pod, (namespace,), {"label_selector": selector}
+
+    def _record(self, kind: str, obj: Any) -> str:
+        self.timeline.record(kind, obj)
+        return str(obj.metadata.resource_version)
+
+    def _close(self) -> None:
         self._api.close()
-        if self._failure is not None and exc_info[0] is None:
-            raise AssertionError(f"the pod watch failed: {self._failure!r}")
