@@ -33,6 +33,7 @@ import yaml
 from kubernetes import client
 from tests.support import chart, operatorstory, polling, realnode
 from tests.support.e2ecluster import E2ECluster
+from tests.support.operator_fixtures import docker
 from tests.support.operator_harness import Resources
 from tests.support.reliability_scenarios import (
     PEERING_GROUP,
@@ -40,7 +41,6 @@ from tests.support.reliability_scenarios import (
     PEERING_VERSION,
     Report,
     check_converged,
-    docker_cr,
     is_ready,
 )
 
@@ -413,7 +413,7 @@ def _active_operator(custom: client.CustomObjectsApi, core: client.CoreV1Api, ns
 def _burst(resources: Resources, prefix: str, count: int) -> list[str]:
     names = [f"{prefix}-{i:02d}" for i in range(count)]
     for name in names:
-        resources.create(AGD, docker_cr(name))
+        resources.create(AGD, docker(name))
     return names
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client
+from tests.support.operator_fixtures import docker
 from tests.support.operator_harness import (
     API_KEY,
     WORKSPACE,
@@ -41,7 +42,6 @@ from tests.support.reliability_scenarios import (
     Stage,
     check_converged,
     crd_documents,
-    docker_cr,
     is_ready,
     peering_crd,
     peers,
@@ -72,7 +72,7 @@ def stage(
 
 
 def labelled(name: str, shard: str | None, image: str = "registry.example.com/agent:1") -> Any:
-    body = docker_cr(name, image)
+    body = docker(name, image)
     if shard is not None:
         body["metadata"]["labels"] = {SHARD_LABEL: shard}
     return body

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import yaml
 from kubernetes import client
+from tests.support.operator_fixtures import docker
 from tests.support.operator_harness import (
     API_KEY,
     REPO,
@@ -112,23 +113,6 @@ def peering_crd() -> dict[str, Any]:
                 }
             ],
         },
-    }
-
-
-def docker_cr(
-    name: str, image: str = "registry.example.com/agent:1", **spec: Any
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "source": "external_docker",
-        "sourceConfig": {"resourceSpec": {"minScale": 1}},
-        "sourceRevisionConfig": {"imageUri": image},
-    }
-    body.update(spec)
-    return {
-        "apiVersion": "deployplane.io/v1alpha1",
-        "kind": "AgentDeployment",
-        "metadata": {"name": name},
-        "spec": body,
     }
 
 
@@ -242,7 +226,7 @@ def crash(stage: Stage, *, count: int, kills: int, seed: int = 7, within: float 
     try:
         for i, batch in enumerate(batches):
             for name in batch:
-                resources.create(AGD, docker_cr(name))
+                resources.create(AGD, docker(name))
             op = stage.operator(emulator, f"crash-operator-{i}.log").start()
             operators.append(op)
             time.sleep(rng.uniform(1.5, 5.0))  # import + login takes ~1.5 s on this machine
@@ -282,13 +266,13 @@ def faults(
     op = stage.operator(emulator, "faults-operator.log").start()
     with running(emulator, op):
         # Warm up first, so neither run's figures include the operator's start.
-        resources.create(AGD, docker_cr("warmup"))
+        resources.create(AGD, docker("warmup"))
         _, warm = wait_all(resources, ["warmup"], within=within)
         # Fault-free baseline.
         base = [f"base-{i:03d}" for i in range(count)]
         before = api_calls(emulator)
         for name in base:
-            resources.create(AGD, docker_cr(name))
+            resources.create(AGD, docker(name))
         base_seconds, base_items = wait_all(resources, base, within=within)
         base_calls = api_calls(emulator) - before
 
@@ -307,7 +291,7 @@ def faults(
         emulator.set_faults(error_rate=error_rate, latency_ms=latency_ms)
         before = api_calls(emulator)
         for name in faulty:
-            resources.create(AGD, docker_cr(name))
+            resources.create(AGD, docker(name))
         fault_seconds, fault_items = wait_all(resources, faulty, within=within, on_sample=sample)
         fault_calls = api_calls(emulator) - before
         emulator.set_faults(error_rate=0, latency_ms=0)
@@ -361,7 +345,7 @@ def outage(stage: Stage, *, count: int, seconds: float, within: float = 600) -> 
 
     with running(emulator, op):
         for name in names:
-            resources.create(AGD, docker_cr(name))
+            resources.create(AGD, docker(name))
         # Stop once half have a deployment: the rest are mid-create, all are mid-revision.
         wait_all(
             resources,
@@ -440,7 +424,7 @@ def ha(stage: Stage, *, count: int, lifetime: int = 10, within: float = 300) -> 
         report.figures["priorities"] = {pod: seen[pod].get("priority") for pod in sorted(seen)}
 
         for name in names:
-            resources.create(AGD, docker_cr(name))
+            resources.create(AGD, docker(name))
         # In flight: every CR has a revision on the control plane, none is deployed yet.
         wait_all(
             resources,
@@ -489,17 +473,17 @@ def secrets_hygiene(stage: Stage, *, within: float = 120) -> Report:
             "name": "OPENAI_API_KEY",
             "valueFrom": {"secretKeyRef": {"name": "llm-keys", "key": "openai"}},
         }
-        resources.create(AGD, docker_cr("by-ref", secrets=[secret_ref]))
+        resources.create(AGD, docker("by-ref", secrets=[secret_ref]))
         resources.create(
             AGD,
-            docker_cr(
+            docker(
                 "by-from",
                 secretsFrom=[{"secretRef": {"name": "llm-keys"}}],
                 connectionRef={"name": "good-connection"},
             ),
         )
-        resources.create(AGD, docker_cr("broken", "registry.example.com/agent:broken"))
-        resources.create(AGD, docker_cr("refused", connectionRef={"name": "bad-connection"}))
+        resources.create(AGD, docker("broken", "registry.example.com/agent:broken"))
+        resources.create(AGD, docker("refused", connectionRef={"name": "bad-connection"}))
         _, items = wait_all(resources, ["by-ref", "by-from"], within=within)
         report.check(all(is_ready(o) for o in items), "the secret-using CRs never got Ready")
         first = {o["metadata"]["name"]: o["status"]["latestRevisionId"] for o in items}
