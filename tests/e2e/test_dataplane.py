@@ -25,6 +25,7 @@ from tests.support.dataplane_fixtures import (
     Cluster,
     agent,
     agent_kubeconfig,
+    agent_poll_interval,
     agents_namespace,
     deployment_body,
     emulator,
@@ -47,7 +48,14 @@ from tests.support.podsecurity import enforces_restricted
 
 from deployplane.dataplane.kube import SCALE_MANAGER
 
-__all__ = ["agent", "agent_kubeconfig", "agents_namespace", "emulator", "operator"]  # fixtures
+__all__ = [
+    "agent",
+    "agent_kubeconfig",
+    "agent_poll_interval",
+    "agents_namespace",
+    "emulator",
+    "operator",
+]  # fixtures
 
 # The HPA controller's field manager: it writes the scale subresource under it.
 HPA_CONTROLLER = "kube-controller-manager"

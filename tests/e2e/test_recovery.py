@@ -18,7 +18,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,12 +27,14 @@ from tests.support.dataplane_fixtures import (
     AGD,
     LST,
     SERVER_LABEL,
+    agent,
     agent_kubeconfig,
     agents_namespace,
     deployment_body,
     listener_body,
+    operator,
 )
-from tests.support.listener_agent import LISTENER, AgentProcess, agent_env, running_agent
+from tests.support.listener_agent import LISTENER, AgentProcess
 from tests.support.nodes import Workloads
 from tests.support.operator_harness import (
     API_KEY,
@@ -42,12 +43,10 @@ from tests.support.operator_harness import (
     Emulator,
     Resources,
     condition,
-    kopf_operator,
-    operator_env,
     ready_for_generation,
 )
 
-__all__ = ["agent_kubeconfig", "agents_namespace"]  # fixtures
+__all__ = ["agent", "agent_kubeconfig", "agents_namespace", "operator"]  # fixtures
 
 STEP = 3.0  # seconds in each timed revision state: a window to meet QUEUED in
 BUILD = 6.0  # seconds BUILDING
@@ -81,19 +80,8 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
 
 
 @pytest.fixture
-def operator(namespace: str, emulator: Emulator, kubeconfig: Path, crds: None) -> Iterator[Any]:
-    with kopf_operator(namespace, operator_env(emulator, kubeconfig)) as runner:
-        yield runner
-    assert runner.exit_code == 0, runner.output[-3000:]
-
-
-@pytest.fixture
-def agent(
-    namespace: str, emulator: Emulator, agent_kubeconfig: Path, tmp_path: Path
-) -> Iterator[AgentProcess]:
-    env = agent_env(emulator.url, agent_kubeconfig, poll_interval=AGENT_ROUNDS)
-    with running_agent(namespace, env, tmp_path / "agent.log") as process:
-        yield process
+def agent_poll_interval() -> float:
+    return AGENT_ROUNDS
 
 
 @dataclass

@@ -99,10 +99,20 @@ def operator(namespace: str, emulator: Emulator, kubeconfig: Path, crds: None) -
 
 
 @pytest.fixture
+def agent_poll_interval() -> float:
+    """Seconds between the listener agent's rounds (a module overrides the fixture)."""
+    return 0.5
+
+
+@pytest.fixture
 def agent(
-    namespace: str, emulator: Emulator, agent_kubeconfig: Path, tmp_path: Path
+    namespace: str,
+    emulator: Emulator,
+    agent_kubeconfig: Path,
+    agent_poll_interval: float,
+    tmp_path: Path,
 ) -> Iterator[AgentProcess]:
-    env = agent_env(emulator.url, agent_kubeconfig, poll_interval=0.5)
+    env = agent_env(emulator.url, agent_kubeconfig, poll_interval=agent_poll_interval)
     with running_agent(namespace, env, tmp_path / "agent.log") as process:
         yield process
 
