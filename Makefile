@@ -176,11 +176,10 @@ e2e-existing: venv tools ## the e2e suite once on a cluster it did not start (a 
 # cold image build inside a fixture outlasted pytest-timeout's 300 s); so are the GitOps
 # tools (`gitops-tools`).
 # `make test` ends with the tiers that need clusters, in two lanes side by side
-# (tools/lanes.sh; each mostly waits on its own clusters): the e2e tier on the dev cluster,
-# the GitOps tier and the existing-cluster path one after the other in one, the real-node
-# tier, the longest, in the other from the start (REAL_NODE=0 leaves it out). The real
-# node's tools and the previous release's image are built before, so that no first build
-# runs beside a tier.
+# (tools/lanes.sh; each mostly waits on its own clusters): the e2e tier on the dev cluster
+# then the GitOps tier in one, the real-node tier, the longest, then the existing-cluster
+# path in the other (REAL_NODE=0 leaves the real-node tier out). The real node's tools and
+# the previous release's image are built before, so that no first build runs beside a tier.
 # DEPLOYPLANE_GITOPS_TOOLS names the GitOps tools just built: the tests that need Argo CD's
 # own binary (its verdict on the chart's health check) fail without it rather than skip.
 test: venv tools postgres shells $(if $(IS_ROOT),images) gitops-tools lint ## the whole suite: lint, unit, integration, e2e on a real kube-apiserver, then side by side the GitOps tier and e2e on a cluster it did not start, and the real-node tier (root; REAL_NODE=0 leaves it out); random order, SEED=n repeats one
@@ -189,7 +188,7 @@ test: venv tools postgres shells $(if $(IS_ROOT),images) gitops-tools lint ## th
 	@echo "== pytest: unit and integration ($(PYTEST_WORKERS) workers)"; DEPLOYPLANE_TOOLS_BIN=$$(bash tools/k8s/build.sh path) \
 	  DEPLOYPLANE_GITOPS_TOOLS=$$(bash tools/gitops/build.sh path) $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --durations=10 $(RANDOM_ORDER) \
 	  $(SKIPS)unit$(WITHOUT_REAL_NODE) tests/unit tests/integration
-	@bash tools/lanes.sh e2e-dev-tier+e2e-gitops+e2e-existing $(if $(filter 0,$(REAL_NODE)),,e2e-real-node)
+	@bash tools/lanes.sh e2e-dev-tier+e2e-gitops $(if $(filter 0,$(REAL_NODE)),,e2e-real-node+)e2e-existing
 	@$(if $(filter 0,$(REAL_NODE)),echo "== not run (REAL_NODE=0): the real-node tier: $(REAL_NODE_TESTS)$(comma) and what the tiers above list as skipped for without-real-node")
 	@echo "== make test passed (random order, seed $(SEED))"
 

@@ -72,6 +72,7 @@ from deployplane.devcluster import DevCluster, ToolsNotFound, find_tools, servic
 from deployplane.devcluster.manifests import Applier, Manifest
 from deployplane.devcluster.serviceaccounts import request_token
 from deployplane.devcluster.workloads import node_names
+from deployplane.externals.keyprotection import SECRET_PROTECTION
 
 _HERE = Path(__file__).parent
 E2E_LABEL = "deployplane.io/e2e"
@@ -287,7 +288,9 @@ def _release_finalizers(
     api: client.ApiClient, namespaces: list[str], everywhere: list[str]
 ) -> None:
     """Drop the finalizers of deployplane resources in this run's namespaces, and of every
-    resource of a CRD this run created (all of those are this run's)."""
+    resource of a CRD this run created (all of those are this run's), and the operator's
+    in-use protection of the Secrets in this run's namespaces."""
+    _release_secrets(api, namespaces)
     custom = client.CustomObjectsApi(api)
     for crd in _crd_documents():
         plural, group = crd["spec"]["names"]["plural"], crd["spec"]["group"]
@@ -307,6 +310,25 @@ def _release_finalizers(
                         {"metadata": {"finalizers": None}},
                         _content_type="application/merge-patch+json",
                     )  # fmt: skip
+
+
+def _release_secrets(api: client.ApiClient, namespaces: list[str]) -> None:
+    """Our finalizer off the Secrets an operator of the tests protected (an API key in
+    use when the test ended): only ours, another's stays."""
+    core = client.CoreV1Api(api)
+    for namespace in namespaces:
+        with contextlib.suppress(ApiException):
+            for secret in core.list_namespaced_secret(namespace).items:
+                finalizers = secret.metadata.finalizers or []
+                if SECRET_PROTECTION not in finalizers:
+                    continue
+                kept = [f for f in finalizers if f != SECRET_PROTECTION]
+                with contextlib.suppress(ApiException):
+                    core.patch_namespaced_secret(
+                        secret.metadata.name,
+                        namespace,
+                        {"metadata": {"finalizers": kept or None}},
+                    )
 
 
 @pytest.fixture(scope="session")
