@@ -331,6 +331,13 @@ def _release_secrets(api: client.ApiClient, namespaces: list[str]) -> None:
                     )
 
 
+@pytest.fixture
+def agent_poll_interval() -> float:
+    """Seconds between the listener agent's rounds in the data-plane fixtures
+    (tests/support/dataplane_fixtures.py); a module that needs slower rounds overrides it."""
+    return 0.5
+
+
 @pytest.fixture(scope="session")
 def kubeconfig(dev_cluster: E2ECluster) -> Path:
     return dev_cluster.kubeconfig

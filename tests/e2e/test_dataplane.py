@@ -25,7 +25,6 @@ from tests.support.dataplane_fixtures import (
     Cluster,
     agent,
     agent_kubeconfig,
-    agent_poll_interval,
     agents_namespace,
     deployment_body,
     emulator,
@@ -51,7 +50,6 @@ from deployplane.dataplane.kube import SCALE_MANAGER
 __all__ = [
     "agent",
     "agent_kubeconfig",
-    "agent_poll_interval",
     "agents_namespace",
     "emulator",
     "operator",

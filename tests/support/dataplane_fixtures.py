@@ -99,12 +99,6 @@ def operator(namespace: str, emulator: Emulator, kubeconfig: Path, crds: None) -
 
 
 @pytest.fixture
-def agent_poll_interval() -> float:
-    """Seconds between the listener agent's rounds (a module overrides the fixture)."""
-    return 0.5
-
-
-@pytest.fixture
 def agent(
     namespace: str,
     emulator: Emulator,
@@ -112,6 +106,8 @@ def agent(
     agent_poll_interval: float,
     tmp_path: Path,
 ) -> Iterator[AgentProcess]:
+    """The listener agent, its rounds `agent_poll_interval` apart (tests/e2e/conftest.py's,
+    which a module overrides)."""
     env = agent_env(emulator.url, agent_kubeconfig, poll_interval=agent_poll_interval)
     with running_agent(namespace, env, tmp_path / "agent.log") as process:
         yield process
