@@ -160,7 +160,14 @@ def test_langgraph_deploy_builds_runs_the_graph_and_redeploys_a_new_revision(
     assert image.startswith("localhost/deployplane-agent:"), image
     built = _build_span(cloud, dep, first["id"])
     print(f"langgraph deploy -> DEPLOYED {upload_to_deployed:.1f} s ({built})")
-    assert _pod_revisions(k8s_api, dep) == {first["id"]}
+    # Only this revision's server pods: those of a revision `app_image` deployed before
+    # (the shuffled order may run it first) go gracefully, bounded only to stop a hang.
+    polling.wait_until(
+        "only the first revision's server pods",
+        lambda: _pod_revisions(k8s_api, dep) == {first["id"]},
+        120,
+        interval=0.5,
+    )
     with _port_forward(cloud, APP, kubeconfig) as url:
         assert httpx.get(f"{url}/ok", timeout=30).json()["ok"] is True
         output, first_wait = langgraph_app.run_graph(url, "hi")

@@ -147,8 +147,12 @@ def deploy(
 
 
 def deployment_id(output: str) -> str:
-    """The deployment's id in what `langgraph deploy` printed."""
-    found = re.search(r"Deployment ID: ([0-9a-f-]{36})", output)
+    """The deployment's id in what `langgraph deploy` printed: `Deployment ID: <id>` when
+    it created the deployment, `Found existing deployment (ID: <id>)` when a deployment
+    of that name was there (another test of a module sharing one emulator made it)."""
+    found = re.search(
+        r"(?:Deployment ID: |Found existing deployment \(ID: )([0-9a-f-]{36})", output
+    )
     assert found, output
     return found.group(1)
 
