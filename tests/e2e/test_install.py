@@ -200,8 +200,9 @@ def test_helm_install_with_peering_leaves_the_peering_crds_another_installed_alo
     extensions = client.ApiextensionsV1Api(k8s_api)
     for crd in peering_crds:
         kept = extensions.read_custom_resource_definition(crd["metadata"]["name"]).metadata
-        assert kept.labels == {"owner": "another"}, kept.labels
-        assert "meta.helm.sh/release-name" not in (kept.annotations or {})
+        # Not taken over by this release (an earlier test's release may own it already).
+        assert (kept.labels or {}).get("owner") == "another", kept.labels
+        assert (kept.annotations or {}).get("meta.helm.sh/release-name") != name
 
 
 def test_helm_install_with_the_emulator(
