@@ -18,25 +18,6 @@ missing() {
   for f in "${files[@]}"; do [ -x "$f" ] || echo "$f"; done
 }
 
-case "${1:-ensure}" in
-  ensure)
-    [ -z "$(missing)" ] && exit 0
-    # Another checkout's run may be installing right now (dpkg allows one at a time):
-    # wait for its turn, then look again.
-    cache=${DEPLOYPLANE_CACHE:-$HOME/.cache/deployplane}
-    mkdir -p "$cache"
-    exec 9>>"$cache/apt.lock"
-    flock 9
-    [ -z "$(missing)" ] && exit 0
-    sudo=""
-    if [ "$(id -u)" != 0 ]; then sudo="sudo -n"; fi
-    echo "== real node: installing ${packages[*]} (apt-get)"
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=600 --no-install-recommends "${packages[@]}"
-    if [ -n "$(missing)" ]; then echo "tools/node.sh: still missing: $(missing | tr '\n' ' ')" >&2; exit 1; fi
-    ;;
-  check)
-    if [ -n "$(missing)" ]; then echo "missing: $(missing | tr '\n' ' '); run 'make node-tools'" >&2; exit 1; fi
-    ;;
-  *) echo "usage: $0 [ensure|check]" >&2; exit 2 ;;
-esac
+# shellcheck source=tools/apt-ensure.sh
+source "${BASH_SOURCE%/*}/apt-ensure.sh"
+apt_ensure_main "real node" node-tools "$@"
